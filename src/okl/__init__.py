@@ -1,0 +1,7 @@
+"""okl: online kernel learning with a typed-Cython core."""
+from okl._persist import load, save
+from okl.regression import OnlineKernelRegressor
+
+__version__ = "0.1.0"
+
+__all__ = ["OnlineKernelRegressor", "load", "save"]

@@ -1,0 +1,1 @@
+"""Typed-Cython hot loops of okl (private)."""

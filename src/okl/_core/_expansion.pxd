@@ -1,0 +1,30 @@
+from okl._core._kernels cimport KernelSpec
+
+
+cpdef enum BudgetPolicy:
+    OLDEST = 0      # replace the centre that entered first (NORMA truncation)
+    SMALLEST = 1    # drop the centre of smallest |coefficient|, the newcomer included
+
+
+cdef class KernelExpansion:
+    # f(x) = scale * sum_{i < n_support} coef[i] K(centers[i], x)
+    cdef readonly Py_ssize_t n_features
+    cdef readonly Py_ssize_t n_support
+    cdef readonly Py_ssize_t capacity
+    cdef readonly Py_ssize_t budget          # 0 means unbounded
+    cdef readonly int policy
+    cdef readonly double scale
+    cdef readonly Py_ssize_t n_rescale       # renormalisations of the scale so far
+    cdef readonly Py_ssize_t next_slot       # slot replaced next under OLDEST
+    cdef KernelSpec kernel
+    cdef object _centers, _coef, _sqnorms, _kbuf   # owning NumPy buffers
+    cdef double* centers                     # (capacity, n_features), C order
+    cdef double* coef                        # (capacity,) raw, times scale
+    cdef double* sqnorms                     # (capacity,) ||centers[i]||^2
+    cdef double* kbuf                        # (capacity,) K(centers[i], x) work space
+
+    cdef _allocate(self, Py_ssize_t capacity)
+    cdef void cvalues(self, const double* x, double xx) noexcept nogil
+    cdef double cpredict(self, const double* x, double xx) noexcept nogil
+    cdef void cshrink(self, double factor) noexcept nogil
+    cdef bint cadd(self, const double* x, double xx, double a) noexcept nogil

@@ -1,0 +1,129 @@
+"""NumpyExpansion: the readable twin of _core/_expansion.pyx.
+
+It keeps the true coefficients and shrinks them all at every step (O(m)),
+where the Cython expansion multiplies one scale.  Slots, budget policies and
+the state format are the same, so the two convert into each other.
+"""
+import numpy as np
+
+from okl._core._expansion import BudgetPolicy
+from okl._numpy.kernels import kernel_values
+
+
+class NumpyExpansion:
+    """f(x) = sum_i coef[i] K(centers[i], x)."""
+
+    scale = 1.0
+    n_rescale = 0
+
+    def __init__(self, n_features, kernel, gamma=1.0, degree=3, coef0=0.0,
+                 budget=0, policy=BudgetPolicy.OLDEST):
+        self.n_features = n_features
+        self.kernel_params = dict(kernel=int(kernel), gamma=float(gamma),
+                                  degree=int(degree), coef0=float(coef0))
+        self.budget, self.policy = budget, int(policy)
+        self.n_support, self.next_slot = 0, 0
+        self._centers = np.empty((0, n_features))
+        self._coef = np.empty(0)
+        self._sqnorms = np.empty(0)
+
+    @property
+    def capacity(self):
+        return len(self._coef)
+
+    def reserve(self, n_new):
+        need = self.n_support + n_new
+        if self.budget:
+            need = min(need, self.budget)
+        if need > self.capacity:
+            grow = need - self.capacity
+            self._centers = np.vstack([self._centers, np.empty((grow, self.n_features))])
+            self._coef = np.concatenate([self._coef, np.empty(grow)])
+            self._sqnorms = np.concatenate([self._sqnorms, np.empty(grow)])
+
+    def values(self, x):
+        """K(centers[i], x) for every centre."""
+        n = self.n_support
+        return kernel_values(self.kernel_params["kernel"], self.kernel_params["gamma"],
+                             self.kernel_params["degree"], self.kernel_params["coef0"],
+                             self._centers[:n], self._sqnorms[:n], x)
+
+    def predict_one(self, x):
+        if self.n_support == 0:
+            return 0.0
+        return float(self._coef[:self.n_support] @ self.values(x))
+
+    def shrink(self, factor):
+        """f <- factor * f; factor <= 0 empties the expansion."""
+        if factor <= 0:
+            self.n_support, self.next_slot = 0, 0
+        else:
+            self._coef[:self.n_support] *= factor
+
+    def add(self, x, a):
+        """f <- f + a K(x, .); False when a is not finite."""
+        if not np.isfinite(a):
+            return False
+        n = self.n_support
+        if not self.budget or n < self.budget:
+            slot = n
+            self.n_support += 1
+        elif self.policy == BudgetPolicy.OLDEST:
+            slot = self.next_slot
+            self.next_slot = (slot + 1) % self.budget
+        else:
+            slot = int(np.argmin(np.abs(self._coef[:n])))
+            if abs(a) <= abs(self._coef[slot]):
+                return True
+        self._centers[slot] = x
+        self._sqnorms[slot] = x @ x
+        self._coef[slot] = a
+        return True
+
+    def predict(self, X):
+        return np.array([self.predict_one(x) for x in X], dtype=np.float64)
+
+    def sq_norm(self):
+        n = self.n_support
+        if n == 0:
+            return 0.0
+        return float(self._coef[:n] @ self.predict(self._centers[:n]))
+
+    @property
+    def centers_(self):
+        return self._centers[:self.n_support].copy()
+
+    @property
+    def coef_(self):
+        return self._coef[:self.n_support].copy()
+
+    raw_coef_ = coef_
+
+    def checkpoint(self, n_new, may_clear):
+        n = self.n_support
+        return (n, self.next_slot, self._coef[:n].copy(),
+                self._centers[:n].copy(), self._sqnorms[:n].copy())
+
+    def restore(self, state):
+        n, self.next_slot, coef, centers, sqnorms = state
+        self._coef[:n], self._centers[:n], self._sqnorms[:n] = coef, centers, sqnorms
+        self.n_support = n
+
+    def get_state(self):
+        n = self.n_support
+        return dict(n_features=self.n_features, budget=self.budget, policy=self.policy,
+                    scale=1.0, n_rescale=0, next_slot=self.next_slot,
+                    centers=self.centers_, coef=self.coef_,
+                    sqnorms=self._sqnorms[:n].copy(), **self.kernel_params)
+
+    @classmethod
+    def from_state(cls, state):
+        p = state
+        self = cls(p["n_features"], p["kernel"], p["gamma"], p["degree"], p["coef0"],
+                   p["budget"], p["policy"])
+        self._centers = np.array(p["centers"], dtype=np.float64).reshape(-1, p["n_features"])
+        self._coef = p["scale"] * np.asarray(p["coef"], dtype=np.float64)
+        self._sqnorms = np.array(p["sqnorms"], dtype=np.float64)
+        self.n_support = len(self._coef)
+        self.next_slot = p["next_slot"]
+        return self

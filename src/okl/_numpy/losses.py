@@ -1,0 +1,70 @@
+"""Loss values and left derivatives in NumPy (twins of _core/_losses.pxd).
+
+Residual losses take u = f - y, margin losses m = y f.  Values beyond the
+double range are inf, without a warning.
+"""
+import numpy as np
+
+from okl._core._losses import Loss
+
+
+def value(kind, z, tau=0.5, eps=0.0, delta=1.0, p=2.0):
+    z = np.asarray(z, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        if kind == Loss.SQUARED:
+            return 0.5 * z * z
+        if kind == Loss.ABSOLUTE:
+            return np.abs(z)
+        if kind == Loss.EPSILON_INSENSITIVE:
+            return np.maximum(np.abs(z) - eps, 0.0)
+        if kind == Loss.PINBALL:
+            return np.where(z > eps, (1 - tau) * (z - eps),
+                            np.where(z <= -eps, -tau * (z + eps), 0.0))
+        if kind == Loss.HUBER:
+            a = np.abs(z)
+            return np.where(a <= delta, 0.5 * z * z, delta * (a - 0.5 * delta))
+        if kind == Loss.POWER:
+            return np.abs(z) ** p
+        if kind == Loss.HINGE:
+            return np.maximum(1.0 - z, 0.0)
+        if kind == Loss.SQUARED_HINGE:
+            return np.maximum(1.0 - z, 0.0) ** 2
+        if kind == Loss.LOGISTIC:
+            # log(1 + e^-m) = max(-m, 0) + log1p(e^-|m|)
+            return np.maximum(-z, 0.0) + np.log1p(np.exp(-np.abs(z)))
+        if kind == Loss.LEAST_SQUARES:
+            return (1.0 - z) ** 2
+        if kind == Loss.EXPONENTIAL:
+            return np.exp(-z)
+    raise ValueError(f"unknown loss code {kind}")
+
+
+def derivative(kind, z, tau=0.5, eps=0.0, delta=1.0, p=2.0):
+    z = np.asarray(z, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        if kind == Loss.SQUARED:
+            return z
+        if kind == Loss.ABSOLUTE:
+            return np.where(z > 0, 1.0, -1.0)
+        if kind == Loss.EPSILON_INSENSITIVE:
+            return np.where(z > eps, 1.0, np.where(z <= -eps, -1.0, 0.0))
+        if kind == Loss.PINBALL:
+            return np.where(z > eps, 1.0 - tau, np.where(z <= -eps, -tau, 0.0))
+        if kind == Loss.HUBER:
+            return np.clip(z, -delta, delta)
+        if kind == Loss.POWER:
+            if p == 1.0:
+                return np.where(z > 0, 1.0, -1.0)
+            return p * np.sign(z) * np.abs(z) ** (p - 1.0)
+        if kind == Loss.HINGE:
+            return np.where(z <= 1.0, -1.0, 0.0)
+        if kind == Loss.SQUARED_HINGE:
+            return -2.0 * np.maximum(1.0 - z, 0.0)
+        if kind == Loss.LOGISTIC:
+            e = np.exp(-np.abs(z))      # <= 1: no overflow
+            return np.where(z > 0, -e / (1.0 + e), -1.0 / (1.0 + e))
+        if kind == Loss.LEAST_SQUARES:
+            return -2.0 * (1.0 - z)
+        if kind == Loss.EXPONENTIAL:
+            return -np.exp(-z)
+    raise ValueError(f"unknown loss code {kind}")

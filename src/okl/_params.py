@@ -1,0 +1,94 @@
+"""Parameter constraints, checked at fit time (scikit-learn's idea, our code).
+
+An estimator lists, per parameter, the constraints any one of which makes a
+value valid; `validate_params` raises one message that names them all, e.g.
+"The 'eta' parameter of OnlineKernelRegressor must be a float in (0, inf) or
+'auto'. Got -1 instead."
+"""
+from numbers import Integral, Real
+
+import numpy as np
+
+
+class InvalidParameterError(ValueError, TypeError):
+    """A parameter has a value outside its constraints."""
+
+
+class Interval:
+    """Numbers of `kind` (Real or Integral) between `left` and `right`.
+
+    `closed` is "both", "left", "right" or "neither"; None is an open end.
+    """
+
+    def __init__(self, kind, left, right, closed="both"):
+        self.kind, self.left, self.right, self.closed = kind, left, right, closed
+
+    def is_satisfied_by(self, value):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, self.kind):
+            return False
+        if isinstance(value, Real) and np.isnan(value):
+            return False
+        if self.left is not None:
+            low_ok = value >= self.left if self.closed in ("both", "left") else value > self.left
+            if not low_ok:
+                return False
+        if self.right is not None:
+            return value <= self.right if self.closed in ("both", "right") else value < self.right
+        return True
+
+    def __str__(self):
+        noun = "an int" if self.kind is Integral else "a float"
+        lo = "-inf" if self.left is None else f"{self.left:g}"
+        hi = "inf" if self.right is None else f"{self.right:g}"
+        lb = "[" if self.closed in ("both", "left") and self.left is not None else "("
+        rb = "]" if self.closed in ("both", "right") and self.right is not None else ")"
+        return f"{noun} in {lb}{lo}, {hi}{rb}"
+
+
+class Options:
+    """One of a fixed set of strings."""
+
+    def __init__(self, *options):
+        self.options = options
+
+    def is_satisfied_by(self, value):
+        return isinstance(value, str) and value in self.options
+
+    def __str__(self):
+        if len(self.options) == 1:
+            return repr(self.options[0])
+        return "a str among {" + ", ".join(repr(o) for o in self.options) + "}"
+
+
+class Kind:
+    """Any value for which `test` is true, described as `description`."""
+
+    def __init__(self, test, description):
+        self.test, self.description = test, description
+
+    def is_satisfied_by(self, value):
+        return self.test(value)
+
+    def __str__(self):
+        return self.description
+
+
+NONE = Kind(lambda v: v is None, "None")
+CALLABLE = Kind(callable, "a callable")
+BOOL = Kind(lambda v: isinstance(v, (bool, np.bool_)), "a bool")
+ARRAY_2D = Kind(lambda v: np.ndim(v) == 2 and not isinstance(v, str), "a 2-D array")
+
+
+def validate_params(estimator):
+    """Check every parameter of `estimator` against its `_parameter_constraints`."""
+    name = type(estimator).__name__
+    params = estimator.get_params(deep=False)
+    for param, constraints in estimator._parameter_constraints.items():
+        value = params[param]
+        if any(c.is_satisfied_by(value) for c in constraints):
+            continue
+        described = [str(c) for c in constraints]
+        allowed = described[0] if len(described) == 1 else (
+            ", ".join(described[:-1]) + " or " + described[-1])
+        raise InvalidParameterError(
+            f"The {param!r} parameter of {name} must be {allowed}. Got {value!r} instead.")

@@ -1,0 +1,121 @@
+"""Evaluation on streams: progressive validation and distances to batch targets."""
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.base import is_classifier
+
+from okl.kernels import kernel_matrix
+
+
+@dataclass
+class ProgressiveResult:
+    """Predict-then-learn record of a stream, one entry per sample.
+
+    predictions : the prediction for x_t made before learning z_t (labels for
+        classifiers).
+    scores : f_t(x_t), the raw model output behind each prediction.
+    error : cumulative mean error after each step: misclassification rate for
+        classifiers, squared error for regressors.
+    loss : cumulative mean of the estimator's own training loss, or None.
+    """
+
+    predictions: np.ndarray
+    scores: np.ndarray
+    error: np.ndarray
+    loss: np.ndarray | None
+
+
+def _cumulative_mean(values):
+    return np.cumsum(values) / np.arange(1, len(values) + 1)
+
+
+def progressive_validation(estimator, X, y, *, classes=None, chunk_size=1000, verbose=False):
+    """Predict each sample with the current model, then learn it (in place).
+
+    The estimator continues from its current state (pass a fresh one, or
+    ``sklearn.base.clone(est)``, for a clean run).  okl learners do the
+    prediction inside their own loop, so this costs no more than partial_fit;
+    any other estimator with predict/partial_fit works too, one sample at a time.
+
+    Parameters
+    ----------
+    estimator : an estimator with partial_fit
+    X : array of shape (n_samples, n_features)
+    y : array of shape (n_samples,)
+    classes : array, optional
+        All labels, for a classifier's first partial_fit (default: np.unique(y)).
+    chunk_size : int
+        Samples per call into the estimator; progress is reported per chunk.
+    verbose : bool
+        Print one progress line per chunk.
+
+    Returns
+    -------
+    ProgressiveResult
+    """
+    X = np.asarray(X) if not hasattr(X, "tocsr") else X.tocsr()
+    y = np.asarray(y)
+    n = X.shape[0]
+    classifier = is_classifier(estimator)
+    if classifier and classes is None:
+        classes = np.unique(y)
+    fused = hasattr(estimator, "_progressive_scores")
+    scores = np.empty(n, dtype=np.float64)
+    predictions = np.empty(n, dtype=y.dtype if classifier else np.float64)
+    start = time.perf_counter()
+    for lo in range(0, n, chunk_size if fused else 1):
+        hi = min(n, lo + (chunk_size if fused else 1))
+        fitted = hasattr(estimator, "n_features_in_")
+        kwargs = {"classes": classes} if classifier and not fitted else {}
+        if fused:
+            scores[lo:hi] = estimator._progressive_scores(X[lo:hi], y[lo:hi], **kwargs)
+            predictions[lo:hi] = (estimator._labels(scores[lo:hi]) if classifier
+                                  else scores[lo:hi])
+        else:
+            if fitted:
+                predictions[lo:hi] = estimator.predict(X[lo:hi])
+            else:
+                predictions[lo:hi] = classes[0] if classifier else 0.0
+            scores[lo:hi] = predictions[lo:hi] if not classifier else np.nan
+            estimator.partial_fit(X[lo:hi], y[lo:hi], **kwargs)
+        if verbose and (hi == n or (hi // chunk_size) != (lo // chunk_size)):
+            done = predictions[:hi]
+            err = (np.mean(done != y[:hi]) if classifier
+                   else np.mean((done - y[:hi]) ** 2))
+            print(f"  t={hi:>8d}  {'error' if classifier else 'mse'}={err:.4f}  "
+                  f"centres={getattr(estimator, 'n_support_', '-')}  "
+                  f"{time.perf_counter() - start:.1f}s", flush=True)
+    if classifier:
+        error = _cumulative_mean(predictions != y)
+    else:
+        error = _cumulative_mean((predictions - y) ** 2)
+    loss = (_cumulative_mean(estimator._stream_loss(scores, y))
+            if fused and hasattr(estimator, "_stream_loss") else None)
+    return ProgressiveResult(predictions, scores, error, loss)
+
+
+def kernel_ridge_target(X, y, lam, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0):
+    """Coefficients a of f* = sum_i a_i K(x_i, .) with (K + n lam I) a = y.
+
+    f* minimises mean_i (f(x_i) - y_i)^2 + lam ||f||_K^2, the target of
+    Smale-Yao's algorithm when the samples are drawn uniformly from (X, y).
+    """
+    K = kernel_matrix(X, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0)
+    n = len(K)
+    return np.linalg.solve(K + n * lam * np.eye(n), np.asarray(y, dtype=np.float64))
+
+
+def rkhs_distance(centers_a, coef_a, centers_b, coef_b, kernel="gaussian", gamma=1.0,
+                  degree=3, coef0=0.0):
+    """||f_a - f_b||_K for two kernel expansions f = sum_i coef[i] K(centers[i], .).
+
+    Repeated centres are merged first, so an online model whose centres are
+    copies of a finite sample costs O(n^2) in the number of distinct points.
+    """
+    centers = np.vstack([np.atleast_2d(centers_a), np.atleast_2d(centers_b)])
+    coef = np.concatenate([np.ravel(coef_a), -np.ravel(coef_b)])
+    unique, inverse = np.unique(centers, axis=0, return_inverse=True)
+    merged = np.bincount(inverse.ravel(), weights=coef, minlength=len(unique))
+    K = kernel_matrix(unique, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0)
+    return float(np.sqrt(max(merged @ K @ merged, 0.0)))

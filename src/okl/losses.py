@@ -1,0 +1,74 @@
+"""Losses by name: the Python face of the Cython `Loss` enum.
+
+Residual losses take ``u = f(x) - y``; margin losses take ``m = y f(x)`` with
+y in {-1, +1}.  Derivatives are left derivatives (at a kink, the slope on the
+left), the convention of every paper okl implements.
+
+=====================  =====================================================
+residual               V(u)
+=====================  =====================================================
+squared                u^2 / 2 (Smale-Yao's gradient (f(x) - y) K_x)
+absolute               |u|
+epsilon_insensitive    (|u| - epsilon)_+
+pinball                Yang's V^tau_eps: (1-tau)(u-eps) if u > eps,
+                       -tau (u+eps) if u <= -eps, else 0
+huber                  u^2/2 if |u| <= delta, else delta (|u| - delta/2)
+power                  |u|^p, p >= 1
+=====================  =====================================================
+
+=====================  =====================================================
+margin                 phi(m)
+=====================  =====================================================
+hinge                  (1 - m)_+
+squared_hinge          (1 - m)_+^2
+logistic               log(1 + e^-m), stable for |m| up to 1e300
+least_squares          (1 - m)^2
+exponential            e^-m
+=====================  =====================================================
+"""
+import numpy as np
+
+from okl._core._losses import Loss, loss_values, loss_derivatives
+
+RESIDUAL_LOSSES = {
+    "squared": Loss.SQUARED,
+    "absolute": Loss.ABSOLUTE,
+    "epsilon_insensitive": Loss.EPSILON_INSENSITIVE,
+    "pinball": Loss.PINBALL,
+    "huber": Loss.HUBER,
+    "power": Loss.POWER,
+}
+MARGIN_LOSSES = {
+    "hinge": Loss.HINGE,
+    "squared_hinge": Loss.SQUARED_HINGE,
+    "logistic": Loss.LOGISTIC,
+    "least_squares": Loss.LEAST_SQUARES,
+    "exponential": Loss.EXPONENTIAL,
+}
+LOSSES = {**RESIDUAL_LOSSES, **MARGIN_LOSSES}
+
+
+def loss_spec(name, tau=0.5, eps=0.0, delta=1.0, p=2.0):
+    """(code, tau, eps, delta, p): the arguments every Cython loop takes for a loss."""
+    try:
+        code = LOSSES[name]
+    except KeyError:
+        raise ValueError(f"Unknown loss {name!r}; choose one of {sorted(LOSSES)}.") from None
+    return int(code), float(tau), float(eps), float(delta), float(p)
+
+
+def is_margin(name):
+    """True for margin (classification) losses, which take m = y f(x)."""
+    return name in MARGIN_LOSSES
+
+
+def loss_value(name, z, **params):
+    """Loss at every z (u = f - y, or m = y f for a margin loss)."""
+    z = np.ascontiguousarray(z, dtype=np.float64).ravel()
+    return loss_values(z, *loss_spec(name, **params))
+
+
+def loss_derivative(name, z, **params):
+    """Left derivative at every z."""
+    z = np.ascontiguousarray(z, dtype=np.float64).ravel()
+    return loss_derivatives(z, *loss_spec(name, **params))
