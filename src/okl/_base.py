@@ -3,6 +3,7 @@ from contextlib import contextmanager
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from okl._core import _pointwise
@@ -144,3 +145,42 @@ class PointwiseMixin(KernelExpansionMixin):
         self.lam_ = float(lam_t[-1])
         self.n_support_ = int(expansion.n_support)
         return scores
+
+
+class BinaryClassifierMixin:
+    """Labels of okl's binary classifiers, as scikit-learn has them.
+
+    `classes_` is sorted; `classes_[1]` is the positive class (+1).  Learners
+    see y in {-1, +1}; predictions map back through `classes_`.
+    """
+
+    def _set_classes(self, y, classes):
+        """Fix `classes_` on a first call: from `classes`, else from y."""
+        check_classification_targets(y)
+        classes = np.unique(y if classes is None else np.asarray(classes))
+        name = type(self).__name__
+        if len(classes) > 2:
+            raise ValueError(
+                f"{name} is a binary classifier but {len(classes)} classes were given "
+                f"({classes.tolist()}); for more classes wrap it: "
+                f"sklearn.multiclass.OneVsRestClassifier({name}(...)).")
+        if len(classes) < 2:
+            raise ValueError(
+                f"{name} needs two classes to learn, but the data has only one class: "
+                f"{classes.tolist()}. Pass both labels in `classes`.")
+        self.classes_ = classes
+
+    def _encode(self, y):
+        """y as floats in {-1, +1}; labels outside `classes_` raise, naming the cure."""
+        check_classification_targets(y)
+        unseen = np.setdiff1d(np.unique(y), self.classes_)
+        if unseen.size:
+            raise ValueError(
+                f"y contains labels {unseen.tolist()} that are not in classes_ "
+                f"{self.classes_.tolist()}. Pass every label in `classes` on the first "
+                "call to partial_fit.")
+        return np.where(y == self.classes_[1], 1.0, -1.0)
+
+    def _labels(self, scores):
+        """The label of each decision value: classes_[1] where f(x) > 0."""
+        return self.classes_[(np.asarray(scores) > 0).astype(np.intp)]
