@@ -161,7 +161,8 @@ class BinaryClassifierMixin:
         name = type(self).__name__
         if len(classes) > 2:
             raise ValueError(
-                f"{name} is a binary classifier but {len(classes)} classes were given "
+                f"Only binary classification is supported. {name} is a binary classifier "
+                f"but {len(classes)} classes were given "
                 f"({classes.tolist()}); for more classes wrap it: "
                 f"sklearn.multiclass.OneVsRestClassifier({name}(...)).")
         if len(classes) < 2:

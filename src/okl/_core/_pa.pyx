@@ -1,0 +1,312 @@
+"""The nogil loops of the regularized passive-aggressive learners (ALGORITHMS 5).
+
+Each step predicts f_t(x_t), m = y_t f_t(x_t).  When the update condition
+holds (hinge loss > 0, or a mistake), the new model is
+
+    w_{t+1} = cv w_t + ca y_t x_t          (f_{t+1} = cv f_t + ca y_t K(x_t, .))
+
+with (cv, ca) from `ccoefs` (PA, objective, L2), or, for L1, the projection of
+w_t onto {y x.w >= 1, ||w||_1 <= beta}; then optional truncation.  Linear
+weights are stored as w = scale * raw, so the shrinks 1/(1+alpha) and 1/Z
+cost O(1) and a CSR row costs O(nnz) (L1 and truncation touch all of w).
+||w||^2 (||f||_K^2 for kernels) is carried along exactly, in O(1) per update.
+"""
+from libc.math cimport fmax, fmin, isfinite
+from libc.stdlib cimport calloc, free
+from libc.string cimport memset
+from scipy.linalg.cython_blas cimport ddot, daxpy
+
+from okl._core._kernels cimport cdot, cself
+from okl._core._expansion cimport KernelExpansion
+from okl._core._projections cimport AbsIndex, chalfspace_l1, chalfspace_l2, ctruncate_smallest
+
+
+cpdef enum Event:
+    PASSIVE = 0       # the update condition does not hold: w_{t+1} = w_t
+    UPDATED = 1
+    INFEASIBLE = 2    # the constraint set is empty: the update is skipped
+
+
+cpdef enum Regularization:
+    NONE = 0          # Crammer et al. 2006: PA, PA-I, PA-II
+    OBJECTIVE = 1     # Shen-Dietterich eq. 3.1 (alpha)
+    L2 = 2            # eq. 3.9 (beta)
+    L1 = 3            # eq. 3.10 (beta), linear only
+
+
+cpdef enum Variant:
+    PA = 0
+    PA_I = 1
+    PA_II = 2
+
+
+cdef struct PASpec:
+    Regularization reg
+    Variant variant
+    double C
+    double alpha
+    double beta
+    bint mistake      # update when y f <= 0, instead of y f < 1
+
+
+cdef struct Row:      # one input row: dense (idx == NULL, nnz = d) or CSR
+    const double* val
+    const Py_ssize_t* idx
+    Py_ssize_t nnz
+
+
+cdef double SCALE_MIN = 1e-9
+cdef double SCALE_MAX = 1e9
+
+
+# -- the scalar step, shared by the linear and kernel loops ----------------------------
+
+cdef inline bint cviolated(const PASpec* s, double m) noexcept nogil:
+    return m <= 0.0 if s.mistake else m < 1.0
+
+
+cdef inline Event ccoefs(const PASpec* s, double m, double xx, double vv,
+                         double* cv, double* ca) noexcept nogil:
+    """(cv, ca) of a violated step from m = y w.x, xx = ||x||^2 (K(x, x)), vv = ||w||^2."""
+    cdef double l = 1.0 - m
+    if s.reg == L2:     # Lemma 3.2: the projection onto {y x.w >= 1, ||w|| <= beta}
+        return UPDATED if chalfspace_l2(vv, m, xx, 1.0, s.beta, cv, ca) else INFEASIBLE
+    if xx == 0.0:       # x = 0 (K_x = 0): no step moves y f(x)
+        return INFEASIBLE if (s.reg == OBJECTIVE or s.variant == PA) else PASSIVE
+    cv[0] = 1.0
+    if s.reg == OBJECTIVE:
+        # Lemma 3.1, w = (w_t + tau y x) / (1 + alpha), tau = (l + alpha) / ||x||^2:
+        # exact, since the margin constraint is active whenever m < 1
+        cv[0] = 1.0 / (1.0 + s.alpha)
+        ca[0] = (l + s.alpha) / xx * cv[0]
+    elif s.variant == PA:
+        ca[0] = l / xx
+    elif s.variant == PA_I:
+        ca[0] = fmin(s.C, l / xx)
+    else:
+        ca[0] = l / (xx + 0.5 / s.C)
+    return UPDATED
+
+
+# -- linear weights w = scale * raw ---------------------------------------------------
+
+cdef inline double crow_dot(const Row* r, const double* w) noexcept nogil:
+    cdef int n = <int>r.nnz, inc = 1
+    cdef Py_ssize_t k
+    cdef double acc = 0.0
+    if r.idx == NULL:
+        return ddot(&n, <double*>r.val, &inc, <double*>w, &inc)
+    for k in range(r.nnz):
+        acc += r.val[k] * w[r.idx[k]]
+    return acc
+
+
+cdef inline double crow_sqnorm(const Row* r) noexcept nogil:
+    cdef int n = <int>r.nnz, inc = 1
+    return ddot(&n, <double*>r.val, &inc, <double*>r.val, &inc)
+
+
+cdef inline void crow_axpy(const Row* r, double c, double* w) noexcept nogil:
+    """w += c x."""
+    cdef int n = <int>r.nnz, inc = 1
+    cdef Py_ssize_t k
+    if r.idx == NULL:
+        daxpy(&n, &c, <double*>r.val, &inc, w, &inc)
+        return
+    for k in range(r.nnz):
+        w[r.idx[k]] += c * r.val[k]
+
+
+cdef inline void cscale(double* w, Py_ssize_t d, double* scale, double factor) noexcept nogil:
+    """w <- factor w in O(1) through the scale; factor 0 zeroes w."""
+    cdef Py_ssize_t j
+    if factor == 1.0:
+        return
+    if factor <= 0.0:
+        memset(w, 0, d * sizeof(double))
+        scale[0] = 1.0
+        return
+    scale[0] *= factor
+    if scale[0] < SCALE_MIN or scale[0] > SCALE_MAX:
+        for j in range(d):
+            w[j] *= scale[0]
+        scale[0] = 1.0
+
+
+cdef Event cl1_step(double* w, double* ww, const Row* r, double y, double beta, Py_ssize_t d,
+                    double* a_work, double* work) noexcept nogil:
+    """w <- its projection onto {y x.w >= 1, ||w||_1 <= beta} (w unscaled).
+
+    a_work holds a = y x densely; it is zero outside the row between calls.
+    """
+    cdef Py_ssize_t k
+    cdef bint ok
+    for k in range(r.nnz):
+        a_work[k if r.idx == NULL else r.idx[k]] = y * r.val[k]
+    ok = chalfspace_l1(w, a_work, d, 1.0, beta, w, work)
+    if r.idx != NULL:
+        for k in range(r.nnz):
+            a_work[r.idx[k]] = 0.0
+    if not ok:
+        return INFEASIBLE
+    ww[0] = cdot(w, w, d)
+    return UPDATED
+
+
+cdef Py_ssize_t clinear(double* w, double* scale, double* ww, Py_ssize_t d, bint sparse,
+                        const double* data, const Py_ssize_t* indices, const Py_ssize_t* indptr,
+                        const double* y, Py_ssize_t n, const PASpec* s, double sigma,
+                        double* a_work, double* work, AbsIndex* pairs,
+                        double* score_out, signed char* event_out) noexcept nogil:
+    """The loop over n rows, dense (n, d) or CSR; -1 or the first divergent step."""
+    cdef Py_ssize_t i
+    cdef Row r
+    cdef double f, m, xx, cv, ca, c, ww_new
+    cdef Event ev
+    for i in range(n):
+        if sparse:
+            r = Row(data + indptr[i], indices + indptr[i], indptr[i + 1] - indptr[i])
+        else:
+            r = Row(data + i * d, NULL, d)
+        f = scale[0] * crow_dot(&r, w)
+        score_out[i] = f
+        if not isfinite(f):
+            return i
+        m = y[i] * f
+        ev = PASSIVE
+        if cviolated(s, m):
+            if s.reg == L1:
+                ev = cl1_step(w, ww, &r, y[i], s.beta, d, a_work, work)
+            else:
+                xx = crow_sqnorm(&r)
+                ev = ccoefs(s, m, xx, ww[0], &cv, &ca)
+                if ev == UPDATED:
+                    ww_new = cv * cv * ww[0] + 2.0 * cv * ca * m + ca * ca * xx
+                    cscale(w, d, scale, cv)
+                    c = ca * y[i] / scale[0]
+                    if not isfinite(c):
+                        return i
+                    crow_axpy(&r, c, w)
+                    ww[0] = fmax(ww_new, 0.0)
+            if ev == UPDATED and sigma > 0.0:
+                ww[0] = scale[0] * scale[0] * ctruncate_smallest(
+                    w, d, sigma / (scale[0] * scale[0]), pairs)
+        event_out[i] = ev
+    return -1
+
+
+cdef _fit_linear(double[::1] w, double scale, double ww, bint sparse, const double* data,
+                 const Py_ssize_t* indices, const Py_ssize_t* indptr, const double[::1] y,
+                 PASpec s, double sigma, double[::1] score_out, signed char[::1] event_out):
+    cdef Py_ssize_t d = w.shape[0], failed
+    cdef double* a_work = NULL
+    cdef double* work = NULL
+    cdef AbsIndex* pairs = NULL
+    if s.reg == L1 and scale != 1.0:
+        raise ValueError("the L1 loop needs unscaled weights (scale = 1).")
+    try:
+        if s.reg == L1:
+            a_work = <double*>calloc(d, sizeof(double))
+            work = <double*>calloc(d, sizeof(double))
+            if a_work == NULL or work == NULL:
+                raise MemoryError()
+        if sigma > 0.0:
+            pairs = <AbsIndex*>calloc(d, sizeof(AbsIndex))
+            if pairs == NULL:
+                raise MemoryError()
+        with nogil:
+            failed = clinear(&w[0], &scale, &ww, d, sparse, data, indices, indptr, &y[0],
+                             y.shape[0], &s, sigma, a_work, work, pairs,
+                             &score_out[0], &event_out[0])
+    finally:
+        free(a_work)
+        free(work)
+        free(pairs)
+    return failed, scale, ww
+
+
+def fit_dense(double[::1] w,                  # IN/OUT (d,) raw weights: w_true = scale * w
+              double scale, double ww,        # IN scale, ||w_true||^2
+              const double[:, ::1] X,         # IN (n, d)
+              const double[::1] y,            # IN (n,) in {-1, +1}
+              int reg, int variant, double C, double alpha, double beta, bint mistake,
+              double sigma,                   # truncation threshold, 0 for none
+              double[::1] score_out,          # OUT (n,) f_t(x_t), before the update
+              signed char[::1] event_out):    # OUT (n,) an Event per step
+    """Run the chunk; return (failed, scale, ww), failed = -1 or the first divergent step."""
+    if X.shape[1] != w.shape[0]:
+        raise ValueError(f"X has {X.shape[1]} columns, w {w.shape[0]}.")
+    return _fit_linear(w, scale, ww, False, &X[0, 0], NULL, NULL, y,
+                       PASpec(<Regularization>reg, <Variant>variant, C, alpha, beta, mistake),
+                       sigma, score_out, event_out)
+
+
+def fit_csr(double[::1] w, double scale, double ww,
+            const double[::1] data,           # IN CSR rows, canonical (sorted, no duplicates)
+            const Py_ssize_t[::1] indices,
+            const Py_ssize_t[::1] indptr,     # IN (n + 1,)
+            const double[::1] y,
+            int reg, int variant, double C, double alpha, double beta, bint mistake,
+            double sigma, double[::1] score_out, signed char[::1] event_out):
+    """`fit_dense` for CSR rows: each row costs O(its nonzeros), plus O(d) for L1/truncation."""
+    cdef double no_data = 0.0           # pointed to when every row is empty
+    cdef Py_ssize_t no_index = 0
+    return _fit_linear(w, scale, ww, True, &data[0] if data.shape[0] else &no_data,
+                       &indices[0] if indices.shape[0] else &no_index, &indptr[0], y,
+                       PASpec(<Regularization>reg, <Variant>variant, C, alpha, beta, mistake),
+                       sigma, score_out, event_out)
+
+
+# -- kernel expansions ------------------------------------------------------------
+
+def fit_kernel(KernelExpansion expansion,
+               double ww,                     # IN ||f||_K^2
+               const double[:, ::1] X, const double[::1] y,
+               int reg, int variant, double C, double alpha, double beta, bint mistake,
+               double[::1] score_out, signed char[::1] event_out):
+    """The loop for f = sum_i a_i K(x_i, .); return (failed, ww).
+
+    With a full budget the new centre replaces the oldest, x_o: f loses
+    r K(x_o, .) and ||f||_K^2 changes by r (r K(x_o, x_o) - 2 g(x_o)), g the
+    model before the removal (one more evaluation, at x_o).
+    """
+    cdef PASpec s = PASpec(<Regularization>reg, <Variant>variant, C, alpha, beta, mistake)
+    cdef Py_ssize_t i, o, n = X.shape[0], d = X.shape[1], failed = -1
+    cdef const double* x
+    cdef double xx, kxx, f, m, cv, ca, c, ww_new, r, g_o
+    cdef Event ev
+    if d != expansion.n_features:
+        raise ValueError(f"X has {d} columns, the expansion {expansion.n_features}.")
+    if reg == L1:
+        raise ValueError("the L1 constraint needs the linear kernel.")
+    expansion.reserve(n)
+    with nogil:
+        for i in range(n):
+            x = &X[i, 0]
+            xx = cdot(x, x, d)
+            kxx = cself(&expansion.kernel, xx)
+            f = expansion.cpredict(x, xx)
+            score_out[i] = f
+            if not isfinite(f):
+                failed = i
+                break
+            m = y[i] * f
+            ev = PASSIVE
+            if cviolated(&s, m):
+                ev = ccoefs(&s, m, kxx, ww, &cv, &ca)
+            if ev == UPDATED:
+                c = ca * y[i]
+                ww_new = cv * cv * ww + 2.0 * cv * ca * m + ca * ca * kxx
+                if expansion.budget and expansion.n_support == expansion.budget:
+                    o = expansion.next_slot             # the oldest centre leaves
+                    r = cv * expansion.scale * expansion.coef[o]
+                    g_o = c * expansion.kbuf[o]         # K(x_o, x), read before kbuf is reused
+                    g_o += cv * expansion.cpredict(expansion.centers + o * d, expansion.sqnorms[o])
+                    ww_new += r * (r * cself(&expansion.kernel, expansion.sqnorms[o]) - 2.0 * g_o)
+                expansion.cshrink(cv)
+                if not expansion.cadd(x, xx, c):
+                    failed = i
+                    break
+                ww = fmax(ww_new, 0.0)
+            event_out[i] = ev
+    return failed, ww

@@ -1,0 +1,124 @@
+"""The passive-aggressive loops (ALGORITHMS 5) in NumPy: twin of _core/_pa.pyx.
+
+The twin keeps the true weights (it multiplies w by cv at every shrink, where
+the Cython loop multiplies one scale), so it returns scale = 1.
+"""
+import numpy as np
+import scipy.sparse as sp
+
+from okl._core._pa import Event, Regularization, Variant
+from okl._numpy import projections
+from okl._numpy.kernels import kernel_values
+
+
+def violated(mistake, m):
+    """The update condition: a mistake (y f <= 0), or hinge loss > 0 (y f < 1)."""
+    return m <= 0.0 if mistake else m < 1.0
+
+
+def coefs(reg, variant, C, alpha, beta, m, xx, vv):
+    """(event, cv, ca) of a violated step: w_{t+1} = cv w_t + ca y x."""
+    if reg == Regularization.L2:
+        step = projections.halfspace_l2_coefs(vv, m, xx, 1.0, beta)
+        return (Event.INFEASIBLE, 1.0, 0.0) if step is None else (Event.UPDATED, *step)
+    if xx == 0.0:
+        hard = reg == Regularization.OBJECTIVE or variant == Variant.PA
+        return (Event.INFEASIBLE if hard else Event.PASSIVE), 1.0, 0.0
+    loss = 1.0 - m
+    if reg == Regularization.OBJECTIVE:
+        cv = 1.0 / (1.0 + alpha)
+        return Event.UPDATED, cv, (loss + alpha) / xx * cv
+    if variant == Variant.PA:
+        return Event.UPDATED, 1.0, loss / xx
+    if variant == Variant.PA_I:
+        return Event.UPDATED, 1.0, min(C, loss / xx)
+    return Event.UPDATED, 1.0, loss / (xx + 0.5 / C)
+
+
+def _rows(X):
+    """The rows of X as dense vectors (CSR rows are expanded one at a time)."""
+    if not sp.issparse(X):
+        yield from X
+        return
+    for i in range(X.shape[0]):
+        x = np.zeros(X.shape[1])
+        lo, hi = X.indptr[i], X.indptr[i + 1]
+        x[X.indices[lo:hi]] = X.data[lo:hi]
+        yield x
+
+
+def fit_linear(w, scale, ww, X, y, reg, variant, C, alpha, beta, mistake, sigma,
+               score_out, event_out):
+    """Predict-then-update over the rows of X (dense or CSR); w is updated in place.
+
+    Returns (failed, scale, ww): failed is -1 or the first divergent step.
+    """
+    w *= scale
+    for i, x in enumerate(_rows(X)):
+        f = w @ x
+        score_out[i] = f
+        if not np.isfinite(f):
+            return i, 1.0, ww
+        m = y[i] * f
+        event = Event.PASSIVE
+        if violated(mistake, m):
+            if reg == Regularization.L1:
+                new = projections.halfspace_l1_ball(w, y[i] * x, 1.0, beta)
+                if new is None:
+                    event = Event.INFEASIBLE
+                else:
+                    event, w[:], ww = Event.UPDATED, new, new @ new
+            else:
+                xx = x @ x
+                event, cv, ca = coefs(reg, variant, C, alpha, beta, m, xx, ww)
+                if event == Event.UPDATED:
+                    if not np.isfinite(ca):
+                        return i, 1.0, ww
+                    ww = max(cv * cv * ww + 2.0 * cv * ca * m + ca * ca * xx, 0.0)
+                    w *= cv
+                    w += ca * y[i] * x
+            if event == Event.UPDATED and sigma > 0.0:
+                w[:] = projections.truncate_smallest(w, sigma)
+                ww = w @ w
+        event_out[i] = event
+    return -1, 1.0, ww
+
+
+def fit_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake,
+               score_out, event_out):
+    """The loop for a NumpyExpansion f = sum_i a_i K(x_i, .); returns (failed, ww).
+
+    With a full budget the new centre replaces the oldest, x_o, and ||f||_K^2
+    loses 2 r g(x_o) - r^2 K(x_o, x_o), r = cv a_o, g the model before the removal.
+    """
+    p = expansion.kernel_params
+    kernel = (p["kernel"], p["gamma"], p["degree"], p["coef0"])
+    expansion.reserve(len(X))
+    for i, x in enumerate(X):
+        xx = x @ x
+        kxx = kernel_values(*kernel, x[None], np.array([xx]), x)[0]
+        f = expansion.predict_one(x)
+        score_out[i] = f
+        if not np.isfinite(f):
+            return i, ww
+        m = y[i] * f
+        event = Event.PASSIVE
+        if violated(mistake, m):
+            event, cv, ca = coefs(reg, variant, C, alpha, beta, m, kxx, ww)
+        if event == Event.UPDATED:
+            c = ca * y[i]
+            ww_new = cv * cv * ww + 2.0 * cv * ca * m + ca * ca * kxx
+            if expansion.budget and expansion.n_support == expansion.budget:
+                o = expansion.next_slot
+                x_o, xx_o = expansion._centers[o], expansion._sqnorms[o]
+                r = cv * expansion._coef[o]
+                g_o = c * kernel_values(*kernel, x[None], np.array([xx]), x_o)[0]
+                g_o += cv * expansion.predict_one(x_o)
+                ww_new += r * (r * kernel_values(*kernel, x_o[None], np.array([xx_o]), x_o)[0]
+                               - 2.0 * g_o)
+            expansion.shrink(cv)
+            if not expansion.add(x, c):
+                return i, ww
+            ww = max(ww_new, 0.0)
+        event_out[i] = event
+    return -1, ww

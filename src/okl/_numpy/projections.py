@@ -1,0 +1,125 @@
+"""The projections of _core/_projections.pyx in NumPy: same algorithms, same results.
+
+Each function returns the projected point, or None when the constraint set is
+empty; inputs are float64 1-D arrays (validated by okl.projections).
+"""
+import numpy as np
+
+MAX_ITER = 100
+FACE_RTOL = 1e-12
+EPS = np.finfo(np.float64).eps
+
+
+def soft(u, mu):
+    """Soft threshold S_mu(u) = sign(u) max(|u| - mu, 0)."""
+    return np.sign(u) * np.maximum(np.abs(u) - mu, 0.0)
+
+
+def simplex_threshold(s, z):
+    """theta with sum_i max(s_i - theta, 0) = z (Duchi et al. 2008)."""
+    s = np.sort(s)[::-1]
+    cum = np.cumsum(s)
+    j = np.arange(1, len(s) + 1)
+    rho = max(1, np.count_nonzero(s * j > cum - z))
+    return (cum[rho - 1] - z) / rho
+
+
+def l1_threshold(u, beta):
+    """mu with ||S_mu(u)||_1 = beta, or 0 when ||u||_1 <= beta."""
+    mags = np.abs(u[u != 0])
+    if mags.sum() <= beta:
+        return 0.0
+    return simplex_threshold(mags, beta)
+
+
+def l2_ball(v, beta):
+    norm = np.linalg.norm(v)
+    return v * (beta / norm) if norm > beta else v.copy()
+
+
+def l1_ball(v, beta):
+    return soft(v, l1_threshold(v, beta))
+
+
+def halfspace_l2_coefs(vv, av, aa, b, beta):
+    """(cv, ca) with w = cv v + ca a the closest point to v in {a.w >= b, ||w||_2 <= beta},
+    or None when that set is empty (Shen-Dietterich Lemma 3.2 for any b)."""
+    if b > 0 and b * b > beta * beta * aa:
+        return None
+    norm_v = np.sqrt(vv)
+    shrink = 1.0 if norm_v <= beta else beta / norm_v
+    if shrink * av >= b:                       # the ball alone
+        return shrink, 0.0
+    A = vv * aa - av * av
+    B = beta * beta * aa - b * b
+    if av < b and A <= B:                      # the halfspace alone
+        return 1.0, (b - av) / aa
+    if B <= 0:                                 # a single point
+        return 0.0, b / aa
+    Z = max(np.sqrt(max(A, 0.0) / B), 1.0)     # both active
+    return 1.0 / Z, (b - av / Z) / aa
+
+
+def halfspace_l2_ball(v, a, b, beta):
+    coefs = halfspace_l2_coefs(v @ v, a @ v, a @ a, b, beta)
+    return None if coefs is None else coefs[0] * v + coefs[1] * a
+
+
+def segment(v, a, tau, b, beta):
+    """(g, mu, slope, size): g(tau) = a.w - b for w the L1-ball projection of v + tau a,
+    the slope of g on tau's linear piece, and the rounding scale of g."""
+    u = v + tau * a
+    mu = l1_threshold(u, beta)
+    if mu == 0.0:
+        return a @ u - b, mu, a @ a, abs(b) + np.abs(a * u).sum()
+    S = np.abs(u) > mu
+    w = u[S] - np.copysign(mu, u[S])
+    sa = np.where(u[S] > 0, a[S], -a[S]).sum()
+    k = np.count_nonzero(S)
+    slope = max(a[S] @ a[S] - sa * sa / k, 0.0) if k else 0.0
+    return a[S] @ w - b, mu, slope, abs(b) + np.abs(a[S] * w).sum()
+
+
+def halfspace_l1_ball(v, a, b, beta):
+    amax = np.abs(a).max()
+    tol = FACE_RTOL * beta * amax
+    if b > beta * amax + tol:
+        return None
+    tau = 0.0
+    g, mu, slope, size = segment(v, a, tau, b, beta)
+    if g < 0 and b >= beta * amax - tol:
+        # the face w_j = beta sign(a_j) p_j on J = argmax |a_j|, p in the simplex
+        J = np.abs(a) == amax
+        c = np.copysign(v[J], a[J]) / beta
+        w = np.zeros_like(v)
+        w[J] = np.copysign(beta * np.maximum(c - simplex_threshold(c, 1.0), 0.0), a[J])
+        return w
+    if g < 0:
+        lo, hi, prev_width = 0.0, np.inf, np.inf
+        for _ in range(MAX_ITER):
+            newton = tau - g / slope if slope > 0 else np.inf
+            if hi == np.inf:
+                tau = newton if newton < np.inf else 2.0 * lo + beta / amax
+            else:
+                width = hi - lo
+                tau = newton if lo < newton < hi and width <= 0.5 * prev_width else 0.5 * (lo + hi)
+                prev_width = width
+            g, mu, slope, size = segment(v, a, tau, b, beta)
+            if abs(g) <= 8 * EPS * max(size, slope * tau):
+                break
+            if g < 0:
+                lo = tau
+            else:
+                hi = tau
+            if hi < np.inf and hi - lo <= 4 * EPS * hi:
+                break
+    return soft(v + tau * a, mu)
+
+
+def truncate_smallest(w, sigma):
+    """Zero the smallest |w_j| (ties: lower j first) while their squares sum below sigma."""
+    w = w.copy()
+    order = np.argsort(np.abs(w), kind="stable")
+    prefix = np.cumsum(w[order] ** 2)
+    w[order[:np.count_nonzero(prefix < sigma)]] = 0.0
+    return w

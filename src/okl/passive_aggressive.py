@@ -1,0 +1,350 @@
+"""RegularizedPAClassifier: Shen and Dietterich's regularized passive-aggressive learners."""
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.extmath import safe_sparse_dot
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from okl._base import BinaryClassifierMixin, KernelExpansionMixin, check_X_y, transaction
+from okl._core import _pa
+from okl._core._pa import Event, Regularization, Variant
+from okl._numpy import pa as _np_pa
+from okl._params import NONE, Interval, InvalidParameterError, Options
+from okl.kernels import KERNELS
+from okl.losses import loss_value
+
+REGULARIZATIONS = {"none": Regularization.NONE, "objective": Regularization.OBJECTIVE,
+                   "l2": Regularization.L2, "l1": Regularization.L1}
+VARIANTS = {"PA": Variant.PA, "PA-I": Variant.PA_I, "PA-II": Variant.PA_II}
+KERNEL_LOOPS = {"cython": _pa.fit_kernel, "numpy": _np_pa.fit_kernel}
+EMPTY_SET = {
+    "none": "x = 0 (K(x, x) = 0), which no weight vector gives margin 1",
+    "objective": "x = 0 (K(x, x) = 0), which no weight vector gives margin 1",
+    "l2": "beta * ||x||_2 < 1 (beta^2 K(x, x) < 1 for kernels): raise beta or scale X up",
+    "l1": "beta * ||x||_inf < 1: raise beta or scale X up",
+}
+
+
+class InfeasibleUpdateWarning(UserWarning):
+    """Samples whose constraint set was empty were skipped (see n_infeasible_)."""
+
+
+class RegularizedPAClassifier(KernelExpansionMixin, BinaryClassifierMixin, ClassifierMixin,
+                              BaseEstimator):
+    """Passive-aggressive online classification, plain or regularized (Shen-Dietterich).
+
+    Each sample is predicted with the current model, then learned.  When the
+    update condition holds, the weights move to the closest point (in L2) that
+    gives the sample margin ``y w.x >= 1``, under a regularization
+    (ALGORITHMS.md 5):
+
+    - ``"none"``: Crammer et al.'s PA, PA-I or PA-II (`variant`),
+      ``w += tau y x``;
+    - ``"objective"``: eq. 3.1, ``min 1/2 ||w - w_t||^2 + alpha/2 ||w||^2``,
+      i.e. ``w = (w_t + tau y x) / (1 + alpha)`` (Lemma 3.1): every update
+      also shrinks the older ones;
+    - ``"l2"``: eq. 3.9, the projection onto ``{y x.w >= 1, ||w||_2 <= beta}``
+      (Lemma 3.2, ``w = (w_t + tau y x) / Z``): PA until the norm reaches beta;
+    - ``"l1"``: eq. 3.10, the projection onto ``{y x.w >= 1, ||w||_1 <= beta}``,
+      solved exactly without a QP package (`okl.projections`): sparse weights.
+
+    A sample whose constraint set is empty (l2: ``beta ||x||_2 < 1``, l1:
+    ``beta ||x||_inf < 1``, hard margin: ``x = 0``) is skipped, counted in
+    `n_infeasible_`, with one `InfeasibleUpdateWarning` per fit.
+    ``truncate_sigma > 0`` then zeroes the smallest weights after each update
+    (Section 3.3).
+
+    The model has no intercept, as in the paper: f(x) = w.x (or f(x) =
+    sum_i a_i K(x_i, x)); append a constant column to X to learn one.
+
+    Linear models (``kernel="linear"``) keep the weights as ``scale * w``, so
+    the shrinks of "objective" and "l2" cost O(1) and a row of a scipy CSR
+    matrix costs O(its nonzeros) ("l1" and truncation touch every weight of an
+    updated step).  Kernel models ("none", "objective", "l2") are kernel
+    expansions with ``||f||_K^2`` kept incrementally; a `budget` removes the
+    oldest support vector, as Shen and Dietterich propose after the Forgetron.
+
+    Parameters
+    ----------
+    regularization : {"none", "objective", "l2", "l1"}, default="none"
+        The update rule, above.  "l1" needs the linear kernel.
+    variant : {"PA", "PA-I", "PA-II"}, default="PA"
+        With ``regularization="none"``: ``tau = l / ||x||^2`` (PA),
+        ``min(C, l / ||x||^2)`` (PA-I) or ``l / (||x||^2 + 1 / (2C))`` (PA-II),
+        l the hinge loss (Crammer et al. 2006).  The regularized rules keep the
+        margin constraint hard, so they take "PA" only.
+    C : float > 0, default=1.0
+        Aggressiveness of PA-I and PA-II.
+    alpha : float >= 0, default=0.1
+        Shrink rate of "objective": each update divides the weights by
+        ``1 + alpha``.
+    beta : float > 0, default=1.0
+        Radius of the norm ball of "l2" (``||w||_2 <= beta``, ``||f||_K`` for
+        kernels) and "l1" (``||w||_1 <= beta``).
+    update : {"margin", "mistake"}, default="margin"
+        When to update: hinge loss > 0 (``y f(x) < 1``, as PA) or on mistakes
+        only (``y f(x) <= 0``, the paper's analysis).
+    truncate_sigma : float >= 0, default=0.0
+        After each update, sort ``|w_i|`` ascending and zero the longest prefix
+        whose squares sum below truncate_sigma (Section 3.3; Theorem 3.4 bounds
+        the cost).  0 keeps every weight.  Linear kernel only.
+    kernel : {"linear", "polynomial", "gaussian", "laplacian"}, default="linear"
+        See `okl.kernels`.  "linear" learns the weight vector w directly.
+    gamma : float > 0, default=1.0
+        Kernel width (gaussian, laplacian) or scale of <x, u> (polynomial).
+    degree : int >= 1, default=3
+        Polynomial degree.
+    coef0 : float >= 0, default=0.0
+        Constant of the polynomial kernel; 0 for "linear" (no intercept).
+    budget : int or None, default=None
+        Maximum number of support vectors of a kernel model; when full, the
+        oldest leaves.  None is unbounded.
+    engine : {"cython", "numpy"}, default="cython"
+        "numpy" runs the pure-NumPy reference loop (same iterates, slower).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        The labels; ``classes_[1]`` is the positive class (y = +1).
+    n_features_in_ : int
+    t_ : int
+        Samples learned so far.
+    n_updates_ : int
+        Samples that changed the model.
+    n_infeasible_ : int
+        Samples skipped because their constraint set was empty.
+    sq_norm_ : float
+        ``||w||_2^2`` (``||f||_K^2`` for kernels), kept incrementally.
+    coef_ : ndarray of shape (1, n_features_in_)
+        The weights w (linear kernel only).
+    n_support_ : int
+        Number of support vectors (kernel models).
+    support_vectors_, dual_coef_ : ndarray
+        f = sum_i dual_coef_[i] K(support_vectors_[i], .) (kernel models).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from okl import RegularizedPAClassifier
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> clf = RegularizedPAClassifier(regularization="l2", beta=2.0).fit(X, y)
+    >>> bool(clf.sq_norm_ <= 2.0 ** 2 + 1e-9)
+    True
+    """
+
+    _parameter_constraints = {
+        "regularization": [Options(*REGULARIZATIONS)],
+        "variant": [Options(*VARIANTS)],
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "beta": [Interval(Real, 0, None, closed="neither")],
+        "update": [Options("margin", "mistake")],
+        "truncate_sigma": [Interval(Real, 0, None, closed="left")],
+        "kernel": [Options(*KERNELS)],
+        "gamma": [Interval(Real, 0, None, closed="neither")],
+        "degree": [Interval(Integral, 1, None, closed="left")],
+        "coef0": [Interval(Real, 0, None, closed="left")],
+        "budget": [NONE, Interval(Integral, 1, None, closed="left")],
+        "engine": [Options("cython", "numpy")],
+    }
+    # read by KernelExpansionMixin: a full budget drops the oldest support vector
+    budget_policy = "oldest"
+
+    def __init__(self, regularization="none", variant="PA", C=1.0, alpha=0.1, beta=1.0,
+                 update="margin", truncate_sigma=0.0, kernel="linear", gamma=1.0, degree=3,
+                 coef0=0.0, budget=None, engine="cython"):
+        self.regularization = regularization
+        self.variant = variant
+        self.C = C
+        self.alpha = alpha
+        self.beta = beta
+        self.update = update
+        self.truncate_sigma = truncate_sigma
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.budget = budget
+        self.engine = engine
+
+    def _validate_params(self):
+        super()._validate_params()
+        linear = self.kernel == "linear"
+        problems = [
+            (self.variant != "PA" and self.regularization != "none",
+             f"variant={self.variant!r} applies to regularization='none' only: the regularized "
+             "updates keep the margin constraint hard (Shen-Dietterich eqs. 3.1, 3.9, 3.10)."),
+            (self.regularization == "l1" and not linear,
+             "regularization='l1' needs kernel='linear': the L1 ball bounds feature weights."),
+            (self.truncate_sigma > 0 and not linear,
+             "truncate_sigma > 0 needs kernel='linear': it zeroes feature weights."),
+            (self.budget is not None and linear,
+             "budget applies to kernel models; a linear model keeps one weight vector. "
+             "Use budget=None."),
+            (self.coef0 != 0 and linear,
+             "kernel='linear' has no intercept (as in the paper), so coef0 must be 0; append a "
+             "constant column to X to learn an intercept."),
+        ]
+        for failed, message in problems:
+            if failed:
+                raise InvalidParameterError(message)
+
+    # -- learning ---------------------------------------------------------------------
+
+    def fit(self, X, y):
+        """Learn the rows of X in order, from a fresh model (one online pass)."""
+        self._progressive_scores(X, y, reset=True)
+        return self
+
+    def partial_fit(self, X, y, classes=None):
+        """Continue the stream with the rows of X, in order.
+
+        `classes` (all labels) is needed on the first call unless y holds both.
+        A call that raises leaves the model as it was.
+        """
+        self._progressive_scores(X, y, classes=classes)
+        return self
+
+    def _progressive_scores(self, X, y, classes=None, reset=False):
+        """Learn the rows; return f_t(x_t) for each, predicted before its update."""
+        with transaction(self):
+            first = reset or not hasattr(self, "t_")
+            if first:
+                self._validate_params()
+            X, y = self._check_X_y(X, y, reset=first)
+            if first:
+                self._set_classes(y, classes)
+                self._reset(X.shape[1])
+            return self._learn(X, self._encode(y))
+
+    def _check_X_y(self, X, y, reset):
+        if self.kernel != "linear":
+            return check_X_y(self, X, y, reset=reset, y_numeric=False)
+        X, y = validate_data(self, X, y, reset=reset, accept_sparse="csr", dtype=np.float64,
+                             order="C")
+        if sp.issparse(X) and not X.has_canonical_format:   # the loop reads each entry once
+            X = X.copy()
+            X.sum_duplicates()
+        return X, y
+
+    def _reset(self, n_features):
+        for name in ("_w", "_scale", "_expansion", "n_support_"):
+            self.__dict__.pop(name, None)
+        self.t_ = 0
+        self.n_updates_ = 0
+        self.n_infeasible_ = 0
+        self.sq_norm_ = 0.0
+        if self.kernel == "linear":
+            self._w = np.zeros(n_features)      # w_true = _scale * _w
+            self._scale = 1.0
+        else:
+            self._expansion = self._new_expansion(n_features)
+            self.n_support_ = 0
+
+    def _learn(self, X, y):
+        n = X.shape[0]
+        scores = np.empty(n, dtype=np.float64)
+        events = np.empty(n, dtype=np.int8)
+        rule = (int(REGULARIZATIONS[self.regularization]), int(VARIANTS[self.variant]),
+                float(self.C), float(self.alpha), float(self.beta), self.update == "mistake")
+        learn = self._learn_linear if hasattr(self, "_w") else self._learn_kernel
+        failed = learn(X, y, rule, scores, events)
+        if failed >= 0:
+            raise FloatingPointError(
+                f"{type(self).__name__} diverged at step t={self.t_ + failed + 1}: the weights are "
+                "no longer finite (a tiny nonzero ||x|| makes the step l/||x||^2 overflow). Scale X "
+                "(e.g. with sklearn.preprocessing.StandardScaler) or use variant='PA-I'. The model "
+                "is left as it was before this call.")
+        self.t_ += n
+        self.n_updates_ += int(np.count_nonzero(events == Event.UPDATED))
+        skipped = np.flatnonzero(events == Event.INFEASIBLE)
+        if skipped.size and not self.n_infeasible_:
+            warnings.warn(
+                f"{skipped.size} of {n} samples (the first at step t="
+                f"{self.t_ - n + skipped[0] + 1}) had an empty constraint set, "
+                f"{EMPTY_SET[self.regularization]}. They were skipped and are counted in "
+                "n_infeasible_; this warning is shown once per fit.",
+                InfeasibleUpdateWarning, stacklevel=4)
+        self.n_infeasible_ += int(skipped.size)
+        return scores
+
+    def _learn_linear(self, X, y, rule, scores, events):
+        w, scale = self._w.copy(), self._scale      # a copy: a failed chunk leaves _w as it was
+        if self.regularization == "l1" and scale != 1.0:   # the L1 step works on w itself
+            w, scale = scale * w, 1.0
+        sigma = float(self.truncate_sigma)
+        if self.engine == "numpy":
+            result = _np_pa.fit_linear(w, scale, self.sq_norm_, X, y, *rule, sigma, scores, events)
+        elif sp.issparse(X):
+            result = _pa.fit_csr(w, scale, self.sq_norm_, X.data,
+                                 X.indices.astype(np.intp, copy=False),
+                                 X.indptr.astype(np.intp, copy=False),
+                                 y, *rule, sigma, scores, events)
+        else:
+            result = _pa.fit_dense(w, scale, self.sq_norm_, X, y, *rule, sigma, scores, events)
+        failed, scale, sq_norm = result
+        if failed < 0:
+            self._w, self._scale, self.sq_norm_ = w, scale, sq_norm
+        return failed
+
+    def _learn_kernel(self, X, y, rule, scores, events):
+        expansion = self._engine_expansion()
+        # an L2 step onto a single point empties f (cv = 0): keep the centres too
+        undo = expansion.checkpoint(X.shape[0], self.regularization == "l2")
+        failed, sq_norm = KERNEL_LOOPS[self.engine](expansion, self.sq_norm_, X, y, *rule,
+                                                    scores, events)
+        if failed >= 0:
+            expansion.restore(undo)
+            return failed
+        self.sq_norm_ = sq_norm
+        self.n_support_ = int(expansion.n_support)
+        return failed
+
+    def _stream_loss(self, scores, y):
+        """The hinge loss max(0, 1 - y f_t(x_t)) of every prediction."""
+        return loss_value("hinge", self._encode(np.asarray(y)) * np.asarray(scores))
+
+    # -- prediction ---------------------------------------------------------------------
+
+    def decision_function(self, X):
+        """f(x) for every row of X: positive values predict ``classes_[1]``."""
+        check_is_fitted(self, "t_")
+        if hasattr(self, "_expansion"):
+            return self._decision(X)
+        X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64)
+        return self._scale * safe_sparse_dot(X, self._w)
+
+    def predict(self, X):
+        """The label of every row of X."""
+        return self._labels(self.decision_function(X))
+
+    @property
+    def coef_(self):
+        """The weights w of f(x) = w.x, shape (1, n_features_in_) (linear kernel only)."""
+        check_is_fitted(self, "t_")
+        if not hasattr(self, "_w"):
+            raise AttributeError(
+                "coef_ exists for kernel='linear' only; a kernel model is "
+                "f = sum_i dual_coef_[i] K(support_vectors_[i], .).")
+        return (self._scale * self._w)[None, :]
+
+    def rkhs_norm(self):
+        """||w||_2 (linear) or ||f||_K (kernel), recomputed from the model."""
+        check_is_fitted(self, "t_")
+        if hasattr(self, "_w"):
+            return float(self._scale * np.linalg.norm(self._w))
+        return super().rkhs_norm()
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = self.kernel == "linear"
+        tags.classifier_tags.multi_class = False
+        # one online pass without an intercept (as in the paper) is not a batch
+        # fit of sklearn's uncentred test blobs; learning is tested in tests/
+        tags.classifier_tags.poor_score = True
+        return tags

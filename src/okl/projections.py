@@ -1,0 +1,165 @@
+"""Exact Euclidean projections onto norm balls and halfspace intersections.
+
+These are the updates of Shen and Dietterich's regularized passive-aggressive
+learners (ALGORITHMS.md 5): the L2-constrained step (their eq. 3.9) is the
+projection of w_t onto ``{w : y x.w >= 1, ||w||_2 <= beta}``, the L1-constrained
+step (eq. 3.10) the projection onto ``{w : y x.w >= 1, ||w||_1 <= beta}``, and
+feature truncation (their Section 3.3) is `truncate_smallest`.  Each function
+validates its inputs, returns a new float64 array, and raises ValueError when
+the constraint set is empty.  The work is done in Cython (okl._core._projections),
+the same code the learners call.
+"""
+import numpy as np
+
+from okl._core import _projections
+
+
+def _vector(v, name):
+    v = np.ascontiguousarray(v, dtype=np.float64)
+    if v.ndim != 1 or v.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D array; got shape {v.shape}.")
+    if not np.all(np.isfinite(v)):
+        raise ValueError(f"{name} contains NaN or infinity; pass finite values.")
+    return v
+
+
+def _scalar(value, name, lower=None):
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be finite; got {value}.")
+    if lower is not None and value < lower:
+        raise ValueError(f"{name} must be >= {lower}; got {value}: the ball of radius "
+                         f"{name} < 0 is empty.")
+    return value
+
+
+def _pair(v, a):
+    v, a = _vector(v, "v"), _vector(a, "a")
+    if a.shape != v.shape:
+        raise ValueError(f"a and v must have the same shape; got {a.shape} and {v.shape}.")
+    return v, a
+
+
+def project_l2_ball(v, beta):
+    """Closest point to v in the ball ``||w||_2 <= beta``: ``v min(1, beta / ||v||_2)``.
+
+    Parameters
+    ----------
+    v : array-like of shape (d,)
+    beta : float >= 0
+
+    Returns
+    -------
+    w : ndarray of shape (d,)
+    """
+    return _projections.l2_ball(_vector(v, "v"), _scalar(beta, "beta", 0.0))
+
+
+def project_l1_ball(v, beta):
+    """Closest point to v in the ball ``||w||_1 <= beta``.
+
+    Exact: the soft threshold ``sign(v) max(|v| - mu, 0)`` whose mu is found by
+    one sort of the nonzero magnitudes, O(d log d) (Duchi et al., ICML 2008).
+
+    Parameters
+    ----------
+    v : array-like of shape (d,)
+    beta : float >= 0
+
+    Returns
+    -------
+    w : ndarray of shape (d,)
+    """
+    return _projections.l1_ball(_vector(v, "v"), _scalar(beta, "beta", 0.0))
+
+
+def project_halfspace_l2_ball(v, a, b, beta):
+    """Closest point to v with ``a.w >= b`` and ``||w||_2 <= beta``.
+
+    Closed form, O(d): ``w = (v + tau a) / Z`` with ``tau >= 0, Z >= 1`` from the
+    KKT conditions, Shen-Dietterich Lemma 3.2 generalised to any a, b and any v
+    (their lemma is ``a = y x, b = 1``).  The set is empty when
+    ``b > beta ||a||_2``; at equality it is the single point ``b a / ||a||^2``.
+
+    Parameters
+    ----------
+    v, a : array-like of shape (d,)
+    b : float
+    beta : float >= 0
+
+    Returns
+    -------
+    w : ndarray of shape (d,)
+
+    Raises
+    ------
+    ValueError
+        If the constraint set is empty.
+    """
+    v, a = _pair(v, a)
+    b, beta = _scalar(b, "b"), _scalar(beta, "beta", 0.0)
+    w = _projections.halfspace_l2_ball(v, a, b, beta)
+    if w is None:
+        raise ValueError(
+            f"No w has a.w >= b and ||w||_2 <= beta: b = {b:g} exceeds beta ||a||_2 = "
+            f"{beta * np.linalg.norm(a):g}, the largest a.w in the ball. Raise beta or lower b.")
+    return w
+
+
+def project_halfspace_l1_ball(v, a, b, beta):
+    """Closest point to v with ``a.w >= b`` and ``||w||_1 <= beta``.
+
+    Exact, without a QP solver: ``w = S_mu(v + tau a)`` (soft threshold) where,
+    for each tau, mu is the L1-ball threshold, and tau >= 0 is the root of the
+    nondecreasing piecewise-linear ``a.w(tau) - b``, found by Newton steps on
+    its linear pieces safeguarded by bisection (each step O(d log d)).  The set
+    is empty when ``b > beta ||a||_inf``; at equality it is a face of the ball,
+    onto which v is projected directly.
+
+    Parameters
+    ----------
+    v, a : array-like of shape (d,)
+    b : float
+    beta : float >= 0
+
+    Returns
+    -------
+    w : ndarray of shape (d,)
+
+    Raises
+    ------
+    ValueError
+        If the constraint set is empty.
+    """
+    v, a = _pair(v, a)
+    b, beta = _scalar(b, "b"), _scalar(beta, "beta", 0.0)
+    w = _projections.halfspace_l1_ball(v, a, b, beta)
+    if w is None:
+        raise ValueError(
+            f"No w has a.w >= b and ||w||_1 <= beta: b = {b:g} exceeds beta ||a||_inf = "
+            f"{beta * np.abs(a).max():g}, the largest a.w in the ball. Raise beta or lower b.")
+    return w
+
+
+def truncate_smallest(w, sigma):
+    """w with its smallest weights zeroed, as in Shen-Dietterich Section 3.3.
+
+    Sort ``|w_i|`` ascending (ties by index) and zero the longest prefix whose
+    squares sum to less than sigma; Theorem 3.4 bounds the extra mistakes this
+    costs by a ``2 sqrt(sigma) ||u||`` term.
+
+    Parameters
+    ----------
+    w : array-like of shape (d,)
+    sigma : float >= 0
+        0 keeps every weight.
+
+    Returns
+    -------
+    ndarray of shape (d,)
+    """
+    w = _vector(w, "w")
+    sigma = float(sigma)
+    if not (np.isfinite(sigma) and sigma >= 0):
+        raise ValueError(f"sigma must be a finite float >= 0; got {sigma}.")
+    return _projections.truncate_smallest(w, sigma)
