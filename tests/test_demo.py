@@ -12,10 +12,10 @@ from okl import OnlineKernelRegressor
 
 def test_demo_prints_progress_and_writes_a_png(tmp_path, capsys):
     out = tmp_path / "curve.png"
-    main(["demo", "--n", "1000", "--out", str(out)])
+    main(["demo", "--n", "2000", "--out", str(out)])
     text = capsys.readouterr().out
     rows = [line.split() for line in text.splitlines() if line.strip()[:1].isdigit()]
-    assert [int(r[0]) for r in rows] == [500, 1000]
+    assert [int(r[0]) for r in rows] == [1000, 2000]
     mse, *coverage = map(float, rows[-1][1:5])
     assert mse < 0.45                      # noise variance is ~0.3 on this stream
     assert all(abs(c - q) < 0.1 for c, q in zip(coverage, (0.1, 0.5, 0.9)))

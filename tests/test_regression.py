@@ -201,9 +201,9 @@ def test_save_refuses_a_callable_and_load_never_unpickles(tmp_path):
         okl.load(tmp_path / "evil.npz")
 
 
-def test_unfitted_save_and_load(tmp_path):
-    okl.save(OnlineKernelRegressor(gamma=2.0), tmp_path / "u.npz")
-    assert okl.load(tmp_path / "u.npz").get_params()["gamma"] == 2.0
+def test_unfitted_save_and_load_at_any_file_name(tmp_path):
+    okl.save(OnlineKernelRegressor(gamma=2.0), tmp_path / "model.okl")
+    assert okl.load(tmp_path / "model.okl").get_params()["gamma"] == 2.0
 
 
 def test_in_a_pipeline():
