@@ -130,10 +130,10 @@ def test_predict_proba_only_for_the_logistic_loss(cls):
 
 @pytest.mark.parametrize("cls", CLASSIFIERS)
 def test_learns_two_moons(cls):
-    """Held-out accuracy after one pass over 1500 samples: 0.968 NORMA, 0.96 Tian-Sheng."""
+    """Held-out accuracy after one pass over 1500 samples: 0.968 NORMA, 0.936 Tian-Sheng (m=40)."""
     X, y = make_moons(2000, noise=0.2, random_state=0)
     clf = make(cls, gamma=2.0).fit(X[:1500], y[:1500])
-    assert clf.score(X[1500:], y[1500:]) > 0.93
+    assert clf.score(X[1500:], y[1500:]) > 0.92
 
 
 @pytest.mark.parametrize("cls", CLASSIFIERS)
