@@ -100,8 +100,9 @@ def main(argv=None):
     print(f"batch RBF SVM on the training split (reference): {svm_error:.4f}")
     slopes = {name: np.polyfit(np.log(Ts), np.log(e.mean(axis=1)), 1)[0]
               for name, e in errors.items()}
-    print("log-log slope of the error against T: " + ", ".join(
-        f"{name} {s:.3f}" for name, s in slopes.items()) + f"  ({time.perf_counter() - start:.1f} s)")
+    print("log-log slope of the error against T: "
+          + ", ".join(f"{name} {s:.3f}" for name, s in slopes.items())
+          + f"  ({time.perf_counter() - start:.1f} s)")
     plot(Ts, errors, svm_error, theta, gamma_T, rate, args.out)
 
 
