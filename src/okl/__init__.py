@@ -1,7 +1,14 @@
 """okl: online kernel learning with a typed-Cython core."""
 from okl._persist import load, save
+from okl.classification import CoefficientRegularizedClassifier, OnlineKernelClassifier
 from okl.regression import OnlineKernelRegressor
 
 __version__ = "0.1.0"
 
-__all__ = ["OnlineKernelRegressor", "load", "save"]
+__all__ = [
+    "CoefficientRegularizedClassifier",
+    "OnlineKernelClassifier",
+    "OnlineKernelRegressor",
+    "load",
+    "save",
+]
