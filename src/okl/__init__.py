@@ -1,8 +1,16 @@
 """okl: online kernel learning with a typed-Cython core."""
 from okl._persist import load, save
+from okl.classification import CoefficientRegularizedClassifier, OnlineKernelClassifier
 from okl.passive_aggressive import RegularizedPAClassifier
 from okl.regression import OnlineKernelRegressor
 
 __version__ = "0.1.0"
 
-__all__ = ["OnlineKernelRegressor", "RegularizedPAClassifier", "load", "save"]
+__all__ = [
+    "CoefficientRegularizedClassifier",
+    "OnlineKernelClassifier",
+    "OnlineKernelRegressor",
+    "RegularizedPAClassifier",
+    "load",
+    "save",
+]

@@ -112,6 +112,10 @@ class PointwiseMixin(KernelExpansionMixin):
     `_loss_args()`, the Cython loss arguments.
     """
 
+    def _auto_lipschitz(self):
+        """M in the auto step 1 / ((lam_t + M C_K^2) t**eta_decay); 1 unless a loss needs more."""
+        return 1.0
+
     def _reset(self, n_features):
         self._expansion = self._new_expansion(n_features)
         self.t_ = 0
@@ -126,7 +130,8 @@ class PointwiseMixin(KernelExpansionMixin):
         lam_t = regularization(self.lam, getattr(self, "lam_decay", 0.0), t)
         ck2 = running_sup(kernel_diag(X, self.kernel, self.gamma, self.degree, self.coef0),
                           self.ck2_)
-        eta_t = step_sizes(self.eta, self.eta_decay, t, lam_t, ck2)
+        eta_t = step_sizes(self.eta, self.eta_decay, t, lam_t,
+                           self._auto_lipschitz() * ck2 if self.eta == "auto" else ck2)
         scores = np.empty(n, dtype=np.float64)
         undo = expansion.checkpoint(n, bool(np.any(lam_t * eta_t >= 1.0)))
         failed = POINTWISE[self.engine](expansion, X, np.ascontiguousarray(y, dtype=np.float64),
@@ -161,9 +166,8 @@ class BinaryClassifierMixin:
         name = type(self).__name__
         if len(classes) > 2:
             raise ValueError(
-                f"Only binary classification is supported. {name} is a binary classifier "
-                f"but {len(classes)} classes were given "
-                f"({classes.tolist()}); for more classes wrap it: "
+                f"Only binary classification is supported: {name} got {len(classes)} classes "
+                f"({classes.tolist()}). For more classes wrap it: "
                 f"sklearn.multiclass.OneVsRestClassifier({name}(...)).")
         if len(classes) < 2:
             raise ValueError(

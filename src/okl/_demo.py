@@ -11,6 +11,7 @@ import numpy as np
 
 from okl.evaluation import progressive_validation
 from okl.regression import OnlineKernelRegressor
+from okl.schedules import yang_exponents
 
 QUANTILES = (0.1, 0.5, 0.9)
 
@@ -23,12 +24,15 @@ def make_stream(n, seed=0):
     return x[:, None], y
 
 
-def run(n=4000, seed=0, chunk=500, out="okl-demo.png"):
+def run(n=8000, seed=0, chunk=1000, out="okl-demo.png"):
+    """Learn the stream with all four learners; return them and their progressive predictions."""
     X, y = make_stream(n, seed)
     learners = {"mean": OnlineKernelRegressor(gamma=2.0, lam=1e-3)}
+    lam_decay, eta_decay = yang_exponents(1.0)      # Yang's fully online preset
     for tau in QUANTILES:
         learners[f"q{tau}"] = OnlineKernelRegressor(
-            gamma=2.0, loss="pinball", quantile=tau, epsilon=0.05, lam=1e-3)
+            gamma=2.0, loss="pinball", quantile=tau, epsilon=0.05, lam=1e-3,
+            lam_decay=lam_decay, eta_decay=eta_decay)
     preds = {name: np.empty(n) for name in learners}
     print(f"okl demo: {n} samples of y = sin(2x) + x/3 + heteroscedastic noise, "
           "each predicted before it is learned")

@@ -53,7 +53,10 @@ def _split(items, prefix, arrays, what):
 
 
 def save(estimator, path):
-    """Write a fitted (or unfitted) okl estimator to `path` (.npz)."""
+    """Write a fitted (or unfitted) okl estimator to the file `path` (NumPy .npz format).
+
+    Parameters must be plain values (a callable eta cannot be saved: use pickle).
+    """
     arrays, objects, attrs = {}, {}, {}
     params = _split(estimator.get_params(deep=False), "param:", arrays, "parameter")
     state_types = _state_types()
@@ -66,7 +69,8 @@ def save(estimator, path):
     header = {"format": FORMAT, "class": type(estimator).__name__, "params": params,
               "attrs": attrs, "objects": objects}
     blob = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
-    np.savez(path, __header__=blob, **arrays)
+    with open(path, "wb") as file:      # exactly `path`: np.savez would append ".npz"
+        np.savez(file, __header__=blob, **arrays)
 
 
 def load(path):

@@ -14,14 +14,15 @@ class ProgressiveResult:
 
     predictions : the prediction for x_t made before learning z_t (labels for
         classifiers).
-    scores : f_t(x_t), the raw model output behind each prediction.
+    scores : f_t(x_t), the raw model output behind each prediction (None for
+        estimators without okl's fused predict-then-learn loop).
     error : cumulative mean error after each step: misclassification rate for
         classifiers, squared error for regressors.
     loss : cumulative mean of the estimator's own training loss, or None.
     """
 
     predictions: np.ndarray
-    scores: np.ndarray
+    scores: np.ndarray | None
     error: np.ndarray
     loss: np.ndarray | None
 
@@ -54,35 +55,33 @@ def progressive_validation(estimator, X, y, *, classes=None, chunk_size=1000, ve
     -------
     ProgressiveResult
     """
-    X = np.asarray(X) if not hasattr(X, "tocsr") else X.tocsr()
+    X = X.tocsr() if hasattr(X, "tocsr") else np.asarray(X)
     y = np.asarray(y)
     n = X.shape[0]
     classifier = is_classifier(estimator)
     if classifier and classes is None:
         classes = np.unique(y)
     fused = hasattr(estimator, "_progressive_scores")
-    scores = np.empty(n, dtype=np.float64)
+    step = chunk_size if fused else 1
+    scores = np.empty(n, dtype=np.float64) if fused else None
     predictions = np.empty(n, dtype=y.dtype if classifier else np.float64)
     start = time.perf_counter()
-    for lo in range(0, n, chunk_size if fused else 1):
-        hi = min(n, lo + (chunk_size if fused else 1))
+    for lo in range(0, n, step):
+        hi = min(n, lo + step)
         fitted = hasattr(estimator, "n_features_in_")
         kwargs = {"classes": classes} if classifier and not fitted else {}
         if fused:
             scores[lo:hi] = estimator._progressive_scores(X[lo:hi], y[lo:hi], **kwargs)
-            predictions[lo:hi] = (estimator._labels(scores[lo:hi]) if classifier
-                                  else scores[lo:hi])
+            predictions[lo:hi] = estimator._labels(scores[lo:hi]) if classifier else scores[lo:hi]
         else:
             if fitted:
                 predictions[lo:hi] = estimator.predict(X[lo:hi])
-            else:
+            else:    # nothing learned yet: predict the first class, or 0
                 predictions[lo:hi] = classes[0] if classifier else 0.0
-            scores[lo:hi] = predictions[lo:hi] if not classifier else np.nan
             estimator.partial_fit(X[lo:hi], y[lo:hi], **kwargs)
-        if verbose and (hi == n or (hi // chunk_size) != (lo // chunk_size)):
-            done = predictions[:hi]
-            err = (np.mean(done != y[:hi]) if classifier
-                   else np.mean((done - y[:hi]) ** 2))
+        if verbose and (hi % chunk_size == 0 or hi == n):
+            err = (np.mean(predictions[:hi] != y[:hi]) if classifier
+                   else np.mean((predictions[:hi] - y[:hi]) ** 2))
             print(f"  t={hi:>8d}  {'error' if classifier else 'mse'}={err:.4f}  "
                   f"centres={getattr(estimator, 'n_support_', '-')}  "
                   f"{time.perf_counter() - start:.1f}s", flush=True)

@@ -72,3 +72,45 @@ def loss_derivative(name, z, **params):
     """Left derivative at every z."""
     z = np.ascontiguousarray(z, dtype=np.float64).ravel()
     return loss_derivatives(z, *loss_spec(name, **params))
+
+
+# -- Tian-Sheng / Ying-Zhou constants of the margin losses (ALGORITHMS 4) ------------------
+# The step condition eta_t (M ||k_t||^2 + lam) <= 1 of Tian-Sheng's Theorem 3 (and of
+# Ying-Zhou's RKHS version, with K(x, x) for ||k_t||^2) keeps ||a_t|| <= |phi'_-(0)| kappa / lam.
+
+def slope_at_origin(name):
+    """phi'_-(0), the left derivative of a margin loss at m = 0 (negative)."""
+    if not is_margin(name):
+        raise ValueError(f"{name!r} is not a margin loss; choose one of {sorted(MARGIN_LOSSES)}.")
+    return float(loss_derivative(name, 0.0)[0])
+
+
+def lipschitz_at_origin(name, radius=np.inf):
+    """M = sup{|phi'_-(v) - phi'_-(0)| / |v| : 0 < |v| <= radius}, Tian-Sheng's (2.1).
+
+    The paper takes ``radius = kappa^2 |phi'_-(0)| / lam``; the default (the
+    whole line) is an upper bound for every radius, so a step built on it is
+    admissible whatever kappa the stream turns out to have.
+
+    ==============  =========================  ==============================
+    loss            phi'_-(v) - phi'_-(0)      M on |v| <= R
+    ==============  =========================  ==============================
+    hinge           1 for v > 1, else 0        1 if R > 1, else 0
+    squared_hinge   2 min(v, 1)                2
+    logistic        tanh(v / 2) / 2            1/4 (phi''(0); tanh(u)/u falls)
+    least_squares   2 v                        2
+    exponential     1 - e^-v                   (e^R - 1) / R: inf on the line
+    ==============  =========================  ==============================
+    """
+    slope_at_origin(name)       # rejects residual losses
+    if not radius > 0:
+        raise ValueError(f"radius must be > 0, got {radius}.")
+    if name == "hinge":
+        return 1.0 if radius > 1.0 else 0.0
+    if name == "logistic":
+        return 0.25
+    if name == "exponential":
+        with np.errstate(over="ignore"):
+            return float(np.expm1(radius) / radius) if np.isfinite(radius) else np.inf
+    return 2.0      # squared_hinge, least_squares
+# -- end of the Tian-Sheng / Ying-Zhou block ----------------------------------------------

@@ -12,14 +12,14 @@ from libc.string cimport memcpy
 from scipy.linalg.cython_blas cimport dgemv, dgemm, ddot
 
 from okl._core._kernels cimport (
-    Kernel, LINEAR, POLYNOMIAL, GAUSSIAN, LAPLACIAN, KernelSpec, cdot, cl1, cpowi,
-    okl_exp_nonpos, okl_gaussian_from_dots, okl_exp_scaled,
+    Kernel, LINEAR, POLYNOMIAL, GAUSSIAN, LAPLACIAN, KernelSpec, cl1, cpowi,
+    okl_dots, okl_gaussian_from_dots, okl_exp_scaled,
 )
 
 cdef double SCALE_MIN = 1e-9
 cdef double SCALE_MAX = 1e9
-# Below this many multiply-adds a plain loop beats a BLAS call (measured in bench/).
-cdef Py_ssize_t BLAS_MIN_WORK = 512
+# Above this many multiply-adds a (threaded) BLAS dgemv beats okl_dots (measured in bench/).
+cdef Py_ssize_t BLAS_MIN_WORK = 1 << 17
 
 
 cdef class KernelExpansion:
@@ -110,8 +110,7 @@ cdef class KernelExpansion:
             dgemv(b"T", &bd, &bn, &one, self.centers, &bd, <double*>x, &inc,
                   &zero, kb, &inc)
         else:
-            for i in range(n):
-                kb[i] = cdot(x, self.centers + i * d, d)
+            okl_dots(n, d, self.centers, x, kb)
         if k.kind == LINEAR:
             for i in range(n):
                 kb[i] += k.coef0

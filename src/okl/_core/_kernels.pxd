@@ -4,7 +4,8 @@
 from libc.math cimport fabs, fmax
 
 
-cdef extern from "_vexp.h" nogil:
+cdef extern from "_simd.h" nogil:
+    void okl_dots(Py_ssize_t n, Py_ssize_t d, const double* C, const double* x, double* out)
     double okl_exp_nonpos(double x)
     void okl_gaussian_from_dots(Py_ssize_t n, double gamma, double xx,
                                 const double* sqnorms, double* kb)

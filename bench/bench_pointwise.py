@@ -1,0 +1,62 @@
+"""Per-step cost of the pointwise loop (ALGORITHMS 1-3) with m centres in d dimensions.
+
+Labels: "cython" (the nogil loop), "numpy" (the reference engine), "limit"
+(one NumPy dgemv over the same centre buffer plus m exponentials: the work a
+step cannot avoid).  Every step predicts, shrinks and replaces the oldest of
+m centres (budget = m), so m stays fixed while timing.
+
+    python -m pytest bench/bench_pointwise.py --benchmark-only
+"""
+import numpy as np
+import pytest
+
+from okl._core._expansion import BudgetPolicy, KernelExpansion
+from okl._core._losses import Loss
+from okl._core._pointwise import fit_chunk as cython_fit_chunk
+from okl._numpy.expansion import NumpyExpansion
+from okl._numpy.pointwise import fit_chunk as numpy_fit_chunk
+from okl.kernels import KERNELS
+
+ENGINES = {"cython": (KernelExpansion, cython_fit_chunk), "numpy": (NumpyExpansion, numpy_fit_chunk)}
+GAMMA = 0.5
+
+
+def full_expansion(engine, m, d, rng):
+    cls, fit_chunk = ENGINES[engine]
+    expansion = cls(d, KERNELS["gaussian"], GAMMA, 3, 0.0, m, BudgetPolicy.OLDEST)
+    X = rng.normal(size=(m, d)) / np.sqrt(d)
+    fit_chunk(expansion, X, rng.normal(size=m), np.full(m, 0.1), np.full(m, 1e-3),
+              int(Loss.SQUARED), 0.5, 0.0, 1.0, 2.0, np.empty(m))
+    assert expansion.n_support == m
+    return expansion
+
+
+@pytest.mark.parametrize("d", [10, 100])
+@pytest.mark.parametrize("m", [10, 100, 1000, 10000])
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+def test_step(benchmark, engine, m, d):
+    rng = np.random.default_rng(0)
+    expansion = full_expansion(engine, m, d, rng)
+    budget_work = 2_000_000 if engine == "cython" else 100_000
+    k = int(np.clip(budget_work // (m * d), 20, 5000))
+    X = rng.normal(size=(k, d)) / np.sqrt(d)
+    y = rng.normal(size=k)
+    eta, lam, out = np.full(k, 0.05), np.full(k, 1e-3), np.empty(k)
+    fit_chunk = ENGINES[engine][1]
+    benchmark.group = f"pointwise gaussian d={d:<3d} m={m}"
+    benchmark.extra_info.update(label=engine, steps=k)
+    status = benchmark.pedantic(fit_chunk, args=(expansion, X, y, eta, lam, int(Loss.SQUARED),
+                                                 0.5, 0.0, 1.0, 2.0, out),
+                                rounds=7, iterations=1, warmup_rounds=1)
+    assert status == -1 and expansion.n_support == m
+
+
+@pytest.mark.parametrize("d", [10, 100])
+@pytest.mark.parametrize("m", [10, 100, 1000, 10000])
+def test_limit(benchmark, m, d):
+    rng = np.random.default_rng(0)
+    centers = rng.normal(size=(m, d)) / np.sqrt(d)
+    x = rng.normal(size=d) / np.sqrt(d)
+    benchmark.group = f"pointwise gaussian d={d:<3d} m={m}"
+    benchmark.extra_info.update(label="limit", steps=1)
+    benchmark(lambda: np.exp(-GAMMA * (centers @ x)))

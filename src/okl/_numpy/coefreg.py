@@ -1,0 +1,34 @@
+"""Coefficient-regularized online classification in NumPy: twin of _core/_coefreg.pyx.
+
+Tian-Sheng, eq. (0.4): a_{t+1} = (1 - eta_t lam) a_t - eta_t phi'_-(y_t a_t . k_t) y_t k_t,
+written on the true coefficients (no lazy scale).
+"""
+import numpy as np
+
+from okl._numpy.losses import derivative
+
+
+def fit_chunk(expansion, X, y, eta, lam, lipschitz, n_centers, loss, pred_out, eta_out, kk_out):
+    """Predict-then-update over the rows; -1, or the index of the first divergent step."""
+    expansion.reserve(max(0, min(len(X), n_centers - expansion.n_support)))
+    for i, x in enumerate(X):
+        if expansion.n_support < n_centers:
+            expansion.add(x, 0.0)               # x_t is a centre from now on, a_j = 0
+        k = expansion.values(x)
+        a = expansion._coef[:expansion.n_support]   # a view: updated in place
+        f = float(a @ k)
+        pred_out[i] = f
+        if not np.isfinite(f):
+            return i
+        kk_out[i] = k @ k
+        step = eta[i]
+        if lipschitz > 0:
+            step = min(step, 1.0 / (lipschitz * kk_out[i] + lam))
+        eta_out[i] = step
+        g = y[i] * derivative(loss, y[i] * f)
+        a *= max(1.0 - step * lam, 0.0)
+        if g != 0.0:
+            if not np.isfinite(step * g):
+                return i
+            a -= (step * g) * k
+    return -1

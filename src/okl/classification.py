@@ -1,0 +1,433 @@
+"""Binary kernel classifiers learned online (ALGORITHMS 3 and 4).
+
+OnlineKernelClassifier
+    NORMA (Kivinen-Smola-Williamson), the kernel SGD baseline of Shen-Dietterich:
+    every sample whose margin loss has a non-zero slope becomes a centre.
+CoefficientRegularizedClassifier
+    Tian-Sheng's coefficient-regularized scheme: m fixed centres, a dense
+    update of all m coefficients per step, and a step size that provably keeps
+    the coefficients bounded.
+"""
+from numbers import Integral, Real
+
+import numpy as np
+from scipy.special import expit, log_expit
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils import check_array
+from sklearn.utils.metaestimators import available_if
+
+from okl._base import (
+    EXPANSIONS, BinaryClassifierMixin, KernelExpansionMixin, PointwiseMixin, check_X_y,
+    transaction,
+)
+from okl._core import _coefreg
+from okl._numpy import coefreg as _np_coefreg
+from okl._params import ARRAY_2D, CALLABLE, NONE, Interval, Options
+from okl.kernels import KERNELS, kernel_code
+from okl.losses import (
+    MARGIN_LOSSES, lipschitz_at_origin, loss_spec, loss_value, slope_at_origin,
+)
+from okl.schedules import step_numbers, step_sizes
+
+COEFREG = {"cython": _coefreg.fit_chunk, "numpy": _np_coefreg.fit_chunk}
+
+
+def _finite_lipschitz(estimator):
+    """M of the estimator's loss for eta='auto'; raise where M is infinite."""
+    M = lipschitz_at_origin(estimator.loss)
+    if not np.isfinite(M):
+        raise ValueError(
+            f"{type(estimator).__name__}(eta='auto') needs a finite local Lipschitz constant "
+            f"M of the loss derivative at the origin, and loss={estimator.loss!r} has none: "
+            "for e^-m, M = (e^R - 1) / R on |m| <= R grows without bound, so the admissible "
+            "step would vanish. Pass an explicit step, e.g. eta=0.1, or use loss='logistic'.")
+    return M
+
+
+def _is_logistic(estimator):
+    return estimator.loss == "logistic"
+
+
+class _OnlineBinaryClassifier(BinaryClassifierMixin):
+    """fit / partial_fit / predictions shared by okl's binary margin classifiers.
+
+    Subclasses give `_validate_params()`, `_reset(n_features)`, `_learn(X, y)`
+    (y in {-1, +1}; returns f_t(x_t) before each update) and `_decision(X)`.
+    """
+
+    def fit(self, X, y):
+        """Learn the rows of X in order, from a fresh model (one online pass).
+
+        The two labels are taken from y.
+        """
+        self._progressive_scores(X, y, reset=True)
+        return self
+
+    def partial_fit(self, X, y, classes=None):
+        """Continue the stream with the rows of X, in order.
+
+        Parameters
+        ----------
+        X : array of shape (n_samples, n_features)
+        y : array of shape (n_samples,)
+        classes : array of the two labels
+            Required on the first call (as in scikit-learn); optional and
+            checked afterwards.
+
+        A call that raises (bad input, a label not in `classes_`, divergence)
+        leaves the model exactly as it was.
+        """
+        self._progressive_scores(X, y, classes)
+        return self
+
+    def _progressive_scores(self, X, y, classes=None, reset=False):
+        """Learn the rows; return f_t(x_t) for each, computed before its update."""
+        with transaction(self):
+            first = reset or not hasattr(self, "t_")
+            if first:
+                self._validate_params()
+            X, y = check_X_y(self, X, y, reset=first, y_numeric=False)
+            if first:
+                if classes is None and not reset:
+                    raise ValueError(
+                        f"classes must be passed on the first call to partial_fit of "
+                        f"{type(self).__name__}, e.g. partial_fit(X, y, classes=[0, 1]): "
+                        "a stream may not show both labels in its first chunk.")
+                self._set_classes(y, classes)
+                self._reset(X.shape[1])
+            elif classes is not None and not np.array_equal(np.unique(classes), self.classes_):
+                raise ValueError(
+                    f"classes={np.unique(classes).tolist()} differs from classes_ "
+                    f"{self.classes_.tolist()} fixed by the first call; call fit to start over.")
+            return self._learn(X, self._encode(y))
+
+    def decision_function(self, X):
+        """f(x) for every row of X; f(x) > 0 predicts classes_[1]."""
+        return self._decision(X)
+
+    def predict(self, X):
+        """The label of every row of X: classes_[1] where f(x) > 0, else classes_[0]."""
+        return self._labels(self._decision(X))
+
+    @available_if(_is_logistic)
+    def predict_proba(self, X):
+        """[P(classes_[0] | x), P(classes_[1] | x)] = [s(-f(x)), s(f(x))], s(u) = 1 / (1 + e^-u).
+
+        Only with loss="logistic", whose minimiser is the log-odds.
+        """
+        f = self._decision(X)
+        return np.column_stack([expit(-f), expit(f)])
+
+    @available_if(_is_logistic)
+    def predict_log_proba(self, X):
+        """The logarithm of `predict_proba`, computed without cancellation."""
+        f = self._decision(X)
+        return np.column_stack([log_expit(-f), log_expit(f)])
+
+    def _stream_loss(self, scores, y):
+        """phi(y_t f_t(x_t)) for every prediction of the stream."""
+        margins = self._encode(np.asarray(y)) * np.asarray(scores, dtype=np.float64)
+        return loss_value(self.loss, margins)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        tags.classifier_tags.multi_class = False
+        return tags
+
+
+_KERNEL_CONSTRAINTS = {
+    "kernel": [Options(*KERNELS)],
+    "gamma": [Interval(Real, 0, None, closed="neither")],
+    "degree": [Interval(Integral, 1, None, closed="left")],
+    "coef0": [Interval(Real, 0, None, closed="left")],
+    "loss": [Options(*MARGIN_LOSSES)],
+}
+
+
+class OnlineKernelClassifier(PointwiseMixin, _OnlineBinaryClassifier, ClassifierMixin,
+                             BaseEstimator):
+    """Binary kernel classification by NORMA: stochastic gradient steps in an RKHS.
+
+    Each sample is predicted with the current model, then learned:
+    ``f_{t+1} = (1 - eta_t lam) f_t - eta_t phi'_-(y_t f_t(x_t)) y_t K(x_t, .)``
+    (ALGORITHMS.md 3; Kivinen, Smola and Williamson 2004, the baseline of
+    Shen-Dietterich).  A sample becomes a centre when the loss has a non-zero
+    slope at its margin, so the hinge loss keeps only margin errors.
+
+    Parameters
+    ----------
+    kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default="gaussian"
+        See `okl.kernels`.
+    gamma : float, default=1.0
+        Kernel width (gaussian, laplacian) or scale of <x, u> (polynomial).
+    degree : int, default=3
+        Polynomial degree.
+    coef0 : float, default=0.0
+        Constant added to <x, u> (linear, polynomial).
+    loss : {"hinge", "squared_hinge", "logistic", "least_squares", "exponential"}, default="hinge"
+        Margin loss phi(m) of m = y f(x), with left derivatives; see `okl.losses`.
+    lam : float >= 0, default=1e-3
+        Regularization: every step shrinks f by ``1 - eta_t lam``, and with
+        eta="auto" f stays in the ball ``||f||_K <= C_K |phi'_-(0)| / lam``.
+        1e-3 with eta_decay=1/2 had the lowest progressive error among lam in
+        {1e-4, 1e-3, 1e-2, 1e-1} and eta_decay in {1/2, 3/4} on two moons,
+        breast cancer and digits (odd vs even), with the hinge loss.
+    eta : float > 0, "auto" or callable, default="auto"
+        Step size.  "auto" is ``1 / ((lam + M C_K^2) t**eta_decay)`` with M the
+        Lipschitz constant of phi'_- at the origin (`okl.losses.lipschitz_at_origin`:
+        1 hinge, 1/4 logistic, 2 squared_hinge and least_squares) and C_K^2 the
+        running maximum of K(x, x).  It satisfies ``eta_t (M C_K^2 + lam) <= 1``,
+        the step condition of Tian-Sheng's Theorem 3 in its RKHS form (Ying
+        and Zhou, IEEE Trans. Inf. Theory 2006, the paper's reference [9]):
+        replacing k_t by K(x_t, .) in its proof gives
+        ``||f_t||_K <= C_K |phi'_-(0)| / lam`` at every step.  It also keeps
+        ``0 < 1 - eta_t lam < 1``.  The exponential loss has no finite M: give
+        it an explicit eta.  A float gives ``eta * t**-eta_decay``; a callable
+        maps the array of step numbers t (from 1) to step sizes.
+    eta_decay : float >= 0, default=0.5
+        Exponent of the step size: NORMA's ``eta_t ~ t**-1/2``, for which
+        Kivinen et al. bound the cumulative regularized loss by O(sqrt(T)).
+    budget : int or None, default=None
+        Maximum number of centres; None is unbounded.
+    budget_policy : {"oldest", "smallest"}, default="oldest"
+        Which centre leaves when a new one would exceed the budget: the oldest
+        (NORMA truncation) or the one of smallest |coefficient|.
+    engine : {"cython", "numpy"}, default="cython"
+        "numpy" runs the pure-NumPy reference loop (same iterates, slower).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        Sorted labels; classes_[1] is the positive class (y = +1).
+    n_features_in_ : int
+    t_ : int
+        Samples learned so far.
+    n_support_ : int
+        Number of centres.
+    support_vectors_ : ndarray of shape (n_support_, n_features_in_)
+    dual_coef_ : ndarray of shape (n_support_,)
+        f = sum_i dual_coef_[i] K(support_vectors_[i], .).
+    ck2_ : float
+        C_K^2, the running maximum of K(x, x) over the stream.
+    eta_, lam_ : float
+        The step size and regularization of the most recent step.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_moons
+    >>> from okl import OnlineKernelClassifier
+    >>> X, y = make_moons(2000, noise=0.2, random_state=0)
+    >>> clf = OnlineKernelClassifier(gamma=2.0).fit(X[:1500], y[:1500])
+    >>> round(clf.score(X[1500:], y[1500:]), 2) > 0.9
+    True
+    """
+
+    _parameter_constraints = {
+        **_KERNEL_CONSTRAINTS,
+        "lam": [Interval(Real, 0, None, closed="left")],
+        "eta": [Interval(Real, 0, None, closed="neither"), Options("auto"), CALLABLE],
+        "eta_decay": [Interval(Real, 0, None, closed="left")],
+        "budget": [NONE, Interval(Integral, 1, None, closed="left")],
+        "budget_policy": [Options("oldest", "smallest")],
+        "engine": [Options("cython", "numpy")],
+    }
+
+    def __init__(self, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0, loss="hinge",
+                 lam=1e-3, eta="auto", eta_decay=0.5, budget=None, budget_policy="oldest",
+                 engine="cython"):
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.loss = loss
+        self.lam = lam
+        self.eta = eta
+        self.eta_decay = eta_decay
+        self.budget = budget
+        self.budget_policy = budget_policy
+        self.engine = engine
+
+    def _loss_args(self):
+        return loss_spec(self.loss)
+
+    def _auto_lipschitz(self):
+        return _finite_lipschitz(self)
+
+
+class CoefficientRegularizedClassifier(KernelExpansionMixin, _OnlineBinaryClassifier,
+                                       ClassifierMixin, BaseEstimator):
+    """Tian-Sheng's coefficient-regularized online classification, eq. (0.4).
+
+    The model is ``f_a(x) = a . k(x)`` over m fixed centres, ``k(x) =
+    (K(x, c_1), ..., K(x, c_m))``, and each sample updates all m coefficients:
+    ``a_{t+1} = a_t - eta_t (lam a_t + phi'_-(y_t f_{a_t}(x_t)) y_t k_t)``
+    (ALGORITHMS.md 4), stochastic gradient descent on
+    ``E phi(y f_a(x)) + lam/2 ||a||^2``, whose minimiser a_lam it approaches
+    (Theorem 1).
+
+    Parameters
+    ----------
+    centers : array of shape (m, n_features) or None, default=None
+        The centres c_j.  None takes the first `n_centers` stream points; a
+        centre exists (with a_j = 0) from the step that sees it.
+    n_centers : int, default=100
+        m when `centers` is None; ignored otherwise.
+    kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default="gaussian"
+        See `okl.kernels`.
+    gamma : float, default=1.0
+        Kernel width (gaussian, laplacian) or scale of <x, u> (polynomial).
+    degree : int, default=3
+        Polynomial degree.
+    coef0 : float, default=0.0
+        Constant added to <x, u> (linear, polynomial).
+    loss : {"hinge", "squared_hinge", "logistic", "least_squares", "exponential"}, default="hinge"
+        Margin loss phi(m) of m = y f(x), with left derivatives (the paper's
+        hinge-loss example is Corollary 3).
+    lam : float > 0, default=0.01
+        Coefficient regularization lam (Corollary 3 takes lam = T**-gamma for
+        a stream of T samples).
+    eta : float > 0, "auto" or callable, default="auto"
+        Step size.  A float gives exactly ``eta * t**-eta_decay`` (the paper's
+        ``1 / (mu t**theta)`` with eta = 1/mu).  "auto" is the corrected step
+        of ALGORITHMS.md 4,
+        ``eta_t = min(t**-eta_decay / lam, 1 / (M ||k_t||^2 + lam))``:
+        the cap is Theorem 3's condition ``eta_t (M ||k_t||^2 + lam) <= 1``
+        taken per step, with M = `lipschitz_at_origin(loss)` (1 hinge, 1/4
+        logistic, 2 squared_hinge and least_squares), so
+        ``||a_t|| <= |phi'_-(0)| kappa_max / lam`` holds at every step.  The
+        first term makes eta_t -> 0 with ``sum eta_t = inf`` (Theorem 1); its
+        eta_1 = 1/lam is the largest with ``eta_t lam <= 1`` and the fastest
+        in Theorem 4, whose rate for theta = 1 is
+        ``E||a_T - a_lam||^2 = O(T**(-lam eta_1))``: a smaller eta_1 slows
+        the approach to a_lam as lam shrinks.  The exponential loss has no
+        finite M and needs an explicit eta.  A callable maps the array of step
+        numbers t (from 1) to step sizes (no cap).
+    eta_decay : float in [0, 1], default=0.75
+        theta of the step ``t**-theta``; Theorem 4 needs theta in (0, 1].  3/4
+        is Corollary 3's ``theta = (2 beta + 1) / (2 (beta + 1))`` for a
+        smooth target (beta = 1, epsilon -> 0).
+    engine : {"cython", "numpy"}, default="cython"
+        "numpy" runs the pure-NumPy reference loop (same iterates, slower).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        Sorted labels; classes_[1] is the positive class (y = +1).
+    n_features_in_ : int
+    t_ : int
+        Samples learned so far.
+    n_centers_ : int
+        m.
+    centers_ : ndarray of shape (<= m, n_features_in_)
+        The centres that exist so far (all m once m samples were seen, or
+        from the start when `centers` is given).
+    coef_ : ndarray of shape (len(centers_),)
+        The coefficients a (the true values, lazy scale applied).
+    kappa_max_ : float
+        max_s ||k_s||_2 over the steps seen: the corrected constant kappa.
+    M_ : float
+        The local Lipschitz constant M of phi'_- at the origin for `loss`.
+    norm_bound_ : float
+        ``|phi'_-(0)| kappa_max_ / lam``: the bound of ||coef_|| (Theorem 3,
+        corrected), guaranteed under eta="auto".
+    eta_ : float
+        The step size of the most recent step.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_moons
+    >>> from okl import CoefficientRegularizedClassifier
+    >>> X, y = make_moons(2000, noise=0.2, random_state=0)
+    >>> clf = CoefficientRegularizedClassifier(n_centers=50, gamma=2.0).fit(X[:1500], y[:1500])
+    >>> clf.coef_.shape
+    (50,)
+    >>> bool(np.linalg.norm(clf.coef_) <= clf.norm_bound_)
+    True
+    """
+
+    _parameter_constraints = {
+        "centers": [NONE, ARRAY_2D],
+        "n_centers": [Interval(Integral, 1, None, closed="left")],
+        **_KERNEL_CONSTRAINTS,
+        "lam": [Interval(Real, 0, None, closed="neither")],
+        "eta": [Interval(Real, 0, None, closed="neither"), Options("auto"), CALLABLE],
+        "eta_decay": [Interval(Real, 0, 1, closed="both")],
+        "engine": [Options("cython", "numpy")],
+    }
+
+    def __init__(self, centers=None, n_centers=100, kernel="gaussian", gamma=1.0, degree=3,
+                 coef0=0.0, loss="hinge", lam=0.01, eta="auto", eta_decay=0.75,
+                 engine="cython"):
+        self.centers = centers
+        self.n_centers = n_centers
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.loss = loss
+        self.lam = lam
+        self.eta = eta
+        self.eta_decay = eta_decay
+        self.engine = engine
+
+    def _reset(self, n_features):
+        kernel = dict(kernel=int(kernel_code(self.kernel)), gamma=float(self.gamma),
+                      degree=int(self.degree), coef0=float(self.coef0))
+        if self.centers is None:
+            centers = np.empty((0, n_features))
+            self.n_centers_ = int(self.n_centers)
+        else:
+            centers = check_array(self.centers, dtype=np.float64, order="C",
+                                  input_name="centers")
+            if centers.shape[1] != n_features:
+                raise ValueError(
+                    f"centers has {centers.shape[1]} features but X has {n_features}: "
+                    "the centres must live in the input space.")
+            self.n_centers_ = len(centers)
+        self._expansion = EXPANSIONS[self.engine].from_state(dict(
+            n_features=n_features, budget=0, policy=0, scale=1.0, n_rescale=0, next_slot=0,
+            centers=centers, coef=np.zeros(len(centers)),
+            sqnorms=np.einsum("ij,ij->i", centers, centers), **kernel))
+        self.t_ = 0
+        self.kappa_max_ = 0.0
+        self.norm_bound_ = 0.0
+
+    def _learn(self, X, y):
+        """Learn validated rows in order; return f_t(x_t), each before its update."""
+        n = X.shape[0]
+        expansion = self._engine_expansion()
+        auto = isinstance(self.eta, str)
+        M = _finite_lipschitz(self) if auto else lipschitz_at_origin(self.loss)
+        eta_t = step_sizes(1.0 / self.lam if auto else self.eta, self.eta_decay,
+                           step_numbers(self.t_, n))
+        scores, eta_used, kk = np.empty(n), np.empty(n), np.empty(n)
+        undo = expansion.checkpoint(n, False)
+        failed = COEFREG[self.engine](
+            expansion, X, y, eta_t, float(self.lam), M if auto else 0.0, self.n_centers_,
+            loss_spec(self.loss)[0], scores, eta_used, kk)
+        if failed >= 0:
+            expansion.restore(undo)
+            raise FloatingPointError(
+                f"{type(self).__name__} diverged at step t={self.t_ + failed + 1} "
+                f"(eta_t={eta_used[failed]:.3g}): the coefficients are no longer finite. "
+                "The explicit step size is too large for this data; use eta='auto' (whose "
+                "steps keep ||a_t|| bounded), a smaller eta or a larger eta_decay. The model "
+                "is left as it was before this call.")
+        self.t_ += n
+        self.M_ = M
+        self.kappa_max_ = max(self.kappa_max_, float(np.sqrt(kk.max())))
+        self.norm_bound_ = abs(slope_at_origin(self.loss)) * self.kappa_max_ / self.lam
+        self.eta_ = float(eta_used[-1])
+        return scores
+
+    @property
+    def centers_(self):
+        """The centres c_j that exist so far, one per row."""
+        return self.support_vectors_
+
+    @property
+    def coef_(self):
+        """The coefficients a_j of f = sum_j a_j K(c_j, .), aligned with centers_."""
+        return self.dual_coef_
