@@ -282,7 +282,7 @@ class RegularizedPAClassifier(KernelExpansionMixin, BinaryClassifierMixin, Class
             result = _np_pa.fit_linear(w, scale, self.sq_norm_, X, y, *rule, sigma, scores, events)
         elif sp.issparse(X):
             result = _pa.fit_csr(w, scale, self.sq_norm_, X.data,
-                                 X.indices.astype(np.intp, copy=False),
+                                 X.indices.astype(np.int32, copy=False),  # columns < 2^31
                                  X.indptr.astype(np.intp, copy=False),
                                  y, *rule, sigma, scores, events)
         else:

@@ -51,7 +51,7 @@ cdef struct PASpec:
 
 cdef struct Row:      # one input row: dense (idx == NULL, nnz = d) or CSR
     const double* val
-    const Py_ssize_t* idx
+    const int* idx
     Py_ssize_t nnz
 
 
@@ -154,7 +154,7 @@ cdef Event cl1_step(double* w, double* ww, const Row* r, double y, double beta, 
 
 
 cdef Py_ssize_t clinear(double* w, double* scale, double* ww, Py_ssize_t d, bint sparse,
-                        const double* data, const Py_ssize_t* indices, const Py_ssize_t* indptr,
+                        const double* data, const int* indices, const Py_ssize_t* indptr,
                         const double* y, Py_ssize_t n, const PASpec* s, double sigma,
                         double* a_work, double* work, AbsIndex* pairs,
                         double* score_out, signed char* event_out) noexcept nogil:
@@ -196,7 +196,7 @@ cdef Py_ssize_t clinear(double* w, double* scale, double* ww, Py_ssize_t d, bint
 
 
 cdef _fit_linear(double[::1] w, double scale, double ww, bint sparse, const double* data,
-                 const Py_ssize_t* indices, const Py_ssize_t* indptr, const double[::1] y,
+                 const int* indices, const Py_ssize_t* indptr, const double[::1] y,
                  PASpec s, double sigma, double[::1] score_out, signed char[::1] event_out):
     cdef Py_ssize_t d = w.shape[0], failed
     cdef double* a_work = NULL
@@ -243,14 +243,14 @@ def fit_dense(double[::1] w,                  # IN/OUT (d,) raw weights: w_true 
 
 def fit_csr(double[::1] w, double scale, double ww,
             const double[::1] data,           # IN CSR rows, canonical (sorted, no duplicates)
-            const Py_ssize_t[::1] indices,
+            const int[::1] indices,           # IN column of each entry (int32, as scipy's)
             const Py_ssize_t[::1] indptr,     # IN (n + 1,)
             const double[::1] y,
             int reg, int variant, double C, double alpha, double beta, bint mistake,
             double sigma, double[::1] score_out, signed char[::1] event_out):
     """`fit_dense` for CSR rows: each row costs O(its nonzeros), plus O(d) for L1/truncation."""
     cdef double no_data = 0.0           # pointed to when every row is empty
-    cdef Py_ssize_t no_index = 0
+    cdef int no_index = 0
     return _fit_linear(w, scale, ww, True, &data[0] if data.shape[0] else &no_data,
                        &indices[0] if indices.shape[0] else &no_index, &indptr[0], y,
                        PASpec(<Regularization>reg, <Variant>variant, C, alpha, beta, mistake),
