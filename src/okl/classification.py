@@ -86,7 +86,7 @@ class _OnlineBinaryClassifier(BinaryClassifierMixin):
             first = reset or not hasattr(self, "t_")
             if first:
                 self._validate_params()
-            X, y = check_X_y(self, X, y, reset=first, y_numeric=False)
+            X, y = self._check_X_y(X, y, reset=first)
             if first:
                 if classes is None and not reset:
                     raise ValueError(
@@ -100,6 +100,10 @@ class _OnlineBinaryClassifier(BinaryClassifierMixin):
                     f"classes={np.unique(classes).tolist()} differs from classes_ "
                     f"{self.classes_.tolist()} fixed by the first call; call fit to start over.")
             return self._learn(X, self._encode(y))
+
+    def _check_X_y(self, X, y, reset):
+        """X, y validated for learning: dense rows (a subclass may accept more)."""
+        return check_X_y(self, X, y, reset=reset, y_numeric=False)
 
     def decision_function(self, X):
         """f(x) for every row of X; f(x) > 0 predicts classes_[1]."""

@@ -8,11 +8,12 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from okl._base import BinaryClassifierMixin, KernelExpansionMixin, check_X_y, transaction
+from okl._base import KernelExpansionMixin
 from okl._core import _pa
 from okl._core._pa import Event, Regularization, Variant
 from okl._numpy import pa as _np_pa
 from okl._params import NONE, Interval, InvalidParameterError, Options
+from okl.classification import _OnlineBinaryClassifier
 from okl.kernels import KERNELS
 from okl.losses import loss_value
 
@@ -32,7 +33,7 @@ class InfeasibleUpdateWarning(UserWarning):
     """Samples whose constraint set was empty were skipped (see n_infeasible_)."""
 
 
-class RegularizedPAClassifier(KernelExpansionMixin, BinaryClassifierMixin, ClassifierMixin,
+class RegularizedPAClassifier(KernelExpansionMixin, _OnlineBinaryClassifier, ClassifierMixin,
                               BaseEstimator):
     """Passive-aggressive online classification, plain or regularized (Shen-Dietterich).
 
@@ -194,37 +195,11 @@ class RegularizedPAClassifier(KernelExpansionMixin, BinaryClassifierMixin, Class
             if failed:
                 raise InvalidParameterError(message)
 
-    # -- learning ---------------------------------------------------------------------
-
-    def fit(self, X, y):
-        """Learn the rows of X in order, from a fresh model (one online pass)."""
-        self._progressive_scores(X, y, reset=True)
-        return self
-
-    def partial_fit(self, X, y, classes=None):
-        """Continue the stream with the rows of X, in order.
-
-        `classes` (all labels) is needed on the first call unless y holds both.
-        A call that raises leaves the model as it was.
-        """
-        self._progressive_scores(X, y, classes=classes)
-        return self
-
-    def _progressive_scores(self, X, y, classes=None, reset=False):
-        """Learn the rows; return f_t(x_t) for each, predicted before its update."""
-        with transaction(self):
-            first = reset or not hasattr(self, "t_")
-            if first:
-                self._validate_params()
-            X, y = self._check_X_y(X, y, reset=first)
-            if first:
-                self._set_classes(y, classes)
-                self._reset(X.shape[1])
-            return self._learn(X, self._encode(y))
+    # -- learning (fit, partial_fit: _OnlineBinaryClassifier) -------------------------------
 
     def _check_X_y(self, X, y, reset):
         if self.kernel != "linear":
-            return check_X_y(self, X, y, reset=reset, y_numeric=False)
+            return super()._check_X_y(X, y, reset)
         X, y = validate_data(self, X, y, reset=reset, accept_sparse="csr", dtype=np.float64,
                              order="C")
         if sp.issparse(X) and not X.has_canonical_format:   # the loop reads each entry once
@@ -306,22 +281,17 @@ class RegularizedPAClassifier(KernelExpansionMixin, BinaryClassifierMixin, Class
         return failed
 
     def _stream_loss(self, scores, y):
-        """The hinge loss max(0, 1 - y f_t(x_t)) of every prediction."""
+        """The hinge loss max(0, 1 - y f_t(x_t)) of every prediction (PA's loss)."""
         return loss_value("hinge", self._encode(np.asarray(y)) * np.asarray(scores))
 
-    # -- prediction ---------------------------------------------------------------------
+    # -- prediction (decision_function, predict: _OnlineBinaryClassifier) ------------------
 
-    def decision_function(self, X):
-        """f(x) for every row of X: positive values predict ``classes_[1]``."""
-        check_is_fitted(self, "t_")
+    def _decision(self, X):
         if hasattr(self, "_expansion"):
-            return self._decision(X)
+            return super()._decision(X)
+        check_is_fitted(self, "t_")
         X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64)
         return self._scale * safe_sparse_dot(X, self._w)
-
-    def predict(self, X):
-        """The label of every row of X."""
-        return self._labels(self.decision_function(X))
 
     @property
     def coef_(self):
@@ -343,7 +313,6 @@ class RegularizedPAClassifier(KernelExpansionMixin, BinaryClassifierMixin, Class
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = self.kernel == "linear"
-        tags.classifier_tags.multi_class = False
         # one online pass without an intercept (as in the paper) is not a batch
         # fit of sklearn's uncentred test blobs; learning is tested in tests/
         tags.classifier_tags.poor_score = True

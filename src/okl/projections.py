@@ -33,11 +33,19 @@ def _scalar(value, name, lower=None):
     return value
 
 
-def _pair(v, a):
+def _halfspace(core, norm, dual, v, a, b, beta):
+    """Validate, project with `core`, and name the bound when the set is empty."""
     v, a = _vector(v, "v"), _vector(a, "a")
     if a.shape != v.shape:
         raise ValueError(f"a and v must have the same shape; got {a.shape} and {v.shape}.")
-    return v, a
+    b, beta = _scalar(b, "b"), _scalar(beta, "beta", 0.0)
+    w = core(v, a, b, beta)
+    if w is None:
+        raise ValueError(
+            f"No w has a.w >= b and ||w||_{norm} <= beta: b = {b:g} exceeds beta ||a||_{dual} = "
+            f"{beta * np.linalg.norm(a, ord=np.inf if dual == 'inf' else 2):g}, the largest a.w "
+            "in the ball. Raise beta or lower b.")
+    return w
 
 
 def project_l2_ball(v, beta):
@@ -96,14 +104,7 @@ def project_halfspace_l2_ball(v, a, b, beta):
     ValueError
         If the constraint set is empty.
     """
-    v, a = _pair(v, a)
-    b, beta = _scalar(b, "b"), _scalar(beta, "beta", 0.0)
-    w = _projections.halfspace_l2_ball(v, a, b, beta)
-    if w is None:
-        raise ValueError(
-            f"No w has a.w >= b and ||w||_2 <= beta: b = {b:g} exceeds beta ||a||_2 = "
-            f"{beta * np.linalg.norm(a):g}, the largest a.w in the ball. Raise beta or lower b.")
-    return w
+    return _halfspace(_projections.halfspace_l2_ball, "2", "2", v, a, b, beta)
 
 
 def project_halfspace_l1_ball(v, a, b, beta):
@@ -131,14 +132,7 @@ def project_halfspace_l1_ball(v, a, b, beta):
     ValueError
         If the constraint set is empty.
     """
-    v, a = _pair(v, a)
-    b, beta = _scalar(b, "b"), _scalar(beta, "beta", 0.0)
-    w = _projections.halfspace_l1_ball(v, a, b, beta)
-    if w is None:
-        raise ValueError(
-            f"No w has a.w >= b and ||w||_1 <= beta: b = {b:g} exceeds beta ||a||_inf = "
-            f"{beta * np.abs(a).max():g}, the largest a.w in the ball. Raise beta or lower b.")
-    return w
+    return _halfspace(_projections.halfspace_l1_ball, "1", "inf", v, a, b, beta)
 
 
 def truncate_smallest(w, sigma):
