@@ -5,8 +5,9 @@ et al.'s pivot search (ICML 2008) in expected O(d).
 Halfspace and L1 ball: w = S_mu(v + tau a), the soft-threshold S_mu of the
 halfspace step v + tau a (KKT).  For each tau, mu is the L1-ball threshold,
 so g(tau) = a.w(tau) - b is nondecreasing (a projection is monotone) and
-piecewise linear; a Newton step on the current linear piece, safeguarded by
-bisection, finds its root.  The step is exact once it starts on the root's
+piecewise linear; Newton steps on the current linear piece, safeguarded by
+bisection (whenever a step leaves the bracket or fails to halve the step
+before it), find its root.  The step is exact once it starts on the root's
 piece, so the search ends after a few pieces, with g = 0 to rounding.
 """
 import numpy as np
@@ -123,7 +124,7 @@ cdef bint chalfspace_l1(const double* v, const double* a, Py_ssize_t d, double b
     b > beta ||a||_inf (up to a relative FACE_RTOL).
     """
     cdef Py_ssize_t j, n, it
-    cdef double amax = 0.0, tol, g, mu, slope, size, tau, lo, hi, newton, width, prev_width
+    cdef double amax = 0.0, tol, g, mu, slope, size, tau, lo, hi, newton, step, prev_step
     cdef double theta, s
     for j in range(d):
         amax = fmax(amax, fabs(a[j]))
@@ -150,18 +151,19 @@ cdef bint chalfspace_l1(const double* v, const double* a, Py_ssize_t d, double b
         return True
     if g < 0.0:
         # the halfspace is active: find tau > 0 with g(tau) = 0
-        lo, hi, prev_width = 0.0, INFINITY, INFINITY
+        lo, hi, step, prev_step = 0.0, INFINITY, INFINITY, INFINITY
         for it in range(MAX_ITER):
             newton = tau - g / slope if slope > 0.0 else INFINITY
+            prev_step = step
             if hi == INFINITY:
                 tau = newton if newton < INFINITY else 2.0 * lo + beta / amax
+                step = INFINITY
+            elif lo < newton < hi and 2.0 * fabs(newton - tau) <= prev_step:
+                step = fabs(newton - tau)       # Newton, while its steps halve
+                tau = newton
             else:
-                width = hi - lo
-                if lo < newton < hi and width <= 0.5 * prev_width:
-                    tau = newton
-                else:
-                    tau = 0.5 * (lo + hi)
-                prev_width = width
+                step = 0.5 * (hi - lo)          # else bisection
+                tau = lo + step
             g = csegment(v, a, d, tau, b, beta, work, &mu, &slope, &size)
             # converged: g vanishes to rounding, or so does the next Newton step
             if fabs(g) <= 8.0 * DBL_EPSILON * fmax(size, slope * tau):

@@ -95,15 +95,18 @@ def halfspace_l1_ball(v, a, b, beta):
         w[J] = np.copysign(beta * np.maximum(c - simplex_threshold(c, 1.0), 0.0), a[J])
         return w
     if g < 0:
-        lo, hi, prev_width = 0.0, np.inf, np.inf
+        lo, hi, step = 0.0, np.inf, np.inf
         for _ in range(MAX_ITER):
             newton = tau - g / slope if slope > 0 else np.inf
+            prev_step = step
             if hi == np.inf:
                 tau = newton if newton < np.inf else 2.0 * lo + beta / amax
+                step = np.inf
+            elif lo < newton < hi and 2.0 * abs(newton - tau) <= prev_step:
+                step, tau = abs(newton - tau), newton      # Newton, while its steps halve
             else:
-                width = hi - lo
-                tau = newton if lo < newton < hi and width <= 0.5 * prev_width else 0.5 * (lo + hi)
-                prev_width = width
+                step = 0.5 * (hi - lo)                      # else bisection
+                tau = lo + step
             g, mu, slope, size = segment(v, a, tau, b, beta)
             if abs(g) <= 8 * EPS * max(size, slope * tau):
                 break
