@@ -1,7 +1,8 @@
 """okl: online kernel learning with a typed-Cython core."""
 from okl._persist import load, save
+from okl.pairwise import PairwiseLearner
 from okl.regression import OnlineKernelRegressor
 
 __version__ = "0.1.0"
 
-__all__ = ["OnlineKernelRegressor", "load", "save"]
+__all__ = ["OnlineKernelRegressor", "PairwiseLearner", "load", "save"]
