@@ -60,7 +60,7 @@ def snapshot(est):
     out = {}
     for key, value in vars(est).items():
         out[key] = value.get_state() if hasattr(value, "get_state") else value
-    return pickle.dumps(out)
+    return pickle.dumps(sorted(out.items()))
 
 
 # ---- the engines -------------------------------------------------------------------------------
@@ -440,6 +440,17 @@ def test_dissimilar_labels_grow_and_metric_separates_classes():
     assert f[~same].mean() > f[same].mean()
 
 
+def test_fit_starts_afresh_after_other_parameters():
+    X, y, labels = make_stream(100, seed=19)
+    est = PairwiseLearner(loss="squared", reducer="difference", eta=0.1).fit(X, y)
+    for params, targets in [(dict(loss="hinge", reducer="sign"), y),
+                            (dict(pair_kernel="metric", reducer="dissimilar"), labels),
+                            (dict(pair_kernel="difference", reducer="sign"), y)]:
+        est.set_params(**params).fit(X, targets)
+        fresh = PairwiseLearner(**est.get_params()).fit(X, targets)
+        assert snapshot(est) == snapshot(fresh)
+
+
 @pytest.mark.parametrize("pair_kernel", ["linear", "difference"])
 def test_pairs_are_score_differences(pair_kernel):
     X, y, _ = make_stream(200, seed=14)
@@ -552,7 +563,7 @@ def test_interface_errors():
     est = PairwiseLearner(eta=0.5).fit(X, y)
     with pytest.raises(ValueError, match="same number of rows"):
         est.decision_function(X[:5], X[:4])
-    with pytest.raises(ValueError, match="call fit"):
+    with pytest.raises(ValueError, match="loss='logistic' \\(fitted with 'hinge'\\)"):
         est.set_params(loss="logistic").partial_fit(X, y)
     est.set_params(loss="hinge", engine="numpy").partial_fit(X, y)     # engine may change
     metric = PairwiseLearner(pair_kernel="metric", eta=0.1).fit(X, y)

@@ -287,11 +287,11 @@ def metric_chunk(double[:, ::1] H,            # IN/OUT (capacity, d) stored poin
     return m, failed
 
 
-def difference_chunk(KernelExpansion g,         # IN/OUT g = sum_i a_i k(c_i, .), centre i = step i+1
+def difference_chunk(KernelExpansion g,         # IN/OUT g = sum_i a_i k(c_i, .), c_i = x_{i+1}
                      Py_ssize_t[::1] idx,       # IN/OUT (capacity,) centre of each stored point
                      double[::1] yh,            # IN/OUT (capacity,) their targets y_j
                      double[::1] s,             # IN/OUT (capacity,) g(x_j) of each stored point
-                     double[:, ::1] gram,       # IN/OUT (capacity, capacity) k(x_i, x_j), stored points
+                     double[:, ::1] gram,       # IN/OUT (capacity, capacity) k(x_i, x_j) stored
                      Py_ssize_t m,              # IN points stored before the chunk
                      const double[:, ::1] X,    # IN (n, d)
                      const double[::1] y,       # IN (n,)
