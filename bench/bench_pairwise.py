@@ -3,14 +3,16 @@
 Run:  python -m pytest bench/bench_pairwise.py --benchmark-only -q
 
 A step at stream position t averages over t stored points, so each benchmark
-first builds a model that has seen t points (stored directly, without paying
-for the t previous steps), then times partial_fit steps from there (64 per
-call for the linear kernel, 8 for the difference kernel; the ~0.2 ms of input
-checks per call is included).  Groups, each with the cython and numpy engines:
-  linear hinge d t      per-step cost vs t; "2 gemv" is NumPy's two
+starts from t stored points (stored directly, without paying for the t
+previous steps).  Groups, each with the cython and numpy engines:
+  linear hinge d t      per-step cost vs t of the engine loops themselves (64
+                        steps per call, t fixed); "2 gemv" is NumPy's two
                         matrix-vector products over the history alone, the
-                        floor of any implementation that reads it twice
-                        (the cython pass reads it once)
+                        floor of any implementation that reads it twice (the
+                        cython pass reads it once); "partial_fit" is the
+                        cython engine through the estimator, whose input
+                        checks cost ~0.2 ms per call
+  (the groups below time partial_fit: 64 steps per call, 8 for difference)
   squared linear d t    the running-moment shortcut (O(d^2)) vs the full
                         O(t d) average ("full average", cython)
   difference gaussian   O(t d + t^2) per step with the Gram matrix cached;
@@ -22,7 +24,9 @@ import numpy as np
 import pytest
 
 from okl import PairwiseLearner
-from okl.pairwise import PairHistory
+from okl._core._losses import Loss
+from okl._core._pairwise import Reducer
+from okl.pairwise import ENGINES, PairHistory
 
 STEPS = 64      # partial_fit steps per timed call (amortizes the ~0.2 ms of input checks)
 
@@ -57,25 +61,36 @@ def time_steps(benchmark, make, X, y, group, label, rounds):
 
 @pytest.mark.parametrize("d", [10, 100])
 @pytest.mark.parametrize("t", [100, 300, 1000, 5000, 20000])
-@pytest.mark.parametrize("label", ["cython", "numpy", "2 gemv"])
+@pytest.mark.parametrize("label", ["cython", "numpy", "2 gemv", "partial_fit"])
 def test_linear_step(benchmark, label, t, d):
+    """One engine call of STEPS steps against exactly t stored points (nothing is stored)."""
+    rng = np.random.default_rng(0)
+    H, yh, w0 = rng.normal(size=(t, d)), rng.normal(size=t), 0.01 * rng.normal(size=d)
     X, y = chunk(d)
-    group = f"pairwise linear hinge d={d} t={t}"
+    eta, slots = np.full(STEPS, 0.01), np.full(STEPS, -1, dtype=np.intp)
+    benchmark.group = f"pairwise linear hinge d={d} t={t}"
+    benchmark.extra_info.update(label=label, steps=STEPS)
     rounds = 5 if t * d >= 500_000 else 15
+    if label == "partial_fit":      # the cython engine behind the estimator's checks
+        template = stored_linear(t, d, "cython")
+        benchmark.pedantic(lambda est: est.partial_fit(X, y),
+                           setup=lambda: ((copy.deepcopy(template),), {}),
+                           rounds=rounds, iterations=1)
+        return
     if label == "2 gemv":
-        H = np.random.default_rng(0).normal(size=(t, d))
-        w, g = np.ones(d), np.ones(t)
+        g = np.ones(t)
 
-        def two_passes():
+        def run(w):
             for _ in range(STEPS):
                 H @ w
                 g @ H
-        benchmark.group = group
-        benchmark.extra_info.update(label=label, steps=STEPS)
-        benchmark.pedantic(two_passes, rounds=rounds, iterations=1)
-        return
-    template = stored_linear(t, d, label)
-    time_steps(benchmark, lambda: copy.deepcopy(template), X, y, group, label, rounds)
+    else:
+        engine = ENGINES[label]
+
+        def run(w):
+            engine.linear_chunk(H, yh, t, w, X, y, eta, slots, int(Reducer.SIGN),
+                                int(Loss.HINGE), 2.0)
+    benchmark.pedantic(run, setup=lambda: ((w0.copy(),), {}), rounds=rounds, iterations=1)
 
 
 @pytest.mark.parametrize("d", [10, 100])
@@ -118,7 +133,8 @@ def test_difference_step(benchmark, label, t, buffer):
     def make():
         est = copy.deepcopy(template)
         est.set_params(engine=label)
-        est._g()                    # convert the expansion outside the timing
+        est._g().reserve(8)         # convert and grow the buffers outside the timing
+        est._history.reserve(8)
         return est
     group = f"pairwise difference gaussian d={d} t={t}" + (f" B={buffer}" if buffer else "")
     time_steps(benchmark, make, X[:8], y[:8], group, label, 5)

@@ -17,7 +17,7 @@ from okl._numpy import pairwise as np_pairwise
 from okl._params import InvalidParameterError
 from okl.evaluation import pairwise_generalization_error, ranking_error
 from okl.losses import loss_derivative, loss_value, pairwise_growth
-from okl.pairwise import lin_eta1, pair_kernel_kappa, reservoir_slots
+from okl.pairwise import PairHistory, lin_eta1, pair_kernel_kappa, reservoir_slots
 
 LOSSES = ["hinge", "logistic", "squared_hinge", "squared", "absolute", "power"]
 MARGIN = {"hinge", "logistic", "squared_hinge"}
@@ -370,6 +370,14 @@ def test_reservoir_slots_fill_then_replace():
     assert list(slots[:4]) == [0, 1, 2, 3]
     assert np.all((slots[4:] >= -1) & (slots[4:] < 4))
     assert list(reservoir_slots(np.arange(1, 6), None, 0)) == [0, 1, 2, 3, 4]
+
+
+def test_gram_matrix_too_large_names_the_cure():
+    """10^7 stored points would need 745 thousand GiB of Gram matrix: a clear error, no change."""
+    history = PairHistory(3, "centres")
+    with pytest.raises(MemoryError, match="buffer=B"):
+        history.reserve(10 ** 7)
+    assert history.capacity == 0 and len(history.y) == 0 and len(history.s) == 0
 
 
 def test_buffer_keeps_stored_points_from_the_stream():

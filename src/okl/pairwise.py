@@ -138,16 +138,23 @@ class PairHistory:
         if self.buffer is not None:
             capacity = min(capacity, self.buffer)
         m = self.m
+        if self.kind == "centres":
+            try:
+                gram = np.empty((capacity, capacity))
+            except MemoryError:
+                raise MemoryError(
+                    f"The difference pair kernel keeps the Gram matrix of the stored points: "
+                    f"{capacity}^2 doubles = {8 * capacity ** 2 / 2 ** 30:.1f} GiB do not fit. "
+                    "Pass buffer=B to average over a reservoir of B points (8 B^2 bytes).") \
+                    from None
+            gram[:m, :m] = self.gram[:m, :m]
+            self.gram = gram
         for name in ("y", "X", "idx", "s"):
             if hasattr(self, name):
                 old = getattr(self, name)
                 new = np.empty((capacity,) + old.shape[1:], dtype=old.dtype)
                 new[:m] = old[:m]
                 setattr(self, name, new)
-        if self.kind == "centres":
-            gram = np.empty((capacity, capacity))
-            gram[:m, :m] = self.gram[:m, :m]
-            self.gram = gram
         self.capacity = capacity
 
     def checkpoint(self, n_new):
