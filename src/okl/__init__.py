@@ -1,6 +1,7 @@
 """okl: online kernel learning with a typed-Cython core."""
 from okl._persist import load, save
 from okl.classification import CoefficientRegularizedClassifier, OnlineKernelClassifier
+from okl.pairwise import PairwiseLearner
 from okl.regression import OnlineKernelRegressor
 
 __version__ = "0.1.0"
@@ -9,6 +10,7 @@ __all__ = [
     "CoefficientRegularizedClassifier",
     "OnlineKernelClassifier",
     "OnlineKernelRegressor",
+    "PairwiseLearner",
     "load",
     "save",
 ]
