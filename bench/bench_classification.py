@@ -9,8 +9,7 @@ centres, so every step costs one pass over m centres of dimension d:
 The "limit" label is f(x) of the same chunk by batch prediction (a dgemm of
 256 rows at a time against the centres, then vectorised exponentials), per
 row: every online step evaluates f(x_t), so no online loop can beat it.
-BLAS runs on one thread: a step's matrix-vector product is too small to split,
-and on a busy machine threads waiting for cores slowed the batch limit tenfold.
+BLAS runs on one thread (bench/conftest.py).
 
 Run: python -m pytest bench/bench_classification.py --benchmark-only -q
 """
@@ -18,18 +17,11 @@ import pickle
 
 import numpy as np
 import pytest
-from threadpoolctl import threadpool_limits
 
 from okl import CoefficientRegularizedClassifier, OnlineKernelClassifier
 
-GRID = [(10, 100), (10, 1000), (100, 100), (100, 1000)]      # (d, m)
+GRID = [(d, m) for d in (10, 100) for m in (10, 100, 1000, 10000)]
 STEPS = {"cython": 2000, "numpy": 200}
-
-
-@pytest.fixture(autouse=True)
-def one_blas_thread():
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
 
 
 def data(d, m, n, seed=0):
@@ -40,13 +32,16 @@ def data(d, m, n, seed=0):
 
 
 def fitted(algorithm, engine, d, m):
-    """A model holding m centres, ready to learn the stream after them."""
+    """A model holding m centres, ready to learn the stream after them.
+
+    Built by the cython engine; the next call converts it to `engine`.
+    """
     X, y = data(d, m, 0)
     if algorithm == "coefreg":
-        est = CoefficientRegularizedClassifier(centers=X, gamma=0.5, engine=engine)
+        est = CoefficientRegularizedClassifier(centers=X, gamma=0.5)
     else:
-        est = OnlineKernelClassifier(loss="logistic", budget=m, gamma=0.5, engine=engine)
-    return est.partial_fit(X, y, classes=[-1, 1])
+        est = OnlineKernelClassifier(loss="logistic", budget=m, gamma=0.5)
+    return est.partial_fit(X, y, classes=[-1, 1]).set_params(engine=engine)
 
 
 @pytest.mark.parametrize("engine", ["cython", "numpy"])

@@ -6,8 +6,21 @@ d=100 m=1000"), ``benchmark.extra_info["label"]`` (the engine or peer:
 in one call, ``benchmark.extra_info["steps"]``.  At the end of the session a
 table gives each label's median per step and its ratio to the "cython" label
 of the same group, all measured in the same run.
+
+BLAS runs on one thread in every benchmark: a step's matrix-vector product is
+too small to split, and on a shared 2-core machine threads waiting for a core
+made timings swing tenfold.
 """
 from collections import defaultdict
+
+import pytest
+from threadpoolctl import threadpool_limits
+
+
+@pytest.fixture(autouse=True)
+def one_blas_thread():
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
 
 
 def pytest_terminal_summary(terminalreporter, config):

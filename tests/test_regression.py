@@ -216,3 +216,17 @@ def test_in_a_pipeline():
                           OnlineKernelRegressor(loss="pinball", kernel="laplacian", budget=50)])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+def test_ready_arrays_take_the_fast_path_with_the_same_result():
+    X, y = stream(300)
+    slow = OnlineKernelRegressor().fit(X, y)
+    fast = OnlineKernelRegressor().fit(X[:1], y[:1])
+    for i in range(1, 300):        # C-contiguous float64 rows: no validate_data
+        fast.partial_fit(X[i:i + 1], y[i:i + 1])
+    np.testing.assert_array_equal(fast.dual_coef_, slow.dual_coef_)
+    as_lists = OnlineKernelRegressor().fit(X[:1], y[:1])
+    for i in range(1, 300):        # lists and Fortran order take the generic path
+        as_lists.partial_fit(np.asfortranarray(X[i:i + 1]), y[i:i + 1].tolist())
+    np.testing.assert_array_equal(as_lists.dual_coef_, slow.dual_coef_)
+    np.testing.assert_array_equal(fast.predict(X[:5]), slow.predict(X[:5].tolist()))

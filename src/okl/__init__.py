@@ -1,6 +1,7 @@
 """okl: online kernel learning with a typed-Cython core."""
 from okl._persist import load, save
 from okl.classification import CoefficientRegularizedClassifier, OnlineKernelClassifier
+from okl.pairwise import PairwiseLearner
 from okl.passive_aggressive import RegularizedPAClassifier
 from okl.regression import OnlineKernelRegressor
 
@@ -10,6 +11,7 @@ __all__ = [
     "CoefficientRegularizedClassifier",
     "OnlineKernelClassifier",
     "OnlineKernelRegressor",
+    "PairwiseLearner",
     "RegularizedPAClassifier",
     "load",
     "save",

@@ -114,3 +114,50 @@ def lipschitz_at_origin(name, radius=np.inf):
             return float(np.expm1(radius) / radius) if np.isfinite(radius) else np.inf
     return 2.0      # squared_hinge, least_squares
 # -- end of the Tian-Sheng / Ying-Zhou block ----------------------------------------------
+
+
+# ---- Online pairwise learning: growth constants (Lin-Lei-Zhang-Zhou, Assumption 2.1) ----------
+# A pairwise loss V(r, a) is a margin loss phi(r a) or a residual loss psi(a - r) of the value
+# a = f(x, x') and the reduced target r = r(y, y'), |r| <= r_max.  Theorem 2.3 needs
+#     |V'_-(r, a)| <= c_q (1 + |a|^q)   and   |V|_0 = sup_r V(r, 0) < inf.
+# The constants are those of okl's own losses: squared is (a - r)^2 / 2, half of the paper's
+# (r - a)^2, so c_q and |V|_0 are half of Corollary 2.7's (ALGORITHMS.md, "one convention").
+
+PAIRWISE_LOSSES = ("hinge", "logistic", "squared_hinge", "squared", "absolute", "power")
+
+
+def pairwise_growth(loss, r_max, p=2.0):
+    """(q, c_q, |V|_0) of a pairwise loss for reduced targets |r| <= r_max.
+
+    ==============  =====  ==========================================  =============
+    loss            q      c_q                                         |V|_0
+    ==============  =====  ==========================================  =============
+    hinge           0      R                                           1
+    logistic        0      R                                           log 2
+    squared_hinge   1      2 R max(1, R)                               1
+    squared         1      max(1, R)                                   R^2 / 2
+    absolute        0      1                                           R
+    power (|u|^p)   p - 1  p max(1, 2^(p-2)) max(1, R^(p-1))           R^p
+    ==============  =====  ==========================================  =============
+
+    R = r_max.  Hinge: |r phi'| <= R (the paper's c_q = M of Corollary 2.6).
+    Squared hinge: |2 r (1 - r a)_+| <= 2R (1 + R|a|).  Squared: |a - r| <= |a| + R.
+    Power: p |a - r|^(p-1) <= p (|a| + R)^q, and (|a| + R)^q <= max(1, 2^(q-1)) (|a|^q + R^q).
+    """
+    R = float(r_max)
+    if loss == "hinge":
+        return 0.0, R, 1.0
+    if loss == "logistic":
+        return 0.0, R, float(np.log(2.0))
+    if loss == "squared_hinge":
+        return 1.0, 2.0 * R * max(1.0, R), 1.0
+    if loss == "squared":
+        return 1.0, max(1.0, R), 0.5 * R * R
+    if loss == "absolute":
+        return 0.0, 1.0, R
+    if loss == "power":
+        q = p - 1.0
+        return q, p * max(1.0, 2.0 ** (p - 2.0)) * max(1.0, R ** q), R ** p
+    raise ValueError(f"No pairwise growth constants for loss {loss!r}; "
+                     f"choose one of {PAIRWISE_LOSSES}.")
+# ---- end of the pairwise block -----------------------------------------------------------------

@@ -8,7 +8,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from okl._base import KernelExpansionMixin
+from okl._base import KernelExpansionMixin, check_X
 from okl._core import _pa
 from okl._core._pa import Event, Regularization, Variant
 from okl._numpy import pa as _np_pa
@@ -198,11 +198,10 @@ class RegularizedPAClassifier(KernelExpansionMixin, _OnlineBinaryClassifier, Cla
     # -- learning (fit, partial_fit: _OnlineBinaryClassifier) -------------------------------
 
     def _check_X_y(self, X, y, reset):
-        if self.kernel != "linear":
-            return super()._check_X_y(X, y, reset)
-        X, y = validate_data(self, X, y, reset=reset, accept_sparse="csr", dtype=np.float64,
-                             order="C")
-        if sp.issparse(X) and not X.has_canonical_format:   # the loop reads each entry once
+        if self.kernel != "linear" or not sp.issparse(X):
+            return super()._check_X_y(X, y, reset)             # dense rows
+        X, y = validate_data(self, X, y, reset=reset, accept_sparse="csr", dtype=np.float64)
+        if not X.has_canonical_format:                          # the loop reads each entry once
             X = X.copy()
             X.sum_duplicates()
         return X, y
@@ -290,7 +289,10 @@ class RegularizedPAClassifier(KernelExpansionMixin, _OnlineBinaryClassifier, Cla
         if hasattr(self, "_expansion"):
             return super()._decision(X)
         check_is_fitted(self, "t_")
-        X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64)
+        if sp.issparse(X):
+            X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64)
+        else:
+            X = check_X(self, X, reset=False)
         return self._scale * safe_sparse_dot(X, self._w)
 
     @property

@@ -1,0 +1,599 @@
+"""PairwiseLearner: online pairwise learning in an RKHS (Lin-Lei-Zhang-Zhou, Algorithm 1)."""
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+from sklearn.utils import check_random_state
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted
+from threadpoolctl import ThreadpoolController
+
+from okl._base import EXPANSIONS, check_X, check_X_y, transaction
+from okl._core import _pairwise
+from okl._core._pairwise import Reducer
+from okl._numpy import pairwise as _np_pairwise
+from okl._params import NONE, Interval, InvalidParameterError, Kind, Options, validate_params
+from okl._persist import STATE_TYPES
+from okl.kernels import KERNELS, kernel_code, kernel_diag
+from okl.losses import PAIRWISE_LOSSES, loss_spec, pairwise_growth
+from okl.schedules import step_numbers, step_sizes
+
+ENGINES = {"cython": _pairwise, "numpy": _np_pairwise}
+REDUCERS = {"sign": Reducer.SIGN, "difference": Reducer.DIFFERENCE,
+            "dissimilar": Reducer.DISSIMILAR}
+PAIR_KERNELS = ("linear", "difference", "metric")
+RANDOM_STATE = Kind(lambda v: isinstance(v, (Integral, np.random.RandomState)),
+                    "an int or a numpy.random.RandomState")
+
+
+# ---- the schedule of Theorem 2.3 -------------------------------------------------------------
+
+def pair_kernel_kappa(X, pair_kernel, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0):
+    """kappa = max(1, sup sqrt(K((x, x'), (x, x')))) over the pairs of rows of X (eq. (2.4)).
+
+    An O(n d) upper bound of the sup, so eta_1 from eq. (2.6) stays admissible:
+    ``||x - x'|| <= 2 max_i ||x_i - mean||`` for the linear pair kernel (its
+    square for the metric kernel, whose K is ||x - x'||^4); for the difference
+    kernel ``k(x,x) - 2 k(x,x') + k(x',x')`` is at most 2 for the Gaussian and
+    Laplacian kernels, ``||x - x'||^2`` for the linear one and
+    ``4 max_i k(x_i, x_i)`` for the polynomial one.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if pair_kernel != "difference" or kernel == "linear":
+        diameter = 2.0 * np.sqrt(np.max(np.sum((X - X.mean(axis=0)) ** 2, axis=1)))
+        sup = diameter ** 2 if pair_kernel != "metric" else diameter ** 4
+    elif kernel in ("gaussian", "laplacian"):
+        sup = 2.0
+    else:
+        sup = 4.0 * float(np.max(kernel_diag(X, kernel, gamma, degree, coef0)))
+    return max(1.0, float(np.sqrt(sup)))
+
+
+def lin_eta1(theta, q, c_q, v0, kappa):
+    """The largest eta_1 of eq. (2.6):
+    ``min(sqrt(1-theta) / (2 sqrt(2) c_q kappa (kappa+1)^q), (1-theta) / (4 |V|_0))``."""
+    first = (np.sqrt(1.0 - theta) / (2.0 * np.sqrt(2.0) * c_q * kappa * (kappa + 1.0) ** q)
+             if c_q > 0 else np.inf)
+    second = (1.0 - theta) / (4.0 * v0) if v0 > 0 else np.inf
+    return float(min(first, second))
+
+
+def reservoir_slots(t, buffer, seed):
+    """The slot each step's point goes to: t-1 while there is room, then Algorithm R.
+
+    Past the first `buffer` points, the t-th point draws j uniformly from
+    {0, ..., t-1} and replaces slot j if j < buffer (else it is not stored),
+    so the reservoir is a uniform sample of the stream at every step.  j is a
+    hash (SplitMix64) of (seed, t): the draws need no state but the seed, and a
+    stream split into any chunks draws the same.  -1 means "not stored".
+    """
+    t = np.asarray(t).astype(np.int64)
+    slots = t - 1
+    if buffer is None:
+        return slots.astype(np.intp)
+    full = t > buffer
+    z = np.uint64(seed) + t[full].astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    j = (z ^ (z >> np.uint64(31))) % t[full].astype(np.uint64)
+    slots[full] = np.where(j < np.uint64(buffer), j.astype(np.int64), -1)
+    return slots.astype(np.intp)
+
+
+_BLAS = []
+
+
+def _one_blas_thread():
+    """A context that runs BLAS on one thread.
+
+    The difference and metric loops call BLAS once or twice per step on
+    operands that OpenBLAS would split over threads; when the cores are
+    oversubscribed its threads stall (measured here: symv at m = 400 took 7 ms
+    on two threads and 17 us on one).  The products are memory-bound, so one
+    thread loses little; scikit-learn's KMeans does the same.
+    """
+    if not _BLAS:
+        _BLAS.append(ThreadpoolController())
+    return _BLAS[0].limit(limits=1, user_api="blas")
+
+
+def _check_dense(X):
+    if sp.issparse(X):
+        raise TypeError("PairwiseLearner takes dense input only (sparse matrix given): it stores "
+                        "the points of the stream as dense rows. Convert with X.toarray().")
+
+
+# ---- the stored points -----------------------------------------------------------------------
+
+class PairHistory:
+    """The points z_j Algorithm 1 averages over: every point seen, or a reservoir of `buffer`.
+
+    kind "points" stores the rows x_j (linear and metric pair kernels).  kind
+    "centres" (difference pair kernel) stores, per point, the index of its
+    centre in the expansion of g, the cached value g(x_j), and the Gram matrix
+    k(x_i, x_j) of the stored points: 8 m^2 bytes for m stored points.
+    Buffers grow by half their size; no step allocates.
+    """
+
+    def __init__(self, n_features, kind, buffer=None):
+        self.n_features, self.kind, self.buffer = int(n_features), kind, buffer
+        self.m = 0
+        self.capacity = 0
+        self.y = np.empty(0)
+        if kind == "points":
+            self.X = np.empty((0, self.n_features))
+        else:
+            self.idx = np.empty(0, dtype=np.intp)
+            self.s = np.empty(0)
+            self.gram = np.empty((0, 0))
+
+    def reserve(self, n_new):
+        """Room for `n_new` more points (capped by the buffer)."""
+        need = self.m + n_new if self.buffer is None else min(self.m + n_new, self.buffer)
+        if need <= self.capacity:
+            return
+        capacity = max(need, self.capacity + self.capacity // 2)
+        if self.buffer is not None:
+            capacity = min(capacity, self.buffer)
+        m = self.m
+        if self.kind == "centres":
+            try:
+                gram = np.empty((capacity, capacity))
+            except MemoryError:
+                raise MemoryError(
+                    f"The difference pair kernel keeps the Gram matrix of the stored points: "
+                    f"{capacity}^2 doubles = {8 * capacity ** 2 / 2 ** 30:.1f} GiB do not fit. "
+                    "Pass buffer=B to average over a reservoir of B points (8 B^2 bytes).") \
+                    from None
+            gram[:m, :m] = self.gram[:m, :m]
+            self.gram = gram
+        for name in ("y", "X", "idx", "s"):
+            if hasattr(self, name):
+                old = getattr(self, name)
+                new = np.empty((capacity,) + old.shape[1:], dtype=old.dtype)
+                new[:m] = old[:m]
+                setattr(self, name, new)
+        self.capacity = capacity
+
+    def checkpoint(self, n_new):
+        """What `restore` needs to undo the next `n_new` steps.
+
+        The slots below m are rewritten only once the reservoir is full; g(x_j)
+        changes at every step.
+        """
+        m = self.m
+        live = {"s": self.s[:m].copy()} if self.kind == "centres" else {}
+        if self.buffer is not None and m + n_new > self.buffer:
+            for name in ("y", "X", "idx"):
+                if hasattr(self, name):
+                    live[name] = getattr(self, name)[:m].copy()
+            if self.kind == "centres":
+                live["gram"] = self.gram[:m, :m].copy()
+        return m, live
+
+    def restore(self, state):
+        """Return to a `checkpoint`."""
+        self.m, live = state
+        m = self.m
+        for name, value in live.items():
+            if name == "gram":
+                self.gram[:m, :m] = value
+            else:
+                getattr(self, name)[:m] = value
+
+    def get_state(self):
+        """Scalars and the live arrays (for pickle and okl.save)."""
+        m = self.m
+        state = dict(n_features=self.n_features, kind=self.kind, buffer=self.buffer, m=m,
+                     y=self.y[:m].copy())
+        if self.kind == "points":
+            state["X"] = self.X[:m].copy()
+        else:
+            state.update(idx=self.idx[:m].copy(), s=self.s[:m].copy(),
+                         gram=self.gram[:m, :m].copy())
+        return state
+
+    @classmethod
+    def from_state(cls, state):
+        buffer = state["buffer"]
+        self = cls(state["n_features"], state["kind"], None if buffer is None else int(buffer))
+        m = int(state["m"])
+        self.reserve(m)
+        self.m = m
+        self.y[:m] = state["y"]
+        if self.kind == "points":
+            self.X[:m] = np.reshape(state["X"], (m, self.n_features))
+        else:
+            self.idx[:m] = state["idx"]
+            self.s[:m] = state["s"]
+            self.gram[:m, :m] = np.reshape(state["gram"], (m, m))
+        return self
+
+    def __reduce__(self):
+        return (PairHistory.from_state, (self.get_state(),))
+
+
+STATE_TYPES.append(PairHistory)
+
+
+# ---- the estimator ---------------------------------------------------------------------------
+
+class PairwiseLearner(BaseEstimator):
+    """Online pairwise learning in an RKHS (Lin, Lei, Zhang and Zhou, Algorithm 1).
+
+    A predictor on pairs f(x, x') learns from a stream, with no
+    regularization: ``f_1 = f_2 = 0`` and, at step t >= 2,
+    ``f_{t+1} = f_t - eta_t/(t-1) sum_{j<t} V'_-(r(y_t, y_j), f_t(x_t, x_j)) K_{(x_t, x_j)}``,
+    the average over every previous point (ALGORITHMS.md 6).  That average is
+    one fused pass over the stored points per step, in Cython.
+
+    Parameters
+    ----------
+    reducer : {"sign", "difference", "dissimilar"}, default="sign"
+        The reduced target r(y, y'): ``sign(y - y')`` (ranking),
+        ``y - y'`` (regression of differences), or +1 if y != y' and -1 if
+        y == y' (metric learning: y holds class labels, and the hinge loss
+        then charges ``(1 + f)_+`` to a same-class pair, ``(1 - f)_+`` to a
+        pair from different classes).
+    loss : {"hinge", "logistic", "squared_hinge", "squared", "absolute", "power"}, default="hinge"
+        V(r, a) for the value a = f(x, x'): the margin losses phi(r a) (hinge
+        ``(1 - m)_+``, logistic ``log(1 + e^-m)``, squared hinge
+        ``(1 - m)_+^2``) or the residual losses psi(a - r) (squared
+        ``(a - r)^2 / 2``, absolute ``|a - r|``, power ``|a - r|^p``).
+        Updates use the left derivative in a.  See `okl.losses`.
+    p : float >= 1, default=2.0
+        The exponent of ``loss="power"``.
+    pair_kernel : {"linear", "difference", "metric"}, default="linear"
+        K on pairs.  "linear": ``(x - x').(u - u')``, so ``f = w.(x - x')``
+        (fitted `coef_` = w; `kernel` is unused).  "difference":
+        ``k(x,u) - k(x,u') - k(x',u) + k(x',u')`` for the base `kernel` k, so
+        ``f(x, x') = g(x) - g(x')`` with g a kernel expansion.  "metric":
+        ``((x - x').(u - u'))^2``, so ``f = (x - x')^T M (x - x')`` with M
+        symmetric (fitted `metric_`).
+    kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default="gaussian"
+        Base kernel k of ``pair_kernel="difference"``; see `okl.kernels`.
+    gamma, degree, coef0 : float, int, float, default=1.0, 3, 0.0
+        Parameters of the base kernel.
+    eta : float > 0 or "auto", default="auto"
+        eta_1 of the step ``eta_t = eta_1 (t-1)^-theta`` (t = 1 is the first
+        sample; the paper's ``eta_{t+1} = eta_1 t^-theta``).  "auto" is the
+        largest eta_1 of eq. (2.6), from the loss's growth constants
+        (`okl.losses.pairwise_growth`, with sup|r| = 1 for "sign" and
+        "dissimilar" and the range of y for "difference") and kappa of the
+        pair kernel, both over the data of the first call
+        (`pair_kernel_kappa`).  It needs theta < 1.
+    theta : float >= 0 or None, default=None
+        Decay of the step.  None is ``(q+2)/(q+3)`` for the loss's growth
+        exponent q (Corollary 2.5 (I)): 2/3 for hinge, logistic and absolute,
+        3/4 for squared and squared hinge, (p+1)/(p+2) for power.  Theorem 2.3
+        covers ``q/(q+1) <= theta < 1``.
+    buffer : int >= 1 or None, default=None
+        Average over a reservoir of `buffer` past points, a uniform sample of
+        the stream (Algorithm R), instead of all of them: O(buffer) per step
+        for long streams.  None keeps every point.
+    random_state : int, RandomState or None, default=None
+        Seeds the reservoir (used only with `buffer`).
+    engine : {"cython", "numpy"}, default="cython"
+        "numpy" runs the pure-NumPy reference loop (same iterates, slower).
+
+    Attributes
+    ----------
+    n_features_in_ : int
+    t_ : int
+        Samples learned so far.
+    eta1_, theta_ : float
+        The step ``eta_t = eta1_ (t-1)^-theta_`` in use.
+    kappa_ : float
+        kappa of the pair kernel over the first call's data (`pair_kernel_kappa`).
+    n_stored_ : int
+        Points kept for the average (t_, or at most `buffer`; 0 when the
+        squared loss runs on running moments, see Notes).
+    coef_ : ndarray of shape (n_features_in_,)
+        w of ``f = w.(x - x')`` (pair_kernel="linear").
+    metric_ : ndarray of shape (n_features_in_, n_features_in_)
+        M of ``f = (x - x')^T M (x - x')`` (pair_kernel="metric").
+    support_vectors_, dual_coef_ : ndarray
+        ``g = sum_i dual_coef_[i] k(support_vectors_[i], .)``
+        (pair_kernel="difference"): one centre per sample.
+    classes_ : ndarray
+        reducer="dissimilar": the labels seen, in the order of the calls that
+        brought them (sorted within a call); any new label is welcome.
+
+    Notes
+    -----
+    Cost per step, for t points seen, m stored (m = t, or `buffer`), d features:
+    linear O(m d); metric O(m d^2); difference O(t d) kernel values for g(x_t)
+    plus O(m^2) for the cached values g(x_j), with 8 m^2 bytes for the Gram
+    matrix of the stored points (800 MB at m = 10^4: use `buffer` for long
+    streams) and 8 t d bytes for g's centres.  The squared loss with the
+    linear pair kernel and reducer="difference" (no buffer) needs only the
+    running moments of (x, y): O(d^2) per step and memory, the same iterates.
+
+    Every parameter is read at the first call (fit, or the first
+    partial_fit); partial_fit refuses changed parameters except `engine`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from okl import PairwiseLearner
+    >>> from okl.evaluation import ranking_error
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(300, 5)); y = X @ [1.0, -2.0, 0.5, 0.0, 1.0]
+    >>> est = PairwiseLearner(eta=1.0).fit(X, y)       # linear ranking, hinge loss
+    >>> float(round(ranking_error(est, X, y), 3))
+    0.002
+    """
+
+    _parameter_constraints = {
+        "reducer": [Options(*REDUCERS)],
+        "loss": [Options(*PAIRWISE_LOSSES)],
+        "p": [Interval(Real, 1, None, closed="left")],
+        "pair_kernel": [Options(*PAIR_KERNELS)],
+        "kernel": [Options(*KERNELS)],
+        "gamma": [Interval(Real, 0, None, closed="neither")],
+        "degree": [Interval(Integral, 1, None, closed="left")],
+        "coef0": [Interval(Real, 0, None, closed="left")],
+        "eta": [Interval(Real, 0, None, closed="neither"), Options("auto")],
+        "theta": [NONE, Interval(Real, 0, None, closed="left")],
+        "buffer": [NONE, Interval(Integral, 1, None, closed="left")],
+        "random_state": [NONE, RANDOM_STATE],
+        "engine": [Options("cython", "numpy")],
+    }
+
+    # The exact running-moment shortcut of the squared loss (tests and bench/ turn it off
+    # to compare it with the full average).
+    _running_moments = True
+
+    def __init__(self, reducer="sign", loss="hinge", p=2.0, pair_kernel="linear",
+                 kernel="gaussian", gamma=1.0, degree=3, coef0=0.0, eta="auto", theta=None,
+                 buffer=None, random_state=None, engine="cython"):
+        self.reducer = reducer
+        self.loss = loss
+        self.p = p
+        self.pair_kernel = pair_kernel
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.eta = eta
+        self.theta = theta
+        self.buffer = buffer
+        self.random_state = random_state
+        self.engine = engine
+
+    # -- learning ---------------------------------------------------------------------------
+
+    def fit(self, X, y):
+        """Learn the rows of X in order, from a fresh model (one online pass).
+
+        y holds real targets (reducer "sign", "difference") or class labels
+        ("dissimilar").
+        """
+        self._learn(X, y, reset=True)
+        return self
+
+    def partial_fit(self, X, y):
+        """Continue the stream with the rows of X, in order.
+
+        A call that raises (bad input, divergence) leaves the model as it was.
+        """
+        self._learn(X, y)
+        return self
+
+    def _validate_params(self):
+        validate_params(self)
+        if self.eta == "auto" and self.theta is not None and self.theta >= 1:
+            raise InvalidParameterError(
+                f"eta='auto' is eq. (2.6) of Lin et al., which needs theta < 1 (got "
+                f"theta={self.theta}); pass a number eta, or theta=None for (q+2)/(q+3).")
+
+    # what the first call fixes (engine may change; random_state is spent on the seed)
+    _FROZEN = ("reducer", "loss", "p", "pair_kernel", "kernel", "gamma", "degree", "coef0",
+               "eta", "theta", "buffer")
+
+    def _frozen_params(self):
+        return [getattr(self, name) for name in self._FROZEN]
+
+    def _learn(self, X, y, reset=False):
+        with transaction(self):
+            first = reset or not hasattr(self, "t_")
+            if first:
+                self._validate_params()
+            elif self._frozen_params() != self._params:
+                changed = [f"{name}={now!r} (fitted with {then!r})" for name, now, then in
+                           zip(self._FROZEN, self._frozen_params(), self._params) if now != then]
+                raise ValueError(
+                    f"{type(self).__name__}.partial_fit continues the stream of the first call "
+                    f"and cannot change its parameters: {', '.join(changed)}. Call fit to "
+                    "start again, or set them back.")
+            _check_dense(X)
+            X, y = check_X_y(self, X, y, reset=first, y_numeric=self.reducer != "dissimilar")
+            if first:
+                self._start(X, y)
+            self._run(X, self._targets(y))
+
+    def _start(self, X, y):
+        """A fresh model, with the step of Theorem 2.3 set from the first call's data."""
+        d = X.shape[1]
+        for name in ("coef_", "metric_", "classes_", "_expansion", "_history", "_moments",
+                     "_origin"):
+            self.__dict__.pop(name, None)       # a previous fit's model
+        self._params = self._frozen_params()
+        self.t_ = 0
+        self.n_stored_ = 0
+        if self.reducer == "dissimilar":
+            self.classes_ = y[:0]
+        r_max = float(np.ptp(y)) if self.reducer == "difference" else 1.0
+        q, c_q, v0 = pairwise_growth(self.loss, r_max, self.p)
+        self.theta_ = (q + 2.0) / (q + 3.0) if self.theta is None else float(self.theta)
+        self.kappa_ = pair_kernel_kappa(X, self.pair_kernel, self.kernel, self.gamma,
+                                        self.degree, self.coef0)
+        self.eta1_ = (lin_eta1(self.theta_, q, c_q, v0, self.kappa_) if self.eta == "auto"
+                      else float(self.eta))
+        self._seed = (int(check_random_state(self.random_state).randint(2 ** 31 - 1))
+                      if self.buffer is not None else 0)
+        if self.pair_kernel == "linear":
+            self.coef_ = np.zeros(d)
+        elif self.pair_kernel == "metric":
+            self.metric_ = np.zeros((d, d))
+        else:
+            self._expansion = EXPANSIONS[self.engine](
+                d, int(kernel_code(self.kernel)), float(self.gamma), int(self.degree),
+                float(self.coef0))
+        if (self._running_moments and self.loss == "squared" and self.reducer == "difference"
+                and self.pair_kernel == "linear" and self.buffer is None):
+            self._moments = np.zeros((d + 2, d + 2))
+            self._origin = np.append(X[0], y[0]).astype(np.float64)
+        else:
+            kind = "centres" if self.pair_kernel == "difference" else "points"
+            self._history = PairHistory(d, kind, self.buffer)
+
+    def _targets(self, y):
+        """y as float64: real targets, or class codes (index in classes_) for "dissimilar"."""
+        if self.reducer != "dissimilar":
+            return np.ascontiguousarray(y, dtype=np.float64)
+        check_classification_targets(y)
+        new = np.setdiff1d(np.unique(y), self.classes_)
+        self.classes_ = np.concatenate([self.classes_, new])
+        order = np.argsort(self.classes_, kind="stable")
+        return order[np.searchsorted(self.classes_, y, sorter=order)].astype(np.float64)
+
+    def _run(self, X, y):
+        """One engine call over the validated chunk; restore and raise on divergence."""
+        n = X.shape[0]
+        engine = ENGINES[self.engine]
+        t = step_numbers(self.t_, n)
+        eta_t = step_sizes(self.eta1_, self.theta_, np.maximum(t - 1.0, 1.0))
+        args = (int(REDUCERS[self.reducer]), loss_spec(self.loss)[0], float(self.p))
+        if hasattr(self, "_moments"):
+            S, w = self._moments.copy(), self.coef_.copy()
+            failed = engine.linear_moments_chunk(S, self._origin, w, X, y, eta_t)
+            if failed < 0:
+                self._moments, self.coef_ = S, w
+        else:
+            history = self._history
+            history.reserve(n)
+            slots = reservoir_slots(t, history.buffer, self._seed)
+            undo = history.checkpoint(n)
+            if self.pair_kernel == "difference":
+                g = self._g()
+                g_undo = g.checkpoint(n, False)
+                with _one_blas_thread():
+                    m, failed = engine.difference_chunk(
+                        g, history.idx, history.y, history.s, history.gram, history.m,
+                        X, y, eta_t, slots, *args)
+                if failed >= 0:
+                    g.restore(g_undo)
+            elif self.pair_kernel == "metric":
+                M = self.metric_.copy()
+                with _one_blas_thread():
+                    m, failed = engine.metric_chunk(history.X, history.y, history.m, M,
+                                                    X, y, eta_t, slots, *args)
+                if failed < 0:
+                    self.metric_ = M
+            else:
+                w = self.coef_.copy()
+                m, failed = engine.linear_chunk(history.X, history.y, history.m, w,
+                                                X, y, eta_t, slots, *args)
+                if failed < 0:
+                    self.coef_ = w
+            if failed >= 0:
+                history.restore(undo)
+            else:
+                history.m = m
+                self.n_stored_ = int(m)
+        if failed >= 0:
+            raise FloatingPointError(
+                f"{type(self).__name__} diverged at step t={self.t_ + failed + 1} "
+                f"(eta_t={eta_t[failed]:.3g}): the model is no longer finite. The step size is "
+                "too large for this data; use eta='auto', a smaller eta or a larger theta, or "
+                "scale X (e.g. with sklearn.preprocessing.StandardScaler). The model is left "
+                "as it was before this call.")
+        self.t_ += n
+
+    def _g(self):
+        """g's expansion, converted if `engine` changed since it was built."""
+        cls = EXPANSIONS[self.engine]
+        if not isinstance(self._expansion, cls):
+            self._expansion = cls.from_state(self._expansion.get_state())
+        return self._expansion
+
+    # -- prediction ---------------------------------------------------------------------------
+
+    def decision_function(self, X1, X2=None):
+        """f(X1[i], X2[i]) for every row pair.
+
+        X2=None pairs each row with the origin: f(x, 0) is w.x (linear pair
+        kernel), g(x) - g(0) (difference) or x^T M x (metric).
+        """
+        check_is_fitted(self, "t_")
+        _check_dense(X1)
+        X1 = check_X(self, X1, reset=False)
+        if X2 is None:
+            X2 = np.zeros((1, X1.shape[1]))
+        else:
+            _check_dense(X2)
+            X2 = check_X(self, X2, reset=False)
+            if X2.shape != X1.shape:
+                raise ValueError(f"X1 and X2 must hold the same number of rows (the pairs); "
+                                 f"got shapes {X1.shape} and {X2.shape}.")
+        if self.pair_kernel == "linear":
+            return (X1 - X2) @ self.coef_
+        if self.pair_kernel == "metric":
+            D = X1 - X2
+            return np.einsum("ij,ij->i", D @ self.metric_, D)
+        g = self._g()
+        return g.predict(X1) - g.predict(X2)
+
+    def _has_scores(self):
+        if self.pair_kernel == "metric":
+            raise AttributeError("score_samples needs f(x, x') = g(x) - g(x'): pair_kernel "
+                                 "'linear' or 'difference', not 'metric'.")
+        return True
+
+    @available_if(_has_scores)
+    def score_samples(self, X):
+        """g(x) for every row, with f(x, x') = g(x) - g(x'): ranking scores (higher ranks first).
+
+        g(x) = w.x for the linear pair kernel, the kernel expansion g for the
+        difference kernel.
+        """
+        check_is_fitted(self, "t_")
+        _check_dense(X)
+        X = check_X(self, X, reset=False)
+        if self.pair_kernel == "linear":
+            return X @ self.coef_
+        return self._g().predict(X)
+
+    @property
+    def support_vectors_(self):
+        """Centres of g = sum_i a_i k(x_i, .) (pair_kernel="difference"): every sample seen."""
+        return self._difference_expansion().centers_
+
+    @property
+    def dual_coef_(self):
+        """Coefficients a_i of g = sum_i a_i k(x_i, .) (pair_kernel="difference")."""
+        return self._difference_expansion().coef_
+
+    def _difference_expansion(self):
+        if "_expansion" not in self.__dict__:
+            raise AttributeError("support_vectors_ and dual_coef_ exist for a fitted "
+                                 "pair_kernel='difference' model only.")
+        return self._expansion
+
+    def rkhs_norm(self):
+        """||f||_K in the RKHS of the pair kernel: ||w||, ||M||_F, or ||g||_k (difference)."""
+        check_is_fitted(self, "t_")
+        if self.pair_kernel == "linear":
+            return float(np.linalg.norm(self.coef_))
+        if self.pair_kernel == "metric":
+            return float(np.linalg.norm(self.metric_))
+        return float(np.sqrt(max(self._g().sq_norm(), 0.0)))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        tags.target_tags.required = True
+        return tags
