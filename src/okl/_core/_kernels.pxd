@@ -5,6 +5,7 @@ from libc.math cimport fabs, fmax
 
 
 cdef extern from "_simd.h" nogil:
+    double okl_dot(Py_ssize_t d, const double* x, const double* u)
     void okl_dots(Py_ssize_t n, Py_ssize_t d, const double* C, const double* x, double* out)
     double okl_exp_nonpos(double x)
     void okl_gaussian_from_dots(Py_ssize_t n, double gamma, double xx,
@@ -38,11 +39,7 @@ cdef inline double cpowi(double base, int n) noexcept nogil:
 
 
 cdef inline double cdot(const double* x, const double* u, Py_ssize_t d) noexcept nogil:
-    cdef double acc = 0.0
-    cdef Py_ssize_t j
-    for j in range(d):
-        acc += x[j] * u[j]
-    return acc
+    return okl_dot(d, x, u)
 
 
 cdef inline double cl1(const double* x, const double* u, Py_ssize_t d) noexcept nogil:

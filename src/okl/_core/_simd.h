@@ -59,6 +59,17 @@ static inline double okl_exp_nonpos(double x)
     return p * scale.d;
 }
 
+/* <x, u>, with a SIMD reduction (a plain loop is bound by the latency of one add chain). */
+OKL_SIMD_CLONES
+static double okl_dot(ptrdiff_t d, const double *x, const double *u)
+{
+    double a = 0.0;
+    #pragma omp simd reduction(+:a)
+    for (ptrdiff_t j = 0; j < d; j++)
+        a += x[j] * u[j];
+    return a;
+}
+
 /* out[i] <- <C[i], x> for the rows of the row-major (n, d) matrix C. */
 OKL_SIMD_CLONES
 static void okl_dots(ptrdiff_t n, ptrdiff_t d, const double *C, const double *x, double *out)
