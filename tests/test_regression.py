@@ -4,7 +4,6 @@ import pickle
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.base import clone
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks

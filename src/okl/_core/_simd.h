@@ -28,6 +28,13 @@
 #define OKL_SIMD_CLONES
 #endif
 
+/* Every module that cimports _kernels.pxd includes this header; most use only some loops. */
+#if defined(__GNUC__) || defined(__clang__)
+#define OKL_MAYBE_UNUSED __attribute__((unused))
+#else
+#define OKL_MAYBE_UNUSED
+#endif
+
 typedef union { double d; uint64_t u; } okl_bits;
 
 static inline double okl_exp_nonpos(double x)
@@ -60,7 +67,7 @@ static inline double okl_exp_nonpos(double x)
 }
 
 /* <x, u>, with a SIMD reduction (a plain loop is bound by the latency of one add chain). */
-OKL_SIMD_CLONES
+OKL_SIMD_CLONES OKL_MAYBE_UNUSED
 static double okl_dot(ptrdiff_t d, const double *x, const double *u)
 {
     double a = 0.0;
@@ -71,7 +78,7 @@ static double okl_dot(ptrdiff_t d, const double *x, const double *u)
 }
 
 /* out[i] <- <C[i], x> for the rows of the row-major (n, d) matrix C. */
-OKL_SIMD_CLONES
+OKL_SIMD_CLONES OKL_MAYBE_UNUSED
 static void okl_dots(ptrdiff_t n, ptrdiff_t d, const double *C, const double *x, double *out)
 {
     ptrdiff_t i = 0;
@@ -101,7 +108,7 @@ static void okl_dots(ptrdiff_t n, ptrdiff_t d, const double *C, const double *x,
 }
 
 /* kb[i] <- exp(-gamma max(xx + sqnorms[i] - 2 kb[i], 0)): Gaussian values from dot products. */
-OKL_SIMD_CLONES
+OKL_SIMD_CLONES OKL_MAYBE_UNUSED
 static void okl_gaussian_from_dots(ptrdiff_t n, double gamma, double xx,
                                    const double *sqnorms, double *kb)
 {
@@ -112,7 +119,7 @@ static void okl_gaussian_from_dots(ptrdiff_t n, double gamma, double xx,
 }
 
 /* kb[i] <- exp(-gamma kb[i]): Laplacian values from L1 distances. */
-OKL_SIMD_CLONES
+OKL_SIMD_CLONES OKL_MAYBE_UNUSED
 static void okl_exp_scaled(ptrdiff_t n, double gamma, double *kb)
 {
     for (ptrdiff_t i = 0; i < n; i++)
