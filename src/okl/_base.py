@@ -3,6 +3,7 @@ from contextlib import contextmanager
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.base import BaseEstimator
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -76,6 +77,24 @@ def check_X_y(estimator, X, y, reset, y_numeric=True):
     check_dense(estimator, X)
     return validate_data(estimator, X, y, reset=reset, dtype=np.float64, order="C",
                          y_numeric=y_numeric)
+
+
+class OnlineLearner(BaseEstimator):
+    """The base of every okl learner: the hooks streams and persistence rely on.
+
+    `_progressive_scores(X, y, classes=None, sample_weight=None)` learns a
+    chunk and returns f_t(x_t) for each row, predicted before its update;
+    `_predictions(scores)` maps those scores to predictions (labels for a
+    classifier); `_stream_loss(scores, y)` is the training loss of each.
+    """
+
+    def _predictions(self, scores):
+        """The prediction behind each score f_t(x_t): the score itself, for regressors."""
+        return np.asarray(scores)
+
+    def _stream_loss(self, scores, y):
+        """The training loss of every prediction of the stream."""
+        raise NotImplementedError
 
 
 class KernelExpansionMixin:
@@ -208,6 +227,6 @@ class BinaryClassifierMixin:
             f"{self.classes_.tolist()}. Pass every label in `classes` on the first "
             "call to partial_fit.")
 
-    def _labels(self, scores):
+    def _predictions(self, scores):
         """The label of each decision value: classes_[1] where f(x) > 0."""
         return self.classes_[(np.asarray(scores) > 0).astype(np.intp)]

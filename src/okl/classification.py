@@ -12,12 +12,13 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import expit, log_expit
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import ClassifierMixin
 from sklearn.utils import check_array
 from sklearn.utils.metaestimators import available_if
 
 from okl._base import (
-    EXPANSIONS, BinaryClassifierMixin, KernelExpansionMixin, PointwiseMixin, check_X_y,
+    EXPANSIONS, BinaryClassifierMixin, KernelExpansionMixin, OnlineLearner, PointwiseMixin,
+    check_X_y,
     transaction,
 )
 from okl._core import _coefreg
@@ -111,7 +112,7 @@ class _OnlineBinaryClassifier(BinaryClassifierMixin):
 
     def predict(self, X):
         """The label of every row of X: classes_[1] where f(x) > 0, else classes_[0]."""
-        return self._labels(self._decision(X))
+        return self._predictions(self._decision(X))
 
     @available_if(_is_logistic)
     def predict_proba(self, X):
@@ -150,7 +151,7 @@ _KERNEL_CONSTRAINTS = {
 
 
 class OnlineKernelClassifier(PointwiseMixin, _OnlineBinaryClassifier, ClassifierMixin,
-                             BaseEstimator):
+                             OnlineLearner):
     """Binary kernel classification by NORMA: stochastic gradient steps in an RKHS.
 
     Each sample is predicted with the current model, then learned:
@@ -260,7 +261,7 @@ class OnlineKernelClassifier(PointwiseMixin, _OnlineBinaryClassifier, Classifier
 
 
 class CoefficientRegularizedClassifier(KernelExpansionMixin, _OnlineBinaryClassifier,
-                                       ClassifierMixin, BaseEstimator):
+                                       ClassifierMixin, OnlineLearner):
     """Tian-Sheng's coefficient-regularized online classification, eq. (0.4).
 
     The model is ``f_a(x) = a . k(x)`` over m fixed centres, ``k(x) =

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.base import is_classifier
 
+from okl._base import OnlineLearner
 from okl.kernels import kernel_matrix
 from okl.losses import is_margin, loss_value
 
@@ -62,7 +63,7 @@ def progressive_validation(estimator, X, y, *, classes=None, chunk_size=1000, ve
     classifier = is_classifier(estimator)
     if classifier and classes is None:
         classes = np.unique(y)
-    fused = hasattr(estimator, "_progressive_scores")
+    fused = isinstance(estimator, OnlineLearner)
     step = chunk_size if fused else 1
     scores = np.empty(n, dtype=np.float64) if fused else None
     predictions = np.empty(n, dtype=y.dtype if classifier else np.float64)
@@ -73,7 +74,7 @@ def progressive_validation(estimator, X, y, *, classes=None, chunk_size=1000, ve
         kwargs = {"classes": classes} if classifier and not fitted else {}
         if fused:
             scores[lo:hi] = estimator._progressive_scores(X[lo:hi], y[lo:hi], **kwargs)
-            predictions[lo:hi] = estimator._labels(scores[lo:hi]) if classifier else scores[lo:hi]
+            predictions[lo:hi] = estimator._predictions(scores[lo:hi])
         else:
             if fitted:
                 predictions[lo:hi] = estimator.predict(X[lo:hi])
@@ -90,8 +91,7 @@ def progressive_validation(estimator, X, y, *, classes=None, chunk_size=1000, ve
         error = _cumulative_mean(predictions != y)
     else:
         error = _cumulative_mean((predictions - y) ** 2)
-    loss = (_cumulative_mean(estimator._stream_loss(scores, y))
-            if fused and hasattr(estimator, "_stream_loss") else None)
+    loss = _cumulative_mean(estimator._stream_loss(scores, y)) if fused else None
     return ProgressiveResult(predictions, scores, error, loss)
 
 

@@ -4,11 +4,11 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import ClassifierMixin
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from okl._base import KernelExpansionMixin, check_X
+from okl._base import KernelExpansionMixin, OnlineLearner, check_X
 from okl._core import _pa
 from okl._core._pa import Event, Regularization, Variant
 from okl._numpy import pa as _np_pa
@@ -34,7 +34,7 @@ class InfeasibleUpdateWarning(UserWarning):
 
 
 class RegularizedPAClassifier(KernelExpansionMixin, _OnlineBinaryClassifier, ClassifierMixin,
-                              BaseEstimator):
+                              OnlineLearner):
     """Passive-aggressive online classification, plain or regularized (Shen-Dietterich).
 
     Each sample is predicted with the current model, then learned.  When the

@@ -2,9 +2,9 @@
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.base import RegressorMixin
 
-from okl._base import PointwiseMixin, check_X_y, transaction
+from okl._base import OnlineLearner, PointwiseMixin, check_X_y, transaction
 from okl._params import CALLABLE, NONE, Interval, InvalidParameterError, Options
 from okl.kernels import KERNELS
 from okl.losses import loss_spec, loss_value
@@ -12,7 +12,7 @@ from okl.losses import loss_spec, loss_value
 REGRESSION_LOSSES = ("squared", "absolute", "epsilon_insensitive", "pinball", "huber")
 
 
-class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, BaseEstimator):
+class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
     """Online kernel regression by stochastic gradient steps in an RKHS.
 
     Each sample is predicted with the current model, then learned:
