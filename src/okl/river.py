@@ -95,6 +95,7 @@ def _classes():
 
     for cls in (RiverRegressor, RiverClassifier):
         cls.__module__ = __name__
+        cls.__qualname__ = cls.__name__
     return {"RiverRegressor": RiverRegressor, "RiverClassifier": RiverClassifier}
 
 
