@@ -208,18 +208,20 @@ def test_bad_chunks_leave_every_step_as_it_was():
     assert_same_pipeline(pipeline_state(pipe), before)
 
 
-def test_keyboard_interrupt_in_the_learner_leaves_the_scaler_as_it_was():
+@pytest.mark.parametrize("engine, where", [("numpy", "partial_fit"), ("cython", "_loss_args")])
+def test_keyboard_interrupt_in_the_learner_leaves_the_scaler_as_it_was(engine, where):
     X, y = regression()
-    pipe = StreamPipeline([("scale", OnlineStandardScaler()), ("learn", OnlineKernelRegressor())])
+    pipe = StreamPipeline([("scale", OnlineStandardScaler()),
+                           ("learn", OnlineKernelRegressor(engine=engine))])
     pipe.partial_fit(X[:20], y[:20])
     before = pipeline_state(pipe)
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
-    pipe["learn"].partial_fit = interrupted
+    setattr(pipe["learn"], where, interrupted)          # the one-row and the one-event paths
     with pytest.raises(KeyboardInterrupt):
         pipe.learn_one(X[20], y[20])
-    del pipe["learn"].partial_fit
+    delattr(pipe["learn"], where)
     assert_same_pipeline(pipeline_state(pipe), before)
 
 

@@ -16,7 +16,9 @@ from sklearn.base import BaseEstimator, is_classifier
 from sklearn.utils.metaestimators import available_if
 
 from okl._base import transaction
-from okl._rows import check_row, commit_names, forget_names
+from okl._core._event import predict_event
+from okl._onestep import learn_row, supports_fast_path
+from okl._rows import check_label, check_row, commit_names, forget_names
 
 
 class _Schema:
@@ -63,6 +65,7 @@ class EventAdapter:
         self.estimator = estimator
         self.schema = _Schema() if schema is None else schema
         self._pending = []          # (row, y, weight) waiting for the second label
+        self._classes = None        # (classes_, classes_.tolist()) for the label of one event
 
     def reset(self):
         self._pending = []
@@ -84,6 +87,25 @@ class EventAdapter:
             kwargs["sample_weight"] = np.atleast_1d(np.asarray(sample_weight, dtype=np.float64))
         return kwargs
 
+    def _fast(self):
+        """The compiled one-event step applies (a fitted pointwise learner, cython engine)."""
+        est = self.estimator
+        return _is_fitted(est) and supports_fast_path(est)
+
+    def _sign(self, y):
+        """A label as -1.0 / +1.0 by classes_; an unseen label raises."""
+        classes = self.estimator.classes_
+        if self._classes is None or self._classes[0] is not classes:
+            self._classes = (classes, classes.tolist())
+        negative, positive = self._classes[1]
+        if y == positive:
+            return 1.0
+        if y == negative:
+            return -1.0
+        raise ValueError(f"y contains labels [{y!r}] that are not in classes_ "
+                         f"{[negative, positive]}. Pass every label in `classes` on the "
+                         "first call to partial_fit.")
+
     def learn_one(self, x, y, sample_weight=1.0):
         est = self.estimator
         if self.native:
@@ -91,6 +113,13 @@ class EventAdapter:
                 est.learn_one(x, y)
             else:
                 est.learn_one(x, y, sample_weight=sample_weight)
+            return
+        if sample_weight != 1.0:
+            self._fit_kwargs(sample_weight)             # raises where partial_fit has none
+        if self._fast():
+            row, _ = check_row(self.schema, x, check_finite=False)
+            target = self._sign(y) if is_classifier(est) else check_label(est, y)
+            learn_row(est, row, target)
             return
         row, names = self.schema.row(x)
         if is_classifier(est) and not hasattr(est, "classes_"):
@@ -117,6 +146,15 @@ class EventAdapter:
         est = self.estimator
         if self.native:
             return est.predict_one(x)
+        if self._fast():
+            row, _ = check_row(self.schema, x, check_finite=False)
+            f = predict_event(est._expansion, row)
+            if f != f:
+                raise ValueError(f"{type(est).__name__} got a row with NaN or inf: {row[:10]}.")
+            if is_classifier(est):
+                self._sign(est.classes_[0])
+                return self._classes[1][1] if f > 0 else self._classes[1][0]
+            return f
         X = self._row(x)
         if not _is_fitted(est):
             if is_classifier(est):

@@ -1,0 +1,151 @@
+"""One event at a time: the compiled step equals partial_fit on the same rows, and fails atomically."""
+import numpy as np
+import pytest
+
+from okl import OnlineKernelClassifier, OnlineKernelRegressor
+from okl._onestep import learn_row, supports_fast_path
+from okl.losses import MARGIN_LOSSES
+from okl.pipeline import EventAdapter
+from okl.regression import REGRESSION_LOSSES
+
+KERNELS = {
+    "gaussian": dict(gamma=0.5),
+    "laplacian": dict(gamma=0.5),
+    "linear": dict(kernel="linear", coef0=1.0),
+    "polynomial": dict(kernel="polynomial", gamma=0.2, degree=3, coef0=1.0),
+}
+
+
+def stream(n=150, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, (n, d))
+    y = np.sin(3 * X[:, 0]) + X[:, 1] ** 2 + 0.2 * rng.normal(size=n)
+    return X, y
+
+
+def assert_same(a, b):
+    sa, sb = a._expansion.get_state(), b._expansion.get_state()
+    for key in sa:
+        np.testing.assert_allclose(np.asarray(sa[key], float), np.asarray(sb[key], float),
+                                   rtol=0, atol=1e-12, err_msg=key)
+    for name in ("t_", "ck2_", "eta_", "lam_", "n_support_"):
+        assert getattr(a, name) == pytest.approx(getattr(b, name), rel=1e-12, abs=1e-12), name
+
+
+def one_event_run(make, X, y, warm=1):
+    est = make()
+    adapter = EventAdapter(est)
+    preds = []
+    for i, (xi, yi) in enumerate(zip(X, y)):
+        preds.append(adapter.predict_one(xi) if i else None)
+        adapter.learn_one(xi, yi)
+    return est, preds
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("loss", REGRESSION_LOSSES)
+def test_regressor_events_equal_partial_fit(kernel, loss):
+    X, y = stream()
+    params = dict(KERNELS[kernel], loss=loss, epsilon=0.1, quantile=0.3)
+    ours, preds = one_event_run(lambda: OnlineKernelRegressor(**params), X, y)
+    assert supports_fast_path(ours)
+    ref = OnlineKernelRegressor(**params)
+    ref_preds = []
+    for i in range(len(X)):
+        if i:
+            ref_preds.append(ref.predict(X[i:i + 1])[0])
+        ref.partial_fit(X[i:i + 1], y[i:i + 1])
+    assert_same(ours, ref)
+    np.testing.assert_allclose(preds[1:], ref_preds, rtol=0, atol=1e-12)
+    assert_same(ours, OnlineKernelRegressor(**params).partial_fit(X, y))
+
+
+@pytest.mark.parametrize("schedule", [
+    dict(eta=0.3, eta_decay=0.5), dict(eta=lambda t: 0.5 / np.sqrt(t)),
+    dict(lam=0.1, lam_decay=0.2), dict(budget=20), dict(budget=20, budget_policy="smallest"),
+    dict(lam=0.0)])
+def test_schedules_and_budgets_are_the_chunk_ones(schedule):
+    X, y = stream(300)
+    ours, _ = one_event_run(lambda: OnlineKernelRegressor(gamma=0.5, **schedule), X, y)
+    assert_same(ours, OnlineKernelRegressor(gamma=0.5, **schedule).partial_fit(X, y))
+
+
+@pytest.mark.parametrize("loss", [loss for loss in MARGIN_LOSSES if loss != "exponential"])
+def test_classifier_events_equal_partial_fit(loss):
+    X, y = stream()
+    labels = np.where(y > 0.4, "b", "a")
+    ours, preds = one_event_run(lambda: OnlineKernelClassifier(gamma=0.5, loss=loss), X, labels)
+    ref = OnlineKernelClassifier(gamma=0.5, loss=loss).partial_fit(X, labels, classes=["a", "b"])
+    assert_same(ours, ref)
+    assert set(p for p in preds if p is not None) <= {"a", "b"}
+
+
+def test_row_layouts_give_the_same_iterates():
+    X, y = stream()
+    X = X.astype(np.float32).astype(np.float64)
+    F = np.asfortranarray(X)
+    est = OnlineKernelRegressor(gamma=0.5)
+    adapter = EventAdapter(est)
+    for i in range(len(X)):
+        row = (X[i], X[i].tolist(), X[i].astype(np.float32), F[i], F[i:i + 1],
+               {"a": X[i, 0], "b": X[i, 1], "c": X[i, 2]})[i % 6 if i else 5]
+        adapter.learn_one(row, float(y[i]) if i % 2 else np.float64(y[i]))
+    assert_same(est, OnlineKernelRegressor(gamma=0.5).partial_fit(X, y))
+
+
+def state(est):
+    return ({k: v for k, v in vars(est).items() if k != "_expansion"}, est._expansion.get_state())
+
+
+def assert_unchanged(before, est):
+    after = state(est)
+    assert before[0].keys() == after[0].keys()
+    for key in before[0]:
+        np.testing.assert_array_equal(before[0][key], after[0][key], err_msg=key)
+    for key in before[1]:
+        np.testing.assert_array_equal(before[1][key], after[1][key], err_msg=key)
+
+
+@pytest.mark.parametrize("x, y, error", [
+    (np.array([np.nan, 0.0, 0.0]), 1.0, ValueError),
+    (np.array([np.inf, 0.0, 0.0]), 1.0, ValueError),
+    (np.array([0.0, 0.0]), 1.0, ValueError),
+    ([0.0, "a", 0.0], 1.0, TypeError),
+    (np.zeros(3), float("nan"), ValueError),
+    (np.zeros(3), "a", TypeError),
+])
+def test_bad_events_leave_the_regressor_as_it_was(x, y, error):
+    X, Y = stream(30)
+    est = OnlineKernelRegressor(gamma=0.5, kernel="laplacian").partial_fit(X, Y)
+    adapter = EventAdapter(est)
+    adapter.schema.commit(X[0], None)
+    before = state(est)
+    with pytest.raises(error):
+        adapter.learn_one(x, y)
+    assert_unchanged(before, est)
+
+
+def test_a_huge_finite_row_is_learned_as_partial_fit_learns_it():
+    X, y = stream(30)
+    huge = np.array([[1e300, 1e300, 0.0]])                # ||x||^2 overflows, x is finite
+    ours = OnlineKernelRegressor(kernel="laplacian").partial_fit(X, y)
+    EventAdapter(ours).learn_one(huge[0], 1.0)
+    ref = OnlineKernelRegressor(kernel="laplacian").partial_fit(X, y).partial_fit(huge, [1.0])
+    assert_same(ours, ref)
+
+
+def test_divergence_and_unseen_labels_leave_the_model_as_it_was():
+    X, y = stream(30)
+    est = OnlineKernelRegressor(kernel="linear", coef0=1.0, eta=1e200, eta_decay=0.0)
+    est.partial_fit(X[:1], y[:1])
+    before = state(est)
+    with pytest.raises(FloatingPointError, match="diverged at step t=2"):
+        learn_row(est, X[1] * 1e120, 1e200)
+    assert_unchanged(before, est)
+    clf = OnlineKernelClassifier().partial_fit(X, y > 0.4, classes=[False, True])
+    adapter = EventAdapter(clf)
+    adapter.schema.commit(X[0], None)
+    before = state(clf)
+    with pytest.raises(ValueError, match="not in classes_"):
+        adapter.learn_one(X[0], "maybe")
+    assert_unchanged(before, clf)
