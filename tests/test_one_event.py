@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from okl import OnlineKernelClassifier, OnlineKernelRegressor
-from okl._onestep import learn_row, supports_fast_path
+from okl._onestep import events_of
 from okl.losses import MARGIN_LOSSES
 from okl.pipeline import EventAdapter
 from okl.regression import REGRESSION_LOSSES
@@ -48,7 +48,7 @@ def test_regressor_events_equal_partial_fit(kernel, loss):
     X, y = stream()
     params = dict(KERNELS[kernel], loss=loss, epsilon=0.1, quantile=0.3)
     ours, preds = one_event_run(lambda: OnlineKernelRegressor(**params), X, y)
-    assert supports_fast_path(ours)
+    assert events_of(ours, [None]) is not None
     ref = OnlineKernelRegressor(**params)
     ref_preds = []
     for i in range(len(X)):
@@ -140,7 +140,7 @@ def test_divergence_and_unseen_labels_leave_the_model_as_it_was():
     est.partial_fit(X[:1], y[:1])
     before = state(est)
     with pytest.raises(FloatingPointError, match="diverged at step t=2"):
-        learn_row(est, X[1] * 1e120, 1e200)
+        events_of(est, [None]).learn(est, X[1] * 1e120, 1e200)
     assert_unchanged(before, est)
     clf = OnlineKernelClassifier().partial_fit(X, y > 0.4, classes=[False, True])
     adapter = EventAdapter(clf)
@@ -149,3 +149,53 @@ def test_divergence_and_unseen_labels_leave_the_model_as_it_was():
     with pytest.raises(ValueError, match="not in classes_"):
         adapter.learn_one(X[0], "maybe")
     assert_unchanged(before, clf)
+
+
+def test_a_kept_prediction_is_reused_only_on_the_same_row_and_model():
+    X, y = stream(60)
+    ours = OnlineKernelRegressor(gamma=0.5).partial_fit(X[:20], y[:20])
+    ref = OnlineKernelRegressor(gamma=0.5).partial_fit(X[:20], y[:20])
+    adapter = EventAdapter(ours)
+    adapter.predict_one(X[20])
+    ours.partial_fit(X[20:30], y[20:30])          # the model moved on: the kept f is stale
+    ref.partial_fit(X[20:30], y[20:30])
+    adapter.learn_one(X[20], y[20])
+    ref.partial_fit(X[20:21], y[20:21])
+    row = X[31].copy()
+    adapter.predict_one(row)
+    row[0] += 1e-3                                # the same array, another row
+    adapter.learn_one(row, y[31])
+    ref.partial_fit(row[None], y[31:32])
+    assert_same(ours, ref)
+    assert adapter.predict_one(X[40]) == pytest.approx(ref.predict(X[40:41])[0], abs=1e-12)
+
+
+def test_dict_events_take_the_names_of_a_dataframe_fit():
+    pd = pytest.importorskip("pandas", reason="pandas names the features of a DataFrame")
+    X, y = stream(40)
+    frame = pd.DataFrame(X, columns=["u", "v", "w"])
+    ours = OnlineKernelRegressor(gamma=0.5).partial_fit(frame[:30], y[:30])
+    adapter = EventAdapter(ours)
+    for i in range(30, 40):
+        adapter.learn_one({"w": X[i, 2], "v": X[i, 1], "u": X[i, 0]}, y[i])
+    ref = OnlineKernelRegressor(gamma=0.5).partial_fit(X, y)
+    assert_same(ours, ref)
+    with pytest.raises(ValueError, match="'z'"):
+        adapter.learn_one({"z": 1.0}, 0.0)
+    arrays = EventAdapter(OnlineKernelRegressor().partial_fit(X, y))
+    with pytest.raises(ValueError, match="without feature names"):
+        arrays.learn_one({"u": 1.0}, 0.0)
+
+
+def test_probabilities_of_one_event_are_predict_proba():
+    X, y = stream(80)
+    labels = np.where(y > 0.4, 1, 0)
+    clf = OnlineKernelClassifier(gamma=0.5, loss="logistic").partial_fit(X, labels, classes=[0, 1])
+    adapter = EventAdapter(clf)
+    for i in range(5):
+        p = adapter.predict_proba_one(X[i])
+        np.testing.assert_allclose([p[0], p[1]], clf.predict_proba(X[i:i + 1])[0], rtol=0,
+                                   atol=1e-12)
+        assert adapter.predict_one(X[i]) == clf.predict(X[i:i + 1])[0]
+        assert adapter.decision_function_one(X[i]) == pytest.approx(
+            clf.decision_function(X[i:i + 1])[0], abs=1e-12)

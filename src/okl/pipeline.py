@@ -10,15 +10,18 @@ validation.
 """
 import copy
 import inspect
+import math
 
 import numpy as np
 from sklearn.base import BaseEstimator, is_classifier
 from sklearn.utils.metaestimators import available_if
 
 from okl._base import transaction
-from okl._core._event import predict_event
-from okl._onestep import learn_row, supports_fast_path
+from okl._onestep import events_of
 from okl._rows import check_label, check_row, commit_names, forget_names
+
+
+F64 = np.dtype(np.float64)
 
 
 class _Schema:
@@ -66,14 +69,29 @@ class EventAdapter:
         self.schema = _Schema() if schema is None else schema
         self._pending = []          # (row, y, weight) waiting for the second label
         self._classes = None        # (classes_, classes_.tolist()) for the label of one event
+        self._events = [None]       # the compiled one-event steps (okl._onestep)
+        self._kind = None           # (estimator, is a classifier)
 
     def reset(self):
         self._pending = []
         self.schema.reset()
 
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_events"] = [None]       # compiled steps are rebuilt on demand
+        return state
+
     @property
     def native(self):
-        return hasattr(self.estimator, "learn_one")
+        return self._kinds()[2]
+
+    def _kinds(self):
+        """(estimator, is a classifier, has its own learn_one), computed once per estimator."""
+        kind = self._kind
+        if kind is None or kind[0] is not self.estimator:
+            est = self.estimator
+            kind = self._kind = (est, is_classifier(est), hasattr(est, "learn_one"))
+        return kind
 
     def _fit_kwargs(self, sample_weight, classes=None):
         kwargs = {}
@@ -88,16 +106,36 @@ class EventAdapter:
         return kwargs
 
     def _fast(self):
-        """The compiled one-event step applies (a fitted pointwise learner, cython engine)."""
-        est = self.estimator
-        return _is_fitted(est) and supports_fast_path(est)
+        """The compiled one-event steps, when they apply (a fitted pointwise learner), or None."""
+        events = self._events[0]
+        if events is not None and events.matches(self.estimator):
+            return events
+        events = events_of(self.estimator, self._events)
+        if events is not None:
+            self._sync_schema()
+        return events
 
-    def _sign(self, y):
-        """A label as -1.0 / +1.0 by classes_; an unseen label raises."""
+    def _sync_schema(self):
+        """Take the fitted width (and feature names) of a learner fitted elsewhere."""
+        est, schema = self.estimator, self.schema
+        if "n_features_in_" not in schema.__dict__ and "n_features_in_" in est.__dict__:
+            names = est.__dict__.get("feature_names_in_")
+            schema.commit(np.empty(est.n_features_in_),
+                          None if names is None else tuple(names.tolist()))
+
+    def _is_classifier(self):
+        return self._kinds()[1]
+
+    def _labels(self):
+        """[negative, positive] as Python objects."""
         classes = self.estimator.classes_
         if self._classes is None or self._classes[0] is not classes:
             self._classes = (classes, classes.tolist())
-        negative, positive = self._classes[1]
+        return self._classes[1]
+
+    def _sign(self, y):
+        """A label as -1.0 / +1.0 by classes_; an unseen label raises."""
+        negative, positive = self._labels()
         if y == positive:
             return 1.0
         if y == negative:
@@ -108,7 +146,8 @@ class EventAdapter:
 
     def learn_one(self, x, y, sample_weight=1.0):
         est = self.estimator
-        if self.native:
+        _, classifier, native = self._kinds()
+        if native:
             if sample_weight == 1.0:
                 est.learn_one(x, y)
             else:
@@ -116,13 +155,24 @@ class EventAdapter:
             return
         if sample_weight != 1.0:
             self._fit_kwargs(sample_weight)             # raises where partial_fit has none
-        if self._fast():
-            row, _ = check_row(self.schema, x, check_finite=False)
-            target = self._sign(y) if is_classifier(est) else check_label(est, y)
-            learn_row(est, row, target)
+        events = self._fast()
+        if events is not None:
+            names = None
+            if not (type(x) is np.ndarray and x.dtype is F64 and x.ndim == 1
+                    and x.flags.c_contiguous):
+                x, names = check_row(self.schema, x, check_finite=False)
+            if classifier:
+                target = self._sign(y)
+            elif type(y) is float and y - y == 0.0:        # a finite float
+                target = y
+            else:
+                target = check_label(est, y)
+            events.learn(est, x, target)
+            if names is not None:
+                self.schema.commit(x, names)
             return
         row, names = self.schema.row(x)
-        if is_classifier(est) and not hasattr(est, "classes_"):
+        if self._is_classifier() and not hasattr(est, "classes_"):
             labels = {label for _, label, _ in self._pending} | {y}
             if len(labels) < 2:
                 self._pending.append((row, y, sample_weight))
@@ -142,22 +192,26 @@ class EventAdapter:
         row, _ = self.schema.row(x)
         return row[None, :]
 
+    def _decision_fast(self, events, x):
+        if not (type(x) is np.ndarray and x.dtype is F64 and x.ndim == 1
+                and x.flags.c_contiguous):
+            x, _ = check_row(self.schema, x, check_finite=False)
+        return events.predict(self.estimator.t_, x)
+
     def predict_one(self, x):
         est = self.estimator
-        if self.native:
+        _, classifier, native = self._kinds()
+        if native:
             return est.predict_one(x)
-        if self._fast():
-            row, _ = check_row(self.schema, x, check_finite=False)
-            f = predict_event(est._expansion, row)
-            if f != f:
-                raise ValueError(f"{type(est).__name__} got a row with NaN or inf: {row[:10]}.")
-            if is_classifier(est):
-                self._sign(est.classes_[0])
-                return self._classes[1][1] if f > 0 else self._classes[1][0]
+        events = self._fast()
+        if events is not None:
+            f = self._decision_fast(events, x)
+            if classifier:
+                return self._labels()[f > 0]
             return f
         X = self._row(x)
         if not _is_fitted(est):
-            if is_classifier(est):
+            if self._is_classifier():
                 return self._pending[0][1] if self._pending else None
             return 0.0
         if hasattr(est, "score_samples") and not hasattr(est, "predict"):
@@ -169,6 +223,9 @@ class EventAdapter:
         est = self.estimator
         if hasattr(est, "decision_function_one"):
             return est.decision_function_one(x)
+        events = self._fast()
+        if events is not None:
+            return self._decision_fast(events, x)
         X = self._row(x)
         if not _is_fitted(est):
             return 0.0
@@ -181,12 +238,28 @@ class EventAdapter:
         est = self.estimator
         if hasattr(est, "predict_proba_one"):
             return est.predict_proba_one(x)
+        events = self._fast()
+        if events is not None:
+            if not hasattr(est, "predict_proba"):
+                raise AttributeError(f"{type(est).__name__} has no predict_proba "
+                                     f"(loss={getattr(est, 'loss', None)!r}).")
+            p = _sigmoid(self._decision_fast(events, x))
+            negative, positive = self._labels()
+            return {negative: 1.0 - p, positive: p}
         X = self._row(x)
         if not _is_fitted(est):
             return {self._pending[0][1]: 1.0} if self._pending else {}
         p = est.predict_proba(X)[0]
         return {label.item() if isinstance(label, np.generic) else label: float(q)
                 for label, q in zip(est.classes_, p)}
+
+
+def _sigmoid(f):
+    """1 / (1 + e^-f) without overflow."""
+    if f >= 0:
+        return 1.0 / (1.0 + math.exp(-f))
+    e = math.exp(f)
+    return e / (1.0 + e)
 
 
 def _final_has(name):
