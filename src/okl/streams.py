@@ -116,6 +116,10 @@ def mixture_weight(t, b, c=1.0):
     Returns
     -------
     float or ndarray
+
+    References
+    ----------
+    See `nonidentical` and docs/nonidentical.md.
     """
     t = np.asarray(t, dtype=np.float64)
     if np.isinf(b):
@@ -141,6 +145,12 @@ def conditional_quantile(X, quantile, f=None):
     Returns
     -------
     ndarray of shape (n_samples,)
+
+    References
+    ----------
+    Yang Pengwei, Quantile regression with samples drawn from non-identical
+    distributions, Journal of Mathematics (Shuxue Zazhi) 39(5):713-720, 2019,
+    Theorem 2.1, assumption 5.  See docs/nonidentical.md.
     """
     if not 0.0 <= quantile <= 1.0:
         raise ValueError(f"quantile must be in [0, 1]; got {quantile!r}.")
