@@ -199,3 +199,45 @@ def test_probabilities_of_one_event_are_predict_proba():
         assert adapter.predict_one(X[i]) == clf.predict(X[i:i + 1])[0]
         assert adapter.decision_function_one(X[i]) == pytest.approx(
             clf.decision_function(X[i:i + 1])[0], abs=1e-12)
+
+
+# -- the estimator's own methods (OneEventMixin) -----------------------------------------------
+
+from okl._streaming import OneEventMixin  # noqa: E402
+
+
+class StreamingRegressor(OneEventMixin, OnlineKernelRegressor):
+    pass
+
+
+class StreamingClassifier(OneEventMixin, OnlineKernelClassifier):
+    pass
+
+
+def test_mixin_learns_dicts_from_the_first_event_like_partial_fit():
+    X, y = stream(80)
+    est = StreamingRegressor(gamma=0.5)
+    assert est.predict_one({"a": 1.0, "b": 2.0, "c": 3.0}) == 0.0
+    for row, target in zip(X, y):
+        est.predict_one({"c": row[2], "a": row[0], "b": row[1]})
+        est.learn_one({"a": row[0], "b": row[1], "c": row[2]}, target)
+    assert est.feature_names_in_.tolist() == ["a", "b", "c"]
+    assert_same(est, OnlineKernelRegressor(gamma=0.5).partial_fit(X, y))
+
+
+def test_mixin_classifier_defers_and_gives_probabilities():
+    X, y = stream(80)
+    labels = np.where(y > 0.4, "b", "a")
+    k = int(np.argmax(labels != labels[0]))
+    est = StreamingClassifier(gamma=0.5, loss="logistic")
+    assert est.predict_one(X[0]) is None and est.predict_proba_one(X[0]) == {}
+    for i, (row, label) in enumerate(zip(X, labels)):
+        if 0 < i <= k:
+            assert est.predict_one(row) == labels[0]
+        est.learn_one(row, label)
+    ref = OnlineKernelClassifier(gamma=0.5, loss="logistic").partial_fit(X, labels,
+                                                                         classes=["a", "b"])
+    assert_same(est, ref)
+    p = est.predict_proba_one(X[0])
+    assert p["b"] == pytest.approx(ref.predict_proba(X[:1])[0, 1], abs=1e-12)
+    assert not hasattr(StreamingClassifier(), "predict_proba_one")

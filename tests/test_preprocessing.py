@@ -68,7 +68,8 @@ def test_transform_one_matches_transform_and_dicts_keep_their_keys():
         dicts.learn_one({"a": row[0], "b": row[1], "c": row[2]})
     assert_same_state({k: v for k, v in state(arrays).items()},
                       {k: v for k, v in state(dicts).items()
-                       if k not in ("_row_keys", "feature_names_in_", "_feature_index")})
+                       if k not in ("_row_keys", "feature_names_in_", "_feature_index",
+                                    "_feature_keys")})
     assert dicts.feature_names_in_.tolist() == ["a", "b", "c"]
     z = arrays.transform_one(X[3])
     np.testing.assert_array_equal(z, arrays.transform(X[3:4])[0])

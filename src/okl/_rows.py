@@ -51,14 +51,23 @@ def commit_names(owner, names):
         return
     owner._row_keys = names
     owner.__dict__.pop("_feature_index", None)
+    owner.__dict__.pop("_feature_keys", None)
     if all(isinstance(key, str) for key in names):
         owner.feature_names_in_ = np.asarray(names, dtype=object)
 
 
 def forget_names(owner):
     """Drop the feature order (a fresh fit)."""
-    for name in ("_row_keys", "_feature_index", "feature_names_in_"):
+    for name in ("_row_keys", "_feature_index", "_feature_keys", "feature_names_in_"):
         owner.__dict__.pop(name, None)
+
+
+def _keys_of(owner, index):
+    """The fixed feature names in column order (cached beside the index)."""
+    keys = owner.__dict__.get("_feature_keys")
+    if keys is None or len(keys) != len(index):
+        keys = owner.__dict__["_feature_keys"] = tuple(index)
+    return keys
 
 
 def _dict_row(owner, x, n_features):
@@ -77,6 +86,13 @@ def _dict_row(owner, x, n_features):
             f"{_name(owner)} was fitted on arrays without feature names, so a dict event "
             f"cannot be placed: pass a 1-D array of {n_features} values, or fit on dicts "
             "or on a DataFrame (whose columns name the features).")
+    elif len(x) == n_features and tuple(x) == _keys_of(owner, index):
+        # the common stream: every feature, in the first event's order; one conversion
+        row = np.array(list(x.values()))
+        if row.dtype.kind in "biuf" and row.ndim == 1:
+            row = row.astype(np.float64, copy=False)
+            if np.isfinite(row).all():
+                return row, None
     row = [0.0] * n_features
     ignore = getattr(owner, "unknown_features", "error") == "ignore"
     for key, value in x.items():
