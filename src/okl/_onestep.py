@@ -14,7 +14,7 @@ from okl._core._expansion import KernelExpansion
 
 
 _PARAMS = ("_expansion", "engine", "loss", "quantile", "epsilon", "lam", "lam_decay", "eta",
-           "eta_decay")
+           "eta_decay", "fit_intercept")
 
 
 def events_of(est, cache):
@@ -34,6 +34,6 @@ def events_of(est, cache):
     events = cache[0] = PointwiseEvents(
         est._expansion, tuple(est._loss_args()), float(est.lam),
         float(getattr(est, "lam_decay", 0.0)), est.eta, float(est.eta_decay), float(M),
-        type(est).__name__, None, names)
+        type(est).__name__, None, names, bool(getattr(est, "fit_intercept", False)))
     events.bind(est)
     return events

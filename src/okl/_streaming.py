@@ -235,7 +235,7 @@ class EventAdapter:
         if not (type(x) is np.ndarray and x.dtype is F64 and x.ndim == 1
                 and x.flags.c_contiguous):
             x, _ = self.schema.row(x)
-        return events.predict(self.estimator.t_, x)
+        return events.predict(self.estimator, x)
 
     def predict_one(self, x):
         est = self.estimator

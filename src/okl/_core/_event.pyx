@@ -4,6 +4,7 @@
 `predict` is f(x) for one row; `learn` predicts f_t(x_t), then takes the step
 of the chunk loop in `_pointwise`,
     f_{t+1} = (1 - lam_t eta_t) f_t - eta_t w_t g_t K(x_t, .),
+    b_{t+1} = b_t - eta_t w_t g_t            (with fit_intercept: NORMA's offset),
 with the schedule of step t formed from a few floats (the formulas of
 `okl.schedules`), and writes t_, ck2_, eta_, lam_, n_support_ back to the
 estimator.  Every check (a non-finite row, a prediction or a coefficient that
@@ -58,7 +59,7 @@ cdef class PointwiseEvents:
     """
     cdef KernelExpansion expansion
     cdef LossSpec spec
-    cdef bint margin, auto
+    cdef bint margin, auto, intercept
     cdef double lam, lam_decay, eta, eta_decay, lipschitz
     cdef object eta_callable, name
     cdef readonly object key
@@ -70,7 +71,8 @@ cdef class PointwiseEvents:
     cdef Py_ssize_t last_t, last_n, last_slot, last_rescale
 
     def __init__(self, KernelExpansion expansion, tuple loss_args, double lam, double lam_decay,
-                 eta, double eta_decay, double lipschitz, str name, key=None, tuple names=()):
+                 eta, double eta_decay, double lipschitz, str name, key=None, tuple names=(),
+                 bint fit_intercept=False):
         self.expansion = expansion
         code, tau, eps, delta, p = loss_args
         self.spec = LossSpec(<Loss><int>code, tau, eps, delta, p)
@@ -82,6 +84,7 @@ cdef class PointwiseEvents:
         self.eta = 0.0 if (self.auto or callable(eta)) else float(eta)
         self.name, self.key = name, key
         self.names = names
+        self.intercept = fit_intercept
         self.values = tuple([expansion] + [None] * (len(names) - 1))
         self.last_row = np.empty(expansion.n_features)
         self.has_last = False
@@ -126,11 +129,13 @@ cdef class PointwiseEvents:
             raise ValueError(f"X has {d} features, but {self.name} is expecting "
                              f"{self.expansion.n_features} features as input.")
 
-    def predict(self, Py_ssize_t t, const double[::1] x):
-        """f(x) for one row of the model after t steps; ValueError for NaN/inf."""
+    def predict(self, est, const double[::1] x):
+        """f(x) = b + kernel part for one row; ValueError for NaN/inf."""
         self._check(x.shape[0])
         cdef double xx
-        cdef double f = self._f(&x[0], &xx, t)
+        cdef double f = self._f(&x[0], &xx, est.t_)
+        if self.intercept:
+            f += <double>est.intercept_
         if f != f and not row_is_finite(&x[0], x.shape[0], xx):
             raise ValueError(f"{self.name} got a row with NaN or inf: "
                              f"{np.asarray(x)[:10]}; non-finite values cannot be predicted.")
@@ -153,7 +158,8 @@ cdef class PointwiseEvents:
         cdef double ck2 = est.ck2_
         cdef const double* xp = &x[0]
         cdef double xx
-        cdef double f = self._f(xp, &xx, t_done)
+        cdef double b = est.intercept_ if self.intercept else 0.0
+        cdef double f = self._f(xp, &xx, t_done) + b
         if not row_is_finite(xp, d, xx):
             raise ValueError(f"{self.name} got a row with NaN or inf: {np.asarray(x)[:10]}; "
                              "non-finite values cannot be learned.")
@@ -191,7 +197,8 @@ cdef class PointwiseEvents:
         cdef double scale = e.scale * factor
         if factor <= 0.0 or scale < SCALE_MIN or scale > SCALE_MAX:
             scale = 1.0
-        if not isfinite(a / scale):
+        cdef double b_next = b - eta_t * g          # NORMA's offset: no shrink
+        if not (isfinite(a / scale) and isfinite(b_next)):
             raise FloatingPointError(
                 f"{self.name} diverged at step t={t_done + 1} (eta_t={eta_t:.3g}): the new "
                 "coefficient is not finite. Use eta='auto', a smaller eta, or scale X. The "
@@ -208,4 +215,6 @@ cdef class PointwiseEvents:
         est.eta_ = eta_t
         est.lam_ = lam_t
         est.n_support_ = e.n_support
+        if self.intercept:
+            est.intercept_ = b_next
         return f
