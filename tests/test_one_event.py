@@ -241,3 +241,22 @@ def test_mixin_classifier_defers_and_gives_probabilities():
     p = est.predict_proba_one(X[0])
     assert p["b"] == pytest.approx(ref.predict_proba(X[:1])[0, 1], abs=1e-12)
     assert not hasattr(StreamingClassifier(), "predict_proba_one")
+
+
+@pytest.mark.parametrize("event", [
+    {"a": 1.5, "b": 2, "c": -3.0},                          # floats and ints, in order
+    {"c": -3.0, "a": 1.5, "b": 2},                          # another order
+    {"a": np.float32(1.5), "b": np.int64(2), "c": -3.0},    # NumPy numbers
+    {"a": 1.5, "b": True + 1, "c": -3.0},
+])
+def test_dict_events_of_any_form_give_the_same_row(event):
+    est = StreamingRegressor()
+    est.learn_one({"a": 0.0, "b": 0.0, "c": 0.0}, 0.0)
+    from okl._rows import check_row
+    row, names = check_row(est, event)
+    np.testing.assert_array_equal(row, [1.5, 2.0, -3.0])
+    assert names is None and row.dtype == np.float64
+    with pytest.raises(ValueError, match="non-finite"):
+        check_row(est, {"a": 1.5, "b": float("inf"), "c": -3.0})
+    with pytest.raises(TypeError, match="'b'"):
+        check_row(est, {"a": 1.5, "b": "2", "c": -3.0})

@@ -22,7 +22,10 @@ from numbers import Real
 
 import numpy as np
 
+from okl._core._event import dict_row
+
 UNKNOWN_FEATURES = ("error", "ignore")
+_F64 = np.dtype(np.float64)
 
 
 def _name(owner):
@@ -70,7 +73,7 @@ def _keys_of(owner, index):
     return keys
 
 
-def _dict_row(owner, x, n_features):
+def _dict_row(owner, x, n_features, check_finite=True):
     """The row of dict `x`; (row, names) with names set when x fixes the order."""
     index = feature_index(owner) if n_features is not None else None
     names = None
@@ -86,12 +89,17 @@ def _dict_row(owner, x, n_features):
             f"{_name(owner)} was fitted on arrays without feature names, so a dict event "
             f"cannot be placed: pass a 1-D array of {n_features} values, or fit on dicts "
             "or on a DataFrame (whose columns name the features).")
+    elif type(x) is dict and (row := dict_row(x, _keys_of(owner, index))) is not None:
+        # the common stream: every feature, in the first event's order, Python numbers
+        if not check_finite or np.isfinite(row).all():
+            return row, None
     elif len(x) == n_features and tuple(x) == _keys_of(owner, index):
-        # the common stream: every feature, in the first event's order; one conversion
+        # every feature in order, NumPy numbers: one conversion
         row = np.array(list(x.values()))
-        if row.dtype.kind in "biuf" and row.ndim == 1:
-            row = row.astype(np.float64, copy=False)
-            if np.isfinite(row).all():
+        if row.dtype is _F64 or (row.dtype.kind in "biu" and row.ndim == 1):
+            if row.dtype is not _F64:
+                row = row.astype(np.float64)
+            if not check_finite or np.isfinite(row).all():
                 return row, None
     row = [0.0] * n_features
     ignore = getattr(owner, "unknown_features", "error") == "ignore"
@@ -126,8 +134,14 @@ def check_row(owner, x, check_finite=True):
     scanned for NaN/inf (for callers whose compiled step checks it).
     """
     n_features = owner.__dict__.get("n_features_in_")
+    if type(x) is dict:
+        keys = owner.__dict__.get("_feature_keys")
+        if keys is not None and (row := dict_row(x, keys)) is not None and (
+                not check_finite or np.isfinite(row).all()):
+            return row, None
+        return _dict_row(owner, x, n_features, check_finite)
     if isinstance(x, Mapping):
-        return _dict_row(owner, x, n_features)
+        return _dict_row(owner, x, n_features, check_finite)
     if not (type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 1
             and x.flags.c_contiguous):
         if isinstance(x, (str, bytes)):

@@ -35,9 +35,9 @@ class _Schema:
     def __init__(self, unknown_features="error"):
         self.unknown_features = unknown_features
 
-    def row(self, x):
+    def row(self, x, check_finite=True):
         """(row, names): x as a float64 row; names to `commit` when a first dict fixed them."""
-        return check_row(self, x)
+        return check_row(self, x, check_finite)
 
     def commit(self, row, names):
         commit_names(self, names)
@@ -57,8 +57,8 @@ class _EstimatorSchema:
     def __init__(self, estimator):
         self.estimator = estimator
 
-    def row(self, x):
-        return check_row(self.estimator, x)
+    def row(self, x, check_finite=True):
+        return check_row(self.estimator, x, check_finite)
 
     def commit(self, row, names):
         est = self.estimator
@@ -198,7 +198,7 @@ class EventAdapter:
             names = None
             if not (type(x) is np.ndarray and x.dtype is F64 and x.ndim == 1
                     and x.flags.c_contiguous):
-                x, names = self.schema.row(x)
+                x, names = self.schema.row(x, check_finite=False)  # the compiled step checks
             if classifier:
                 target = self._sign(y)
             elif type(y) is float and y - y == 0.0:        # a finite float
@@ -234,7 +234,7 @@ class EventAdapter:
     def _decision_fast(self, events, x):
         if not (type(x) is np.ndarray and x.dtype is F64 and x.ndim == 1
                 and x.flags.c_contiguous):
-            x, _ = self.schema.row(x)
+            x, _ = self.schema.row(x, check_finite=False)      # the compiled step checks
         return events.predict(self.estimator, x)
 
     def predict_one(self, x):

@@ -17,13 +17,20 @@ scale, next_slot, n_rescale) and a copy of the row, and `learn` reuses it
 when both match (the same floating-point value, computed once).
 """
 import numpy as np
+cimport numpy as cnp
 
+from cpython.dict cimport PyDict_Next, PyDict_Size
+from cpython.float cimport PyFloat_AS_DOUBLE, PyFloat_CheckExact
+from cpython.long cimport PyLong_CheckExact
+from cpython.object cimport PyObject
 from libc.math cimport isfinite, pow
 from libc.string cimport memcmp, memcpy
 
 from okl._core._kernels cimport cdot, cself
 from okl._core._losses cimport Loss, LossSpec, cdloss, cis_margin
 from okl._core._expansion cimport KernelExpansion
+
+cnp.import_array()
 
 cdef double SCALE_MIN = 1e-9
 cdef double SCALE_MAX = 1e9
@@ -218,3 +225,32 @@ cdef class PointwiseEvents:
         if self.intercept:
             est.intercept_ = b_next
         return f
+
+
+def dict_row(dict x, tuple keys):
+    """The values of dict `x` as a float64 row, when its keys are `keys` in that order and
+    every value is a Python float or int; None otherwise (the caller takes the general path).
+
+    One pass in C: the common stream event, every feature in the first event's order.
+    """
+    cdef cnp.npy_intp d = len(keys)
+    cdef Py_ssize_t i = 0, pos = 0
+    cdef PyObject* key
+    cdef PyObject* value
+    cdef object expected
+    if PyDict_Size(x) != d:
+        return None
+    row = cnp.PyArray_EMPTY(1, &d, cnp.NPY_DOUBLE, 0)
+    cdef double* out = <double*>cnp.PyArray_DATA(<cnp.ndarray>row)
+    while PyDict_Next(x, &pos, &key, &value):
+        expected = keys[i]
+        if key is not <PyObject*>expected and not (<object>key == expected):
+            return None
+        if PyFloat_CheckExact(<object>value):
+            out[i] = PyFloat_AS_DOUBLE(<object>value)
+        elif PyLong_CheckExact(<object>value):
+            out[i] = <double><object>value
+        else:
+            return None
+        i += 1
+    return row
