@@ -8,7 +8,8 @@ learn", as progressive validation and a live stream do.  Labels:
 - "cython": okl's fused loop, ``partial_fit`` on the K rows at once (the
   predictions come out of the same loop); the reference of the ratios;
 - "event": ``predict_one(x)`` + ``learn_one(x, y)`` on a 1-D float64 row;
-  "event-dict": the same with a dict of feature name -> value;
+  "event-dict": the same with a dict of feature name -> value; "okl-river":
+  the same through ``okl.river.to_river`` (river's protocol, dicts);
 - "row": ``predict(X[i:i+1])`` + ``partial_fit(X[i:i+1], y[i:i+1])`` on a ready
   C-contiguous float64 row; "row-list", "row-f32", "row-F": the same with a
   list, a float32 row, a row of a Fortran-ordered X; "pfit-row": the one-row
@@ -79,23 +80,39 @@ def test_fused_loop(benchmark, task, d):
     assert est.n_support_ == M
 
 
+def dict_events(X, d):
+    names = [f"x{j}" for j in range(d)]
+    return [dict(zip(names, row.tolist())) for row in X]
+
+
+def warm_by_events(task, d, learn_one, est):
+    """Learn the first M events as dicts through the one-event API (names fixed by the first)."""
+    X, y = events(task, d)
+    rows, labels = dict_events(X, d), y.tolist()
+    for x, target in zip(rows[:M], labels[:M]):
+        learn_one(x, target)
+    assert est.n_support_ == M
+    return rows[M:], labels[M:]
+
+
+def make_okl(task):
+    if task == "regression":
+        return OnlineKernelRegressor(gamma=0.5, budget=M)
+    return OnlineKernelClassifier(gamma=0.5, loss="logistic", budget=M)
+
+
 @pytest.mark.parametrize("d", [5, 20])
 @pytest.mark.parametrize("task", TASKS)
 @pytest.mark.parametrize("form", ["event", "event-dict"])
 def test_okl_one_event(benchmark, task, d, form):
-    est, X, y = warm_okl(task, d)
     if form == "event-dict":
-        names = [f"x{j}" for j in range(d)]
-        est.partial_fit(X[:1], y[:1])           # the adapter learns names from a first dict
-        from okl.pipeline import EventAdapter
-        adapter = EventAdapter(est)
-        adapter.schema.commit(X[0], tuple(names))
-        predict_one, learn_one = adapter.predict_one, adapter.learn_one
-        rows = [dict(zip(names, row.tolist())) for row in X]
-    else:
+        est = make_okl(task)
         predict_one, learn_one = one_event_api(est)
-        rows = list(X)
-    labels = y.tolist()
+        rows, labels = warm_by_events(task, d, learn_one, est)
+    else:
+        est, X, y = warm_okl(task, d)
+        predict_one, learn_one = one_event_api(est)
+        rows, labels = list(X), y.tolist()
 
     def loop():
         for x, target in zip(rows, labels):
@@ -103,6 +120,22 @@ def test_okl_one_event(benchmark, task, d, form):
             learn_one(x, target)
     run(benchmark, task, d, form, loop)
     assert est.n_support_ == M
+
+
+@pytest.mark.parametrize("d", [5, 20])
+@pytest.mark.parametrize("task", TASKS)
+def test_okl_through_river(benchmark, task, d):
+    pytest.importorskip("river", reason="river is an optional peer")
+    from okl.river import to_river
+    est = make_okl(task)
+    model = to_river(est)
+    rows, labels = warm_by_events(task, d, model.learn_one, est)
+
+    def loop():
+        for x, target in zip(rows, labels):
+            model.predict_one(x)
+            model.learn_one(x, target)
+    run(benchmark, task, d, "okl-river", loop)
 
 
 @pytest.mark.parametrize("d", [5, 20])
