@@ -8,13 +8,14 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from okl._base import KernelExpansionMixin, OnlineLearner, check_X
+from okl._base import Diverged, KernelModelMixin, OnlineLearner, check_X
+from okl._binary import BinaryClassifierMixin
 from okl._core import _pa
 from okl._core._pa import Event, Regularization, Variant
 from okl._numpy import pa as _np_pa
-from okl._params import NONE, Interval, InvalidParameterError, Options
-from okl.classification import _OnlineBinaryClassifier
-from okl.kernels import KERNELS
+from okl._params import (
+    ENGINE_CONSTRAINTS, NONE, Interval, InvalidParameterError, Options, kernel_constraints,
+)
 from okl.losses import loss_value
 
 REGULARIZATIONS = {"none": Regularization.NONE, "objective": Regularization.OBJECTIVE,
@@ -33,14 +34,14 @@ class InfeasibleUpdateWarning(UserWarning):
     """Samples whose constraint set was empty were skipped (see n_infeasible_)."""
 
 
-class RegularizedPAClassifier(KernelExpansionMixin, _OnlineBinaryClassifier, ClassifierMixin,
+class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, ClassifierMixin,
                               OnlineLearner):
     """Passive-aggressive online classification, plain or regularized (Shen-Dietterich).
 
     Each sample is predicted with the current model, then learned.  When the
     update condition holds, the weights move to the closest point (in L2) that
     gives the sample margin ``y w.x >= 1``, under a regularization
-    (ALGORITHMS.md 5):
+    (docs/algorithms.md, section 5):
 
     - ``"none"``: Crammer et al.'s PA, PA-I or PA-II (`variant`),
       ``w += tau y x``;
@@ -146,14 +147,11 @@ class RegularizedPAClassifier(KernelExpansionMixin, _OnlineBinaryClassifier, Cla
         "beta": [Interval(Real, 0, None, closed="neither")],
         "update": [Options("margin", "mistake")],
         "truncate_sigma": [Interval(Real, 0, None, closed="left")],
-        "kernel": [Options(*KERNELS)],
-        "gamma": [Interval(Real, 0, None, closed="neither")],
-        "degree": [Interval(Integral, 1, None, closed="left")],
-        "coef0": [Interval(Real, 0, None, closed="left")],
+        **kernel_constraints(),
         "budget": [NONE, Interval(Integral, 1, None, closed="left")],
-        "engine": [Options("cython", "numpy")],
+        **ENGINE_CONSTRAINTS,
     }
-    # read by KernelExpansionMixin: a full budget drops the oldest support vector
+    # read by KernelModelMixin: a full budget drops the oldest support vector
     budget_policy = "oldest"
 
     def __init__(self, regularization="none", variant="PA", C=1.0, alpha=0.1, beta=1.0,
@@ -206,7 +204,8 @@ class RegularizedPAClassifier(KernelExpansionMixin, _OnlineBinaryClassifier, Cla
             X.sum_duplicates()
         return X, y
 
-    def _reset(self, n_features):
+    def _start(self, X, y):
+        n_features = X.shape[1]
         for name in ("_w", "_scale", "_expansion", "n_support_"):
             self.__dict__.pop(name, None)
         self.t_ = 0
@@ -220,6 +219,12 @@ class RegularizedPAClassifier(KernelExpansionMixin, _OnlineBinaryClassifier, Cla
             self._expansion = self._new_expansion(n_features)
             self.n_support_ = 0
 
+    _divergence_cure = ("a tiny nonzero ||x|| makes the step l/||x||^2 overflow. Scale X "
+                        "(e.g. with sklearn.preprocessing.StandardScaler) or use variant='PA-I'")
+
+    def _models(self):
+        return () if hasattr(self, "_w") else super()._models()
+
     def _learn(self, X, y):
         n = X.shape[0]
         scores = np.empty(n, dtype=np.float64)
@@ -229,11 +234,7 @@ class RegularizedPAClassifier(KernelExpansionMixin, _OnlineBinaryClassifier, Cla
         learn = self._learn_linear if hasattr(self, "_w") else self._learn_kernel
         failed = learn(X, y, rule, scores, events)
         if failed >= 0:
-            raise FloatingPointError(
-                f"{type(self).__name__} diverged at step t={self.t_ + failed + 1}: the weights are "
-                "no longer finite (a tiny nonzero ||x|| makes the step l/||x||^2 overflow). Scale X "
-                "(e.g. with sklearn.preprocessing.StandardScaler) or use variant='PA-I'. The model "
-                "is left as it was before this call.")
+            raise Diverged(failed)
         self.t_ += n
         self.n_updates_ += int(np.count_nonzero(events == Event.UPDATED))
         skipped = np.flatnonzero(events == Event.INFEASIBLE)
@@ -268,12 +269,9 @@ class RegularizedPAClassifier(KernelExpansionMixin, _OnlineBinaryClassifier, Cla
 
     def _learn_kernel(self, X, y, rule, scores, events):
         expansion = self._engine_expansion()
-        # an L2 step onto a single point empties f (cv = 0): keep the centres too
-        undo = expansion.checkpoint(X.shape[0], self.regularization == "l2")
         failed, sq_norm = KERNEL_LOOPS[self.engine](expansion, self.sq_norm_, X, y, *rule,
                                                     scores, events)
         if failed >= 0:
-            expansion.restore(undo)
             return failed
         self.sq_norm_ = sq_norm
         self.n_support_ = int(expansion.n_support)
