@@ -3,19 +3,17 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import ThreadpoolController
 
-from okl._base import EXPANSIONS, check_X, check_X_y, transaction
+from okl._base import EXPANSIONS, Diverged, OnlineLearner, check_X, check_X_y
 from okl._core import _pairwise
 from okl._core._pairwise import Reducer
 from okl._numpy import pairwise as _np_pairwise
 from okl._params import NONE, Interval, InvalidParameterError, Kind, Options, validate_params
-from okl._persist import STATE_TYPES
 from okl.kernels import KERNELS, kernel_code, kernel_diag
 from okl.losses import PAIRWISE_LOSSES, loss_spec, pairwise_growth
 from okl.schedules import step_numbers, step_sizes
@@ -215,18 +213,15 @@ class PairHistory:
         return (PairHistory.from_state, (self.get_state(),))
 
 
-STATE_TYPES.append(PairHistory)
-
-
 # ---- the estimator ---------------------------------------------------------------------------
 
-class PairwiseLearner(BaseEstimator):
+class PairwiseLearner(OnlineLearner):
     """Online pairwise learning in an RKHS (Lin, Lei, Zhang and Zhou, Algorithm 1).
 
     A predictor on pairs f(x, x') learns from a stream, with no
     regularization: ``f_1 = f_2 = 0`` and, at step t >= 2,
     ``f_{t+1} = f_t - eta_t/(t-1) sum_{j<t} V'_-(r(y_t, y_j), f_t(x_t, x_j)) K_{(x_t, x_j)}``,
-    the average over every previous point (ALGORITHMS.md 6).  That average is
+    the average over every previous point (docs/algorithms.md, section 6).  That average is
     one fused pass over the stored points per step, in Cython.
 
     Parameters
@@ -363,24 +358,15 @@ class PairwiseLearner(BaseEstimator):
         self.random_state = random_state
         self.engine = engine
 
-    # -- learning ---------------------------------------------------------------------------
+    # -- learning (fit, partial_fit: the OnlineLearner template) ----------------------------
 
-    def fit(self, X, y):
-        """Learn the rows of X in order, from a fresh model (one online pass).
+    _divergence_cure = ("the step size is too large for this data; use eta='auto', a smaller "
+                        "eta or a larger theta, or scale X (e.g. with "
+                        "sklearn.preprocessing.StandardScaler)")
 
-        y holds real targets (reducer "sign", "difference") or class labels
-        ("dissimilar").
-        """
-        self._learn(X, y, reset=True)
-        return self
-
-    def partial_fit(self, X, y):
-        """Continue the stream with the rows of X, in order.
-
-        A call that raises (bad input, divergence) leaves the model as it was.
-        """
-        self._learn(X, y)
-        return self
+    @classmethod
+    def _state_classes(cls):
+        return (*super()._state_classes(), PairHistory)
 
     def _validate_params(self):
         validate_params(self)
@@ -396,23 +382,22 @@ class PairwiseLearner(BaseEstimator):
     def _frozen_params(self):
         return [getattr(self, name) for name in self._FROZEN]
 
-    def _learn(self, X, y, reset=False):
-        with transaction(self):
-            first = reset or not hasattr(self, "t_")
-            if first:
-                self._validate_params()
-            elif self._frozen_params() != self._params:
-                changed = [f"{name}={now!r} (fitted with {then!r})" for name, now, then in
-                           zip(self._FROZEN, self._frozen_params(), self._params) if now != then]
-                raise ValueError(
-                    f"{type(self).__name__}.partial_fit continues the stream of the first call "
-                    f"and cannot change its parameters: {', '.join(changed)}. Call fit to "
-                    "start again, or set them back.")
-            _check_dense(X)
-            X, y = check_X_y(self, X, y, reset=first, y_numeric=self.reducer != "dissimilar")
-            if first:
-                self._start(X, y)
-            self._run(X, self._targets(y))
+    def _check_X_y(self, X, y, reset):
+        if not reset and self._frozen_params() != self._params:
+            changed = [f"{name}={now!r} (fitted with {then!r})" for name, now, then in
+                       zip(self._FROZEN, self._frozen_params(), self._params) if now != then]
+            raise ValueError(
+                f"{type(self).__name__}.partial_fit continues the stream of the first call "
+                f"and cannot change its parameters: {', '.join(changed)}. Call fit to "
+                "start again, or set them back.")
+        _check_dense(X)
+        return check_X_y(self, X, y, reset=reset, y_numeric=self.reducer != "dissimilar")
+
+    def _models(self):
+        models = [self._history] if hasattr(self, "_history") else []
+        if self.pair_kernel == "difference":
+            models.append(self._g())
+        return models
 
     def _start(self, X, y):
         """A fresh model, with the step of Theorem 2.3 set from the first call's data."""
@@ -450,7 +435,7 @@ class PairwiseLearner(BaseEstimator):
             kind = "centres" if self.pair_kernel == "difference" else "points"
             self._history = PairHistory(d, kind, self.buffer)
 
-    def _targets(self, y):
+    def _targets(self, y, classes, first):
         """y as float64: real targets, or class codes (index in classes_) for "dissimilar"."""
         if self.reducer != "dissimilar":
             return np.ascontiguousarray(y, dtype=np.float64)
@@ -460,8 +445,8 @@ class PairwiseLearner(BaseEstimator):
         order = np.argsort(self.classes_, kind="stable")
         return order[np.searchsorted(self.classes_, y, sorter=order)].astype(np.float64)
 
-    def _run(self, X, y):
-        """One engine call over the validated chunk; restore and raise on divergence."""
+    def _learn(self, X, y):
+        """One engine call over the validated chunk."""
         n = X.shape[0]
         engine = ENGINES[self.engine]
         t = step_numbers(self.t_, n)
@@ -470,47 +455,29 @@ class PairwiseLearner(BaseEstimator):
         if hasattr(self, "_moments"):
             S, w = self._moments.copy(), self.coef_.copy()
             failed = engine.linear_moments_chunk(S, self._origin, w, X, y, eta_t)
-            if failed < 0:
-                self._moments, self.coef_ = S, w
+            self._moments, self.coef_ = S, w
         else:
             history = self._history
             history.reserve(n)
             slots = reservoir_slots(t, history.buffer, self._seed)
-            undo = history.checkpoint(n)
             if self.pair_kernel == "difference":
-                g = self._g()
-                g_undo = g.checkpoint(n, False)
                 with _one_blas_thread():
                     m, failed = engine.difference_chunk(
-                        g, history.idx, history.y, history.s, history.gram, history.m,
+                        self._g(), history.idx, history.y, history.s, history.gram, history.m,
                         X, y, eta_t, slots, *args)
-                if failed >= 0:
-                    g.restore(g_undo)
             elif self.pair_kernel == "metric":
-                M = self.metric_.copy()
+                self.metric_ = self.metric_.copy()
                 with _one_blas_thread():
-                    m, failed = engine.metric_chunk(history.X, history.y, history.m, M,
-                                                    X, y, eta_t, slots, *args)
-                if failed < 0:
-                    self.metric_ = M
+                    m, failed = engine.metric_chunk(history.X, history.y, history.m,
+                                                    self.metric_, X, y, eta_t, slots, *args)
             else:
-                w = self.coef_.copy()
-                m, failed = engine.linear_chunk(history.X, history.y, history.m, w,
+                self.coef_ = self.coef_.copy()
+                m, failed = engine.linear_chunk(history.X, history.y, history.m, self.coef_,
                                                 X, y, eta_t, slots, *args)
-                if failed < 0:
-                    self.coef_ = w
-            if failed >= 0:
-                history.restore(undo)
-            else:
-                history.m = m
-                self.n_stored_ = int(m)
+            history.m = m
+            self.n_stored_ = int(m)
         if failed >= 0:
-            raise FloatingPointError(
-                f"{type(self).__name__} diverged at step t={self.t_ + failed + 1} "
-                f"(eta_t={eta_t[failed]:.3g}): the model is no longer finite. The step size is "
-                "too large for this data; use eta='auto', a smaller eta or a larger theta, or "
-                "scale X (e.g. with sklearn.preprocessing.StandardScaler). The model is left "
-                "as it was before this call.")
+            raise Diverged(failed, eta_t[failed])
         self.t_ += n
 
     def _g(self):
