@@ -93,8 +93,12 @@ def test_row_layouts_give_the_same_iterates():
     assert_same(est, OnlineKernelRegressor(gamma=0.5).partial_fit(X, y))
 
 
+CACHES = ("_expansion", "_one_event_state", "_feature_index", "_feature_keys")
+
+
 def state(est):
-    return ({k: v for k, v in vars(est).items() if k != "_expansion"}, est._expansion.get_state())
+    return ({k: v for k, v in vars(est).items() if k not in CACHES},
+            est._expansion.get_state())
 
 
 def assert_unchanged(before, est):
@@ -203,15 +207,8 @@ def test_probabilities_of_one_event_are_predict_proba():
 
 # -- the estimator's own methods (OneEventMixin) -----------------------------------------------
 
-from okl._streaming import OneEventMixin  # noqa: E402
-
-
-class StreamingRegressor(OneEventMixin, OnlineKernelRegressor):
-    pass
-
-
-class StreamingClassifier(OneEventMixin, OnlineKernelClassifier):
-    pass
+StreamingRegressor = OnlineKernelRegressor
+StreamingClassifier = OnlineKernelClassifier
 
 
 def test_mixin_learns_dicts_from_the_first_event_like_partial_fit():

@@ -159,7 +159,8 @@ def test_pairwise_learner_scores_one_event():
 def pipeline_state(pipe):
     scaler, learner = pipe["scale"], pipe["learn"]
     return ({k: np.copy(v) for k, v in vars(scaler).items() if k not in ("_feature_index", "_feature_keys")},
-            {k: np.copy(v) for k, v in vars(learner).items() if k != "_expansion"},
+            {k: np.copy(v) for k, v in vars(learner).items()
+             if k not in ("_expansion", "_one_event_state", "_feature_index", "_feature_keys")},
             learner._expansion.get_state() if hasattr(learner, "_expansion") else None)
 
 

@@ -28,7 +28,9 @@ from okl._core import _pointwise
 from okl._core._expansion import KernelExpansion
 from okl._numpy import pointwise as _np_pointwise
 from okl._numpy.expansion import NumpyExpansion
+from okl._gamma import scale_gamma, warn_spread
 from okl._params import validate_params
+from okl._streaming import OneEventMixin
 from okl.budgets import budget_code
 from okl.kernels import kernel_code, kernel_diag
 from okl.schedules import regularization, running_sup, step_numbers, step_sizes
@@ -107,7 +109,29 @@ def check_X_y(estimator, X, y, reset, y_numeric=True):
                          y_numeric=y_numeric)
 
 
-class OnlineLearner(BaseEstimator):
+def check_sample_weight(estimator, sample_weight, n, fresh=False):
+    """sample_weight as a finite float64 array of n values >= 0 (None stays None).
+
+    A fresh fit whose weights are all 0 would learn nothing: it raises.
+    """
+    if sample_weight is None:
+        return None
+    if not getattr(estimator, "_supports_sample_weight", False):
+        raise TypeError(f"{type(estimator).__name__} takes no sample_weight (docs/algorithms.md, "
+                        "section 7.2: passive-aggressive and pairwise rules are unweighted).")
+    w = np.asarray(sample_weight, dtype=np.float64)
+    if w.ndim == 0:
+        w = np.full(n, float(w))
+    if w.shape != (n,) or not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError(f"sample_weight must hold {n} finite values >= 0 (one per row), got "
+                         f"{np.asarray(sample_weight)!r}.")
+    if fresh and not np.any(w > 0):
+        raise ValueError(f"Every sample_weight is zero, so {type(estimator).__name__}.fit would "
+                         "learn nothing; give some rows a positive weight.")
+    return np.ascontiguousarray(w)
+
+
+class OnlineLearner(OneEventMixin, BaseEstimator):
     """The base of every okl learner: the fit / partial_fit template and its hooks.
 
     `_progressive_scores` is the one entry point that learns; progressive
@@ -118,6 +142,9 @@ class OnlineLearner(BaseEstimator):
     # the end of the divergence message: what to change
     _divergence_cure = ("use eta='auto', a smaller eta or a larger eta_decay, or scale X "
                         "(e.g. with sklearn.preprocessing.StandardScaler)")
+
+    # learners whose update takes per-step weights (docs/algorithms.md, section 7.2)
+    _supports_sample_weight = False
 
     def fit(self, X, y):
         """Learn the rows of X in order, from a fresh model (one online pass)."""
@@ -132,20 +159,24 @@ class OnlineLearner(BaseEstimator):
         self._progressive_scores(X, y)
         return self
 
-    def _progressive_scores(self, X, y, classes=None, reset=False):
+    def _progressive_scores(self, X, y, classes=None, reset=False, sample_weight=None):
         """Learn the rows in order; return f_t(x_t) for each, computed before its update."""
         with transaction(self) as guarded:
             first = reset or not hasattr(self, "t_")
             if first:
                 self._validate_params()
+                self.__dict__.pop("_one_event_state", None)     # a fresh stream of events
             X, y = self._check_X_y(X, y, reset=first)
+            weight = check_sample_weight(self, sample_weight, X.shape[0], fresh=reset)
             if first:
                 self._start(X, y)
             y = self._targets(y, classes, first)
             for model in self._models():
                 guarded.append((model, model.checkpoint(X.shape[0])))
             try:
-                return self._learn(X, y)
+                if weight is None:
+                    return self._learn(X, y)
+                return self._learn(X, y, weight)
             except Diverged as failure:
                 step = f"t={self.t_ + failure.step + 1}"
                 if failure.eta is not None:
@@ -198,9 +229,13 @@ class KernelModelMixin:
     `engine`, and optionally `budget` and `budget_policy`.
     """
 
+    def _kernel_gamma(self):
+        """The gamma the model uses: gamma_ when fitted (gamma="scale"), else the parameter."""
+        return self.__dict__.get("gamma_", self.gamma)
+
     def _new_expansion(self, n_features):
         return EXPANSIONS[self.engine](
-            n_features, int(kernel_code(self.kernel)), float(self.gamma),
+            n_features, int(kernel_code(self.kernel)), float(self._kernel_gamma()),
             int(self.degree), float(self.coef0), int(getattr(self, "budget", None) or 0),
             int(budget_code(getattr(self, "budget_policy", "oldest"))))
 
@@ -219,7 +254,7 @@ class KernelModelMixin:
         """f(x) for every row of validated X."""
         check_is_fitted(self, "t_")
         X = check_X(self, X, reset=False)
-        return self._engine_expansion().predict(X)
+        return self._engine_expansion().predict(X) + self.__dict__.get("intercept_", 0.0)
 
     @property
     def support_vectors_(self):
@@ -250,28 +285,51 @@ class PointwiseMixin(KernelModelMixin):
         """M in the auto step 1 / ((lam_t + M C_K^2) t**eta_decay); 1 unless a loss needs more."""
         return 1.0
 
+    _supports_sample_weight = True
+
     def _start(self, X, y):
+        name = type(self).__name__
+        if isinstance(self.gamma, str):                       # "scale"
+            self.gamma_ = scale_gamma(X, name)
+        else:
+            self.__dict__.pop("gamma_", None)
+        warn_spread(X, self.kernel, float(self._kernel_gamma()), name, stacklevel=5)
         self._expansion = self._new_expansion(X.shape[1])
         self.t_ = 0
         self.ck2_ = 0.0
         self.n_support_ = 0
+        self.intercept_ = 0.0
 
-    def _learn(self, X, y):
+    def _learn(self, X, y, weight=None):
         n = X.shape[0]
-        t = step_numbers(self.t_, n)
+        diag = kernel_diag(X, self.kernel, self._kernel_gamma(), self.degree, self.coef0)
+        if weight is None:
+            t = step_numbers(self.t_, n)
+            n_steps = n
+        else:                        # a zero weight skips its step: t and C_K^2 ignore it
+            active = weight > 0
+            t = np.maximum(self.t_ + np.cumsum(active), 1).astype(np.float64)
+            diag = np.where(active, diag, 0.0)
+            n_steps = int(np.count_nonzero(active))
         lam_t = regularization(self.lam, getattr(self, "lam_decay", 0.0), t)
-        ck2 = running_sup(kernel_diag(X, self.kernel, self.gamma, self.degree, self.coef0),
-                          self.ck2_)
+        ck2 = running_sup(diag, self.ck2_)
         M = self._auto_lipschitz() if isinstance(self.eta, str) else 1.0
         eta_t = step_sizes(self.eta, self.eta_decay, t, lam_t, M * ck2)
         scores = np.empty(n, dtype=np.float64)
         expansion = self._engine_expansion()
-        failed = POINTWISE[self.engine](expansion, X, y, eta_t, lam_t, *self._loss_args(), scores)
+        offset = (np.array([self.__dict__.get("intercept_", 0.0)])
+                  if getattr(self, "fit_intercept", False) else None)
+        failed = POINTWISE[self.engine](expansion, X, y, eta_t, lam_t, *self._loss_args(), scores,
+                                        weight, offset)
         if failed >= 0:
             raise Diverged(failed, eta_t[failed])
-        self.t_ += n
+        last = n - 1 if weight is None else (np.flatnonzero(active)[-1] if n_steps else -1)
+        self.t_ += n_steps
         self.ck2_ = float(ck2[-1])
-        self.eta_ = float(eta_t[-1])
-        self.lam_ = float(lam_t[-1])
+        if last >= 0:
+            self.eta_ = float(eta_t[last])
+            self.lam_ = float(lam_t[last])
+        if offset is not None:
+            self.intercept_ = float(offset[0])
         self.n_support_ = int(expansion.n_support)
         return scores

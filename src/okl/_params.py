@@ -121,3 +121,14 @@ STEP_CONSTRAINTS = {
     "eta_decay": [Interval(Real, 0, None, closed="left")],
 }
 ENGINE_CONSTRAINTS = {"engine": [Options("cython", "numpy")]}
+
+# -- streaming (docs/streaming.md) ------------------------------------------------------------
+
+GAMMA_SCALE_CONSTRAINTS = {
+    "gamma": [Interval(Real, 0, None, closed="neither"), Options("scale")],
+}
+INTERCEPT_CONSTRAINTS = {"fit_intercept": [BOOL]}
+CLASSES_CONSTRAINTS = {
+    "classes": [NONE, Kind(lambda v: np.ndim(v) == 1 and not isinstance(v, str) and len(v) == 2,
+                           "an array of the two labels")],
+}

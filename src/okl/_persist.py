@@ -16,6 +16,10 @@ def _state_types(cls):
     return {model.__name__: model for model in cls._state_classes()}
 
 
+# attributes that are caches, not model state (okl._streaming, okl._rows)
+TRANSIENT = ("_one_event_state", "_feature_index", "_feature_keys")
+
+
 def _scalar(value):
     """value as a JSON scalar, or raise TypeError."""
     if value is None or isinstance(value, (bool, int, float, str)):
@@ -56,6 +60,8 @@ def save(estimator, path):
     params = _split(estimator.get_params(deep=False), "param:", arrays, "parameter")
     state_types = _state_types(type(estimator))
     for key, value in vars(estimator).items():
+        if key in TRANSIENT:            # caches of the one-event path, rebuilt on demand
+            continue
         if type(value).__name__ in state_types:
             objects[key] = {"type": type(value).__name__,
                             "scalars": _split(value.get_state(), f"obj:{key}:", arrays, "state")}

@@ -19,7 +19,8 @@ from okl._binary import BinaryClassifierMixin
 from okl._core import _coefreg
 from okl._numpy import coefreg as _np_coefreg
 from okl._params import (
-    ARRAY_2D, ENGINE_CONSTRAINTS, STEP_CONSTRAINTS, NONE, Interval, Options, budget_constraints,
+    ARRAY_2D, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS, GAMMA_SCALE_CONSTRAINTS,
+    INTERCEPT_CONSTRAINTS, STEP_CONSTRAINTS, NONE, Interval, Options, budget_constraints,
     kernel_constraints,
 )
 from okl.kernels import kernel_code
@@ -126,11 +127,14 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
         **STEP_CONSTRAINTS,
         **budget_constraints(),
         **ENGINE_CONSTRAINTS,
+        **GAMMA_SCALE_CONSTRAINTS,
+        **INTERCEPT_CONSTRAINTS,
+        **CLASSES_CONSTRAINTS,
     }
 
     def __init__(self, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0, loss="hinge",
                  lam=1e-3, eta="auto", eta_decay=0.5, budget=None, budget_policy="oldest",
-                 engine="cython"):
+                 fit_intercept=True, classes=None, engine="cython"):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -141,7 +145,29 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
         self.eta_decay = eta_decay
         self.budget = budget
         self.budget_policy = budget_policy
+        self.fit_intercept = fit_intercept
+        self.classes = classes
         self.engine = engine
+
+    def fit(self, X, y, sample_weight=None):
+        """Learn the rows of X in order, from a fresh model (one online pass).
+
+        The two labels are the constructor's `classes`, else those of y.
+        `sample_weight` (w_t >= 0) scales the loss gradient of each step; 0
+        skips the row (docs/algorithms.md, section 7.2).
+        """
+        return self._fit(X, y, sample_weight)
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Continue the stream with the rows of X, in order.
+
+        `classes` (the two labels) is required on the first call unless the
+        constructor has them; `sample_weight` as in `fit`.  A call that raises
+        (bad input, a label not in `classes_`, divergence) leaves the model
+        exactly as it was.
+        """
+        self._progressive_scores(X, y, classes, sample_weight=sample_weight)
+        return self
 
     def _loss_args(self):
         return loss_spec(self.loss)
@@ -251,10 +277,11 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
         **STEP_CONSTRAINTS,
         "eta_decay": [Interval(Real, 0, 1, closed="both")],
         **ENGINE_CONSTRAINTS,
+        **CLASSES_CONSTRAINTS,
     }
 
     def __init__(self, centers=None, n_centers=100, kernel="gaussian", gamma=1.0, degree=3,
-                 coef0=0.0, loss="hinge", lam=0.01, eta="auto", eta_decay=0.75,
+                 coef0=0.0, loss="hinge", lam=0.01, eta="auto", eta_decay=0.75, classes=None,
                  engine="cython"):
         self.centers = centers
         self.n_centers = n_centers
@@ -266,6 +293,7 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
         self.lam = lam
         self.eta = eta
         self.eta_decay = eta_decay
+        self.classes = classes
         self.engine = engine
 
     def _start(self, X, y):

@@ -12,7 +12,7 @@ from okl._pa_models import KernelPAModel, LinearPAModel
 from okl._binary import BinaryClassifierMixin
 from okl._core._pa import Event, Regularization, Variant
 from okl._params import (
-    ENGINE_CONSTRAINTS, NONE, Interval, InvalidParameterError, Options, kernel_constraints,
+    CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS, NONE, Interval, InvalidParameterError, Options, kernel_constraints,
 )
 from okl.losses import loss_value
 
@@ -147,13 +147,14 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
         **kernel_constraints(),
         "budget": [NONE, Interval(Integral, 1, None, closed="left")],
         **ENGINE_CONSTRAINTS,
+        **CLASSES_CONSTRAINTS,
     }
     # read by KernelModelMixin: a full budget drops the oldest support vector
     budget_policy = "oldest"
 
     def __init__(self, regularization="none", variant="PA", C=1.0, alpha=0.1, beta=1.0,
                  update="margin", truncate_sigma=0.0, kernel="linear", gamma=1.0, degree=3,
-                 coef0=0.0, budget=None, engine="cython"):
+                 coef0=0.0, budget=None, classes=None, engine="cython"):
         self.regularization = regularization
         self.variant = variant
         self.C = C
@@ -166,6 +167,7 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
         self.degree = degree
         self.coef0 = coef0
         self.budget = budget
+        self.classes = classes
         self.engine = engine
 
     def _validate_params(self):

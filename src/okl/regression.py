@@ -6,7 +6,7 @@ from sklearn.base import RegressorMixin
 
 from okl._base import OnlineLearner, PointwiseMixin
 from okl._params import (
-    ENGINE_CONSTRAINTS, STEP_CONSTRAINTS, Interval, InvalidParameterError, Options,
+    ENGINE_CONSTRAINTS, GAMMA_SCALE_CONSTRAINTS, INTERCEPT_CONSTRAINTS, STEP_CONSTRAINTS, Interval, InvalidParameterError, Options,
     budget_constraints, kernel_constraints,
 )
 from okl.losses import RESIDUAL_LOSSES, loss_spec, loss_value
@@ -102,11 +102,14 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
         **STEP_CONSTRAINTS,
         **budget_constraints(),
         **ENGINE_CONSTRAINTS,
+        **GAMMA_SCALE_CONSTRAINTS,
+        **INTERCEPT_CONSTRAINTS,
     }
 
     def __init__(self, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0, loss="squared",
                  quantile=0.5, epsilon=0.0, lam=1e-3, lam_decay=0.0, eta="auto",
-                 eta_decay=0.6, budget=None, budget_policy="oldest", engine="cython"):
+                 eta_decay=0.6, budget=None, budget_policy="oldest", fit_intercept=True,
+                 engine="cython"):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -120,6 +123,7 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
         self.eta_decay = eta_decay
         self.budget = budget
         self.budget_policy = budget_policy
+        self.fit_intercept = fit_intercept
         self.engine = engine
 
     def _validate_params(self):
@@ -128,6 +132,23 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
             raise InvalidParameterError(
                 "loss='huber' takes its threshold delta from epsilon, which must be > 0 "
                 f"(got epsilon={self.epsilon}); try epsilon=1.0.")
+
+    def fit(self, X, y, sample_weight=None):
+        """Learn the rows of X in order, from a fresh model (one online pass).
+
+        `sample_weight` (w_t >= 0) scales the loss gradient of each step; 0
+        skips the row (docs/algorithms.md, section 7.2).
+        """
+        self._progressive_scores(X, y, reset=True, sample_weight=sample_weight)
+        return self
+
+    def partial_fit(self, X, y, sample_weight=None):
+        """Continue the stream with the rows of X, in order (`sample_weight` as in `fit`).
+
+        A call that raises (bad input, divergence) leaves the model exactly as it was.
+        """
+        self._progressive_scores(X, y, sample_weight=sample_weight)
+        return self
 
     def _loss_args(self):
         return loss_spec(self.loss, tau=self.quantile, eps=self.epsilon, delta=self.epsilon)

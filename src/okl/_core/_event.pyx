@@ -123,7 +123,7 @@ cdef class PointwiseEvents:
         xx_out[0] = xx
         if not row_is_finite(x, d, xx):
             return float("nan")
-        cdef double f = e.cpredict(x, xx)
+        cdef double f = e.cpredict(x)
         memcpy(&self.last_row[0], x, d * sizeof(double))
         self.last_f, self.last_xx, self.last_t = f, xx, t
         self.last_n, self.last_scale = e.n_support, e.scale
