@@ -24,7 +24,7 @@ from sklearn.base import is_classifier
 from sklearn.utils.metaestimators import available_if
 
 from okl._onestep import events_of
-from okl._rows import check_label, check_row, commit_names, forget_names
+from okl._rows import check_label, check_row, check_weight, commit_names, forget_names
 
 F64 = np.dtype(np.float64)
 
@@ -161,6 +161,11 @@ class EventAdapter:
             schema.commit(np.empty(est.n_features_in_),
                           None if names is None else tuple(names.tolist()))
 
+    def _known_classes(self):
+        """The two labels a classifier was built with (sorted, as Python objects), or None."""
+        classes = getattr(self.estimator, "classes", None)
+        return None if classes is None else np.unique(np.asarray(classes)).tolist()
+
     def _is_classifier(self):
         return self._kinds()[1]
 
@@ -205,12 +210,15 @@ class EventAdapter:
                 target = y
             else:
                 target = check_label(est, y)
-            events.learn(est, x, target)
+            events.learn(est, x, target,
+                         1.0 if sample_weight == 1.0 and type(sample_weight) in (float, int)
+                         else check_weight(est, sample_weight))
             if names is not None:
                 self.schema.commit(x, names)
             return
         row, names = self.schema.row(x)
-        if self._is_classifier() and not hasattr(est, "classes_"):
+        if (self._is_classifier() and not hasattr(est, "classes_")
+                and getattr(est, "classes", None) is None):
             labels = {label for _, label, _ in self._pending} | {y}
             if len(labels) < 2:
                 self._pending.append((row, y, sample_weight))
@@ -251,6 +259,9 @@ class EventAdapter:
         X = self._row(x)
         if not _is_fitted(est):
             if self._is_classifier():
+                known = self._known_classes()
+                if known is not None:           # f = 0 predicts the first class
+                    return known[0]
                 return self._pending[0][1] if self._pending else None
             return 0.0
         if hasattr(est, "score_samples") and not hasattr(est, "predict"):
@@ -287,6 +298,9 @@ class EventAdapter:
             return {negative: 1.0 - p, positive: p}
         X = self._row(x)
         if not _is_fitted(est):
+            known = self._known_classes()
+            if known is not None:               # f = 0: even odds
+                return {known[0]: 0.5, known[1]: 0.5}
             return {self._pending[0][1]: 1.0} if self._pending else {}
         p = est.predict_proba(X)[0]
         return {label.item() if isinstance(label, np.generic) else label: float(q)
