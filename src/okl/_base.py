@@ -30,7 +30,10 @@ from okl._numpy import pointwise as _np_pointwise
 from okl._numpy.expansion import NumpyExpansion
 from okl._gamma import scale_gamma, warn_spread
 from okl._params import validate_params
+from okl._rows import check_label, light_rows
 from okl._streaming import OneEventMixin
+
+_F64 = np.dtype(np.float64)
 from okl.budgets import budget_code
 from okl.kernels import kernel_code, kernel_diag
 from okl.schedules import regularization, running_sup, step_numbers, step_sizes
@@ -131,6 +134,34 @@ def check_sample_weight(estimator, sample_weight, n, fresh=False):
     return np.ascontiguousarray(w)
 
 
+def one_row(estimator, X):
+    """X of one row (an ndarray of any dtype and order, or a nested list) as a float64 1-D
+    row, when it needs no scikit-learn validation; else None.  NaN/inf is left to the
+    compiled step, which checks it."""
+    if type(X) is np.ndarray:
+        if X.ndim != 2 or X.shape[0] != 1 or X.dtype.kind not in "biuf":
+            return None
+    elif type(X) is not list or len(X) != 1:
+        return None
+    if "feature_names_in_" in estimator.__dict__:
+        return None
+    if type(X) is np.ndarray:
+        row = X[0]
+        if row.dtype is not _F64 or not row.flags.c_contiguous:
+            row = np.ascontiguousarray(row, dtype=np.float64)
+    else:
+        row = light_rows(estimator, X)
+        if row is None:
+            return None
+        row = row[0]
+    return row if row.shape[0] == estimator.__dict__.get("n_features_in_", -1) else None
+
+
+def _one_target(y):
+    """y holds exactly one label or target (an ndarray or a list)."""
+    return (type(y) is np.ndarray and y.shape == (1,)) or (type(y) is list and len(y) == 1)
+
+
 class OnlineLearner(OneEventMixin, BaseEstimator):
     """The base of every okl learner: the fit / partial_fit template and its hooks.
 
@@ -161,6 +192,10 @@ class OnlineLearner(OneEventMixin, BaseEstimator):
 
     def _progressive_scores(self, X, y, classes=None, reset=False, sample_weight=None):
         """Learn the rows in order; return f_t(x_t) for each, computed before its update."""
+        if not reset and classes is None and sample_weight is None and "t_" in self.__dict__:
+            scores = self._one_row(X, y)
+            if scores is not None:
+                return scores
         with transaction(self) as guarded:
             first = reset or not hasattr(self, "t_")
             if first:
@@ -185,6 +220,26 @@ class OnlineLearner(OneEventMixin, BaseEstimator):
                     f"{type(self).__name__} diverged at step {step}: the model is no longer "
                     f"finite. {self._divergence_cure[0].upper()}{self._divergence_cure[1:]}. "
                     "The model is left as it was before this call.") from None
+
+    def _one_row(self, X, y):
+        """A one-row chunk through the compiled one-event step; None where it does not apply.
+
+        Same iterates as the chunk loop; O(d) checks instead of scikit-learn's
+        validation, which costs far more than the step.
+        """
+        row = one_row(self, X)
+        if row is None or not _one_target(y):
+            return None
+        adapter = self._one_event()
+        events = adapter._fast()
+        if events is None:
+            return None
+        target = y[0]
+        if adapter._is_classifier():
+            target = adapter._sign(target.item() if isinstance(target, np.generic) else target)
+        else:
+            target = check_label(self, target)
+        return np.array([events.learn(self, row, target)])
 
     # -- hooks ------------------------------------------------------------------------------
 
@@ -253,6 +308,11 @@ class KernelModelMixin:
     def _decision(self, X):
         """f(x) for every row of validated X."""
         check_is_fitted(self, "t_")
+        row = one_row(self, X)
+        if row is not None:
+            events = self._one_event()._fast()
+            if events is not None:
+                return np.array([events.predict(self, row)])
         X = check_X(self, X, reset=False)
         return self._engine_expansion().predict(X) + self.__dict__.get("intercept_", 0.0)
 

@@ -23,7 +23,7 @@ from cpython.dict cimport PyDict_Next, PyDict_Size
 from cpython.float cimport PyFloat_AS_DOUBLE, PyFloat_CheckExact
 from cpython.long cimport PyLong_CheckExact
 from cpython.object cimport PyObject
-from libc.math cimport isfinite, pow
+from libc.math cimport isfinite
 from libc.string cimport memcmp, memcpy
 
 from okl._core._kernels cimport cdot, cself
@@ -71,6 +71,11 @@ cdef class PointwiseEvents:
     cdef object eta_callable, name
     cdef readonly object key
     cdef tuple names, values
+    # t**-eta_decay and t**-lam_decay for a block of coming steps, from NumPy's power:
+    # the very values the chunk path's schedule arrays hold (NumPy's vectorised pow may
+    # differ from libm's in the last bit)
+    cdef double[::1] eta_pows, lam_pows
+    cdef Py_ssize_t block_lo, block_len
     # the last prediction and the model it was made on
     cdef double[::1] last_row
     cdef bint has_last
@@ -95,6 +100,14 @@ cdef class PointwiseEvents:
         self.values = tuple([expansion] + [None] * (len(names) - 1))
         self.last_row = np.empty(expansion.n_features)
         self.has_last = False
+        self.block_lo, self.block_len = 0, 0
+
+    cdef void _powers(self, Py_ssize_t t) except *:
+        """Fill the power block so that it covers step t."""
+        t_block = np.arange(t, t + 128, dtype=np.float64)
+        self.eta_pows = t_block ** -self.eta_decay
+        self.lam_pows = t_block ** -self.lam_decay
+        self.block_lo, self.block_len = t, 128
 
     def bind(self, est):
         """Remember the objects est holds under `names`, for `matches`."""
@@ -175,18 +188,21 @@ cdef class PointwiseEvents:
         cdef double kxx = cself(&e.kernel, xx)
         if kxx > ck2:
             ck2 = kxx
-        cdef double lam_t = self.lam * pow(t, -self.lam_decay)
+        cdef Py_ssize_t step = t_done + 1
+        if not (self.block_lo <= step < self.block_lo + self.block_len):
+            self._powers(step)
+        cdef double lam_t = self.lam * self.lam_pows[step - self.block_lo]
         cdef double eta_t, denom
         if self.eta_callable is not None:
             from okl.schedules import step_sizes
             eta_t = float(step_sizes(self.eta_callable, self.eta_decay, np.array([t]))[0])
         elif self.auto:
-            eta_t = pow(t, -self.eta_decay)
+            eta_t = self.eta_pows[step - self.block_lo]
             denom = lam_t + self.lipschitz * ck2
             if denom > 0.0:
                 eta_t = eta_t / denom
         else:
-            eta_t = self.eta * pow(t, -self.eta_decay)
+            eta_t = self.eta * self.eta_pows[step - self.block_lo]
         if not isfinite(f):
             raise FloatingPointError(
                 f"{self.name} diverged at step t={t_done + 1} (eta_t={eta_t:.3g}): the model is "
