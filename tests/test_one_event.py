@@ -257,3 +257,28 @@ def test_dict_events_of_any_form_give_the_same_row(event):
         check_row(est, {"a": 1.5, "b": float("inf"), "c": -3.0})
     with pytest.raises(TypeError, match="'b'"):
         check_row(est, {"a": 1.5, "b": "2", "c": -3.0})
+
+
+def test_one_row_partial_fit_of_any_layout_is_the_chunk_step():
+    X, y = stream(120)
+    X = X.astype(np.float32).astype(np.float64)            # exact in float32 too
+    ref = OnlineKernelRegressor(gamma=0.5).fit(X, y)
+    F = np.asfortranarray(X)
+    est = OnlineKernelRegressor(gamma=0.5).fit(X[:1], y[:1])
+    for i in range(1, len(X)):
+        row = (X[i:i + 1], X[i:i + 1].tolist(), F[i:i + 1], X[i:i + 1].astype(np.float32))[i % 4]
+        est.partial_fit(row, y[i:i + 1] if i % 2 else [y[i]])
+    assert_same(est, ref)
+    np.testing.assert_array_equal(est.predict(X[:1]), ref.predict(X[:1]))
+    before = state(est)
+    for bad_X, bad_y, error in ((np.array([[np.nan, 0.0, 0.0]]), [1.0], ValueError),
+                                (np.array([[0.0, 0.0, 0.0]]), [np.inf], ValueError),
+                                (np.array([[0.0, 0.0]]), [1.0], ValueError)):
+        with pytest.raises(error):
+            est.partial_fit(bad_X, bad_y)
+    assert_unchanged(before, est)
+    clf = OnlineKernelClassifier().fit(X, y > 0.4)
+    before = state(clf)
+    with pytest.raises(ValueError, match="not in classes_"):
+        clf.partial_fit(X[:1], np.array(["maybe"]))
+    assert_unchanged(before, clf)
