@@ -52,12 +52,21 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
     Shen-Dietterich).  A sample becomes a centre when the loss has a non-zero
     slope at its margin, so the hinge loss keeps only margin errors.
 
+    One event at a time: `learn_one(x, y, sample_weight=1.0)`, `predict_one(x)`
+    (the prior before any learning), `decision_function_one(x)`,
+    `predict_proba_one(x)` (loss="logistic"); x is a dict of feature name ->
+    value or a 1-D row; same iterates as `partial_fit` (docs/streaming.md).
+
     Parameters
     ----------
     kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default="gaussian"
         See `okl.kernels`.
-    gamma : float, default=1.0
+    gamma : float or "scale", default=1.0
         Kernel width (gaussian, laplacian) or scale of <x, u> (polynomial).
+        "scale" is ``1 / (n_features X.var())`` of the first chunk (scikit-learn's
+        SVC rule; a first call of one row raises), kept in `gamma_`.  A
+        `KernelScaleWarning` names the cure when the first samples' kernel
+        values are all ~0 or all ~1.
     degree : int, default=3
         Polynomial degree.
     coef0 : float, default=0.0
@@ -90,6 +99,17 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
     budget_policy : {"oldest", "smallest"}, default="oldest"
         Which centre leaves when a new one would exceed the budget: the oldest
         (NORMA truncation) or the one of smallest |coefficient|.
+    fit_intercept : bool, default=True
+        Learn an unregularized offset b, ``f(x) = b + sum_i a_i K(x_i, x)``, by
+        NORMA's rule ``b_{t+1} = b_t - eta_t w_t g_t`` (the kernel part's
+        gradient and step, no shrink; docs/algorithms.md, section 7.1).
+        ``fit_intercept=False`` gives exactly the papers' iterates.
+    classes : array of the two labels or None, default=None
+        Fixes `classes_` at the start of a stream, so that neither
+        `partial_fit` nor `learn_one` needs ``classes=``.  Without it,
+        `partial_fit` needs ``classes=`` on its first call, and `learn_one`
+        holds the first events until the second label appears
+        (docs/streaming.md).
     engine : {"cython", "numpy"}, default="cython"
         "numpy" runs the pure-NumPy reference loop (same iterates, slower).
 
@@ -109,6 +129,8 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
         C_K^2, the running maximum of K(x, x) over the stream.
     eta_, lam_ : float
         The step size and regularization of the most recent step.
+    intercept_ : float
+        The offset b (0 with fit_intercept=False).
 
     Examples
     --------
@@ -185,7 +207,10 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
     ``a_{t+1} = a_t - eta_t (lam a_t + phi'_-(y_t f_{a_t}(x_t)) y_t k_t)``
     (docs/algorithms.md, section 4), stochastic gradient descent on
     ``E phi(y f_a(x)) + lam/2 ||a||^2``, whose minimiser a_lam it approaches
-    (Theorem 1).
+    (Theorem 1).  These are exactly the paper's iterates: no offset (append a
+    constant column to X to learn one).  One event at a time: `learn_one`,
+    `predict_one`, `decision_function_one` (one-row `partial_fit` steps, same
+    iterates; docs/streaming.md).
 
     Parameters
     ----------
@@ -228,6 +253,12 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
         theta of the step ``t**-theta``; Theorem 4 needs theta in (0, 1].  3/4
         is Corollary 3's ``theta = (2 beta + 1) / (2 (beta + 1))`` for a
         smooth target (beta = 1, epsilon -> 0).
+    classes : array of the two labels or None, default=None
+        Fixes `classes_` at the start of a stream, so that neither
+        `partial_fit` nor `learn_one` needs ``classes=``.  Without it,
+        `partial_fit` needs ``classes=`` on its first call, and `learn_one`
+        holds the first events until the second label appears
+        (docs/streaming.md).
     engine : {"cython", "numpy"}, default="cython"
         "numpy" runs the pure-NumPy reference loop (same iterates, slower).
 

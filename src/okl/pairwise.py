@@ -224,6 +224,12 @@ class PairwiseLearner(OnlineLearner):
     the average over every previous point (docs/algorithms.md, section 6).  That average is
     one fused pass over the stored points per step, in Cython.
 
+    These are exactly the paper's iterates: an offset would cancel in
+    g(x) - g(x'), so there is no fit_intercept.  One event at a time:
+    `learn_one(x, y)` learns one (x, y), `predict_one(x)` is the score g(x)
+    (0 before any learning); eta="auto" takes kappa from the first call's rows,
+    so give a stream of single events an explicit eta (docs/streaming.md).
+
     Parameters
     ----------
     reducer : {"sign", "difference", "dissimilar"}, default="sign"

@@ -57,7 +57,10 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
     (Section 3.3).
 
     The model has no intercept, as in the paper: f(x) = w.x (or f(x) =
-    sum_i a_i K(x_i, x)); append a constant column to X to learn one.
+    sum_i a_i K(x_i, x)); append a constant column to X to learn one.  These
+    are exactly the paper's iterates.  One event at a time: `learn_one`,
+    `predict_one`, `decision_function_one` (one-row `partial_fit` steps, same
+    iterates; docs/streaming.md).
 
     Linear models (``kernel="linear"``) keep the weights as ``scale * w``, so
     the shrinks of "objective" and "l2" cost O(1) and a row of a scipy CSR
@@ -101,6 +104,12 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
     budget : int or None, default=None
         Maximum number of support vectors of a kernel model; when full, the
         oldest leaves.  None is unbounded.
+    classes : array of the two labels or None, default=None
+        Fixes `classes_` at the start of a stream, so that neither
+        `partial_fit` nor `learn_one` needs ``classes=``.  Without it,
+        `partial_fit` needs ``classes=`` on its first call, and `learn_one`
+        holds the first events until the second label appears
+        (docs/streaming.md).
     engine : {"cython", "numpy"}, default="cython"
         "numpy" runs the pure-NumPy reference loop (same iterates, slower).
 

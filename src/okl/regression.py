@@ -24,12 +24,21 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
     with ``loss="pinball"`` it is Yang's fully online quantile regression, whose
     epsilon-tube makes the model sparse; any loss is NORMA.
 
+    One event at a time: `learn_one(x, y, sample_weight=1.0)`, `predict_one(x)`
+    (the prior before any learning), `decision_function_one(x)`; x is a dict
+    of feature name -> value or a 1-D row; same iterates as `partial_fit`
+    (docs/streaming.md).
+
     Parameters
     ----------
     kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default="gaussian"
         See `okl.kernels`.
-    gamma : float, default=1.0
+    gamma : float or "scale", default=1.0
         Kernel width (gaussian, laplacian) or scale of <x, u> (polynomial).
+        "scale" is ``1 / (n_features X.var())`` of the first chunk (scikit-learn's
+        SVC rule; a first call of one row raises), kept in `gamma_`.  A
+        `KernelScaleWarning` names the cure when the first samples' kernel
+        values are all ~0 or all ~1.
     degree : int, default=3
         Polynomial degree.
     coef0 : float, default=0.0
@@ -63,6 +72,11 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
         Which centre leaves when a new one would exceed the budget: the oldest
         (NORMA truncation) or the one of smallest |coefficient| (the newcomer
         included).
+    fit_intercept : bool, default=True
+        Learn an unregularized offset b, ``f(x) = b + sum_i a_i K(x_i, x)``, by
+        NORMA's rule ``b_{t+1} = b_t - eta_t w_t g_t`` (the kernel part's
+        gradient and step, no shrink; docs/algorithms.md, section 7.1).
+        ``fit_intercept=False`` gives exactly the papers' iterates.
     engine : {"cython", "numpy"}, default="cython"
         "numpy" runs the pure-NumPy reference loop (same iterates, slower).
 
@@ -80,6 +94,10 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
         C_K^2, the running maximum of K(x, x) over the stream.
     eta_, lam_ : float
         The step size and regularization of the most recent step.
+    intercept_ : float
+        The offset b (0 with fit_intercept=False).
+    gamma_ : float
+        The kernel width in use, with gamma="scale".
 
     Examples
     --------
