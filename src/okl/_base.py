@@ -307,7 +307,8 @@ class KernelModelMixin:
 
     def _decision(self, X):
         """f(x) for every row of validated X."""
-        check_is_fitted(self, "t_")
+        if "t_" not in self.__dict__:
+            check_is_fitted(self, "t_")
         row = one_row(self, X)
         if row is not None:
             events = self._one_event()._fast()

@@ -30,7 +30,7 @@ def events_of(est, cache):
             and type(est.__dict__.get("_expansion")) is KernelExpansion):
         return None
     M = est._auto_lipschitz() if isinstance(est.eta, str) else 1.0
-    names = tuple(name for name in _PARAMS if hasattr(est, name))
+    names = tuple(name for name in _PARAMS if name in est.__dict__)
     events = cache[0] = PointwiseEvents(
         est._expansion, tuple(est._loss_args()), float(est.lam),
         float(getattr(est, "lam_decay", 0.0)), est.eta, float(est.eta_decay), float(M),

@@ -81,7 +81,7 @@ class OnlineStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator
     ...     scaler.learn_one(x)
     >>> scaler.transform_one({"a": 3.0, "b": 10.0})
     {'a': 1.0, 'b': -1.0}
-    >>> scaler.partial_fit(np.array([[2.0, 20.0]])).mean_
+    >>> OnlineStandardScaler().partial_fit(np.array([[1.0, 10.0], [3.0, 30.0]])).mean_
     array([ 2., 20.])
     """
 

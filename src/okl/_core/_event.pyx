@@ -19,7 +19,7 @@ when both match (the same floating-point value, computed once).
 import numpy as np
 cimport numpy as cnp
 
-from cpython.dict cimport PyDict_Next, PyDict_Size
+from cpython.dict cimport PyDict_GetItem, PyDict_Next, PyDict_Size
 from cpython.float cimport PyFloat_AS_DOUBLE, PyFloat_CheckExact
 from cpython.long cimport PyLong_CheckExact
 from cpython.object cimport PyObject
@@ -110,14 +110,17 @@ cdef class PointwiseEvents:
         self.block_lo, self.block_len = t, 128
 
     def bind(self, est):
-        """Remember the objects est holds under `names`, for `matches`."""
-        self.values = tuple([getattr(est, name) for name in self.names])
+        """Remember the objects est holds under `names` (instance attributes), for `matches`."""
+        self.values = tuple([est.__dict__.get(name) for name in self.names])
 
     cpdef bint matches(self, est):
         """est holds the very objects this step was built from (its expansion, its parameters)."""
+        cdef dict attrs = est.__dict__
         cdef Py_ssize_t i
+        cdef PyObject* value
         for i in range(len(self.names)):
-            if getattr(est, self.names[i]) is not self.values[i]:
+            value = PyDict_GetItem(attrs, self.names[i])
+            if value is NULL or value is not <PyObject*>self.values[i]:
                 return False
         return True
 
