@@ -218,7 +218,7 @@ def test_mixin_learns_dicts_from_the_first_event_like_partial_fit():
     for row, target in zip(X, y):
         est.predict_one({"c": row[2], "a": row[0], "b": row[1]})
         est.learn_one({"a": row[0], "b": row[1], "c": row[2]}, target)
-    assert est.feature_names_in_.tolist() == ["a", "b", "c"]
+    assert list(est._row_keys) == ["a", "b", "c"]
     assert_same(est, OnlineKernelRegressor(gamma=0.5).partial_fit(X, y))
 
 

@@ -37,9 +37,9 @@ def feature_index(owner):
     index = owner.__dict__.get("_feature_index")
     if index is not None:
         return index
-    names = owner.__dict__.get("feature_names_in_")
+    names = owner.__dict__.get("_row_keys")
     if names is None:
-        names = owner.__dict__.get("_row_keys")
+        names = owner.__dict__.get("feature_names_in_")
     if names is None:
         return None
     index = {key: i for i, key in enumerate(names.tolist() if isinstance(names, np.ndarray)
@@ -49,14 +49,16 @@ def feature_index(owner):
 
 
 def commit_names(owner, names):
-    """Fix the feature order found by a first dict (call once the event was learned)."""
+    """Fix the feature order found by a first dict (call once the event was learned).
+
+    The names stay private (`_row_keys`): `feature_names_in_` is scikit-learn's,
+    set by DataFrames, and would make every later array call warn.
+    """
     if names is None:
         return
     owner._row_keys = names
     owner.__dict__.pop("_feature_index", None)
     owner.__dict__.pop("_feature_keys", None)
-    if all(isinstance(key, str) for key in names):
-        owner.feature_names_in_ = np.asarray(names, dtype=object)
 
 
 def forget_names(owner):

@@ -67,11 +67,7 @@ class _EstimatorSchema:
             est.n_features_in_ = row.shape[0]
 
     def learned(self):
-        """partial_fit revalidated the arrays and dropped the names: put them back."""
-        est = self.estimator
-        keys = est.__dict__.get("_row_keys")
-        if keys is not None and "feature_names_in_" not in est.__dict__:
-            commit_names(est, keys)
+        """partial_fit took the rows (the names stay in `_row_keys`)."""
 
     def reset(self):
         forget_names(self.estimator)

@@ -57,7 +57,8 @@ class OnlineStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator
     ----------
     n_features_in_ : int
     feature_names_in_ : ndarray of str
-        When the first call had names (a DataFrame, or a dict with str keys).
+        When the first call was a DataFrame (a first dict fixes the order of
+        its keys privately).
     n_samples_seen_ : int
         Rows learned so far.
     mean_, var_ : ndarray of shape (n_features_in_,)
