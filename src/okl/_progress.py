@@ -1,0 +1,32 @@
+"""Progress bars for long work: shown on a terminal, silent in logs and pipes."""
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+from tqdm import tqdm
+
+
+def progress(iterable: Iterable | None = None, *, total: float | None = None,
+             desc: str | None = None, unit: str = "it", verbose: bool | None = None) -> tqdm:
+    """A tqdm bar on stderr around `iterable` (or a counter to `update`).
+
+    Parameters
+    ----------
+    iterable : iterable, optional
+        Wrapped and yielded from; without it, call ``bar.update(n)``.
+    total : number, optional
+        Expected number of steps, for the ETA (default: ``len(iterable)``).
+    desc, unit : str
+        Label and unit shown on the bar.
+    verbose : bool or None
+        None (default) shows the bar only when stderr is a terminal, so CI
+        logs and redirected output stay clean; True always, False never.
+    """
+    return tqdm(iterable, total=total, desc=desc, unit=unit, file=sys.stderr,
+                disable=None if verbose is None else not verbose, dynamic_ncols=True,
+                unit_scale=unit != "it", leave=False)
+
+
+def write(line: Any) -> None:
+    """Print a line to stdout without breaking an active progress bar."""
+    tqdm.write(str(line), file=sys.stdout)
