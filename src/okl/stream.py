@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["MalformedLineError", "Stream", "iter_array", "iter_csv", "iter_file",
-           "iter_libsvm", "iter_pandas"]
+__all__ = ["MalformedLineError", "Stream", "guess_format", "iter_array", "iter_csv",
+           "iter_file", "iter_libsvm", "iter_pandas"]
 
 MISSING = ("", "NA", "N/A", "NaN", "nan", "null", "?")
 BLOCK = 1024            # lines parsed at once when events are asked for
@@ -194,8 +194,8 @@ class _CSVStream(_FileStream):
             label = None if target is None else row[target].strip()
             if bad:
                 self._bad(number, f"missing or non-numeric value {row[bad[0]]!r} in column "
-                                  f"{self._column_name(bad[0])} (pass fill_value= to fill "
-                                  "missing values)")
+                                  f"{self._column_name(bad[0])} (fill missing values with "
+                                  "fill_value= or okl's --fill-value)")
             elif target is not None and label in self.missing:
                 self._bad(number, f"missing target in column {self._column_name(target)}")
             elif numeric_y and not _is_number(label):
@@ -445,6 +445,12 @@ FORMATS = {".csv": "csv", ".tsv": "csv", ".libsvm": "libsvm", ".svm": "libsvm",
            ".svmlight": "libsvm"}
 
 
+def guess_format(path: Path | io.TextIOBase) -> str:
+    """"csv" or "libsvm" from a file name's extension (also under ``.gz``); "csv" otherwise."""
+    name = "" if hasattr(path, "read") else os.fspath(path).removesuffix(".gz")
+    return FORMATS.get(os.path.splitext(name)[1].lower(), "csv")
+
+
 def iter_file(path: Path | io.TextIOBase, format: str | None = None, **options: Any) -> Stream:
     """`iter_csv` or `iter_libsvm`, by `format` or by the file's extension.
 
@@ -458,11 +464,9 @@ def iter_file(path: Path | io.TextIOBase, format: str | None = None, **options: 
     **options
         Passed on to the reader.
     """
-    name = "" if hasattr(path, "read") else os.fspath(path).removesuffix(".gz")
-    suffix = os.path.splitext(name)[1].lower()
-    format = format or FORMATS.get(suffix, "csv")
+    format = format or guess_format(path)
     if format == "csv":
-        if suffix == ".tsv":
+        if not hasattr(path, "read") and os.fspath(path).removesuffix(".gz").endswith(".tsv"):
             options.setdefault("delimiter", "\t")
         return iter_csv(path, **options)
     if format == "libsvm":
