@@ -9,7 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
 from sklearn.base import is_classifier
-from sklearn.exceptions import NotFittedError, UndefinedMetricWarning
+from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from okl._base import OnlineLearner
@@ -228,6 +228,14 @@ def _cumulative_mean(values):
     return np.cumsum(values) / np.arange(1, len(values) + 1)
 
 
+def _is_classifier(estimator):
+    """scikit-learn's is_classifier, also for objects without scikit-learn tags."""
+    try:
+        return is_classifier(estimator)
+    except (AttributeError, TypeError):
+        return getattr(estimator, "_estimator_type", None) == "classifier"
+
+
 def _is_fitted(estimator):
     try:
         check_is_fitted(estimator)
@@ -324,7 +332,8 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
         "pinball", "coverage", "loss": an okl learner's training loss),
         `RunningMetric` objects such as ``PinballLoss(0.9)``, or functions
         ``f(y_true, y_pred)`` such as ``sklearn.metrics.r2_score`` (evaluated
-        on all predictions so far at each report point).  Default: the error
+        on all predictions so far at each report point, their warnings on
+        the first few samples silenced).  Default: the error
         ("error_rate" or "mse") and, for okl learners, "loss".
     classes : array, optional
         All labels, for a classifier's first partial_fit.  Default: np.unique(y)
@@ -362,7 +371,7 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
                         "partial_fit and predict (for a scaler followed by a learner, chain "
                         "them with okl.pipeline.StreamPipeline, not sklearn's Pipeline).")
     fused = isinstance(estimator, OnlineLearner)
-    classifier = is_classifier(estimator) or classes is not None
+    classifier = _is_classifier(estimator) or classes is not None
     total = None
     if y is not None:
         y = np.asarray(y)
@@ -400,8 +409,8 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
             done = totals[name] - (last_totals[name] if since else 0.0)
             return metric.finish(done / (hi - lo))
         y_all, p_all = np.concatenate(seen_y), np.concatenate(seen_pred)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UndefinedMetricWarning)
+        with warnings.catch_warnings():     # e.g. one label in the first samples
+            warnings.simplefilter("ignore")
             return float(metric(y_all[lo:hi], p_all[lo:hi]))
 
     def report():
@@ -510,7 +519,7 @@ def evaluate(estimator: Any, X: Any, y: Any = None, *, metrics: Iterable[Any] | 
     """
     if not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}.")
-    classifier = is_classifier(estimator)
+    classifier = _is_classifier(estimator)
     metrics = [_metric(m, estimator, False) for m in (
         metrics if metrics is not None else ["error_rate" if classifier else "mse"])]
     names = [_metric_name(m) for m in metrics]

@@ -192,10 +192,12 @@ class _CSVStream(_FileStream):
             x = [self._value(row[j]) for j in features]
             bad = [j for j, v in zip(features, x) if v is None]
             label = None if target is None else row[target].strip()
-            if bad:
-                self._bad(number, f"missing or non-numeric value {row[bad[0]]!r} in column "
-                                  f"{self._column_name(bad[0])} (fill missing values with "
-                                  "fill_value= or okl's --fill-value)")
+            if bad and row[bad[0]].strip() in self.missing:
+                self._bad(number, f"missing value in column {self._column_name(bad[0])} "
+                                  "(fill missing values with fill_value= or okl's --fill-value)")
+            elif bad:
+                self._bad(number, f"non-numeric value {row[bad[0]].strip()!r} in column "
+                                  f"{self._column_name(bad[0])}")
             elif target is not None and label in self.missing:
                 self._bad(number, f"missing target in column {self._column_name(target)}")
             elif numeric_y and not _is_number(label):
