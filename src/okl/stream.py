@@ -15,7 +15,7 @@ import io
 import os
 import sys
 from collections.abc import Iterable, Iterator
-from itertools import islice
+from itertools import chain, islice
 from typing import Any
 
 import numpy as np
@@ -158,7 +158,7 @@ class _CSVStream(_FileStream):
         features, target = self._columns(first[1])
         width = len(first[1])
         if not self.header:
-            numbered = _chain_one(first, numbered)
+            numbered = chain([first], numbered)
         numeric_y = None
         while block := list(islice(numbered, size)):
             X, y, numeric_y = self._convert(block, features, target, width, numeric_y)
@@ -175,8 +175,8 @@ class _CSVStream(_FileStream):
             table = np.array([row for _, row in block], dtype=str)
             X = table[:, features].astype(np.float64)
             y = None if target is None else table[:, target]
-            if numeric_y and y is not None:
-                y = y.astype(np.float64)
+            if y is not None:
+                y = y.astype(np.float64) if numeric_y else np.char.strip(y)
             if not np.isfinite(X).all() or (numeric_y and not np.isfinite(y).all()):
                 raise ValueError
             if y is not None and not numeric_y and np.isin(y, list(self.missing)).any():
@@ -223,11 +223,6 @@ class _CSVStream(_FileStream):
 
     def _column_name(self, j):
         return repr(self._names[j]) if self.header else str(j)
-
-
-def _chain_one(first, rest):
-    yield first
-    yield from rest
 
 
 def _is_number(text):
