@@ -182,3 +182,12 @@ def test_plot_returns_a_figure():
     assert len(figure.axes) == 2 and figure.axes[1].get_ylabel() == "mae"
     assert len(figure.axes[0].lines[0].get_xdata()) == len(result.steps)
     matplotlib.pyplot.close(figure)
+
+
+def test_progress_bar_only_when_asked_or_on_a_terminal(capsys):
+    X, y = regression_data(50)
+    progressive_validation(OnlineKernelRegressor(), X, y)            # stderr is not a terminal
+    assert capsys.readouterr().err == ""
+    progressive_validation(OnlineKernelRegressor(), X, y, progress=True)
+    err = capsys.readouterr().err
+    assert "OnlineKernelRegressor" in err and "/50 [" in err

@@ -24,7 +24,7 @@ def progress(iterable: Iterable | None = None, *, total: float | None = None,
     """
     return tqdm(iterable, total=total, desc=desc, unit=unit, file=sys.stderr,
                 disable=None if verbose is None else not verbose, dynamic_ncols=True,
-                unit_scale=unit != "it", leave=False)
+                leave=False)
 
 
 def write(line: Any) -> None:
