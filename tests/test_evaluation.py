@@ -85,13 +85,15 @@ def test_classification_metrics_and_log_loss():
 
 
 def test_generic_path_equals_the_fused_path():
-    X, y = regression_data(200)
+    X, y = regression_data(1300)                 # more events than one merged record block
     fused = progressive_validation(OnlineKernelRegressor(gamma=1.0), X, y, chunk_size=64)
     events = ((x, t) for x, t in zip(X, y))
-    generic = progressive_validation(Predictor(OnlineKernelRegressor(gamma=1.0)), events)
+    generic = progressive_validation(Predictor(OnlineKernelRegressor(gamma=1.0)), events,
+                                     metrics=["mse", skm.mean_squared_error], print_every=1000)
     assert generic.scores is None and generic.loss is None
     np.testing.assert_allclose(generic.predictions[1:], fused.predictions[1:], atol=1e-12)
     assert generic.predictions[0] == 0.0          # nothing learned yet
+    np.testing.assert_allclose(generic.metrics["mse"], generic.metrics["mean_squared_error"])
 
 
 def test_sklearn_partial_fit_estimators_and_a_scaling_chain():

@@ -1,4 +1,4 @@
-"""Evaluation on streams: progressive validation with pluggable metrics, distances to batch targets."""
+"""Evaluation on streams: progressive validation with pluggable metrics; distances to targets."""
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -244,8 +244,28 @@ def _is_fitted(estimator):
     return True
 
 
+class _Record:
+    """A growing 1-D array: appended pieces are merged every 1024 values (events stay cheap)."""
+
+    def __init__(self):
+        self.blocks, self.tail, self.tail_size = [], [], 0
+
+    def append(self, values):
+        self.tail.append(values)
+        self.tail_size += len(values)
+        if self.tail_size >= 1024:
+            self.blocks.append(np.concatenate(self.tail))
+            self.tail, self.tail_size = [], 0
+
+    def last(self):
+        return (self.tail or self.blocks)[-1][-1]
+
+    def array(self):
+        return np.concatenate(self.blocks + self.tail)
+
+
 def _blocks(stream: Iterable, block_events: int) -> Iterator[tuple[Any, np.ndarray]]:
-    """2-D (X, y) blocks from a stream of chunks or events; events gathered `block_events` at a time."""
+    """2-D (X, y) blocks from a stream of chunks or events, `block_events` events at a time."""
     keys = None
     rows, labels = [], []
     for x, y in stream:
@@ -371,7 +391,7 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
                         "partial_fit and predict (for a scaler followed by a learner, chain "
                         "them with okl.pipeline.StreamPipeline, not sklearn's Pipeline).")
     fused = isinstance(estimator, OnlineLearner)
-    classifier = _is_classifier(estimator) or classes is not None
+    classifier = _is_classifier(estimator) or (classes is not None and not fused)
     total = None
     if y is not None:
         y = np.asarray(y)
@@ -394,7 +414,7 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
         raise ValueError(f"log_loss needs class probabilities, and {type(estimator).__name__} "
                          "has no predict_proba (okl classifiers have it with loss='logistic').")
 
-    seen_y, seen_pred, seen_scores = [], [], []
+    seen_y, seen_pred, seen_scores = _Record(), _Record(), _Record()
     totals = dict.fromkeys(names, 0.0)
     last_totals = dict(totals)
     steps, recorded = [], {name: [] for name in names}
@@ -408,7 +428,7 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
         if isinstance(metric, RunningMetric):
             done = totals[name] - (last_totals[name] if since else 0.0)
             return metric.finish(done / (hi - lo))
-        y_all, p_all = np.concatenate(seen_y), np.concatenate(seen_pred)
+        y_all, p_all = seen_y.array(), seen_pred.array()
         with warnings.catch_warnings():     # e.g. one label in the first samples
             warnings.simplefilter("ignore")
             return float(metric(y_all[lo:hi], p_all[lo:hi]))
@@ -425,7 +445,7 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
             since = value(metrics[0], names[0], last_t, t, True)
             centres = getattr(estimator, "n_support_", "-")
             write(f"{recorded[names[0]][-1]:>10.6g} {since:>10.6g} {t:>10d} "
-                  f"{_format(seen_y[-1][-1]):>10} {_format(seen_pred[-1][-1]):>10} "
+                  f"{_format(seen_y.last()):>10} {_format(seen_pred.last()):>10} "
                   f"{centres!s:>8} {time.perf_counter() - start:>8.2f}")
         last_t, last_totals = t, dict(totals)
 
@@ -483,12 +503,12 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
         raise ValueError("The stream is empty: no sample to validate.")
     if last_t != t:
         report()
-    y_all, predictions = np.concatenate(seen_y), np.concatenate(seen_pred)
+    y_all, predictions = seen_y.array(), seen_pred.array()
     if classifier:
         error = _cumulative_mean(predictions != y_all)
     else:
         error = _cumulative_mean((predictions - y_all) ** 2)
-    scores = np.concatenate(seen_scores) if fused else None
+    scores = seen_scores.array() if fused else None
     loss = _cumulative_mean(estimator._stream_loss(scores, y_all)) if fused else None
     return ProgressiveResult(predictions, scores, error, loss, np.array(steps),
                              {name: np.array(v) for name, v in recorded.items()},
@@ -524,7 +544,7 @@ def evaluate(estimator: Any, X: Any, y: Any = None, *, metrics: Iterable[Any] | 
         metrics if metrics is not None else ["error_rate" if classifier else "mse"])]
     names = [_metric_name(m) for m in metrics]
     totals = dict.fromkeys(names, 0.0)
-    seen_y, seen_pred = [], []
+    seen_y, seen_pred = _Record(), _Record()
     stream = iter_array(X, y, chunk_size=chunk_size) if y is not None else X
     with progress_bar(total=None if y is None else len(y), desc="evaluate", unit="samples",
                       verbose=progress) as bar:
@@ -540,9 +560,9 @@ def evaluate(estimator: Any, X: Any, y: Any = None, *, metrics: Iterable[Any] | 
             seen_y.append(yb)
             seen_pred.append(np.asarray(predictions))
             bar.update(len(yb))
-    if not seen_y:
+    if not (seen_y.blocks or seen_y.tail):
         raise ValueError("The stream is empty: nothing to evaluate.")
-    y_all, p_all = np.concatenate(seen_y), np.concatenate(seen_pred)
+    y_all, p_all = seen_y.array(), seen_pred.array()
     return {name: (metric.finish(totals[name] / len(y_all)) if isinstance(metric, RunningMetric)
                    else float(metric(y_all, p_all)))
             for metric, name in zip(metrics, names)}
