@@ -172,3 +172,13 @@ def test_arrays_and_dataframes():
 def test_chunk_size_must_be_positive(chunk_size):
     with pytest.raises(ValueError, match="chunk_size"):
         iter_array(np.zeros((2, 1)), chunk_size=chunk_size)
+
+
+def test_files_report_their_size_and_bytes_read(csv_file, monkeypatch):
+    stream = iter_csv(csv_file, target="label", chunk_size=1)
+    assert stream.size == csv_file.stat().st_size
+    for _ in stream:
+        assert 0 < stream.bytes_read() <= stream.size
+    monkeypatch.setattr("sys.stdin", io.StringIO("x,y\n1,2\n"))
+    piped = iter_csv("-", target="y")
+    assert piped.size is None and [piped.bytes_read() for _ in piped] == [None]

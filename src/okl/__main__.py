@@ -102,6 +102,18 @@ def _skipped(stream: Any) -> None:
         print(f"skipped {stream.n_skipped} malformed lines of {stream.name}")
 
 
+def _read_with_progress(stream: Any, desc: str) -> Any:
+    """The chunks of a stream under a progress bar: in bytes, with an ETA, for a plain file."""
+    from okl._progress import progress
+
+    in_bytes = stream.size is not None
+    with progress(total=stream.size, desc=desc, unit="B" if in_bytes else "rows",
+                  unit_scale=True) as bar:
+        for X, y in stream:
+            bar.update(stream.bytes_read() - bar.n if in_bytes else X.shape[0])
+            yield X, y
+
+
 def learn(args: argparse.Namespace) -> None:
     """okl learn: progressive validation of a new model on a file, then save it."""
     import okl
@@ -112,8 +124,9 @@ def learn(args: argparse.Namespace) -> None:
     stream = _stream(args, model)
     print(f"okl learn: {model!r} on {stream.name}")
     metrics = ["loss", *_default_metrics(model)]
-    result = progressive_validation(model, stream, metrics=metrics, chunk_size=args.chunk_size,
-                                    print_every=args.print_every)
+    result = progressive_validation(model, _read_with_progress(stream, "learn"), metrics=metrics,
+                                    chunk_size=args.chunk_size, print_every=args.print_every,
+                                    progress=False)
     print(f"finished: {len(result.predictions)} samples in {result.seconds:.2f} s; "
           + ", ".join(f"{name} {values[-1]:.6g}" for name, values in result.metrics.items()))
     _skipped(stream)
@@ -133,18 +146,13 @@ def _load(path: str) -> Any:
 
 def predict(args: argparse.Namespace) -> None:
     """okl predict: one prediction per line of DATA, to OUT or stdout."""
-    from okl._progress import progress
-
     model = _load(args.model_file)
     stream = _stream(args, model)
     out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
     try:
-        with progress(desc="predict", unit="samples") as bar:
-            for X, _ in stream:
-                predictions = model.predict(X)
-                out.writelines(f"{p:.10g}\n" if isinstance(p, float) else f"{p}\n"
-                               for p in predictions.tolist())
-                bar.update(X.shape[0])
+        for X, _ in _read_with_progress(stream, "predict"):
+            out.writelines(f"{p:.10g}\n" if isinstance(p, float) else f"{p}\n"
+                           for p in model.predict(X).tolist())
     finally:
         if args.output:
             out.close()
@@ -159,8 +167,9 @@ def evaluate(args: argparse.Namespace) -> None:
     _needs_target(args)
     model = _load(args.model_file)
     stream = _stream(args, model)
-    scores = evaluate_stream(model, stream, metrics=args.metric or _default_metrics(model),
-                             chunk_size=args.chunk_size)
+    scores = evaluate_stream(model, _read_with_progress(stream, "eval"),
+                             metrics=args.metric or _default_metrics(model),
+                             chunk_size=args.chunk_size, progress=False)
     for name, value in scores.items():
         print(f"{name:<12} {value:.6g}")
     _skipped(stream)

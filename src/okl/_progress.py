@@ -7,7 +7,8 @@ from tqdm import tqdm
 
 
 def progress(iterable: Iterable | None = None, *, total: float | None = None,
-             desc: str | None = None, unit: str = "it", verbose: bool | None = None) -> tqdm:
+             desc: str | None = None, unit: str = "it", unit_scale: bool = False,
+             verbose: bool | None = None) -> tqdm:
     """A tqdm bar on stderr around `iterable` (or a counter to `update`).
 
     Parameters
@@ -18,11 +19,14 @@ def progress(iterable: Iterable | None = None, *, total: float | None = None,
         Expected number of steps, for the ETA (default: ``len(iterable)``).
     desc, unit : str
         Label and unit shown on the bar.
+    unit_scale : bool
+        Show counts as 1.2k, 3.4M (for bytes, say).
     verbose : bool or None
         None (default) shows the bar only when stderr is a terminal, so CI
         logs and redirected output stay clean; True always, False never.
     """
-    return tqdm(iterable, total=total, desc=desc, unit=unit, file=sys.stderr,
+    return tqdm(iterable, total=total, desc=desc, unit=unit, unit_scale=unit_scale,
+                file=sys.stderr,
                 disable=None if verbose is None else not verbose, dynamic_ncols=True,
                 leave=False)
 

@@ -45,6 +45,8 @@ class Stream:
         Column names, when the source has them (known once iteration starts).
     n_skipped : int
         Malformed lines skipped by the last iteration (``skip_malformed=True``).
+    size : int or None
+        Bytes in the source, when it is a plain file (for progress bars).
     """
 
     def __init__(self, name: str, chunk_size: int | None):
@@ -55,6 +57,11 @@ class Stream:
         self.chunk_size = chunk_size
         self.feature_names: list[str] | None = None
         self.n_skipped = 0
+        self.size: int | None = None
+
+    def bytes_read(self) -> int | None:
+        """Bytes of the source read so far (to a buffer's length), or None if unknown."""
+        return None
 
     def _chunks(self, size: int) -> Iterator[tuple[Any, np.ndarray | None]]:
         raise NotImplementedError
@@ -96,6 +103,13 @@ class _FileStream(Stream):
         super().__init__(name, chunk_size)
         self.source = source
         self.skip_malformed = skip_malformed
+        plain = not hasattr(source, "read") and name != "<stdin>" and not name.endswith(".gz")
+        self.size = os.path.getsize(name) if plain and os.path.isfile(name) else None
+        self._file = None
+
+    def bytes_read(self):
+        buffer = getattr(self._file, "buffer", None)
+        return buffer.tell() if self.size is not None and buffer is not None else None
 
     def _bad(self, number: int, reason: str) -> None:
         """Raise for line `number`, or count it when skipping."""
@@ -105,9 +119,11 @@ class _FileStream(Stream):
 
     def _chunks(self, size):
         file, self.name, close = _open_text(self.source)
+        self._file = file
         try:
             yield from self._parse(file, size)
         finally:
+            self._file = None
             if close:
                 file.close()
 
