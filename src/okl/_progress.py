@@ -25,10 +25,9 @@ def progress(iterable: Iterable | None = None, *, total: float | None = None,
         None (default) shows the bar only when stderr is a terminal, so CI
         logs and redirected output stay clean; True always, False never.
     """
+    shown = sys.stderr.isatty() if verbose is None else verbose   # decided once: cheap when off
     return tqdm(iterable, total=total, desc=desc, unit=unit, unit_scale=unit_scale,
-                file=sys.stderr,
-                disable=None if verbose is None else not verbose, dynamic_ncols=True,
-                leave=False)
+                file=sys.stderr, disable=not shown, dynamic_ncols=True, leave=False)
 
 
 def write(line: Any) -> None:

@@ -424,34 +424,37 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
     t = last_t = 0
     start = time.perf_counter()
 
-    def value(metric, name, lo, hi, since):
+    def value(metric, name, lo, hi, at_totals):
+        """A metric over samples lo..hi-1; running metrics from `at_totals` (sums to hi)."""
         if isinstance(metric, RunningMetric):
-            done = totals[name] - (last_totals[name] if since else 0.0)
+            done = at_totals[name] - (last_totals[name] if lo else 0.0)
             return metric.finish(done / (hi - lo))
         y_all, p_all = seen_y.array(), seen_pred.array()
         with warnings.catch_warnings():     # e.g. one label in the first samples
             warnings.simplefilter("ignore")
             return float(metric(y_all[lo:hi], p_all[lo:hi]))
 
-    def report():
+    def report(point, at_totals):
+        """Record the metrics over the first `point` samples; print a line when asked."""
         nonlocal last_t, last_totals
-        steps.append(t)
+        steps.append(point)
         for metric, name in zip(metrics, names):
-            recorded[name].append(value(metric, name, 0, t, False))
-        if print_every is not None:
+            recorded[name].append(value(metric, name, 0, point, at_totals))
+        if print_every is not None:          # pieces end at report points: the last sample
             if not last_t:
                 write(f"{'average':>10} {'since':>10} {'samples':>10} {'label':>10} "
                       f"{'prediction':>10} {'centres':>8} {'seconds':>8}   ({names[0]})")
-            since = value(metrics[0], names[0], last_t, t, True)
+            since = value(metrics[0], names[0], last_t, point, at_totals)
             centres = getattr(estimator, "n_support_", "-")
-            write(f"{recorded[names[0]][-1]:>10.6g} {since:>10.6g} {t:>10d} "
+            write(f"{recorded[names[0]][-1]:>10.6g} {since:>10.6g} {point:>10d} "
                   f"{_format(seen_y.last()):>10} {_format(seen_pred.last()):>10} "
                   f"{centres!s:>8} {time.perf_counter() - start:>8.2f}")
-        last_t, last_totals = t, dict(totals)
+        last_t, last_totals = point, at_totals
 
     def learn(Xb, yb):
+        """Predict-then-learn a piece; return the running metrics' sample values."""
         nonlocal fitted
-        kwargs = {"classes": classes} if classifier and (fused or not fitted) else {}
+        kwargs = {"classes": classes} if classifier and not hasattr(estimator, "classes_") else {}
         proba = None
         scores = None
         if fused:
@@ -470,14 +473,13 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
                     proba = np.full((len(yb), len(classes)), 1.0 / len(classes))
             estimator.partial_fit(Xb, yb, **kwargs)
             fitted = True
-        for metric in running:
-            totals[metric.name] += float(np.sum(metric.sample_values(
-                yb, predictions, scores=scores, proba=proba,
-                classes=getattr(estimator, "classes_", classes))))
         seen_y.append(yb)
         seen_pred.append(np.asarray(predictions))
         if fused:
             seen_scores.append(scores)
+        return {metric.name: metric.sample_values(yb, predictions, scores=scores, proba=proba,
+                                                  classes=getattr(estimator, "classes_", classes))
+                for metric in running}
 
     bar = progress_bar(total=total, desc=type(estimator).__name__, unit="samples",
                        verbose=progress)
@@ -490,19 +492,23 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
             elif classes is None:             # the first block shows two labels
                 classes = np.unique(yb)
             lo, n = 0, Xb.shape[0]
-            while lo < n:                     # split at report points: exact figures there
-                hi = min(n, lo + next_point - t)
-                learn(Xb[lo:hi], yb[lo:hi])
+            while lo < n:      # printing splits the chunk at report points, for exact centres
+                hi = min(n, lo + next_point - t) if print_every is not None else n
+                partial = {name: np.cumsum(v) for name, v in learn(Xb[lo:hi], yb[lo:hi]).items()}
+                before = dict(totals)
+                totals.update({name: before[name] + sums[-1] for name, sums in partial.items()})
+                while next_point <= t + hi - lo:
+                    k = next_point - t - 1
+                    report(next_point, {name: before[name] + sums[k]
+                                        for name, sums in partial.items()})
+                    next_point = next(points)
                 t += hi - lo
                 bar.update(hi - lo)
                 lo = hi
-                if t == next_point:
-                    report()
-                    next_point = next(points)
     if t == 0:
         raise ValueError("The stream is empty: no sample to validate.")
     if last_t != t:
-        report()
+        report(t, totals)
     y_all, predictions = seen_y.array(), seen_pred.array()
     if classifier:
         error = _cumulative_mean(predictions != y_all)
