@@ -76,6 +76,15 @@ def test_stdin_is_read_for_dash(data):
     assert result.returncode == 0 and "finished: 400 samples" in result.stdout
 
 
+def test_delimiter_and_no_header(tmp_path, capsys):
+    path = tmp_path / "plain.txt"
+    path.write_text("1;0.5\n2;1.0\n3;1.5\n")
+    assert main(["learn", str(path), "--delimiter", ";", "--no-header", "--target", "1"]) == 0
+    assert "finished: 3 samples" in capsys.readouterr().out
+    assert main(["learn", str(path), "--delimiter", ";", "--no-header", "--target", "y"]) == 2
+    assert "--target is a column number" in capsys.readouterr().err
+
+
 def test_predict_to_stdout_drops_the_target_column(data, capsys):
     folder, csv, *_ = data
     model_file = folder / "small.okl"

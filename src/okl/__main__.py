@@ -74,7 +74,8 @@ def _stream(args: argparse.Namespace, model: Any) -> Any:
         if not target.lstrip("-").isdigit():
             raise UsageError(f"without a header, --target is a column number, got {target!r}.")
         target = int(target)
-    delimiter = "\t" if args.data.removesuffix(".gz").endswith(".tsv") else args.delimiter
+    tsv = args.data.removesuffix(".gz").endswith(".tsv")
+    delimiter = args.delimiter or ("\t" if tsv else ",")
     return iter_csv(args.data, target=target, delimiter=delimiter, header=not args.no_header,
                     fill_value=args.fill_value, **common)
 
@@ -183,7 +184,7 @@ def _data_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("csv", "libsvm"),
                         help="default: from the extension (.csv .tsv .libsvm .svm .svmlight), "
                              "else csv")
-    parser.add_argument("--delimiter", default=",", help="CSV field separator (default ,)")
+    parser.add_argument("--delimiter", help="CSV field separator (default: , or a tab for .tsv)")
     parser.add_argument("--no-header", action="store_true", help="the CSV has no header line")
     parser.add_argument("--fill-value", type=float, metavar="X",
                         help="replaces missing CSV values (default: a row with one is malformed)")
