@@ -107,7 +107,7 @@ class _FileStream(Stream):
         self.size = os.path.getsize(name) if plain and os.path.isfile(name) else None
         self._file = None
 
-    def bytes_read(self):
+    def bytes_read(self) -> int | None:
         buffer = getattr(self._file, "buffer", None)
         return buffer.tell() if self.size is not None and buffer is not None else None
 
