@@ -8,6 +8,15 @@ feature truncation (their Section 3.3) is `truncate_smallest`.  Each function
 validates its inputs, returns a new float64 array, and raises ValueError when
 the constraint set is empty.  The work is done in Cython (okl._core._projections),
 the same code the learners call.
+
+References
+----------
+See docs/algorithms.md, sections 5.1 (L2 and L1 projections), 5.2 (empty
+sets) and 5.3 (truncation).
+
+.. [1] J. Shen and T. G. Dietterich, "A family of large margin linear
+   classifiers and its application in dynamic environments",
+   Statistical Analysis and Data Mining, 2(5-6), 2009.
 """
 import numpy as np
 
