@@ -1,7 +1,9 @@
 """okl: online kernel learning with a typed-Cython core."""
 from importlib.metadata import version
 
-from okl import evaluation, kernels, losses, projections, schedules, stream, streams
+from okl import (
+    evaluation, kernels, losses, pipeline, preprocessing, projections, schedules, stream, streams,
+)
 from okl._persist import load, save
 from okl.classification import CoefficientRegularizedClassifier, OnlineKernelClassifier
 from okl.pairwise import PairwiseLearner
@@ -20,6 +22,8 @@ __all__ = [
     "kernels",
     "load",
     "losses",
+    "pipeline",
+    "preprocessing",
     "projections",
     "save",
     "schedules",
