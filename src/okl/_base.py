@@ -30,7 +30,7 @@ from okl._numpy import pointwise as _np_pointwise
 from okl._numpy.expansion import NumpyExpansion
 from okl._gamma import scale_gamma, warn_spread
 from okl._params import validate_params
-from okl._rows import check_label, light_rows
+from okl._rows import check_label
 from okl._streaming import OneEventMixin
 
 _F64 = np.dtype(np.float64)
@@ -150,10 +150,14 @@ def one_row(estimator, X):
         if row.dtype is not _F64 or not row.flags.c_contiguous:
             row = np.ascontiguousarray(row, dtype=np.float64)
     else:
-        row = light_rows(estimator, X)
-        if row is None:
+        if type(X[0]) is not list:
             return None
-        row = row[0]
+        try:
+            row = np.array(X[0], dtype=np.float64)
+        except (TypeError, ValueError):
+            return None                  # the full validation names the problem
+        if row.ndim != 1:
+            return None
     return row if row.shape[0] == estimator.__dict__.get("n_features_in_", -1) else None
 
 
