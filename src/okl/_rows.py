@@ -199,28 +199,3 @@ def check_weight(owner, sample_weight):
                          f">= 0, got {sample_weight!r}.")
     return w
 
-
-def light_rows(owner, X):
-    """A few rows as a C-contiguous finite float64 2-D array, without scikit-learn's validation.
-
-    For the inputs streams hand over (a list of rows, a float32 or int array, a
-    Fortran-ordered or strided array) of a fitted owner with no feature names:
-    one conversion and one NaN scan.  Anything else (DataFrames, sparse
-    matrices, object arrays, a wrong width, NaN) returns None, and the caller
-    takes the full validation, which produces every error message.
-    """
-    n_features = owner.__dict__.get("n_features_in_")
-    if n_features is None or "feature_names_in_" in owner.__dict__:
-        return None
-    if type(X) is np.ndarray:
-        if X.dtype.kind not in "biuf":
-            return None
-    elif type(X) is not list:
-        return None
-    try:
-        X = np.asarray(X, dtype=np.float64, order="C")
-    except (TypeError, ValueError):
-        return None
-    if X.ndim != 2 or X.shape[1] != n_features or X.shape[0] == 0 or not np.isfinite(X).all():
-        return None
-    return X
