@@ -8,7 +8,7 @@ from okl import (
     CoefficientRegularizedClassifier, OnlineKernelClassifier, OnlineKernelRegressor,
     RegularizedPAClassifier,
 )
-from okl._gamma import KernelScaleWarning
+from okl.kernels import KernelScaleWarning
 
 
 def stream(n=200, d=3, seed=0, offset=0.0):

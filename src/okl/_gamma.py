@@ -12,16 +12,12 @@ import warnings
 
 import numpy as np
 
-from okl.kernels import kernel_matrix
+from okl.kernels import KernelScaleWarning, kernel_matrix
 
 # off-diagonal kernel values of the first samples all below / above these: gamma is off
 NEAR_ZERO = 1e-3
 NEAR_ONE = 0.999
 SPREAD_SAMPLES = 50
-
-
-class KernelScaleWarning(UserWarning):
-    """The kernel width does not fit the scale of the data."""
 
 
 def scale_gamma(X, name):
