@@ -1,4 +1,4 @@
-"""One event at a time: the compiled step equals partial_fit on the same rows, and fails atomically."""
+"""One event at a time: the compiled step equals partial_fit on the same rows; fails atomically."""
 import numpy as np
 import pytest
 

@@ -158,7 +158,8 @@ def test_pairwise_learner_scores_one_event():
 
 def pipeline_state(pipe):
     scaler, learner = pipe["scale"], pipe["learn"]
-    return ({k: np.copy(v) for k, v in vars(scaler).items() if k not in ("_feature_index", "_feature_keys")},
+    caches = ("_feature_index", "_feature_keys")
+    return ({k: np.copy(v) for k, v in vars(scaler).items() if k not in caches},
             {k: np.copy(v) for k, v in vars(learner).items()
              if k not in ("_expansion", "_one_event_state", "_feature_index", "_feature_keys")},
             learner._expansion.get_state() if hasattr(learner, "_expansion") else None)

@@ -1,4 +1,4 @@
-"""sample_weight, fit_intercept, classes and gamma='scale': both engines, chunks and events agree."""
+"""sample_weight, fit_intercept, classes, gamma='scale': both engines, chunks and events agree."""
 import warnings
 
 import numpy as np

@@ -15,7 +15,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.metaestimators import available_if
 
 from okl._base import transaction
-from okl._streaming import EventAdapter, _is_fitted, _Schema
+from okl._streaming import EventAdapter, _Schema
 
 
 def _final_has(name):
@@ -54,6 +54,13 @@ class StreamPipeline(BaseEstimator):
 
     A call that raises leaves every step as it was: okl's estimators are
     atomic, and the transformers' fitted attributes are restored.
+
+    References
+    ----------
+    The update order is that of river's ``compose.Pipeline`` (J. Montiel et
+    al., "River: machine learning for streaming data in Python", JMLR
+    22(110), 2021); progressive validation: A. Blum, A. Kalai and J.
+    Langford, "Beating the hold-out", COLT 1999.  docs/streaming.md.
 
     Examples
     --------

@@ -1,4 +1,6 @@
-"""river interoperability: any okl learner as a river estimator (optional: ``pip install "okl[river]"``).
+"""river interoperability: any okl learner as a river estimator.
+
+An optional dependency: ``pip install "okl[river]"``.
 
 `to_river(estimator)` wraps an okl learner in a `river.base.Regressor` or a
 binary `river.base.Classifier`, so that `river.evaluate.progressive_val_score`,
@@ -84,8 +86,9 @@ def _classes():
             if not hasattr(self.estimator, "predict_proba_one") and not hasattr(
                     self.estimator, "predict_proba"):
                 raise NotImplementedError(
-                    f"{type(self.estimator).__name__}(loss={getattr(self.estimator, 'loss', None)!r})"
-                    " gives no probabilities; use loss='logistic', or a metric on labels.")
+                    f"{type(self.estimator).__name__}"
+                    f"(loss={getattr(self.estimator, 'loss', None)!r}) gives no probabilities; "
+                    "use loss='logistic', or a metric on labels.")
             return self._events.predict_proba_one(x)
 
         @classmethod
@@ -120,6 +123,11 @@ def to_river(estimator):
     RiverClassifier or RiverRegressor
         learn_one(x, y, w=1.0), predict_one(x), and predict_proba_one(x) for
         classifiers with loss="logistic".
+
+    References
+    ----------
+    J. Montiel et al., "River: machine learning for streaming data in Python",
+    Journal of Machine Learning Research 22(110):1-8, 2021.  docs/streaming.md.
 
     Examples
     --------
