@@ -400,8 +400,8 @@ def learn_many(learner, streams, client=None, *, n_workers=None, metrics=None, c
     classes : array, optional
         All labels of a classifier's stream, for its first chunk.
     return_models : bool or "bytes"
-        Send back the learned estimator (True), its `okl.save` bytes (smaller
-        and never unpickled: "bytes"), or nothing (False).
+        Send back the learned estimator (True), its `okl.save` bytes (data
+        that loads without unpickling: "bytes"), or nothing (False).
     return_predictions : bool
         Send back every prediction (8 bytes a sample).
     retries, progress
