@@ -240,7 +240,7 @@ def test_ball_projections_are_exact_at_every_scale(s, seed):
 @pytest.mark.parametrize("seed", range(3))
 def test_halfspace_projections_are_exact_at_every_scale(s, c, seed):
     v, a = _vectors(seed)
-    b = 0.8 * np.linalg.norm(a)
+    b = 0.8 * float(np.linalg.norm(a))
     for project, beta in ((P.project_halfspace_l2_ball, 2.0),
                           (P.project_halfspace_l1_ball, 3.0)):
         want = project(v, a, b, beta) * s
