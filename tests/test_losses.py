@@ -67,7 +67,7 @@ def test_left_derivative_is_the_left_difference_quotient(name):
 @pytest.mark.parametrize("name", sorted(losses.LOSSES))
 def test_numpy_twin(name):
     z = np.random.default_rng(1).uniform(-50, 50, 1000)
-    code = losses.LOSSES[name]
+    code = losses.LOSSES[name].code
     np.testing.assert_allclose(np_losses.value(code, z, **PARAMS),
                                losses.loss_value(name, z, **PARAMS), rtol=1e-14, atol=1e-300)
     np.testing.assert_allclose(np_losses.derivative(code, z, **PARAMS),
@@ -77,7 +77,7 @@ def test_numpy_twin(name):
 @pytest.mark.parametrize("name", sorted(losses.LOSSES))
 def test_no_overflow_warning_up_to_1e300(name):
     z = np.array([-1e300, -1e10, -800.0, 800.0, 1e10, 1e300])
-    code = losses.LOSSES[name]
+    code = losses.LOSSES[name].code
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         for values in (losses.loss_value(name, z, **PARAMS), losses.loss_derivative(name, z, **PARAMS),

@@ -25,14 +25,9 @@ class ModelFileError(ValueError):
     edited, or not an okl file at all."""
 
 
-def _state_types():
-    from okl._core._expansion import KernelExpansion
-    from okl._numpy.expansion import NumpyExpansion
-    return {cls.__name__: cls for cls in (KernelExpansion, NumpyExpansion, *STATE_TYPES)}
-
-
-# Extra classes with get_state()/from_state() that estimators hold as attributes.
-STATE_TYPES = []
+def _state_types(cls):
+    """The model classes (get_state / from_state) an estimator class holds, by name."""
+    return {model.__name__: model for model in cls._state_classes()}
 
 
 def _scalar(value):
@@ -74,7 +69,7 @@ def save(estimator, path):
     """
     arrays, objects, attrs = {}, {}, {}
     params = _split(estimator.get_params(deep=False), "param:", arrays, "parameter")
-    state_types = _state_types()
+    state_types = _state_types(type(estimator))
     for key, value in vars(estimator).items():
         if key in params or f"param:{key}" in arrays:
             continue                    # parameters are stored once, in "params"
@@ -484,7 +479,7 @@ def load(path):
     if not attrs and not objects:
         return estimator                    # an unfitted estimator
     values, built = _check_fitted(check, estimator, attrs, objects)
-    state_types = _state_types()
+    state_types = _state_types(type(estimator))
     for key, value in values.items():
         setattr(estimator, key, value)
     for key, (kind, state) in built.items():

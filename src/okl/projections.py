@@ -1,7 +1,7 @@
 """Exact Euclidean projections onto norm balls and halfspace intersections.
 
 These are the updates of Shen and Dietterich's regularized passive-aggressive
-learners (ALGORITHMS.md 5): the L2-constrained step (their eq. 3.9) is the
+learners (docs/algorithms.md, section 5): the L2-constrained step (their eq. 3.9) is the
 projection of w_t onto ``{w : y x.w >= 1, ||w||_2 <= beta}``, the L1-constrained
 step (eq. 3.10) the projection onto ``{w : y x.w >= 1, ||w||_1 <= beta}``, and
 feature truncation (their Section 3.3) is `truncate_smallest`.  Each function

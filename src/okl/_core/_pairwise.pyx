@@ -331,7 +331,7 @@ def difference_chunk(KernelExpansion g,         # IN/OUT g = sum_i a_i k(c_i, .)
             x = &X[i, 0]
             yt = y[i]
             xx = cdot(x, x, d)
-            gx = g.cpredict(x, xx)            # g.kbuf[c] = k(c-th centre, x_t)
+            gx = g.cpredict(x)            # g.kbuf[c] = k(c-th centre, x_t)
             kself = cself(&g.kernel, xx)
             G = 0.0
             dgx = 0.0                          # sum_j g_j k(x_j, x_t)
@@ -347,7 +347,7 @@ def difference_chunk(KernelExpansion g,         # IN/OUT g = sum_i a_i k(c_i, .)
                 dsymv(b"U", &bm, &one, &gram[0, 0], &bcap, &gbuf[0], &inc, &zero, &Kg[0], &inc)
                 for j in range(m):
                     s[j] -= c * (G * kvec[j] - Kg[j])
-                    g.coef[idx[j]] += c * gbuf[j] / g.scale
+                    g.cadd_coef(idx[j], c * gbuf[j])
                     if not isfinite(s[j]):
                         failed = i
             gnew = gx - c * (G * kself - dgx)  # g_{t+1}(x_t)

@@ -97,7 +97,7 @@ def difference_chunk(g, idx, yh, s, gram, m, X, y, eta, slot, reducer, loss, p):
         kx = g.values(x)                              # k(c, x_t) for every centre c
         gx = float(g._coef[:n_c] @ kx) if n_c else 0.0
         kself = float(kernel_values(k["kernel"], k["gamma"], k["degree"], k["coef0"],
-                                    x[None], np.array([x @ x]), x)[0])   # k(x_t, x_t)
+                                    x[None], x)[0])                    # k(x_t, x_t)
         G = dgx = c = 0.0
         if m > 0:
             kvec = kx[idx[:m]]
