@@ -238,13 +238,16 @@ def _tamper(data, blob):
         where = data.draw(st.sampled_from(["attr", "array", "object"]))
         if where == "attr":
             header["attrs"][data.draw(st.sampled_from(["fit", "predict", "__class__", "junk_",
-                                                       "_w", "_expansion"]))] = 1
+                                                       "_model", "_expansion"]))] = 1
         elif where == "array":
             arrays[data.draw(st.sampled_from(["attr:junk_", "attr:t_", "obj:_expansion:coef",
-                                              "param:gamma", "attr:_w"]))] = np.ones(3)
+                                              "param:gamma", "obj:_model:raw",
+                                              "obj:_model:history_y"]))] = np.ones(3)
         else:
-            header["objects"]["_expansion"] = {"type": data.draw(st.sampled_from(
-                ["KernelExpansion", "PairHistory", "NumpyExpansion", "dict"])),
+            header["objects"][data.draw(st.sampled_from(["_expansion", "_model"]))] = {
+                "type": data.draw(st.sampled_from(["KernelExpansion", "LinearPAModel",
+                                                   "NumpyExpansion", "DifferencePairModel",
+                                                   "dict"])),
                 "scalars": {}}
         return _pack(header, arrays)
     if what == "header":
@@ -265,7 +268,7 @@ def _tamper(data, blob):
             header["params"] = data.draw(st.sampled_from([None, [], {"nope": 1}, "x"]))
         elif kind == "objects":
             header["objects"] = data.draw(st.sampled_from([None, [], {"_x": 3},
-                                                           {"_x": {"type": "PairHistory"}}]))
+                                                           {"_x": {"type": "LinearPairModel"}}]))
         else:
             del header[data.draw(st.sampled_from(["format", "class", "params", "attrs",
                                                   "objects"]))]
@@ -329,7 +332,7 @@ def _known_attack(name):
         warnings.simplefilter("ignore")
         if name == "budget ring slot":
             blob = _edit(RegularizedPAClassifier(kernel="gaussian", budget=7).fit(X, yc),
-                         {("objects", "_expansion", "next_slot"): 10 ** 6})
+                         {("objects", "_model", "next_slot"): 10 ** 6})
         elif name == "ring slot of a regressor":
             blob = _edit(OnlineKernelRegressor(budget=8).fit(X, yr),
                          {("objects", "_expansion", "next_slot"): -5})
@@ -337,7 +340,7 @@ def _known_attack(name):
             blob = _edit(PairwiseLearner().fit(X, yr), {("attrs", "t_"): lambda t: t + 10 ** 5})
         elif name == "pairwise history index":
             blob = _edit(PairwiseLearner(pair_kernel="difference").fit(X, yr),
-                         arrays={"obj:_history:idx": lambda i: i + 10 ** 6})
+                         arrays={"obj:_model:history_idx": lambda i: i + 10 ** 6})
         elif name == "shortened centres":
             blob = _edit(OnlineKernelRegressor().fit(X, yr),
                          arrays={"obj:_expansion:centers": lambda c: c[:1]})
@@ -346,7 +349,7 @@ def _known_attack(name):
                          arrays={"obj:_expansion:coef": lambda c: np.tile(c, 3)})
         elif name == "re-typed weights":
             blob = _edit(RegularizedPAClassifier().fit(X, yc),
-                         arrays={"attr:_w": lambda w: w.astype(np.float32)})
+                         arrays={"obj:_model:raw": lambda w: w.astype(np.float32)})
         elif name == "n_features_in_":
             blob = _edit(RegularizedPAClassifier().fit(X, yc),
                          {("attrs", "n_features_in_"): 100})

@@ -250,25 +250,24 @@ def _expansion_state(check, state, key, d, kernel, budget, policy):
 
 
 def _history_state(check, state, d, kind, buffer, t, n_centres):
-    """Check the stored points of a PairwiseLearner against its counters."""
-    name = "the pair history '_history'"
+    """Check the stored points of a PairwiseLearner's model against its counters."""
     fields = ("y", "X") if kind == "points" else ("y", "idx", "s", "gram")
-    check.keys(state, ("n_features", "kind", "buffer", "m") + fields, name)
-    check.equal(state["n_features"], d, "_history.n_features")
-    check.equal(state["kind"], kind, "_history.kind")
-    check.equal(state["buffer"], buffer, "_history.buffer")
-    m = check.int(state["m"], "_history.m", 0, t if buffer is None else min(t, buffer))
+    check.keys(state, ("n_features", "kind", "buffer", "m") + fields, "the pair history")
+    check.equal(state["n_features"], d, "history_n_features")
+    check.equal(state["kind"], kind, "history_kind")
+    check.equal(state["buffer"], buffer, "history_buffer")
+    m = check.int(state["m"], "history_m", 0, t if buffer is None else min(t, buffer))
     if m != (t if buffer is None else min(t, buffer)):
-        check.fail(f"_history.m = {m} does not match t_ = {t} (buffer={buffer})")
-    out = dict(state, y=check.array(state["y"], "_history.y", (m,)))
+        check.fail(f"history_m = {m} does not match t_ = {t} (buffer={buffer})")
+    out = dict(state, y=check.array(state["y"], "history_y", (m,)))
     if kind == "points":
-        out["X"] = check.array(state["X"], "_history.X", (m, d))
+        out["X"] = check.array(state["X"], "history_X", (m, d))
     else:
-        idx = check.array(state["idx"], "_history.idx", (m,), kind="i")
+        idx = check.array(state["idx"], "history_idx", (m,), kind="i")
         if m and (idx.min() < 0 or idx.max() >= n_centres):
-            check.fail(f"_history.idx points outside the {n_centres} centres of '_expansion'")
-        out.update(idx=idx, s=check.array(state["s"], "_history.s", (m,)),
-                   gram=check.array(state["gram"], "_history.gram", (m, m)))
+            check.fail(f"history_idx points outside the {n_centres} centres of g")
+        out.update(idx=idx, s=check.array(state["s"], "history_s", (m,)),
+                   gram=check.array(state["gram"], "history_gram", (m, m)))
     return out
 
 
@@ -276,94 +275,113 @@ def _kernel_params(est):
     return {"kernel": est.kernel, "gamma": est.gamma, "degree": est.degree, "coef0": est.coef0}
 
 
+def _sub(state, prefix):
+    return {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
+
+
+def _with(prefix, state):
+    return {prefix + k: v for k, v in state.items()}
+
+
+def _engine(check, value, name):
+    if value not in ("cython", "numpy"):
+        check.fail(f"{name} is {value!r}, not 'cython' or 'numpy'")
+    return value
+
+
 def _check_fitted(check, est, attrs, objects):
-    """Check the fitted attributes and objects of `est` (parameters already valid);
-    return them ready to set."""
-    from okl._base import BUDGET_POLICIES
+    """Check the fitted attributes and model objects of `est` (whose parameters are valid);
+    return (attributes, {name: (model type, state)}) ready to build."""
+    from okl.budgets import budget_code
     name = type(est).__name__
-    common = ("n_features_in_", "t_")
     d = check.int(attrs.get("n_features_in_"), "n_features_in_", 1, C_INT_MAX)
     t = check.int(attrs.get("t_"), "t_")
     out = {"n_features_in_": d, "t_": t}
-    obj_types = {"_expansion": ("KernelExpansion", "NumpyExpansion"), "_history": ("PairHistory",)}
-    for key, spec in objects.items():
-        if key not in obj_types or spec["type"] not in obj_types[key]:
-            check.fail(f"the object {key!r} of type {spec['type']!r} does not belong to {name}")
     built = {}
 
-    def floats(*names, lo=-math.inf, open_lo=False, optional=()):
+    def floats(*names, lo=-math.inf, open_lo=False, optional=False):
         for key in names:
-            if key in attrs or key not in optional:
+            if key in attrs or not optional:
                 out[key] = check.float(attrs.get(key), key, lo, open_lo=open_lo)
 
-    def expansion(budget, policy, n=None):
-        if set(objects) != {"_expansion"} and name != "PairwiseLearner":
-            check.fail(f"{name} needs exactly the object '_expansion'")
-        state = _expansion_state(check, objects["_expansion"]["state"], "_expansion", d,
-                                 _kernel_params(est), budget, policy)
-        if n is not None and len(state["coef"]) != n:
-            check.fail(f"n_support_ = {n} but '_expansion' holds {len(state['coef'])} centres")
-        built["_expansion"] = (objects["_expansion"]["type"], state)
-        return len(state["coef"])
+    def model(key, types):
+        """The state of the object `key`, which must be one of `types` (and the only one)."""
+        if set(objects) != {key}:
+            check.fail(f"{name} holds exactly one model object, {key!r}; the file has "
+                       f"{sorted(objects)}")
+        if objects[key]["type"] not in types:
+            check.fail(f"the object {key!r} is a {objects[key]['type']!r}, expected one of "
+                       f"{list(types)}")
+        return objects[key]["type"], objects[key]["state"]
+
+    def expansion(state, key, budget, policy):
+        return _expansion_state(check, state, key, d, _kernel_params(est), budget, policy)
+
+    def binary_labels():
+        out["classes_"] = _labels(check, attrs.get("classes_"), "classes_", binary=True)
 
     if name in ("OnlineKernelRegressor", "OnlineKernelClassifier"):
-        binary = name == "OnlineKernelClassifier"
-        check.keys(attrs, common + ("ck2_", "n_support_") + (("classes_",) if binary else ()),
+        labels = ("classes_",) if name == "OnlineKernelClassifier" else ()
+        check.keys(attrs, ("n_features_in_", "t_", "ck2_", "n_support_") + labels,
                    f"{name}'s attributes", optional=("eta_", "lam_"))
         floats("ck2_", lo=0.0)
-        floats("eta_", "lam_", lo=0.0, optional=("eta_", "lam_"))
+        floats("eta_", "lam_", lo=0.0, optional=True)
         out["n_support_"] = check.int(attrs["n_support_"], "n_support_", 0, t)
-        expansion(int(est.budget or 0), int(BUDGET_POLICIES[est.budget_policy]),
-                  out["n_support_"])
+        kind, state = model("_expansion", ("KernelExpansion", "NumpyExpansion"))
+        state = expansion(state, "_expansion", int(est.budget or 0),
+                          int(budget_code(est.budget_policy)))
+        if len(state["coef"]) != out["n_support_"]:
+            check.fail(f"n_support_ = {out['n_support_']} but '_expansion' holds "
+                       f"{len(state['coef'])} centres")
+        built["_expansion"] = (kind, state)
+        if labels:
+            binary_labels()
     elif name == "CoefficientRegularizedClassifier":
-        check.keys(attrs, common + ("classes_", "n_centers_", "kappa_max_", "norm_bound_"),
-                   f"{name}'s attributes", optional=("M_", "eta_"))
-        out["n_centers_"] = check.int(attrs["n_centers_"], "n_centers_", 1, C_INT_MAX)
+        check.keys(attrs, ("n_features_in_", "t_", "classes_", "n_centers_", "kappa_max_",
+                           "norm_bound_"), f"{name}'s attributes", optional=("M_", "eta_"))
+        m = out["n_centers_"] = check.int(attrs["n_centers_"], "n_centers_", 1, C_INT_MAX)
         floats("kappa_max_", "norm_bound_", lo=0.0)
-        floats("M_", "eta_", lo=0.0, optional=("M_", "eta_"))
-        n = expansion(0, 0)
+        floats("M_", "eta_", lo=0.0, optional=True)
+        kind, state = model("_expansion", ("KernelExpansion", "NumpyExpansion"))
+        state = expansion(state, "_expansion", 0, 0)
+        n = len(state["coef"])
         given = est.centers is not None
-        if given and out["n_centers_"] != len(est.centers):
-            check.fail(f"n_centers_ = {out['n_centers_']} but the parameter centers has "
-                       f"{len(est.centers)} rows")
-        if n > out["n_centers_"] or (given and n != out["n_centers_"]) or (
-                not given and n != min(t, out["n_centers_"])):
-            check.fail(f"'_expansion' holds {n} centres, inconsistent with n_centers_ = "
-                       f"{out['n_centers_']} and t_ = {t}")
+        if given and m != len(est.centers):
+            check.fail(f"n_centers_ = {m} but the parameter centers has {len(est.centers)} rows")
+        if n != (m if given else min(t, m)):
+            check.fail(f"'_expansion' holds {n} centres, inconsistent with n_centers_ = {m} "
+                       f"and t_ = {t}")
+        built["_expansion"] = (kind, state)
+        binary_labels()
     elif name == "RegularizedPAClassifier":
-        linear = est.kernel == "linear"
-        extra = ("_w", "_scale") if linear else ("n_support_",)
-        check.keys(attrs, common + ("classes_", "n_updates_", "n_infeasible_", "sq_norm_")
-                   + extra, f"{name}'s attributes")
+        check.keys(attrs, ("n_features_in_", "t_", "classes_", "n_updates_", "n_infeasible_"),
+                   f"{name}'s attributes")
         out["n_updates_"] = check.int(attrs["n_updates_"], "n_updates_", 0, t)
         out["n_infeasible_"] = check.int(attrs["n_infeasible_"], "n_infeasible_", 0,
                                          t - out["n_updates_"])
-        floats("sq_norm_", lo=0.0)
-        if linear:
-            if objects:
-                check.fail(f"a linear {name} has no object {sorted(objects)}")
-            out["_w"] = check.array(attrs["_w"], "_w", (d,))
-            out["_scale"] = check.float(attrs["_scale"], "_scale", 0.0, open_lo=True)
+        if est.kernel == "linear":
+            kind, state = model("_model", ("LinearPAModel",))
+            check.keys(state, ("raw", "scale", "sq_norm"), "the linear model '_model'")
+            raw = check.array(state["raw"], "_model.raw", (d,))
+            scale = check.float(state["scale"], "_model.scale", 0.0, open_lo=True)
             with np.errstate(over="ignore"):
-                finite = np.all(np.isfinite(out["_scale"] * out["_w"]))
-            if not finite:
-                check.fail("_scale times _w is not finite")
+                if not np.all(np.isfinite(scale * raw)):
+                    check.fail("_model.scale times _model.raw is not finite")
+            state = dict(raw=raw, scale=scale,
+                         sq_norm=check.float(state["sq_norm"], "_model.sq_norm", 0.0))
         else:
-            out["n_support_"] = check.int(attrs["n_support_"], "n_support_", 0, t)
-            expansion(int(est.budget or 0), 0, out["n_support_"])
+            kind, state = model("_model", ("KernelPAModel",))
+            sq_norm = check.float(state.get("sq_norm"), "_model.sq_norm", 0.0)
+            engine = _engine(check, state.get("engine"), "_model.engine")
+            rest = {k: v for k, v in state.items() if k not in ("sq_norm", "engine")}
+            state = dict(expansion(rest, "_model", int(est.budget or 0), 0),
+                         sq_norm=sq_norm, engine=engine)
+        built["_model"] = (kind, state)
+        binary_labels()
     elif name == "PairwiseLearner":
-        difference, metric = est.pair_kernel == "difference", est.pair_kernel == "metric"
-        moments = (est._running_moments and est.loss == "squared"
-                   and est.reducer == "difference" and est.pair_kernel == "linear"
-                   and est.buffer is None)
-        model = ("metric_",) if metric else () if difference else ("coef_",)
-        model += ("_moments", "_origin") if moments else ()
         labels = ("classes_",) if est.reducer == "dissimilar" else ()
-        check.keys(attrs, common + ("_params", "n_stored_", "theta_", "kappa_", "eta1_",
-                                    "_seed") + model + labels, f"{name}'s attributes")
-        want_objects = ({"_history"} if not moments else set()) | (
-            {"_expansion"} if difference else set())
-        check.keys(objects, want_objects, f"{name}'s objects")
+        check.keys(attrs, ("n_features_in_", "t_", "_params", "n_stored_", "theta_", "kappa_",
+                           "eta1_", "_seed") + labels, f"{name}'s attributes")
         if not (isinstance(attrs["_params"], list)
                 and attrs["_params"] == est._frozen_params()):
             check.fail("_params (the parameters of the first call) differ from the parameters")
@@ -372,39 +390,55 @@ def _check_fitted(check, est, attrs, objects):
         floats("kappa_", lo=1.0)
         floats("eta1_", lo=0.0, open_lo=True)
         out["_seed"] = check.int(attrs["_seed"], "_seed", 0, 2 ** 31 - 1)
-        out["n_stored_"] = check.int(attrs["n_stored_"], "n_stored_", 0, t)
-        if metric:
-            out["metric_"] = check.array(attrs["metric_"], "metric_", (d, d))
-        elif not difference:
-            out["coef_"] = check.array(attrs["coef_"], "coef_", (d,))
+        stored = out["n_stored_"] = check.int(attrs["n_stored_"], "n_stored_", 0, t)
+        moments = (est._running_moments and est.loss == "squared"
+                   and est.reducer == "difference" and est.pair_kernel == "linear"
+                   and est.buffer is None)
+        want = ("MomentsPairModel" if moments else
+                {"linear": "LinearPairModel", "metric": "MetricPairModel",
+                 "difference": "DifferencePairModel"}[est.pair_kernel])
+        kind, state = model("_model", (want,))
         if moments:
-            out["_moments"] = check.array(attrs["_moments"], "_moments", (d + 2, d + 2))
-            out["_origin"] = check.array(attrs["_origin"], "_origin", (d + 1,))
-            if out["n_stored_"]:
+            check.keys(state, ("S", "origin", "w"), "the moments model '_model'")
+            state = dict(S=check.array(state["S"], "_model.S", (d + 2, d + 2)),
+                         origin=check.array(state["origin"], "_model.origin", (d + 1,)),
+                         w=check.array(state["w"], "_model.w", (d,)))
+            if stored:
                 check.fail("n_stored_ must be 0 for the running-moment model")
-        n_centres = 0
-        if difference:
-            n_centres = expansion(0, 0)
-            if n_centres != t:
-                check.fail(f"'_expansion' holds {n_centres} centres, not one per step (t_ = {t})")
-        if not moments:
-            state = _history_state(check, objects["_history"]["state"], d,
-                                   "centres" if difference else "points", est.buffer, t,
-                                   n_centres)
-            if len(state["y"]) != out["n_stored_"]:
-                check.fail(f"n_stored_ = {out['n_stored_']} but '_history' holds "
-                           f"{len(state['y'])} points")
-            built["_history"] = (objects["_history"]["type"], state)
-        if labels:
+        else:
+            extra = {k for k in state if not k.startswith(("history_", "g_"))}
+            difference = est.pair_kernel == "difference"
+            check.keys(extra, ("engine",) if difference else ("w",), "the model '_model'")
+            n_centres, out_state = 0, {}
+            if difference:
+                out_state["engine"] = _engine(check, state["engine"], "_model.engine")
+                g = expansion(_sub(state, "g_"), "_model.g", 0, 0)
+                n_centres = len(g["coef"])
+                if n_centres != t:
+                    check.fail(f"g holds {n_centres} centres, not one per step (t_ = {t})")
+                out_state.update(_with("g_", g))
+            else:
+                shape = (d, d) if est.pair_kernel == "metric" else (d,)
+                out_state["w"] = check.array(state["w"], "_model.w", shape)
+            history = _history_state(check, _sub(state, "history_"), d,
+                                     "centres" if difference else "points", est.buffer, t,
+                                     n_centres)
+            if len(history["y"]) != stored:
+                check.fail(f"n_stored_ = {stored} but the history holds {len(history['y'])} "
+                           "points")
+            out_state.update(_with("history_", history))
+            if labels:
+                codes = history["y"]
+                out["classes_"] = _labels(check, attrs["classes_"], "classes_", binary=False)
+                if np.any((codes < 0) | (codes >= len(out["classes_"]))
+                          | (codes != np.round(codes))):
+                    check.fail("history_y holds class codes outside classes_")
+            state = out_state
+        if labels and "classes_" not in out:
             out["classes_"] = _labels(check, attrs["classes_"], "classes_", binary=False)
-            if not moments and "_history" in built:
-                codes = built["_history"][1]["y"]
-                if np.any((codes < 0) | (codes >= len(out["classes_"])) | (codes != np.round(codes))):
-                    check.fail("_history.y holds class codes outside classes_")
+        built["_model"] = (kind, state)
     else:
         check.fail(f"okl.load does not know the fitted state of {name}")
-    if "classes_" in attrs and "classes_" not in out:
-        out["classes_"] = _labels(check, attrs["classes_"], "classes_", binary=True)
     return out, built
 
 
