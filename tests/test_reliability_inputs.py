@@ -4,6 +4,7 @@ Each attack must end in an exact result or a clear error that leaves the model
 as it was.  Malformed sparse matrices run in a forked child (`isolated`):
 they crashed the linear PA loop.
 """
+import functools
 import warnings
 
 import numpy as np
@@ -361,8 +362,8 @@ BAD_AFTER_FIT = [
 @pytest.mark.parametrize("cls,param,value", BAD_AFTER_FIT)
 def test_set_params_after_fit_is_validated(cls, param, value):
     est, X, y = _fitted(cls)
-    before = _state(est)
     est.set_params(**{param: value})
+    before = _state(est)
     with pytest.raises(InvalidParameterError, match=repr(param)):
         est.partial_fit(X, y)
     _assert_same_state(_state(est), before)
@@ -371,7 +372,7 @@ def test_set_params_after_fit_is_validated(cls, param, value):
 CHANGED_AFTER_FIT = [
     (OnlineKernelRegressor, "kernel", "laplacian"), (OnlineKernelRegressor, "gamma", 3.0),
     (OnlineKernelRegressor, "budget", 5), (OnlineKernelClassifier, "degree", 2),
-    (OnlineKernelClassifier, "budget_policy", "smallest"),
+    (functools.partial(OnlineKernelClassifier, budget=10), "budget_policy", "smallest"),
     (CoefficientRegularizedClassifier, "n_centers", 7),
     (CoefficientRegularizedClassifier, "gamma", 0.1),
     (RegularizedPAClassifier, "kernel", "gaussian"),
@@ -381,8 +382,8 @@ CHANGED_AFTER_FIT = [
 @pytest.mark.parametrize("cls,param,value", CHANGED_AFTER_FIT)
 def test_model_defining_parameters_cannot_change_silently(cls, param, value):
     est, X, y = _fitted(cls)
-    before = _state(est)
     est.set_params(**{param: value})
+    before = _state(est)
     with pytest.raises(ValueError, match=rf"{param}.*fit|fit.*{param}"):
         est.partial_fit(X, y)
     _assert_same_state(_state(est), before)

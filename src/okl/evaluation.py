@@ -1,11 +1,13 @@
 """Evaluation on streams: progressive validation and distances to batch targets."""
 import time
 from dataclasses import dataclass
+from numbers import Integral
 
 import numpy as np
 from sklearn.base import is_classifier
 
 from okl._base import OnlineLearner
+from okl._params import InvalidParameterError
 from okl.kernels import kernel_matrix
 from okl.losses import is_margin, loss_value
 
@@ -57,6 +59,11 @@ def progressive_validation(estimator, X, y, *, classes=None, chunk_size=1000, ve
     -------
     ProgressiveResult
     """
+    if isinstance(chunk_size, (bool, np.bool_)) or not isinstance(chunk_size, Integral) \
+            or chunk_size < 1:
+        raise InvalidParameterError(
+            f"chunk_size must be an int >= 1 (samples per call into the estimator); got "
+            f"{chunk_size!r}.")
     X = X.tocsr() if hasattr(X, "tocsr") else np.asarray(X)
     y = np.asarray(y)
     n = X.shape[0]
