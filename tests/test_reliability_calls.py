@@ -152,13 +152,14 @@ def test_ctrl_c_stops_a_long_call_quickly_and_leaves_the_model(name):
 def test_warnings_as_errors_leave_a_kernel_pa_intact():
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(40, 3)), np.arange(40) % 2
-    clf = RegularizedPAClassifier(kernel="gaussian", regularization="l2", beta=0.5)
-    clf.partial_fit(X[:1], y[:1], classes=[0, 1])     # beta K(x, x) < 1: every step infeasible
+    X[25] = 0.0                             # K(0, 0) = 0: an empty constraint set, a warning
+    clf = RegularizedPAClassifier(kernel="polynomial", degree=2)
+    clf.partial_fit(X[:20], y[:20], classes=[0, 1])
     before = pickle.dumps(clf)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with pytest.raises(Warning):
-            clf.partial_fit(X[1:], y[1:])
+            clf.partial_fit(X[20:], y[20:])
     assert pickle.dumps(clf) == before
 
 

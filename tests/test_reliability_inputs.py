@@ -155,7 +155,7 @@ def test_gaussian_kernel_is_exact_at_every_scale(centre, query, engine):
 def test_gaussian_kernel_in_the_learning_loop_is_exact_near_large_offsets(engine):
     X = np.array([[1e6, 2e6], [1e6 + 0.01, 2e6 - 0.02], [1e6 - 0.03, 2e6]])
     y = np.array([1.0, -1.0, 0.5])
-    est = OnlineKernelRegressor(eta=0.5, lam=0.0, engine=engine).fit(X, y)
+    est = OnlineKernelRegressor(eta=0.5, eta_decay=0.0, lam=0.0, engine=engine).fit(X, y)
     a = np.zeros(3)                      # the exact iterates, by hand
     for t in range(3):
         f = sum(a[j] * _gaussian(X[j], X[t], 1.0) for j in range(t))

@@ -19,6 +19,7 @@ from scipy.linalg.cython_blas cimport ddot, daxpy
 from okl._core._kernels cimport cdot, ckernel, cself
 from okl._core._expansion cimport NEWCOMER, NO_EVICTION, KernelExpansion
 from okl._core._lazy cimport cshrink_lazy
+from okl._core._signals cimport cinterrupted, craise_pending
 from okl._core._projections cimport AbsIndex, chalfspace_l1, chalfspace_l2, ctruncate_smallest
 
 
@@ -54,6 +55,10 @@ cdef struct Row:      # one input row: dense (idx == NULL, nnz = d) or CSR
     const double* val
     const int* idx
     Py_ssize_t nnz
+
+
+cdef enum:
+    INTERRUPTED = -2  # clinear's status when a signal handler raised
 
 
 # -- the scalar step, shared by the linear and kernel loops ----------------------------
@@ -139,8 +144,9 @@ cdef Py_ssize_t clinear(double* w, double* scale, double* ww, Py_ssize_t d, bint
                         const double* y, Py_ssize_t n, const PASpec* s, double sigma,
                         double* a_work, double* work, AbsIndex* pairs,
                         double* score_out, signed char* event_out) noexcept nogil:
-    """The loop over n rows, dense (n, d) or CSR; -1 or the first divergent step."""
-    cdef Py_ssize_t i
+    """The loop over n rows, dense (n, d) or CSR; -1, the first divergent step, or
+    INTERRUPTED (a signal handler raised)."""
+    cdef Py_ssize_t i, done = 0
     cdef Row r
     cdef double f, m, xx, cv, ca, c, ww_new
     cdef Event ev
@@ -149,6 +155,8 @@ cdef Py_ssize_t clinear(double* w, double* scale, double* ww, Py_ssize_t d, bint
             r = Row(data + indptr[i], indices + indptr[i], indptr[i + 1] - indptr[i])
         else:
             r = Row(data + i * d, NULL, d)
+        if cinterrupted(&done, r.nnz if (s.reg != L1 and sigma == 0.0) else 8 * d):
+            return INTERRUPTED
         f = scale[0] * crow_dot(&r, w)
         score_out[i] = f
         if not isfinite(f):
@@ -204,6 +212,8 @@ cdef _fit_linear(double[::1] w, double scale, double ww, bint sparse, const doub
         free(a_work)
         free(work)
         free(pairs)
+    if failed == INTERRUPTED:
+        craise_pending()
     return failed, scale, ww
 
 
@@ -253,7 +263,8 @@ def fit_kernel(KernelExpansion expansion,
     removal (one more evaluation, at x_o).
     """
     cdef PASpec s = PASpec(<Regularization>reg, <Variant>variant, C, alpha, beta, mistake)
-    cdef Py_ssize_t i, o, n = X.shape[0], d = X.shape[1], failed = -1
+    cdef Py_ssize_t i, o, n = X.shape[0], d = X.shape[1], failed = -1, work = 0
+    cdef bint interrupted = False
     cdef const double* x
     cdef double xx, kxx, f, m, cv, ca, c, ww_new, r, g_o
     cdef const double* xo
@@ -265,6 +276,9 @@ def fit_kernel(KernelExpansion expansion,
     expansion.reserve(n)
     with nogil:
         for i in range(n):
+            if cinterrupted(&work, expansion.n_support * d):
+                interrupted = True
+                break
             x = &X[i, 0]
             xx = cdot(x, x, d)
             kxx = cself(&expansion.kernel, xx)
@@ -294,4 +308,6 @@ def fit_kernel(KernelExpansion expansion,
                     break
                 ww = fmax(ww_new, 0.0)
             event_out[i] = ev
+    if interrupted:
+        craise_pending()
     return failed, ww
