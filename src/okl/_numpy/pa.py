@@ -104,7 +104,8 @@ def fit_linear(w, scale, ww, X, y, reg, variant, C, alpha, beta, mistake, sigma,
                 uu = u @ u
                 event, cv, cas = scaled_coefs(reg, variant, C, alpha, beta, m, uu, e, ww)
                 if event == Event.UPDATED:
-                    ww_new = cv * cv * ww + 2.0 * cv * cas * np.ldexp(m, -e) + cas * cas * uu
+                    with np.errstate(over="ignore", invalid="ignore"):
+                        ww_new = cv * cv * ww + 2.0 * cv * cas * np.ldexp(m, -e) + cas * cas * uu
                     if not (np.isfinite(cas) and np.isfinite(ww_new)):
                         return i, 1.0, ww
                     ww = max(ww_new, 0.0)
