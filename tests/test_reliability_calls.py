@@ -82,6 +82,29 @@ def test_concurrent_partial_fit_is_serialised(name, isolated):
     assert all(outcomes), f"{outcomes.count(False)} of {len(outcomes)} races lost updates"
 
 
+def _predict_while_learning(trials=5, n=3000):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(2 * n, 5))
+    results = []
+    for _ in range(trials):
+        est = OnlineKernelRegressor().partial_fit(X[:n], X[:n, 0])
+        probe = X[:50]
+        before = est.predict(probe)
+        after = pickle.loads(pickle.dumps(est)).partial_fit(X[n:], X[n:, 0]).predict(probe)
+        seen = []
+        learner = threading.Thread(target=est.partial_fit, args=(X[n:], X[n:, 0]))
+        learner.start()
+        while learner.is_alive():
+            seen.append(est.predict(probe))
+        learner.join()
+        results.append(all(np.array_equal(p, before) or np.array_equal(p, after) for p in seen))
+    return results
+
+
+def test_predict_during_partial_fit_sees_a_whole_model(isolated):
+    assert all(isolated(_predict_while_learning))
+
+
 # ---- Ctrl-C ----------------------------------------------------------------------------------
 
 CHILD = textwrap.dedent("""

@@ -328,6 +328,7 @@ class KernelModelMixin:
                 f"{work:.2g} multiply-adds and the model keeps growing with the stream. Pass "
                 "budget=B to bound the number of centres (this warning is shown once).")
 
+    @_guard.serialised
     def _decision(self, X):
         """f(x) for every row of validated X."""
         check_is_fitted(self, "t_")
@@ -346,6 +347,7 @@ class KernelModelMixin:
         check_is_fitted(self, "t_")
         return self._expansion.coef_
 
+    @_guard.serialised
     def rkhs_norm(self):
         """||f||_K, the norm of the current model in the RKHS of the kernel."""
         check_is_fitted(self, "t_")

@@ -8,6 +8,7 @@
 - Models that grow without bound warn once when they pass a size that slows
   every step or fills memory (`warn_size`), naming the option that bounds them.
 """
+import functools
 import threading
 import warnings
 import weakref
@@ -37,6 +38,15 @@ def locked(estimator):
         if lock is None:
             lock = _LOCKS[estimator] = threading.RLock()
     return lock
+
+
+def serialised(method):
+    """Run `method` under the estimator's lock (readers wait for a running partial_fit)."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with locked(self):
+            return method(self, *args, **kwargs)
+    return wrapper
 
 
 def check_csr(X, n_features=None):

@@ -322,6 +322,7 @@ class PairwiseLearner(OnlineLearner):
 
     # -- prediction ---------------------------------------------------------------------------
 
+    @_guard.serialised
     def decision_function(self, X1, X2=None):
         """f(X1[i], X2[i]) for every row pair.
 
@@ -348,6 +349,7 @@ class PairwiseLearner(OnlineLearner):
         return True
 
     @available_if(_has_scores)
+    @_guard.serialised
     def score_samples(self, X):
         """g(x) for every row, with f(x, x') = g(x) - g(x'): ranking scores (higher ranks first).
 
@@ -386,6 +388,7 @@ class PairwiseLearner(OnlineLearner):
         """Coefficients a_i of g = sum_i a_i k(x_i, .) (pair_kernel="difference")."""
         return self._fitted_model(DifferencePairModel, "dual_coef_", "difference").g.coef_
 
+    @_guard.serialised
     def rkhs_norm(self):
         """||f||_K in the RKHS of the pair kernel: ||w||, ||M||_F, or ||g||_k (difference)."""
         check_is_fitted(self, "t_")

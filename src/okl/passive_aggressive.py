@@ -269,6 +269,7 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
 
     # -- the fitted model ---------------------------------------------------------------------
 
+    @_guard.serialised
     def _decision(self, X):
         check_is_fitted(self, "t_")
         if sp.issparse(X) and self.kernel == "linear":
@@ -317,6 +318,7 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
                 "f = sum_i dual_coef_[i] K(support_vectors_[i], .).")
         return self._model.coef[None, :]
 
+    @_guard.serialised
     def rkhs_norm(self):
         """||w||_2 (linear) or ||f||_K (kernel), recomputed from the model."""
         check_is_fitted(self, "t_")
