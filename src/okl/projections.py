@@ -30,7 +30,10 @@ def _vector(v, name):
 
 
 def _scalar(value, name, lower=None):
-    value = float(value)
+    try:
+        value = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{name} must be a finite number; got {value!r}.") from None
     if not np.isfinite(value):
         raise ValueError(f"{name} must be finite; got {value}.")
     if lower is not None and value < lower:
