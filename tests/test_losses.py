@@ -107,3 +107,19 @@ def test_losses_are_convex_with_monotone_left_derivative(a, b, name):
 def test_unknown_loss():
     with pytest.raises(ValueError, match="Unknown loss 'cubic'"):
         losses.loss_value("cubic", [0.0])
+
+
+@pytest.mark.parametrize("name", ["hinge", "absolute", "pinball", "epsilon_insensitive",
+                                  "logistic", "squared_hinge", "huber", "power"])
+def test_right_derivative_is_the_forward_difference_at_kinks(name):
+    """The kink rule lives with the loss: cdloss_right (and its twin) at every kink."""
+    from okl._core._losses import loss_right_derivatives
+    from okl._numpy.losses import derivative_right
+    spec = losses.loss_spec(name, tau=0.3, eps=0.25, delta=1.0, p=1.0)
+    z = np.array([-2.0, -0.25, 0.0, 0.25, 1.0, 1.5])
+    h = 1e-7
+    values = losses.loss_values(z, *spec)
+    forward = (losses.loss_values(z + h, *spec) - values) / h
+    right = loss_right_derivatives(z, *spec)
+    np.testing.assert_allclose(right, forward, atol=1e-5)
+    np.testing.assert_array_equal(derivative_right(spec[0], z, *spec[1:]), right)

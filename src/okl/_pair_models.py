@@ -195,7 +195,7 @@ class LinearPairModel:
 
     def learn(self, engine, X, y, eta, slots, args):
         """Run the chunk with the engine named `engine`; return -1 or the first divergent step."""
-        engine, name = ENGINES[engine], engine
+        engine = ENGINES[engine]
         h = self.history
         h.reserve(len(X))
         w = self.w.copy()
@@ -235,7 +235,7 @@ class MetricPairModel(LinearPairModel):
         self.w = np.zeros((n_features, n_features))
 
     def learn(self, engine, X, y, eta, slots, args):
-        engine, name = ENGINES[engine], engine
+        engine = ENGINES[engine]
         h = self.history
         h.reserve(len(X))
         M = self.w.copy()
@@ -285,10 +285,10 @@ class DifferencePairModel:
         self.history.restore(undo)
 
     def learn(self, engine, X, y, eta, slots, args):
-        engine, name = ENGINES[engine], engine
         h = self.history
         h.reserve(len(X))
-        g = self.on(name)
+        g = self.on(engine)
+        engine = ENGINES[engine]
         with _one_blas_thread():
             h.m, failed = engine.difference_chunk(g, h.idx, h.y, h.s, h.gram, h.m,
                                                   X, y, eta, slots, *args)
@@ -342,7 +342,7 @@ class MomentsPairModel:
         self.S, self.w = token
 
     def learn(self, engine, X, y, eta, slots, args):
-        engine, name = ENGINES[engine], engine
+        engine = ENGINES[engine]
         S, w = self.S.copy(), self.w.copy()
         failed = engine.linear_moments_chunk(S, self.origin, w, X, y, eta)
         self.S, self.w = S, w

@@ -12,6 +12,7 @@ import json
 import math
 import os
 import zipfile
+from typing import Any
 
 import numpy as np
 
@@ -61,7 +62,7 @@ def _split(items, prefix, arrays, what):
     return scalars
 
 
-def save(estimator, path):
+def save(estimator: Any, path: Any) -> None:
     """Write a fitted (or unfitted) okl estimator to `path` (NumPy .npz format).
 
     `path` is a file name or a binary file object.  Parameters must be plain
@@ -442,7 +443,7 @@ def _check_fitted(check, est, attrs, objects):
     return out, built
 
 
-def load(path):
+def load(path: Any) -> Any:
     """Read an estimator written by `save`; never unpickles.
 
     `path` is a file name or a binary file object.  Raises `ModelFileError`

@@ -67,23 +67,18 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
     loss : {"hinge", "squared_hinge", "logistic", "least_squares", "exponential"}, default="hinge"
         Margin loss phi(m) of m = y f(x), with left derivatives; see `okl.losses`.
     lam : float >= 0, default=1e-3
-        Regularization: every step shrinks f by ``1 - eta_t lam``, and with
-        eta="auto" f stays in the ball ``||f||_K <= C_K |phi'_-(0)| / lam``.
-        1e-3 with eta_decay=1/2 had the lowest progressive error among lam in
+        Regularization: every step shrinks f by ``1 - eta_t lam``.  1e-3 with
+        eta_decay=1/2 had the lowest progressive error among lam in
         {1e-4, 1e-3, 1e-2, 1e-1} and eta_decay in {1/2, 3/4} on two moons,
         breast cancer and digits (odd vs even), with the hinge loss.
     eta : float > 0, "auto" or callable, default="auto"
-        Step size.  "auto" is ``1 / ((lam + M C_K^2) t**eta_decay)`` with M the
-        Lipschitz constant of phi'_- at the origin (`okl.losses.lipschitz_at_origin`:
-        1 hinge, 1/4 logistic, 2 squared_hinge and least_squares) and C_K^2 the
-        running maximum of K(x, x).  It satisfies ``eta_t (M C_K^2 + lam) <= 1``,
-        the step condition of Tian-Sheng's Theorem 3 in its RKHS form (Ying
-        and Zhou, IEEE Trans. Inf. Theory 2006, the paper's reference [9]):
-        replacing k_t by K(x_t, .) in its proof gives
-        ``||f_t||_K <= C_K |phi'_-(0)| / lam`` at every step.  It also keeps
-        ``0 < 1 - eta_t lam < 1``.  The exponential loss has no finite M: give
-        it an explicit eta.  A float gives ``eta * t**-eta_decay``; a callable
-        maps the array of step numbers t (from 1) to step sizes.
+        Step size.  "auto" is ``1 / ((lam + M C_K^2) t**eta_decay)``, M the
+        Lipschitz constant of phi'_- at the origin (`okl.losses.lipschitz_at_origin`)
+        and C_K^2 the running maximum of K(x, x); without a budget it keeps
+        ``||f_t||_K <= C_K |phi'_-(0)| / lam`` (docs/algorithms.md, section 3.1).
+        The exponential loss has no finite M: give it an explicit eta.  A float
+        gives ``eta * t**-eta_decay``; a callable maps the array of step
+        numbers t (from 1) to step sizes.
     eta_decay : float >= 0, default=0.5
         Exponent of the step size: NORMA's ``eta_t ~ t**-1/2``, for which
         Kivinen et al. bound the cumulative regularized loss by O(sqrt(T)).
@@ -111,6 +106,25 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
         C_K^2, the running maximum of K(x, x) over the stream.
     eta_, lam_ : float
         The step size and regularization of the most recent step.
+
+    References
+    ----------
+    See docs/algorithms.md, section 3; the eta="auto" step and its RKHS
+    ball: section 3.1.
+
+    .. [1] J. Kivinen, A. J. Smola and R. C. Williamson, "Online learning
+       with kernels", IEEE Transactions on Signal Processing,
+       52(8):2165-2176, 2004.
+    .. [2] Y. Ying and D.-X. Zhou, "Online regularized classification
+       algorithms", IEEE Transactions on Information Theory,
+       52(11):4775-4788, 2006.
+    .. [3] M. Tian (Ningbo University) and B. Sheng (Shaoxing University),
+       "Convergence analysis of coefficient regularized classification
+       online algorithms". In Chinese, with an English abstract; the
+       journal and year are not given on its first page.
+    .. [4] J. Shen and T. G. Dietterich, "A family of large margin linear
+       classifiers and its application in dynamic environments",
+       Statistical Analysis and Data Mining, 2(5-6), 2009.
 
     Examples
     --------
@@ -188,17 +202,9 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
     eta : float > 0, "auto" or callable, default="auto"
         Step size.  A float gives exactly ``eta * t**-eta_decay`` (the paper's
         ``1 / (mu t**theta)`` with eta = 1/mu).  "auto" is the corrected step
-        of docs/algorithms.md, section 4,
-        ``eta_t = min(t**-eta_decay / lam, 1 / (M ||k_t||^2 + lam))``:
-        the cap is Theorem 3's condition ``eta_t (M ||k_t||^2 + lam) <= 1``
-        taken per step, with M = `lipschitz_at_origin(loss)` (1 hinge, 1/4
-        logistic, 2 squared_hinge and least_squares), so
-        ``||a_t|| <= |phi'_-(0)| kappa_max / lam`` holds at every step.  The
-        first term makes eta_t -> 0 with ``sum eta_t = inf`` (Theorem 1); its
-        eta_1 = 1/lam is the largest with ``eta_t lam <= 1`` and the fastest
-        in Theorem 4, whose rate for theta = 1 is
-        ``E||a_T - a_lam||^2 = O(T**(-lam eta_1))``: a smaller eta_1 slows
-        the approach to a_lam as lam shrinks.  The exponential loss has no
+        ``eta_t = min(t**-eta_decay / lam, 1 / (M ||k_t||^2 + lam))``, which
+        keeps ``||a_t|| <= |phi'_-(0)| kappa_max / lam`` at every step
+        (docs/algorithms.md, sections 4.2-4.3); the exponential loss has no
         finite M and needs an explicit eta.  A callable maps the array of step
         numbers t (from 1) to step sizes (no cap).
     eta_decay : float in [0, 1], default=0.75
@@ -231,6 +237,19 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
         corrected), guaranteed under eta="auto".
     eta_ : float
         The step size of the most recent step.
+
+    References
+    ----------
+    See docs/algorithms.md, section 4 (corrected kappa: 4.1; eta="auto":
+    4.2; the bound norm_bound_: 4.3).
+
+    .. [1] M. Tian (Ningbo University) and B. Sheng (Shaoxing University),
+       "Convergence analysis of coefficient regularized classification
+       online algorithms". In Chinese, with an English abstract; the
+       journal and year are not given on its first page.
+    .. [2] Y. Ying and D.-X. Zhou, "Online regularized classification
+       algorithms", IEEE Transactions on Information Theory,
+       52(11):4775-4788, 2006.
 
     Examples
     --------

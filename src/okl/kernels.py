@@ -2,6 +2,17 @@
 
 Yang writes the Gaussian with sigma: gamma = 1 / (2 sigma^2); Smale-Yao with c:
 gamma = 1 / c^2.  See docs/algorithms.md, section 0.2.
+
+References
+----------
+See docs/algorithms.md, section 0.2.
+
+.. [1] S. Smale and Y. Yao, "Online learning algorithms", Foundations of
+   Computational Mathematics, 6(2):145-170, 2006.
+.. [2] P. Yang, "Quantile regression with samples drawn from
+   non-identical distributions", Journal of Mathematics (Shuxue
+   Zazhi), 39(5):713-720, 2019. In Chinese, with an English
+   abstract.
 """
 from dataclasses import dataclass
 from typing import Callable

@@ -6,6 +6,23 @@ left), the convention of every paper okl implements.  M is the Lipschitz
 constant of the derivative at the origin (Tian-Sheng's (2.1)), the growth
 (q, c_q, |V|_0) that of Lin et al.'s Assumption 2.1 for targets |r| <= R.
 See docs/algorithms.md, sections 0.3 and 6.4.
+
+References
+----------
+See docs/algorithms.md, section 0.3 (values, left derivatives, M) and
+section 6.4 (pairwise growth constants).
+
+.. [1] P. Yang, "Quantile regression with samples drawn from
+   non-identical distributions", Journal of Mathematics (Shuxue
+   Zazhi), 39(5):713-720, 2019. In Chinese, with an English
+   abstract.
+.. [2] M. Tian (Ningbo University) and B. Sheng (Shaoxing University),
+   "Convergence analysis of coefficient regularized classification
+   online algorithms". In Chinese, with an English abstract; the
+   journal and year are not given on its first page.
+.. [3] J. Lin, Y. Lei, B. Zhang and D.-X. Zhou, "Online pairwise
+   learning algorithms with convex loss functions", Information
+   Sciences, 406-407, 2017.
 """
 from dataclasses import dataclass
 from typing import Callable

@@ -15,8 +15,11 @@ from okl._pair_models import (
     DifferencePairModel, LinearPairModel, MetricPairModel, MomentsPairModel,
     reservoir_slots,
 )
-from okl._params import NONE, Interval, InvalidParameterError, Kind, Options, validate_params
-from okl.kernels import KERNELS, kernel_code, kernel_diag
+from okl._params import (
+    ENGINE_CONSTRAINTS, NONE, Interval, InvalidParameterError, Kind, Options, kernel_constraints,
+    validate_params,
+)
+from okl.kernels import kernel_code, kernel_diag
 from okl.losses import PAIRWISE_LOSSES, loss_spec, pairwise_growth
 from okl.schedules import step_numbers, step_sizes
 
@@ -161,6 +164,16 @@ class PairwiseLearner(OnlineLearner):
     Every parameter is read at the first call (fit, or the first
     partial_fit); partial_fit refuses changed parameters except `engine`.
 
+    References
+    ----------
+    See docs/algorithms.md, section 6.
+
+    .. [1] J. Lin, Y. Lei, B. Zhang and D.-X. Zhou, "Online pairwise
+       learning algorithms with convex loss functions", Information
+       Sciences, 406-407, 2017.
+    .. [2] J. S. Vitter, "Random sampling with a reservoir", ACM
+       Transactions on Mathematical Software, 11(1):37-57, 1985.
+
     Examples
     --------
     >>> import numpy as np
@@ -178,15 +191,12 @@ class PairwiseLearner(OnlineLearner):
         "loss": [Options(*PAIRWISE_LOSSES)],
         "p": [Interval(Real, 1, None, closed="left")],
         "pair_kernel": [Options(*PAIR_KERNELS)],
-        "kernel": [Options(*KERNELS)],
-        "gamma": [Interval(Real, 0, None, closed="neither")],
-        "degree": [Interval(Integral, 1, None, closed="left")],
-        "coef0": [Interval(Real, 0, None, closed="left")],
+        **kernel_constraints(),
         "eta": [Interval(Real, 0, None, closed="neither"), Options("auto")],
         "theta": [NONE, Interval(Real, 0, None, closed="left")],
         "buffer": [NONE, Interval(Integral, 1, None, closed="left")],
         "random_state": [NONE, RANDOM_STATE],
-        "engine": [Options("cython", "numpy")],
+        **ENGINE_CONSTRAINTS,
     }
 
     # The exact running-moment shortcut of the squared loss (tests and bench/ turn it off

@@ -128,6 +128,20 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
     support_vectors_, dual_coef_ : ndarray
         f = sum_i dual_coef_[i] K(support_vectors_[i], .) (kernel models).
 
+    References
+    ----------
+    See docs/algorithms.md, section 5.
+
+    .. [1] J. Shen and T. G. Dietterich, "A family of large margin linear
+       classifiers and its application in dynamic environments",
+       Statistical Analysis and Data Mining, 2(5-6), 2009.
+    .. [2] K. Crammer, O. Dekel, J. Keshet, S. Shalev-Shwartz and Y. Singer,
+       "Online passive-aggressive algorithms", Journal of Machine
+       Learning Research, 7:551-585, 2006.
+    .. [3] O. Dekel, S. Shalev-Shwartz and Y. Singer, "The Forgetron: a
+       kernel-based perceptron on a fixed budget", Advances in Neural
+       Information Processing Systems 18, pages 259-266, 2006.
+
     Examples
     --------
     >>> from sklearn.datasets import load_breast_cancer

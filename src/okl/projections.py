@@ -12,6 +12,15 @@ the same code the learners call.
 Inputs are first rescaled by powers of two (exact) so that the largest is
 about 1: no square or sum overflows or underflows, and the results are exact
 at every scale from 1e-308 to 1e308.
+
+References
+----------
+See docs/algorithms.md, sections 5.1 (L2 and L1 projections), 5.2 (empty
+sets) and 5.3 (truncation).
+
+.. [1] J. Shen and T. G. Dietterich, "A family of large margin linear
+   classifiers and its application in dynamic environments",
+   Statistical Analysis and Data Mining, 2(5-6), 2009.
 """
 import math
 

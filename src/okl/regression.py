@@ -49,10 +49,10 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
         0 keeps lam fixed (Smale-Yao; Yang's partially online scheme).  Yang's
         fully online presets: `okl.schedules.yang_exponents`.
     eta : float > 0, "auto" or callable, default="auto"
-        Step size.  "auto" is ``1 / ((lam_t + C_K^2) t**eta_decay)``: exactly
-        Smale-Yao's Theorem A step for the squared loss, and in the admissible
-        range of Yang's Theorem 2.1 for the pinball loss with the Gaussian
-        kernel.  A float gives ``eta * t**-eta_decay``; a callable maps the
+        Step size.  "auto" is ``1 / ((lam_t + C_K^2) t**eta_decay)``: for the
+        squared loss and a kernel with constant C_K (Gaussian, Laplacian) and
+        fixed lam, exactly Smale-Yao's Theorem A step (docs/algorithms.md,
+        sections 1-2 discuss Yang's schedules).  A float gives ``eta * t**-eta_decay``; a callable maps the
         array of step numbers t (from 1) to step sizes.  See `okl.schedules`.
     eta_decay : float >= 0, default=0.6
         Exponent of the step size: Smale-Yao's theta in (1/2, 1), Yang's alpha
@@ -80,6 +80,21 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
         C_K^2, the running maximum of K(x, x) over the stream.
     eta_, lam_ : float
         The step size and regularization of the most recent step.
+
+    References
+    ----------
+    See docs/algorithms.md, sections 1 (squared loss), 2 (pinball loss) and
+    3 (any loss, budget).
+
+    .. [1] S. Smale and Y. Yao, "Online learning algorithms", Foundations of
+       Computational Mathematics, 6(2):145-170, 2006.
+    .. [2] P. Yang, "Quantile regression with samples drawn from
+       non-identical distributions", Journal of Mathematics (Shuxue
+       Zazhi), 39(5):713-720, 2019. In Chinese, with an English
+       abstract.
+    .. [3] J. Kivinen, A. J. Smola and R. C. Williamson, "Online learning
+       with kernels", IEEE Transactions on Signal Processing,
+       52(8):2165-2176, 2004.
 
     Examples
     --------

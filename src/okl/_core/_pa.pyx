@@ -11,7 +11,7 @@ weights are stored as w = scale * raw, so the shrinks 1/(1+alpha) and 1/Z
 cost O(1) and a CSR row costs O(nnz) (L1 and truncation touch all of w).
 ||w||^2 (||f||_K^2 for kernels) is carried along exactly, in O(1) per update.
 """
-from libc.math cimport fabs, fmax, fmin, frexp, isfinite, ldexp
+from libc.math cimport NAN, fabs, fmax, fmin, frexp, isfinite, ldexp
 from libc.stdlib cimport calloc, free
 from libc.string cimport memset
 from scipy.linalg.cython_blas cimport ddot, daxpy
@@ -85,8 +85,10 @@ cdef inline Event ccoefs(const PASpec* s, double m, double xx, double vv,
         ca[0] = l / xx
     elif s.variant == PA_I:
         ca[0] = fmin(s.C, l / xx)
-    else:
+    elif s.variant == PA_II:
         ca[0] = l / (xx + 0.5 / s.C)
+    else:               # an unknown code: a NaN step, which the loop reports
+        ca[0] = NAN
     return UPDATED
 
 

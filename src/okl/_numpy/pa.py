@@ -127,10 +127,12 @@ def fit_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake,
     """
     p = expansion.kernel_params
     kernel = (p["kernel"], p["gamma"], p["degree"], p["coef0"])
-    K = lambda u, v: kernel_values(*kernel, u[None], v)[0]     # noqa: E731
+
+    def K(u, v):
+        return kernel_values(*kernel, u[None], v)[0]
+
     expansion.reserve(len(X))
     for i, x in enumerate(X):
-        xx = x @ x
         kxx = K(x, x)
         f = expansion.predict_one(x)
         score_out[i] = f
