@@ -169,6 +169,8 @@ cdef inline Event cscaled_coefs(const PASpec* s, double m, double uu, int e, dou
         cas[0] = ldexp(l / uu, -e)
     elif s.variant == PA_I:
         cas[0] = fmin(ldexp(s.C, e), ldexp(l / uu, -e))
+    elif s.variant != PA_II:    # an unknown code: a NaN step, which the loop reports
+        cas[0] = NAN
     elif e >= 0:        # l 2^e / (4^e uu + 1/(2C)), without 4^e
         cas[0] = ldexp(l, -e) / (uu + ldexp(0.5 / s.C, -2 * e))
     else:
