@@ -211,6 +211,17 @@ def test_linear_pa_step_is_exact_for_extreme_rows(scale, sparse, engine):
     assert np.isfinite(clf.sq_norm_)
 
 
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+@pytest.mark.parametrize("scale", [1e155, 1e300])
+def test_l1_pa_step_is_exact_for_huge_rows(scale, engine):
+    x = np.array([[scale, -2 * scale, 0.0, 3 * scale]])
+    clf = RegularizedPAClassifier(regularization="l1", beta=1.0, engine=engine)
+    clf.partial_fit(x, [1], classes=[0, 1])
+    # the closest w to 0 with x.w >= 1 is x / ||x||^2, well inside ||w||_1 <= 1
+    np.testing.assert_allclose(clf.coef_[0], x[0] / scale / 14.0 / scale, rtol=1e-12)
+    assert np.isfinite(clf.sq_norm_)
+
+
 @pytest.mark.parametrize("variant,factor", [("PA-I", 1.0), ("PA-II", 2.0)])
 def test_a_subnormal_row_is_not_zero(variant, factor):
     x = np.array([[1e-320, 0.0, -3e-320]])

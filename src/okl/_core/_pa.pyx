@@ -186,9 +186,12 @@ cdef Event cl1_step(double* w, double* ww, const Row* r, double y, double beta, 
     """
     cdef Py_ssize_t k
     cdef bint ok
+    cdef int e = crow_exponent(r)
+    if -500 < e < 500:  # else {a.w >= 1} as {(a / 2^e).w >= 2^-e}: no square of a overflows
+        e = 0
     for k in range(r.nnz):
-        a_work[k if r.idx == NULL else r.idx[k]] = y * r.val[k]
-    ok = chalfspace_l1(w, a_work, d, 1.0, beta, w, work)
+        a_work[k if r.idx == NULL else r.idx[k]] = ldexp(y * r.val[k], -e)
+    ok = chalfspace_l1(w, a_work, d, ldexp(1.0, -e), beta, w, work)
     if r.idx != NULL:
         for k in range(r.nnz):
             a_work[r.idx[k]] = 0.0

@@ -93,7 +93,11 @@ def fit_linear(w, scale, ww, X, y, reg, variant, C, alpha, beta, mistake, sigma,
         event = Event.PASSIVE
         if violated(mistake, m):
             if reg == Regularization.L1:
-                new = projections.halfspace_l1_ball(w, y[i] * x, 1.0, beta)
+                e = _exponent(x)
+                e = 0 if -500 < e < 500 else e    # {a.w >= 1} as {(a/2^e).w >= 2^-e}
+                with np.errstate(over="ignore"):
+                    new = projections.halfspace_l1_ball(w, np.ldexp(y[i] * x, -e),
+                                                        np.ldexp(1.0, -e), beta)
                 if new is None:
                     event = Event.INFEASIBLE
                 else:
