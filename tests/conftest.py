@@ -9,13 +9,13 @@ import os
 os.environ.setdefault("SCIPY_ARRAY_API", "1")
 
 
-import pickle  # noqa: E402
-import signal  # noqa: E402
-import time  # noqa: E402
-import traceback  # noqa: E402
-import warnings  # noqa: E402
+import pickle
+import signal
+import time
+import traceback
+import warnings
 
-import pytest  # noqa: E402
+import pytest
 
 
 def _run_forked(func, *args, timeout=120.0):
@@ -28,7 +28,7 @@ def _run_forked(func, *args, timeout=120.0):
         os.close(read_fd)
         try:
             payload = ("ok", func(*args))
-        except BaseException as exc:  # noqa: BLE001 (reported to the parent)
+        except BaseException as exc:
             payload = ("raised", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
         with os.fdopen(write_fd, "wb") as pipe:
             pickle.dump(payload, pipe)

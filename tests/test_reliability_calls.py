@@ -19,8 +19,11 @@ import numpy as np
 import pytest
 
 from okl import (
-    CoefficientRegularizedClassifier, OnlineKernelClassifier, OnlineKernelRegressor,
-    PairwiseLearner, RegularizedPAClassifier,
+    CoefficientRegularizedClassifier,
+    OnlineKernelClassifier,
+    OnlineKernelRegressor,
+    PairwiseLearner,
+    RegularizedPAClassifier,
 )
 
 # ---- threads ---------------------------------------------------------------------------------
@@ -63,7 +66,7 @@ def _threads_race(name, trials=6, n=1500):
                 barrier.wait()
                 try:
                     est.partial_fit(*chunks[i])
-                except BaseException as exc:  # noqa: BLE001 (reported below)
+                except BaseException as exc:
                     errors.append(f"{type(exc).__name__}: {exc}")
 
             threads = [threading.Thread(target=learn, args=(i,)) for i in (1, 2)]

@@ -16,8 +16,11 @@ from hypothesis import strategies as st
 import okl
 import okl.projections as P
 from okl import (
-    CoefficientRegularizedClassifier, OnlineKernelClassifier, OnlineKernelRegressor,
-    PairwiseLearner, RegularizedPAClassifier,
+    CoefficientRegularizedClassifier,
+    OnlineKernelClassifier,
+    OnlineKernelRegressor,
+    PairwiseLearner,
+    RegularizedPAClassifier,
 )
 from okl._params import InvalidParameterError
 from okl.evaluation import progressive_validation

@@ -20,8 +20,11 @@ from hypothesis import strategies as st
 
 import okl
 from okl import (
-    CoefficientRegularizedClassifier, OnlineKernelClassifier, OnlineKernelRegressor,
-    PairwiseLearner, RegularizedPAClassifier,
+    CoefficientRegularizedClassifier,
+    OnlineKernelClassifier,
+    OnlineKernelRegressor,
+    PairwiseLearner,
+    RegularizedPAClassifier,
 )
 
 FUZZ = settings(max_examples=250, derandomize=True, database=None, deadline=None,
@@ -112,9 +115,7 @@ def _use(est):
                 assert np.all(np.isfinite(values)), "a loaded model predicts non-finite values"
             kwargs = {}
             if (hasattr(est, "classes_") and not hasattr(est, "t_")
-                    and not isinstance(est, PairwiseLearner)):
-                kwargs = {"classes": np.unique(y)}
-            elif (not hasattr(est, "t_") and isinstance(est, (
+                    and not isinstance(est, PairwiseLearner)) or (not hasattr(est, "t_") and isinstance(est, (
                     OnlineKernelClassifier, CoefficientRegularizedClassifier,
                     RegularizedPAClassifier))):
                 kwargs = {"classes": np.unique(y)}
