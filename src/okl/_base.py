@@ -22,6 +22,7 @@ serial order.  Parameters are validated at the first call of a stream and
 again whenever one was changed (set_params); those the fitted model is built
 from (`_fitted_with`) cannot change until fit starts again.
 """
+import operator
 from contextlib import contextmanager
 
 import numpy as np
@@ -79,21 +80,25 @@ def transaction(estimator):
         raise
 
 
-_PARAM_NAMES = {}
+_PARAM_GETTERS = {}
 
 
 def _param_values(estimator):
+    """The parameter values of `estimator`, as one tuple (one C call per estimator)."""
     cls = type(estimator)
-    if cls not in _PARAM_NAMES:
-        _PARAM_NAMES[cls] = tuple(cls._get_param_names())
-    return tuple(getattr(estimator, name, None) for name in _PARAM_NAMES[cls])
+    getter = _PARAM_GETTERS.get(cls)
+    if getter is None:
+        names = tuple(cls._get_param_names())
+        getter = _PARAM_GETTERS[cls] = (operator.attrgetter(*names) if len(names) > 1
+                                        else lambda est: (getattr(est, names[0]),))
+    return getter(estimator)
 
 
 def _params_changed(estimator):
     """True unless every parameter is the very object validated at the last call."""
     seen = _guard.VALIDATED.get(estimator)
     now = _param_values(estimator)
-    return seen is None or len(seen) != len(now) or any(a is not b for a, b in zip(seen, now))
+    return seen is None or len(seen) != len(now) or any(map(operator.is_not, seen, now))
 
 
 def _params_validated(estimator):
@@ -191,7 +196,8 @@ class OnlineLearner(BaseEstimator):
         """Learn the rows in order; return f_t(x_t) for each, computed before its update."""
         with _guard.locked(self), transaction(self) as guarded:
             first = reset or not hasattr(self, "t_")
-            if first or _params_changed(self):
+            validate = first or _params_changed(self)
+            if validate:
                 self._validate_params()
                 if not first:
                     _check_unchanged(self)
@@ -212,7 +218,8 @@ class OnlineLearner(BaseEstimator):
                     f"finite. {self._divergence_cure[0].upper()}{self._divergence_cure[1:]}. "
                     "The model is left as it was before this call.") from None
             self._check_size()
-            _params_validated(self)
+            if validate:
+                _params_validated(self)
             return scores
 
     def _fitted_with(self):
@@ -261,9 +268,9 @@ class OnlineLearner(BaseEstimator):
 
 def warn_reset(estimator, eta_t, lam_t, t):
     """Warn once when a step has 1 - lam_t eta_t <= 0: the shrink empties the model."""
-    reset = np.flatnonzero(np.asarray(eta_t * lam_t) >= 1.0)
-    if reset.size:
-        i = reset[0]
+    reset = np.asarray(eta_t * lam_t) >= 1.0
+    if reset.any():
+        i = int(np.argmax(reset))
         lam = float(np.broadcast_to(lam_t, np.shape(eta_t))[i])
         _guard.warn_once(
             estimator, "reset",
