@@ -20,10 +20,12 @@ class SizeWarning(UserWarning):
     """A model passed a size that makes every step slow or fills memory."""
 
 
-# centres x features of an expansion without a budget: one step reads them all
-EXPANSION_WORK = 2 ** 25
+# centres x features of a model without a bound: one step reads them all (4M
+# multiply-adds: a millisecond or more per step, e.g. 84 000 centres of 50 features)
+EXPANSION_WORK = 2 ** 22
 # bytes of the Gram matrix cached by PairwiseLearner(pair_kernel="difference")
-GRAM_BYTES = 2 ** 30
+# (256 MiB: about 5 800 stored points)
+GRAM_BYTES = 2 ** 28
 
 _LOCKS = weakref.WeakKeyDictionary()
 # the parameter values each estimator was last validated with (see okl._base)

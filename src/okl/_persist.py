@@ -113,7 +113,7 @@ def _read(path, source):
             NotImplementedError, MemoryError, OverflowError, UnicodeError) as exc:
         if isinstance(exc, (FileNotFoundError, IsADirectoryError, PermissionError)):
             raise
-        reason = ("it holds pickled (object) data, which okl never writes"
+        reason = ("numpy could read it only as a pickle, and okl never unpickles"
                   if "allow_pickle" in str(exc) else f"it cannot be read ({type(exc).__name__})")
         raise ModelFileError(f"{source} is not an intact okl model file: {reason}. The file "
                              "is damaged, truncated or not an okl file; save the model again "
