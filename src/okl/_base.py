@@ -278,7 +278,7 @@ def warn_reset(estimator, eta_t, lam_t, t):
             f"and regularization lam_t={lam:.3g} give 1 - lam_t eta_t = "
             f"{1.0 - lam * eta_t[i]:.3g} <= 0, so the step sets the model to zero before "
             "adding the new term (it cannot shrink past zero). Use a smaller eta or lam, or "
-            "eta='auto'. This warning is shown once.", UserWarning, stacklevel=5)
+            "eta='auto'. This warning is shown once.", UserWarning, stacklevel=6)
 
 
 def expansion_fitted_with(estimator, expansion):

@@ -123,4 +123,4 @@ def warn_once(estimator, key, message, category=UserWarning, stacklevel=4):
 def warn_size(estimator, key, size, limit, message):
     """Warn once per estimator (per `key`) when `size` reaches `limit`."""
     if size >= limit:
-        warn_once(estimator, key, message, SizeWarning, stacklevel=5)
+        warn_once(estimator, key, message, SizeWarning, stacklevel=6)
