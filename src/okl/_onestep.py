@@ -13,15 +13,14 @@ from okl._core._event import PointwiseEvents
 from okl._core._expansion import KernelExpansion
 
 
-_PARAMS = ("_expansion", "engine", "loss", "quantile", "epsilon", "lam", "lam_decay", "eta",
-           "eta_decay", "fit_intercept")
-
-
 def events_of(est, cache):
     """The `PointwiseEvents` of a fitted pointwise learner on the cython engine, or None.
 
-    `cache` is a one-element list holding the last one built; it is rebuilt
-    whenever the estimator holds another expansion or another parameter object.
+    `cache` is a one-element list holding the last one built; it serves while
+    the estimator holds the very expansion and parameter objects it was built
+    with.  A new one is built only when the parameters are those validated by
+    the last fit / partial_fit (okl._base): after `set_params`, the next event
+    takes the validating path once.
     """
     events = cache[0]
     if events is not None and events.matches(est):
@@ -29,8 +28,12 @@ def events_of(est, cache):
     if not (hasattr(est, "_loss_args") and "ck2_" in est.__dict__ and est.engine == "cython"
             and type(est.__dict__.get("_expansion")) is KernelExpansion):
         return None
+    from okl._base import _params_changed
+    if _params_changed(est):
+        return None
     M = est._auto_lipschitz() if isinstance(est.eta, str) else 1.0
-    names = tuple(name for name in _PARAMS if name in est.__dict__)
+    names = ("_expansion",) + tuple(name for name in est.get_params(deep=False)
+                                    if name in est.__dict__)
     events = cache[0] = PointwiseEvents(
         est._expansion, tuple(est._loss_args()), float(est.lam),
         float(getattr(est, "lam_decay", 0.0)), est.eta, float(est.eta_decay), float(M),

@@ -23,6 +23,7 @@ import numpy as np
 from sklearn.base import is_classifier
 from sklearn.utils.metaestimators import available_if
 
+from okl import _guard
 from okl._onestep import events_of
 from okl._rows import check_label, check_row, check_weight, commit_names, forget_names
 
@@ -330,18 +331,22 @@ class OneEventMixin:
 
     def learn_one(self, x, y, sample_weight=1.0):
         """Predict, then learn one event (x a dict or a 1-D row, y a scalar); returns None."""
-        self._one_event().learn_one(x, y, sample_weight)
+        with _guard.locked(self):
+            self._one_event().learn_one(x, y, sample_weight)
 
     def predict_one(self, x):
         """The prediction for one event; the prior before any learning."""
-        return self._one_event().predict_one(x)
+        with _guard.locked(self):
+            return self._one_event().predict_one(x)
 
     @available_if(lambda self: hasattr(self, "decision_function"))
     def decision_function_one(self, x):
         """f(x) for one event (0 before any learning)."""
-        return self._one_event().decision_function_one(x)
+        with _guard.locked(self):
+            return self._one_event().decision_function_one(x)
 
     @available_if(lambda self: hasattr(self, "predict_proba"))
     def predict_proba_one(self, x):
         """{label: probability} for one event ({} while no label is known)."""
-        return self._one_event().predict_proba_one(x)
+        with _guard.locked(self):
+            return self._one_event().predict_proba_one(x)

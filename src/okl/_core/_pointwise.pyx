@@ -15,6 +15,7 @@ from libc.math cimport isfinite
 from okl._core._kernels cimport cdot
 from okl._core._losses cimport Loss, LossSpec, cdloss, cis_margin
 from okl._core._expansion cimport KernelExpansion
+from okl._core._signals cimport cinterrupted, craise_pending
 
 
 def fit_chunk(KernelExpansion expansion,
@@ -30,7 +31,8 @@ def fit_chunk(KernelExpansion expansion,
     cdef LossSpec spec = LossSpec(<Loss>loss, tau, eps, delta, p)
     cdef bint margin = cis_margin(spec.kind)
     cdef Py_ssize_t i, n = X.shape[0], d = X.shape[1]
-    cdef Py_ssize_t failed = -1
+    cdef Py_ssize_t failed = -1, work = 0
+    cdef bint interrupted = False
     cdef const double* x
     cdef double xx, f, g, b = 0.0, b_next
     cdef bint weighted = weight is not None, has_offset = offset is not None
@@ -43,6 +45,9 @@ def fit_chunk(KernelExpansion expansion,
     expansion.reserve(n)
     with nogil:
         for i in range(n):
+            if cinterrupted(&work, expansion.n_support * d):
+                interrupted = True
+                break
             x = &X[i, 0]
             f = expansion.cpredict(x) + b
             pred_out[i] = f
@@ -70,4 +75,6 @@ def fit_chunk(KernelExpansion expansion,
                 b = b_next
     if has_offset:
         offset[0] = b
+    if interrupted:
+        craise_pending()
     return failed
