@@ -136,3 +136,37 @@ def test_gamma_scale_and_the_warning():
     with pytest.raises(ValueError):
         fresh.learn_one(X[0], y[0])
     assert not hasattr(fresh, "t_")
+
+
+def test_set_params_between_events_is_validated_and_used():
+    X, y = stream(60)
+    est = OnlineKernelRegressor(gamma=0.5)
+    for xi, yi in zip(X[:30], y[:30]):
+        est.learn_one(xi, yi)
+    est.set_params(lam=-1.0)
+    t = est.t_
+    with pytest.raises(ValueError, match="'lam'"):
+        est.learn_one(X[30], y[30])
+    assert est.t_ == t
+    est.set_params(lam=0.01)                             # a new lam takes effect at once
+    for xi, yi in zip(X[30:], y[30:]):
+        est.learn_one(xi, yi)
+    ref = OnlineKernelRegressor(gamma=0.5).partial_fit(X[:30], y[:30])
+    ref.set_params(lam=0.01).partial_fit(X[30:], y[30:])
+    assert_same(est, ref)
+
+
+def test_okl_save_keeps_the_offset_and_the_dict_features(tmp_path):
+    import okl
+    X, y = stream(40, offset=5.0)
+    est = OnlineKernelRegressor(gamma=0.5)
+    for xi, yi in zip(X, y):
+        est.learn_one({"a": xi[0], "b": xi[1], "c": xi[2]}, yi)
+    okl.save(est, tmp_path / "m.npz")
+    again = okl.load(tmp_path / "m.npz")
+    assert again.intercept_ == est.intercept_ != 0.0
+    scaled = OnlineKernelRegressor(gamma="scale").fit(X, y)
+    okl.save(scaled, tmp_path / "s.npz")
+    assert okl.load(tmp_path / "s.npz").gamma_ == scaled.gamma_
+    event = {"c": 0.1, "a": 0.2, "b": 0.3}
+    assert again.predict_one(event) == est.predict_one(event)

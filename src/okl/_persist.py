@@ -322,7 +322,12 @@ def _check_fitted(check, est, attrs, objects):
         return objects[key]["type"], objects[key]["state"]
 
     def expansion(state, key, budget, policy):
-        return _expansion_state(check, state, key, d, _kernel_params(est), budget, policy)
+        params = _kernel_params(est)
+        if isinstance(params["gamma"], str):                # gamma="scale": the fitted gamma_
+            if "gamma_" not in out:
+                check.fail("gamma='scale' needs the fitted gamma_")
+            params["gamma"] = out["gamma_"]
+        return _expansion_state(check, state, key, d, params, budget, policy)
 
     def binary_labels():
         out["classes_"] = _labels(check, attrs.get("classes_"), "classes_", binary=True)
