@@ -137,3 +137,21 @@ def test_missing_river_names_the_extra(monkeypatch):
             okl.river.to_river(OnlineKernelRegressor())
     finally:
         okl.river._classes.cache_clear()
+
+
+def test_unknown_features_raise_or_are_dropped(river):
+    from okl.river import to_river
+    _, _, events = stream()
+    strict, lenient = to_river(OnlineKernelRegressor()), to_river(OnlineKernelRegressor(),
+                                                                  unknown_features="ignore")
+    for model in (strict, lenient):
+        for x, target in events[:10]:
+            model.learn_one(x, target)
+    extra = dict(events[10][0], colour=3.0)
+    with pytest.raises(ValueError, match="'colour'"):
+        strict.learn_one(extra, 1.0)
+    assert strict.estimator.t_ == 10
+    lenient.learn_one(extra, 1.0)
+    assert lenient.estimator.t_ == 11
+    assert lenient.predict_one(extra) == lenient.predict_one(events[10][0])
+    assert lenient.clone().unknown_features == "ignore"

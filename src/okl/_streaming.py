@@ -25,7 +25,9 @@ from sklearn.utils.metaestimators import available_if
 
 from okl import _guard
 from okl._onestep import events_of
-from okl._rows import check_label, check_row, check_weight, commit_names, forget_names
+from okl._rows import (
+    check_label, check_row, check_weight, commit_names, feature_index, forget_names,
+)
 
 F64 = np.dtype(np.float64)
 
@@ -138,6 +140,15 @@ class EventAdapter:
             kwargs["sample_weight"] = np.atleast_1d(np.asarray(sample_weight, dtype=np.float64))
         return kwargs
 
+    def _drop_unknown(self, x):
+        """With unknown_features="ignore", a dict event without the keys the learner never saw."""
+        if getattr(self.schema, "unknown_features", "error") != "ignore" or type(x) is not dict:
+            return x
+        index = feature_index(self.estimator)
+        if index is None:
+            return x
+        return {key: value for key, value in x.items() if key in index}
+
     def _fast(self):
         """The compiled one-event steps, when they apply (a fitted pointwise learner), or None."""
         events = self._events[0]
@@ -188,6 +199,7 @@ class EventAdapter:
         est = self.estimator
         _, classifier, native = self._kinds()
         if native:
+            x = self._drop_unknown(x)
             if sample_weight == 1.0:
                 est.learn_one(x, y)
             else:
@@ -246,7 +258,7 @@ class EventAdapter:
         est = self.estimator
         _, classifier, native = self._kinds()
         if native:
-            return est.predict_one(x)
+            return est.predict_one(self._drop_unknown(x))
         events = self._fast()
         if events is not None:
             f = self._decision_fast(events, x)

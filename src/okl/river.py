@@ -13,7 +13,7 @@ import functools
 
 from sklearn.base import clone, is_classifier
 
-from okl.pipeline import EventAdapter
+from okl._streaming import EventAdapter, _Schema
 
 INSTALL_HINT = 'pip install "okl[river]"'
 
@@ -31,9 +31,10 @@ def _river():
 class _Wrapper:
     """What the river regressor and classifier share (mixed into river's bases)."""
 
-    def __init__(self, estimator):
+    def __init__(self, estimator, unknown_features="error"):
         self.estimator = estimator
-        self._events = EventAdapter(estimator)
+        self.unknown_features = unknown_features
+        self._events = EventAdapter(estimator, _Schema(unknown_features))
 
     def learn_one(self, x, y, w=1.0):
         """Learn one event; `w` is river's sample weight (a weight scales the step)."""
@@ -41,7 +42,7 @@ class _Wrapper:
 
     def clone(self, new_params=None, include_attributes=False):
         """A fresh wrapper around an unfitted clone of the okl learner (river's clone)."""
-        params = {"estimator": clone(self.estimator)}
+        params = {"estimator": clone(self.estimator), "unknown_features": self.unknown_features}
         params.update(new_params or {})
         return type(self)(**params)
 
@@ -49,7 +50,8 @@ class _Wrapper:
         return f"{type(self).__name__}({self.estimator!r})"
 
     def __getstate__(self):
-        return {"estimator": self.estimator, "_events": self._events}
+        return {"estimator": self.estimator, "unknown_features": self.unknown_features,
+                "_events": self._events}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
@@ -109,7 +111,7 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def to_river(estimator):
+def to_river(estimator, unknown_features="error"):
     """Wrap an okl learner as a river estimator.
 
     Parameters
@@ -117,6 +119,9 @@ def to_river(estimator):
     estimator : okl learner
         A classifier (binary) becomes a `river.base.Classifier`; a regressor or
         a `PairwiseLearner` (its score g(x)) a `river.base.Regressor`.
+    unknown_features : {"error", "ignore"}, default="error"
+        What a dict event with a key the first event did not have does: raise
+        (the model unchanged), or drop the key.
 
     Returns
     -------
@@ -139,5 +144,5 @@ def to_river(estimator):
     """
     classes = _classes()
     if is_classifier(estimator):
-        return classes["RiverClassifier"](estimator)
-    return classes["RiverRegressor"](estimator)
+        return classes["RiverClassifier"](estimator, unknown_features)
+    return classes["RiverRegressor"](estimator, unknown_features)
