@@ -282,3 +282,20 @@ def test_one_row_partial_fit_of_any_layout_is_the_chunk_step():
     with pytest.raises(ValueError, match="not in classes_"):
         clf.partial_fit(X[:1], np.array(["maybe"]))
     assert_unchanged(before, clf)
+
+
+def test_pickle_after_events_and_clone():
+    import pickle
+
+    from sklearn.base import clone
+    X, y = stream(40)
+    est = OnlineKernelRegressor(gamma=0.5)
+    for xi, yi in zip(X[:30], y[:30]):
+        est.predict_one(xi)
+        est.learn_one(xi, yi)
+    again = pickle.loads(pickle.dumps(est))
+    for xi, yi in zip(X[30:], y[30:]):
+        est.learn_one(xi, yi)
+        again.learn_one(xi, yi)
+    assert_same(again, est)
+    assert not hasattr(clone(est), "t_")

@@ -113,7 +113,16 @@ class EventAdapter:
     def __getstate__(self):
         state = dict(self.__dict__)
         state["_events"] = [None]       # compiled steps are rebuilt on demand
+        state.pop("_lock", None)        # the estimator's lock lives in okl._guard
         return state
+
+    @property
+    def lock(self):
+        """The estimator's lock (okl._guard), looked up once."""
+        lock = self.__dict__.get("_lock")
+        if lock is None:
+            lock = self._lock = _guard.locked(self.estimator)
+        return lock
 
     @property
     def native(self):
@@ -343,22 +352,26 @@ class OneEventMixin:
 
     def learn_one(self, x, y, sample_weight=1.0):
         """Predict, then learn one event (x a dict or a 1-D row, y a scalar); returns None."""
-        with _guard.locked(self):
-            self._one_event().learn_one(x, y, sample_weight)
+        events = self._one_event()
+        with events.lock:
+            events.learn_one(x, y, sample_weight)
 
     def predict_one(self, x):
         """The prediction for one event; the prior before any learning."""
-        with _guard.locked(self):
-            return self._one_event().predict_one(x)
+        events = self._one_event()
+        with events.lock:
+            return events.predict_one(x)
 
     @available_if(lambda self: hasattr(self, "decision_function"))
     def decision_function_one(self, x):
         """f(x) for one event (0 before any learning)."""
-        with _guard.locked(self):
-            return self._one_event().decision_function_one(x)
+        events = self._one_event()
+        with events.lock:
+            return events.decision_function_one(x)
 
     @available_if(lambda self: hasattr(self, "predict_proba"))
     def predict_proba_one(self, x):
         """{label: probability} for one event ({} while no label is known)."""
-        with _guard.locked(self):
-            return self._one_event().predict_proba_one(x)
+        events = self._one_event()
+        with events.lock:
+            return events.predict_proba_one(x)
