@@ -1,0 +1,182 @@
+# Budget maintenance by merging (BSGD), as inline nogil helpers a kernel
+# expansion calls when its budget overflows.
+#
+# The model is f = s * sum_i c_i K(x_i, .), K(x, x) = 1 (Gaussian or
+# Laplacian).  When B + 1 centres must become B, take m = argmin |c_i| and
+# replace c_m K_m + c_n K_n by c_z K_z with z = h x_m + (1 - h) x_n on the
+# segment between x_m and a partner x_n.  For a fixed z the best c_z is the
+# projection c_z = c_m K(x_m, z) + c_n K(x_n, z), and the weight degradation is
+#     ||c_m K_m + c_n K_n - c_z K_z||_K^2 = c_m^2 + c_n^2 + 2 c_m c_n k - c_z^2,
+# k = K(x_m, x_n) (Pythagoras: K_z has unit norm).  So the best h on the
+# segment maximises |c_z(h)|, and the partner is the one of least degradation.
+#
+# Gaussian, g = gamma ||x_m - x_n||_2^2 (k = e^-g):
+#     c_z(h) = c_m exp(-g (1 - h)^2) + c_n exp(-g h^2).
+#   Same sign: golden-section search on [0, 1] (c_z is a sum of two Gaussian
+#   bumps in h: unimodal when g <= 2, possibly bimodal beyond; the endpoint
+#   h = 0, z = x_n, is compared as well, and h = 1 never beats it because
+#   |c_m| <= |c_n|).
+#   Opposite signs: on [0, 1], c_z is monotone and |c_z| is largest at h = 0
+#   exactly, so z = x_n and c_z = c_n + c_m k: the projection of c_m K_m onto
+#   K_n, degradation c_m^2 (1 - k^2).  (BudgetedSVM searches h outside [0, 1]
+#   for opposite signs; okl keeps z on the segment, where the rule is exact.)
+# Laplacian, g = gamma ||x_m - x_n||_1: ||x_m - z||_1 = (1 - h) ||x_m - x_n||_1,
+#   so c_z(h) = c_m k^(1 - h) + c_n k^h is convex in h for same signs and
+#   monotone for opposite ones: the best h on the segment is the endpoint
+#   h = 0 for every partner, and the rule is "project c_m K_m onto the nearest
+#   (L1) centre", degradation c_m^2 (1 - k^2).
+# Every degradation is at most c_m^2, the cost of removing x_m.
+#
+# Invariance: multiplying every c_i by one s != 0 keeps m, the partner and h,
+# and multiplies c_z by s (degradations by s^2), so the helpers take the raw
+# coefficients of a lazily scaled expansion and return a raw c_z.
+#
+# References: Wang, Crammer and Vucetic, "Breaking the curse of kernelization:
+# budgeted stochastic gradient descent for large-scale SVM training",
+# JMLR 13, 2012, Section 4.3.
+from libc.math cimport exp, fabs
+
+
+cdef enum:
+    MERGE_GAUSSIAN = 2     # the Kernel codes of _kernels.pxd
+    MERGE_LAPLACIAN = 3
+
+
+# The golden-section search on h stops when its bracket is shorter than 1e-7
+# (34 steps); 0.6180339887498949 is (sqrt(5) - 1) / 2.
+
+
+cdef inline double cmerge_cz(double cm, double cn, double g, double h) noexcept nogil:
+    """c_z(h) = c_m exp(-g (1 - h)^2) + c_n exp(-g h^2) (Gaussian, g = gamma ||x_m - x_n||^2)."""
+    return cm * exp(-g * (1.0 - h) * (1.0 - h)) + cn * exp(-g * h * h)
+
+
+cdef inline double cmerge_golden(double cm, double cn, double g) noexcept nogil:
+    """h in [0, 1] maximising sign(c_m) c_z(h) by golden-section search, same-sign c_m, c_n."""
+    cdef double sgn = 1.0 if cm > 0.0 else -1.0
+    cdef double a = 0.0, b = 1.0
+    cdef double p = b - 0.6180339887498949 * (b - a), q = a + 0.6180339887498949 * (b - a)
+    cdef double fp = sgn * cmerge_cz(cm, cn, g, p), fq = sgn * cmerge_cz(cm, cn, g, q)
+    while b - a >= 1e-7:
+        if fp >= fq:
+            b = q
+            q = p
+            fq = fp
+            p = b - 0.6180339887498949 * (b - a)
+            fp = sgn * cmerge_cz(cm, cn, g, p)
+        else:
+            a = p
+            p = q
+            fp = fq
+            q = a + 0.6180339887498949 * (b - a)
+            fq = sgn * cmerge_cz(cm, cn, g, q)
+    return 0.5 * (a + b)
+
+
+cdef inline void cmerge_pair(double cm, double cn, double g, int kind,
+                             double* h_out, double* cz_out, double* loss_out) noexcept nogil:
+    """The best merge of (x_m, c_m) with one partner (x_n, c_n) at distance term g."""
+    cdef double k = exp(-g), h, cz, cz0
+    cdef double base = cm * cm + cn * cn + 2.0 * cm * cn * k
+    cz0 = cn + cm * k                      # h = 0: z = x_n
+    h = 0.0
+    cz = cz0
+    if kind == MERGE_GAUSSIAN and cm * cn > 0.0 and g > 0.0:
+        h = cmerge_golden(cm, cn, g)
+        cz = cmerge_cz(cm, cn, g, h)
+        if fabs(cz0) >= fabs(cz):
+            h = 0.0
+            cz = cz0
+    h_out[0] = h
+    cz_out[0] = cz
+    loss_out[0] = base - cz * cz
+
+
+cdef inline double cmerge_dist(const double* x, const double* u, Py_ssize_t d,
+                               int kind) noexcept nogil:
+    """||x - u||_2^2 (Gaussian) or ||x - u||_1 (Laplacian), summed directly."""
+    cdef Py_ssize_t j
+    cdef double s = 0.0, t
+    if kind == MERGE_GAUSSIAN:
+        for j in range(d):
+            t = x[j] - u[j]
+            s += t * t
+    else:
+        for j in range(d):
+            s += fabs(x[j] - u[j])
+    return s
+
+
+cdef inline Py_ssize_t cmerge_find(const double* centers,   # IN (n, d) row-major
+                                   const double* coef,      # IN (n,) raw coefficients
+                                   Py_ssize_t n, Py_ssize_t d, int kind, double gamma,
+                                   double* work,            # WORK (n,)
+                                   Py_ssize_t* m_out, double* h_out, double* cz_out,
+                                   double* loss_out) noexcept nogil:
+    """Choose the merge that takes n centres to n - 1; return the partner.
+
+    m_out receives argmin |coef| (the first on ties); the return value is the
+    partner n != m, or -1 when x_m should simply be removed (n == 1 or
+    c_m == 0: removal is then exact).  h_out, cz_out: the merged point is
+    z = h x_m + (1 - h) x_n with raw coefficient cz; loss_out is the weight
+    degradation (in raw units squared).  work holds n doubles; nothing is
+    allocated.
+
+    Partners are visited nearest first; a partner is skipped when a lower
+    bound of its degradation (c_z(h) <= max(|c_m| k^(1/4) + |c_n|, |c_m| + |c_n| k^(1/4))
+    on [0, 1] for the Gaussian) cannot beat the best so far, so a merge costs
+    one O(n d) distance pass plus a few 1-D searches.
+    """
+    cdef Py_ssize_t i, m = 0, best = -1, near = -1
+    cdef double cm, cn, g, h, cz, loss, lb, k4, ub, am, an
+    cdef double best_h = 0.0, best_cz = 0.0, best_loss = 0.0
+    for i in range(1, n):
+        if fabs(coef[i]) < fabs(coef[m]):
+            m = i
+    m_out[0] = m
+    cm = coef[m]
+    h_out[0] = 0.0
+    cz_out[0] = 0.0
+    loss_out[0] = cm * cm
+    if n < 2 or cm == 0.0:
+        return -1
+    for i in range(n):
+        if i == m:
+            work[i] = 0.0
+            continue
+        work[i] = gamma * cmerge_dist(centers + m * d, centers + i * d, d, kind)
+        if near < 0 or work[i] < work[near]:
+            near = i
+    cmerge_pair(cm, coef[near], work[near], kind, &best_h, &best_cz, &best_loss)
+    best = near
+    am = fabs(cm)
+    for i in range(n):
+        if i == m or i == near:
+            continue
+        cn = coef[i]
+        g = work[i]
+        an = fabs(cn)
+        # a lower bound of the degradation: every h on [0, 1] has (1-h)^2 or h^2 >= 1/4
+        k4 = exp(-0.25 * g)
+        ub = am + an * k4 if am + an * k4 > am * k4 + an else am * k4 + an
+        if kind == MERGE_GAUSSIAN and cm * cn > 0.0:
+            lb = cm * cm + cn * cn + 2.0 * cm * cn * exp(-g) - ub * ub
+        else:
+            lb = cm * cm * (1.0 - exp(-2.0 * g))
+        if lb >= best_loss:
+            continue
+        cmerge_pair(cm, cn, g, kind, &h, &cz, &loss)
+        if loss < best_loss:
+            best, best_h, best_cz, best_loss = i, h, cz, loss
+    h_out[0] = best_h
+    cz_out[0] = best_cz
+    loss_out[0] = best_loss
+    return best
+
+
+cdef inline void cmerge_point(const double* xm, const double* xn, Py_ssize_t d, double h,
+                              double* z_out) noexcept nogil:
+    """z = h x_m + (1 - h) x_n (z_out may alias x_n, not x_m)."""
+    cdef Py_ssize_t j
+    for j in range(d):
+        z_out[j] = h * xm[j] + (1.0 - h) * xn[j]
