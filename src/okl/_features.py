@@ -19,8 +19,9 @@ import numpy as np
 from scipy.spatial.distance import cdist
 
 from okl._core._kernels import Kernel
+from okl._core._linear import cos_rows
 
-CHUNK_ROWS = 2048       # rows per matrix product: bounds the temporary to CHUNK_ROWS x D
+CHUNK_ROWS = 256        # rows per matrix product: a block of CHUNK_ROWS x D stays in cache
 FOURIER_KERNELS = {"gaussian": Kernel.GAUSSIAN, "laplacian": Kernel.LAPLACIAN}
 NYSTROEM_KERNELS = {"gaussian": Kernel.GAUSSIAN, "laplacian": Kernel.LAPLACIAN,
                     "polynomial": Kernel.POLYNOMIAL, "linear": Kernel.LINEAR}
@@ -107,9 +108,7 @@ class RandomFourierFeatures:
         for lo in range(0, n, CHUNK_ROWS):
             block = out[lo:lo + CHUNK_ROWS]
             np.dot(X[lo:lo + CHUNK_ROWS], self.W, out=block)
-            block += self.b
-            np.cos(block, out=block)
-            block *= c
+            cos_rows(block, self.b, c)          # SIMD cosine; np.cos agrees to ~2e-16
         return out
 
     def get_state(self):
