@@ -23,6 +23,23 @@ from okl._core._losses cimport Loss, LossSpec, cdloss, cis_margin
 
 cdef extern from "_cos.h" nogil:
     void okl_cos_rows(Py_ssize_t n, Py_ssize_t D, double* Z, const double* b, double c)
+    void okl_fourier_rows(Py_ssize_t n, Py_ssize_t d, Py_ssize_t D, const double* X,
+                          const double* W, const double* b, double c, double* Z)
+
+
+def fourier_rows(const double[:, ::1] X,     # IN (n, d)
+                 const double[:, ::1] W,     # IN (d, D)
+                 const double[::1] b,        # IN (D,)
+                 double c,
+                 double[:, ::1] Z_out):      # OUT (n, D)
+    """Z_out <- c cos(X W + b), in one nogil pass with no BLAS (see _cos.h)."""
+    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], D = W.shape[1]
+    if W.shape[0] != d or b.shape[0] != D or Z_out.shape[0] != n or Z_out.shape[1] != D:
+        raise ValueError("fourier_rows: X (n, d), W (d, D), b (D,) and Z_out (n, D) disagree.")
+    if n == 0:
+        return
+    with nogil:
+        okl_fourier_rows(n, d, D, &X[0, 0], &W[0, 0], &b[0], c, &Z_out[0, 0])
 
 
 def cos_rows(double[:, ::1] Z,          # IN/OUT (n, D): X W in, c cos(X W + b) out
