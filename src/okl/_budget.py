@@ -1,0 +1,52 @@
+"""Budget policies and the size warning of unbudgeted expansions (issue 14, ready for the facade).
+
+An unbudgeted kernel expansion grows by one centre per update: step t costs
+O(t d) time, and the model O(t d) memory.  `check_expansion_size` is called by
+a learner after each chunk with its number of centres; it warns once per
+threshold crossed, naming the two cures (`budget=` and `approximation=`).
+"""
+import warnings
+
+# (centres, what it costs): the first warning at 1e5 centres, then every factor of 10
+WARN_CENTRES = 100_000
+
+
+class ExpansionSizeWarning(UserWarning):
+    """An unbudgeted kernel expansion became large enough to hurt time or memory."""
+
+
+BUDGET_POLICY_NAMES = ("oldest", "smallest", "merge")
+MERGE_KERNELS = ("gaussian", "laplacian")
+
+
+def default_budget_policy(kernel):
+    """'merge' when a budget is set on a kernel that merges, else 'oldest'."""
+    return "merge" if kernel in MERGE_KERNELS else "oldest"
+
+
+def check_budget_policy(policy, kernel, owner):
+    """Refuse 'merge' on a kernel that cannot merge, naming those that can."""
+    if policy == "merge" and kernel not in MERGE_KERNELS:
+        raise ValueError(
+            f"budget_policy='merge' of {owner} needs a kernel with K(x, x) = 1 whose values "
+            f"along a segment are known: {' or '.join(repr(k) for k in MERGE_KERNELS)}; got "
+            f"kernel={kernel!r}. Use budget_policy='oldest' or 'smallest' with this kernel.")
+
+
+def check_expansion_size(n_before, n_after, n_features, owner, threshold=WARN_CENTRES):
+    """Warn when n_after crosses threshold * 10^k (k >= 0) that n_before had not reached."""
+    if n_after < threshold:
+        return False
+    level = threshold
+    while level * 10 <= n_after:
+        level *= 10
+    if n_before >= level:
+        return False
+    mib = n_after * (n_features + 2) * 8 / 2**20
+    warnings.warn(
+        f"{owner} holds {n_after} kernel centres ({mib:.0f} MiB); every step now reads all "
+        f"of them, so a step costs O({n_after} x {n_features}) and the stream as a whole grows "
+        "quadratically. Bound it with budget=B (budget_policy='merge' keeps accuracy best, "
+        "BSGD) or use a fixed-size model: approximation='fourier' or 'nystroem' with "
+        "n_components=D.", ExpansionSizeWarning, stacklevel=3)
+    return True
