@@ -17,6 +17,7 @@ from numbers import Integral
 
 import numpy as np
 from scipy.spatial.distance import cdist
+from threadpoolctl import threadpool_limits
 
 from okl._core._kernels import Kernel
 from okl._core._linear import cos_rows, fourier_rows
@@ -196,10 +197,13 @@ class NystroemFeatures:
         X = _as_rows(X, self.n_features)
         if out is None:
             out = np.empty((len(X), self.n_components), dtype=np.float64)
-        for lo in range(0, len(X), CHUNK_ROWS):
-            k = kernel_matrix(self.kernel, self.gamma, self.degree, self.coef0,
-                              X[lo:lo + CHUNK_ROWS], self.landmarks)
-            np.dot(k, self.components, out=out[lo:lo + CHUNK_ROWS])
+        # one BLAS thread: the products are small, and threads waiting for a busy
+        # core stalled them tenfold on a shared machine
+        with threadpool_limits(limits=1, user_api="blas"):
+            for lo in range(0, len(X), CHUNK_ROWS):
+                k = kernel_matrix(self.kernel, self.gamma, self.degree, self.coef0,
+                                  X[lo:lo + CHUNK_ROWS], self.landmarks)
+                np.dot(k, self.components, out=out[lo:lo + CHUNK_ROWS])
         return out
 
     def weights_from_expansion(self, coef):

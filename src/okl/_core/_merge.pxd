@@ -123,12 +123,13 @@ cdef inline Py_ssize_t cmerge_find(const double* centers,   # IN (n, d) row-majo
     allocated.
 
     Partners are visited nearest first; a partner is skipped when a lower
-    bound of its degradation (c_z(h) <= max(|c_m| k^(1/4) + |c_n|, |c_m| + |c_n| k^(1/4))
-    on [0, 1] for the Gaussian) cannot beat the best so far, so a merge costs
-    one O(n d) distance pass plus a few 1-D searches.
+    bound of its degradation cannot beat the best so far (for the Gaussian,
+    |c_z| <= max(|c_n| + |c_m| e^(-g (1 - rho)^2), |c_m| + |c_n| e^(-g/4)) on
+    [0, 1], rho = |c_m| / (|c_m| + |c_n|): c_z falls on [rho, 1/2]), so a
+    merge costs one O(n d) distance pass plus a few 1-D searches.
     """
     cdef Py_ssize_t i, m = 0, best = -1, near = -1
-    cdef double cm, cn, g, h, cz, loss, lb, k4, ub, am, an
+    cdef double cm, cn, g, h, cz, loss, lb, k4, ub, am, an, rho
     cdef double best_h = 0.0, best_cz = 0.0, best_loss = 0.0
     for i in range(1, n):
         if fabs(coef[i]) < fabs(coef[m]):
@@ -156,10 +157,16 @@ cdef inline Py_ssize_t cmerge_find(const double* centers,   # IN (n, d) row-majo
         cn = coef[i]
         g = work[i]
         an = fabs(cn)
-        # a lower bound of the degradation: every h on [0, 1] has (1-h)^2 or h^2 >= 1/4
-        k4 = exp(-0.25 * g)
-        ub = am + an * k4 if am + an * k4 > am * k4 + an else am * k4 + an
+        # a lower bound of the degradation from an upper bound of max |c_z| on [0, 1]:
+        # with rho = |c_m| / (|c_m| + |c_n|) <= 1/2, c_z decreases on [rho, 1/2], so
+        # max over [0, 1/2] <= |c_n| + |c_m| exp(-g (1 - rho)^2), and over [1/2, 1]
+        # <= |c_m| + |c_n| exp(-g / 4)
         if kind == MERGE_GAUSSIAN and cm * cn > 0.0:
+            rho = am / (am + an)
+            ub = an + am * exp(-g * (1.0 - rho) * (1.0 - rho))
+            k4 = am + an * exp(-0.25 * g)
+            if k4 > ub:
+                ub = k4
             lb = cm * cm + cn * cn + 2.0 * cm * cn * exp(-g) - ub * ub
         else:
             lb = cm * cm * (1.0 - exp(-2.0 * g))

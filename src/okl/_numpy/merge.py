@@ -80,9 +80,10 @@ def merge_find(centers, coef, kind, gamma):
             continue
         cn, g = float(coef[i]), float(g_all[i])
         an = abs(cn)
-        k4 = math.exp(-0.25 * g)
-        ub = max(am + an * k4, am * k4 + an)
         if kind == Kernel.GAUSSIAN and cm * cn > 0.0:
+            rho = am / (am + an)
+            ub = max(an + am * math.exp(-g * (1.0 - rho) * (1.0 - rho)),
+                     am + an * math.exp(-0.25 * g))
             lb = cm * cm + cn * cn + 2.0 * cm * cn * math.exp(-g) - ub * ub
         else:
             lb = cm * cm * (1.0 - math.exp(-2.0 * g))
