@@ -126,8 +126,8 @@ def main(argv=None):
     errors = run(bs, cs, Ts, seeds, tau=args.quantile)
     print(f"Yang, fully online quantile regression (tau = {args.quantile:g}), Gaussian kernel "
           f"gamma = 20, lam_t = 0.1 t^-{lam_decay:g}, eta_t = t^-{eta_decay:g} / (1 + lam_t)")
-    print(f"stream: x_t ~ (1 - w_t) U[0, 1] + w_t U[0, 0.2], w_t = min(1, c t^-b); "
-          f"y | x ~ U[f(x) - 1, f(x) + 1], f(x) = sin(2 pi x)")
+    print("stream: x_t ~ (1 - w_t) U[0, 1] + w_t U[0, 0.2], w_t = min(1, c t^-b); "
+          "y | x ~ U[f(x) - 1, f(x) + 1], f(x) = sin(2 pi x)")
     print(f"L2(rho_X) distance to the {args.quantile:g}-quantile after T = {Ts[-1]} steps, "
           f"{seeds} seeds (mean +- s.e.); slope of log error against log T for "
           f"T in [{fit_from:.0f}, {Ts[-1]}], per seed; bound slope: "

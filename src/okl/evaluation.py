@@ -1,4 +1,16 @@
-"""Evaluation on streams: progressive validation and distances to batch targets."""
+"""Evaluation on streams: progressive validation and distances to batch targets.
+
+References
+----------
+See docs/algorithms.md, sections 1 (kernel ridge target, RKHS distance)
+and 6.7 (ranking error).
+
+.. [1] S. Smale and Y. Yao, "Online learning algorithms", Foundations of
+   Computational Mathematics, 6(2):145-170, 2006.
+.. [2] J. Lin, Y. Lei, B. Zhang and D.-X. Zhou, "Online pairwise
+   learning algorithms with convex loss functions", Information
+   Sciences, 406-407, 2017.
+"""
 import time
 from dataclasses import dataclass
 

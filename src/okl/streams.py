@@ -1,4 +1,13 @@
-"""Non-stationary streams: a drifting labelled data set, non-identical sampling."""
+"""Non-stationary streams: a drifting labelled data set, non-identical sampling.
+
+References
+----------
+See docs/algorithms.md, section 5.5.
+
+.. [1] J. Shen and T. G. Dietterich, "A family of large margin linear
+   classifiers and its application in dynamic environments",
+   Statistical Analysis and Data Mining, 2(5-6), 2009.
+"""
 from numbers import Integral, Real
 
 import numpy as np
