@@ -3,7 +3,7 @@ import warnings
 
 import pytest
 
-from okl._budget import (ExpansionSizeWarning, check_budget_policy, check_expansion_size,
+from okl.budgets import (ExpansionSizeWarning, check_budget_policy, check_expansion_size,
                          default_budget_policy)
 
 

@@ -29,7 +29,7 @@ from okl._core._expansion import KernelExpansion
 from okl._numpy import pointwise as _np_pointwise
 from okl._numpy.expansion import NumpyExpansion
 from okl._params import validate_params
-from okl.budgets import budget_code
+from okl.budgets import budget_code, check_expansion_size, resolve_budget_policy
 from okl.kernels import kernel_code, kernel_diag
 from okl.schedules import regularization, running_sup, step_numbers, step_sizes
 
@@ -199,10 +199,12 @@ class KernelModelMixin:
     """
 
     def _new_expansion(self, n_features):
+        policy = resolve_budget_policy(getattr(self, "budget_policy", "oldest"), self.kernel,
+                                       type(self).__name__)
         return EXPANSIONS[self.engine](
             n_features, int(kernel_code(self.kernel)), float(self.gamma),
             int(self.degree), float(self.coef0), int(getattr(self, "budget", None) or 0),
-            int(budget_code(getattr(self, "budget_policy", "oldest"))))
+            int(budget_code(policy)))
 
     def _engine_expansion(self):
         """The expansion, converted if `engine` was changed since it was built."""
@@ -266,9 +268,12 @@ class PointwiseMixin(KernelModelMixin):
         eta_t = step_sizes(self.eta, self.eta_decay, t, lam_t, M * ck2)
         scores = np.empty(n, dtype=np.float64)
         expansion = self._engine_expansion()
+        n_before = expansion.n_support
         failed = POINTWISE[self.engine](expansion, X, y, eta_t, lam_t, *self._loss_args(), scores)
         if failed >= 0:
             raise Diverged(failed, eta_t[failed])
+        if not expansion.budget:
+            check_expansion_size(n_before, expansion.n_support, X.shape[1], type(self).__name__)
         self.t_ += n
         self.ck2_ = float(ck2[-1])
         self.eta_ = float(eta_t[-1])

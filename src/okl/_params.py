@@ -112,7 +112,7 @@ def budget_constraints():
     from okl.budgets import BUDGET_POLICIES
     return {
         "budget": [NONE, Interval(Integral, 1, None, closed="left")],
-        "budget_policy": [Options(*BUDGET_POLICIES)],
+        "budget_policy": [Options("auto", *BUDGET_POLICIES)],
     }
 
 

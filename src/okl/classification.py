@@ -81,9 +81,14 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
         Kivinen et al. bound the cumulative regularized loss by O(sqrt(T)).
     budget : int or None, default=None
         Maximum number of centres; None is unbounded.
-    budget_policy : {"oldest", "smallest"}, default="oldest"
-        Which centre leaves when a new one would exceed the budget: the oldest
-        (NORMA truncation) or the one of smallest |coefficient|.
+    budget_policy : {"auto", "merge", "oldest", "smallest"}, default="auto"
+        What happens when a new centre would exceed the budget.  "merge"
+        (BSGD, Wang-Crammer-Vucetic 2012): the centre of smallest |coefficient|
+        is merged with the partner that loses the least RKHS weight, at the
+        best point of the segment between them (Gaussian and Laplacian
+        kernels; docs/budget.md).  "oldest" drops the oldest centre (NORMA
+        truncation), "smallest" the one of smallest |coefficient|.  "auto" is
+        "merge" for the Gaussian and Laplacian kernels and "oldest" otherwise.
     engine : {"cython", "numpy"}, default="cython"
         "numpy" runs the pure-NumPy reference loop (same iterates, slower).
 
@@ -143,7 +148,7 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
     }
 
     def __init__(self, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0, loss="hinge",
-                 lam=1e-3, eta="auto", eta_decay=0.5, budget=None, budget_policy="oldest",
+                 lam=1e-3, eta="auto", eta_decay=0.5, budget=None, budget_policy="auto",
                  engine="cython"):
         self.kernel = kernel
         self.gamma = gamma

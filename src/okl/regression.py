@@ -59,10 +59,14 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
         (3/5 for r = 1).
     budget : int or None, default=None
         Maximum number of centres; None is unbounded.
-    budget_policy : {"oldest", "smallest"}, default="oldest"
-        Which centre leaves when a new one would exceed the budget: the oldest
-        (NORMA truncation) or the one of smallest |coefficient| (the newcomer
-        included).
+    budget_policy : {"auto", "merge", "oldest", "smallest"}, default="auto"
+        What happens when a new centre would exceed the budget.  "merge"
+        (BSGD, Wang-Crammer-Vucetic 2012): the centre of smallest |coefficient|
+        is merged with the partner that loses the least RKHS weight, at the
+        best point of the segment between them (Gaussian and Laplacian
+        kernels; docs/budget.md).  "oldest" drops the oldest centre (NORMA
+        truncation), "smallest" the one of smallest |coefficient|.  "auto" is
+        "merge" for the Gaussian and Laplacian kernels and "oldest" otherwise.
     engine : {"cython", "numpy"}, default="cython"
         "numpy" runs the pure-NumPy reference loop (same iterates, slower).
 
@@ -121,7 +125,7 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
 
     def __init__(self, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0, loss="squared",
                  quantile=0.5, epsilon=0.0, lam=1e-3, lam_decay=0.0, eta="auto",
-                 eta_decay=0.6, budget=None, budget_policy="oldest", engine="cython"):
+                 eta_decay=0.6, budget=None, budget_policy="auto", engine="cython"):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree

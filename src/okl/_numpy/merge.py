@@ -17,7 +17,7 @@ from okl._core._kernels import Kernel
 
 MERGE_KERNELS = (int(Kernel.GAUSSIAN), int(Kernel.LAPLACIAN))
 INV_PHI = 0.6180339887498949      # (sqrt(5) - 1) / 2
-TOL = 1e-7                        # golden-section bracket length at which the search stops
+TOL = 1e-5                        # golden-section bracket length at which the search stops
 
 
 def merge_cz(cm, cn, g, h):
