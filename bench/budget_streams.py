@@ -115,7 +115,7 @@ def run_expansion(name, budget=None, policy="oldest", n=None):
                 C[j], c[j] = x, a
         elif policy == "merge":
             C[m], c[m] = x, a
-            mm, partner, h, cz, _ = merge_find(C[:m + 1], c[:m + 1], int(Kernel.GAUSSIAN), gamma)
+            mm, partner, h, cz, _ = merge_find(C[:m + 1], c[:m + 1], gamma)
             if partner >= 0:
                 C[partner] = h * C[mm] + (1.0 - h) * C[partner]
                 c[partner] = cz

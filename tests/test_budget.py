@@ -21,6 +21,7 @@ def test_warns_once_per_decade_naming_both_cures():
 def test_merge_policy_helpers():
     assert default_budget_policy("gaussian") == "merge"
     assert default_budget_policy("polynomial") == "oldest"
-    check_budget_policy("merge", "laplacian", "X")
-    with pytest.raises(ValueError, match="'gaussian' or 'laplacian'"):
-        check_budget_policy("merge", "linear", "OnlineKernelClassifier")
+    assert default_budget_policy("laplacian") == "oldest"
+    check_budget_policy("merge", "gaussian", "X")
+    with pytest.raises(ValueError, match="needs the 'gaussian' kernel.*'oldest' or 'smallest'"):
+        check_budget_policy("merge", "laplacian", "OnlineKernelClassifier")

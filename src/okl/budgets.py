@@ -2,8 +2,8 @@
 
 One row per policy; the choice itself is made in `KernelExpansion.cvictim`
 (and its NumPy twin); "merge" in `KernelExpansion.cmerge` (docs/budget.md).
-"auto", the learners' default, is "merge" for the Gaussian and Laplacian
-kernels and "oldest" otherwise.  See docs/algorithms.md, section 3.
+"auto", the learners' default, is "merge" for the Gaussian kernel and
+"oldest" otherwise.  See docs/algorithms.md, section 3.
 
 Also here: the warning of an unbudgeted expansion grown large enough to hurt.
 """
@@ -35,7 +35,7 @@ class ExpansionSizeWarning(UserWarning):
     """An unbudgeted kernel expansion became large enough to hurt time or memory."""
 
 
-MERGE_KERNELS = ("gaussian", "laplacian")
+MERGE_KERNELS = ("gaussian",)
 
 
 def default_budget_policy(kernel):
@@ -55,9 +55,9 @@ def check_budget_policy(policy, kernel, owner):
     """Refuse 'merge' on a kernel that cannot merge, naming those that can."""
     if policy == "merge" and kernel not in MERGE_KERNELS:
         raise ValueError(
-            f"budget_policy='merge' of {owner} needs a kernel with K(x, x) = 1 whose values "
-            f"along a segment are known: {' or '.join(repr(k) for k in MERGE_KERNELS)}; got "
-            f"kernel={kernel!r}. Use budget_policy='oldest' or 'smallest' with this kernel.")
+            f"budget_policy='merge' of {owner} needs the 'gaussian' kernel (the kernels that "
+            f"merge: {', '.join(repr(k) for k in MERGE_KERNELS)}); got kernel={kernel!r}. Use "
+            "budget_policy='oldest' or 'smallest' with this kernel.")
 
 
 def check_expansion_size(n_before, n_after, n_features, owner, threshold=WARN_CENTRES):

@@ -85,10 +85,10 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
         What happens when a new centre would exceed the budget.  "merge"
         (BSGD, Wang-Crammer-Vucetic 2012): the centre of smallest |coefficient|
         is merged with the partner that loses the least RKHS weight, at the
-        best point of the segment between them (Gaussian and Laplacian
-        kernels; docs/budget.md).  "oldest" drops the oldest centre (NORMA
-        truncation), "smallest" the one of smallest |coefficient|.  "auto" is
-        "merge" for the Gaussian and Laplacian kernels and "oldest" otherwise.
+        best point of the segment between them (Gaussian kernel only;
+        docs/algorithms.md, section 7.3).  "oldest" drops the oldest centre
+        (NORMA truncation), "smallest" the one of smallest |coefficient|.
+        "auto" is "merge" for the Gaussian kernel and "oldest" otherwise.
     engine : {"cython", "numpy"}, default="cython"
         "numpy" runs the pure-NumPy reference loop (same iterates, slower).
 

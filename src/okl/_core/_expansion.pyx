@@ -42,9 +42,9 @@ cdef class KernelExpansion:
             raise ValueError(f"budget must be >= 0 (0 = unbounded), got {budget}.")
         if policy not in (OLDEST, SMALLEST, MERGE):
             raise ValueError(f"Unknown budget policy code {policy}.")
-        if policy == MERGE and kernel not in (Kernel.GAUSSIAN, Kernel.LAPLACIAN):
-            raise ValueError("The merge budget policy needs the 'gaussian' or 'laplacian' "
-                             "kernel (K(x, x) = 1, known along a segment).")
+        if policy == MERGE and kernel != Kernel.GAUSSIAN:
+            raise ValueError("The merge budget policy needs the 'gaussian' kernel; use "
+                             "budget_policy='oldest' or 'smallest' with this kernel.")
         self.n_features = n_features
         self.kernel = KernelSpec(<Kernel>kernel, gamma, coef0, degree)
         self.budget = budget
@@ -191,8 +191,8 @@ cdef class KernelExpansion:
         """
         cdef Py_ssize_t n = self.n_support, d = self.n_features, last = n - 1, m, partner
         cdef double h, cz, loss
-        partner = cmerge_find(self.centers, self.coef, n, d, self.kernel.kind,
-                              self.kernel.gamma, self.kbuf, &m, &h, &cz, &loss)
+        partner = cmerge_find(self.centers, self.coef, n, d, self.kernel.gamma, self.kbuf,
+                              &m, &h, &cz, &loss)
         if partner >= 0:
             cmerge_point(self.centers + m * d, self.centers + partner * d, d, h, self.zbuf)
             self.cwrite(partner, self.zbuf, cdot(self.zbuf, self.zbuf, d), cz)

@@ -15,9 +15,9 @@ Lu, Hoi, Wang, Zhao and Liu, "Large scale online kernel learning", JMLR 17,
 import numpy as np
 
 from libc.math cimport isfinite
-from libc.string cimport memset
 
 from okl._core._kernels cimport cdot
+from okl._core._lazy cimport RENORMALISED, cshrink_lazy
 from okl._core._losses cimport Loss, LossSpec, cdloss, cis_margin
 
 
@@ -52,35 +52,6 @@ def cos_rows(double[:, ::1] Z,          # IN/OUT (n, D): X W in, c cos(X W + b) 
         return
     with nogil:
         okl_cos_rows(Z.shape[0], Z.shape[1], &Z[0, 0], &b[0], c)
-
-
-cdef enum Rescale:
-    KEPT = 0
-    RENORMALISED = 1
-    ZEROED = 2
-
-
-cdef inline Rescale cshrink_lazy(double* raw, Py_ssize_t n, double* scale,
-                                 double factor) noexcept nogil:
-    """v <- factor v with v = scale * raw: O(1) unless the scale leaves [1e-9, 1e9].
-
-    factor <= 0 sets v = 0 exactly.  (The lazily scaled vector of the kernel
-    expansion, for dense weights; to be shared with it once one helper exists.)
-    """
-    cdef Py_ssize_t i
-    if factor == 1.0:
-        return KEPT
-    if factor <= 0.0:
-        memset(raw, 0, n * sizeof(double))
-        scale[0] = 1.0
-        return ZEROED
-    scale[0] *= factor
-    if scale[0] < 1e-9 or scale[0] > 1e9:
-        for i in range(n):
-            raw[i] *= scale[0]
-        scale[0] = 1.0
-        return RENORMALISED
-    return KEPT
 
 
 cdef class LinearModel:

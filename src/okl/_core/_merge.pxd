@@ -1,31 +1,24 @@
 # Budget maintenance by merging (BSGD), as inline nogil helpers a kernel
-# expansion calls when its budget overflows.
+# expansion calls when its budget overflows (docs/algorithms.md, section 7.3;
+# docs/budget.md).
 #
-# The model is f = s * sum_i c_i K(x_i, .), K(x, x) = 1 (Gaussian or
-# Laplacian).  When B + 1 centres must become B, take m = argmin |c_i| and
+# The model is f = s * sum_i c_i K(x_i, .) with the Gaussian kernel,
+# K(x, x) = 1.  When B + 1 centres must become B, take m = argmin |c_i| and
 # replace c_m K_m + c_n K_n by c_z K_z with z = h x_m + (1 - h) x_n on the
 # segment between x_m and a partner x_n.  For a fixed z the best c_z is the
 # projection c_z = c_m K(x_m, z) + c_n K(x_n, z), and the weight degradation is
 #     ||c_m K_m + c_n K_n - c_z K_z||_K^2 = c_m^2 + c_n^2 + 2 c_m c_n k - c_z^2,
-# k = K(x_m, x_n) (Pythagoras: K_z has unit norm).  So the best h on the
-# segment maximises |c_z(h)|, and the partner is the one of least degradation.
-#
-# Gaussian, g = gamma ||x_m - x_n||_2^2 (k = e^-g):
+# k = K(x_m, x_n) (Pythagoras: K_z has unit norm).  So the best h maximises
+# |c_z(h)|, and the partner is the one of least degradation.  With
+# g = gamma ||x_m - x_n||^2 (k = e^-g):
 #     c_z(h) = c_m exp(-g (1 - h)^2) + c_n exp(-g h^2).
-#   Same sign: golden-section search on [0, 1] (c_z is a sum of two Gaussian
-#   bumps in h: unimodal when g <= 2, possibly bimodal beyond; the endpoint
-#   h = 0, z = x_n, is compared as well, and h = 1 never beats it because
-#   |c_m| <= |c_n|).
-#   Opposite signs: on [0, 1], c_z is monotone and |c_z| is largest at h = 0
-#   exactly, so z = x_n and c_z = c_n + c_m k: the projection of c_m K_m onto
-#   K_n, degradation c_m^2 (1 - k^2).  (BudgetedSVM searches h outside [0, 1]
-#   for opposite signs; okl keeps z on the segment, where the rule is exact.)
-# Laplacian, g = gamma ||x_m - x_n||_1: ||x_m - z||_1 = (1 - h) ||x_m - x_n||_1,
-#   so c_z(h) = c_m k^(1 - h) + c_n k^h is convex in h for same signs and
-#   monotone for opposite ones: the best h on the segment is the endpoint
-#   h = 0 for every partner, and the rule is "project c_m K_m onto the nearest
-#   (L1) centre", degradation c_m^2 (1 - k^2).
-# Every degradation is at most c_m^2, the cost of removing x_m.
+# Partners: only those whose coefficient has the sign of c_m (the contract's
+# rule; BudgetedSVM searches h outside [0, 1] for opposite signs).  h comes
+# from a golden-section search on [0, 1]; c_z is a sum of two Gaussian bumps
+# in h, unimodal when g <= 2 and possibly bimodal beyond, so the endpoint
+# h = 0 (z = x_n) is compared as well (h = 1 never beats it, |c_m| <= |c_n|).
+# Every merge degrades by at most c_m^2 (1 - k^2) <= c_m^2, the cost of
+# removing x_m, which is what happens when no partner has the sign of c_m.
 #
 # Invariance: multiplying every c_i by one s != 0 keeps m, the partner and h,
 # and multiplies c_z by s (degradations by s^2), so the helpers take the raw
@@ -37,11 +30,6 @@
 from libc.math cimport exp, fabs
 
 
-cdef enum:
-    MERGE_GAUSSIAN = 2     # the Kernel codes of _kernels.pxd
-    MERGE_LAPLACIAN = 3
-
-
 # The golden-section search on h stops when its bracket is shorter than 1e-5
 # (24 steps; 0.6180339887498949 is (sqrt(5) - 1) / 2).  Near the maximum c_z is
 # flat, so h to 1e-5 gives c_z to ~1e-11 relative; and the last comparisons
@@ -50,7 +38,7 @@ cdef enum:
 
 
 cdef inline double cmerge_cz(double cm, double cn, double g, double h) noexcept nogil:
-    """c_z(h) = c_m exp(-g (1 - h)^2) + c_n exp(-g h^2) (Gaussian, g = gamma ||x_m - x_n||^2)."""
+    """c_z(h) = c_m exp(-g (1 - h)^2) + c_n exp(-g h^2), g = gamma ||x_m - x_n||^2."""
     return cm * exp(-g * (1.0 - h) * (1.0 - h)) + cn * exp(-g * h * h)
 
 
@@ -76,63 +64,55 @@ cdef inline double cmerge_golden(double cm, double cn, double g) noexcept nogil:
     return 0.5 * (a + b)
 
 
-cdef inline void cmerge_pair(double cm, double cn, double g, int kind,
+cdef inline void cmerge_pair(double cm, double cn, double g,
                              double* h_out, double* cz_out, double* loss_out) noexcept nogil:
-    """The best merge of (x_m, c_m) with one partner (x_n, c_n) at distance term g."""
-    cdef double k = exp(-g), h, cz, cz0
-    cdef double base = cm * cm + cn * cn + 2.0 * cm * cn * k
-    cz0 = cn + cm * k                      # h = 0: z = x_n
-    h = 0.0
-    cz = cz0
-    if kind == MERGE_GAUSSIAN and cm * cn > 0.0 and g > 0.0:
-        h = cmerge_golden(cm, cn, g)
-        cz = cmerge_cz(cm, cn, g, h)
-        if fabs(cz0) >= fabs(cz):
-            h = 0.0
-            cz = cz0
+    """The best merge of (x_m, c_m) with a same-sign partner (x_n, c_n), |c_m| <= |c_n|."""
+    cdef double k = exp(-g), h = 0.0, cz, czg, hg
+    cz = cn + cm * k                       # h = 0: z = x_n
+    if g > 0.0:
+        hg = cmerge_golden(cm, cn, g)
+        czg = cmerge_cz(cm, cn, g, hg)
+        if fabs(czg) > fabs(cz):
+            h = hg
+            cz = czg
     h_out[0] = h
     cz_out[0] = cz
-    loss_out[0] = base - cz * cz
+    loss_out[0] = cm * cm + cn * cn + 2.0 * cm * cn * k - cz * cz
 
 
-cdef inline double cmerge_dist(const double* x, const double* u, Py_ssize_t d,
-                               int kind) noexcept nogil:
-    """||x - u||_2^2 (Gaussian) or ||x - u||_1 (Laplacian), summed directly."""
+cdef inline double cmerge_sqdist(const double* x, const double* u, Py_ssize_t d) noexcept nogil:
+    """||x - u||_2^2, summed directly."""
     cdef Py_ssize_t j
     cdef double s = 0.0, t
-    if kind == MERGE_GAUSSIAN:
-        for j in range(d):
-            t = x[j] - u[j]
-            s += t * t
-    else:
-        for j in range(d):
-            s += fabs(x[j] - u[j])
+    for j in range(d):
+        t = x[j] - u[j]
+        s += t * t
     return s
 
 
 cdef inline Py_ssize_t cmerge_find(const double* centers,   # IN (n, d) row-major
                                    const double* coef,      # IN (n,) raw coefficients
-                                   Py_ssize_t n, Py_ssize_t d, int kind, double gamma,
+                                   Py_ssize_t n, Py_ssize_t d, double gamma,
                                    double* work,            # WORK (n,)
                                    Py_ssize_t* m_out, double* h_out, double* cz_out,
                                    double* loss_out) noexcept nogil:
-    """Choose the merge that takes n centres to n - 1; return the partner.
+    """Choose the merge that takes n centres to n - 1 (Gaussian kernel); return the partner.
 
     m_out receives argmin |coef| (the first on ties); the return value is the
-    partner n != m, or -1 when x_m should simply be removed (n == 1 or
-    c_m == 0: removal is then exact).  h_out, cz_out: the merged point is
-    z = h x_m + (1 - h) x_n with raw coefficient cz; loss_out is the weight
-    degradation (in raw units squared).  work holds n doubles; nothing is
-    allocated.
+    partner, or -1 when x_m is removed instead (no other centre has the sign
+    of c_m, or c_m == 0: removal is then exact).  The merged point is
+    z = h x_m + (1 - h) x_partner with raw coefficient cz; loss_out is the
+    weight degradation (raw units squared; c_m^2 for a removal).  work holds
+    n doubles; nothing is allocated.
 
-    Partners are visited nearest first; a partner is skipped when a lower
-    bound of its degradation cannot beat the best so far (for the Gaussian,
-    |c_z| <= max(|c_n| + |c_m| e^(-g (1 - rho)^2), |c_m| + |c_n| e^(-g/4)) on
-    [0, 1], rho = |c_m| / (|c_m| + |c_n|): c_z falls on [rho, 1/2]), so a
-    merge costs one O(n d) distance pass plus a few 1-D searches.
+    Partners are visited nearest first; a partner is skipped when a lower bound
+    of its degradation cannot beat the best so far: with rho = |c_m| / (|c_m| +
+    |c_n|) <= 1/2, c_z falls on [rho, 1/2], so |c_z| <= max(|c_n| + |c_m|
+    e^(-g (1 - rho)^2), |c_m| + |c_n| e^(-g/4)) on [0, 1].  A merge costs one
+    O(n d) distance pass plus a few 1-D searches.
     """
     cdef Py_ssize_t i, m = 0, best = -1, near = -1
-    cdef double cm, cn, g, h, cz, loss, lb, k4, ub, am, an, rho
+    cdef double cm, cn, g, h, cz, loss, lb, ub, ub2, am, an, rho
     cdef double best_h = 0.0, best_cz = 0.0, best_loss = 0.0
     for i in range(1, n):
         if fabs(coef[i]) < fabs(coef[m]):
@@ -142,40 +122,35 @@ cdef inline Py_ssize_t cmerge_find(const double* centers,   # IN (n, d) row-majo
     h_out[0] = 0.0
     cz_out[0] = 0.0
     loss_out[0] = cm * cm
-    if n < 2 or cm == 0.0:
+    if cm == 0.0:
         return -1
     for i in range(n):
-        if i == m:
-            work[i] = 0.0
+        work[i] = 0.0
+        if i == m or cm * coef[i] <= 0.0:
             continue
-        work[i] = gamma * cmerge_dist(centers + m * d, centers + i * d, d, kind)
+        work[i] = gamma * cmerge_sqdist(centers + m * d, centers + i * d, d)
         if near < 0 or work[i] < work[near]:
             near = i
-    cmerge_pair(cm, coef[near], work[near], kind, &best_h, &best_cz, &best_loss)
+    if near < 0:
+        return -1
+    cmerge_pair(cm, coef[near], work[near], &best_h, &best_cz, &best_loss)
     best = near
     am = fabs(cm)
     for i in range(n):
-        if i == m or i == near:
+        if i == m or i == near or cm * coef[i] <= 0.0:
             continue
         cn = coef[i]
         g = work[i]
         an = fabs(cn)
-        # a lower bound of the degradation from an upper bound of max |c_z| on [0, 1]:
-        # with rho = |c_m| / (|c_m| + |c_n|) <= 1/2, c_z decreases on [rho, 1/2], so
-        # max over [0, 1/2] <= |c_n| + |c_m| exp(-g (1 - rho)^2), and over [1/2, 1]
-        # <= |c_m| + |c_n| exp(-g / 4)
-        if kind == MERGE_GAUSSIAN and cm * cn > 0.0:
-            rho = am / (am + an)
-            ub = an + am * exp(-g * (1.0 - rho) * (1.0 - rho))
-            k4 = am + an * exp(-0.25 * g)
-            if k4 > ub:
-                ub = k4
-            lb = cm * cm + cn * cn + 2.0 * cm * cn * exp(-g) - ub * ub
-        else:
-            lb = cm * cm * (1.0 - exp(-2.0 * g))
+        rho = am / (am + an)
+        ub = an + am * exp(-g * (1.0 - rho) * (1.0 - rho))
+        ub2 = am + an * exp(-0.25 * g)
+        if ub2 > ub:
+            ub = ub2
+        lb = cm * cm + cn * cn + 2.0 * cm * cn * exp(-g) - ub * ub
         if lb >= best_loss:
             continue
-        cmerge_pair(cm, cn, g, kind, &h, &cz, &loss)
+        cmerge_pair(cm, cn, g, &h, &cz, &loss)
         if loss < best_loss:
             best, best_h, best_cz, best_loss = i, h, cz, loss
     h_out[0] = best_h

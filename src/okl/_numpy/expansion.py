@@ -101,8 +101,7 @@ class NumpyExpansion:
     def merge(self, n):
         """n centres -> n - 1 by BSGD merging (okl._numpy.merge), as KernelExpansion.cmerge."""
         k = self.kernel_params
-        m, partner, h, cz, _ = merge_find(self._centers[:n], self._coef[:n], k["kernel"],
-                                          k["gamma"])
+        m, partner, h, cz, _ = merge_find(self._centers[:n], self._coef[:n], k["gamma"])
         if partner >= 0:
             z = h * self._centers[m] + (1.0 - h) * self._centers[partner]
             self._centers[partner], self._sqnorms[partner], self._coef[partner] = z, z @ z, cz
