@@ -1,0 +1,148 @@
+"""The accuracy/cost frontier of bounded kernel models (docs/budget.md).
+
+On two streams, digits (odd vs even, hinge loss, 3 shuffled passes) and
+make_friedman1 (squared loss, 20 000 samples), it runs the same pointwise rule
+(NORMA / Smale-Yao, Gaussian kernel) unbudgeted, with budgets B under the
+"oldest", "smallest" and "merge" (BSGD) policies, and on D random Fourier
+features (FOGD) and B Nystroem landmarks (NOGD: exact until B centres, then
+the linear model on their features).  It prints the table (progressive error,
+microseconds per step, memory) and plots error and time per step against the
+model size.
+
+References: Wang, Crammer and Vucetic, JMLR 13, 2012; Rahimi and Recht,
+NIPS 2007; Lu, Hoi, Wang, Zhao and Liu, JMLR 17, 2016.
+
+Run:  python examples/budget_frontier.py [--out budget_frontier.png] [--quick]
+"""
+import argparse
+import time
+
+import numpy as np
+from sklearn.datasets import load_digits, make_friedman1
+from sklearn.preprocessing import StandardScaler
+
+from okl import OnlineKernelClassifier, OnlineKernelRegressor
+from okl._core._linear import LinearModel, fit_chunk
+from okl._core._losses import Loss
+from okl._features import NystroemFeatures, RandomFourierFeatures
+from okl.evaluation import progressive_validation
+
+
+def streams(quick):
+    rng = np.random.default_rng(0)
+    X, y = load_digits(return_X_y=True)
+    X, y = StandardScaler().fit_transform(X), np.where(y % 2, 1.0, -1.0)
+    idx = np.concatenate([rng.permutation(len(y)) for _ in range(1 if quick else 3)])
+    Xf, yf = make_friedman1(4000 if quick else 20_000, n_features=10, noise=1.0, random_state=0)
+    yf = (yf - yf.mean()) / yf.std()
+    return {
+        "digits": (np.ascontiguousarray(X[idx]), y[idx], "classification",
+                   dict(gamma=0.02, lam=1e-4, eta_decay=0.5)),
+        "friedman": (np.ascontiguousarray(Xf), yf, "regression",
+                     dict(gamma=0.5, lam=1e-3, eta_decay=0.6)),
+    }
+
+
+def run_exact(X, y, task, p, budget=None, policy="auto"):
+    cls = OnlineKernelClassifier if task == "classification" else OnlineKernelRegressor
+    est = cls(gamma=p["gamma"], lam=p["lam"], eta_decay=p["eta_decay"], budget=budget,
+              budget_policy=policy)
+    kw = dict(classes=np.array([-1.0, 1.0])) if task == "classification" else {}
+    t0 = time.perf_counter()
+    res = progressive_validation(est, X, y, chunk_size=2048, **kw)
+    return float(res.error[-1]), (time.perf_counter() - t0) / len(y) * 1e6
+
+
+def run_features(X, y, task, p, approximation, size):
+    n, d = X.shape
+    t = np.arange(1, n + 1, dtype=np.float64)
+    eta, lam = t ** -p["eta_decay"] / (1 + p["lam"]), np.full(n, p["lam"])   # eta="auto"
+    loss = int(Loss.HINGE if task == "classification" else Loss.SQUARED)
+    pred = np.empty(n)
+    t0 = time.perf_counter()
+    start = 0
+    if approximation == "fourier":
+        fmap = RandomFourierFeatures("gaussian", p["gamma"], size, random_state=0).fit(d)
+        model = LinearModel(size)
+    else:   # NOGD: the exact learner until it holds `size` centres
+        cls = OnlineKernelClassifier if task == "classification" else OnlineKernelRegressor
+        est = cls(gamma=p["gamma"], lam=p["lam"], eta_decay=p["eta_decay"])
+        while start < n and getattr(est, "n_support_", 0) < size:
+            kw = dict(classes=np.array([-1.0, 1.0])) if task == "classification" else {}
+            pred[start:start + 1] = est._progressive_scores(X[start:start + 1], y[start:start + 1],
+                                                            **kw)
+            start += 1
+        fmap = NystroemFeatures(est.support_vectors_, "gaussian", p["gamma"])
+        model = LinearModel(fmap.n_components)
+        model.set_coef(fmap.weights_from_expansion(est.dual_coef_))
+    for lo in range(start, n, 1024):
+        hi = min(lo + 1024, n)
+        assert fit_chunk(model, fmap.transform(X[lo:hi]), y[lo:hi], eta[lo:hi], lam[lo:hi],
+                         loss, 0.5, 0.0, 1.0, 2.0, False, pred[lo:hi]) == -1
+    us = (time.perf_counter() - t0) / n * 1e6
+    err = (np.mean(np.where(pred >= 0, 1.0, -1.0) != y) if task == "classification"
+           else np.mean((pred - y) ** 2))
+    return float(err), us
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="budget_frontier.png")
+    parser.add_argument("--quick", action="store_true", help="shorter streams, fewer sizes")
+    args = parser.parse_args()
+    budgets = [25, 100] if args.quick else [25, 50, 100, 200]
+    components = [100, 500] if args.quick else [100, 200, 500, 1000]
+    results = {}
+    print("| stream | model | size | progressive error | us/step | memory (KiB) |")
+    print("|---|---|---|---|---|---|")
+    for name, (X, y, task, p) in streams(args.quick).items():
+        d = X.shape[1]
+        rows = results[name] = {}
+        err, us = run_exact(X, y, task, p)
+        rows["exact"] = [(None, err, us)]
+        print(f"| {name} | exact | - | {err:.4f} | {us:.1f} | grows |", flush=True)
+        for policy in ("oldest", "smallest", "merge"):
+            for B in budgets:
+                err, us = run_exact(X, y, task, p, B, policy)
+                rows.setdefault(policy, []).append((B, err, us))
+                print(f"| {name} | {policy} | {B} | {err:.4f} | {us:.1f} | "
+                      f"{(B + 1) * (d + 2) * 8 / 1024:.1f} |", flush=True)
+        for approximation, sizes in (("fourier", components), ("nystroem", budgets)):
+            for size in sizes:
+                err, us = run_features(X, y, task, p, approximation, size)
+                rows.setdefault(approximation, []).append((size, err, us))
+                mem = size * (d + 2) if approximation == "fourier" else size * (d + size)
+                print(f"| {name} | {approximation} | {size} | {err:.4f} | {us:.1f} | "
+                      f"{mem * 8 / 1024:.1f} |", flush=True)
+    plot(results, args.out)
+
+
+def plot(results, out):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no plot (pip install 'okl[plot]').")
+        return
+    fig, axes = plt.subplots(2, len(results), figsize=(5.5 * len(results), 8), squeeze=False)
+    for col, (name, rows) in enumerate(results.items()):
+        exact_err, exact_us = rows["exact"][0][1:]
+        for key, style in (("oldest", "s-"), ("smallest", "^-"), ("merge", "o-"),
+                           ("fourier", "x--"), ("nystroem", "d--")):
+            size, err, us = map(np.array, zip(*rows[key]))
+            axes[0, col].plot(size, err, style, label=key)
+            axes[1, col].plot(size, us, style, label=key)
+        axes[0, col].axhline(exact_err, color="k", lw=1, label="unbudgeted")
+        axes[1, col].axhline(exact_us, color="k", lw=1, label="unbudgeted")
+        axes[0, col].set(title=name, xscale="log", ylabel="progressive error")
+        axes[1, col].set(xscale="log", yscale="log", xlabel="budget B / components D",
+                         ylabel="microseconds per step")
+        axes[0, col].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
