@@ -28,7 +28,8 @@ from okl._core import _pointwise
 from okl._core._expansion import KernelExpansion
 from okl._numpy import pointwise as _np_pointwise
 from okl._numpy.expansion import NumpyExpansion
-from okl._params import validate_params
+from okl._approx import FeatureModel
+from okl._params import InvalidParameterError, validate_params
 from okl.budgets import budget_code, check_expansion_size, resolve_budget_policy
 from okl.kernels import kernel_code, kernel_diag
 from okl.schedules import regularization, running_sup, step_numbers, step_sizes
@@ -245,15 +246,52 @@ class PointwiseMixin(KernelModelMixin):
     """The predict-then-update loop of docs/algorithms.md, sections 1-3.
 
     Subclasses give `lam`, `eta`, `eta_decay` (and optionally `lam_decay`) and
-    `_loss_args()`, the Cython loss arguments.
+    `_loss_args()`, the Cython loss arguments.  With `approximation` set
+    ("fourier" or "nystroem") the model is a `FeatureModel` of `n_components`
+    features instead of a kernel expansion (docs/budget.md, section 2).
     """
+
+    @classmethod
+    def _state_classes(cls):
+        return (KernelExpansion, NumpyExpansion, FeatureModel)
+
+    def _validate_params(self):
+        super()._validate_params()
+        if getattr(self, "approximation", None) is not None and self.budget is not None:
+            raise InvalidParameterError(
+                f"approximation={self.approximation!r} is a fixed-size model of n_components "
+                f"features; budget={self.budget} applies to the exact kernel expansion. Set "
+                "one of them, not both.")
+        if getattr(self, "approximation", None) == "fourier" and self.kernel not in (
+                "gaussian", "laplacian"):
+            raise InvalidParameterError(
+                "approximation='fourier' draws random features of the 'gaussian' or "
+                f"'laplacian' kernel; got kernel={self.kernel!r}. Use "
+                "approximation='nystroem' with this kernel.")
+
+    def _engine_expansion(self):
+        if isinstance(self._expansion, FeatureModel):
+            return self._expansion
+        return super()._engine_expansion()
+
+    @property
+    def n_components_(self):
+        """The dimension of the feature model (approximation), or of its exact phase so far."""
+        check_is_fitted(self, "t_")
+        return self._expansion.n_support
 
     def _auto_lipschitz(self):
         """M in the auto step 1 / ((lam_t + M C_K^2) t**eta_decay); 1 unless a loss needs more."""
         return 1.0
 
     def _start(self, X, y):
-        self._expansion = self._new_expansion(X.shape[1])
+        if getattr(self, "approximation", None) is not None:
+            self._expansion = FeatureModel(
+                self.approximation, X.shape[1], self.kernel, int(kernel_code(self.kernel)),
+                self.gamma, self.degree, self.coef0, self.n_components, self.random_state,
+                self.engine)
+        else:
+            self._expansion = self._new_expansion(X.shape[1])
         self.t_ = 0
         self.ck2_ = 0.0
         self.n_support_ = 0
@@ -269,10 +307,14 @@ class PointwiseMixin(KernelModelMixin):
         scores = np.empty(n, dtype=np.float64)
         expansion = self._engine_expansion()
         n_before = expansion.n_support
-        failed = POINTWISE[self.engine](expansion, X, y, eta_t, lam_t, *self._loss_args(), scores)
+        if isinstance(expansion, FeatureModel):
+            failed = expansion.learn(self.engine, X, y, eta_t, lam_t, self._loss_args(), scores)
+        else:
+            failed = POINTWISE[self.engine](expansion, X, y, eta_t, lam_t, *self._loss_args(),
+                                            scores)
         if failed >= 0:
             raise Diverged(failed, eta_t[failed])
-        if not expansion.budget:
+        if not isinstance(expansion, FeatureModel) and not expansion.budget:
             check_expansion_size(n_before, expansion.n_support, X.shape[1], type(self).__name__)
         self.t_ += n
         self.ck2_ = float(ck2[-1])

@@ -121,3 +121,8 @@ STEP_CONSTRAINTS = {
     "eta_decay": [Interval(Real, 0, None, closed="left")],
 }
 ENGINE_CONSTRAINTS = {"engine": [Options("cython", "numpy")]}
+APPROXIMATION_CONSTRAINTS = {
+    "approximation": [NONE, Options("fourier", "nystroem")],
+    "n_components": [Interval(Integral, 1, None, closed="left")],
+    "random_state": [NONE, Interval(Integral, 0, None, closed="left")],
+}

@@ -19,8 +19,8 @@ from okl._binary import BinaryClassifierMixin
 from okl._core import _coefreg
 from okl._numpy import coefreg as _np_coefreg
 from okl._params import (
-    ARRAY_2D, ENGINE_CONSTRAINTS, STEP_CONSTRAINTS, NONE, Interval, Options, budget_constraints,
-    kernel_constraints,
+    ARRAY_2D, APPROXIMATION_CONSTRAINTS, ENGINE_CONSTRAINTS, STEP_CONSTRAINTS, NONE, Interval,
+    Options, budget_constraints, kernel_constraints,
 )
 from okl.kernels import kernel_code
 from okl.losses import MARGIN_LOSSES, lipschitz_at_origin, loss_spec, slope_at_origin
@@ -89,6 +89,18 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
         docs/algorithms.md, section 7.3).  "oldest" drops the oldest centre
         (NORMA truncation), "smallest" the one of smallest |coefficient|.
         "auto" is "merge" for the Gaussian kernel and "oldest" otherwise.
+    approximation : {None, "fourier", "nystroem"}, default=None
+        A fixed-size model instead of the growing kernel expansion, with the
+        same steps and loss: "fourier" learns on `n_components` random Fourier
+        features (FOGD; Gaussian and Laplacian kernels), "nystroem" runs the
+        exact rule until it holds `n_components` centres, then continues on
+        Nystroem features of those centres from the same function (NOGD).
+        Per step O(n_components d), whatever the length of the stream
+        (docs/budget.md).  Exclusive with `budget`.
+    n_components : int, default=100
+        Features of the approximation.
+    random_state : int or None, default=None
+        Seed of the random Fourier features.
     engine : {"cython", "numpy"}, default="cython"
         "numpy" runs the pure-NumPy reference loop (same iterates, slower).
 
@@ -144,11 +156,13 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
         "lam": [Interval(Real, 0, None, closed="left")],
         **STEP_CONSTRAINTS,
         **budget_constraints(),
+        **APPROXIMATION_CONSTRAINTS,
         **ENGINE_CONSTRAINTS,
     }
 
     def __init__(self, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0, loss="hinge",
                  lam=1e-3, eta="auto", eta_decay=0.5, budget=None, budget_policy="auto",
+                 approximation=None, n_components=100, random_state=None,
                  engine="cython"):
         self.kernel = kernel
         self.gamma = gamma
@@ -160,6 +174,9 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
         self.eta_decay = eta_decay
         self.budget = budget
         self.budget_policy = budget_policy
+        self.approximation = approximation
+        self.n_components = n_components
+        self.random_state = random_state
         self.engine = engine
 
     def _loss_args(self):

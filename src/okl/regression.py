@@ -6,8 +6,8 @@ from sklearn.base import RegressorMixin
 
 from okl._base import OnlineLearner, PointwiseMixin
 from okl._params import (
-    ENGINE_CONSTRAINTS, STEP_CONSTRAINTS, Interval, InvalidParameterError, Options,
-    budget_constraints, kernel_constraints,
+    APPROXIMATION_CONSTRAINTS, ENGINE_CONSTRAINTS, STEP_CONSTRAINTS, Interval,
+    InvalidParameterError, Options, budget_constraints, kernel_constraints,
 )
 from okl.losses import RESIDUAL_LOSSES, loss_spec, loss_value
 
@@ -67,6 +67,18 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
         docs/algorithms.md, section 7.3).  "oldest" drops the oldest centre
         (NORMA truncation), "smallest" the one of smallest |coefficient|.
         "auto" is "merge" for the Gaussian kernel and "oldest" otherwise.
+    approximation : {None, "fourier", "nystroem"}, default=None
+        A fixed-size model instead of the growing kernel expansion, with the
+        same steps and loss: "fourier" learns on `n_components` random Fourier
+        features (FOGD; Gaussian and Laplacian kernels), "nystroem" runs the
+        exact rule until it holds `n_components` centres, then continues on
+        Nystroem features of those centres from the same function (NOGD).
+        Per step O(n_components d), whatever the length of the stream
+        (docs/budget.md).  Exclusive with `budget`.
+    n_components : int, default=100
+        Features of the approximation.
+    random_state : int or None, default=None
+        Seed of the random Fourier features.
     engine : {"cython", "numpy"}, default="cython"
         "numpy" runs the pure-NumPy reference loop (same iterates, slower).
 
@@ -120,12 +132,14 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
         "lam_decay": [Interval(Real, 0, None, closed="left")],
         **STEP_CONSTRAINTS,
         **budget_constraints(),
+        **APPROXIMATION_CONSTRAINTS,
         **ENGINE_CONSTRAINTS,
     }
 
     def __init__(self, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0, loss="squared",
                  quantile=0.5, epsilon=0.0, lam=1e-3, lam_decay=0.0, eta="auto",
-                 eta_decay=0.6, budget=None, budget_policy="auto", engine="cython"):
+                 eta_decay=0.6, budget=None, budget_policy="auto", approximation=None,
+                 n_components=100, random_state=None, engine="cython"):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -139,6 +153,9 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
         self.eta_decay = eta_decay
         self.budget = budget
         self.budget_policy = budget_policy
+        self.approximation = approximation
+        self.n_components = n_components
+        self.random_state = random_state
         self.engine = engine
 
     def _validate_params(self):
