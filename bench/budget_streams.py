@@ -23,7 +23,6 @@ import numpy as np
 from sklearn.datasets import load_breast_cancer, load_digits, make_friedman1
 from sklearn.preprocessing import StandardScaler
 
-from okl._core._kernels import Kernel
 from okl._core._linear import LinearModel, fit_chunk as linear_fit_chunk
 from okl._core._losses import Loss
 from okl._core._merge import merge_find

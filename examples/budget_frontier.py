@@ -22,9 +22,6 @@ from sklearn.datasets import load_digits, make_friedman1
 from sklearn.preprocessing import StandardScaler
 
 from okl import OnlineKernelClassifier, OnlineKernelRegressor
-from okl._core._linear import LinearModel, fit_chunk
-from okl._core._losses import Loss
-from okl._features import NystroemFeatures, RandomFourierFeatures
 from okl.evaluation import progressive_validation
 
 
@@ -43,46 +40,14 @@ def streams(quick):
     }
 
 
-def run_exact(X, y, task, p, budget=None, policy="auto"):
+def run(X, y, task, p, **kw):
+    """(progressive error, microseconds per step) of one learner on the stream."""
     cls = OnlineKernelClassifier if task == "classification" else OnlineKernelRegressor
-    est = cls(gamma=p["gamma"], lam=p["lam"], eta_decay=p["eta_decay"], budget=budget,
-              budget_policy=policy)
-    kw = dict(classes=np.array([-1.0, 1.0])) if task == "classification" else {}
+    est = cls(gamma=p["gamma"], lam=p["lam"], eta_decay=p["eta_decay"], **kw)
+    fit_kw = {"classes": np.array([-1.0, 1.0])} if task == "classification" else {}
     t0 = time.perf_counter()
-    res = progressive_validation(est, X, y, chunk_size=2048, **kw)
+    res = progressive_validation(est, X, y, chunk_size=2048, **fit_kw)
     return float(res.error[-1]), (time.perf_counter() - t0) / len(y) * 1e6
-
-
-def run_features(X, y, task, p, approximation, size):
-    n, d = X.shape
-    t = np.arange(1, n + 1, dtype=np.float64)
-    eta, lam = t ** -p["eta_decay"] / (1 + p["lam"]), np.full(n, p["lam"])   # eta="auto"
-    loss = int(Loss.HINGE if task == "classification" else Loss.SQUARED)
-    pred = np.empty(n)
-    t0 = time.perf_counter()
-    start = 0
-    if approximation == "fourier":
-        fmap = RandomFourierFeatures("gaussian", p["gamma"], size, random_state=0).fit(d)
-        model = LinearModel(size)
-    else:   # NOGD: the exact learner until it holds `size` centres
-        cls = OnlineKernelClassifier if task == "classification" else OnlineKernelRegressor
-        est = cls(gamma=p["gamma"], lam=p["lam"], eta_decay=p["eta_decay"])
-        while start < n and getattr(est, "n_support_", 0) < size:
-            kw = dict(classes=np.array([-1.0, 1.0])) if task == "classification" else {}
-            pred[start:start + 1] = est._progressive_scores(X[start:start + 1], y[start:start + 1],
-                                                            **kw)
-            start += 1
-        fmap = NystroemFeatures(est.support_vectors_, "gaussian", p["gamma"])
-        model = LinearModel(fmap.n_components)
-        model.set_coef(fmap.weights_from_expansion(est.dual_coef_))
-    for lo in range(start, n, 1024):
-        hi = min(lo + 1024, n)
-        assert fit_chunk(model, fmap.transform(X[lo:hi]), y[lo:hi], eta[lo:hi], lam[lo:hi],
-                         loss, 0.5, 0.0, 1.0, 2.0, False, pred[lo:hi]) == -1
-    us = (time.perf_counter() - t0) / n * 1e6
-    err = (np.mean(np.where(pred >= 0, 1.0, -1.0) != y) if task == "classification"
-           else np.mean((pred - y) ** 2))
-    return float(err), us
 
 
 def main():
@@ -98,18 +63,19 @@ def main():
     for name, (X, y, task, p) in streams(args.quick).items():
         d = X.shape[1]
         rows = results[name] = {}
-        err, us = run_exact(X, y, task, p)
+        err, us = run(X, y, task, p)
         rows["exact"] = [(None, err, us)]
         print(f"| {name} | exact | - | {err:.4f} | {us:.1f} | grows |", flush=True)
         for policy in ("oldest", "smallest", "merge"):
             for B in budgets:
-                err, us = run_exact(X, y, task, p, B, policy)
+                err, us = run(X, y, task, p, budget=B, budget_policy=policy)
                 rows.setdefault(policy, []).append((B, err, us))
                 print(f"| {name} | {policy} | {B} | {err:.4f} | {us:.1f} | "
                       f"{(B + 1) * (d + 2) * 8 / 1024:.1f} |", flush=True)
         for approximation, sizes in (("fourier", components), ("nystroem", budgets)):
             for size in sizes:
-                err, us = run_features(X, y, task, p, approximation, size)
+                err, us = run(X, y, task, p, approximation=approximation, n_components=size,
+                              random_state=0)
                 rows.setdefault(approximation, []).append((size, err, us))
                 mem = size * (d + 2) if approximation == "fourier" else size * (d + size)
                 print(f"| {name} | {approximation} | {size} | {err:.4f} | {us:.1f} | "

@@ -3,7 +3,6 @@ import numpy as np
 import pytest
 
 from okl._features import NystroemFeatures, RandomFourierFeatures, kernel_matrix
-from okl._core._kernels import Kernel
 
 
 def exact(kernel, gamma, X, U):

@@ -14,7 +14,6 @@ Lu, Hoi, Wang, Zhao and Liu, "Large scale online kernel learning", JMLR 17,
 2016; Rahimi and Recht, "Random features for large-scale kernel machines",
 NIPS 2007.
 """
-import numpy as np
 
 from okl._core import _linear, _pointwise
 from okl._core._expansion import KernelExpansion

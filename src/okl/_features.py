@@ -20,7 +20,7 @@ from scipy.spatial.distance import cdist
 from threadpoolctl import threadpool_limits
 
 from okl._core._kernels import Kernel
-from okl._core._linear import cos_rows, fourier_rows
+from okl._core._linear import fourier_rows
 
 CHUNK_ROWS = 256        # rows per matrix product: a block of CHUNK_ROWS x D stays in cache
 FOURIER_KERNELS = {"gaussian": Kernel.GAUSSIAN, "laplacian": Kernel.LAPLACIAN}
