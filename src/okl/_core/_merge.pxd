@@ -80,6 +80,28 @@ cdef inline void cmerge_pair(double cm, double cn, double g,
     loss_out[0] = cm * cm + cn * cn + 2.0 * cm * cn * k - cz * cz
 
 
+cdef inline double cmerge_bound(double am, double an, double g) noexcept nogil:
+    """An upper bound of max |c_z(h)| on [0, 1] (|c_m| = am <= an = |c_n|, same signs).
+
+    On each eighth [k/8, (k+1)/8] of [0, 1], exp(-g h^2) <= T[k] and
+    exp(-g (1 - h)^2) <= T[7 - k] with T[j] = exp(-g j^2 / 64), so
+    |c_z| <= max_k an T[k] + am T[7 - k].  T comes from one exponential by
+    T[j + 1] = T[j] q^(2j + 1), q = exp(-g / 64).
+    """
+    cdef double T[8]
+    cdef double q = exp(-g / 64.0), q2 = q * q, step = q, ub = 0.0, v
+    cdef int j
+    T[0] = 1.0
+    for j in range(7):
+        T[j + 1] = T[j] * step       # step = q^(2j + 1)
+        step = step * q2
+    for j in range(8):
+        v = an * T[j] + am * T[7 - j]
+        if v > ub:
+            ub = v
+    return ub
+
+
 cdef inline double cmerge_sqdist(const double* x, const double* u, Py_ssize_t d) noexcept nogil:
     """||x - u||_2^2, summed directly."""
     cdef Py_ssize_t j
@@ -106,13 +128,12 @@ cdef inline Py_ssize_t cmerge_find(const double* centers,   # IN (n, d) row-majo
     n doubles; nothing is allocated.
 
     Partners are visited nearest first; a partner is skipped when a lower bound
-    of its degradation cannot beat the best so far: with rho = |c_m| / (|c_m| +
-    |c_n|) <= 1/2, c_z falls on [rho, 1/2], so |c_z| <= max(|c_n| + |c_m|
-    e^(-g (1 - rho)^2), |c_m| + |c_n| e^(-g/4)) on [0, 1].  A merge costs one
-    O(n d) distance pass plus a few 1-D searches.
+    of its degradation (from `cmerge_bound`) cannot beat the best so far, so a
+    merge costs one O(n d) distance pass, one exponential per partner and a
+    few 1-D searches.
     """
     cdef Py_ssize_t i, m = 0, best = -1, near = -1
-    cdef double cm, cn, g, h, cz, loss, lb, ub, ub2, am, an, rho
+    cdef double cm, cn, g, h, cz, loss, lb, ub, am, an
     cdef double best_h = 0.0, best_cz = 0.0, best_loss = 0.0
     for i in range(1, n):
         if fabs(coef[i]) < fabs(coef[m]):
@@ -142,11 +163,7 @@ cdef inline Py_ssize_t cmerge_find(const double* centers,   # IN (n, d) row-majo
         cn = coef[i]
         g = work[i]
         an = fabs(cn)
-        rho = am / (am + an)
-        ub = an + am * exp(-g * (1.0 - rho) * (1.0 - rho))
-        ub2 = am + an * exp(-0.25 * g)
-        if ub2 > ub:
-            ub = ub2
+        ub = cmerge_bound(am, an, g)
         lb = cm * cm + cn * cn + 2.0 * cm * cn * exp(-g) - ub * ub
         if lb >= best_loss:
             continue

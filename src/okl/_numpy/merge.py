@@ -56,6 +56,21 @@ def merge_pair(cm, cn, g):
     return h, cz, cm * cm + cn * cn + 2.0 * cm * cn * k - cz * cz
 
 
+def bound(am, an, g):
+    """Upper bound of max |c_z| on [0, 1]: max_k an T[k] + am T[7 - k], T[j] = exp(-g j^2 / 64)."""
+    q = math.exp(-g / 64.0)
+    q2, step, T = q * q, q, [1.0]
+    for _ in range(7):
+        T.append(T[-1] * step)
+        step = step * q2
+    ub = 0.0
+    for j in range(8):
+        v = an * T[j] + am * T[7 - j]
+        if v > ub:
+            ub = v
+    return ub
+
+
 def merge_find(centers, coef, gamma):
     """(m, partner, h, c_z, degradation) taking n centres to n - 1; partner -1 removes x_m."""
     centers = np.asarray(centers, dtype=np.float64)
@@ -79,9 +94,7 @@ def merge_find(centers, coef, gamma):
             continue
         cn, g = float(coef[i]), float(g_all[i])
         an = abs(cn)
-        rho = am / (am + an)
-        ub = max(an + am * math.exp(-g * (1.0 - rho) * (1.0 - rho)),
-                 am + an * math.exp(-0.25 * g))
+        ub = bound(am, an, g)
         if cm * cm + cn * cn + 2.0 * cm * cn * math.exp(-g) - ub * ub >= best_loss:
             continue                                 # cannot beat the best: skipped
         h, cz, loss = merge_pair(cm, cn, g)
