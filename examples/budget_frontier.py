@@ -88,6 +88,7 @@ def plot(results, out):
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        import matplotlib.ticker
     except ImportError:
         print("matplotlib is not installed: no plot (pip install 'okl[plot]').")
         return
@@ -104,6 +105,9 @@ def plot(results, out):
         axes[0, col].set(title=name, xscale="log", ylabel="progressive error")
         axes[1, col].set(xscale="log", yscale="log", xlabel="budget B / components D",
                          ylabel="microseconds per step")
+        for ax in axes[:, col]:
+            ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         axes[0, col].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(out, dpi=120)

@@ -17,7 +17,7 @@ from numbers import Integral
 
 import numpy as np
 from scipy.spatial.distance import cdist
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from okl._core._kernels import Kernel
 from okl._core._linear import fourier_rows
@@ -26,6 +26,20 @@ CHUNK_ROWS = 256        # rows per matrix product: a block of CHUNK_ROWS x D sta
 FOURIER_KERNELS = {"gaussian": Kernel.GAUSSIAN, "laplacian": Kernel.LAPLACIAN}
 NYSTROEM_KERNELS = {"gaussian": Kernel.GAUSSIAN, "laplacian": Kernel.LAPLACIAN,
                     "polynomial": Kernel.POLYNOMIAL, "linear": Kernel.LINEAR}
+
+
+_CONTROLLER = []
+
+
+def _one_blas_thread():
+    """A context with BLAS/LAPACK on one thread (the library scan is done once per process).
+
+    The Nystroem products and eigendecomposition are small; on a shared 2-core
+    machine their threads, waiting for a busy core, stalled them tenfold.
+    """
+    if not _CONTROLLER:
+        _CONTROLLER.append(ThreadpoolController())
+    return _CONTROLLER[0].limit(limits=1, user_api="blas")
 
 
 def _kernel_code(kernel, allowed, what):
@@ -180,9 +194,10 @@ class NystroemFeatures:
             raise ValueError(f"landmarks must be a non-empty 2-D array; got shape {L.shape}.")
         self.landmarks = L
         self.n_features = L.shape[1]
-        K = kernel_matrix(self.kernel, self.gamma, self.degree, self.coef0, L, L)
-        K = 0.5 * (K + K.T)
-        lam, U = np.linalg.eigh(K)
+        with _one_blas_thread():
+            K = kernel_matrix(self.kernel, self.gamma, self.degree, self.coef0, L, L)
+            K = 0.5 * (K + K.T)
+            lam, U = np.linalg.eigh(K)
         top = lam[-1] if len(lam) else 0.0
         if not top > 0:
             raise ValueError("The landmarks' kernel matrix has no positive eigenvalue.")
@@ -197,9 +212,7 @@ class NystroemFeatures:
         X = _as_rows(X, self.n_features)
         if out is None:
             out = np.empty((len(X), self.n_components), dtype=np.float64)
-        # one BLAS thread: the products are small, and threads waiting for a busy
-        # core stalled them tenfold on a shared machine
-        with threadpool_limits(limits=1, user_api="blas"):
+        with _one_blas_thread():
             for lo in range(0, len(X), CHUNK_ROWS):
                 k = kernel_matrix(self.kernel, self.gamma, self.degree, self.coef0,
                                   X[lo:lo + CHUNK_ROWS], self.landmarks)
