@@ -231,3 +231,23 @@ def test_merge_on_a_kernel_that_cannot_merge_is_refused():
             OnlineKernelRegressor(kernel=kernel, budget=2, budget_policy="merge").fit(X, y)
     with pytest.raises(ValueError, match="'gaussian' kernel"):
         KernelExpansion(2, int(Kernel.LAPLACIAN), 1.0, 3, 0.0, 5, int(BudgetPolicy.MERGE))
+
+
+# -- kernel PA: a merging budget keeps ||f||_K^2 exact ----------------------------------------
+
+from okl import RegularizedPAClassifier  # noqa: E402
+
+
+@pytest.mark.parametrize("regularization", ["none", "objective"])
+def test_kernel_pa_merges_and_keeps_the_exact_norm(regularization):
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(800, 3))
+    y = np.where(X[:, 0] * X[:, 1] > 0, 1, -1)
+    kw = dict(regularization=regularization, kernel="gaussian", gamma=0.7, budget=20, C=1.0)
+    a = RegularizedPAClassifier(**kw).fit(X, y)
+    b = RegularizedPAClassifier(engine="numpy", **kw).fit(X, y)
+    exp = a._model.expansion
+    assert exp.policy == BudgetPolicy.MERGE and exp.n_merges > 0 and exp.n_support == 20
+    assert a.sq_norm_ == pytest.approx(exp.sq_norm(), rel=1e-9, abs=1e-12)    # kept == recomputed
+    assert b.sq_norm_ == pytest.approx(a.sq_norm_, rel=1e-9, abs=1e-12)
+    np.testing.assert_allclose(a.decision_function(X[:50]), b.decision_function(X[:50]), atol=1e-10)

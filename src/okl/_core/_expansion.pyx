@@ -55,6 +55,8 @@ cdef class KernelExpansion:
         self.next_slot = 0
         self.capacity = 0
         self.n_merges = 0
+        self.track_norm = False
+        self.merge_norm_change = 0.0
         self._zbuf = np.empty(n_features, dtype=np.float64)
         cdef double[::1] z_view = self._zbuf
         self.zbuf = &z_view[0]
@@ -147,8 +149,8 @@ cdef class KernelExpansion:
         new centre itself (SMALLEST, |a| no larger than every |coef|).
         """
         cdef Py_ssize_t i, slot
-        if self.budget == 0 or self.n_support < self.budget:
-            return NO_EVICTION
+        if self.budget == 0 or self.n_support < self.budget or self.policy == MERGE:
+            return NO_EVICTION          # MERGE adds first, then merges (cadd, cmerge)
         if self.policy == OLDEST:
             return self.next_slot
         slot = 0
@@ -165,6 +167,7 @@ cdef class KernelExpansion:
         cdef Py_ssize_t slot
         if not isfinite(c):
             return False
+        self.merge_norm_change = 0.0
         if self.policy == MERGE and self.budget and self.n_support >= self.budget:
             self.cwrite(self.n_support, x, xx, c)       # slot B: never logged (>= log_base)
             self.n_support += 1
@@ -191,10 +194,29 @@ cdef class KernelExpansion:
         """
         cdef Py_ssize_t n = self.n_support, d = self.n_features, last = n - 1, m, partner
         cdef double h, cz, loss
+        cdef double fm, fn, fz, cm, cn
         partner = cmerge_find(self.centers, self.coef, n, d, self.kernel.gamma, self.kbuf,
                               &m, &h, &cz, &loss)
         if partner >= 0:
             cmerge_point(self.centers + m * d, self.centers + partner * d, d, h, self.zbuf)
+        if self.track_norm:
+            # ||f'||^2 - ||f||^2 = 2 (c_z f(z) - c_m f(x_m) - c_n f(x_n)) + degradation for a
+            # merge, c_m^2 - 2 c_m f(x_m) for a removal (f: the B + 1 centres; raw units)
+            cm = self.coef[m]
+            ckernel_row(&self.kernel, self.centers + m * d, self.centers, n, d, self.kbuf)
+            fm = cdot(self.coef, self.kbuf, n)
+            if partner >= 0:
+                cn = self.coef[partner]
+                ckernel_row(&self.kernel, self.centers + partner * d, self.centers, n, d,
+                            self.kbuf)
+                fn = cdot(self.coef, self.kbuf, n)
+                ckernel_row(&self.kernel, self.zbuf, self.centers, n, d, self.kbuf)
+                fz = cdot(self.coef, self.kbuf, n)
+                self.merge_norm_change = 2.0 * (cz * fz - cm * fm - cn * fn) + loss
+            else:
+                self.merge_norm_change = cm * cm - 2.0 * cm * fm
+            self.merge_norm_change *= self.scale * self.scale
+        if partner >= 0:
             self.cwrite(partner, self.zbuf, cdot(self.zbuf, self.zbuf, d), cz)
             self.n_merges += 1
         if m != last:

@@ -28,6 +28,7 @@ class NumpyExpansion:
         if self.policy == BudgetPolicy.MERGE:
             check_kernel(kernel)
         self.n_support, self.next_slot, self.n_merges = 0, 0, 0
+        self.track_norm, self.merge_norm_change = False, 0.0
         self._centers = np.empty((0, n_features))
         self._coef = np.empty(0)
         self._sqnorms = np.empty(0)
@@ -69,8 +70,8 @@ class NumpyExpansion:
         """The slot that leaves if a centre of coefficient a is added: NO_EVICTION while
         there is room, NEWCOMER when the policy drops the new centre itself."""
         n = self.n_support
-        if not self.budget or n < self.budget:
-            return NO_EVICTION
+        if not self.budget or n < self.budget or self.policy == BudgetPolicy.MERGE:
+            return NO_EVICTION              # MERGE adds first, then merges
         if self.policy == BudgetPolicy.OLDEST:
             return self.next_slot
         slot = int(np.argmin(np.abs(self._coef[:n])))
@@ -80,9 +81,11 @@ class NumpyExpansion:
         """f <- f + a K(x, .); False when a is not finite."""
         if not np.isfinite(a):
             return False
+        self.merge_norm_change = 0.0
         if self.policy == BudgetPolicy.MERGE and self.budget and self.n_support >= self.budget:
             n = self.n_support
             self._centers[n], self._sqnorms[n], self._coef[n] = x, x @ x, a
+            self.n_support = n + 1
             self.merge(n + 1)
             return True
         slot = self.victim(a)
@@ -101,7 +104,17 @@ class NumpyExpansion:
     def merge(self, n):
         """n centres -> n - 1 by BSGD merging (okl._numpy.merge), as KernelExpansion.cmerge."""
         k = self.kernel_params
-        m, partner, h, cz, _ = merge_find(self._centers[:n], self._coef[:n], k["gamma"])
+        m, partner, h, cz, loss = merge_find(self._centers[:n], self._coef[:n], k["gamma"])
+        if self.track_norm:       # see KernelExpansion.cmerge; f is the n centres
+            cm = self._coef[m]
+            fm = self.predict_one(self._centers[m])
+            if partner >= 0:
+                z = h * self._centers[m] + (1.0 - h) * self._centers[partner]
+                cn = self._coef[partner]
+                fn, fz = self.predict_one(self._centers[partner]), self.predict_one(z)
+                self.merge_norm_change = 2.0 * (cz * fz - cm * fm - cn * fn) + loss
+            else:
+                self.merge_norm_change = cm * cm - 2.0 * cm * fm
         if partner >= 0:
             z = h * self._centers[m] + (1.0 - h) * self._centers[partner]
             self._centers[partner], self._sqnorms[partner], self._coef[partner] = z, z @ z, cz
