@@ -24,13 +24,13 @@ It prints a table, says whether theta = 2/3 wins, and writes
 lin_pairwise_ranking.png (the two panels of the paper's Figure 1).
 """
 import argparse
-import time
 
 import numpy as np
 from sklearn.datasets import load_diabetes
 from sklearn.preprocessing import StandardScaler
 
 from okl import PairwiseLearner
+from okl._progress import progress
 from okl.evaluation import pairwise_generalization_error, ranking_error
 
 THETAS = {"0": 0.0, "2/3": 2.0 / 3.0, "1": 1.0}
@@ -49,8 +49,7 @@ def run(repeats=400, steps=2000, seed=0):
     rank = np.empty((len(THETAS), repeats, len(ts)))
     gen = np.empty_like(rank)
     rng = np.random.default_rng(seed)
-    start = time.perf_counter()
-    for rep in range(repeats):
+    for rep in progress(range(repeats), desc="repeats", unit="repeat"):
         stream = rng.integers(0, len(X), steps)
         for k, theta in enumerate(THETAS.values()):
             est = PairwiseLearner(reducer="sign", loss="hinge", pair_kernel="linear",
@@ -62,9 +61,6 @@ def run(repeats=400, steps=2000, seed=0):
                 done = t
                 rank[k, rep, c] = ranking_error(est, X, y)
                 gen[k, rep, c] = pairwise_generalization_error(est, X, y)
-        if (rep + 1) % max(1, repeats // 10) == 0:
-            print(f"  {rep + 1}/{repeats} repeats, {time.perf_counter() - start:.0f} s",
-                  flush=True)
     return ts, rank, gen
 
 

@@ -34,6 +34,7 @@ import numpy as np
 from sklearn.datasets import load_digits
 
 from okl import OnlineKernelClassifier, RegularizedPAClassifier
+from okl._progress import progress
 from okl.evaluation import progressive_validation
 from okl.passive_aggressive import InfeasibleUpdateWarning
 from okl.streams import drifting_phases
@@ -123,7 +124,8 @@ def main(argv=None):
     X, y = digits()
     n, half = args.n_per_phase, 2 * args.n_per_phase
     start = time.perf_counter()
-    trials = [run_trial(X, y, args.seed + k, n) for k in range(args.trials)]
+    trials = [run_trial(X, y, args.seed + k, n)
+              for k in progress(range(args.trials), desc="trials", unit="trial")]
     print(f"Shen-Dietterich Section 4 on digits {ROLES} (P1, P2, N1, N2), {args.trials} trials "
           f"of 4 x {n} samples, features / 16; tuned on phases 1-2 ({time.perf_counter() - start:.0f} s)")
     print(f"{'method':<10} {'tuned setting (times chosen)':<32} {'error 1-2':>10} "
@@ -145,7 +147,8 @@ def main(argv=None):
 
     start = time.perf_counter()
     features = {method: np.array([feature_curve(method, t[method][0], X, y, args.seed + k, n)
-                                  for k, t in enumerate(trials)])
+                                  for k, t in enumerate(progress(trials, desc=method,
+                                                                 unit="trial"))])
                 for method in TRUNCATED}
     print(f"\nFeature selection: truncation after each update (Section 3.3), each trial's tuned "
           f"beta; error over phases 3-4 / mean number of nonzero weights of 64 "

@@ -32,6 +32,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
 from okl import CoefficientRegularizedClassifier
+from okl._progress import progress
 from okl.kernels import kernel_matrix
 
 
@@ -51,7 +52,7 @@ def run(Ts, n_centers=50, beta=1.0, epsilon=0.05, repeats=20, seed=0):
     kernel_gamma = 1.0 / X.shape[1]
     errors = {"corollary 3": np.empty((len(Ts), repeats)), "auto": np.empty((len(Ts), repeats))}
     svm_errors = []
-    for r in range(repeats):
+    for r in progress(range(repeats), desc="splits", unit="split"):
         X_train, X_test, y_train, y_test = train_test_split(
             X, y, test_size=0.3, stratify=y, random_state=seed + r)
         scaler = StandardScaler().fit(X_train)

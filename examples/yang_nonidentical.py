@@ -28,12 +28,12 @@ Run:  python examples/yang_nonidentical.py [--quick] [--out yang_nonidentical.pn
 (about a minute on an idle 2-core machine; --quick: a few seconds)
 """
 import argparse
-import sys
 import time
 
 import numpy as np
 
 from okl import OnlineKernelRegressor
+from okl._progress import progress
 from okl.schedules import yang_exponents
 from okl.streams import conditional_quantile, mixture_weight, nonidentical
 
@@ -43,24 +43,13 @@ def theorem_exponent(b, r=1.0):
     return min(r / (3 * r + 2), b / 2 - 1 / (3 * r + 2))
 
 
-def progress_bar(total):
-    """A tqdm bar on a terminal, else None (no output)."""
-    if not sys.stderr.isatty():
-        return None
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, unit="stream", leave=False)
-
-
 def run(bs, cs, Ts, seeds, tau=0.5, kernel_gamma=20.0, lam=0.1, n_grid=513):
     """L2(rho_X) errors, {(b, c): array of shape (seeds, len(Ts))}; b = inf once, as (inf, None)."""
     lam_decay, eta_decay = yang_exponents(1.0)
     grid = np.linspace(0.0, 1.0, n_grid)[:, None]
     target = conditional_quantile(grid, tau)
     configs = [(b, c) for c in cs for b in bs if np.isfinite(b)] + [(np.inf, None)]
-    bar = progress_bar(len(configs) * seeds)
+    bar = progress(total=len(configs) * seeds, desc="streams", unit="stream")
     errors = {}
     for b, c in configs:
         errors[b, c] = np.empty((seeds, len(Ts)))
@@ -74,10 +63,8 @@ def run(bs, cs, Ts, seeds, tau=0.5, kernel_gamma=20.0, lam=0.1, n_grid=513):
                 est.partial_fit(X[done:T], y[done:T])
                 done = T
                 errors[b, c][seed, k] = np.sqrt(np.mean((est.predict(grid) - target) ** 2))
-            if bar is not None:
-                bar.update()
-    if bar is not None:
-        bar.close()
+            bar.update()
+    bar.close()
     return errors
 
 

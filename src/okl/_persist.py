@@ -5,6 +5,8 @@ fitted arrays.  Loading parses JSON and reads arrays with allow_pickle=False,
 so a file can never run code.
 """
 import json
+import os
+from typing import Any
 
 import numpy as np
 
@@ -47,7 +49,7 @@ def _split(items, prefix, arrays, what):
     return scalars
 
 
-def save(estimator, path):
+def save(estimator: Any, path: str | os.PathLike) -> None:
     """Write a fitted (or unfitted) okl estimator to the file `path` (NumPy .npz format).
 
     Parameters must be plain values (a callable eta cannot be saved: use pickle).
@@ -68,7 +70,7 @@ def save(estimator, path):
         np.savez(file, __header__=blob, **arrays)
 
 
-def load(path):
+def load(path: str | os.PathLike) -> Any:
     """Read an estimator written by `save`; never unpickles."""
     import okl
 
