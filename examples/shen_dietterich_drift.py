@@ -25,16 +25,18 @@ error over phases 3-4 against the average number of nonzero weights (out of
 64), for the L2 and L1 constraints and, for reference, plain PA.
 
 Run:  python examples/shen_dietterich_drift.py [--trials 40] [--out drift.png]
+(--workers N or --scheduler ADDRESS: the trials run on Dask, same results)
 """
 import argparse
 import time
 import warnings
+from functools import partial
 
 import numpy as np
 from sklearn.datasets import load_digits
 
 from okl import OnlineKernelClassifier, RegularizedPAClassifier
-from okl._progress import progress
+from okl.distributed import map_trials
 from okl.evaluation import progressive_validation
 from okl.passive_aggressive import InfeasibleUpdateWarning
 from okl.streams import drifting_phases
@@ -82,6 +84,16 @@ def run_trial(X, y, seed, n_per_phase):
     return out
 
 
+def trial(seed, X, y, n_per_phase):
+    """`run_trial` and each tuned method's `feature_curve`: one independent trial."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InfeasibleUpdateWarning)   # counted, and rare here
+        out = run_trial(X, y, seed, n_per_phase)
+        curves = {method: feature_curve(method, out[method][0], X, y, seed, n_per_phase)
+                  for method in TRUNCATED}
+    return out, curves
+
+
 def feature_curve(method, params, X, y, seed, n_per_phase, chunk=20):
     """(error over phases 3-4, mean number of nonzero weights there) for each sigma."""
     Xs, ys = drifting_phases(X, y, ROLES, n_per_phase, random_state=seed)
@@ -107,7 +119,7 @@ def setting(params):
 def describe(choices):
     """The most frequent tuned setting and how often it won."""
     names = [setting(c) for c in choices]
-    best = max(set(names), key=names.count)
+    best = max(dict.fromkeys(names), key=names.count)     # ties: the first seen, every run
     return best if best == "-" else f"{best} ({names.count(best)}/{len(names)})"
 
 
@@ -119,13 +131,19 @@ def main(argv=None):
     parser.add_argument("--out", default="shen_dietterich_drift.png", help="Figure 1 PNG")
     parser.add_argument("--out-features", default="shen_dietterich_features.png",
                         help="Figure 2 PNG")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="run the trials on this Dask scheduler (pip install 'okl[dask]')")
+    parser.add_argument("--workers", type=int, metavar="N",
+                        help="run the trials on a local Dask cluster of N worker processes")
     args = parser.parse_args(argv)
-    warnings.simplefilter("ignore", InfeasibleUpdateWarning)   # counted, and rare here
     X, y = digits()
     n, half = args.n_per_phase, 2 * args.n_per_phase
     start = time.perf_counter()
-    trials = [run_trial(X, y, args.seed + k, n)
-              for k in progress(range(args.trials), desc="trials", unit="trial")]
+    seeds = [args.seed + k for k in range(args.trials)]      # the same seeds with or without Dask
+    done = map_trials(partial(trial, X=X, y=y, n_per_phase=n), seeds,
+                      args.scheduler or ("sequential" if args.workers is None else None),
+                      n_workers=args.workers)
+    trials = [done[s][0] for s in seeds]
     print(f"Shen-Dietterich Section 4 on digits {ROLES} (P1, P2, N1, N2), {args.trials} trials "
           f"of 4 x {n} samples, features / 16; tuned on phases 1-2 ({time.perf_counter() - start:.0f} s)")
     print(f"{'method':<10} {'tuned setting (times chosen)':<32} {'error 1-2':>10} "
@@ -145,14 +163,9 @@ def main(argv=None):
         late = np.mean([t[method][2] for t in trials], axis=0)
         print(f"{method:<10} " + "; ".join(f"{setting(p)}: {e:.4f}" for p, e in zip(grid, late)))
 
-    start = time.perf_counter()
-    features = {method: np.array([feature_curve(method, t[method][0], X, y, args.seed + k, n)
-                                  for k, t in enumerate(progress(trials, desc=method,
-                                                                 unit="trial"))])
-                for method in TRUNCATED}
-    print(f"\nFeature selection: truncation after each update (Section 3.3), each trial's tuned "
-          f"beta; error over phases 3-4 / mean number of nonzero weights of 64 "
-          f"({time.perf_counter() - start:.0f} s)")
+    features = {method: np.array([done[s][1][method] for s in seeds]) for method in TRUNCATED}
+    print("\nFeature selection: truncation after each update (Section 3.3), each trial's tuned "
+          "beta; error over phases 3-4 / mean number of nonzero weights of 64")
     print(f"{'sigma':>8} " + " ".join(f"{m:>18}" for m in TRUNCATED))
     for j, sigma in enumerate(SIGMAS):
         cells = [f"{features[m][:, j, 0].mean():.4f} / {features[m][:, j, 1].mean():5.1f}"

@@ -3,7 +3,7 @@
 Coefficient-regularized online classification, eq. (0.4), with the hinge loss:
 m fixed centres (the first m stream points), ``lam = T**-gamma`` for a stream of
 T samples and the polynomial steps ``eta_t = t**-theta / (2 + kappa^2)`` of
-Corollary 3, with the corrected kappa = sup_x ||k(x)||_2 (docs/algorithms.md, section 4).
+Corollary 3, with the corrected kappa = sup_x ||k(x)||_2 (ALGORITHMS.md 4).
 For a regularity beta of the target and a small epsilon the corollary takes
 
     theta = (2 beta + 1) / (2 (beta + 1)) - (2 beta + 1) epsilon / beta,
@@ -15,15 +15,17 @@ The stream draws T samples independently and uniformly from a training split
 (the paper's i.i.d. setting, rho = the empirical distribution); the error of
 sgn(f_{a_{T+1}}) is measured on the held-out split, averaged over repetitions
 with fresh splits and streams.  A second column runs the same stream with
-okl's eta="auto" (the corrected step of docs/algorithms.md, section 4), and the batch RBF
+okl's eta="auto" (the corrected step of ALGORITHMS.md 4), and the batch RBF
 SVM on the same training split is printed as a reference.  The online error
 levels off above it: m = 50 centres and lam = T**-gamma (still 0.125 at
 T = 32768) keep the regularization error D(lam) of the paper's decomposition.
 
 Run:  python examples/tian_sheng_hinge.py [--out tian_sheng_hinge.png]
+(--workers N or --scheduler ADDRESS: the repetitions run on Dask, same results)
 """
 import argparse
 import time
+from functools import partial
 
 import numpy as np
 from sklearn.datasets import load_breast_cancer
@@ -32,7 +34,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
 from okl import CoefficientRegularizedClassifier
-from okl._progress import progress
+from okl.distributed import map_trials
 from okl.kernels import kernel_matrix
 
 
@@ -45,31 +47,45 @@ def corollary3_exponents(beta, epsilon):
     return theta, gamma
 
 
-def run(Ts, n_centers=50, beta=1.0, epsilon=0.05, repeats=20, seed=0):
-    """Test errors, shape (len(Ts), repeats), for Corollary 3's steps and for eta="auto"."""
+def split(r, Ts, n_centers, theta, gamma_T, seed):
+    """One repetition (split and stream seeded by seed + r): the test errors at every T
+    for Corollary 3's steps and for eta="auto", and the batch SVM's error."""
     X, y = load_breast_cancer(return_X_y=True)
-    theta, gamma_T = corollary3_exponents(beta, epsilon)
     kernel_gamma = 1.0 / X.shape[1]
-    errors = {"corollary 3": np.empty((len(Ts), repeats)), "auto": np.empty((len(Ts), repeats))}
-    svm_errors = []
-    for r in progress(range(repeats), desc="splits", unit="split"):
-        X_train, X_test, y_train, y_test = train_test_split(
-            X, y, test_size=0.3, stratify=y, random_state=seed + r)
-        scaler = StandardScaler().fit(X_train)
-        X_train, X_test = scaler.transform(X_train), scaler.transform(X_test)
-        svm = SVC(gamma=kernel_gamma).fit(X_train, y_train)
-        svm_errors.append(np.mean(svm.predict(X_test) != y_test))
-        idx = np.random.default_rng(seed + r).integers(0, len(X_train), max(Ts))
-        centers = X_train[idx[:n_centers]]
-        # the corrected kappa^2 = sup_x ||k(x)||^2 over the support of rho
-        kappa2 = np.max(np.sum(kernel_matrix(X_train, centers, gamma=kernel_gamma) ** 2, axis=1))
-        for j, T in enumerate(Ts):
-            common = dict(n_centers=n_centers, gamma=kernel_gamma, loss="hinge",
-                          lam=T ** -gamma_T, eta_decay=theta)
-            for name, eta in (("corollary 3", 1.0 / (2.0 + kappa2)), ("auto", "auto")):
-                clf = CoefficientRegularizedClassifier(eta=eta, **common)
-                clf.fit(X_train[idx[:T]], y_train[idx[:T]])
-                errors[name][j, r] = 1.0 - clf.score(X_test, y_test)
+    errors = {"corollary 3": np.empty(len(Ts)), "auto": np.empty(len(Ts))}
+    X_train, X_test, y_train, y_test = train_test_split(
+        X, y, test_size=0.3, stratify=y, random_state=seed + r)
+    scaler = StandardScaler().fit(X_train)
+    X_train, X_test = scaler.transform(X_train), scaler.transform(X_test)
+    svm = SVC(gamma=kernel_gamma).fit(X_train, y_train)
+    svm_error = np.mean(svm.predict(X_test) != y_test)
+    idx = np.random.default_rng(seed + r).integers(0, len(X_train), max(Ts))
+    centers = X_train[idx[:n_centers]]
+    # the corrected kappa^2 = sup_x ||k(x)||^2 over the support of rho
+    kappa2 = np.max(np.sum(kernel_matrix(X_train, centers, gamma=kernel_gamma) ** 2, axis=1))
+    for j, T in enumerate(Ts):
+        common = dict(n_centers=n_centers, gamma=kernel_gamma, loss="hinge",
+                      lam=T ** -gamma_T, eta_decay=theta)
+        for name, eta in (("corollary 3", 1.0 / (2.0 + kappa2)), ("auto", "auto")):
+            clf = CoefficientRegularizedClassifier(eta=eta, **common)
+            clf.fit(X_train[idx[:T]], y_train[idx[:T]])
+            errors[name][j] = 1.0 - clf.score(X_test, y_test)
+    return errors, svm_error
+
+
+def run(Ts, n_centers=50, beta=1.0, epsilon=0.05, repeats=20, seed=0, client="sequential",
+        n_workers=None):
+    """Test errors, shape (len(Ts), repeats), for Corollary 3's steps and for eta="auto".
+
+    The repetitions run in this process, or on Dask (`okl.distributed.map_trials`)
+    with the same seeds and so the same results.
+    """
+    theta, gamma_T = corollary3_exponents(beta, epsilon)
+    out = map_trials(partial(split, Ts=Ts, n_centers=n_centers, theta=theta, gamma_T=gamma_T,
+                             seed=seed), range(repeats), client, n_workers=n_workers)
+    errors = {name: np.stack([out[r][0][name] for r in range(repeats)], axis=1)
+              for name in ("corollary 3", "auto")}
+    svm_errors = [out[r][1] for r in range(repeats)]
     return errors, float(np.mean(svm_errors)), theta, gamma_T
 
 
@@ -81,11 +97,17 @@ def main(argv=None):
     parser.add_argument("--centers", type=int, default=50, help="m")
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--max-log2-T", type=int, default=15)
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="run the repetitions on this Dask scheduler (pip install 'okl[dask]')")
+    parser.add_argument("--workers", type=int, metavar="N",
+                        help="run the repetitions on a local Dask cluster of N worker processes")
     args = parser.parse_args(argv)
     Ts = 2 ** np.arange(6, args.max_log2_T + 1)
     start = time.perf_counter()
-    errors, svm_error, theta, gamma_T = run(Ts, args.centers, args.beta, args.epsilon,
-                                            args.repeats)
+    errors, svm_error, theta, gamma_T = run(
+        Ts, args.centers, args.beta, args.epsilon, args.repeats,
+        client=args.scheduler or ("sequential" if args.workers is None else None),
+        n_workers=args.workers)
     rate = args.epsilon - args.beta / (2 * (args.beta + 1))
     print(f"Tian-Sheng Corollary 3, hinge loss, breast cancer (569 x 30), m = {args.centers} "
           f"centres, Gaussian kernel gamma = 1/30")

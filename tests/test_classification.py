@@ -202,6 +202,7 @@ def test_a_failing_partial_fit_leaves_the_model_exactly_as_it_was(cls):
     assert clf.t_ == 300
 
 
+@pytest.mark.filterwarnings("ignore:.*1 - lam_t eta_t")   # the huge step also resets
 @pytest.mark.parametrize("cls", CLASSIFIERS)
 def test_divergence_raises_and_restores(cls):
     X, y = stream(400, seed=10)

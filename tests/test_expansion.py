@@ -30,6 +30,7 @@ def test_lazy_scale_renormalises_and_matches_a_dense_update():
     np.testing.assert_allclose(fast.predict(X_test), dense.predict(X_test), rtol=1e-10)
 
 
+@pytest.mark.filterwarnings("ignore:.*1 - lam_t eta_t")   # the reset warns, by design
 @pytest.mark.parametrize("eta", [1.0, 3.0])      # 1 - lam eta = 0, then -2
 @pytest.mark.parametrize("engine", ["cython", "numpy"])
 def test_shrink_factor_at_or_below_zero_gives_exact_zeros(engine, eta):

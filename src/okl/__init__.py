@@ -2,7 +2,7 @@
 from importlib.metadata import version
 
 from okl import evaluation, kernels, losses, projections, schedules, stream, streams
-from okl._persist import load, save
+from okl._persist import ModelFileError, load, save
 from okl.classification import CoefficientRegularizedClassifier, OnlineKernelClassifier
 from okl.pairwise import PairwiseLearner
 from okl.passive_aggressive import RegularizedPAClassifier
@@ -12,6 +12,7 @@ __version__ = version("okl")     # set once, in meson.build's project()
 
 __all__ = [
     "CoefficientRegularizedClassifier",
+    "ModelFileError",
     "OnlineKernelClassifier",
     "OnlineKernelRegressor",
     "PairwiseLearner",

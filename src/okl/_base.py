@@ -13,10 +13,16 @@ A learner fills the template's hooks:
 ``_predictions(scores)``    the prediction behind each score (a label, or the score)
 ``_stream_loss(scores, y)`` the training loss of each prediction
 
-and the template makes each call all-or-nothing: any exception leaves the
+and the template makes each call all-or-nothing: any exception (a
+KeyboardInterrupt and a warning turned into an error included) leaves the
 learner exactly as it was (attributes rebound, models restored from their
-checkpoints).
+checkpoints).  Calls on one estimator are serialised by a lock of its own
+(`okl._guard.locked`): two threads calling partial_fit get the result of one
+serial order.  Parameters are validated at the first call of a stream and
+again whenever one was changed (set_params); those the fitted model is built
+from (`_fitted_with`) cannot change until fit starts again.
 """
+import operator
 from contextlib import contextmanager
 
 import numpy as np
@@ -24,6 +30,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from okl import _guard
 from okl._core import _pointwise
 from okl._core._expansion import KernelExpansion
 from okl._numpy import pointwise as _np_pointwise
@@ -36,6 +43,15 @@ from okl.schedules import regularization, running_sup, step_numbers, step_sizes
 
 EXPANSIONS = {"cython": KernelExpansion, "numpy": NumpyExpansion}
 POINTWISE = {"cython": _pointwise.fit_chunk, "numpy": _np_pointwise.fit_chunk}
+
+
+def expansion_class(estimator):
+    """The expansion class of the estimator's `engine` (a clear error for an unknown one)."""
+    cls = EXPANSIONS.get(estimator.engine) if isinstance(estimator.engine, str) else None
+    if cls is None:
+        validate_params(estimator)          # names the parameter
+        raise InvalidParameterError(f"Unknown engine {estimator.engine!r}.")
+    return cls
 
 
 class Diverged(Exception):
@@ -63,6 +79,50 @@ def transaction(estimator):
         estimator.__dict__.clear()
         estimator.__dict__.update(saved)
         raise
+
+
+_PARAM_GETTERS = {}
+
+
+def _param_values(estimator):
+    """The parameter values of `estimator`, as one tuple (one C call per estimator)."""
+    cls = type(estimator)
+    getter = _PARAM_GETTERS.get(cls)
+    if getter is None:
+        names = tuple(cls._get_param_names())
+        getter = _PARAM_GETTERS[cls] = (operator.attrgetter(*names) if len(names) > 1
+                                        else lambda est: (getattr(est, names[0]),))
+    return getter(estimator)
+
+
+def _params_changed(estimator):
+    """True unless every parameter is the very object validated at the last call."""
+    seen = _guard.VALIDATED.get(estimator)
+    now = _param_values(estimator)
+    return seen is None or len(seen) != len(now) or any(map(operator.is_not, seen, now))
+
+
+def _params_validated(estimator):
+    _guard.VALIDATED[estimator] = _param_values(estimator)
+
+
+def _same(a, b):
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.array_equal(a, b)
+    return type(a) is type(b) and a == b or (isinstance(a, (int, float)) and not isinstance(
+        a, bool) and isinstance(b, (int, float)) and not isinstance(b, bool) and a == b)
+
+
+def _check_unchanged(estimator):
+    """Refuse a changed parameter that the fitted model was built with."""
+    changed = [f"{name}={getattr(estimator, name)!r} (fitted with {then!r})"
+               for name, then in estimator._fitted_with()
+               if not _same(getattr(estimator, name), then)]
+    if changed:
+        raise ValueError(
+            f"{type(estimator).__name__}.partial_fit continues the model built by fit and "
+            f"cannot change {', '.join(changed)}. Call fit to start again with the new "
+            "values, or set them back.")
 
 
 def check_dense(estimator, X):
@@ -135,10 +195,13 @@ class OnlineLearner(BaseEstimator):
 
     def _progressive_scores(self, X, y, classes=None, reset=False):
         """Learn the rows in order; return f_t(x_t) for each, computed before its update."""
-        with transaction(self) as guarded:
+        with _guard.locked(self), transaction(self) as guarded:
             first = reset or not hasattr(self, "t_")
-            if first:
+            validate = first or _params_changed(self)
+            if validate:
                 self._validate_params()
+                if not first:
+                    _check_unchanged(self)
             X, y = self._check_X_y(X, y, reset=first)
             if first:
                 self._start(X, y)
@@ -146,7 +209,7 @@ class OnlineLearner(BaseEstimator):
             for model in self._models():
                 guarded.append((model, model.checkpoint(X.shape[0])))
             try:
-                return self._learn(X, y)
+                scores = self._learn(X, y)
             except Diverged as failure:
                 step = f"t={self.t_ + failure.step + 1}"
                 if failure.eta is not None:
@@ -155,6 +218,18 @@ class OnlineLearner(BaseEstimator):
                     f"{type(self).__name__} diverged at step {step}: the model is no longer "
                     f"finite. {self._divergence_cure[0].upper()}{self._divergence_cure[1:]}. "
                     "The model is left as it was before this call.") from None
+            self._check_size()
+            if validate:
+                _params_validated(self)
+            return scores
+
+    def _fitted_with(self):
+        """[(parameter, value the fitted model was built with)]: these cannot change
+        between partial_fit calls (fit starts again with the new values)."""
+        return []
+
+    def _check_size(self):
+        """Warn once when the model passes a size that slows every step (see okl._guard)."""
 
     # -- hooks ------------------------------------------------------------------------------
 
@@ -192,6 +267,37 @@ class OnlineLearner(BaseEstimator):
         return (KernelExpansion, NumpyExpansion)
 
 
+def warn_reset(estimator, eta_t, lam_t, t):
+    """Warn once when a step has 1 - lam_t eta_t <= 0: the shrink empties the model."""
+    reset = np.asarray(eta_t * lam_t) >= 1.0
+    if reset.any():
+        i = int(np.argmax(reset))
+        lam = float(np.broadcast_to(lam_t, np.shape(eta_t))[i])
+        _guard.warn_once(
+            estimator, "reset",
+            f"{type(estimator).__name__}: at step t={int(t[i])} the step eta_t={eta_t[i]:.3g} "
+            f"and regularization lam_t={lam:.3g} give 1 - lam_t eta_t = "
+            f"{1.0 - lam * eta_t[i]:.3g} <= 0, so the step sets the model to zero before "
+            "adding the new term (it cannot shrink past zero). Use a smaller eta or lam, or "
+            "eta='auto'. This warning is shown once.", UserWarning, stacklevel=6)
+
+
+def expansion_fitted_with(estimator, expansion):
+    """The parameters a fitted expansion was built with, as [(name, value)]."""
+    from okl.budgets import BUDGET_POLICIES
+    from okl.kernels import KERNELS
+    params = expansion.kernel_params
+    names = {int(row.code): name for name, row in KERNELS.items()}
+    out = [("kernel", names.get(params["kernel"])), ("gamma", params["gamma"]),
+           ("degree", params["degree"]), ("coef0", params["coef0"])]
+    if hasattr(estimator, "budget"):
+        out.append(("budget", expansion.budget or None))
+    if hasattr(estimator, "budget_policy") and expansion.budget:
+        policies = {int(code): name for name, code in BUDGET_POLICIES.items()}
+        out.append(("budget_policy", policies[int(expansion.policy)]))
+    return out
+
+
 class KernelModelMixin:
     """Shared parts of the learners whose model is a kernel expansion `_expansion`.
 
@@ -202,7 +308,7 @@ class KernelModelMixin:
     def _new_expansion(self, n_features):
         policy = resolve_budget_policy(getattr(self, "budget_policy", "oldest"), self.kernel,
                                        type(self).__name__)
-        return EXPANSIONS[self.engine](
+        return expansion_class(self)(
             n_features, int(kernel_code(self.kernel)), float(self.gamma),
             int(self.degree), float(self.coef0), int(getattr(self, "budget", None) or 0),
             int(budget_code(policy)))
@@ -210,7 +316,7 @@ class KernelModelMixin:
     def _engine_expansion(self):
         """The expansion, converted if `engine` was changed since it was built."""
         expansion = self._expansion
-        cls = EXPANSIONS[self.engine]
+        cls = expansion_class(self)
         if not isinstance(expansion, cls):
             expansion = self._expansion = cls.from_state(expansion.get_state())
         return expansion
@@ -218,6 +324,21 @@ class KernelModelMixin:
     def _models(self):
         return (self._engine_expansion(),)
 
+    def _fitted_with(self):
+        return expansion_fitted_with(self, self._expansion)
+
+    def _check_size(self):
+        if getattr(self, "budget", 0) is None:
+            expansion = self._expansion
+            work = expansion.n_support * expansion.n_features
+            _guard.warn_size(
+                self, "expansion", work, _guard.EXPANSION_WORK,
+                f"{type(self).__name__} holds {expansion.n_support} centres of "
+                f"{expansion.n_features} features and has no budget: every step now costs "
+                f"{work:.2g} multiply-adds and the model keeps growing with the stream. Pass "
+                "budget=B to bound the number of centres (this warning is shown once).")
+
+    @_guard.serialised
     def _decision(self, X):
         """f(x) for every row of validated X."""
         check_is_fitted(self, "t_")
@@ -236,6 +357,7 @@ class KernelModelMixin:
         check_is_fitted(self, "t_")
         return self._expansion.coef_
 
+    @_guard.serialised
     def rkhs_norm(self):
         """||f||_K, the norm of the current model in the RKHS of the kernel."""
         check_is_fitted(self, "t_")
@@ -304,6 +426,7 @@ class PointwiseMixin(KernelModelMixin):
                           self.ck2_)
         M = self._auto_lipschitz() if isinstance(self.eta, str) else 1.0
         eta_t = step_sizes(self.eta, self.eta_decay, t, lam_t, M * ck2)
+        warn_reset(self, eta_t, lam_t, t)
         scores = np.empty(n, dtype=np.float64)
         expansion = self._engine_expansion()
         n_before = expansion.n_support

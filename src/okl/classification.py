@@ -14,7 +14,10 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.utils import check_array
 
-from okl._base import EXPANSIONS, Diverged, KernelModelMixin, OnlineLearner, PointwiseMixin
+from okl._base import (
+    Diverged, KernelModelMixin, OnlineLearner, PointwiseMixin, expansion_class,
+    warn_reset,
+)
 from okl._binary import BinaryClassifierMixin
 from okl._core import _coefreg
 from okl._numpy import coefreg as _np_coefreg
@@ -324,7 +327,7 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
                     f"centers has {centers.shape[1]} features but X has {n_features}: "
                     "the centres must live in the input space.")
             self.n_centers_ = len(centers)
-        self._expansion = EXPANSIONS[self.engine].from_state(dict(
+        self._expansion = expansion_class(self).from_state(dict(
             n_features=n_features, budget=0, policy=0, scale=1.0, n_rescale=0, next_slot=0,
             centers=centers, coef=np.zeros(len(centers)),
             sqnorms=np.einsum("ij,ij->i", centers, centers), **kernel))
@@ -341,6 +344,8 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
         M = _finite_lipschitz(self) if auto else lipschitz_at_origin(self.loss)
         eta_t = step_sizes(1.0 / self.lam if auto else self.eta, self.eta_decay,
                            step_numbers(self.t_, n))
+        if not auto:
+            warn_reset(self, eta_t, float(self.lam), step_numbers(self.t_, n))
         scores, eta_used, kk = np.empty(n), np.empty(n), np.empty(n)
         failed = COEFREG[self.engine](
             self._engine_expansion(), X, y, eta_t, float(self.lam), M if auto else 0.0,
@@ -353,6 +358,12 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
         self.norm_bound_ = abs(slope_at_origin(self.loss)) * self.kappa_max_ / self.lam
         self.eta_ = float(eta_used[-1])
         return scores
+
+    def _fitted_with(self):
+        fixed = super()._fitted_with()
+        if self.centers is None:
+            return fixed + [("n_centers", self.n_centers_)]
+        return fixed + [("centers", self._expansion.centers_)]
 
     @property
     def centers_(self):

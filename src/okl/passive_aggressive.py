@@ -7,7 +7,11 @@ import scipy.sparse as sp
 from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from okl._base import Diverged, KernelModelMixin, OnlineLearner, check_X
+from okl import _guard
+from okl._base import (
+    Diverged, KernelModelMixin, OnlineLearner, check_X, expansion_fitted_with,
+)
+from okl._guard import check_csr
 from okl._pa_models import KernelPAModel, LinearPAModel
 from okl._binary import BinaryClassifierMixin
 from okl._core._pa import Event, Regularization, Variant
@@ -214,7 +218,9 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
     def _check_X_y(self, X, y, reset):
         if self.kernel != "linear" or not sp.issparse(X):
             return super()._check_X_y(X, y, reset)             # dense rows
+        check_csr(X, None if reset else getattr(self, "n_features_in_", None))
         X, y = validate_data(self, X, y, reset=reset, accept_sparse="csr", dtype=np.float64)
+        check_csr(X)                                            # after any conversion
         if not X.has_canonical_format:                          # the loop reads each entry once
             X = X.copy()
             X.sum_duplicates()
@@ -236,6 +242,22 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
 
     def _models(self):
         return (self._model,)
+
+    def _fitted_with(self):
+        if isinstance(self._model, LinearPAModel):
+            return [("kernel", "linear")]
+        return expansion_fitted_with(self, self._model.expansion)
+
+    def _check_size(self):
+        if isinstance(self._model, KernelPAModel) and self.budget is None:
+            expansion = self._model.expansion
+            work = expansion.n_support * expansion.n_features
+            _guard.warn_size(
+                self, "expansion", work, _guard.EXPANSION_WORK,
+                f"{type(self).__name__} holds {expansion.n_support} support vectors of "
+                f"{expansion.n_features} features and has no budget: every step now costs "
+                f"{work:.2g} multiply-adds and the model keeps growing with the stream. Pass "
+                "budget=B to bound the number of support vectors (this warning is shown once).")
 
     def _learn(self, X, y):
         n = X.shape[0]
@@ -266,10 +288,13 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
 
     # -- the fitted model ---------------------------------------------------------------------
 
+    @_guard.serialised
     def _decision(self, X):
         check_is_fitted(self, "t_")
         if sp.issparse(X) and self.kernel == "linear":
+            check_csr(X, self.n_features_in_)
             X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64)
+            check_csr(X)
         else:
             X = check_X(self, X, reset=False)
         return self._model.decision(X)
@@ -312,6 +337,7 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
                 "f = sum_i dual_coef_[i] K(support_vectors_[i], .).")
         return self._model.coef[None, :]
 
+    @_guard.serialised
     def rkhs_norm(self):
         """||w||_2 (linear) or ||f||_K (kernel), recomputed from the model."""
         check_is_fitted(self, "t_")

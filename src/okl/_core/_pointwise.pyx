@@ -12,6 +12,7 @@ from libc.math cimport isfinite
 from okl._core._kernels cimport cdot
 from okl._core._losses cimport Loss, LossSpec, cdloss, cis_margin
 from okl._core._expansion cimport KernelExpansion
+from okl._core._signals cimport cinterrupted, craise_pending
 
 
 def fit_chunk(KernelExpansion expansion,
@@ -25,7 +26,8 @@ def fit_chunk(KernelExpansion expansion,
     cdef LossSpec spec = LossSpec(<Loss>loss, tau, eps, delta, p)
     cdef bint margin = cis_margin(spec.kind)
     cdef Py_ssize_t i, n = X.shape[0], d = X.shape[1]
-    cdef Py_ssize_t failed = -1
+    cdef Py_ssize_t failed = -1, work = 0
+    cdef bint interrupted = False
     cdef const double* x
     cdef double xx, f, g
     if d != expansion.n_features:
@@ -33,6 +35,9 @@ def fit_chunk(KernelExpansion expansion,
     expansion.reserve(n)
     with nogil:
         for i in range(n):
+            if cinterrupted(&work, expansion.n_support * d):
+                interrupted = True
+                break
             x = &X[i, 0]
             xx = cdot(x, x, d)
             f = expansion.cpredict(x)
@@ -48,4 +53,6 @@ def fit_chunk(KernelExpansion expansion,
             if g != 0.0 and not expansion.cadd(x, xx, -eta[i] * g):
                 failed = i
                 break
+    if interrupted:
+        craise_pending()
     return failed
