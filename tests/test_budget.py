@@ -1,21 +1,10 @@
 """The size warning and the policy helpers (the facade calls them)."""
-import warnings
-
+import numpy as np
 import pytest
 
-from okl.budgets import (ExpansionSizeWarning, check_budget_policy, check_expansion_size,
-                         default_budget_policy)
-
-
-def test_warns_once_per_decade_naming_both_cures():
-    with pytest.warns(ExpansionSizeWarning, match=r"budget=B.*approximation='fourier'"):
-        assert check_expansion_size(99_999, 100_000, 20, "OnlineKernelRegressor")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert not check_expansion_size(100_000, 150_000, 20, "OnlineKernelRegressor")
-        assert not check_expansion_size(10, 5000, 20, "OnlineKernelRegressor")
-    with pytest.warns(ExpansionSizeWarning, match="1000000 kernel centres"):
-        check_expansion_size(900_000, 1_000_000, 20, "OnlineKernelRegressor")
+from okl import OnlineKernelClassifier, OnlineKernelRegressor
+from okl._guard import SizeWarning
+from okl.budgets import check_budget_policy, default_budget_policy
 
 
 def test_merge_policy_helpers():
@@ -25,3 +14,21 @@ def test_merge_policy_helpers():
     check_budget_policy("merge", "gaussian", "X")
     with pytest.raises(ValueError, match="needs the 'gaussian' kernel.*'oldest' or 'smallest'"):
         check_budget_policy("merge", "laplacian", "OnlineKernelClassifier")
+
+
+def test_size_warning_names_budget_and_approximation(monkeypatch):
+    import okl._guard as guard
+    monkeypatch.setattr(guard, "EXPANSION_WORK", 40)
+    X, y = np.random.default_rng(0).normal(size=(30, 2)), np.arange(30.0)
+    with pytest.warns(SizeWarning, match=r"budget=B.*approximation='fourier'"):
+        OnlineKernelRegressor().fit(X, y)
+
+
+def test_auto_policy_is_not_a_changed_parameter():
+    X = np.random.default_rng(0).normal(size=(60, 2))
+    y = (X[:, 0] > 0).astype(int)
+    est = OnlineKernelClassifier(budget=10).fit(X[:30], y[:30])
+    est.partial_fit(X[30:], y[30:])                          # "auto" resolved to merge: unchanged
+    with pytest.raises(ValueError, match="budget_policy"):
+        est.set_params(budget_policy="oldest").partial_fit(X, y)
+

@@ -37,7 +37,7 @@ from okl._numpy import pointwise as _np_pointwise
 from okl._numpy.expansion import NumpyExpansion
 from okl._approx import FeatureModel
 from okl._params import InvalidParameterError, validate_params
-from okl.budgets import budget_code, check_expansion_size, resolve_budget_policy
+from okl.budgets import budget_code, default_budget_policy, resolve_budget_policy
 from okl.kernels import kernel_code, kernel_diag
 from okl.schedules import regularization, running_sup, step_numbers, step_sizes
 
@@ -294,7 +294,11 @@ def expansion_fitted_with(estimator, expansion):
         out.append(("budget", expansion.budget or None))
     if hasattr(estimator, "budget_policy") and expansion.budget:
         policies = {int(code): name for name, code in BUDGET_POLICIES.items()}
-        out.append(("budget_policy", policies[int(expansion.policy)]))
+        name = policies[int(expansion.policy)]
+        if (estimator.budget_policy == "auto"
+                and default_budget_policy(names.get(params["kernel"])) == name):
+            name = "auto"           # what "auto" resolved to: unchanged
+        out.append(("budget_policy", name))
     return out
 
 
@@ -325,10 +329,15 @@ class KernelModelMixin:
         return (self._engine_expansion(),)
 
     def _fitted_with(self):
-        return expansion_fitted_with(self, self._expansion)
+        model = self._expansion
+        if isinstance(model, FeatureModel):
+            return [("kernel", model.kernel), ("gamma", model.gamma), ("degree", model.degree),
+                    ("coef0", model.coef0), ("approximation", model.approximation),
+                    ("n_components", model.n_components)]
+        return expansion_fitted_with(self, model)
 
     def _check_size(self):
-        if getattr(self, "budget", 0) is None:
+        if getattr(self, "budget", 0) is None and not isinstance(self._expansion, FeatureModel):
             expansion = self._expansion
             work = expansion.n_support * expansion.n_features
             _guard.warn_size(
@@ -336,7 +345,10 @@ class KernelModelMixin:
                 f"{type(self).__name__} holds {expansion.n_support} centres of "
                 f"{expansion.n_features} features and has no budget: every step now costs "
                 f"{work:.2g} multiply-adds and the model keeps growing with the stream. Pass "
-                "budget=B to bound the number of centres (this warning is shown once).")
+                "budget=B to bound the number of centres (budget_policy='merge', the default "
+                "on the Gaussian kernel, keeps accuracy best), or approximation='fourier' or "
+                "'nystroem' with n_components=D for a fixed-size model (this warning is shown "
+                "once).")
 
     @_guard.serialised
     def _decision(self, X):
@@ -429,7 +441,6 @@ class PointwiseMixin(KernelModelMixin):
         warn_reset(self, eta_t, lam_t, t)
         scores = np.empty(n, dtype=np.float64)
         expansion = self._engine_expansion()
-        n_before = expansion.n_support
         if isinstance(expansion, FeatureModel):
             failed = expansion.learn(self.engine, X, y, eta_t, lam_t, self._loss_args(), scores)
         else:
@@ -437,8 +448,6 @@ class PointwiseMixin(KernelModelMixin):
                                             scores)
         if failed >= 0:
             raise Diverged(failed, eta_t[failed])
-        if not isinstance(expansion, FeatureModel) and not expansion.budget:
-            check_expansion_size(n_before, expansion.n_support, X.shape[1], type(self).__name__)
         self.t_ += n
         self.ck2_ = float(ck2[-1])
         self.eta_ = float(eta_t[-1])
