@@ -251,3 +251,21 @@ def test_kernel_pa_merges_and_keeps_the_exact_norm(regularization):
     assert a.sq_norm_ == pytest.approx(exp.sq_norm(), rel=1e-9, abs=1e-12)    # kept == recomputed
     assert b.sq_norm_ == pytest.approx(a.sq_norm_, rel=1e-9, abs=1e-12)
     np.testing.assert_allclose(a.decision_function(X[:50]), b.decision_function(X[:50]), atol=1e-10)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: OnlineKernelRegressor(gamma=0.5, budget=15),
+    lambda: RegularizedPAClassifier(kernel="gaussian", gamma=0.5, budget=15),
+])
+def test_merging_models_save_and_load(tmp_path, make):
+    import okl
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(200, 3))
+    y = np.where(X[:, 0] > 0, 1, -1)
+    est = make().fit(X[:100], y[:100])
+    okl.save(est, tmp_path / "m.npz")
+    other = okl.load(tmp_path / "m.npz")
+    est.partial_fit(X[100:], y[100:])
+    other.partial_fit(X[100:], y[100:])
+    score = "predict" if isinstance(est, OnlineKernelRegressor) else "decision_function"
+    np.testing.assert_allclose(getattr(other, score)(X), getattr(est, score)(X), atol=1e-12)

@@ -52,10 +52,15 @@ class FeatureModel:
 
     @property
     def n_support(self):
-        """Centres of the exact phase; then the number of features."""
+        """Centres of the exact phase; 0 (no support vectors) on features."""
         if self.linear is None:
             return self.expansion.n_support
-        return self.fmap.n_components
+        return 0
+
+    @property
+    def n_features_out(self):
+        """The features of the linear model (r <= D for Nystroem), or 0 in the exact phase."""
+        return 0 if self.linear is None else self.fmap.n_components
 
     def _on(self, engine):
         """Convert the parts to `engine` (the estimator's engine may change between calls)."""

@@ -410,9 +410,9 @@ class PointwiseMixin(KernelModelMixin):
 
     @property
     def n_components_(self):
-        """The dimension of the feature model (approximation), or of its exact phase so far."""
+        """The features of the approximation's linear model (0 during Nystroem's exact phase)."""
         check_is_fitted(self, "t_")
-        return self._expansion.n_support
+        return self._expansion.n_features_out
 
     def _auto_lipschitz(self):
         """M in the auto step 1 / ((lam_t + M C_K^2) t**eta_decay); 1 unless a loss needs more."""
