@@ -20,7 +20,7 @@ def test_lazy_scale_renormalises_and_matches_a_dense_update():
     # strong shrink: (1 - lam eta) = 0.5 per step drives the scale below 1e-9
     # every 30 steps; the numpy engine shrinks every coefficient instead.
     X, y = stream(100_000, d=2)
-    params = dict(lam=1.0, eta=0.5, eta_decay=0.0, budget=50, gamma=0.5)
+    params = dict(lam=1.0, eta=0.5, eta_decay=0.0, budget=50, budget_policy="oldest", gamma=0.5)
     fast = OnlineKernelRegressor(**params).fit(X, y)
     dense = OnlineKernelRegressor(engine="numpy", **params).fit(X, y)
     assert fast._expansion.n_rescale >= 1000

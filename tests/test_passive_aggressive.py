@@ -257,7 +257,7 @@ def test_objective_forgets_old_support_vectors_eq_3_4():
 
 def test_budget_keeps_the_newest_support_vectors():
     X, y = make_stream(n=300, d=4)
-    est = RegularizedPAClassifier(kernel="gaussian", budget=25)
+    est = RegularizedPAClassifier(kernel="gaussian", budget=25, budget_policy="oldest")
     est.partial_fit(X[:1], y[:1], classes=[-1, 1])
     updated = [0]
     for t in range(1, len(X)):

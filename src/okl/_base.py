@@ -35,15 +35,16 @@ from okl._core import _pointwise
 from okl._core._expansion import KernelExpansion
 from okl._numpy import pointwise as _np_pointwise
 from okl._numpy.expansion import NumpyExpansion
+from okl._approx import FeatureModel
 from okl._gamma import scale_gamma, warn_spread
 from okl._params import InvalidParameterError, validate_params
 from okl._rows import check_label
 from okl._streaming import OneEventMixin
-
-_F64 = np.dtype(np.float64)
-from okl.budgets import budget_code
+from okl.budgets import budget_code, default_budget_policy, resolve_budget_policy
 from okl.kernels import kernel_code, kernel_diag
 from okl.schedules import regularization, running_sup, step_numbers, step_sizes
+
+_F64 = np.dtype(np.float64)
 
 EXPANSIONS = {"cython": KernelExpansion, "numpy": NumpyExpansion}
 POINTWISE = {"cython": _pointwise.fit_chunk, "numpy": _np_pointwise.fit_chunk}
@@ -396,7 +397,11 @@ def expansion_fitted_with(estimator, expansion):
         out.append(("budget", expansion.budget or None))
     if hasattr(estimator, "budget_policy") and expansion.budget:
         policies = {int(code): name for name, code in BUDGET_POLICIES.items()}
-        out.append(("budget_policy", policies[int(expansion.policy)]))
+        name = policies[int(expansion.policy)]
+        if (estimator.budget_policy == "auto"
+                and default_budget_policy(names.get(params["kernel"])) == name):
+            name = "auto"           # what "auto" resolved to: unchanged
+        out.append(("budget_policy", name))
     return out
 
 
@@ -412,10 +417,12 @@ class KernelModelMixin:
         return self.__dict__.get("gamma_", self.gamma)
 
     def _new_expansion(self, n_features):
+        policy = resolve_budget_policy(getattr(self, "budget_policy", "oldest"), self.kernel,
+                                       type(self).__name__)
         return expansion_class(self)(
             n_features, int(kernel_code(self.kernel)), float(self._kernel_gamma()),
             int(self.degree), float(self.coef0), int(getattr(self, "budget", None) or 0),
-            int(budget_code(getattr(self, "budget_policy", "oldest"))))
+            int(budget_code(policy)))
 
     def _engine_expansion(self):
         """The expansion, converted if `engine` was changed since it was built."""
@@ -429,10 +436,15 @@ class KernelModelMixin:
         return (self._engine_expansion(),)
 
     def _fitted_with(self):
-        return expansion_fitted_with(self, self._expansion)
+        model = self._expansion
+        if isinstance(model, FeatureModel):
+            return [("kernel", model.kernel), ("gamma", model.gamma), ("degree", model.degree),
+                    ("coef0", model.coef0), ("approximation", model.approximation),
+                    ("n_components", model.n_components)]
+        return expansion_fitted_with(self, model)
 
     def _check_size(self):
-        if getattr(self, "budget", 0) is None:
+        if getattr(self, "budget", 0) is None and not isinstance(self._expansion, FeatureModel):
             expansion = self._expansion
             work = expansion.n_support * expansion.n_features
             _guard.warn_size(
@@ -440,7 +452,10 @@ class KernelModelMixin:
                 f"{type(self).__name__} holds {expansion.n_support} centres of "
                 f"{expansion.n_features} features and has no budget: every step now costs "
                 f"{work:.2g} multiply-adds and the model keeps growing with the stream. Pass "
-                "budget=B to bound the number of centres (this warning is shown once).")
+                "budget=B to bound the number of centres (budget_policy='merge', the default "
+                "on the Gaussian kernel, keeps accuracy best), or approximation='fourier' or "
+                "'nystroem' with n_components=D for a fixed-size model (this warning is shown "
+                "once).")
 
     @_guard.serialised
     def _decision(self, X):
@@ -479,8 +494,39 @@ class PointwiseMixin(KernelModelMixin):
     """The predict-then-update loop of docs/algorithms.md, sections 1-3.
 
     Subclasses give `lam`, `eta`, `eta_decay` (and optionally `lam_decay`) and
-    `_loss_args()`, the Cython loss arguments.
+    `_loss_args()`, the Cython loss arguments.  With `approximation` set
+    ("fourier" or "nystroem") the model is a `FeatureModel` of `n_components`
+    features instead of a kernel expansion (docs/budget.md, section 2).
     """
+
+    @classmethod
+    def _state_classes(cls):
+        return (KernelExpansion, NumpyExpansion, FeatureModel)
+
+    def _validate_params(self):
+        super()._validate_params()
+        if getattr(self, "approximation", None) is not None and self.budget is not None:
+            raise InvalidParameterError(
+                f"approximation={self.approximation!r} is a fixed-size model of n_components "
+                f"features; budget={self.budget} applies to the exact kernel expansion. Set "
+                "one of them, not both.")
+        if getattr(self, "approximation", None) == "fourier" and self.kernel not in (
+                "gaussian", "laplacian"):
+            raise InvalidParameterError(
+                "approximation='fourier' draws random features of the 'gaussian' or "
+                f"'laplacian' kernel; got kernel={self.kernel!r}. Use "
+                "approximation='nystroem' with this kernel.")
+
+    def _engine_expansion(self):
+        if isinstance(self._expansion, FeatureModel):
+            return self._expansion
+        return super()._engine_expansion()
+
+    @property
+    def n_components_(self):
+        """The features of the approximation's linear model (0 during Nystroem's exact phase)."""
+        check_is_fitted(self, "t_")
+        return self._expansion.n_features_out
 
     def _auto_lipschitz(self):
         """M in the auto step 1 / ((lam_t + M C_K^2) t**eta_decay); 1 unless a loss needs more."""
@@ -495,7 +541,13 @@ class PointwiseMixin(KernelModelMixin):
         else:
             self.__dict__.pop("gamma_", None)
         warn_spread(X, self.kernel, float(self._kernel_gamma()), name, stacklevel=5)
-        self._expansion = self._new_expansion(X.shape[1])
+        if getattr(self, "approximation", None) is not None:
+            self._expansion = FeatureModel(
+                self.approximation, X.shape[1], self.kernel, int(kernel_code(self.kernel)),
+                float(self._kernel_gamma()), self.degree, self.coef0, self.n_components,
+                self.random_state, self.engine)
+        else:
+            self._expansion = self._new_expansion(X.shape[1])
         self.t_ = 0
         self.ck2_ = 0.0
         self.n_support_ = 0
@@ -521,8 +573,12 @@ class PointwiseMixin(KernelModelMixin):
         expansion = self._engine_expansion()
         offset = (np.array([self.__dict__.get("intercept_", 0.0)])
                   if getattr(self, "fit_intercept", False) else None)
-        failed = POINTWISE[self.engine](expansion, X, y, eta_t, lam_t, *self._loss_args(), scores,
-                                        weight, offset)
+        if isinstance(expansion, FeatureModel):
+            failed = expansion.learn(self.engine, X, y, eta_t, lam_t, self._loss_args(), scores,
+                                     weight, offset)
+        else:
+            failed = POINTWISE[self.engine](expansion, X, y, eta_t, lam_t, *self._loss_args(),
+                                            scores, weight, offset)
         if failed >= 0:
             raise Diverged(failed, eta_t[failed])
         last = n - 1 if weight is None else (np.flatnonzero(active)[-1] if n_steps else -1)

@@ -142,7 +142,7 @@ def budget_constraints():
     from okl.budgets import BUDGET_POLICIES
     return {
         "budget": [NONE, Interval(Integral, 1, None, closed="left")],
-        "budget_policy": [Options(*BUDGET_POLICIES)],
+        "budget_policy": [Options("auto", *BUDGET_POLICIES)],
     }
 
 
@@ -161,4 +161,12 @@ INTERCEPT_CONSTRAINTS = {"fit_intercept": [BOOL]}
 CLASSES_CONSTRAINTS = {
     "classes": [NONE, Kind(lambda v: np.ndim(v) == 1 and not isinstance(v, str) and len(v) == 2,
                            "an array of the two labels")],
+}
+
+# -- fixed-size models (docs/budget.md) ---------------------------------------------------------
+
+APPROXIMATION_CONSTRAINTS = {
+    "approximation": [NONE, Options("fourier", "nystroem")],
+    "n_components": [Interval(Integral, 1, None, closed="left")],
+    "random_state": [NONE, Interval(Integral, 0, None, closed="left")],
 }

@@ -220,6 +220,7 @@ def _labels(check, value, name, binary):
 
 def _expansion_state(check, state, key, d, kernel, budget, policy):
     """Check the state of a kernel expansion against the estimator (kernel, budget, d)."""
+    from okl._core._expansion import BudgetPolicy
     from okl.kernels import kernel_code
     name = f"the expansion {key!r}"
     check.keys(state, ("n_features", "budget", "policy", "scale", "n_rescale", "next_slot",
@@ -233,7 +234,8 @@ def _expansion_state(check, state, key, d, kernel, budget, policy):
                 f"{key}.degree")
     check.equal(check.int(state["budget"], f"{key}.budget", 0, C_INT_MAX), budget,
                 f"{key}.budget")
-    check.equal(check.int(state["policy"], f"{key}.policy", 0, 1), policy, f"{key}.policy")
+    check.equal(check.int(state["policy"], f"{key}.policy", 0, max(map(int, BudgetPolicy))),
+                policy, f"{key}.policy")
     scale = check.float(state["scale"], f"{key}.scale", 0.0, open_lo=True)
     check.int(state["n_rescale"], f"{key}.n_rescale")
     coef = check.array(state["coef"], f"{key}.coef", (None,))
@@ -254,6 +256,50 @@ def _expansion_state(check, state, key, d, kernel, budget, policy):
     ring = budget if (budget and policy == 0 and n == budget) else 1
     check.int(state["next_slot"], f"{key}.next_slot", 0, ring - 1)
     return dict(state, centers=centers, coef=coef, sqnorms=sqnorms)
+
+
+def _feature_state(check, est, state, d, n_support):
+    """Check the state of a FeatureModel (okl._approx) against the estimator."""
+    from okl.kernels import kernel_code
+    check.keys(state, ("approximation", "n_features", "kernel", "kernel_code", "gamma", "degree",
+                       "coef0", "n_components", "engine", "phase"), "the feature model",
+               optional=tuple(k for k in state if k.startswith(("linear_", "fmap_", "expansion_"))))
+    check.equal(state["approximation"], est.approximation, "_expansion.approximation")
+    check.equal(state["n_features"], d, "_expansion.n_features")
+    check.equal(state["kernel"], est.kernel, "_expansion.kernel")
+    check.equal(state["kernel_code"], int(kernel_code(est.kernel)), "_expansion.kernel_code")
+    check.equal(check.float(state["gamma"], "_expansion.gamma"), float(est.gamma),
+                "_expansion.gamma")
+    D = check.int(state["n_components"], "_expansion.n_components", 1, C_INT_MAX)
+    check.equal(D, est.n_components, "_expansion.n_components")
+    _engine(check, state["engine"], "_expansion.engine")
+    if state["phase"] == "exact":
+        if state["approximation"] != "nystroem":
+            check.fail("only a 'nystroem' feature model has an exact phase")
+        rest = {k[len("expansion_"):]: v for k, v in state.items() if k.startswith("expansion_")}
+        rest = _expansion_state(check, rest, "_expansion.expansion", d,
+                                dict(kernel=est.kernel, gamma=est.gamma, degree=est.degree,
+                                     coef0=est.coef0), 0, 0)
+        if len(rest["coef"]) != n_support or n_support >= D:
+            check.fail(f"the exact phase holds {len(rest['coef'])} centres; n_support_ = "
+                       f"{n_support}, n_components = {D}")
+    elif state["phase"] == "linear":
+        if n_support != 0:
+            check.fail(f"n_support_ = {n_support} but a feature model has no support vectors")
+        w = check.array(state.get("linear_w"), "_expansion.linear_w", (None,))
+        r = len(w)
+        if state["approximation"] == "fourier":
+            check.equal(r, D, "len(_expansion.linear_w)")
+            check.array(state.get("fmap_W"), "_expansion.fmap_W", (d, D))
+            check.array(state.get("fmap_b"), "_expansion.fmap_b", (D,))
+        else:
+            if not 1 <= r <= D:
+                check.fail(f"a Nystroem model of {D} landmarks has {r} features")
+            check.array(state.get("fmap_landmarks"), "_expansion.fmap_landmarks", (D, d))
+        check.float(state.get("linear_scale"), "_expansion.linear_scale", 0.0, open_lo=True)
+    else:
+        check.fail(f"_expansion.phase = {state['phase']!r} is neither 'exact' nor 'linear'")
+    return state
 
 
 def _history_state(check, state, d, kind, buffer, t, n_centres):
@@ -299,7 +345,7 @@ def _engine(check, value, name):
 def _check_fitted(check, est, attrs, objects):
     """Check the fitted attributes and model objects of `est` (whose parameters are valid);
     return (attributes, {name: (model type, state)}) ready to build."""
-    from okl.budgets import budget_code
+    from okl.budgets import budget_code, resolve_budget_policy
     name = type(est).__name__
     d = check.int(attrs.get("n_features_in_"), "n_features_in_", 1, C_INT_MAX)
     t = check.int(attrs.get("t_"), "t_")
@@ -348,10 +394,13 @@ def _check_fitted(check, est, attrs, objects):
                 check.fail("_row_keys must list the names of the n_features_in_ features")
             out["_row_keys"] = tuple(keys)
         out["n_support_"] = check.int(attrs["n_support_"], "n_support_", 0, t)
-        kind, state = model("_expansion", ("KernelExpansion", "NumpyExpansion"))
-        state = expansion(state, "_expansion", int(est.budget or 0),
-                          int(budget_code(est.budget_policy)))
-        if len(state["coef"]) != out["n_support_"]:
+        kind, state = model("_expansion", ("KernelExpansion", "NumpyExpansion", "FeatureModel"))
+        if kind == "FeatureModel":
+            state = _feature_state(check, est, state, d, out["n_support_"])
+        else:
+            state = expansion(state, "_expansion", int(est.budget or 0), int(budget_code(
+                resolve_budget_policy(est.budget_policy, est.kernel, name))))
+        if kind != "FeatureModel" and len(state["coef"]) != out["n_support_"]:
             check.fail(f"n_support_ = {out['n_support_']} but '_expansion' holds "
                        f"{len(state['coef'])} centres")
         built["_expansion"] = (kind, state)
@@ -395,7 +444,8 @@ def _check_fitted(check, est, attrs, objects):
             sq_norm = check.float(state.get("sq_norm"), "_model.sq_norm", 0.0)
             engine = _engine(check, state.get("engine"), "_model.engine")
             rest = {k: v for k, v in state.items() if k not in ("sq_norm", "engine")}
-            state = dict(expansion(rest, "_model", int(est.budget or 0), 0),
+            policy = int(budget_code(resolve_budget_policy(est.budget_policy, est.kernel, name)))
+            state = dict(expansion(rest, "_model", int(est.budget or 0), policy),
                          sq_norm=sq_norm, engine=engine)
         built["_model"] = (kind, state)
         binary_labels()

@@ -1,13 +1,16 @@
 """Budget policies by name: which centre leaves when a new one would exceed `budget`.
 
 One row per policy; the choice itself is made in `KernelExpansion.cvictim`
-(and its NumPy twin).  See docs/algorithms.md, section 3.
+(and its NumPy twin); "merge" in `KernelExpansion.cmerge` (docs/budget.md).
+"auto", the learners' default, is "merge" for the Gaussian kernel and
+"oldest" otherwise.  See docs/algorithms.md, section 3.
 """
 from okl._core._expansion import BudgetPolicy
 
 BUDGET_POLICIES = {
     "oldest": BudgetPolicy.OLDEST,       # the centre that entered first (NORMA truncation)
     "smallest": BudgetPolicy.SMALLEST,   # the smallest |coefficient|, the newcomer included
+    "merge": BudgetPolicy.MERGE,         # BSGD: merge the smallest into its best partner
 }
 
 
@@ -18,3 +21,28 @@ def budget_code(name):
     except KeyError:
         raise ValueError(f"Unknown budget policy {name!r}; "
                          f"choose one of {sorted(BUDGET_POLICIES)}.") from None
+
+
+MERGE_KERNELS = ("gaussian",)
+
+
+def default_budget_policy(kernel):
+    """'merge' when a budget is set on a kernel that merges, else 'oldest'."""
+    return "merge" if kernel in MERGE_KERNELS else "oldest"
+
+
+def resolve_budget_policy(policy, kernel, owner):
+    """The policy name a learner uses: "auto" -> `default_budget_policy`; "merge" checked."""
+    if policy == "auto":
+        return default_budget_policy(kernel)
+    check_budget_policy(policy, kernel, owner)
+    return policy
+
+
+def check_budget_policy(policy, kernel, owner):
+    """Refuse 'merge' on a kernel that cannot merge, naming those that can."""
+    if policy == "merge" and kernel not in MERGE_KERNELS:
+        raise ValueError(
+            f"budget_policy='merge' of {owner} needs the 'gaussian' kernel (the kernels that "
+            f"merge: {', '.join(repr(k) for k in MERGE_KERNELS)}); got kernel={kernel!r}. Use "
+            "budget_policy='oldest' or 'smallest' with this kernel.")

@@ -22,9 +22,9 @@ from okl._binary import BinaryClassifierMixin
 from okl._core import _coefreg
 from okl._numpy import coefreg as _np_coefreg
 from okl._params import (
-    ARRAY_2D, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS, GAMMA_SCALE_CONSTRAINTS,
-    INTERCEPT_CONSTRAINTS, STEP_CONSTRAINTS, NONE, Interval, Options, budget_constraints,
-    kernel_constraints,
+    APPROXIMATION_CONSTRAINTS, ARRAY_2D, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS,
+    GAMMA_SCALE_CONSTRAINTS, INTERCEPT_CONSTRAINTS, NONE, STEP_CONSTRAINTS, Interval, Options,
+    budget_constraints, kernel_constraints,
 )
 from okl.kernels import kernel_code
 from okl.losses import MARGIN_LOSSES, lipschitz_at_origin, loss_spec, slope_at_origin
@@ -94,9 +94,26 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
         Kivinen et al. bound the cumulative regularized loss by O(sqrt(T)).
     budget : int or None, default=None
         Maximum number of centres; None is unbounded.
-    budget_policy : {"oldest", "smallest"}, default="oldest"
-        Which centre leaves when a new one would exceed the budget: the oldest
-        (NORMA truncation) or the one of smallest |coefficient|.
+    budget_policy : {"auto", "merge", "oldest", "smallest"}, default="auto"
+        What happens when a new centre would exceed the budget.  "merge"
+        (BSGD, Wang-Crammer-Vucetic 2012): the centre of smallest |coefficient|
+        is merged with the partner that loses the least RKHS weight, at the
+        best point of the segment between them (Gaussian kernel only;
+        docs/algorithms.md, section 7.3).  "oldest" drops the oldest centre
+        (NORMA truncation), "smallest" the one of smallest |coefficient|.
+        "auto" is "merge" for the Gaussian kernel and "oldest" otherwise.
+    approximation : {None, "fourier", "nystroem"}, default=None
+        A fixed-size model instead of the growing kernel expansion, with the
+        same steps and loss: "fourier" learns on `n_components` random Fourier
+        features (FOGD; Gaussian and Laplacian kernels), "nystroem" runs the
+        exact rule until it holds `n_components` centres, then continues on
+        Nystroem features of those centres from the same function (NOGD).
+        Per step O(n_components d), whatever the length of the stream
+        (docs/budget.md).  Exclusive with `budget`.
+    n_components : int, default=100
+        Features of the approximation.
+    random_state : int or None, default=None
+        Seed of the random Fourier features.
     fit_intercept : bool, default=True
         Learn an unregularized offset b, ``f(x) = b + sum_i a_i K(x_i, x)``, by
         NORMA's rule ``b_{t+1} = b_t - eta_t w_t g_t`` (the kernel part's
@@ -165,6 +182,7 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
         "lam": [Interval(Real, 0, None, closed="left")],
         **STEP_CONSTRAINTS,
         **budget_constraints(),
+        **APPROXIMATION_CONSTRAINTS,
         **ENGINE_CONSTRAINTS,
         **GAMMA_SCALE_CONSTRAINTS,
         **INTERCEPT_CONSTRAINTS,
@@ -172,8 +190,9 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
     }
 
     def __init__(self, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0, loss="hinge",
-                 lam=1e-3, eta="auto", eta_decay=0.5, budget=None, budget_policy="oldest",
-                 fit_intercept=True, classes=None, engine="cython"):
+                 lam=1e-3, eta="auto", eta_decay=0.5, budget=None, budget_policy="auto",
+                 approximation=None, n_components=100, random_state=None, fit_intercept=True,
+                 classes=None, engine="cython"):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -186,6 +205,9 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
         self.budget_policy = budget_policy
         self.fit_intercept = fit_intercept
         self.classes = classes
+        self.approximation = approximation
+        self.n_components = n_components
+        self.random_state = random_state
         self.engine = engine
 
     def fit(self, X, y, sample_weight=None):

@@ -1,6 +1,6 @@
 """RegularizedPAClassifier: Shen and Dietterich's regularized passive-aggressive learners."""
 import warnings
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
@@ -16,7 +16,8 @@ from okl._pa_models import KernelPAModel, LinearPAModel
 from okl._binary import BinaryClassifierMixin
 from okl._core._pa import Event, Regularization, Variant
 from okl._params import (
-    CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS, NONE, Interval, InvalidParameterError, Options, kernel_constraints,
+    CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS, Interval, InvalidParameterError, Options,
+    budget_constraints, kernel_constraints,
 )
 from okl.losses import loss_value
 
@@ -106,8 +107,13 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
     coef0 : float >= 0, default=0.0
         Constant of the polynomial kernel; 0 for "linear" (no intercept).
     budget : int or None, default=None
-        Maximum number of support vectors of a kernel model; when full, the
-        oldest leaves.  None is unbounded.
+        Maximum number of support vectors of a kernel model.  None is unbounded.
+    budget_policy : {"auto", "merge", "oldest", "smallest"}, default="auto"
+        What a full budget does: "merge" (BSGD; Gaussian kernel) merges the
+        support vector of smallest |coefficient| into its best partner and
+        updates ||f||_K^2 exactly (docs/budget.md); "oldest" drops the oldest,
+        "smallest" the smallest.  "auto" is "merge" for the Gaussian kernel and
+        "oldest" otherwise.
     classes : array of the two labels or None, default=None
         Fixes `classes_` at the start of a stream, so that neither
         `partial_fit` nor `learn_one` needs ``classes=``.  Without it,
@@ -172,16 +178,14 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
         "update": [Options("margin", "mistake")],
         "truncate_sigma": [Interval(Real, 0, None, closed="left")],
         **kernel_constraints(),
-        "budget": [NONE, Interval(Integral, 1, None, closed="left")],
+        **budget_constraints(),
         **ENGINE_CONSTRAINTS,
         **CLASSES_CONSTRAINTS,
     }
-    # read by KernelModelMixin: a full budget drops the oldest support vector
-    budget_policy = "oldest"
 
     def __init__(self, regularization="none", variant="PA", C=1.0, alpha=0.1, beta=1.0,
                  update="margin", truncate_sigma=0.0, kernel="linear", gamma=1.0, degree=3,
-                 coef0=0.0, budget=None, classes=None, engine="cython"):
+                 coef0=0.0, budget=None, budget_policy="auto", classes=None, engine="cython"):
         self.regularization = regularization
         self.variant = variant
         self.C = C
@@ -195,6 +199,7 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
         self.coef0 = coef0
         self.budget = budget
         self.classes = classes
+        self.budget_policy = budget_policy
         self.engine = engine
 
     def _validate_params(self):

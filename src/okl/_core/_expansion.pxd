@@ -4,6 +4,7 @@ from okl._core._kernels cimport KernelSpec
 cpdef enum BudgetPolicy:
     OLDEST = 0      # replace the centre that entered first (NORMA truncation)
     SMALLEST = 1    # drop the centre of smallest |coefficient|, the newcomer included
+    MERGE = 2       # merge the smallest |coefficient| into its best partner (BSGD, _merge.pxd)
 
 
 cdef enum:
@@ -22,11 +23,15 @@ cdef class KernelExpansion:
     cdef readonly Py_ssize_t n_rescale       # renormalisations of the scale so far
     cdef readonly Py_ssize_t next_slot       # slot replaced next under OLDEST
     cdef readonly KernelSpec kernel
-    cdef object _centers, _coef, _sqnorms, _kbuf   # owning NumPy buffers
+    cdef object _centers, _coef, _sqnorms, _kbuf, _zbuf   # owning NumPy buffers
     cdef double* centers                     # (capacity, n_features), C order
     cdef double* coef                        # (capacity,) raw, times scale
     cdef double* sqnorms                     # (capacity,) ||centers[i]||^2
     cdef double* kbuf                        # (capacity,) K(centers[i], x) work space
+    cdef double* zbuf                        # (n_features,) the merged point (MERGE)
+    cdef readonly Py_ssize_t n_merges        # merges so far (MERGE)
+    cdef public bint track_norm              # MERGE: compute merge_norm_change (kernel PA)
+    cdef readonly double merge_norm_change   # ||f||_K^2 after - before the last cadd's merge
     # undo log of the current chunk: the centres it overwrites (see checkpoint)
     cdef object _log_slots_arr, _log_rows_arr, _log_sq_arr
     cdef Py_ssize_t* log_slots
@@ -44,4 +49,5 @@ cdef class KernelExpansion:
     cdef void caxpy_coef(self, double a, const double* v) noexcept nogil
     cdef Py_ssize_t cvictim(self, double a) noexcept nogil
     cdef bint cadd(self, const double* x, double xx, double a) noexcept nogil
+    cdef void cmerge(self) noexcept nogil
     cdef void cwrite(self, Py_ssize_t slot, const double* x, double xx, double c) noexcept nogil

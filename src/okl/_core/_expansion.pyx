@@ -13,6 +13,7 @@ from libc.string cimport memcpy
 
 from okl._core._kernels cimport KernelSpec, Kernel, cdot, ckernel_row
 from okl._core._lazy cimport RENORMALISED, ZEROED, cshrink_lazy
+from okl._core._merge cimport cmerge_find, cmerge_point
 
 
 cdef class KernelExpansion:
@@ -39,8 +40,11 @@ cdef class KernelExpansion:
             raise ValueError(f"n_features must be >= 1, got {n_features}.")
         if budget < 0:
             raise ValueError(f"budget must be >= 0 (0 = unbounded), got {budget}.")
-        if policy not in (OLDEST, SMALLEST):
+        if policy not in (OLDEST, SMALLEST, MERGE):
             raise ValueError(f"Unknown budget policy code {policy}.")
+        if policy == MERGE and kernel != Kernel.GAUSSIAN:
+            raise ValueError("The merge budget policy needs the 'gaussian' kernel; use "
+                             "budget_policy='oldest' or 'smallest' with this kernel.")
         self.n_features = n_features
         self.kernel = KernelSpec(<Kernel>kernel, gamma, coef0, degree)
         self.budget = budget
@@ -50,7 +54,13 @@ cdef class KernelExpansion:
         self.n_rescale = 0
         self.next_slot = 0
         self.capacity = 0
-        self._allocate(min(budget, 16) if budget else 16)
+        self.n_merges = 0
+        self.track_norm = False
+        self.merge_norm_change = 0.0
+        self._zbuf = np.empty(n_features, dtype=np.float64)
+        cdef double[::1] z_view = self._zbuf
+        self.zbuf = &z_view[0]
+        self._allocate(min(self._room(), 16) if budget else 16)
         self._start_log(0)
 
     # -- buffers ---------------------------------------------------------------
@@ -75,15 +85,19 @@ cdef class KernelExpansion:
         self.kbuf = &k_view[0]
         self.capacity = capacity
 
+    def _room(self):
+        """Slots a full budget needs: B, or B + 1 under MERGE (the newcomer's, until the merge)."""
+        return self.budget + 1 if self.policy == MERGE else self.budget
+
     def reserve(self, Py_ssize_t n_new):
         """Make room for `n_new` more centres (capped by the budget), doubling."""
         cdef Py_ssize_t need = self.n_support + n_new
         if self.budget:
-            need = min(need, self.budget)
+            need = min(need, self._room())
         if need > self.capacity:
             target = max(need, 2 * self.capacity)
             if self.budget:
-                target = min(target, self.budget)
+                target = min(target, self._room())
             self._allocate(target)
 
     # -- the hot path (nogil, no allocation) -------------------------------------
@@ -135,8 +149,8 @@ cdef class KernelExpansion:
         new centre itself (SMALLEST, |a| no larger than every |coef|).
         """
         cdef Py_ssize_t i, slot
-        if self.budget == 0 or self.n_support < self.budget:
-            return NO_EVICTION
+        if self.budget == 0 or self.n_support < self.budget or self.policy == MERGE:
+            return NO_EVICTION          # MERGE adds first, then merges (cadd, cmerge)
         if self.policy == OLDEST:
             return self.next_slot
         slot = 0
@@ -150,9 +164,16 @@ cdef class KernelExpansion:
     cdef bint cadd(self, const double* x, double xx, double a) noexcept nogil:
         """f <- f + a K(x, .), within the budget; False when the coefficient is not finite."""
         cdef double c = a / self.scale
-        cdef Py_ssize_t slot = self.cvictim(a)
+        cdef Py_ssize_t slot
         if not isfinite(c):
             return False
+        self.merge_norm_change = 0.0
+        if self.policy == MERGE and self.budget and self.n_support >= self.budget:
+            self.cwrite(self.n_support, x, xx, c)       # slot B: never logged (>= log_base)
+            self.n_support += 1
+            self.cmerge()
+            return True
+        slot = self.cvictim(a)
         if slot == NEWCOMER:
             return True
         if slot == NO_EVICTION:
@@ -162,6 +183,45 @@ cdef class KernelExpansion:
             self.next_slot = (slot + 1) % self.budget
         self.cwrite(slot, x, xx, c)
         return True
+
+    cdef void cmerge(self) noexcept nogil:
+        """B + 1 centres -> B: merge the smallest |coef| into its best partner (BSGD).
+
+        `cmerge_find` works on the raw coefficients (the choice is invariant to
+        the common scale); z and c_z go to the partner's slot, the last row
+        moves into the freed slot m.  Both writes go through `cwrite`, so the
+        undo log holds every overwritten centre (at most two per step).
+        """
+        cdef Py_ssize_t n = self.n_support, d = self.n_features, last = n - 1, m, partner
+        cdef double h, cz, loss
+        cdef double fm, fn, fz, cm, cn
+        partner = cmerge_find(self.centers, self.coef, n, d, self.kernel.gamma, self.kbuf,
+                              &m, &h, &cz, &loss)
+        if partner >= 0:
+            cmerge_point(self.centers + m * d, self.centers + partner * d, d, h, self.zbuf)
+        if self.track_norm:
+            # ||f'||^2 - ||f||^2 = 2 (c_z f(z) - c_m f(x_m) - c_n f(x_n)) + degradation for a
+            # merge, c_m^2 - 2 c_m f(x_m) for a removal (f: the B + 1 centres; raw units)
+            cm = self.coef[m]
+            ckernel_row(&self.kernel, self.centers + m * d, self.centers, n, d, self.kbuf)
+            fm = cdot(self.coef, self.kbuf, n)
+            if partner >= 0:
+                cn = self.coef[partner]
+                ckernel_row(&self.kernel, self.centers + partner * d, self.centers, n, d,
+                            self.kbuf)
+                fn = cdot(self.coef, self.kbuf, n)
+                ckernel_row(&self.kernel, self.zbuf, self.centers, n, d, self.kbuf)
+                fz = cdot(self.coef, self.kbuf, n)
+                self.merge_norm_change = 2.0 * (cz * fz - cm * fm - cn * fn) + loss
+            else:
+                self.merge_norm_change = cm * cm - 2.0 * cm * fm
+            self.merge_norm_change *= self.scale * self.scale
+        if partner >= 0:
+            self.cwrite(partner, self.zbuf, cdot(self.zbuf, self.zbuf, d), cz)
+            self.n_merges += 1
+        if m != last:
+            self.cwrite(m, self.centers + last * d, self.sqnorms[last], self.coef[last])
+        self.n_support = last
 
     cdef void cwrite(self, Py_ssize_t slot, const double* x, double xx, double c) noexcept nogil:
         """Put the centre x with raw coefficient c in `slot`, logging what it overwrites."""
@@ -257,6 +317,8 @@ cdef class KernelExpansion:
         the chunk (a full budget, or an expansion emptied by a shrink <= 0), so
         the log costs O(n_new d), not O(m d).
         """
+        if self.policy == MERGE:
+            n_new = 2 * n_new           # a merge overwrites the partner and slot m
         if self.log_cap < n_new or self.log_cap > 4 * max(n_new, 16):
             self._start_log(n_new)
         self.log_len = 0

@@ -331,7 +331,8 @@ def fit_kernel(KernelExpansion expansion,
 
     When the budget policy removes a centre x_o, f loses r K(x_o, .) and
     ||f||_K^2 changes by r (r K(x_o, x_o) - 2 g(x_o)), g the model before the
-    removal (one more evaluation, at x_o).
+    removal (one more evaluation, at x_o).  A merging budget reports its own
+    exact change (`KernelExpansion.cmerge`, docs/budget.md).
     """
     cdef PASpec s = PASpec(<Regularization>reg, <Variant>variant, C, alpha, beta, mistake)
     cdef Py_ssize_t i, o, n = X.shape[0], d = X.shape[1], failed = -1, work = 0
@@ -345,6 +346,7 @@ def fit_kernel(KernelExpansion expansion,
     if reg == L1:
         raise ValueError("the L1 constraint needs the linear kernel.")
     expansion.reserve(n)
+    expansion.track_norm = True         # a merging budget reports the change of ||f||_K^2
     with nogil:
         for i in range(n):
             if cinterrupted(&work, expansion.n_support * d):
@@ -377,7 +379,7 @@ def fit_kernel(KernelExpansion expansion,
                 if not expansion.cadd(x, xx, c):
                     failed = i
                     break
-                ww = fmax(ww_new, 0.0)
+                ww = fmax(ww_new + expansion.merge_norm_change, 0.0)
             event_out[i] = ev
     if interrupted:
         craise_pending()

@@ -8,6 +8,7 @@ import numpy as np
 
 from okl._core._expansion import BudgetPolicy
 from okl._numpy.kernels import kernel_values
+from okl._numpy.merge import check_kernel, merge_find
 
 NO_EVICTION, NEWCOMER = -1, -2      # as in _core/_expansion.pxd
 
@@ -24,7 +25,10 @@ class NumpyExpansion:
         self.kernel_params = dict(kernel=int(kernel), gamma=float(gamma),
                                   degree=int(degree), coef0=float(coef0))
         self.budget, self.policy = budget, int(policy)
-        self.n_support, self.next_slot = 0, 0
+        if self.policy == BudgetPolicy.MERGE:
+            check_kernel(kernel)
+        self.n_support, self.next_slot, self.n_merges = 0, 0, 0
+        self.track_norm, self.merge_norm_change = False, 0.0
         self._centers = np.empty((0, n_features))
         self._coef = np.empty(0)
         self._sqnorms = np.empty(0)
@@ -35,8 +39,8 @@ class NumpyExpansion:
 
     def reserve(self, n_new):
         need = self.n_support + n_new
-        if self.budget:
-            need = min(need, self.budget)
+        if self.budget:    # MERGE holds the newcomer in slot B until the merge
+            need = min(need, self.budget + (self.policy == BudgetPolicy.MERGE))
         if need > self.capacity:
             grow = need - self.capacity
             self._centers = np.vstack([self._centers, np.empty((grow, self.n_features))])
@@ -66,8 +70,8 @@ class NumpyExpansion:
         """The slot that leaves if a centre of coefficient a is added: NO_EVICTION while
         there is room, NEWCOMER when the policy drops the new centre itself."""
         n = self.n_support
-        if not self.budget or n < self.budget:
-            return NO_EVICTION
+        if not self.budget or n < self.budget or self.policy == BudgetPolicy.MERGE:
+            return NO_EVICTION              # MERGE adds first, then merges
         if self.policy == BudgetPolicy.OLDEST:
             return self.next_slot
         slot = int(np.argmin(np.abs(self._coef[:n])))
@@ -77,6 +81,13 @@ class NumpyExpansion:
         """f <- f + a K(x, .); False when a is not finite."""
         if not np.isfinite(a):
             return False
+        self.merge_norm_change = 0.0
+        if self.policy == BudgetPolicy.MERGE and self.budget and self.n_support >= self.budget:
+            n = self.n_support
+            self._centers[n], self._sqnorms[n], self._coef[n] = x, x @ x, a
+            self.n_support = n + 1
+            self.merge(n + 1)
+            return True
         slot = self.victim(a)
         if slot == NEWCOMER:
             return True
@@ -89,6 +100,30 @@ class NumpyExpansion:
         self._sqnorms[slot] = x @ x
         self._coef[slot] = a
         return True
+
+    def merge(self, n):
+        """n centres -> n - 1 by BSGD merging (okl._numpy.merge), as KernelExpansion.cmerge."""
+        k = self.kernel_params
+        m, partner, h, cz, loss = merge_find(self._centers[:n], self._coef[:n], k["gamma"])
+        if self.track_norm:       # see KernelExpansion.cmerge; f is the n centres
+            cm = self._coef[m]
+            fm = self.predict_one(self._centers[m])
+            if partner >= 0:
+                z = h * self._centers[m] + (1.0 - h) * self._centers[partner]
+                cn = self._coef[partner]
+                fn, fz = self.predict_one(self._centers[partner]), self.predict_one(z)
+                self.merge_norm_change = 2.0 * (cz * fz - cm * fm - cn * fn) + loss
+            else:
+                self.merge_norm_change = cm * cm - 2.0 * cm * fm
+        if partner >= 0:
+            z = h * self._centers[m] + (1.0 - h) * self._centers[partner]
+            self._centers[partner], self._sqnorms[partner], self._coef[partner] = z, z @ z, cz
+            self.n_merges += 1
+        last = n - 1
+        if m != last:
+            self._centers[m] = self._centers[last]
+            self._sqnorms[m], self._coef[m] = self._sqnorms[last], self._coef[last]
+        self.n_support = last
 
     def predict(self, X):
         return np.array([self.predict_one(x) for x in X], dtype=np.float64)

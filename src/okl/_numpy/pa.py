@@ -136,6 +136,7 @@ def fit_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake,
         return kernel_values(*kernel, u[None], v)[0]
 
     expansion.reserve(len(X))
+    expansion.track_norm = True
     for i, x in enumerate(X):
         kxx = K(x, x)
         f = expansion.predict_one(x)
@@ -160,6 +161,6 @@ def fit_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake,
             expansion.shrink(cv)
             if not expansion.add(x, c):
                 return i, ww
-            ww = max(ww_new, 0.0)
+            ww = max(ww_new + expansion.merge_norm_change, 0.0)
         event_out[i] = event
     return -1, ww

@@ -1,0 +1,255 @@
+"""Bounded time and memory on long streams: budgets, merging, random features, Nystroem.
+
+pytest-benchmark part (same-run ratios, see conftest.py):
+- "budget step B=...": one pointwise step of the Cython loop with a full budget
+  (oldest policy) against the BSGD merge search on the same B + 1 centres
+  (okl._core._merge, the extra work of a merging step) and the NumPy driver;
+- "features D=...": one step of the linear loop on random Fourier features
+  (feature computation included) against scikit-learn's SGDClassifier on
+  RBFSampler features (the natural peer) and the NumPy twin.
+
+Script part (prints tables; the figures quoted in docs/budget.md):
+    python bench/bench_budget.py frontier    # policy x budget: error, us/step, memory
+    python bench/bench_budget.py million     # T = 1e6, d = 20, 1000 random features
+    python bench/bench_budget.py blas        # the unbudgeted T = 2e4 pass, BLAS threads, a loaded core
+
+Streams and drivers: bench/budget_streams.py.
+"""
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from budget_streams import stream  # noqa: E402
+
+from okl import OnlineKernelClassifier, OnlineKernelRegressor  # noqa: E402
+from okl._core._expansion import BudgetPolicy, KernelExpansion  # noqa: E402
+from okl._core._kernels import Kernel  # noqa: E402
+from okl._core._linear import LinearModel, fit_chunk as linear_fit_chunk  # noqa: E402
+from okl._core._losses import Loss  # noqa: E402
+from okl._core._merge import merge_find  # noqa: E402
+from okl._core._pointwise import fit_chunk as pointwise_fit_chunk  # noqa: E402
+from okl._features import RandomFourierFeatures  # noqa: E402
+from okl._numpy import linear as numpy_linear  # noqa: E402
+
+GAMMA = 0.05
+
+
+# -- pytest-benchmark -----------------------------------------------------------------
+
+@pytest.mark.parametrize("B", [50, 200, 1000])
+@pytest.mark.parametrize("label", ["cython", "merge"])
+def test_budget_step(benchmark, label, B):
+    d = 20
+    rng = np.random.default_rng(0)
+    benchmark.group = f"budget step d=20 B={B}"
+    if label == "cython":
+        exp = KernelExpansion(d, int(Kernel.GAUSSIAN), GAMMA, 3, 0.0, B, int(BudgetPolicy.OLDEST))
+        X = rng.normal(size=(B + 2000, d))
+        y = np.sign(rng.normal(size=B + 2000))
+        pointwise_fit_chunk(exp, X[:B], y[:B], np.full(B, 0.5), np.full(B, 1e-4),
+                            int(Loss.HINGE), 0.5, 0.0, 1.0, 2.0, np.empty(B))
+        Xs, ys = X[B:], y[B:]
+        k = len(ys)
+        benchmark.extra_info.update(label="cython", steps=k)
+        benchmark.pedantic(pointwise_fit_chunk,
+                           args=(exp, Xs, ys, np.full(k, 0.5), np.full(k, 1e-4), int(Loss.HINGE),
+                                 0.5, 0.0, 1.0, 2.0, np.empty(k)), rounds=5, iterations=1)
+    else:
+        C = rng.normal(size=(B + 1, d))
+        c = rng.normal(size=B + 1)
+        benchmark.extra_info.update(label="merge", steps=1)
+        benchmark(merge_find, C, c, GAMMA)
+
+
+@pytest.mark.parametrize("D", [100, 1000])
+@pytest.mark.parametrize("label", ["cython", "numpy", "sklearn"])
+def test_feature_step(benchmark, label, D):
+    d, n = 20, 4096 if label != "numpy" else 256
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, d)) / np.sqrt(d)
+    y = np.sign(X[:, 0] + 0.1 * rng.normal(size=n))
+    eta, lam = np.full(n, 0.1), np.full(n, 1e-4)
+    benchmark.group = f"features d=20 D={D}"
+    benchmark.extra_info.update(label=label, steps=n)
+    if label == "sklearn":
+        from sklearn.kernel_approximation import RBFSampler
+        from sklearn.linear_model import SGDClassifier
+        sampler = RBFSampler(gamma=GAMMA, n_components=D, random_state=0).fit(X)
+        sgd = SGDClassifier(loss="hinge", alpha=1e-4, learning_rate="constant", eta0=0.1)
+        classes = np.array([-1.0, 1.0])
+        benchmark.pedantic(lambda: sgd.partial_fit(sampler.transform(X), y, classes=classes),
+                           rounds=5, iterations=1)
+        return
+    fmap = RandomFourierFeatures("gaussian", GAMMA, D, 0).fit(d)
+    module = {"cython": None, "numpy": numpy_linear}[label]
+    model = LinearModel(D) if module is None else numpy_linear.NumpyLinearModel(D)
+    loop = linear_fit_chunk if module is None else numpy_linear.fit_chunk
+    out = np.empty(n)
+
+    def run():
+        return loop(model, fmap.transform(X), y, eta, lam, int(Loss.HINGE), 0.5, 0.0, 1.0, 2.0,
+                    False, out)
+    benchmark.pedantic(run, rounds=5, iterations=1)
+
+
+# -- script: the frontier ---------------------------------------------------------------
+
+def _estimator(task, params, budget, policy, approximation=None, n_components=100):
+    cls = OnlineKernelClassifier if task == "classification" else OnlineKernelRegressor
+    kw = dict(gamma=params["gamma"], lam=params["lam"], eta="auto",
+              eta_decay=params["eta_decay"], budget=budget)
+    if budget:
+        kw["budget_policy"] = policy
+    if approximation:
+        kw.update(approximation=approximation, n_components=n_components, random_state=0)
+    return cls(**kw)
+
+
+def _cython_pass(name, budget, policy, approximation=None, n_components=100):
+    """(progressive error, us per step) of the Cython estimator (one pass, best of 3)."""
+    X, y, task, params = stream(name)
+    from okl.evaluation import progressive_validation
+    best, err = np.inf, None
+    for _ in range(3):
+        est = _estimator(task, params, budget, policy, approximation, n_components)
+        kw = dict(classes=np.array([-1.0, 1.0])) if task == "classification" else {}
+        t0 = time.perf_counter()
+        res = progressive_validation(est, X, y, chunk_size=2048, **kw)
+        best = min(best, (time.perf_counter() - t0) / len(y))
+        err = float(res.error[-1])
+    return err, best * 1e6
+
+
+def frontier(streams=("digits", "cancer", "friedman"), budgets=(50, 100, 200),
+             components=(100, 200, 500, 1000), out=sys.stdout):
+    """Rows (stream, model, size, progressive error, us/step, memory bytes)."""
+    rows = []
+    for name in streams:
+        d = stream(name)[0].shape[1]
+        err, us = _cython_pass(name, None, None)
+        rows.append((name, "exact", "-", err, us, None))
+        unb = err
+        for B in budgets:
+            for policy in ("oldest", "smallest", "merge"):
+                err, us = _cython_pass(name, B, policy)
+                rows.append((name, policy, B, err, us, (B + (policy == "merge")) * (d + 2) * 8))
+        for D in components:
+            err, us = _cython_pass(name, None, None, "fourier", D)
+            rows.append((name, "fourier", D, err, us, (D * (d + 2)) * 8))
+        for B in budgets:
+            err, us = _cython_pass(name, None, None, "nystroem", B)
+            rows.append((name, "nystroem", B, err, us, (B * d + B * B + B) * 8))
+        for row in rows[-(1 + 3 * len(budgets) + len(components) + len(budgets)):]:
+            _print_row(row, unb, out)
+    return rows
+
+
+def _print_row(row, unb, out):
+    name, model, size, err, us, mem = row
+    rel = err / unb - 1.0
+    mem_s = "grows" if mem is None else f"{mem / 1024:.1f} KiB"
+    print(f"| {name} | {model} | {size} | {err:.4f} | {rel:+.1%} | {us:.2f} | {mem_s} |",
+          file=out, flush=True)
+
+
+# -- script: T = 1e6 ---------------------------------------------------------------------
+
+def million(T=1_000_000, d=20, D=1000, chunk=4096):
+    """A stream of T samples, d features, D random Fourier features: total learner time."""
+    rng = np.random.default_rng(0)
+    v = rng.normal(size=d) / np.sqrt(d)
+    fmap = RandomFourierFeatures("gaussian", 1.0 / d, D, 0).fit(d)
+    model = LinearModel(D)
+    out = np.empty(chunk)
+    t_learn, cpu, errors = 0.0, 0.0, 0
+    t = np.arange(1, T + 1, dtype=np.float64)
+    eta, lam = t ** -0.5 / (1 + 1e-4), np.full(T, 1e-4)
+    for lo in range(0, T, chunk):
+        hi = min(lo + chunk, T)
+        X = rng.normal(size=(hi - lo, d))
+        y = np.where(np.sin(2 * X @ v) + 0.1 * rng.normal(size=hi - lo) >= 0, 1.0, -1.0)
+        t0, c0 = time.perf_counter(), time.process_time()
+        Z = fmap.transform(X)
+        status = linear_fit_chunk(model, Z, y, eta[lo:hi], lam[lo:hi], int(Loss.HINGE),
+                                  0.5, 0.0, 1.0, 2.0, False, out[:hi - lo])
+        t_learn += time.perf_counter() - t0
+        cpu += time.process_time() - c0
+        assert status == -1
+        errors += int(np.sum(np.where(out[:hi - lo] >= 0, 1.0, -1.0) != y))
+    print(f"T={T} d={d} D={D}: learner time {t_learn:.2f} s wall, {cpu:.2f} s CPU "
+          f"({t_learn / T * 1e6:.2f} us/step wall), "
+          f"progressive error {errors / T:.4f}; load average {os.getloadavg()[0]:.1f}")
+    return t_learn
+
+
+# -- script: BLAS threads ------------------------------------------------------------------
+
+BUSY = "import time\nwhile True:\n    pass\n"
+
+
+def blas(T=20_000, d=20):
+    """The unbudgeted pass with default BLAS threads vs one, while a busy loop holds a core.
+
+    The bandwidth limit is the time to read every centre once per step,
+    sum_t (t d 8 bytes) / bandwidth, with the bandwidth measured in the same
+    run as the rate of a one-thread dgemv over the final T x d centre buffer
+    (it reads the buffer once); as a check, T one-thread dgemv products with
+    the buffer at its average size T/2 give nearly the same figure.
+    """
+    from threadpoolctl import threadpool_info, threadpool_limits
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(T, d)) / np.sqrt(d)
+    y = np.sin(3 * X[:, 0]) + 0.1 * rng.normal(size=T)
+
+    def one_pass():
+        est = OnlineKernelRegressor(gamma=1.0, lam=1e-3)
+        t0 = time.perf_counter()
+        est.partial_fit(X, y)
+        return time.perf_counter() - t0
+
+    busy = subprocess.Popen([sys.executable, "-c", BUSY])
+    try:
+        time.sleep(0.5)
+        threads = max(p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas")
+        default = min(one_pass() for _ in range(2))
+        with threadpool_limits(limits=1, user_api="blas"):
+            single = min(one_pass() for _ in range(2))
+            full, x = np.ascontiguousarray(X), X[0]
+            reps = 200
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                full @ x
+            bw = reps * full.nbytes / (time.perf_counter() - t0)
+            half = full[:T // 2]
+            t0 = time.perf_counter()
+            for _ in range(2000):
+                half @ x
+            dgemv_limit = (time.perf_counter() - t0) / 2000 * T
+    finally:
+        busy.kill()
+        busy.wait()
+    read_limit = (T * (T + 1) / 2) * d * 8 / bw
+    print(f"unbudgeted T={T} d={d}, one core busy, load average {os.getloadavg()[0]:.1f}")
+    print(f"  default BLAS threads ({threads}): {default:.2f} s")
+    print(f"  one BLAS thread:                {single:.2f} s")
+    print(f"  read limit (bandwidth {bw / 1e9:.1f} GB/s): {read_limit:.2f} s -> "
+          f"ratio {single / read_limit:.2f} (one thread), {default / read_limit:.2f} (default)")
+    print(f"  dgemv limit (T products at m = T/2): {dgemv_limit:.2f} s")
+    return default, single, read_limit, dgemv_limit
+
+
+if __name__ == "__main__":
+    what = sys.argv[1] if len(sys.argv) > 1 else "frontier"
+    if what == "frontier":
+        print("| stream | model | budget / D | progressive error | vs exact | us/step | memory |")
+        print("|---|---|---|---|---|---|---|")
+        frontier()
+    elif what == "million":
+        million()
+    elif what == "blas":
+        blas()

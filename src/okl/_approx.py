@@ -1,0 +1,180 @@
+"""FeatureModel: the pointwise rule on fixed-size features (FOGD, NOGD), one model object.
+
+`approximation="fourier"`: f(x) = <w, z(x)> with D random Fourier features from
+the first step on (FOGD).  `approximation="nystroem"`: the exact, unbudgeted
+expansion until it holds D centres, then Nystroem features on those centres
+as landmarks, starting from the weights that give the same function (NOGD;
+docs/budget.md, section 2).  Either way the same schedules and losses as the
+exact learner, O(D d) per step whatever t, and the template's checkpoint,
+restore and state protocol.
+
+References
+----------
+Lu, Hoi, Wang, Zhao and Liu, "Large scale online kernel learning", JMLR 17,
+2016; Rahimi and Recht, "Random features for large-scale kernel machines",
+NIPS 2007.
+"""
+
+from okl._core import _linear, _pointwise
+from okl._core._expansion import KernelExpansion
+from okl._core._linear import LinearModel
+from okl._features import NystroemFeatures, RandomFourierFeatures
+from okl._numpy import linear as _np_linear
+from okl._numpy import pointwise as _np_pointwise
+from okl._numpy.expansion import NumpyExpansion
+
+LINEAR = {"cython": LinearModel, "numpy": _np_linear.NumpyLinearModel}
+LINEAR_LOOP = {"cython": _linear.fit_chunk, "numpy": _np_linear.fit_chunk}
+EXPANSIONS = {"cython": KernelExpansion, "numpy": NumpyExpansion}
+POINTWISE = {"cython": _pointwise.fit_chunk, "numpy": _np_pointwise.fit_chunk}
+APPROXIMATIONS = ("fourier", "nystroem")
+
+
+class FeatureModel:
+    """f(x) = <w, z(x)> on a fixed-size feature map (after NOGD's exact phase for Nystroem)."""
+
+    def __init__(self, approximation, n_features, kernel, kernel_code, gamma, degree, coef0,
+                 n_components, random_state, engine):
+        self.approximation = approximation
+        self.n_features, self.n_components = int(n_features), int(n_components)
+        self.kernel, self.kernel_code = kernel, int(kernel_code)
+        self.gamma, self.degree, self.coef0 = float(gamma), int(degree), float(coef0)
+        self.engine = engine
+        self.fmap, self.linear, self.expansion = None, None, None
+        if approximation == "fourier":
+            self.fmap = RandomFourierFeatures(kernel, gamma, n_components, random_state)
+            self.fmap.fit(n_features)
+            self.linear = LINEAR[engine](n_components)
+        else:
+            self.expansion = EXPANSIONS[engine](n_features, kernel_code, gamma, degree, coef0)
+
+    # -- the learner's view ------------------------------------------------------------------
+
+    @property
+    def n_support(self):
+        """Centres of the exact phase; 0 (no support vectors) on features."""
+        if self.linear is None:
+            return self.expansion.n_support
+        return 0
+
+    @property
+    def n_features_out(self):
+        """The features of the linear model (r <= D for Nystroem), or 0 in the exact phase."""
+        return 0 if self.linear is None else self.fmap.n_components
+
+    def _on(self, engine):
+        """Convert the parts to `engine` (the estimator's engine may change between calls)."""
+        if engine == self.engine:
+            return
+        if self.linear is not None:
+            self.linear = LINEAR[engine].from_state(self.linear.get_state())
+        if self.expansion is not None:
+            self.expansion = EXPANSIONS[engine].from_state(self.expansion.get_state())
+        self.engine = engine
+
+    def learn(self, engine, X, y, eta, lam, loss_args, scores, weight=None, offset=None):
+        """Predict-then-update over the rows; -1 or the first divergent row.
+
+        `weight` (w_t) and `offset` (the learner's b, updated in place) as in
+        `_pointwise.fit_chunk`.
+        """
+        self._on(engine)
+        start, n = 0, len(X)
+        while self.linear is None and start < n:
+            # NOGD's exact phase: each row adds at most one centre, so after
+            # n_components - n_support rows the expansion may be full
+            stop = min(n, start + max(self.n_components - self.expansion.n_support, 1))
+            failed = POINTWISE[engine](self.expansion, X[start:stop], y[start:stop],
+                                       eta[start:stop], lam[start:stop], *loss_args,
+                                       scores[start:stop],
+                                       None if weight is None else weight[start:stop], offset)
+            if failed >= 0:
+                return start + failed
+            start = stop
+            if self.expansion.n_support >= self.n_components:
+                self._switch()
+        if start < n:
+            Z = self.fmap.transform(X[start:])
+            failed = LINEAR_LOOP[engine](self.linear, Z, y[start:], eta[start:], lam[start:],
+                                         *loss_args, scores[start:],
+                                         None if weight is None else weight[start:], offset)
+            if failed >= 0:
+                return start + failed
+        return -1
+
+    def _switch(self):
+        """From the exact expansion over D centres to Nystroem features on them (same f)."""
+        e = self.expansion
+        self.fmap = NystroemFeatures(e.centers_, self.kernel_code, self.gamma, self.degree,
+                                     self.coef0)
+        self.linear = LINEAR[self.engine](self.fmap.n_components)
+        self.linear.set_coef(self.fmap.weights_from_expansion(e.coef_))
+        self.expansion = None
+
+    def predict(self, X):
+        """f at every row of X."""
+        return self.decision(X)
+
+    def decision(self, X):
+        if self.linear is None:
+            return self.expansion.predict(X)
+        return self.linear.predict(self.fmap.transform(X))
+
+    def sq_norm(self):
+        return self.expansion.sq_norm() if self.linear is None else self.linear.sq_norm()
+
+    # -- checkpoint / restore (the template's undo) -------------------------------------------
+
+    def checkpoint(self, n_new):
+        return (self.fmap, self.linear, self.linear.checkpoint() if self.linear is not None
+                else None, self.expansion,
+                self.expansion.checkpoint(n_new) if self.expansion is not None else None,
+                self.engine)
+
+    def restore(self, token):
+        self.fmap, self.linear, linear_token, self.expansion, exp_token, self.engine = token
+        if self.linear is not None:
+            self.linear.restore(linear_token)
+        if self.expansion is not None:
+            self.expansion.restore(exp_token)
+
+    # -- state (okl.save, pickle) ---------------------------------------------------------------
+
+    def get_state(self):
+        state = dict(approximation=self.approximation, n_features=self.n_features,
+                     kernel=self.kernel, kernel_code=self.kernel_code, gamma=self.gamma,
+                     degree=self.degree, coef0=self.coef0, n_components=self.n_components,
+                     engine=self.engine, phase="linear" if self.linear is not None else "exact")
+        if self.linear is not None:
+            for key, value in self.linear.get_state().items():
+                state["linear_" + key] = value
+            for key, value in self.fmap.get_state().items():
+                state["fmap_" + key] = value
+        else:
+            for key, value in self.expansion.get_state().items():
+                state["expansion_" + key] = value
+        return state
+
+    @classmethod
+    def from_state(cls, state):
+        self = cls.__new__(cls)
+        for key in ("approximation", "kernel", "engine"):
+            setattr(self, key, str(state[key]))
+        for key in ("n_features", "kernel_code", "degree", "n_components"):
+            setattr(self, key, int(state[key]))
+        self.gamma, self.coef0 = float(state["gamma"]), float(state["coef0"])
+        self.fmap, self.linear, self.expansion = None, None, None
+
+        def part(prefix):
+            return {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
+        if state["phase"] == "linear":
+            self.linear = LINEAR[self.engine].from_state(part("linear_"))
+            fstate = part("fmap_")
+            fmap_cls = RandomFourierFeatures if fstate["kind"] == "fourier" else NystroemFeatures
+            self.fmap = fmap_cls.from_state(fstate)
+        else:
+            self.expansion = EXPANSIONS[self.engine].from_state(part("expansion_"))
+        return self
+
+    def __reduce__(self):
+        return (FeatureModel.from_state, (self.get_state(),))

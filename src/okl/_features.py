@@ -1,0 +1,240 @@
+"""Fixed-size feature maps: a kernel model whose per-step cost does not grow with t.
+
+`RandomFourierFeatures` (Rahimi-Recht) and `NystroemFeatures` map x to z(x) in
+R^D with <z(x), z(u)> ~ K(x, u), so that f(x) = <w, z(x)> is a linear model
+and every pointwise rule of okl (predict, shrink by (1 - eta lam), add
+-eta g z(x)) runs on w in O(D) per step.  Features are computed per chunk
+(one matrix product and one cosine pass), never per step.
+
+References
+----------
+Rahimi and Recht, "Random features for large-scale kernel machines", NIPS 2007.
+Lu, Hoi, Wang, Zhao and Liu, "Large scale online kernel learning", JMLR 17,
+2016 (FOGD: random Fourier features; NOGD: Nystroem features from the first
+B samples, after an exact kernel phase on those samples).
+"""
+from numbers import Integral
+
+import numpy as np
+from scipy.spatial.distance import cdist
+from threadpoolctl import ThreadpoolController
+
+from okl._core._kernels import Kernel
+from okl._core._linear import fourier_rows
+
+CHUNK_ROWS = 256        # rows per matrix product: a block of CHUNK_ROWS x D stays in cache
+FOURIER_KERNELS = {"gaussian": Kernel.GAUSSIAN, "laplacian": Kernel.LAPLACIAN}
+NYSTROEM_KERNELS = {"gaussian": Kernel.GAUSSIAN, "laplacian": Kernel.LAPLACIAN,
+                    "polynomial": Kernel.POLYNOMIAL, "linear": Kernel.LINEAR}
+
+
+_CONTROLLER = []
+
+
+def _one_blas_thread():
+    """A context with BLAS/LAPACK on one thread (the library scan is done once per process).
+
+    The Nystroem products and eigendecomposition are small; on a shared 2-core
+    machine their threads, waiting for a busy core, stalled them tenfold.
+    """
+    if not _CONTROLLER:
+        _CONTROLLER.append(ThreadpoolController())
+    return _CONTROLLER[0].limit(limits=1, user_api="blas")
+
+
+def _kernel_code(kernel, allowed, what):
+    names = {int(code): name for name, code in allowed.items()}
+    if isinstance(kernel, str):
+        if kernel in allowed:
+            return int(allowed[kernel])
+    elif int(kernel) in names:
+        return int(kernel)
+    raise ValueError(f"{what} support the kernels {sorted(allowed)}; got {kernel!r}.")
+
+
+def _rng(random_state):
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(np.iinfo(np.int32).max))
+    return np.random.default_rng(random_state)
+
+
+def _as_rows(X, n_features):
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[1] != n_features:
+        raise ValueError(f"X must have shape (n, {n_features}); got {X.shape}.")
+    return X
+
+
+class RandomFourierFeatures:
+    """z(x) = sqrt(2 / D) cos(x W + b): <z(x), z(u)> -> K(x, u) as D grows.
+
+    Gaussian exp(-gamma ||x - u||_2^2): W_ij ~ N(0, 2 gamma); Laplacian
+    exp(-gamma ||x - u||_1): W_ij ~ Cauchy(0, gamma) (the Fourier transform of
+    exp(-gamma |t|) per coordinate); b_j ~ U[0, 2 pi).  z(x) . z(u) is an
+    unbiased estimate of K(x, u) with variance <= 2 / D per pair.
+
+    Parameters
+    ----------
+    kernel : {"gaussian", "laplacian"} or a `Kernel` code
+    gamma : float > 0
+    n_components : int, the dimension D
+    random_state : None, int, numpy Generator or RandomState
+
+    References
+    ----------
+    Rahimi and Recht, NIPS 2007; Lu, Hoi, Wang, Zhao and Liu, JMLR 17, 2016 (FOGD).
+    """
+
+    def __init__(self, kernel="gaussian", gamma=1.0, n_components=100, random_state=None):
+        self.kernel = _kernel_code(kernel, FOURIER_KERNELS, "Random Fourier features")
+        if not gamma > 0:
+            raise ValueError(f"gamma must be > 0 for random Fourier features; got {gamma}.")
+        if not isinstance(n_components, Integral) or n_components < 1:
+            raise ValueError(f"n_components must be an int >= 1; got {n_components!r}.")
+        self.gamma = float(gamma)
+        self.n_components = int(n_components)
+        self.random_state = random_state
+        self.n_features = None
+
+    def fit(self, n_features):
+        """Draw W (n_features x D) and b (D,); `n_features` may be an int or an array X."""
+        if not isinstance(n_features, Integral):
+            n_features = np.shape(n_features)[1]
+        rng = _rng(self.random_state)
+        shape = (int(n_features), self.n_components)
+        if self.kernel == Kernel.GAUSSIAN:
+            W = rng.normal(0.0, np.sqrt(2.0 * self.gamma), size=shape)
+        else:
+            W = self.gamma * rng.standard_cauchy(size=shape)
+        self.W = np.ascontiguousarray(W)
+        self.b = rng.uniform(0.0, 2.0 * np.pi, size=self.n_components)
+        self.n_features = int(n_features)
+        return self
+
+    def transform(self, X, out=None):
+        """z(X), shape (n, D), float64 C order; written into `out` when given."""
+        X = _as_rows(X, self.n_features)
+        n, D = len(X), self.n_components
+        if out is None:
+            out = np.empty((n, D), dtype=np.float64)
+        # one nogil pass per row, no BLAS: a threaded dgemm stalled 15x on a loaded machine
+        fourier_rows(X, self.W, self.b, np.sqrt(2.0 / D), out)
+        return out
+
+    def get_state(self):
+        """Scalars and arrays that rebuild this map exactly (okl.save writes them)."""
+        return dict(kind="fourier", kernel=self.kernel, gamma=self.gamma,
+                    n_components=self.n_components, n_features=self.n_features,
+                    W=self.W.copy(), b=self.b.copy())
+
+    @classmethod
+    def from_state(cls, state):
+        self = cls(int(state["kernel"]), float(state["gamma"]), int(state["n_components"]))
+        self.n_features = int(state["n_features"])
+        self.W = np.ascontiguousarray(state["W"], dtype=np.float64)
+        self.b = np.ascontiguousarray(state["b"], dtype=np.float64)
+        return self
+
+
+def kernel_matrix(kernel, gamma, degree, coef0, X, L):
+    """K(X_i, L_j) for every pair, per chunk of rows (the Gaussian by a matrix product)."""
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    L = np.ascontiguousarray(L, dtype=np.float64)
+    out = np.empty((len(X), len(L)), dtype=np.float64)
+    ll = np.einsum("ij,ij->i", L, L)
+    for lo in range(0, len(X), CHUNK_ROWS):
+        Xc, block = X[lo:lo + CHUNK_ROWS], out[lo:lo + CHUNK_ROWS]
+        if kernel == Kernel.LAPLACIAN:
+            block[:] = cdist(Xc, L, "cityblock")
+            block *= -gamma
+            np.exp(block, out=block)
+            continue
+        np.dot(Xc, L.T, out=block)
+        if kernel == Kernel.GAUSSIAN:
+            block *= -2.0
+            block += np.einsum("ij,ij->i", Xc, Xc)[:, None]
+            block += ll
+            np.maximum(block, 0.0, out=block)
+            block *= -gamma
+            np.exp(block, out=block)
+        elif kernel == Kernel.LINEAR:
+            block += coef0
+        elif kernel == Kernel.POLYNOMIAL:
+            block *= gamma
+            block += coef0
+            np.power(block, degree, out=block)
+        else:
+            raise ValueError(f"Unknown kernel code {kernel}.")
+    return out
+
+
+class NystroemFeatures:
+    """z(x) = k_L(x) U_r Lambda_r^{-1/2}, from landmarks L and K_LL = U Lambda U^T.
+
+    Eigenvalues below `tol * max eigenvalue` are dropped (r <= len(L) components
+    remain), so z(L_i) . z(L_j) = K(L_i, L_j) up to the dropped part: exactly
+    when nothing is dropped.  `weights_from_expansion` turns f = sum_i a_i K(L_i, .)
+    into w with <w, z(x)> = f(x): NOGD's switch from an exact kernel phase on
+    the first B samples to a linear model on their features.
+
+    References
+    ----------
+    Lu, Hoi, Wang, Zhao and Liu, JMLR 17, 2016 (NOGD).
+    """
+
+    def __init__(self, landmarks, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0,
+                 tol=1e-12):
+        self.kernel = _kernel_code(kernel, NYSTROEM_KERNELS, "Nystroem features")
+        self.gamma, self.degree, self.coef0 = float(gamma), int(degree), float(coef0)
+        self.tol = float(tol)
+        L = np.ascontiguousarray(landmarks, dtype=np.float64)
+        if L.ndim != 2 or len(L) < 1:
+            raise ValueError(f"landmarks must be a non-empty 2-D array; got shape {L.shape}.")
+        self.landmarks = L
+        self.n_features = L.shape[1]
+        with _one_blas_thread():
+            K = kernel_matrix(self.kernel, self.gamma, self.degree, self.coef0, L, L)
+            K = 0.5 * (K + K.T)
+            lam, U = np.linalg.eigh(K)
+        top = lam[-1] if len(lam) else 0.0
+        if not top > 0:
+            raise ValueError("The landmarks' kernel matrix has no positive eigenvalue.")
+        keep = lam > self.tol * top
+        self.eigenvalues = lam[keep]
+        self.eigenvectors = np.ascontiguousarray(U[:, keep])
+        self.components = np.ascontiguousarray(self.eigenvectors / np.sqrt(self.eigenvalues))
+        self.n_components = int(keep.sum())
+
+    def transform(self, X, out=None):
+        """z(X), shape (n, r), float64 C order."""
+        X = _as_rows(X, self.n_features)
+        if out is None:
+            out = np.empty((len(X), self.n_components), dtype=np.float64)
+        with _one_blas_thread():
+            for lo in range(0, len(X), CHUNK_ROWS):
+                k = kernel_matrix(self.kernel, self.gamma, self.degree, self.coef0,
+                                  X[lo:lo + CHUNK_ROWS], self.landmarks)
+                np.dot(k, self.components, out=out[lo:lo + CHUNK_ROWS])
+        return out
+
+    def weights_from_expansion(self, coef):
+        """w = Lambda_r^{1/2} U_r^T a, so <w, z(x)> = k_L(x)^T U_r U_r^T a.
+
+        That is f(x) = sum_i a_i K(L_i, x) exactly when no eigenvalue was
+        dropped; otherwise a is first projected on the kept eigenvectors, which
+        changes f by a function of RKHS norm^2 sum_dropped lambda_j (u_j . a)^2.
+        ||w||^2 is the RKHS norm^2 of the projected f.
+        """
+        a = np.asarray(coef, dtype=np.float64)
+        return np.sqrt(self.eigenvalues) * (self.eigenvectors.T @ a)
+
+    def get_state(self):
+        return dict(kind="nystroem", kernel=self.kernel, gamma=self.gamma, degree=self.degree,
+                    coef0=self.coef0, tol=self.tol, landmarks=self.landmarks.copy())
+
+    @classmethod
+    def from_state(cls, state):
+        return cls(state["landmarks"], int(state["kernel"]), float(state["gamma"]),
+                   int(state["degree"]), float(state["coef0"]), float(state["tol"]))

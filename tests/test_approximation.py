@@ -1,0 +1,93 @@
+"""approximation="fourier" / "nystroem" on the pointwise learners: engines, atomicity, state, NOGD."""
+import pickle
+
+import numpy as np
+import pytest
+
+import okl
+from okl.evaluation import progressive_validation
+from okl import OnlineKernelClassifier, OnlineKernelRegressor
+from okl._params import InvalidParameterError
+
+
+def data(n=1500, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    return X, np.sin(2 * X[:, 0]) + 0.1 * rng.normal(size=n), np.where(X[:, 0] * X[:, 1] > 0, 1, 0)
+
+
+@pytest.mark.parametrize("approximation", ["fourier", "nystroem"])
+@pytest.mark.parametrize("cls", [OnlineKernelRegressor, OnlineKernelClassifier])
+def test_engines_give_the_same_iterates(cls, approximation):
+    X, yr, yc = data()
+    y = yc if cls is OnlineKernelClassifier else yr
+    kw = dict(gamma=0.5, approximation=approximation, n_components=60, random_state=3)
+    a, b = cls(**kw), cls(engine="numpy", **kw)
+    for lo in range(0, len(X), 400):                       # chunks cross the NOGD switch
+        sa = a._progressive_scores(X[lo:lo + 400], y[lo:lo + 400], classes=None) \
+            if cls is OnlineKernelRegressor else a._progressive_scores(X[lo:lo + 400], y[lo:lo + 400], classes=np.array([0, 1]))
+        sb = b._progressive_scores(X[lo:lo + 400], y[lo:lo + 400], classes=None) \
+            if cls is OnlineKernelRegressor else b._progressive_scores(X[lo:lo + 400], y[lo:lo + 400], classes=np.array([0, 1]))
+        np.testing.assert_allclose(sa, sb, rtol=0, atol=1e-10)
+    assert a._expansion.linear is not None and a.n_components_ <= 60
+
+
+def test_nystroem_switch_keeps_the_function():
+    X, y, _ = data(400)
+    exact = OnlineKernelRegressor(gamma=0.5).fit(X[:300], y[:300])
+    approx = OnlineKernelRegressor(gamma=0.5, approximation="nystroem", n_components=300)
+    approx.fit(X[:300], y[:300])                           # switches after exactly 300 centres
+    assert approx._expansion.linear is not None
+    np.testing.assert_allclose(approx.predict(X[300:]), exact.predict(X[300:]), atol=1e-6)
+
+
+def test_fourier_learns_like_the_exact_learner():
+    X, y, _ = data(3000)
+    exact = progressive_validation(OnlineKernelRegressor(gamma=0.5), X, y)
+    fourier = progressive_validation(
+        OnlineKernelRegressor(gamma=0.5, approximation="fourier", n_components=500, random_state=0),
+        X, y)
+    assert fourier.error[-1] < 1.3 * exact.error[-1]
+
+
+@pytest.mark.parametrize("approximation", ["fourier", "nystroem"])
+def test_failed_chunk_leaves_the_model_as_it_was(approximation):
+    X, y, _ = data(200)
+    est = OnlineKernelRegressor(gamma=0.5, approximation=approximation, n_components=50,
+                                random_state=0).fit(X[:100], y[:100])
+    before = est.predict(X[150:])
+    bad = X[100:200].copy()
+    bad[70, 0] = np.nan
+    with pytest.raises(ValueError):
+        est.partial_fit(bad, y[100:200])
+    np.testing.assert_array_equal(est.predict(X[150:]), before)
+    with pytest.raises(FloatingPointError):
+        est.set_params(eta=1e300, eta_decay=0.0).partial_fit(X[100:200], y[100:200] * 1e300)
+    np.testing.assert_array_equal(est.predict(X[150:]), before)
+
+
+@pytest.mark.parametrize("approximation", ["fourier", "nystroem"])
+@pytest.mark.parametrize("n_fit", [30, 300])                # exact phase, then linear phase
+def test_save_load_and_pickle(tmp_path, approximation, n_fit):
+    X, _, y = data(400)
+    est = OnlineKernelClassifier(gamma=0.5, approximation=approximation, n_components=80,
+                                 random_state=1).fit(X[:n_fit], y[:n_fit])
+    path = tmp_path / "m.npz"
+    okl.save(est, path)
+    for other in (okl.load(path), pickle.loads(pickle.dumps(est))):
+        np.testing.assert_array_equal(other.decision_function(X), est.decision_function(X))
+        other.partial_fit(X[n_fit:], y[n_fit:])
+    est.partial_fit(X[n_fit:], y[n_fit:])
+    np.testing.assert_allclose(other.decision_function(X), est.decision_function(X), atol=1e-12)
+
+
+def test_seeds_and_parameter_checks():
+    X, y, _ = data(100)
+    a = OnlineKernelRegressor(approximation="fourier", n_components=20, random_state=4).fit(X, y)
+    b = OnlineKernelRegressor(approximation="fourier", n_components=20, random_state=4).fit(X, y)
+    np.testing.assert_array_equal(a.predict(X), b.predict(X))
+    with pytest.raises(InvalidParameterError, match="Set one of them"):
+        OnlineKernelRegressor(approximation="fourier", budget=10).fit(X, y)
+    with pytest.raises(InvalidParameterError, match="approximation='nystroem'"):
+        OnlineKernelRegressor(kernel="polynomial", approximation="fourier").fit(X, y)
+    OnlineKernelRegressor(kernel="polynomial", approximation="nystroem", n_components=10).fit(X, y)

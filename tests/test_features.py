@@ -1,0 +1,95 @@
+"""Random Fourier and Nystroem feature maps: kernel approximation, exactness, state, seeds."""
+import numpy as np
+import pytest
+
+from okl._features import NystroemFeatures, RandomFourierFeatures, kernel_matrix
+
+
+def exact(kernel, gamma, X, U):
+    if kernel == "gaussian":
+        return np.exp(-gamma * ((X[:, None] - U[None]) ** 2).sum(axis=2))
+    return np.exp(-gamma * np.abs(X[:, None] - U[None]).sum(axis=2))
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "laplacian"])
+def test_fourier_inner_products_converge(kernel):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 5)) / np.sqrt(5)
+    K = exact(kernel, 0.7, X, X)
+    errs = []
+    for D in (100, 10_000):
+        Z = RandomFourierFeatures(kernel, 0.7, D, random_state=1).fit(5).transform(X)
+        errs.append(np.abs(Z @ Z.T - K).max())
+    # each entry is a mean of D terms bounded by 2 (|2 cos cos| <= 2): Hoeffding with a
+    # union bound over 1600 pairs gives max error <= 2 sqrt(2 log(2 * 1600 / 1e-6) / D)
+    # with probability 1 - 1e-6
+    assert errs[1] <= 2 * np.sqrt(2 * np.log(3200 / 1e-6) / 10_000)
+    assert errs[1] < errs[0]
+
+
+def test_fourier_shape_layout_and_seeds():
+    X = np.random.default_rng(0).normal(size=(5000, 3))
+    a = RandomFourierFeatures("gaussian", 1.0, 64, random_state=3).fit(X)
+    b = RandomFourierFeatures("gaussian", 1.0, 64, random_state=3).fit(3)
+    c = RandomFourierFeatures("gaussian", 1.0, 64, random_state=4).fit(3)
+    Z = a.transform(X)
+    assert Z.shape == (5000, 64) and Z.dtype == np.float64 and Z.flags.c_contiguous
+    np.testing.assert_array_equal(Z, b.transform(X))
+    assert not np.allclose(Z, c.transform(X))
+    # per-chunk computation equals the one-shot formula
+    np.testing.assert_allclose(Z, np.sqrt(2 / 64) * np.cos(X @ a.W + a.b), atol=1e-13)
+
+
+@pytest.mark.parametrize("kind", ["fourier", "nystroem"])
+def test_state_round_trip(kind):
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(50, 4))
+    if kind == "fourier":
+        f = RandomFourierFeatures("laplacian", 0.3, 32, random_state=0).fit(4)
+        g = RandomFourierFeatures.from_state(f.get_state())
+    else:
+        f = NystroemFeatures(X[:20], "gaussian", 0.3)
+        g = NystroemFeatures.from_state(f.get_state())
+    np.testing.assert_array_equal(f.transform(X), g.transform(X))
+
+
+def test_fourier_refuses_other_kernels():
+    with pytest.raises(ValueError, match="gaussian"):
+        RandomFourierFeatures("polynomial", 1.0, 10)
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "laplacian", "polynomial", "linear"])
+def test_nystroem_exact_on_landmarks(kernel):
+    rng = np.random.default_rng(5)
+    L = rng.normal(size=(30, 6)) / np.sqrt(6)
+    f = NystroemFeatures(L, kernel, gamma=0.5, degree=2, coef0=1.0)
+    Z = f.transform(L)
+    K = kernel_matrix(f.kernel, 0.5, 2, 1.0, L, L)
+    np.testing.assert_allclose(Z @ Z.T, K, atol=1e-9)
+
+
+def test_nystroem_converts_an_expansion_exactly():
+    rng = np.random.default_rng(6)
+    L = rng.normal(size=(25, 3))
+    a = rng.normal(size=25)
+    f = NystroemFeatures(L, "gaussian", gamma=0.4)
+    assert f.n_components == 25                     # nothing dropped
+    w = f.weights_from_expansion(a)
+    X = rng.normal(size=(200, 3))
+    direct = exact("gaussian", 0.4, X, L) @ a
+    np.testing.assert_allclose(f.transform(X) @ w, direct, atol=1e-9)
+    # ||w||^2 is the RKHS norm of f
+    assert w @ w == pytest.approx(a @ exact("gaussian", 0.4, L, L) @ a, rel=1e-9)
+
+
+def test_nystroem_drops_small_eigenvalues_and_projects():
+    rng = np.random.default_rng(8)
+    base = rng.normal(size=(10, 3))
+    L = np.vstack([base, base[:5]])                 # repeated landmarks: K_LL is singular
+    f = NystroemFeatures(L, "gaussian", gamma=0.5, tol=1e-10)
+    assert f.n_components <= 10
+    a = rng.normal(size=15)
+    w = f.weights_from_expansion(a)
+    X = rng.normal(size=(50, 3))
+    # duplicated rows carry the same function: f is unchanged by the projection
+    np.testing.assert_allclose(f.transform(X) @ w, exact("gaussian", 0.5, X, L) @ a, atol=1e-7)
