@@ -50,6 +50,7 @@ def test_fourier_learns_like_the_exact_learner():
     assert fourier.error[-1] < 1.3 * exact.error[-1]
 
 
+@pytest.mark.filterwarnings("ignore:.*1 - lam_t eta_t")
 @pytest.mark.parametrize("approximation", ["fourier", "nystroem"])
 def test_failed_chunk_leaves_the_model_as_it_was(approximation):
     X, y, _ = data(200)
