@@ -7,7 +7,7 @@ from okl._core._losses import Loss
 from okl._features import NystroemFeatures, RandomFourierFeatures
 from okl._numpy import linear as nl
 
-LOSSES = [(Loss.SQUARED, False), (Loss.PINBALL, False), (Loss.HUBER, False),
+LOSSES = [(Loss.SQUARED, None), (Loss.PINBALL, False), (Loss.HUBER, False),
           (Loss.HINGE, True), (Loss.LOGISTIC, True)]
 
 
@@ -47,13 +47,13 @@ def test_lazy_scale_renormalises_and_zeroes():
     Z, y = rng.normal(size=(500, 8)), rng.normal(size=500)
     a, b = cy.LinearModel(8), nl.NumpyLinearModel(8)
     eta, lam = np.full(500, 0.1), np.full(500, 5.0)             # shrink 0.5 per step
-    run(cy, a, Z, y, eta, lam, Loss.SQUARED, False)
-    run(nl, b, Z, y, eta, lam, Loss.SQUARED, False)
+    run(cy, a, Z, y, eta, lam, Loss.SQUARED, None)
+    run(nl, b, Z, y, eta, lam, Loss.SQUARED, None)
     assert a.n_rescale > 0
     np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-12)
     lam[:] = 20.0                                                 # 1 - eta lam < 0: w = 0 before the add
-    run(cy, a, Z[:1], y[:1], eta[:1], lam[:1], Loss.SQUARED, False)
-    run(nl, b, Z[:1], y[:1], eta[:1], lam[:1], Loss.SQUARED, False)
+    run(cy, a, Z[:1], y[:1], eta[:1], lam[:1], Loss.SQUARED, None)
+    run(nl, b, Z[:1], y[:1], eta[:1], lam[:1], Loss.SQUARED, None)
     np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-12)
 
 
@@ -61,7 +61,7 @@ def test_divergence_is_reported_and_checkpoint_restores():
     Z, y = np.ones((5, 3)), np.array([1e308] * 5)
     a = cy.LinearModel(3)
     state = a.checkpoint()
-    status, _ = run(cy, a, Z, y, np.full(5, 1e10), np.zeros(5), Loss.SQUARED, False)
+    status, _ = run(cy, a, Z, y, np.full(5, 1e10), np.zeros(5), Loss.SQUARED, None)
     assert status >= 0
     a.restore(state)
     np.testing.assert_array_equal(a.coef_, 0.0)
@@ -71,7 +71,7 @@ def test_state_round_trip_and_engine_switch():
     rng = np.random.default_rng(2)
     Z, y = rng.normal(size=(100, 6)), rng.normal(size=100)
     a = cy.LinearModel(6)
-    run(cy, a, Z, y, np.full(100, 0.05), np.full(100, 0.1), Loss.SQUARED, True)
+    run(cy, a, Z, y, np.full(100, 0.05), np.full(100, 0.1), Loss.SQUARED, np.zeros(1))
     s = a.get_state()
     for other in (cy.LinearModel.from_state(s), nl.NumpyLinearModel.from_state(s)):
         np.testing.assert_allclose(other.predict(Z), a.predict(Z), atol=1e-12)

@@ -568,7 +568,10 @@ class PointwiseMixin(KernelModelMixin):
         ck2 = running_sup(diag, self.ck2_)
         M = self._auto_lipschitz() if isinstance(self.eta, str) else 1.0
         eta_t = step_sizes(self.eta, self.eta_decay, t, lam_t, M * ck2)
-        warn_reset(self, eta_t, lam_t, t)
+        if weight is None:
+            warn_reset(self, eta_t, lam_t, t)
+        else:                        # a skipped step empties nothing
+            warn_reset(self, eta_t[active], np.broadcast_to(lam_t, t.shape)[active], t[active])
         scores = np.empty(n, dtype=np.float64)
         expansion = self._engine_expansion()
         offset = (np.array([self.__dict__.get("intercept_", 0.0)])
