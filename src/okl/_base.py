@@ -38,6 +38,7 @@ from okl._numpy.expansion import NumpyExpansion
 from okl._approx import FeatureModel
 from okl._gamma import scale_gamma, warn_spread
 from okl._params import InvalidParameterError, validate_params
+from okl._progress import progress
 from okl._rows import check_label
 from okl._streaming import OneEventMixin
 from okl.budgets import budget_code, default_budget_policy, resolve_budget_policy
@@ -45,6 +46,7 @@ from okl.kernels import kernel_code, kernel_diag
 from okl.schedules import regularization, running_sup, step_numbers, step_sizes
 
 _F64 = np.dtype(np.float64)
+VERBOSE_STRETCH = 1000      # rows per progress-bar update of a verbose fit
 
 EXPANSIONS = {"cython": KernelExpansion, "numpy": NumpyExpansion}
 POINTWISE = {"cython": _pointwise.fit_chunk, "numpy": _np_pointwise.fit_chunk}
@@ -279,10 +281,7 @@ class OnlineLearner(OneEventMixin, BaseEstimator):
             for model in self._models():
                 guarded.append((model, model.checkpoint(X.shape[0])))
             try:
-                if weight is None:
-                    scores = self._learn(X, y)
-                else:
-                    scores = self._learn(X, y, weight)
+                scores = self._learn_all(X, y, weight)
             except Diverged as failure:
                 step = f"t={self.t_ + failure.step + 1}"
                 if failure.eta is not None:
@@ -295,6 +294,26 @@ class OnlineLearner(OneEventMixin, BaseEstimator):
             if validate:
                 _params_validated(self)
             return scores
+
+    def _learn_all(self, X, y, weight):
+        """`_learn` over the chunk; with `verbose`, in stretches of rows behind a progress bar.
+
+        The stretches give the same iterates (schedules are per step), and the
+        template's checkpoints cover the whole chunk, so the call stays all-or-nothing.
+        """
+        args = () if weight is None else (weight,)
+        verbose = getattr(self, "verbose", False)
+        n = X.shape[0]
+        if verbose is False or n <= VERBOSE_STRETCH:
+            return self._learn(X, y, *args)
+        parts = []
+        with progress(total=n, desc=type(self).__name__, unit="sample",
+                      verbose=None if verbose is None else bool(verbose)) as bar:
+            for lo in range(0, n, VERBOSE_STRETCH):
+                rows = slice(lo, lo + VERBOSE_STRETCH)
+                parts.append(self._learn(X[rows], y[rows], *(a[rows] for a in args)))
+                bar.update(len(X[rows]))
+        return None if parts[0] is None else np.concatenate(parts)
 
     def _fitted_with(self):
         """[(parameter, value the fitted model was built with)]: these cannot change

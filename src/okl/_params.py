@@ -150,7 +150,8 @@ STEP_CONSTRAINTS = {
     "eta": [Interval(Real, 0, None, closed="neither"), Options("auto"), CALLABLE],
     "eta_decay": [Interval(Real, 0, None, closed="left")],
 }
-ENGINE_CONSTRAINTS = {"engine": [Options("cython", "numpy")]}
+ENGINE_CONSTRAINTS = {"engine": [Options("cython", "numpy")],
+                      "verbose": [BOOL, NONE]}
 
 # -- streaming (docs/streaming.md) ------------------------------------------------------------
 

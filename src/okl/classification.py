@@ -125,6 +125,9 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
         `partial_fit` needs ``classes=`` on its first call, and `learn_one`
         holds the first events until the second label appears
         (docs/streaming.md).
+    verbose : bool or None, default=False
+        Show a progress bar (with an ETA) while learning chunks of more than
+        1000 rows: True always, None only when stderr is a terminal.
     engine : {"cython", "numpy"}, default="cython"
         "numpy" runs the pure-NumPy reference loop (same iterates, slower).
 
@@ -192,7 +195,7 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
     def __init__(self, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0, loss="hinge",
                  lam=1e-3, eta="auto", eta_decay=0.5, budget=None, budget_policy="auto",
                  approximation=None, n_components=100, random_state=None, fit_intercept=True,
-                 classes=None, engine="cython"):
+                 classes=None, verbose=False, engine="cython"):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -208,6 +211,7 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
         self.approximation = approximation
         self.n_components = n_components
         self.random_state = random_state
+        self.verbose = verbose
         self.engine = engine
 
     def fit(self, X, y, sample_weight=None):
@@ -290,6 +294,9 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
         `partial_fit` needs ``classes=`` on its first call, and `learn_one`
         holds the first events until the second label appears
         (docs/streaming.md).
+    verbose : bool or None, default=False
+        Show a progress bar (with an ETA) while learning chunks of more than
+        1000 rows: True always, None only when stderr is a terminal.
     engine : {"cython", "numpy"}, default="cython"
         "numpy" runs the pure-NumPy reference loop (same iterates, slower).
 
@@ -357,7 +364,7 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
 
     def __init__(self, centers=None, n_centers=100, kernel="gaussian", gamma=1.0, degree=3,
                  coef0=0.0, loss="hinge", lam=0.01, eta="auto", eta_decay=0.75, classes=None,
-                 engine="cython"):
+                 verbose=False, engine="cython"):
         self.centers = centers
         self.n_centers = n_centers
         self.kernel = kernel
@@ -369,6 +376,7 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
         self.eta = eta
         self.eta_decay = eta_decay
         self.classes = classes
+        self.verbose = verbose
         self.engine = engine
 
     def _start(self, X, y):

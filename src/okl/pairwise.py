@@ -131,6 +131,9 @@ class PairwiseLearner(OnlineLearner):
         for long streams.  None keeps every point.
     random_state : int, RandomState or None, default=None
         Seeds the reservoir (used only with `buffer`).
+    verbose : bool or None, default=False
+        Show a progress bar (with an ETA) while learning chunks of more than
+        1000 rows: True always, None only when stderr is a terminal.
     engine : {"cython", "numpy"}, default="cython"
         "numpy" runs the pure-NumPy reference loop (same iterates, slower).
 
@@ -211,7 +214,7 @@ class PairwiseLearner(OnlineLearner):
 
     def __init__(self, reducer="sign", loss="hinge", p=2.0, pair_kernel="linear",
                  kernel="gaussian", gamma=1.0, degree=3, coef0=0.0, eta="auto", theta=None,
-                 buffer=None, random_state=None, engine="cython"):
+                 buffer=None, random_state=None, verbose=False, engine="cython"):
         self.reducer = reducer
         self.loss = loss
         self.p = p
@@ -224,6 +227,7 @@ class PairwiseLearner(OnlineLearner):
         self.theta = theta
         self.buffer = buffer
         self.random_state = random_state
+        self.verbose = verbose
         self.engine = engine
 
     # -- learning (fit, partial_fit: the OnlineLearner template) ----------------------------

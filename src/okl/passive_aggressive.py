@@ -120,6 +120,9 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
         `partial_fit` needs ``classes=`` on its first call, and `learn_one`
         holds the first events until the second label appears
         (docs/streaming.md).
+    verbose : bool or None, default=False
+        Show a progress bar (with an ETA) while learning chunks of more than
+        1000 rows: True always, None only when stderr is a terminal.
     engine : {"cython", "numpy"}, default="cython"
         "numpy" runs the pure-NumPy reference loop (same iterates, slower).
 
@@ -185,7 +188,8 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
 
     def __init__(self, regularization="none", variant="PA", C=1.0, alpha=0.1, beta=1.0,
                  update="margin", truncate_sigma=0.0, kernel="linear", gamma=1.0, degree=3,
-                 coef0=0.0, budget=None, budget_policy="auto", classes=None, engine="cython"):
+                 coef0=0.0, budget=None, budget_policy="auto", classes=None, verbose=False,
+                 engine="cython"):
         self.regularization = regularization
         self.variant = variant
         self.C = C
@@ -200,6 +204,7 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
         self.budget = budget
         self.classes = classes
         self.budget_policy = budget_policy
+        self.verbose = verbose
         self.engine = engine
 
     def _validate_params(self):

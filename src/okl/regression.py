@@ -94,6 +94,9 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
         NORMA's rule ``b_{t+1} = b_t - eta_t w_t g_t`` (the kernel part's
         gradient and step, no shrink; docs/algorithms.md, section 7.1).
         ``fit_intercept=False`` gives exactly the papers' iterates.
+    verbose : bool or None, default=False
+        Show a progress bar (with an ETA) while learning chunks of more than
+        1000 rows: True always, None only when stderr is a terminal.
     engine : {"cython", "numpy"}, default="cython"
         "numpy" runs the pure-NumPy reference loop (same iterates, slower).
 
@@ -160,7 +163,8 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
     def __init__(self, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0, loss="squared",
                  quantile=0.5, epsilon=0.0, lam=1e-3, lam_decay=0.0, eta="auto",
                  eta_decay=0.6, budget=None, budget_policy="auto", approximation=None,
-                 n_components=100, random_state=None, fit_intercept=True, engine="cython"):
+                 n_components=100, random_state=None, fit_intercept=True, verbose=False,
+                 engine="cython"):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -178,6 +182,7 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
         self.approximation = approximation
         self.n_components = n_components
         self.random_state = random_state
+        self.verbose = verbose
         self.engine = engine
 
     def _validate_params(self):
