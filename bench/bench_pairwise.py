@@ -26,7 +26,7 @@ import pytest
 from okl import PairwiseLearner
 from okl._core._losses import Loss
 from okl._core._pairwise import Reducer
-from okl.pairwise import ENGINES, PairHistory
+from okl._pair_models import ENGINES, PairHistory
 
 STEPS = 64      # partial_fit steps per timed call (amortizes the ~0.2 ms of input checks)
 
@@ -38,10 +38,10 @@ def stored_linear(t, d, engine, loss="hinge", reducer="sign"):
     est = PairwiseLearner(loss=loss, reducer=reducer, eta=0.5, engine=engine)
     est._running_moments = False
     est.fit(X[:2], y[:2])
-    est._history = PairHistory.from_state(
+    est._model.history = PairHistory.from_state(
         dict(n_features=d, kind="points", buffer=None, m=t, y=y, X=X))
-    est._history.reserve(STEPS)
-    est.coef_ = 0.01 * rng.normal(size=d)
+    est._model.history.reserve(STEPS)
+    est._model.w = 0.01 * rng.normal(size=d)
     est.t_ = t
     return est
 
@@ -133,8 +133,8 @@ def test_difference_step(benchmark, label, t, buffer):
     def make():
         est = copy.deepcopy(template)
         est.set_params(engine=label)
-        est._g().reserve(8)         # convert and grow the buffers outside the timing
-        est._history.reserve(8)
+        est._model.on(label).reserve(8)     # convert and grow the buffers outside the timing
+        est._model.history.reserve(8)
         return est
     group = f"pairwise difference gaussian d={d} t={t}" + (f" B={buffer}" if buffer else "")
     time_steps(benchmark, make, X[:8], y[:8], group, label, 5)

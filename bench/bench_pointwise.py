@@ -1,4 +1,4 @@
-"""Per-step cost of the pointwise loop (ALGORITHMS 1-3) with m centres in d dimensions.
+"""Per-step cost of the pointwise loop (docs/algorithms.md, sections 1-3) with m centres in d dimensions.
 
 Labels: "cython" (the nogil loop), "numpy" (the reference engine), "limit"
 (one NumPy dgemv over the same centre buffer plus m exponentials: the work a
@@ -23,7 +23,7 @@ GAMMA = 0.5
 
 def full_expansion(engine, m, d, rng):
     cls, fit_chunk = ENGINES[engine]
-    expansion = cls(d, KERNELS["gaussian"], GAMMA, 3, 0.0, m, BudgetPolicy.OLDEST)
+    expansion = cls(d, KERNELS["gaussian"].code, GAMMA, 3, 0.0, m, BudgetPolicy.OLDEST)
     X = rng.normal(size=(m, d)) / np.sqrt(d)
     fit_chunk(expansion, X, rng.normal(size=m), np.full(m, 0.1), np.full(m, 1e-3),
               int(Loss.SQUARED), 0.5, 0.0, 1.0, 2.0, np.empty(m))

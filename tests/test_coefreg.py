@@ -1,4 +1,4 @@
-"""CoefficientRegularizedClassifier against Tian-Sheng's theory (ALGORITHMS.md 4):
+"""CoefficientRegularizedClassifier against Tian-Sheng's theory (docs/algorithms.md, section 4):
 the constants M, the update, the step sizes, Theorem 3's bound and Theorem 1's limit."""
 import importlib.util
 import subprocess

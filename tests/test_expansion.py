@@ -58,7 +58,7 @@ def test_budget_is_never_exceeded(policy, engine):
 
 
 def test_budget_policies_replace_the_right_centre():
-    e = KernelExpansion(1, KERNELS["gaussian"], budget=3, policy=BudgetPolicy.OLDEST)
+    e = KernelExpansion(1, KERNELS["gaussian"].code, budget=3, policy=BudgetPolicy.OLDEST)
     X = np.arange(5.0)[:, None]
     pred = np.empty(5)
     from okl._core._pointwise import fit_chunk
@@ -67,7 +67,7 @@ def test_budget_policies_replace_the_right_centre():
               0, 0.5, 0.0, 1.0, 2.0, pred)
     # slots 0, 1, 2 filled with x = 0, 1, 2; then x = 3 replaced slot 0, x = 4 slot 1
     np.testing.assert_array_equal(e.centers_[:, 0], [3.0, 4.0, 2.0])
-    s = KernelExpansion(1, KERNELS["gaussian"], budget=3, policy=BudgetPolicy.SMALLEST)
+    s = KernelExpansion(1, KERNELS["gaussian"].code, budget=3, policy=BudgetPolicy.SMALLEST)
     fit_chunk(s, X, np.array([5.0, 1.0, 3.0, 2.0, 0.5]), np.full(5, 1e-3), np.zeros(5),
               0, 0.5, 0.0, 1.0, 2.0, pred)
     # |coef| ~ 1e-3 |y|: x = 3 (y = 2) evicts x = 1 (y = 1); x = 4 (y = 0.5) is the smallest: dropped
@@ -110,15 +110,19 @@ def test_state_round_trip_and_engine_conversion(cls):
     np.testing.assert_array_equal(again.predict(X_test), copy.predict(X_test))
 
 
-def test_checkpoint_restore_undoes_overwrites():
+@pytest.mark.parametrize("policy", [BudgetPolicy.OLDEST, BudgetPolicy.SMALLEST])
+@pytest.mark.parametrize("lam", [0.1, 3.0])     # 3.0: 1 - eta lam < 0 empties f, then refills it
+def test_checkpoint_restore_undoes_overwrites(policy, lam):
     X, y = stream(60)
     from okl._core._pointwise import fit_chunk
-    e = KernelExpansion(3, KERNELS["gaussian"], budget=10)
+    e = KernelExpansion(3, KERNELS["gaussian"].code, budget=10, policy=policy)
     pred = np.empty(60)
     fit_chunk(e, X[:30], y[:30], np.full(30, 0.5), np.full(30, 0.1), 0, 0.5, 0, 1, 2, pred)
     before = e.get_state()
-    undo = e.checkpoint(30, False)
-    fit_chunk(e, X[30:], y[30:], np.full(30, 0.5), np.full(30, 0.1), 0, 0.5, 0, 1, 2, pred)
+    undo = e.checkpoint(30)
+    assert len(undo[-1]) == 10 and not any(np.ndim(part) == 2 for part in undo)   # no centres
+    fit_chunk(e, X[30:], y[30:], np.full(30, 0.5), np.full(30, lam), 0, 0.5, 0, 1, 2, pred)
+    assert not np.array_equal(e.get_state()["centers"], before["centers"])
     e.restore(undo)
     after = e.get_state()
     for key, value in before.items():

@@ -17,7 +17,8 @@ from okl._numpy import pairwise as np_pairwise
 from okl._params import InvalidParameterError
 from okl.evaluation import pairwise_generalization_error, ranking_error
 from okl.losses import loss_derivative, loss_value, pairwise_growth
-from okl.pairwise import PairHistory, lin_eta1, pair_kernel_kappa, reservoir_slots
+from okl._pair_models import LinearPairModel, MomentsPairModel, PairHistory
+from okl.pairwise import lin_eta1, pair_kernel_kappa, reservoir_slots
 
 LOSSES = ["hinge", "logistic", "squared_hinge", "squared", "absolute", "power"]
 MARGIN = {"hinge", "logistic", "squared_hinge"}
@@ -227,8 +228,8 @@ def test_running_moments_give_the_full_average():
     full._running_moments = False
     short.fit(X, y)
     full.fit(X, y)
-    assert hasattr(short, "_moments") and not hasattr(short, "_history")
-    assert hasattr(full, "_history") and full.n_stored_ == 2000
+    assert isinstance(short._model, MomentsPairModel)
+    assert isinstance(full._model, LinearPairModel) and full.n_stored_ == 2000
     assert np.max(np.abs(short.coef_)) > 0.1
     assert np.max(np.abs(short.coef_ - full.coef_)) <= 1e-10
     numpy_short = PairwiseLearner(reducer="difference", loss="squared", eta=0.02, theta=0.5,
@@ -383,10 +384,10 @@ def test_gram_matrix_too_large_names_the_cure():
 def test_buffer_keeps_stored_points_from_the_stream():
     X, y, _ = make_stream(500, seed=10)
     est = PairwiseLearner(buffer=40, random_state=0, eta=0.5).fit(X, y)
-    stored = est._history.X[:est.n_stored_]
+    stored = est._model.history.X[:est.n_stored_]
     assert est.n_stored_ == 40
     assert all(np.any(np.all(X == row, axis=1)) for row in stored)
-    assert np.array_equal(est._history.y[:40], [y[np.all(X == r, axis=1)][0] for r in stored])
+    assert np.array_equal(est._model.history.y[:40], [y[np.all(X == r, axis=1)][0] for r in stored])
 
 
 # ---- streams: chunks, persistence, the function learned ---------------------------------------

@@ -276,11 +276,11 @@ def test_csr_updates_touch_only_the_row_plus_a_scale():
     the shrink 1/(1 + alpha) of all the others is the scale (O(1))."""
     X, y = make_stream(n=50, d=40, sparse=True)
     est = RegularizedPAClassifier(regularization="objective", alpha=0.2).fit(X[:49], y[:49])
-    raw, scale = est._w.copy(), est._scale
+    raw, scale = est._model.raw.copy(), est._model.scale
     x = sp.csr_matrix(np.eye(40)[[3]] * 2.0)
     est.partial_fit(x, [-1 if est.decision_function(x)[0] > 0 else 1])     # a violation
-    changed = np.flatnonzero(est._w != raw)
-    assert set(changed) <= {3} and est._scale == pytest.approx(scale / 1.2, rel=1e-15)
+    changed = np.flatnonzero(est._model.raw != raw)
+    assert set(changed) <= {3} and est._model.scale == pytest.approx(scale / 1.2, rel=1e-15)
 
 
 @IGNORE_INFEASIBLE          # the all-zero rows

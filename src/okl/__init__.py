@@ -1,11 +1,14 @@
 """okl: online kernel learning with a typed-Cython core."""
+from importlib.metadata import version
+
+from okl import evaluation, kernels, losses, projections, schedules, stream, streams
 from okl._persist import load, save
 from okl.classification import CoefficientRegularizedClassifier, OnlineKernelClassifier
 from okl.pairwise import PairwiseLearner
 from okl.passive_aggressive import RegularizedPAClassifier
 from okl.regression import OnlineKernelRegressor
 
-__version__ = "0.1.0"
+__version__ = version("okl")     # set once, in meson.build's project()
 
 __all__ = [
     "CoefficientRegularizedClassifier",
@@ -13,6 +16,13 @@ __all__ = [
     "OnlineKernelRegressor",
     "PairwiseLearner",
     "RegularizedPAClassifier",
+    "evaluation",
+    "kernels",
     "load",
+    "losses",
+    "projections",
     "save",
+    "schedules",
+    "stream",
+    "streams",
 ]

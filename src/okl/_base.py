@@ -1,36 +1,64 @@
-"""What every okl estimator shares: input checks, engines, atomic updates."""
+"""The skeleton every okl learner shares: one fit / partial_fit template, input checks, undo.
+
+A learner fills the template's hooks:
+
+``_validate_params()``      check the parameters (the first call of a stream)
+``_check_X_y(X, y, reset)`` validated X (float64, C order) and y
+``_start(X, y)``            a fresh model from the first chunk
+``_targets(y, classes, first)``  y as the loop takes it (e.g. labels -> {-1, +1})
+``_models()``               the objects `_learn` changes in place (checkpointed)
+``_learn(X, y)``            run the chunk; return f_t(x_t) before each update, or
+                            raise `Diverged` at the first non-finite step
+``_decision(X)``            f(x) for every row
+``_predictions(scores)``    the prediction behind each score (a label, or the score)
+``_stream_loss(scores, y)`` the training loss of each prediction
+
+and the template makes each call all-or-nothing: any exception leaves the
+learner exactly as it was (attributes rebound, models restored from their
+checkpoints).
+"""
 from contextlib import contextmanager
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from okl._core import _pointwise
-from okl._core._expansion import BudgetPolicy, KernelExpansion
+from okl._core._expansion import KernelExpansion
 from okl._numpy import pointwise as _np_pointwise
 from okl._numpy.expansion import NumpyExpansion
 from okl._params import validate_params
+from okl.budgets import budget_code
 from okl.kernels import kernel_code, kernel_diag
 from okl.schedules import regularization, running_sup, step_numbers, step_sizes
 
 EXPANSIONS = {"cython": KernelExpansion, "numpy": NumpyExpansion}
 POINTWISE = {"cython": _pointwise.fit_chunk, "numpy": _np_pointwise.fit_chunk}
-BUDGET_POLICIES = {"oldest": BudgetPolicy.OLDEST, "smallest": BudgetPolicy.SMALLEST}
+
+
+class Diverged(Exception):
+    """Raised by `_learn` at the first step whose model is no longer finite."""
+
+    def __init__(self, step, eta=None):
+        super().__init__(step, eta)
+        self.step, self.eta = step, eta
 
 
 @contextmanager
 def transaction(estimator):
-    """Undo every attribute (re)binding of `estimator` if the block raises.
+    """Undo every attribute (re)binding of `estimator`, and every guarded model, if the block raises.
 
-    Objects mutated in place (an expansion) restore themselves; see
-    `KernelExpansion.checkpoint`.
+    Yields a list; append ``(model, model.checkpoint(n))`` for objects changed
+    in place.
     """
     saved = dict(estimator.__dict__)
+    guarded = []
     try:
-        yield
+        yield guarded
     except BaseException:
+        for model, token in reversed(guarded):
+            model.restore(token)
         estimator.__dict__.clear()
         estimator.__dict__.update(saved)
         raise
@@ -80,13 +108,74 @@ def check_X_y(estimator, X, y, reset, y_numeric=True):
 
 
 class OnlineLearner(BaseEstimator):
-    """The base of every okl learner: the hooks streams and persistence rely on.
+    """The base of every okl learner: the fit / partial_fit template and its hooks.
 
-    `_progressive_scores(X, y, classes=None, sample_weight=None)` learns a
-    chunk and returns f_t(x_t) for each row, predicted before its update;
-    `_predictions(scores)` maps those scores to predictions (labels for a
-    classifier); `_stream_loss(scores, y)` is the training loss of each.
+    `_progressive_scores` is the one entry point that learns; progressive
+    validation calls it directly (it returns f_t(x_t) of each row, predicted
+    before that row is learned) and persistence reads `_state_classes()`.
     """
+
+    # the end of the divergence message: what to change
+    _divergence_cure = ("use eta='auto', a smaller eta or a larger eta_decay, or scale X "
+                        "(e.g. with sklearn.preprocessing.StandardScaler)")
+
+    def fit(self, X, y):
+        """Learn the rows of X in order, from a fresh model (one online pass)."""
+        self._progressive_scores(X, y, reset=True)
+        return self
+
+    def partial_fit(self, X, y):
+        """Continue the stream with the rows of X, in order.
+
+        A call that raises (bad input, divergence) leaves the model exactly as it was.
+        """
+        self._progressive_scores(X, y)
+        return self
+
+    def _progressive_scores(self, X, y, classes=None, reset=False):
+        """Learn the rows in order; return f_t(x_t) for each, computed before its update."""
+        with transaction(self) as guarded:
+            first = reset or not hasattr(self, "t_")
+            if first:
+                self._validate_params()
+            X, y = self._check_X_y(X, y, reset=first)
+            if first:
+                self._start(X, y)
+            y = self._targets(y, classes, first)
+            for model in self._models():
+                guarded.append((model, model.checkpoint(X.shape[0])))
+            try:
+                return self._learn(X, y)
+            except Diverged as failure:
+                step = f"t={self.t_ + failure.step + 1}"
+                if failure.eta is not None:
+                    step += f" (eta_t={failure.eta:.3g})"
+                raise FloatingPointError(
+                    f"{type(self).__name__} diverged at step {step}: the model is no longer "
+                    f"finite. {self._divergence_cure[0].upper()}{self._divergence_cure[1:]}. "
+                    "The model is left as it was before this call.") from None
+
+    # -- hooks ------------------------------------------------------------------------------
+
+    def _validate_params(self):
+        validate_params(self)
+
+    def _check_X_y(self, X, y, reset):
+        return check_X_y(self, X, y, reset=reset)
+
+    def _start(self, X, y):
+        raise NotImplementedError
+
+    def _targets(self, y, classes, first):
+        """y as float64 (a classifier maps labels to {-1, +1})."""
+        return np.ascontiguousarray(y, dtype=np.float64)
+
+    def _models(self):
+        """The objects `_learn` changes in place; each has checkpoint(n) / restore(token)."""
+        return ()
+
+    def _learn(self, X, y):
+        raise NotImplementedError
 
     def _predictions(self, scores):
         """The prediction behind each score f_t(x_t): the score itself, for regressors."""
@@ -96,22 +185,24 @@ class OnlineLearner(BaseEstimator):
         """The training loss of every prediction of the stream."""
         raise NotImplementedError
 
+    @classmethod
+    def _state_classes(cls):
+        """The classes of the model objects this learner holds (for okl.save / okl.load)."""
+        return (KernelExpansion, NumpyExpansion)
 
-class KernelExpansionMixin:
-    """Shared parts of the learners whose model is a `KernelExpansion`.
 
-    Subclasses define `_parameter_constraints`, the kernel parameters
-    (kernel, gamma, degree, coef0), `budget`, `budget_policy` and `engine`.
+class KernelModelMixin:
+    """Shared parts of the learners whose model is a kernel expansion `_expansion`.
+
+    Subclasses define the kernel parameters (kernel, gamma, degree, coef0),
+    `engine`, and optionally `budget` and `budget_policy`.
     """
-
-    def _validate_params(self):
-        validate_params(self)
 
     def _new_expansion(self, n_features):
         return EXPANSIONS[self.engine](
             n_features, int(kernel_code(self.kernel)), float(self.gamma),
-            int(self.degree), float(self.coef0), int(self.budget or 0),
-            int(BUDGET_POLICIES[self.budget_policy]))
+            int(self.degree), float(self.coef0), int(getattr(self, "budget", None) or 0),
+            int(budget_code(getattr(self, "budget_policy", "oldest"))))
 
     def _engine_expansion(self):
         """The expansion, converted if `engine` was changed since it was built."""
@@ -120,6 +211,9 @@ class KernelExpansionMixin:
         if not isinstance(expansion, cls):
             expansion = self._expansion = cls.from_state(expansion.get_state())
         return expansion
+
+    def _models(self):
+        return (self._engine_expansion(),)
 
     def _decision(self, X):
         """f(x) for every row of validated X."""
@@ -145,8 +239,8 @@ class KernelExpansionMixin:
         return float(np.sqrt(max(self._expansion.sq_norm(), 0.0)))
 
 
-class PointwiseMixin(KernelExpansionMixin):
-    """The predict-then-update loop of ALGORITHMS 1-3 over a kernel expansion.
+class PointwiseMixin(KernelModelMixin):
+    """The predict-then-update loop of docs/algorithms.md, sections 1-3.
 
     Subclasses give `lam`, `eta`, `eta_decay` (and optionally `lam_decay`) and
     `_loss_args()`, the Cython loss arguments.
@@ -156,16 +250,14 @@ class PointwiseMixin(KernelExpansionMixin):
         """M in the auto step 1 / ((lam_t + M C_K^2) t**eta_decay); 1 unless a loss needs more."""
         return 1.0
 
-    def _reset(self, n_features):
-        self._expansion = self._new_expansion(n_features)
+    def _start(self, X, y):
+        self._expansion = self._new_expansion(X.shape[1])
         self.t_ = 0
         self.ck2_ = 0.0
         self.n_support_ = 0
 
     def _learn(self, X, y):
-        """Learn validated rows in order; return f_t(x_t), each before its update."""
         n = X.shape[0]
-        expansion = self._engine_expansion()
         t = step_numbers(self.t_, n)
         lam_t = regularization(self.lam, getattr(self, "lam_decay", 0.0), t)
         ck2 = running_sup(kernel_diag(X, self.kernel, self.gamma, self.degree, self.coef0),
@@ -173,60 +265,13 @@ class PointwiseMixin(KernelExpansionMixin):
         M = self._auto_lipschitz() if isinstance(self.eta, str) else 1.0
         eta_t = step_sizes(self.eta, self.eta_decay, t, lam_t, M * ck2)
         scores = np.empty(n, dtype=np.float64)
-        undo = expansion.checkpoint(n, bool(np.any(lam_t * eta_t >= 1.0)))
-        failed = POINTWISE[self.engine](expansion, X, np.ascontiguousarray(y, dtype=np.float64),
-                                        eta_t, lam_t, *self._loss_args(), scores)
+        expansion = self._engine_expansion()
+        failed = POINTWISE[self.engine](expansion, X, y, eta_t, lam_t, *self._loss_args(), scores)
         if failed >= 0:
-            expansion.restore(undo)
-            raise FloatingPointError(
-                f"{type(self).__name__} diverged at step t={self.t_ + failed + 1} "
-                f"(eta_t={eta_t[failed]:.3g}): the model is no longer finite. The step size is "
-                "too large for this data; use eta='auto', a smaller eta or a larger eta_decay, "
-                "or scale X (e.g. with sklearn.preprocessing.StandardScaler). The model is "
-                "left as it was before this call.")
+            raise Diverged(failed, eta_t[failed])
         self.t_ += n
         self.ck2_ = float(ck2[-1])
         self.eta_ = float(eta_t[-1])
         self.lam_ = float(lam_t[-1])
         self.n_support_ = int(expansion.n_support)
         return scores
-
-
-class BinaryClassifierMixin:
-    """Labels of okl's binary classifiers, as scikit-learn has them.
-
-    `classes_` is sorted; `classes_[1]` is the positive class (+1).  Learners
-    see y in {-1, +1}; predictions map back through `classes_`.
-    """
-
-    def _set_classes(self, y, classes):
-        """Fix `classes_` on a first call: from `classes`, else from y."""
-        check_classification_targets(y)
-        classes = np.unique(y if classes is None else np.asarray(classes))
-        name = type(self).__name__
-        if len(classes) > 2:
-            raise ValueError(
-                f"Only binary classification is supported: {name} got {len(classes)} classes "
-                f"({classes.tolist()}). For more classes wrap it: "
-                f"sklearn.multiclass.OneVsRestClassifier({name}(...)).")
-        if len(classes) < 2:
-            raise ValueError(
-                f"{name} needs two classes to learn, but the data has only one class: "
-                f"{classes.tolist()}. Pass both labels in `classes`.")
-        self.classes_ = classes
-
-    def _encode(self, y):
-        """y as floats in {-1, +1}; labels outside `classes_` raise, naming the cure."""
-        positive = y == self.classes_[1]
-        if np.all(positive | (y == self.classes_[0])):
-            return np.where(positive, 1.0, -1.0)
-        check_classification_targets(y)
-        unseen = np.setdiff1d(np.unique(y), self.classes_)
-        raise ValueError(
-            f"y contains labels {unseen.tolist()} that are not in classes_ "
-            f"{self.classes_.tolist()}. Pass every label in `classes` on the first "
-            "call to partial_fit.")
-
-    def _predictions(self, scores):
-        """The label of each decision value: classes_[1] where f(x) > 0."""
-        return self.classes_[(np.asarray(scores) > 0).astype(np.intp)]

@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 
+from okl._progress import progress, write
 from okl.evaluation import progressive_validation
 from okl.regression import OnlineKernelRegressor
 from okl.schedules import yang_exponents
@@ -34,12 +35,13 @@ def run(n=8000, seed=0, chunk=1000, out="okl-demo.png"):
             gamma=2.0, loss="pinball", quantile=tau, epsilon=0.05, lam=1e-3,
             lam_decay=lam_decay, eta_decay=eta_decay)
     preds = {name: np.empty(n) for name in learners}
-    print(f"okl demo: {n} samples of y = sin(2x) + x/3 + heteroscedastic noise, "
+    write(f"okl demo: {n} samples of y = sin(2x) + x/3 + heteroscedastic noise, "
           "each predicted before it is learned")
-    print(f"{'t':>6} {'mse(mean)':>10} " + " ".join(f"{'cover(' + str(q) + ')':>11}"
+    write(f"{'t':>6} {'mse(mean)':>10} " + " ".join(f"{'cover(' + str(q) + ')':>11}"
                                                    for q in QUANTILES)
           + f" {'centres':>18} {'seconds':>8}")
     start = time.perf_counter()
+    bar = progress(total=n, desc="okl demo", unit="samples")
     for lo in range(0, n, chunk):
         hi = min(n, lo + chunk)
         for name, est in learners.items():
@@ -47,8 +49,10 @@ def run(n=8000, seed=0, chunk=1000, out="okl-demo.png"):
         mse = np.mean((preds["mean"][:hi] - y[:hi]) ** 2)
         cover = [np.mean(y[lo:hi] <= preds[f"q{q}"][lo:hi]) for q in QUANTILES]
         centres = "/".join(str(est.n_support_) for est in learners.values())
-        print(f"{hi:>6} {mse:>10.4f} " + " ".join(f"{c:>11.3f}" for c in cover)
-              + f" {centres:>18} {time.perf_counter() - start:>8.2f}", flush=True)
+        write(f"{hi:>6} {mse:>10.4f} " + " ".join(f"{c:>11.3f}" for c in cover)
+              + f" {centres:>18} {time.perf_counter() - start:>8.2f}")
+        bar.update(hi - lo)
+    bar.close()
     print("coverage is per chunk (target: the quantile); mse is cumulative.")
     _plot(X, y, learners, preds, out)
     return learners, preds

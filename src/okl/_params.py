@@ -92,3 +92,32 @@ def validate_params(estimator):
             ", ".join(described[:-1]) + " or " + described[-1])
         raise InvalidParameterError(
             f"The {param!r} parameter of {name} must be {allowed}. Got {value!r} instead.")
+
+
+# -- constraint blocks shared by the estimators (names from the registries) --------------
+
+def kernel_constraints():
+    """kernel, gamma, degree, coef0: the parameters of every kernel in `okl.kernels`."""
+    from okl.kernels import KERNELS
+    return {
+        "kernel": [Options(*KERNELS)],
+        "gamma": [Interval(Real, 0, None, closed="neither")],
+        "degree": [Interval(Integral, 1, None, closed="left")],
+        "coef0": [Interval(Real, 0, None, closed="left")],
+    }
+
+
+def budget_constraints():
+    """budget and budget_policy, from the policies of `okl.budgets`."""
+    from okl.budgets import BUDGET_POLICIES
+    return {
+        "budget": [NONE, Interval(Integral, 1, None, closed="left")],
+        "budget_policy": [Options(*BUDGET_POLICIES)],
+    }
+
+
+STEP_CONSTRAINTS = {
+    "eta": [Interval(Real, 0, None, closed="neither"), Options("auto"), CALLABLE],
+    "eta_decay": [Interval(Real, 0, None, closed="left")],
+}
+ENGINE_CONSTRAINTS = {"engine": [Options("cython", "numpy")]}

@@ -5,20 +5,17 @@ fitted arrays.  Loading parses JSON and reads arrays with allow_pickle=False,
 so a file can never run code.
 """
 import json
+import os
+from typing import Any
 
 import numpy as np
 
 FORMAT = 1
 
 
-def _state_types():
-    from okl._core._expansion import KernelExpansion
-    from okl._numpy.expansion import NumpyExpansion
-    return {cls.__name__: cls for cls in (KernelExpansion, NumpyExpansion, *STATE_TYPES)}
-
-
-# Extra classes with get_state()/from_state() that estimators hold as attributes.
-STATE_TYPES = []
+def _state_types(cls):
+    """The model classes (get_state / from_state) an estimator class holds, by name."""
+    return {model.__name__: model for model in cls._state_classes()}
 
 
 def _scalar(value):
@@ -52,14 +49,14 @@ def _split(items, prefix, arrays, what):
     return scalars
 
 
-def save(estimator, path):
+def save(estimator: Any, path: str | os.PathLike) -> None:
     """Write a fitted (or unfitted) okl estimator to the file `path` (NumPy .npz format).
 
     Parameters must be plain values (a callable eta cannot be saved: use pickle).
     """
     arrays, objects, attrs = {}, {}, {}
     params = _split(estimator.get_params(deep=False), "param:", arrays, "parameter")
-    state_types = _state_types()
+    state_types = _state_types(type(estimator))
     for key, value in vars(estimator).items():
         if type(value).__name__ in state_types:
             objects[key] = {"type": type(value).__name__,
@@ -73,7 +70,7 @@ def save(estimator, path):
         np.savez(file, __header__=blob, **arrays)
 
 
-def load(path):
+def load(path: str | os.PathLike) -> Any:
     """Read an estimator written by `save`; never unpickles."""
     import okl
 
@@ -93,7 +90,7 @@ def load(path):
     estimator = getattr(okl, name)(**params)
     for key, value in {**header["attrs"], **gather("attr:")}.items():
         setattr(estimator, key, value)
-    state_types = _state_types()
+    state_types = _state_types(type(estimator))
     for key, spec in header["objects"].items():
         state = {**spec["scalars"], **gather(f"obj:{key}:")}
         setattr(estimator, key, state_types[spec["type"]].from_state(state))

@@ -1,4 +1,4 @@
-"""Binary kernel classifiers learned online (ALGORITHMS 3 and 4).
+"""Binary kernel classifiers learned online (docs/algorithms.md, sections 3 and 4).
 
 OnlineKernelClassifier
     NORMA (Kivinen-Smola-Williamson), the kernel SGD baseline of Shen-Dietterich:
@@ -11,23 +11,19 @@ CoefficientRegularizedClassifier
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.special import expit, log_expit
 from sklearn.base import ClassifierMixin
 from sklearn.utils import check_array
-from sklearn.utils.metaestimators import available_if
 
-from okl._base import (
-    EXPANSIONS, BinaryClassifierMixin, KernelExpansionMixin, OnlineLearner, PointwiseMixin,
-    check_X_y,
-    transaction,
-)
+from okl._base import EXPANSIONS, Diverged, KernelModelMixin, OnlineLearner, PointwiseMixin
+from okl._binary import BinaryClassifierMixin
 from okl._core import _coefreg
 from okl._numpy import coefreg as _np_coefreg
-from okl._params import ARRAY_2D, CALLABLE, NONE, Interval, Options
-from okl.kernels import KERNELS, kernel_code
-from okl.losses import (
-    MARGIN_LOSSES, lipschitz_at_origin, loss_spec, loss_value, slope_at_origin,
+from okl._params import (
+    ARRAY_2D, ENGINE_CONSTRAINTS, STEP_CONSTRAINTS, NONE, Interval, Options, budget_constraints,
+    kernel_constraints,
 )
+from okl.kernels import kernel_code
+from okl.losses import MARGIN_LOSSES, lipschitz_at_origin, loss_spec, slope_at_origin
 from okl.schedules import step_numbers, step_sizes
 
 COEFREG = {"cython": _coefreg.fit_chunk, "numpy": _np_coefreg.fit_chunk}
@@ -45,118 +41,13 @@ def _finite_lipschitz(estimator):
     return M
 
 
-def _is_logistic(estimator):
-    return estimator.loss == "logistic"
-
-
-class _OnlineBinaryClassifier(BinaryClassifierMixin):
-    """fit / partial_fit / predictions shared by okl's binary margin classifiers.
-
-    Subclasses give `_validate_params()`, `_reset(n_features)`, `_learn(X, y)`
-    (y in {-1, +1}; returns f_t(x_t) before each update) and `_decision(X)`.
-    """
-
-    def fit(self, X, y):
-        """Learn the rows of X in order, from a fresh model (one online pass).
-
-        The two labels are taken from y.
-        """
-        self._progressive_scores(X, y, reset=True)
-        return self
-
-    def partial_fit(self, X, y, classes=None):
-        """Continue the stream with the rows of X, in order.
-
-        Parameters
-        ----------
-        X : array of shape (n_samples, n_features)
-        y : array of shape (n_samples,)
-        classes : array of the two labels
-            Required on the first call (as in scikit-learn); optional and
-            checked afterwards.
-
-        A call that raises (bad input, a label not in `classes_`, divergence)
-        leaves the model exactly as it was.
-        """
-        self._progressive_scores(X, y, classes)
-        return self
-
-    def _progressive_scores(self, X, y, classes=None, reset=False):
-        """Learn the rows; return f_t(x_t) for each, computed before its update."""
-        with transaction(self):
-            first = reset or not hasattr(self, "t_")
-            if first:
-                self._validate_params()
-            X, y = self._check_X_y(X, y, reset=first)
-            if first:
-                if classes is None and not reset:
-                    raise ValueError(
-                        f"classes must be passed on the first call to partial_fit of "
-                        f"{type(self).__name__}, e.g. partial_fit(X, y, classes=[0, 1]): "
-                        "a stream may not show both labels in its first chunk.")
-                self._set_classes(y, classes)
-                self._reset(X.shape[1])
-            elif classes is not None and not np.array_equal(np.unique(classes), self.classes_):
-                raise ValueError(
-                    f"classes={np.unique(classes).tolist()} differs from classes_ "
-                    f"{self.classes_.tolist()} fixed by the first call; call fit to start over.")
-            return self._learn(X, self._encode(y))
-
-    def _check_X_y(self, X, y, reset):
-        """X, y validated for learning: dense rows (a subclass may accept more)."""
-        return check_X_y(self, X, y, reset=reset, y_numeric=False)
-
-    def decision_function(self, X):
-        """f(x) for every row of X; f(x) > 0 predicts classes_[1]."""
-        return self._decision(X)
-
-    def predict(self, X):
-        """The label of every row of X: classes_[1] where f(x) > 0, else classes_[0]."""
-        return self._predictions(self._decision(X))
-
-    @available_if(_is_logistic)
-    def predict_proba(self, X):
-        """[P(classes_[0] | x), P(classes_[1] | x)] = [s(-f(x)), s(f(x))], s(u) = 1 / (1 + e^-u).
-
-        Only with loss="logistic", whose minimiser is the log-odds.
-        """
-        f = self._decision(X)
-        return np.column_stack([expit(-f), expit(f)])
-
-    @available_if(_is_logistic)
-    def predict_log_proba(self, X):
-        """The logarithm of `predict_proba`, computed without cancellation."""
-        f = self._decision(X)
-        return np.column_stack([log_expit(-f), log_expit(f)])
-
-    def _stream_loss(self, scores, y):
-        """phi(y_t f_t(x_t)) for every prediction of the stream."""
-        margins = self._encode(np.asarray(y)) * np.asarray(scores, dtype=np.float64)
-        return loss_value(self.loss, margins)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False
-        tags.classifier_tags.multi_class = False
-        return tags
-
-
-_KERNEL_CONSTRAINTS = {
-    "kernel": [Options(*KERNELS)],
-    "gamma": [Interval(Real, 0, None, closed="neither")],
-    "degree": [Interval(Integral, 1, None, closed="left")],
-    "coef0": [Interval(Real, 0, None, closed="left")],
-    "loss": [Options(*MARGIN_LOSSES)],
-}
-
-
-class OnlineKernelClassifier(PointwiseMixin, _OnlineBinaryClassifier, ClassifierMixin,
+class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMixin,
                              OnlineLearner):
     """Binary kernel classification by NORMA: stochastic gradient steps in an RKHS.
 
     Each sample is predicted with the current model, then learned:
     ``f_{t+1} = (1 - eta_t lam) f_t - eta_t phi'_-(y_t f_t(x_t)) y_t K(x_t, .)``
-    (ALGORITHMS.md 3; Kivinen, Smola and Williamson 2004, the baseline of
+    (docs/algorithms.md, section 3; Kivinen, Smola and Williamson 2004, the baseline of
     Shen-Dietterich).  A sample becomes a centre when the loss has a non-zero
     slope at its margin, so the hinge loss keeps only margin errors.
 
@@ -173,23 +64,18 @@ class OnlineKernelClassifier(PointwiseMixin, _OnlineBinaryClassifier, Classifier
     loss : {"hinge", "squared_hinge", "logistic", "least_squares", "exponential"}, default="hinge"
         Margin loss phi(m) of m = y f(x), with left derivatives; see `okl.losses`.
     lam : float >= 0, default=1e-3
-        Regularization: every step shrinks f by ``1 - eta_t lam``, and with
-        eta="auto" f stays in the ball ``||f||_K <= C_K |phi'_-(0)| / lam``.
-        1e-3 with eta_decay=1/2 had the lowest progressive error among lam in
+        Regularization: every step shrinks f by ``1 - eta_t lam``.  1e-3 with
+        eta_decay=1/2 had the lowest progressive error among lam in
         {1e-4, 1e-3, 1e-2, 1e-1} and eta_decay in {1/2, 3/4} on two moons,
         breast cancer and digits (odd vs even), with the hinge loss.
     eta : float > 0, "auto" or callable, default="auto"
-        Step size.  "auto" is ``1 / ((lam + M C_K^2) t**eta_decay)`` with M the
-        Lipschitz constant of phi'_- at the origin (`okl.losses.lipschitz_at_origin`:
-        1 hinge, 1/4 logistic, 2 squared_hinge and least_squares) and C_K^2 the
-        running maximum of K(x, x).  It satisfies ``eta_t (M C_K^2 + lam) <= 1``,
-        the step condition of Tian-Sheng's Theorem 3 in its RKHS form (Ying
-        and Zhou, IEEE Trans. Inf. Theory 2006, the paper's reference [9]):
-        replacing k_t by K(x_t, .) in its proof gives
-        ``||f_t||_K <= C_K |phi'_-(0)| / lam`` at every step.  It also keeps
-        ``0 < 1 - eta_t lam < 1``.  The exponential loss has no finite M: give
-        it an explicit eta.  A float gives ``eta * t**-eta_decay``; a callable
-        maps the array of step numbers t (from 1) to step sizes.
+        Step size.  "auto" is ``1 / ((lam + M C_K^2) t**eta_decay)``, M the
+        Lipschitz constant of phi'_- at the origin (`okl.losses.lipschitz_at_origin`)
+        and C_K^2 the running maximum of K(x, x); without a budget it keeps
+        ``||f_t||_K <= C_K |phi'_-(0)| / lam`` (docs/algorithms.md, section 3.1).
+        The exponential loss has no finite M: give it an explicit eta.  A float
+        gives ``eta * t**-eta_decay``; a callable maps the array of step
+        numbers t (from 1) to step sizes.
     eta_decay : float >= 0, default=0.5
         Exponent of the step size: NORMA's ``eta_t ~ t**-1/2``, for which
         Kivinen et al. bound the cumulative regularized loss by O(sqrt(T)).
@@ -218,6 +104,25 @@ class OnlineKernelClassifier(PointwiseMixin, _OnlineBinaryClassifier, Classifier
     eta_, lam_ : float
         The step size and regularization of the most recent step.
 
+    References
+    ----------
+    See docs/algorithms.md, section 3; the eta="auto" step and its RKHS
+    ball: section 3.1.
+
+    .. [1] J. Kivinen, A. J. Smola and R. C. Williamson, "Online learning
+       with kernels", IEEE Transactions on Signal Processing,
+       52(8):2165-2176, 2004.
+    .. [2] Y. Ying and D.-X. Zhou, "Online regularized classification
+       algorithms", IEEE Transactions on Information Theory,
+       52(11):4775-4788, 2006.
+    .. [3] M. Tian (Ningbo University) and B. Sheng (Shaoxing University),
+       "Convergence analysis of coefficient regularized classification
+       online algorithms". In Chinese, with an English abstract; the
+       journal and year are not given on its first page.
+    .. [4] J. Shen and T. G. Dietterich, "A family of large margin linear
+       classifiers and its application in dynamic environments",
+       Statistical Analysis and Data Mining, 2(5-6), 2009.
+
     Examples
     --------
     >>> from sklearn.datasets import make_moons
@@ -229,13 +134,12 @@ class OnlineKernelClassifier(PointwiseMixin, _OnlineBinaryClassifier, Classifier
     """
 
     _parameter_constraints = {
-        **_KERNEL_CONSTRAINTS,
+        **kernel_constraints(),
+        "loss": [Options(*MARGIN_LOSSES)],
         "lam": [Interval(Real, 0, None, closed="left")],
-        "eta": [Interval(Real, 0, None, closed="neither"), Options("auto"), CALLABLE],
-        "eta_decay": [Interval(Real, 0, None, closed="left")],
-        "budget": [NONE, Interval(Integral, 1, None, closed="left")],
-        "budget_policy": [Options("oldest", "smallest")],
-        "engine": [Options("cython", "numpy")],
+        **STEP_CONSTRAINTS,
+        **budget_constraints(),
+        **ENGINE_CONSTRAINTS,
     }
 
     def __init__(self, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0, loss="hinge",
@@ -260,14 +164,14 @@ class OnlineKernelClassifier(PointwiseMixin, _OnlineBinaryClassifier, Classifier
         return _finite_lipschitz(self)
 
 
-class CoefficientRegularizedClassifier(KernelExpansionMixin, _OnlineBinaryClassifier,
+class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
                                        ClassifierMixin, OnlineLearner):
     """Tian-Sheng's coefficient-regularized online classification, eq. (0.4).
 
     The model is ``f_a(x) = a . k(x)`` over m fixed centres, ``k(x) =
     (K(x, c_1), ..., K(x, c_m))``, and each sample updates all m coefficients:
     ``a_{t+1} = a_t - eta_t (lam a_t + phi'_-(y_t f_{a_t}(x_t)) y_t k_t)``
-    (ALGORITHMS.md 4), stochastic gradient descent on
+    (docs/algorithms.md, section 4), stochastic gradient descent on
     ``E phi(y f_a(x)) + lam/2 ||a||^2``, whose minimiser a_lam it approaches
     (Theorem 1).
 
@@ -295,17 +199,9 @@ class CoefficientRegularizedClassifier(KernelExpansionMixin, _OnlineBinaryClassi
     eta : float > 0, "auto" or callable, default="auto"
         Step size.  A float gives exactly ``eta * t**-eta_decay`` (the paper's
         ``1 / (mu t**theta)`` with eta = 1/mu).  "auto" is the corrected step
-        of ALGORITHMS.md 4,
-        ``eta_t = min(t**-eta_decay / lam, 1 / (M ||k_t||^2 + lam))``:
-        the cap is Theorem 3's condition ``eta_t (M ||k_t||^2 + lam) <= 1``
-        taken per step, with M = `lipschitz_at_origin(loss)` (1 hinge, 1/4
-        logistic, 2 squared_hinge and least_squares), so
-        ``||a_t|| <= |phi'_-(0)| kappa_max / lam`` holds at every step.  The
-        first term makes eta_t -> 0 with ``sum eta_t = inf`` (Theorem 1); its
-        eta_1 = 1/lam is the largest with ``eta_t lam <= 1`` and the fastest
-        in Theorem 4, whose rate for theta = 1 is
-        ``E||a_T - a_lam||^2 = O(T**(-lam eta_1))``: a smaller eta_1 slows
-        the approach to a_lam as lam shrinks.  The exponential loss has no
+        ``eta_t = min(t**-eta_decay / lam, 1 / (M ||k_t||^2 + lam))``, which
+        keeps ``||a_t|| <= |phi'_-(0)| kappa_max / lam`` at every step
+        (docs/algorithms.md, sections 4.2-4.3); the exponential loss has no
         finite M and needs an explicit eta.  A callable maps the array of step
         numbers t (from 1) to step sizes (no cap).
     eta_decay : float in [0, 1], default=0.75
@@ -339,6 +235,19 @@ class CoefficientRegularizedClassifier(KernelExpansionMixin, _OnlineBinaryClassi
     eta_ : float
         The step size of the most recent step.
 
+    References
+    ----------
+    See docs/algorithms.md, section 4 (corrected kappa: 4.1; eta="auto":
+    4.2; the bound norm_bound_: 4.3).
+
+    .. [1] M. Tian (Ningbo University) and B. Sheng (Shaoxing University),
+       "Convergence analysis of coefficient regularized classification
+       online algorithms". In Chinese, with an English abstract; the
+       journal and year are not given on its first page.
+    .. [2] Y. Ying and D.-X. Zhou, "Online regularized classification
+       algorithms", IEEE Transactions on Information Theory,
+       52(11):4775-4788, 2006.
+
     Examples
     --------
     >>> import numpy as np
@@ -355,11 +264,12 @@ class CoefficientRegularizedClassifier(KernelExpansionMixin, _OnlineBinaryClassi
     _parameter_constraints = {
         "centers": [NONE, ARRAY_2D],
         "n_centers": [Interval(Integral, 1, None, closed="left")],
-        **_KERNEL_CONSTRAINTS,
+        **kernel_constraints(),
+        "loss": [Options(*MARGIN_LOSSES)],
         "lam": [Interval(Real, 0, None, closed="neither")],
-        "eta": [Interval(Real, 0, None, closed="neither"), Options("auto"), CALLABLE],
+        **STEP_CONSTRAINTS,
         "eta_decay": [Interval(Real, 0, 1, closed="both")],
-        "engine": [Options("cython", "numpy")],
+        **ENGINE_CONSTRAINTS,
     }
 
     def __init__(self, centers=None, n_centers=100, kernel="gaussian", gamma=1.0, degree=3,
@@ -377,7 +287,8 @@ class CoefficientRegularizedClassifier(KernelExpansionMixin, _OnlineBinaryClassi
         self.eta_decay = eta_decay
         self.engine = engine
 
-    def _reset(self, n_features):
+    def _start(self, X, y):
+        n_features = X.shape[1]
         kernel = dict(kernel=int(kernel_code(self.kernel)), gamma=float(self.gamma),
                       degree=int(self.degree), coef0=float(self.coef0))
         if self.centers is None:
@@ -399,27 +310,21 @@ class CoefficientRegularizedClassifier(KernelExpansionMixin, _OnlineBinaryClassi
         self.kappa_max_ = 0.0
         self.norm_bound_ = 0.0
 
+    _divergence_cure = ("the explicit step size is too large for this data; use eta='auto' "
+                        "(whose steps keep ||a_t|| bounded), a smaller eta or a larger eta_decay")
+
     def _learn(self, X, y):
-        """Learn validated rows in order; return f_t(x_t), each before its update."""
         n = X.shape[0]
-        expansion = self._engine_expansion()
         auto = isinstance(self.eta, str)
         M = _finite_lipschitz(self) if auto else lipschitz_at_origin(self.loss)
         eta_t = step_sizes(1.0 / self.lam if auto else self.eta, self.eta_decay,
                            step_numbers(self.t_, n))
         scores, eta_used, kk = np.empty(n), np.empty(n), np.empty(n)
-        undo = expansion.checkpoint(n, False)
         failed = COEFREG[self.engine](
-            expansion, X, y, eta_t, float(self.lam), M if auto else 0.0, self.n_centers_,
-            loss_spec(self.loss)[0], scores, eta_used, kk)
+            self._engine_expansion(), X, y, eta_t, float(self.lam), M if auto else 0.0,
+            self.n_centers_, loss_spec(self.loss)[0], scores, eta_used, kk)
         if failed >= 0:
-            expansion.restore(undo)
-            raise FloatingPointError(
-                f"{type(self).__name__} diverged at step t={self.t_ + failed + 1} "
-                f"(eta_t={eta_used[failed]:.3g}): the coefficients are no longer finite. "
-                "The explicit step size is too large for this data; use eta='auto' (whose "
-                "steps keep ||a_t|| bounded), a smaller eta or a larger eta_decay. The model "
-                "is left as it was before this call.")
+            raise Diverged(failed, eta_used[failed])
         self.t_ += n
         self.M_ = M
         self.kappa_max_ = max(self.kappa_max_, float(np.sqrt(kk.max())))

@@ -1,98 +1,589 @@
-"""Evaluation on streams: progressive validation and distances to batch targets."""
+"""Evaluation on streams: progressive validation with pluggable metrics; distances to targets.
+
+References
+----------
+See docs/algorithms.md, sections 1 (kernel ridge target, RKHS distance)
+and 6.7 (ranking error).
+
+.. [1] S. Smale and Y. Yao, "Online learning algorithms", Foundations of
+   Computational Mathematics, 6(2):145-170, 2006.
+.. [2] J. Lin, Y. Lei, B. Zhang and D.-X. Zhou, "Online pairwise
+   learning algorithms with convex loss functions", Information
+   Sciences, 406-407, 2017.
+"""
 import time
-from dataclasses import dataclass
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
+from scipy.special import expit
 from sklearn.base import is_classifier
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.validation import check_is_fitted
 
 from okl._base import OnlineLearner
+from okl._progress import progress as progress_bar
+from okl._progress import write
 from okl.kernels import kernel_matrix
 from okl.losses import is_margin, loss_value
+from okl.stream import iter_array
 
+__all__ = ["Accuracy", "Coverage", "ErrorRate", "LogLoss", "MeanAbsoluteError",
+           "MeanSquaredError", "PinballLoss", "ProgressiveResult", "RootMeanSquaredError",
+           "RunningMetric", "TrainingLoss", "evaluate", "kernel_ridge_target",
+           "pairwise_generalization_error", "progressive_validation", "ranking_error",
+           "rkhs_distance"]
+
+
+# ---- Running metrics: means of a per-sample value, exact at every step ---------------------------
+
+class RunningMetric:
+    """A metric that is the mean of a per-sample value (then `finish` maps the mean).
+
+    Subclasses set `name` and define `sample_values`; those that read class
+    probabilities set ``needs_proba = True``.
+    """
+
+    name = "metric"
+    needs_proba = False
+
+    def sample_values(self, y: np.ndarray, predictions: np.ndarray, *,
+                      scores: np.ndarray | None = None, proba: np.ndarray | None = None,
+                      classes: np.ndarray | None = None) -> np.ndarray:
+        """The value of every sample; its running mean is the metric.
+
+        `scores` are an okl learner's f_t(x_t); `proba` the class probabilities,
+        one column per label of the sorted `classes`.
+        """
+        raise NotImplementedError
+
+    def finish(self, mean: float) -> float:
+        """The metric from the mean of the sample values."""
+        return mean
+
+
+class MeanAbsoluteError(RunningMetric):
+    """Mean of |y - prediction|."""
+
+    name = "mae"
+
+    def sample_values(self, y, predictions, **_):
+        return np.abs(y - predictions)
+
+
+class MeanSquaredError(RunningMetric):
+    """Mean of (y - prediction)^2."""
+
+    name = "mse"
+
+    def sample_values(self, y, predictions, **_):
+        return (y - predictions) ** 2
+
+
+class RootMeanSquaredError(MeanSquaredError):
+    """Square root of the mean squared error."""
+
+    name = "rmse"
+
+    def finish(self, mean):
+        return float(np.sqrt(mean))
+
+
+class Accuracy(RunningMetric):
+    """Fraction of predictions equal to the label."""
+
+    name = "accuracy"
+
+    def sample_values(self, y, predictions, **_):
+        return (y == predictions).astype(np.float64)
+
+
+class ErrorRate(RunningMetric):
+    """Fraction of predictions different from the label."""
+
+    name = "error_rate"
+
+    def sample_values(self, y, predictions, **_):
+        return (y != predictions).astype(np.float64)
+
+
+class LogLoss(RunningMetric):
+    """Mean of -log P(y | x), from ``predict_proba`` (okl: loss="logistic")."""
+
+    name = "log_loss"
+    needs_proba = True
+
+    def sample_values(self, y, predictions, *, proba=None, classes=None, **_):
+        column = np.searchsorted(np.asarray(classes), y)
+        p = np.clip(proba[np.arange(len(y)), column], 1e-15, 1.0)
+        return -np.log(p)
+
+
+class PinballLoss(RunningMetric):
+    """Mean pinball loss of quantile `quantile`: max(q u, (q - 1) u), u = y - prediction."""
+
+    def __init__(self, quantile: float = 0.5):
+        self.quantile = float(quantile)
+        self.name = f"pinball({self.quantile:g})"
+
+    def sample_values(self, y, predictions, **_):
+        u = y - predictions
+        return np.maximum(self.quantile * u, (self.quantile - 1.0) * u)
+
+
+class Coverage(RunningMetric):
+    """Fraction of labels at or below the prediction: the quantile level a model reaches."""
+
+    name = "coverage"
+
+    def sample_values(self, y, predictions, **_):
+        return (y <= predictions).astype(np.float64)
+
+
+class TrainingLoss(RunningMetric):
+    """Mean training loss of an okl learner on its predictions (its own ``loss``)."""
+
+    name = "loss"
+
+    def __init__(self, learner: OnlineLearner):
+        self.learner = learner
+
+    def sample_values(self, y, predictions, *, scores=None, **_):
+        return self.learner._stream_loss(scores, y)
+
+
+def _metric(spec: Any, learner: Any, fused: bool) -> RunningMetric | Callable:
+    """A RunningMetric or a callable f(y_true, y_pred) from a user's specification."""
+    if isinstance(spec, RunningMetric) or (callable(spec) and not isinstance(spec, str)):
+        return spec
+    named = {"mae": MeanAbsoluteError, "mse": MeanSquaredError, "rmse": RootMeanSquaredError,
+             "accuracy": Accuracy, "error_rate": ErrorRate, "log_loss": LogLoss,
+             "coverage": Coverage,
+             "pinball": lambda: PinballLoss(getattr(learner, "quantile", 0.5))}
+    if spec == "loss":
+        if not fused:
+            raise ValueError(f"metric 'loss' is the training loss of an okl learner; "
+                             f"{type(learner).__name__} has none. Use e.g. 'mse'.")
+        return TrainingLoss(learner)
+    if spec not in named:
+        raise ValueError(f"Unknown metric {spec!r}: use one of {', '.join(['loss', *named])}, "
+                         "a RunningMetric, or a function f(y_true, y_pred) such as "
+                         "sklearn.metrics.r2_score.")
+    return named[spec]()
+
+
+def _metric_name(metric: RunningMetric | Callable) -> str:
+    return metric.name if isinstance(metric, RunningMetric) else getattr(
+        metric, "__name__", type(metric).__name__)
+
+
+# ---- Progressive validation ------------------------------------------------------------------
 
 @dataclass
 class ProgressiveResult:
-    """Predict-then-learn record of a stream, one entry per sample.
+    """Predict-then-learn record of a stream.
 
     predictions : the prediction for x_t made before learning z_t (labels for
-        classifiers).
+        classifiers), one per sample.
     scores : f_t(x_t), the raw model output behind each prediction (None for
         estimators without okl's fused predict-then-learn loop).
     error : cumulative mean error after each step: misclassification rate for
         classifiers, squared error for regressors.
     loss : cumulative mean of the estimator's own training loss, or None.
+    steps : the sample counts at which `metrics` were taken: 1, 2, 4, 8, ...,
+        every `print_every`, and the end of the stream.
+    metrics : metric name -> its value over the first `steps[i]` samples.
+    seconds : wall-clock time of the run.
     """
 
     predictions: np.ndarray
     scores: np.ndarray | None
     error: np.ndarray
     loss: np.ndarray | None
+    steps: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    metrics: dict[str, np.ndarray] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def plot(self, axes: Any = None) -> Any:
+        """Learning curves: each metric against the samples seen (log scale); needs matplotlib.
+
+        Parameters
+        ----------
+        axes : sequence of matplotlib Axes, optional
+            One per metric; default: a new figure with one panel per metric.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+        """
+        try:
+            import matplotlib.pyplot as plt
+        except ImportError:
+            raise ImportError("ProgressiveResult.plot needs matplotlib: "
+                              "pip install 'okl[plot]'.") from None
+        names = list(self.metrics)
+        if axes is None:
+            _, axes = plt.subplots(1, len(names), figsize=(4 * len(names), 3.2), squeeze=False)
+            axes = axes[0]
+        for ax, name in zip(axes, names):
+            ax.plot(self.steps, self.metrics[name], marker=".")
+            ax.set(xscale="log", xlabel="samples seen", ylabel=name,
+                   title=f"progressive {name}")
+        axes[0].figure.tight_layout()
+        return axes[0].figure
 
 
 def _cumulative_mean(values):
     return np.cumsum(values) / np.arange(1, len(values) + 1)
 
 
-def progressive_validation(estimator, X, y, *, classes=None, chunk_size=1000, verbose=False):
+def _is_classifier(estimator):
+    """scikit-learn's is_classifier, also for objects without scikit-learn tags."""
+    try:
+        return is_classifier(estimator)
+    except (AttributeError, TypeError):
+        return getattr(estimator, "_estimator_type", None) == "classifier"
+
+
+def _is_fitted(estimator):
+    try:
+        check_is_fitted(estimator)
+    except (NotFittedError, TypeError):
+        return False
+    return True
+
+
+class _Record:
+    """A growing 1-D array: appended pieces are merged every 1024 values (events stay cheap)."""
+
+    def __init__(self):
+        self.blocks, self.tail, self.tail_size = [], [], 0
+
+    def append(self, values):
+        self.tail.append(values)
+        self.tail_size += len(values)
+        if self.tail_size >= 1024:
+            self.blocks.append(np.concatenate(self.tail))
+            self.tail, self.tail_size = [], 0
+
+    def last(self):
+        return (self.tail or self.blocks)[-1][-1]
+
+    def array(self):
+        return np.concatenate(self.blocks + self.tail)
+
+
+def _blocks(stream: Iterable, block_events: int) -> Iterator[tuple[Any, np.ndarray]]:
+    """2-D (X, y) blocks from a stream of chunks or events, `block_events` events at a time."""
+    keys = None
+    rows, labels = [], []
+    for x, y in stream:
+        if y is None:
+            raise ValueError("The stream has no targets: progressive validation needs labels "
+                             "(e.g. iter_csv(path, target='y')).")
+        if isinstance(x, Mapping):            # a river-style event {feature: value}
+            keys = list(x) if keys is None else keys
+            x = np.array([x[k] for k in keys], dtype=np.float64)
+        if sp.issparse(x) or np.ndim(x) == 2:
+            if rows:
+                yield np.vstack(rows), np.asarray(labels)
+                rows, labels = [], []
+            yield x, np.asarray(y)
+            continue
+        rows.append(np.asarray(x, dtype=np.float64))
+        labels.append(y)
+        if len(rows) >= block_events:
+            yield np.vstack(rows), np.asarray(labels)
+            rows, labels = [], []
+    if rows:
+        yield np.vstack(rows), np.asarray(labels)
+
+
+def _with_two_labels(blocks: Iterator) -> Iterator:
+    """Merge the first blocks until they show two labels, for a binary classifier's first call."""
+    first_X, first_y = [], []
+    for X, y in blocks:
+        first_X.append(X)
+        first_y.append(y)
+        if len(np.unique(np.concatenate(first_y))) >= 2:
+            break
+    if first_X:
+        stack = sp.vstack if sp.issparse(first_X[0]) else np.vstack
+        yield stack(first_X) if len(first_X) > 1 else first_X[0], np.concatenate(first_y)
+    yield from blocks
+
+
+def _report_points(print_every):
+    """1, 2, 4, 8, ... merged with the multiples of print_every (none when 0 or None)."""
+    power, multiple = 1, print_every or None
+    while True:
+        if multiple is None or power <= multiple:
+            yield power
+            if power == multiple:
+                multiple += print_every
+            power *= 2
+        else:
+            yield multiple
+            multiple += print_every
+
+
+def _format(value):
+    if isinstance(value, (float, np.floating)):
+        return f"{value:.4g}"
+    return str(value)[:10]
+
+
+def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
+                           metrics: Iterable[Any] | None = None, classes: Any = None,
+                           chunk_size: int = 1000, print_every: int | None = None,
+                           progress: bool | None = None) -> ProgressiveResult:
     """Predict each sample with the current model, then learn it (in place).
 
     The estimator continues from its current state (pass a fresh one, or
-    ``sklearn.base.clone(est)``, for a clean run).  okl learners do the
-    prediction inside their own loop, so this costs no more than partial_fit;
-    any other estimator with predict/partial_fit works too, one sample at a time.
+    ``sklearn.base.clone(est)``, for a clean run).  okl learners predict inside
+    their own loop, exactly before each update, at the cost of partial_fit.
+    Any other estimator with partial_fit and predict (a scikit-learn
+    SGDRegressor, a streaming pipeline) takes the generic path: each chunk is
+    predicted, then learned, so its predictions are per sample for events
+    and for arrays (fed one row at a time), per chunk for a stream of chunks.
 
     Parameters
     ----------
-    estimator : an estimator with partial_fit
-    X : array of shape (n_samples, n_features)
-    y : array of shape (n_samples,)
+    estimator : an okl learner, or any estimator with partial_fit and predict
+    X : array or sparse matrix of shape (n_samples, n_features), or a stream
+        With `y`: the samples.  Without: an iterable of ``(X, y)`` chunks or
+        ``(x, y)`` events (1-D x or a dict), such as the readers of
+        `okl.stream` give.
+    y : array of shape (n_samples,), optional
+        The targets of array X.
+    metrics : list, optional
+        Names ("mae", "mse", "rmse", "accuracy", "error_rate", "log_loss",
+        "pinball", "coverage", "loss": an okl learner's training loss),
+        `RunningMetric` objects such as ``PinballLoss(0.9)``, or functions
+        ``f(y_true, y_pred)`` such as ``sklearn.metrics.r2_score`` (evaluated
+        on all predictions so far at each report point, their warnings on
+        the first few samples silenced).  Default: the error
+        ("error_rate" or "mse") and, for okl learners, "loss".
     classes : array, optional
-        All labels, for a classifier's first partial_fit (default: np.unique(y)).
-    chunk_size : int
-        Samples per call into the estimator; progress is reported per chunk.
-    verbose : bool
-        Print one progress line per chunk.
+        All labels, for a classifier's first partial_fit.  Default: np.unique(y)
+        for arrays; for a stream, the labels of its first samples, read until
+        two differ (enough for okl's binary classifiers).
+    chunk_size : int, default=1000
+        Samples per call into an okl learner (events are gathered into chunks
+        of this size; the result does not depend on it).
+    print_every : int, optional
+        Print a line (average and since-last value of the first metric, label
+        and prediction of the last sample, centres, seconds) after 1, 2, 4, 8,
+        ... samples and every `print_every` samples; 0 prints at the doubling
+        counts only; None (default) prints nothing.
+    progress : bool, optional
+        A progress bar on stderr: None (default) when it is a terminal.
 
     Returns
     -------
     ProgressiveResult
     """
-    X = X.tocsr() if hasattr(X, "tocsr") else np.asarray(X)
-    y = np.asarray(y)
-    n = X.shape[0]
-    classifier = is_classifier(estimator)
-    if classifier and classes is None:
-        classes = np.unique(y)
+    from okl.pairwise import PairwiseLearner
+
+    if not isinstance(chunk_size, (int, np.integer)) or isinstance(chunk_size, bool) \
+            or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}.")
+    if print_every is not None and (not isinstance(print_every, (int, np.integer))
+                                    or print_every < 0):
+        raise ValueError(f"print_every must be a non-negative integer or None, "
+                         f"got {print_every!r}.")
+    if isinstance(estimator, PairwiseLearner):
+        raise TypeError("PairwiseLearner predicts pairs, not points: progressive validation "
+                        "does not apply. Evaluate it with okl.evaluation.ranking_error.")
+    if not (hasattr(estimator, "partial_fit") and hasattr(estimator, "predict")):
+        raise TypeError(f"{type(estimator).__name__} cannot learn a stream: it needs "
+                        "partial_fit and predict (for a scaler followed by a learner, chain "
+                        "them with okl.pipeline.StreamPipeline, not sklearn's Pipeline).")
     fused = isinstance(estimator, OnlineLearner)
-    step = chunk_size if fused else 1
-    scores = np.empty(n, dtype=np.float64) if fused else None
-    predictions = np.empty(n, dtype=y.dtype if classifier else np.float64)
+    classifier = _is_classifier(estimator) or (classes is not None and not fused)
+    total = None
+    if y is not None:
+        y = np.asarray(y)
+        total = len(y)
+        if classifier and classes is None:
+            classes = np.unique(y)
+        X = iter_array(X, y, chunk_size=chunk_size if fused else 1)
+    blocks = _blocks(X, chunk_size if fused else 1)
+    if classifier and classes is None:
+        blocks = _with_two_labels(blocks)
+    metrics = [_metric(m, estimator, fused) for m in (
+        metrics if metrics is not None
+        else ["error_rate" if classifier else "mse"] + (["loss"] if fused else []))]
+    names = [_metric_name(m) for m in metrics]
+    if len(set(names)) < len(names):
+        raise ValueError(f"Two metrics share a name: {names}.")
+    running = [m for m in metrics if isinstance(m, RunningMetric)]
+    needs_proba = any(m.needs_proba for m in running)
+    if needs_proba and not hasattr(estimator, "predict_proba"):
+        raise ValueError(f"log_loss needs class probabilities, and {type(estimator).__name__} "
+                         "has no predict_proba (okl classifiers have it with loss='logistic').")
+
+    seen_y, seen_pred, seen_scores = _Record(), _Record(), _Record()
+    totals = dict.fromkeys(names, 0.0)
+    last_totals = dict(totals)
+    steps, recorded = [], {name: [] for name in names}
+    points = _report_points(print_every)
+    next_point = next(points)
+    fitted = fused or _is_fitted(estimator)
+    t = last_t = 0
     start = time.perf_counter()
-    for lo in range(0, n, step):
-        hi = min(n, lo + step)
-        fitted = hasattr(estimator, "n_features_in_")
-        kwargs = {"classes": classes} if classifier and not fitted else {}
+
+    def value(metric, name, lo, hi, at_totals):
+        """A metric over samples lo..hi-1; running metrics from `at_totals` (sums to hi)."""
+        if isinstance(metric, RunningMetric):
+            done = at_totals[name] - (last_totals[name] if lo else 0.0)
+            return metric.finish(done / (hi - lo))
+        y_all, p_all = seen_y.array(), seen_pred.array()
+        with warnings.catch_warnings():     # e.g. one label in the first samples
+            warnings.simplefilter("ignore")
+            return float(metric(y_all[lo:hi], p_all[lo:hi]))
+
+    def report(point, at_totals):
+        """Record the metrics over the first `point` samples; print a line when asked."""
+        nonlocal last_t, last_totals
+        steps.append(point)
+        for metric, name in zip(metrics, names):
+            recorded[name].append(value(metric, name, 0, point, at_totals))
+        if print_every is not None:          # pieces end at report points: the last sample
+            if not last_t:
+                write(f"{'average':>10} {'since':>10} {'samples':>10} {'label':>10} "
+                      f"{'prediction':>10} {'centres':>8} {'seconds':>8}   ({names[0]})")
+            since = value(metrics[0], names[0], last_t, point, at_totals)
+            centres = getattr(estimator, "n_support_", "-")
+            write(f"{recorded[names[0]][-1]:>10.6g} {since:>10.6g} {point:>10d} "
+                  f"{_format(seen_y.last()):>10} {_format(seen_pred.last()):>10} "
+                  f"{centres!s:>8} {time.perf_counter() - start:>8.2f}")
+        last_t, last_totals = point, at_totals
+
+    def learn(Xb, yb):
+        """Predict-then-learn a piece; return the running metrics' sample values."""
+        nonlocal fitted
+        kwargs = {"classes": classes} if classifier and not hasattr(estimator, "classes_") else {}
+        proba = None
+        scores = None
         if fused:
-            scores[lo:hi] = estimator._progressive_scores(X[lo:hi], y[lo:hi], **kwargs)
-            predictions[lo:hi] = estimator._predictions(scores[lo:hi])
+            scores = estimator._progressive_scores(Xb, yb, **kwargs)
+            predictions = estimator._predictions(scores)
+            if needs_proba:
+                proba = np.column_stack([expit(-scores), expit(scores)])
         else:
             if fitted:
-                predictions[lo:hi] = estimator.predict(X[lo:hi])
-            else:    # nothing learned yet: predict the first class, or 0
-                predictions[lo:hi] = classes[0] if classifier else 0.0
-            estimator.partial_fit(X[lo:hi], y[lo:hi], **kwargs)
-        if verbose and (hi % chunk_size == 0 or hi == n):
-            err = (np.mean(predictions[:hi] != y[:hi]) if classifier
-                   else np.mean((predictions[:hi] - y[:hi]) ** 2))
-            print(f"  t={hi:>8d}  {'error' if classifier else 'mse'}={err:.4f}  "
-                  f"centres={getattr(estimator, 'n_support_', '-')}  "
-                  f"{time.perf_counter() - start:.1f}s", flush=True)
+                predictions = estimator.predict(Xb)
+                if needs_proba:
+                    proba = estimator.predict_proba(Xb)
+            else:      # nothing learned yet: predict the first class, or 0
+                predictions = np.full(len(yb), classes[0] if classifier else 0.0)
+                if needs_proba:
+                    proba = np.full((len(yb), len(classes)), 1.0 / len(classes))
+            estimator.partial_fit(Xb, yb, **kwargs)
+            fitted = True
+        seen_y.append(yb)
+        seen_pred.append(np.asarray(predictions))
+        if fused:
+            seen_scores.append(scores)
+        return {metric.name: metric.sample_values(yb, predictions, scores=scores, proba=proba,
+                                                  classes=getattr(estimator, "classes_", classes))
+                for metric in running}
+
+    bar = progress_bar(total=total, desc=type(estimator).__name__, unit="samples",
+                       verbose=progress)
+    with bar:
+        for Xb, yb in blocks:
+            if not sp.issparse(Xb):
+                Xb = np.ascontiguousarray(Xb, dtype=np.float64)
+            if not classifier:
+                yb = np.asarray(yb, dtype=np.float64)
+            elif classes is None:             # the first block shows two labels
+                classes = np.unique(yb)
+            lo, n = 0, Xb.shape[0]
+            while lo < n:      # printing splits the chunk at report points, for exact centres
+                hi = min(n, lo + next_point - t) if print_every is not None else n
+                partial = {name: np.cumsum(v) for name, v in learn(Xb[lo:hi], yb[lo:hi]).items()}
+                before = dict(totals)
+                totals.update({name: before[name] + sums[-1] for name, sums in partial.items()})
+                while next_point <= t + hi - lo:
+                    k = next_point - t - 1
+                    report(next_point, {name: before[name] + sums[k]
+                                        for name, sums in partial.items()})
+                    next_point = next(points)
+                t += hi - lo
+                bar.update(hi - lo)
+                lo = hi
+    if t == 0:
+        raise ValueError("The stream is empty: no sample to validate.")
+    if last_t != t:
+        report(t, totals)
+    y_all, predictions = seen_y.array(), seen_pred.array()
     if classifier:
-        error = _cumulative_mean(predictions != y)
+        error = _cumulative_mean(predictions != y_all)
     else:
-        error = _cumulative_mean((predictions - y) ** 2)
-    loss = _cumulative_mean(estimator._stream_loss(scores, y)) if fused else None
-    return ProgressiveResult(predictions, scores, error, loss)
+        error = _cumulative_mean((predictions - y_all) ** 2)
+    scores = seen_scores.array() if fused else None
+    loss = _cumulative_mean(estimator._stream_loss(scores, y_all)) if fused else None
+    return ProgressiveResult(predictions, scores, error, loss, np.array(steps),
+                             {name: np.array(v) for name, v in recorded.items()},
+                             time.perf_counter() - start)
+
+
+def evaluate(estimator: Any, X: Any, y: Any = None, *, metrics: Iterable[Any] | None = None,
+             chunk_size: int = 1000, progress: bool | None = None) -> dict[str, float]:
+    """Metrics of a fitted estimator's predictions on a stream, without learning.
+
+    Parameters
+    ----------
+    estimator : a fitted estimator with predict
+    X, y : arrays, or a stream of ``(X, y)`` chunks or events without y
+        As in `progressive_validation`.
+    metrics : list, optional
+        As in `progressive_validation` (no "loss"); default "error_rate" for
+        classifiers, "mse" for regressors.
+    chunk_size : int, default=1000
+        Samples per predict call.
+    progress : bool, optional
+        A progress bar on stderr: None (default) when it is a terminal.
+
+    Returns
+    -------
+    dict
+        Metric name -> value over the whole stream.
+    """
+    if not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}.")
+    classifier = _is_classifier(estimator)
+    metrics = [_metric(m, estimator, False) for m in (
+        metrics if metrics is not None else ["error_rate" if classifier else "mse"])]
+    names = [_metric_name(m) for m in metrics]
+    totals = dict.fromkeys(names, 0.0)
+    seen_y, seen_pred = _Record(), _Record()
+    stream = iter_array(X, y, chunk_size=chunk_size) if y is not None else X
+    with progress_bar(total=None if y is None else len(y), desc="evaluate", unit="samples",
+                      verbose=progress) as bar:
+        for Xb, yb in _blocks(stream, chunk_size):
+            yb = yb if classifier else np.asarray(yb, dtype=np.float64)
+            predictions = estimator.predict(Xb)
+            for metric, name in zip(metrics, names):
+                if isinstance(metric, RunningMetric):
+                    proba = estimator.predict_proba(Xb) if metric.needs_proba else None
+                    totals[name] += float(np.sum(metric.sample_values(
+                        yb, predictions, proba=proba,
+                        classes=getattr(estimator, "classes_", None))))
+            seen_y.append(yb)
+            seen_pred.append(np.asarray(predictions))
+            bar.update(len(yb))
+    if not (seen_y.blocks or seen_y.tail):
+        raise ValueError("The stream is empty: nothing to evaluate.")
+    y_all, p_all = seen_y.array(), seen_pred.array()
+    return {name: (metric.finish(totals[name] / len(y_all)) if isinstance(metric, RunningMetric)
+                   else float(metric(y_all, p_all)))
+            for metric, name in zip(metrics, names)}
 
 
 def kernel_ridge_target(X, y, lam, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0):

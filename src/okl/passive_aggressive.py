@@ -5,22 +5,20 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import ClassifierMixin
-from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from okl._base import KernelExpansionMixin, OnlineLearner, check_X
-from okl._core import _pa
+from okl._base import Diverged, KernelModelMixin, OnlineLearner, check_X
+from okl._pa_models import KernelPAModel, LinearPAModel
+from okl._binary import BinaryClassifierMixin
 from okl._core._pa import Event, Regularization, Variant
-from okl._numpy import pa as _np_pa
-from okl._params import NONE, Interval, InvalidParameterError, Options
-from okl.classification import _OnlineBinaryClassifier
-from okl.kernels import KERNELS
+from okl._params import (
+    ENGINE_CONSTRAINTS, NONE, Interval, InvalidParameterError, Options, kernel_constraints,
+)
 from okl.losses import loss_value
 
 REGULARIZATIONS = {"none": Regularization.NONE, "objective": Regularization.OBJECTIVE,
                    "l2": Regularization.L2, "l1": Regularization.L1}
 VARIANTS = {"PA": Variant.PA, "PA-I": Variant.PA_I, "PA-II": Variant.PA_II}
-KERNEL_LOOPS = {"cython": _pa.fit_kernel, "numpy": _np_pa.fit_kernel}
 EMPTY_SET = {
     "none": "x = 0 (K(x, x) = 0), which no weight vector gives margin 1",
     "objective": "x = 0 (K(x, x) = 0), which no weight vector gives margin 1",
@@ -33,14 +31,14 @@ class InfeasibleUpdateWarning(UserWarning):
     """Samples whose constraint set was empty were skipped (see n_infeasible_)."""
 
 
-class RegularizedPAClassifier(KernelExpansionMixin, _OnlineBinaryClassifier, ClassifierMixin,
+class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, ClassifierMixin,
                               OnlineLearner):
     """Passive-aggressive online classification, plain or regularized (Shen-Dietterich).
 
     Each sample is predicted with the current model, then learned.  When the
     update condition holds, the weights move to the closest point (in L2) that
     gives the sample margin ``y w.x >= 1``, under a regularization
-    (ALGORITHMS.md 5):
+    (docs/algorithms.md, section 5):
 
     - ``"none"``: Crammer et al.'s PA, PA-I or PA-II (`variant`),
       ``w += tau y x``;
@@ -126,6 +124,20 @@ class RegularizedPAClassifier(KernelExpansionMixin, _OnlineBinaryClassifier, Cla
     support_vectors_, dual_coef_ : ndarray
         f = sum_i dual_coef_[i] K(support_vectors_[i], .) (kernel models).
 
+    References
+    ----------
+    See docs/algorithms.md, section 5.
+
+    .. [1] J. Shen and T. G. Dietterich, "A family of large margin linear
+       classifiers and its application in dynamic environments",
+       Statistical Analysis and Data Mining, 2(5-6), 2009.
+    .. [2] K. Crammer, O. Dekel, J. Keshet, S. Shalev-Shwartz and Y. Singer,
+       "Online passive-aggressive algorithms", Journal of Machine
+       Learning Research, 7:551-585, 2006.
+    .. [3] O. Dekel, S. Shalev-Shwartz and Y. Singer, "The Forgetron: a
+       kernel-based perceptron on a fixed budget", Advances in Neural
+       Information Processing Systems 18, pages 259-266, 2006.
+
     Examples
     --------
     >>> from sklearn.datasets import load_breast_cancer
@@ -146,14 +158,11 @@ class RegularizedPAClassifier(KernelExpansionMixin, _OnlineBinaryClassifier, Cla
         "beta": [Interval(Real, 0, None, closed="neither")],
         "update": [Options("margin", "mistake")],
         "truncate_sigma": [Interval(Real, 0, None, closed="left")],
-        "kernel": [Options(*KERNELS)],
-        "gamma": [Interval(Real, 0, None, closed="neither")],
-        "degree": [Interval(Integral, 1, None, closed="left")],
-        "coef0": [Interval(Real, 0, None, closed="left")],
+        **kernel_constraints(),
         "budget": [NONE, Interval(Integral, 1, None, closed="left")],
-        "engine": [Options("cython", "numpy")],
+        **ENGINE_CONSTRAINTS,
     }
-    # read by KernelExpansionMixin: a full budget drops the oldest support vector
+    # read by KernelModelMixin: a full budget drops the oldest support vector
     budget_policy = "oldest"
 
     def __init__(self, regularization="none", variant="PA", C=1.0, alpha=0.1, beta=1.0,
@@ -206,19 +215,22 @@ class RegularizedPAClassifier(KernelExpansionMixin, _OnlineBinaryClassifier, Cla
             X.sum_duplicates()
         return X, y
 
-    def _reset(self, n_features):
-        for name in ("_w", "_scale", "_expansion", "n_support_"):
-            self.__dict__.pop(name, None)
+    def _start(self, X, y):
         self.t_ = 0
         self.n_updates_ = 0
         self.n_infeasible_ = 0
-        self.sq_norm_ = 0.0
-        if self.kernel == "linear":
-            self._w = np.zeros(n_features)      # w_true = _scale * _w
-            self._scale = 1.0
-        else:
-            self._expansion = self._new_expansion(n_features)
-            self.n_support_ = 0
+        self._model = (LinearPAModel(X.shape[1]) if self.kernel == "linear"
+                       else KernelPAModel(self._new_expansion(X.shape[1])))
+
+    _divergence_cure = ("a tiny nonzero ||x|| makes the step l/||x||^2 overflow. Scale X "
+                        "(e.g. with sklearn.preprocessing.StandardScaler) or use variant='PA-I'")
+
+    @classmethod
+    def _state_classes(cls):
+        return (LinearPAModel, KernelPAModel)
+
+    def _models(self):
+        return (self._model,)
 
     def _learn(self, X, y):
         n = X.shape[0]
@@ -226,14 +238,10 @@ class RegularizedPAClassifier(KernelExpansionMixin, _OnlineBinaryClassifier, Cla
         events = np.empty(n, dtype=np.int8)
         rule = (int(REGULARIZATIONS[self.regularization]), int(VARIANTS[self.variant]),
                 float(self.C), float(self.alpha), float(self.beta), self.update == "mistake")
-        learn = self._learn_linear if hasattr(self, "_w") else self._learn_kernel
-        failed = learn(X, y, rule, scores, events)
+        failed = self._model.learn(X, y, rule, float(self.truncate_sigma), self.engine,
+                                   scores, events)
         if failed >= 0:
-            raise FloatingPointError(
-                f"{type(self).__name__} diverged at step t={self.t_ + failed + 1}: the weights are "
-                "no longer finite (a tiny nonzero ||x|| makes the step l/||x||^2 overflow). Scale X "
-                "(e.g. with sklearn.preprocessing.StandardScaler) or use variant='PA-I'. The model "
-                "is left as it was before this call.")
+            raise Diverged(failed)
         self.t_ += n
         self.n_updates_ += int(np.count_nonzero(events == Event.UPDATED))
         skipped = np.flatnonzero(events == Event.INFEASIBLE)
@@ -247,70 +255,62 @@ class RegularizedPAClassifier(KernelExpansionMixin, _OnlineBinaryClassifier, Cla
         self.n_infeasible_ += int(skipped.size)
         return scores
 
-    def _learn_linear(self, X, y, rule, scores, events):
-        w, scale = self._w.copy(), self._scale      # a copy: a failed chunk leaves _w as it was
-        if self.regularization == "l1" and scale != 1.0:   # the L1 step works on w itself
-            w, scale = scale * w, 1.0
-        sigma = float(self.truncate_sigma)
-        if self.engine == "numpy":
-            result = _np_pa.fit_linear(w, scale, self.sq_norm_, X, y, *rule, sigma, scores, events)
-        elif sp.issparse(X):
-            result = _pa.fit_csr(w, scale, self.sq_norm_, X.data,
-                                 X.indices.astype(np.int32, copy=False),  # columns < 2^31
-                                 X.indptr.astype(np.intp, copy=False),
-                                 y, *rule, sigma, scores, events)
-        else:
-            result = _pa.fit_dense(w, scale, self.sq_norm_, X, y, *rule, sigma, scores, events)
-        failed, scale, sq_norm = result
-        if failed < 0:
-            self._w, self._scale, self.sq_norm_ = w, scale, sq_norm
-        return failed
-
-    def _learn_kernel(self, X, y, rule, scores, events):
-        expansion = self._engine_expansion()
-        # an L2 step onto a single point empties f (cv = 0): keep the centres too
-        undo = expansion.checkpoint(X.shape[0], self.regularization == "l2")
-        failed, sq_norm = KERNEL_LOOPS[self.engine](expansion, self.sq_norm_, X, y, *rule,
-                                                    scores, events)
-        if failed >= 0:
-            expansion.restore(undo)
-            return failed
-        self.sq_norm_ = sq_norm
-        self.n_support_ = int(expansion.n_support)
-        return failed
-
     def _stream_loss(self, scores, y):
         """The hinge loss max(0, 1 - y f_t(x_t)) of every prediction (PA's loss)."""
         return loss_value("hinge", self._encode(np.asarray(y)) * np.asarray(scores))
 
-    # -- prediction (decision_function, predict: _OnlineBinaryClassifier) ------------------
+    # -- the fitted model ---------------------------------------------------------------------
 
     def _decision(self, X):
-        if hasattr(self, "_expansion"):
-            return super()._decision(X)
         check_is_fitted(self, "t_")
-        if sp.issparse(X):
+        if sp.issparse(X) and self.kernel == "linear":
             X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64)
         else:
             X = check_X(self, X, reset=False)
-        return self._scale * safe_sparse_dot(X, self._w)
+        return self._model.decision(X)
+
+    def _kernel_model(self, name):
+        check_is_fitted(self, "t_")
+        if not isinstance(self._model, KernelPAModel):
+            raise AttributeError(f"{name} exists for kernel models only; a linear model is "
+                                 "f(x) = coef_ . x.")
+        return self._model.expansion
+
+    @property
+    def sq_norm_(self):
+        """||w||_2^2 (||f||_K^2 for kernels), kept incrementally."""
+        check_is_fitted(self, "t_")
+        return self._model.sq_norm
+
+    @property
+    def n_support_(self):
+        """Number of support vectors (kernel models)."""
+        return int(self._kernel_model("n_support_").n_support)
+
+    @property
+    def support_vectors_(self):
+        """The centres x_i of f = sum_i a_i K(x_i, .) (kernel models)."""
+        return self._kernel_model("support_vectors_").centers_
+
+    @property
+    def dual_coef_(self):
+        """The coefficients a_i of f = sum_i a_i K(x_i, .) (kernel models)."""
+        return self._kernel_model("dual_coef_").coef_
 
     @property
     def coef_(self):
         """The weights w of f(x) = w.x, shape (1, n_features_in_) (linear kernel only)."""
         check_is_fitted(self, "t_")
-        if not hasattr(self, "_w"):
+        if not isinstance(self._model, LinearPAModel):
             raise AttributeError(
                 "coef_ exists for kernel='linear' only; a kernel model is "
                 "f = sum_i dual_coef_[i] K(support_vectors_[i], .).")
-        return (self._scale * self._w)[None, :]
+        return self._model.coef[None, :]
 
     def rkhs_norm(self):
         """||w||_2 (linear) or ||f||_K (kernel), recomputed from the model."""
         check_is_fitted(self, "t_")
-        if hasattr(self, "_w"):
-            return float(self._scale * np.linalg.norm(self._w))
-        return super().rkhs_norm()
+        return self._model.norm()
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -1,13 +1,22 @@
 """Exact Euclidean projections onto norm balls and halfspace intersections.
 
 These are the updates of Shen and Dietterich's regularized passive-aggressive
-learners (ALGORITHMS.md 5): the L2-constrained step (their eq. 3.9) is the
+learners (docs/algorithms.md, section 5): the L2-constrained step (their eq. 3.9) is the
 projection of w_t onto ``{w : y x.w >= 1, ||w||_2 <= beta}``, the L1-constrained
 step (eq. 3.10) the projection onto ``{w : y x.w >= 1, ||w||_1 <= beta}``, and
 feature truncation (their Section 3.3) is `truncate_smallest`.  Each function
 validates its inputs, returns a new float64 array, and raises ValueError when
 the constraint set is empty.  The work is done in Cython (okl._core._projections),
 the same code the learners call.
+
+References
+----------
+See docs/algorithms.md, sections 5.1 (L2 and L1 projections), 5.2 (empty
+sets) and 5.3 (truncation).
+
+.. [1] J. Shen and T. G. Dietterich, "A family of large margin linear
+   classifiers and its application in dynamic environments",
+   Statistical Analysis and Data Mining, 2(5-6), 2009.
 """
 import numpy as np
 

@@ -1,15 +1,17 @@
 """OnlineKernelRegressor: Smale-Yao least squares, Yang's quantile regression, NORMA."""
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 from sklearn.base import RegressorMixin
 
-from okl._base import OnlineLearner, PointwiseMixin, check_X_y, transaction
-from okl._params import CALLABLE, NONE, Interval, InvalidParameterError, Options
-from okl.kernels import KERNELS
-from okl.losses import loss_spec, loss_value
+from okl._base import OnlineLearner, PointwiseMixin
+from okl._params import (
+    ENGINE_CONSTRAINTS, STEP_CONSTRAINTS, Interval, InvalidParameterError, Options,
+    budget_constraints, kernel_constraints,
+)
+from okl.losses import RESIDUAL_LOSSES, loss_spec, loss_value
 
-REGRESSION_LOSSES = ("squared", "absolute", "epsilon_insensitive", "pinball", "huber")
+REGRESSION_LOSSES = tuple(name for name in RESIDUAL_LOSSES if name != "power")
 
 
 class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
@@ -17,7 +19,7 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
 
     Each sample is predicted with the current model, then learned:
     ``f_{t+1} = (1 - lam_t eta_t) f_t - eta_t V'_-(f_t(x_t) - y_t) K(x_t, .)``
-    (ALGORITHMS.md 1-3).  With ``loss="squared"`` this is Smale-Yao's online
+    (docs/algorithms.md, sections 1-3).  With ``loss="squared"`` this is Smale-Yao's online
     regularized least squares, which converges to the kernel ridge solution;
     with ``loss="pinball"`` it is Yang's fully online quantile regression, whose
     epsilon-tube makes the model sparse; any loss is NORMA.
@@ -47,10 +49,10 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
         0 keeps lam fixed (Smale-Yao; Yang's partially online scheme).  Yang's
         fully online presets: `okl.schedules.yang_exponents`.
     eta : float > 0, "auto" or callable, default="auto"
-        Step size.  "auto" is ``1 / ((lam_t + C_K^2) t**eta_decay)``: exactly
-        Smale-Yao's Theorem A step for the squared loss, and in the admissible
-        range of Yang's Theorem 2.1 for the pinball loss with the Gaussian
-        kernel.  A float gives ``eta * t**-eta_decay``; a callable maps the
+        Step size.  "auto" is ``1 / ((lam_t + C_K^2) t**eta_decay)``: for the
+        squared loss and a kernel with constant C_K (Gaussian, Laplacian) and
+        fixed lam, exactly Smale-Yao's Theorem A step (docs/algorithms.md,
+        sections 1-2 discuss Yang's schedules).  A float gives ``eta * t**-eta_decay``; a callable maps the
         array of step numbers t (from 1) to step sizes.  See `okl.schedules`.
     eta_decay : float >= 0, default=0.6
         Exponent of the step size: Smale-Yao's theta in (1/2, 1), Yang's alpha
@@ -79,6 +81,21 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
     eta_, lam_ : float
         The step size and regularization of the most recent step.
 
+    References
+    ----------
+    See docs/algorithms.md, sections 1 (squared loss), 2 (pinball loss) and
+    3 (any loss, budget).
+
+    .. [1] S. Smale and Y. Yao, "Online learning algorithms", Foundations of
+       Computational Mathematics, 6(2):145-170, 2006.
+    .. [2] P. Yang, "Quantile regression with samples drawn from
+       non-identical distributions", Journal of Mathematics (Shuxue
+       Zazhi), 39(5):713-720, 2019. In Chinese, with an English
+       abstract.
+    .. [3] J. Kivinen, A. J. Smola and R. C. Williamson, "Online learning
+       with kernels", IEEE Transactions on Signal Processing,
+       52(8):2165-2176, 2004.
+
     Examples
     --------
     >>> import numpy as np
@@ -91,20 +108,15 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
     """
 
     _parameter_constraints = {
-        "kernel": [Options(*KERNELS)],
-        "gamma": [Interval(Real, 0, None, closed="neither")],
-        "degree": [Interval(Integral, 1, None, closed="left")],
-        "coef0": [Interval(Real, 0, None, closed="left")],
+        **kernel_constraints(),
         "loss": [Options(*REGRESSION_LOSSES)],
         "quantile": [Interval(Real, 0, 1, closed="neither")],
         "epsilon": [Interval(Real, 0, None, closed="left")],
         "lam": [Interval(Real, 0, None, closed="left")],
         "lam_decay": [Interval(Real, 0, None, closed="left")],
-        "eta": [Interval(Real, 0, None, closed="neither"), Options("auto"), CALLABLE],
-        "eta_decay": [Interval(Real, 0, None, closed="left")],
-        "budget": [NONE, Interval(Integral, 1, None, closed="left")],
-        "budget_policy": [Options("oldest", "smallest")],
-        "engine": [Options("cython", "numpy")],
+        **STEP_CONSTRAINTS,
+        **budget_constraints(),
+        **ENGINE_CONSTRAINTS,
     }
 
     def __init__(self, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0, loss="squared",
@@ -134,30 +146,6 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
 
     def _loss_args(self):
         return loss_spec(self.loss, tau=self.quantile, eps=self.epsilon, delta=self.epsilon)
-
-    def fit(self, X, y):
-        """Learn the rows of X in order, from a fresh model (one online pass)."""
-        self._progressive_scores(X, y, reset=True)
-        return self
-
-    def partial_fit(self, X, y):
-        """Continue the stream with the rows of X, in order.
-
-        A call that raises (bad input, divergence) leaves the model as it was.
-        """
-        self._progressive_scores(X, y)
-        return self
-
-    def _progressive_scores(self, X, y, reset=False):
-        """Learn the rows; return f_t(x_t) for each, predicted before its update."""
-        with transaction(self):
-            first = reset or not hasattr(self, "t_")
-            if first:
-                self._validate_params()
-            X, y = check_X_y(self, X, y, reset=first)
-            if first:
-                self._reset(X.shape[1])
-            return self._learn(X, y)
 
     def _stream_loss(self, scores, y):
         """The training loss of every prediction."""

@@ -14,18 +14,42 @@ Defaults and the papers behind them
     NORMA's polynomially decaying step.
 ``eta = "auto"``
     ``eta_t = 1 / ((lam_t + C_K^2) t**eta_decay)``, with C_K^2 the running
-    maximum of K(x_s, x_s) over s <= t.  For the squared loss this is exactly
+    maximum of K(x_s, x_s) over s <= t.  For the squared loss, fixed lam and
+    a kernel with constant C_K (Gaussian, Laplacian) this is exactly
     Smale-Yao's step of Theorem A (theta = eta_decay in (1/2, 1)); it keeps
     ``0 < 1 - lam_t eta_t < 1`` for every loss.  For the pinball loss with the
     Gaussian kernel (C_K = 1) it gives ``eta_1 = 1 / (1 + lam_1) < 1`` and
-    ``lam_1 eta_1 < 1``, inside the admissible range of Yang's Theorem 2.1
-    when eta_decay and lam_decay are its exponents.
+    ``lam_1 eta_1 < 1``; with lam_decay > 0 the step is
+    ``t**-alpha / (1 + lam_1 t**-gamma)``, within a factor 1 / (1 + lam_1)
+    of Yang's ``eta_1 t**-alpha`` (docs/algorithms.md, section 2).
 ``eta_decay = 0.6``
     The default 3/5 is both inside Smale-Yao's range theta in (1/2, 1) and
     Yang's exponent alpha for r = 1.
 ``eta`` callable
     ``eta(t)`` gets the int64 array of step numbers of a chunk and returns the
     step sizes (positive, finite, same shape).
+
+References
+----------
+See docs/algorithms.md, sections 1 and 2 (the regressor's steps and
+Yang's exponents), 3.1, 4.2 and 6.4 (the automatic steps).
+
+.. [1] S. Smale and Y. Yao, "Online learning algorithms", Foundations of
+   Computational Mathematics, 6(2):145-170, 2006.
+.. [2] P. Yang, "Quantile regression with samples drawn from
+   non-identical distributions", Journal of Mathematics (Shuxue
+   Zazhi), 39(5):713-720, 2019. In Chinese, with an English
+   abstract.
+.. [3] J. Kivinen, A. J. Smola and R. C. Williamson, "Online learning
+   with kernels", IEEE Transactions on Signal Processing,
+   52(8):2165-2176, 2004.
+.. [4] M. Tian (Ningbo University) and B. Sheng (Shaoxing University),
+   "Convergence analysis of coefficient regularized classification
+   online algorithms". In Chinese, with an English abstract; the
+   journal and year are not given on its first page.
+.. [5] J. Lin, Y. Lei, B. Zhang and D.-X. Zhou, "Online pairwise
+   learning algorithms with convex loss functions", Information
+   Sciences, 406-407, 2017.
 """
 import numpy as np
 

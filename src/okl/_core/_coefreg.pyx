@@ -1,6 +1,6 @@
 """One nogil loop per chunk for coefficient-regularized online classification.
 
-Tian-Sheng, eq. (0.4) (ALGORITHMS 4): fixed centres c_1..c_m, k_t = (K(x_t, c_j))_j,
+Tian-Sheng, eq. (0.4) (docs/algorithms.md, section 4): fixed centres c_1..c_m, k_t = (K(x_t, c_j))_j,
 f_a(x) = a . k(x), and every step updates all m coefficients,
     a_{t+1} = (1 - eta_t lam) a_t - eta_t phi'_-(y_t f_{a_t}(x_t)) y_t k_t.
 The model is a KernelExpansion whose centres never change once placed; its
@@ -8,22 +8,10 @@ lazy scale makes the shrink O(1), so a step is one pass over the centres for
 k_t (BLAS + vectorised exp) and one O(m) axpy for the gradient.
 """
 from libc.math cimport fmin, isfinite
-from scipy.linalg.cython_blas cimport ddot
 
 from okl._core._kernels cimport cdot
 from okl._core._losses cimport Loss, LossSpec, cdloss
 from okl._core._expansion cimport KernelExpansion
-
-
-cdef inline void shrink(KernelExpansion expansion, double factor) noexcept nogil:
-    """a <- factor a; factor <= 0 sets a = 0 exactly and keeps the centres."""
-    cdef Py_ssize_t j
-    if factor > 0.0:
-        expansion.cshrink(factor)
-        return
-    for j in range(expansion.n_support):
-        expansion.coef[j] = 0.0
-    expansion.scale = 1.0
 
 
 def fit_chunk(KernelExpansion expansion,
@@ -39,13 +27,11 @@ def fit_chunk(KernelExpansion expansion,
               double[::1] kk_out):         # OUT (n,) ||k_t||^2
     """Run the chunk; return -1, or the index of the first step that diverged."""
     cdef LossSpec spec = LossSpec(<Loss>loss, 0.5, 0.0, 1.0, 2.0)
-    cdef Py_ssize_t i, j, m, n = X.shape[0], d = X.shape[1]
+    cdef Py_ssize_t i, n = X.shape[0], d = X.shape[1]
     cdef Py_ssize_t failed = -1
     cdef const double* x
-    cdef double xx, f, kk, step, g, c
-    cdef double* coef
+    cdef double xx, f, kk, step, g
     cdef double* kb
-    cdef int bm, inc = 1
     if d != expansion.n_features:
         raise ValueError(f"X has {d} columns, the expansion {expansion.n_features}.")
     expansion.reserve(max(0, min(n, n_centers - expansion.n_support)))
@@ -55,29 +41,24 @@ def fit_chunk(KernelExpansion expansion,
             xx = cdot(x, x, d)
             if expansion.n_support < n_centers:
                 expansion.cadd(x, xx, 0.0)      # x_t is a centre from now on, a_j = 0
-            f = expansion.cpredict(x, xx)       # leaves k_t in kbuf
+            f = expansion.cpredict(x)           # leaves k_t in kbuf
             pred_out[i] = f
             if not isfinite(f):
                 failed = i
                 break
-            m = expansion.n_support
-            bm = <int>m
             kb = expansion.kbuf
-            kk = ddot(&bm, kb, &inc, kb, &inc)
+            kk = cdot(kb, kb, expansion.n_support)
             kk_out[i] = kk
             step = eta[i]
             if lipschitz > 0.0:
                 step = fmin(step, 1.0 / (lipschitz * kk + lam))
             eta_out[i] = step
             g = y[i] * cdloss(&spec, y[i] * f)
-            shrink(expansion, 1.0 - step * lam)
+            expansion.cshrink_coef(1.0 - step * lam)     # <= 0: a = 0, centres kept
             if g == 0.0:
                 continue
-            c = -step * g / expansion.scale
-            if not isfinite(c):
+            if not isfinite(step * g / expansion.scale):
                 failed = i
                 break
-            coef = expansion.coef
-            for j in range(m):
-                coef[j] += c * kb[j]
+            expansion.caxpy_coef(-step * g, kb)
     return failed

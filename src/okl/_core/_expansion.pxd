@@ -6,6 +6,11 @@ cpdef enum BudgetPolicy:
     SMALLEST = 1    # drop the centre of smallest |coefficient|, the newcomer included
 
 
+cdef enum:
+    NO_EVICTION = -1    # cvictim: there is room, nothing leaves
+    NEWCOMER = -2       # cvictim: the new centre itself is the one that leaves
+
+
 cdef class KernelExpansion:
     # f(x) = scale * sum_{i < n_support} coef[i] K(centers[i], x)
     cdef readonly Py_ssize_t n_features
@@ -16,15 +21,27 @@ cdef class KernelExpansion:
     cdef readonly double scale
     cdef readonly Py_ssize_t n_rescale       # renormalisations of the scale so far
     cdef readonly Py_ssize_t next_slot       # slot replaced next under OLDEST
-    cdef KernelSpec kernel
+    cdef readonly KernelSpec kernel
     cdef object _centers, _coef, _sqnorms, _kbuf   # owning NumPy buffers
     cdef double* centers                     # (capacity, n_features), C order
     cdef double* coef                        # (capacity,) raw, times scale
     cdef double* sqnorms                     # (capacity,) ||centers[i]||^2
     cdef double* kbuf                        # (capacity,) K(centers[i], x) work space
+    # undo log of the current chunk: the centres it overwrites (see checkpoint)
+    cdef object _log_slots_arr, _log_rows_arr, _log_sq_arr
+    cdef Py_ssize_t* log_slots
+    cdef double* log_rows
+    cdef double* log_sq
+    cdef Py_ssize_t log_base, log_len, log_cap
+    cdef bint log_lost
 
     cdef _allocate(self, Py_ssize_t capacity)
-    cdef void cvalues(self, const double* x, double xx) noexcept nogil
-    cdef double cpredict(self, const double* x, double xx) noexcept nogil
+    cdef void cvalues(self, const double* x) noexcept nogil
+    cdef double cpredict(self, const double* x) noexcept nogil
     cdef void cshrink(self, double factor) noexcept nogil
+    cdef void cshrink_coef(self, double factor) noexcept nogil
+    cdef void cadd_coef(self, Py_ssize_t i, double a) noexcept nogil
+    cdef void caxpy_coef(self, double a, const double* v) noexcept nogil
+    cdef Py_ssize_t cvictim(self, double a) noexcept nogil
     cdef bint cadd(self, const double* x, double xx, double a) noexcept nogil
+    cdef void cwrite(self, Py_ssize_t slot, const double* x, double xx, double c) noexcept nogil

@@ -1,25 +1,18 @@
-"""KernelExpansion: the growable kernel expansion every pointwise learner updates.
+"""KernelExpansion: the growable kernel expansion every kernel learner updates.
 
 The model is f(x) = scale * sum_i coef[i] K(centers[i], x).  A multiplicative
-shrink of f costs O(1) (it multiplies `scale`); the coefficients are rescaled
-only when `scale` leaves [1e-9, 1e9].  Centres live in one C-contiguous buffer
-whose capacity is reserved before a chunk, so no step allocates.
+shrink of f costs O(1) (`_lazy.pxd`).  Centres live in one C-contiguous buffer
+whose capacity is reserved before a chunk, so no step allocates.  Nothing
+outside this class writes its buffers: loops call its cdef operations, and
+the budget policy alone decides which centre leaves.
 """
 import numpy as np
 
-from libc.math cimport fabs, fmax, isfinite
+from libc.math cimport fabs, isfinite
 from libc.string cimport memcpy
-from scipy.linalg.cython_blas cimport dgemv, dgemm, ddot
 
-from okl._core._kernels cimport (
-    Kernel, LINEAR, POLYNOMIAL, GAUSSIAN, LAPLACIAN, KernelSpec, cl1, cpowi,
-    okl_dots, okl_gaussian_from_dots, okl_exp_scaled,
-)
-
-cdef double SCALE_MIN = 1e-9
-cdef double SCALE_MAX = 1e9
-# Above this many multiply-adds a (threaded) BLAS dgemv beats okl_dots (measured in bench/).
-cdef Py_ssize_t BLAS_MIN_WORK = 1 << 17
+from okl._core._kernels cimport KernelSpec, Kernel, cdot, ckernel_row
+from okl._core._lazy cimport RENORMALISED, ZEROED, cshrink_lazy
 
 
 cdef class KernelExpansion:
@@ -46,6 +39,8 @@ cdef class KernelExpansion:
             raise ValueError(f"n_features must be >= 1, got {n_features}.")
         if budget < 0:
             raise ValueError(f"budget must be >= 0 (0 = unbounded), got {budget}.")
+        if policy not in (OLDEST, SMALLEST):
+            raise ValueError(f"Unknown budget policy code {policy}.")
         self.n_features = n_features
         self.kernel = KernelSpec(<Kernel>kernel, gamma, coef0, degree)
         self.budget = budget
@@ -56,6 +51,7 @@ cdef class KernelExpansion:
         self.next_slot = 0
         self.capacity = 0
         self._allocate(min(budget, 16) if budget else 16)
+        self._start_log(0)
 
     # -- buffers ---------------------------------------------------------------
 
@@ -92,126 +88,122 @@ cdef class KernelExpansion:
 
     # -- the hot path (nogil, no allocation) -------------------------------------
 
-    cdef void cvalues(self, const double* x, double xx) noexcept nogil:
-        """kbuf[i] = K(centers[i], x) for every centre; xx = ||x||^2."""
-        cdef Py_ssize_t i, n = self.n_support, d = self.n_features
-        cdef const KernelSpec* k = &self.kernel
-        cdef double* kb = self.kbuf
-        cdef double one = 1.0, zero = 0.0
-        cdef int bn = <int>n, bd = <int>d, inc = 1
-        if n == 0:
-            return
-        if k.kind == LAPLACIAN:
-            for i in range(n):
-                kb[i] = cl1(x, self.centers + i * d, d)
-            okl_exp_scaled(n, k.gamma, kb)
-            return
-        if n * d >= BLAS_MIN_WORK:
-            dgemv(b"T", &bd, &bn, &one, self.centers, &bd, <double*>x, &inc,
-                  &zero, kb, &inc)
-        else:
-            okl_dots(n, d, self.centers, x, kb)
-        if k.kind == LINEAR:
-            for i in range(n):
-                kb[i] += k.coef0
-        elif k.kind == POLYNOMIAL:
-            for i in range(n):
-                kb[i] = cpowi(k.gamma * kb[i] + k.coef0, k.degree)
-        else:
-            okl_gaussian_from_dots(n, k.gamma, xx, self.sqnorms, kb)
+    cdef void cvalues(self, const double* x) noexcept nogil:
+        """kbuf[i] = K(centers[i], x) for every centre."""
+        ckernel_row(&self.kernel, x, self.centers, self.n_support, self.n_features, self.kbuf)
 
-    cdef double cpredict(self, const double* x, double xx) noexcept nogil:
+    cdef double cpredict(self, const double* x) noexcept nogil:
         """f(x); leaves K(centers[i], x) in kbuf."""
-        cdef int bn = <int>self.n_support, inc = 1
-        if bn == 0:
+        if self.n_support == 0:
             return 0.0
-        self.cvalues(x, xx)
-        return self.scale * ddot(&bn, self.coef, &inc, self.kbuf, &inc)
+        self.cvalues(x)
+        return self.scale * cdot(self.coef, self.kbuf, self.n_support)
 
     cdef void cshrink(self, double factor) noexcept nogil:
-        """f <- factor * f in O(1); factor <= 0 empties the expansion exactly."""
-        cdef Py_ssize_t i
+        """f <- factor f in O(1); factor <= 0 empties the expansion exactly."""
+        if factor == 1.0:
+            return
         if factor <= 0.0:
             self.n_support = 0
             self.next_slot = 0
             self.scale = 1.0
             return
-        self.scale *= factor
-        if self.scale < SCALE_MIN or self.scale > SCALE_MAX:
-            for i in range(self.n_support):
-                self.coef[i] *= self.scale
-            self.scale = 1.0
+        if cshrink_lazy(self.coef, self.n_support, &self.scale, factor) == RENORMALISED:
             self.n_rescale += 1
 
-    cdef bint cadd(self, const double* x, double xx, double a) noexcept nogil:
-        """f <- f + a K(x, .); False when the stored coefficient is not finite."""
+    cdef void cshrink_coef(self, double factor) noexcept nogil:
+        """f <- factor f in O(1); factor <= 0 zeroes every coefficient and keeps the centres."""
+        if factor != 1.0 and cshrink_lazy(self.coef, self.n_support, &self.scale,
+                                          factor) == RENORMALISED:
+            self.n_rescale += 1
+
+    cdef void cadd_coef(self, Py_ssize_t i, double a) noexcept nogil:
+        """f <- f + a K(centers[i], .)."""
+        self.coef[i] += a / self.scale
+
+    cdef void caxpy_coef(self, double a, const double* v) noexcept nogil:
+        """f <- f + a sum_i v[i] K(centers[i], .) (v over the n_support centres)."""
+        cdef Py_ssize_t i
         cdef double c = a / self.scale
-        cdef Py_ssize_t i, slot, d = self.n_features
+        for i in range(self.n_support):
+            self.coef[i] += c * v[i]
+
+    cdef Py_ssize_t cvictim(self, double a) noexcept nogil:
+        """The slot that leaves if a centre of coefficient `a` is added now.
+
+        NO_EVICTION while there is room; NEWCOMER when the policy drops the
+        new centre itself (SMALLEST, |a| no larger than every |coef|).
+        """
+        cdef Py_ssize_t i, slot
+        if self.budget == 0 or self.n_support < self.budget:
+            return NO_EVICTION
+        if self.policy == OLDEST:
+            return self.next_slot
+        slot = 0
+        for i in range(1, self.n_support):
+            if fabs(self.coef[i]) < fabs(self.coef[slot]):
+                slot = i
+        if fabs(a / self.scale) <= fabs(self.coef[slot]):
+            return NEWCOMER
+        return slot
+
+    cdef bint cadd(self, const double* x, double xx, double a) noexcept nogil:
+        """f <- f + a K(x, .), within the budget; False when the coefficient is not finite."""
+        cdef double c = a / self.scale
+        cdef Py_ssize_t slot = self.cvictim(a)
         if not isfinite(c):
             return False
-        if self.budget == 0 or self.n_support < self.budget:
+        if slot == NEWCOMER:
+            return True
+        if slot == NO_EVICTION:
             slot = self.n_support
             self.n_support += 1
         elif self.policy == OLDEST:
-            slot = self.next_slot
             self.next_slot = (slot + 1) % self.budget
-        else:
-            slot = 0
-            for i in range(1, self.n_support):
-                if fabs(self.coef[i]) < fabs(self.coef[slot]):
-                    slot = i
-            if fabs(c) <= fabs(self.coef[slot]):
-                return True     # the newcomer is the smallest: it leaves at once
+        self.cwrite(slot, x, xx, c)
+        return True
+
+    cdef void cwrite(self, Py_ssize_t slot, const double* x, double xx, double c) noexcept nogil:
+        """Put the centre x with raw coefficient c in `slot`, logging what it overwrites."""
+        cdef Py_ssize_t d = self.n_features
+        if slot < self.log_base:
+            if self.log_len < self.log_cap:
+                self.log_slots[self.log_len] = slot
+                memcpy(self.log_rows + self.log_len * d, self.centers + slot * d,
+                       d * sizeof(double))
+                self.log_sq[self.log_len] = self.sqnorms[slot]
+                self.log_len += 1
+            else:
+                self.log_lost = True
         memcpy(self.centers + slot * d, x, d * sizeof(double))
         self.sqnorms[slot] = xx
         self.coef[slot] = c
-        return True
 
     # -- Python face -------------------------------------------------------------
 
     def predict(self, const double[:, ::1] X):
         """f at every row of X (float64, C order, n_features columns)."""
-        cdef Py_ssize_t n_rows = X.shape[0], n = self.n_support, d = self.n_features
-        cdef Py_ssize_t r, i, start, rows, block
-        cdef double acc
-        cdef const KernelSpec* k = &self.kernel
+        cdef Py_ssize_t n_rows = X.shape[0], n = self.n_support, d = self.n_features, r
+        if X.shape[1] != d:
+            raise ValueError(f"X has {X.shape[1]} columns, the expansion {d}.")
         out_arr = np.zeros(n_rows, dtype=np.float64)
         if n == 0 or n_rows == 0:
             return out_arr
         cdef double[::1] out = out_arr
-        cdef double[::1] xx = np.einsum("ij,ij->i", X, X)
-        if k.kind == LAPLACIAN:
-            with nogil:
-                for r in range(n_rows):
-                    out[r] = self.cpredict(&X[r, 0], xx[r])
-            return out_arr
-        # blocks of rows against all centres in one dgemm: G = X_block @ centers.T
-        block = max(1, min(256, (1 << 20) // n))
-        cdef double[:, ::1] G = np.empty((block, n), dtype=np.float64)
-        cdef double one = 1.0, zero = 0.0
-        cdef int bn = <int>n, bd = <int>d, brows
-        start = 0
+        cdef double[::1] kb = np.empty(n, dtype=np.float64)
         with nogil:
-            while start < n_rows:
-                rows = min(block, n_rows - start)
-                brows = <int>rows
-                dgemm(b"T", b"N", &bn, &brows, &bd, &one, self.centers, &bd,
-                      <double*>&X[start, 0], &bd, &zero, &G[0, 0], &bn)
-                for r in range(rows):
-                    acc = 0.0
-                    if k.kind == LINEAR:
-                        for i in range(n):
-                            acc += self.coef[i] * (G[r, i] + k.coef0)
-                    elif k.kind == POLYNOMIAL:
-                        for i in range(n):
-                            acc += self.coef[i] * cpowi(k.gamma * G[r, i] + k.coef0, k.degree)
-                    else:
-                        okl_gaussian_from_dots(n, k.gamma, xx[start + r], self.sqnorms, &G[r, 0])
-                        for i in range(n):
-                            acc += self.coef[i] * G[r, i]
-                    out[start + r] = self.scale * acc
-                start += rows
+            for r in range(n_rows):
+                ckernel_row(&self.kernel, &X[r, 0], self.centers, n, d, &kb[0])
+                out[r] = self.scale * cdot(self.coef, &kb[0], n)
         return out_arr
+
+    def add(self, const double[::1] x, double a):
+        """f <- f + a K(x, .) within the budget (a Python face of the hot path)."""
+        if x.shape[0] != self.n_features:
+            raise ValueError(f"x has {x.shape[0]} features, the expansion {self.n_features}.")
+        self.reserve(1)
+        if not self.cadd(&x[0], cdot(&x[0], &x[0], self.n_features), a):
+            raise FloatingPointError(f"The coefficient {a} / scale is not finite.")
 
     def sq_norm(self):
         """||f||_K^2 = sum_i a_i f(centers[i]), O(n^2 d)."""
@@ -242,29 +234,52 @@ cdef class KernelExpansion:
 
     # -- undo for atomic chunks ----------------------------------------------------
 
-    def checkpoint(self, Py_ssize_t n_new, bint may_clear):
-        """What `restore` needs to undo the next `n_new` steps.
+    def _start_log(self, Py_ssize_t n_writes):
+        """An empty undo log with room for `n_writes` overwritten centres."""
+        cdef Py_ssize_t cap = max(n_writes, 1), d = self.n_features
+        self._log_slots_arr = np.empty(cap, dtype=np.intp)
+        self._log_rows_arr = np.empty((cap, d), dtype=np.float64)
+        self._log_sq_arr = np.empty(cap, dtype=np.float64)
+        cdef Py_ssize_t[::1] s_view = self._log_slots_arr
+        cdef double[:, ::1] r_view = self._log_rows_arr
+        cdef double[::1] q_view = self._log_sq_arr
+        self.log_slots, self.log_rows, self.log_sq = &s_view[0], &r_view[0, 0], &q_view[0]
+        self.log_cap = n_writes
+        self.log_len = 0
+        self.log_base = self.n_support
+        self.log_lost = False
 
-        Coefficients are always copied (renormalisation touches them all);
-        centres only when the chunk can overwrite a slot: a full budget, or a
-        shrink factor <= 0 that empties the expansion (`may_clear`).
+    def checkpoint(self, Py_ssize_t n_new):
+        """Start the undo log of the next `n_new` steps; return what `restore` needs.
+
+        The coefficients are copied (O(m): a renormalisation touches them all);
+        a centre is copied only when a step overwrites one that existed before
+        the chunk (a full budget, or an expansion emptied by a shrink <= 0), so
+        the log costs O(n_new d), not O(m d).
         """
-        cdef Py_ssize_t n = self.n_support
-        overwrite = may_clear or (self.budget and n + n_new > self.budget)
-        return (n, self.scale, self.n_rescale, self.next_slot,
-                self._coef[:n].copy(),
-                self._centers[:n].copy() if overwrite else None,
-                self._sqnorms[:n].copy() if overwrite else None)
+        if self.log_cap < n_new or self.log_cap > 4 * max(n_new, 16):
+            self._start_log(n_new)
+        self.log_len = 0
+        self.log_base = self.n_support
+        self.log_lost = False
+        return (self.n_support, self.scale, self.n_rescale, self.next_slot,
+                self._coef[:self.n_support].copy())
 
     def restore(self, state):
-        """Return to a `checkpoint`."""
-        n, scale, n_rescale, next_slot, coef, centers, sqnorms = state
+        """Return to a `checkpoint`: replay the log backwards, then the coefficients."""
+        n, scale, n_rescale, next_slot, coef = state
+        cdef Py_ssize_t k, d = self.n_features, slot
+        if self.log_lost or n > self.capacity:
+            raise RuntimeError("The undo log of this chunk is incomplete; the expansion cannot "
+                               "be restored (a chunk wrote more centres than it reserved).")
+        for k in range(self.log_len - 1, -1, -1):
+            slot = self.log_slots[k]
+            memcpy(self.centers + slot * d, self.log_rows + k * d, d * sizeof(double))
+            self.sqnorms[slot] = self.log_sq[k]
         self._coef[:n] = coef
-        if centers is not None:
-            self._centers[:n] = centers
-            self._sqnorms[:n] = sqnorms
         self.n_support, self.scale = n, scale
         self.n_rescale, self.next_slot = n_rescale, next_slot
+        self.log_len = 0
 
     # -- state (pickle, okl.save, engine switch) -----------------------------------
 
@@ -292,6 +307,7 @@ cdef class KernelExpansion:
         self.scale = state["scale"]
         self.n_rescale = state["n_rescale"]
         self.next_slot = state["next_slot"]
+        self.log_base = n
         return self
 
     def __reduce__(self):

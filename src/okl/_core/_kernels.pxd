@@ -1,15 +1,15 @@
 # Kernels: the enum (the single source of truth for kernel codes) and the
 # inline point functions that every loop calls.  A loop over centres switches
 # on `kind` once, outside the loop, and then calls the matching helper.
-from libc.math cimport fabs, fmax
+from libc.math cimport NAN
 
 
 cdef extern from "_simd.h" nogil:
     double okl_dot(Py_ssize_t d, const double* x, const double* u)
     void okl_dots(Py_ssize_t n, Py_ssize_t d, const double* C, const double* x, double* out)
+    void okl_sqdists(Py_ssize_t n, Py_ssize_t d, const double* C, const double* x, double* out)
+    void okl_l1dists(Py_ssize_t n, Py_ssize_t d, const double* C, const double* x, double* out)
     double okl_exp_nonpos(double x)
-    void okl_gaussian_from_dots(Py_ssize_t n, double gamma, double xx,
-                                const double* sqnorms, double* kb)
     void okl_exp_scaled(Py_ssize_t n, double gamma, double* kb)
 
 
@@ -42,30 +42,42 @@ cdef inline double cdot(const double* x, const double* u, Py_ssize_t d) noexcept
     return okl_dot(d, x, u)
 
 
-cdef inline double cl1(const double* x, const double* u, Py_ssize_t d) noexcept nogil:
-    cdef double acc = 0.0
-    cdef Py_ssize_t j
-    for j in range(d):
-        acc += fabs(x[j] - u[j])
-    return acc
+cdef inline void ckernel_row(const KernelSpec* k, const double* x, const double* C,
+                             Py_ssize_t n, Py_ssize_t d, double* kb) noexcept nogil:
+    """kb[i] = K(C[i], x) for the n rows of C: the one place kernel values are computed.
 
-
-cdef inline double cfrom_dot(const KernelSpec* k, double dot, double xx, double uu) noexcept nogil:
-    """K(x, u) from <x, u> and the squared norms (every kernel but the Laplacian)."""
-    if k.kind == LINEAR:
-        return dot + k.coef0
-    if k.kind == POLYNOMIAL:
-        return cpowi(k.gamma * dot + k.coef0, k.degree)
-    # GAUSSIAN: the expansion of ||x - u||^2 can round below zero for x ~ u
-    return okl_exp_nonpos(-k.gamma * fmax(xx + uu - 2.0 * dot, 0.0))
+    The Gaussian and Laplacian sum their distances directly, so points far from
+    the origin lose no digits and far-apart points give K = 0, not 1; a NaN
+    stays NaN.  An unknown kind gives NaN, which every caller reports.
+    """
+    cdef Py_ssize_t i
+    if n == 0:
+        return
+    if k.kind == GAUSSIAN:
+        okl_sqdists(n, d, C, x, kb)
+        okl_exp_scaled(n, k.gamma, kb)
+    elif k.kind == LAPLACIAN:
+        okl_l1dists(n, d, C, x, kb)
+        okl_exp_scaled(n, k.gamma, kb)
+    elif k.kind == LINEAR:
+        okl_dots(n, d, C, x, kb)
+        for i in range(n):
+            kb[i] += k.coef0
+    elif k.kind == POLYNOMIAL:
+        okl_dots(n, d, C, x, kb)
+        for i in range(n):
+            kb[i] = cpowi(k.gamma * kb[i] + k.coef0, k.degree)
+    else:
+        for i in range(n):
+            kb[i] = NAN
 
 
 cdef inline double ckernel(const KernelSpec* k, const double* x, const double* u,
-                           Py_ssize_t d, double xx, double uu) noexcept nogil:
-    """K(x, u) for one pair; xx, uu are the squared norms (used by the Gaussian)."""
-    if k.kind == LAPLACIAN:
-        return okl_exp_nonpos(-k.gamma * cl1(x, u, d))
-    return cfrom_dot(k, cdot(x, u, d), xx, uu)
+                           Py_ssize_t d) noexcept nogil:
+    """K(x, u) for one pair."""
+    cdef double value
+    ckernel_row(k, x, u, 1, d, &value)
+    return value
 
 
 cdef inline double cself(const KernelSpec* k, double xx) noexcept nogil:
@@ -74,4 +86,6 @@ cdef inline double cself(const KernelSpec* k, double xx) noexcept nogil:
         return xx + k.coef0
     if k.kind == POLYNOMIAL:
         return cpowi(k.gamma * xx + k.coef0, k.degree)
-    return 1.0
+    if k.kind == GAUSSIAN or k.kind == LAPLACIAN:
+        return 1.0
+    return NAN

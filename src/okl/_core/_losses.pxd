@@ -2,7 +2,7 @@
 # value / left-derivative functions.  Residual losses take u = f(x) - y,
 # margin losses take m = y f(x).  Every formula is written so that no
 # intermediate overflows for |u|, |m| up to 1e300.
-from libc.math cimport exp, log1p, fabs, pow
+from libc.math cimport NAN, exp, log1p, fabs, pow
 
 
 cpdef enum Loss:
@@ -68,8 +68,9 @@ cdef inline double closs(const LossSpec* L, double z) noexcept nogil:
         return -z + log1p(exp(z))
     if L.kind == LEAST_SQUARES:
         return (1.0 - z) * (1.0 - z)
-    # EXPONENTIAL: e^-m (inf past the double range; C raises no warning)
-    return exp(-z)
+    if L.kind == EXPONENTIAL:   # inf past the double range; C raises no warning
+        return exp(-z)
+    return NAN                  # an unknown code: every caller reports the NaN
 
 
 cdef inline double cdloss(const LossSpec* L, double z) noexcept nogil:
@@ -115,5 +116,19 @@ cdef inline double cdloss(const LossSpec* L, double z) noexcept nogil:
         return -1.0 / (1.0 + exp(z))
     if L.kind == LEAST_SQUARES:
         return -2.0 * (1.0 - z)
-    # EXPONENTIAL
-    return -exp(-z)
+    if L.kind == EXPONENTIAL:
+        return -exp(-z)
+    return NAN
+
+
+cdef inline double cdloss_right(const LossSpec* L, double z) noexcept nogil:
+    """Right derivative of the loss at z: the left one except at a kink."""
+    if L.kind == HINGE and z == 1.0:
+        return 0.0
+    if (L.kind == ABSOLUTE or (L.kind == POWER and L.p == 1.0)) and z == 0.0:
+        return 1.0
+    if (L.kind == EPSILON_INSENSITIVE or L.kind == PINBALL) and (z == L.eps or z == -L.eps):
+        if z == L.eps:
+            return 1.0 if L.kind == EPSILON_INSENSITIVE else 1.0 - L.tau
+        return 0.0
+    return cdloss(L, z)

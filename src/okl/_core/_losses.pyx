@@ -24,3 +24,16 @@ def loss_derivatives(const double[::1] z, int kind, double tau, double eps, doub
         for i in range(n):
             out[i] = cdloss(&spec, z[i])
     return out_arr
+
+
+def loss_right_derivatives(const double[::1] z, int kind, double tau, double eps, double delta,
+                           double p):
+    """Right derivatives at every z, as a new array."""
+    cdef LossSpec spec = LossSpec(<Loss>kind, tau, eps, delta, p)
+    cdef Py_ssize_t i, n = z.shape[0]
+    out_arr = np.empty(n, dtype=np.float64)
+    cdef double[::1] out = out_arr
+    with nogil:
+        for i in range(n):
+            out[i] = cdloss_right(&spec, z[i])
+    return out_arr

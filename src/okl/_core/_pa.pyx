@@ -1,4 +1,4 @@
-"""The nogil loops of the regularized passive-aggressive learners (ALGORITHMS 5).
+"""The nogil loops of the regularized passive-aggressive learners (docs/algorithms.md, section 5).
 
 Each step predicts f_t(x_t), m = y_t f_t(x_t).  When the update condition
 holds (hinge loss > 0, or a mistake), the new model is
@@ -11,13 +11,14 @@ weights are stored as w = scale * raw, so the shrinks 1/(1+alpha) and 1/Z
 cost O(1) and a CSR row costs O(nnz) (L1 and truncation touch all of w).
 ||w||^2 (||f||_K^2 for kernels) is carried along exactly, in O(1) per update.
 """
-from libc.math cimport fmax, fmin, isfinite
+from libc.math cimport NAN, fmax, fmin, isfinite
 from libc.stdlib cimport calloc, free
 from libc.string cimport memset
 from scipy.linalg.cython_blas cimport ddot, daxpy
 
-from okl._core._kernels cimport cdot, cself
-from okl._core._expansion cimport KernelExpansion
+from okl._core._kernels cimport cdot, ckernel, cself
+from okl._core._expansion cimport NEWCOMER, NO_EVICTION, KernelExpansion
+from okl._core._lazy cimport cshrink_lazy
 from okl._core._projections cimport AbsIndex, chalfspace_l1, chalfspace_l2, ctruncate_smallest
 
 
@@ -55,10 +56,6 @@ cdef struct Row:      # one input row: dense (idx == NULL, nnz = d) or CSR
     Py_ssize_t nnz
 
 
-cdef double SCALE_MIN = 1e-9
-cdef double SCALE_MAX = 1e9
-
-
 # -- the scalar step, shared by the linear and kernel loops ----------------------------
 
 cdef inline bint cviolated(const PASpec* s, double m) noexcept nogil:
@@ -83,8 +80,10 @@ cdef inline Event ccoefs(const PASpec* s, double m, double xx, double vv,
         ca[0] = l / xx
     elif s.variant == PA_I:
         ca[0] = fmin(s.C, l / xx)
-    else:
+    elif s.variant == PA_II:
         ca[0] = l / (xx + 0.5 / s.C)
+    else:               # an unknown code: a NaN step, which the loop reports
+        ca[0] = NAN
     return UPDATED
 
 
@@ -115,22 +114,6 @@ cdef inline void crow_axpy(const Row* r, double c, double* w) noexcept nogil:
         return
     for k in range(r.nnz):
         w[r.idx[k]] += c * r.val[k]
-
-
-cdef inline void cscale(double* w, Py_ssize_t d, double* scale, double factor) noexcept nogil:
-    """w <- factor w in O(1) through the scale; factor 0 zeroes w."""
-    cdef Py_ssize_t j
-    if factor == 1.0:
-        return
-    if factor <= 0.0:
-        memset(w, 0, d * sizeof(double))
-        scale[0] = 1.0
-        return
-    scale[0] *= factor
-    if scale[0] < SCALE_MIN or scale[0] > SCALE_MAX:
-        for j in range(d):
-            w[j] *= scale[0]
-        scale[0] = 1.0
 
 
 cdef Event cl1_step(double* w, double* ww, const Row* r, double y, double beta, Py_ssize_t d,
@@ -182,7 +165,8 @@ cdef Py_ssize_t clinear(double* w, double* scale, double* ww, Py_ssize_t d, bint
                 ev = ccoefs(s, m, xx, ww[0], &cv, &ca)
                 if ev == UPDATED:
                     ww_new = cv * cv * ww[0] + 2.0 * cv * ca * m + ca * ca * xx
-                    cscale(w, d, scale, cv)
+                    if cv != 1.0:
+                        cshrink_lazy(w, d, scale, cv)
                     c = ca * y[i] / scale[0]
                     if not isfinite(c):
                         return i
@@ -266,14 +250,15 @@ def fit_kernel(KernelExpansion expansion,
                double[::1] score_out, signed char[::1] event_out):
     """The loop for f = sum_i a_i K(x_i, .); return (failed, ww).
 
-    With a full budget the new centre replaces the oldest, x_o: f loses
-    r K(x_o, .) and ||f||_K^2 changes by r (r K(x_o, x_o) - 2 g(x_o)), g the
-    model before the removal (one more evaluation, at x_o).
+    When the budget policy removes a centre x_o, f loses r K(x_o, .) and
+    ||f||_K^2 changes by r (r K(x_o, x_o) - 2 g(x_o)), g the model before the
+    removal (one more evaluation, at x_o).
     """
     cdef PASpec s = PASpec(<Regularization>reg, <Variant>variant, C, alpha, beta, mistake)
     cdef Py_ssize_t i, o, n = X.shape[0], d = X.shape[1], failed = -1
     cdef const double* x
     cdef double xx, kxx, f, m, cv, ca, c, ww_new, r, g_o
+    cdef const double* xo
     cdef Event ev
     if d != expansion.n_features:
         raise ValueError(f"X has {d} columns, the expansion {expansion.n_features}.")
@@ -285,7 +270,7 @@ def fit_kernel(KernelExpansion expansion,
             x = &X[i, 0]
             xx = cdot(x, x, d)
             kxx = cself(&expansion.kernel, xx)
-            f = expansion.cpredict(x, xx)
+            f = expansion.cpredict(x)
             score_out[i] = f
             if not isfinite(f):
                 failed = i
@@ -297,11 +282,13 @@ def fit_kernel(KernelExpansion expansion,
             if ev == UPDATED:
                 c = ca * y[i]
                 ww_new = cv * cv * ww + 2.0 * cv * ca * m + ca * ca * kxx
-                if expansion.budget and expansion.n_support == expansion.budget:
-                    o = expansion.next_slot             # the oldest centre leaves
+                o = expansion.cvictim(c / cv)
+                if o == NEWCOMER:       # the policy keeps f_t's centres: only the shrink acts
+                    ww_new = cv * cv * ww
+                elif o != NO_EVICTION:  # x_o leaves: f loses r K(x_o, .)
+                    xo = expansion.centers + o * d
                     r = cv * expansion.scale * expansion.coef[o]
-                    g_o = c * expansion.kbuf[o]         # K(x_o, x), read before kbuf is reused
-                    g_o += cv * expansion.cpredict(expansion.centers + o * d, expansion.sqnorms[o])
+                    g_o = c * ckernel(&expansion.kernel, x, xo, d) + cv * expansion.cpredict(xo)
                     ww_new += r * (r * cself(&expansion.kernel, expansion.sqnorms[o]) - 2.0 * g_o)
                 expansion.cshrink(cv)
                 if not expansion.cadd(x, xx, c):

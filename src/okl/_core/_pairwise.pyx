@@ -20,11 +20,11 @@ only the running moments of (x, y): `linear_moments_chunk`, O(d^2) per step.
 """
 import numpy as np
 
-from libc.math cimport isfinite
+from libc.math cimport NAN, isfinite
 from scipy.linalg.cython_blas cimport dgemm, dgemv, dsymv
 
 from okl._core._kernels cimport cdot, cself
-from okl._core._losses cimport HINGE, Loss, LossSpec, cdloss, cis_margin
+from okl._core._losses cimport Loss, LossSpec, cdloss, cdloss_right, cis_margin
 from okl._core._expansion cimport KernelExpansion
 
 
@@ -46,7 +46,9 @@ cdef inline double creduce(Reducer kind, double y, double yp) noexcept nogil:
         return <double>((y > yp) - (y < yp))
     if kind == DIFFERENCE:
         return y - yp
-    return 1.0 if y != yp else -1.0
+    if kind == DISSIMILAR:
+        return 1.0 if y != yp else -1.0
+    return NAN
 
 
 cdef inline double cslope(const LossSpec* L, bint margin, double r, double a) noexcept nogil:
@@ -55,12 +57,8 @@ cdef inline double cslope(const LossSpec* L, bint margin, double r, double a) no
     if not margin:
         return cdloss(L, a - r)
     z = r * a
-    # for r < 0 a step left in a is a step right in z: phi's right slope, which
-    # differs from its left slope only at the hinge's kink (the rare test first:
-    # the sign of r is data, a branch on it would be mispredicted half the time)
-    if z == 1.0 and r < 0.0 and L.kind == HINGE:
-        return 0.0
-    return r * cdloss(L, z)
+    # for r < 0 a step left in a is a step right in z: phi's right slope
+    return r * (cdloss_right(L, z) if r < 0.0 else cdloss(L, z))
 
 
 cdef inline void crow_dots(const double* H, Py_ssize_t rows, Py_ssize_t d,
@@ -331,7 +329,7 @@ def difference_chunk(KernelExpansion g,         # IN/OUT g = sum_i a_i k(c_i, .)
             x = &X[i, 0]
             yt = y[i]
             xx = cdot(x, x, d)
-            gx = g.cpredict(x, xx)            # g.kbuf[c] = k(c-th centre, x_t)
+            gx = g.cpredict(x)            # g.kbuf[c] = k(c-th centre, x_t)
             kself = cself(&g.kernel, xx)
             G = 0.0
             dgx = 0.0                          # sum_j g_j k(x_j, x_t)
@@ -347,7 +345,7 @@ def difference_chunk(KernelExpansion g,         # IN/OUT g = sum_i a_i k(c_i, .)
                 dsymv(b"U", &bm, &one, &gram[0, 0], &bcap, &gbuf[0], &inc, &zero, &Kg[0], &inc)
                 for j in range(m):
                     s[j] -= c * (G * kvec[j] - Kg[j])
-                    g.coef[idx[j]] += c * gbuf[j] / g.scale
+                    g.cadd_coef(idx[j], c * gbuf[j])
                     if not isfinite(s[j]):
                         failed = i
             gnew = gx - c * (G * kself - dgx)  # g_{t+1}(x_t)

@@ -1,4 +1,4 @@
-"""One nogil loop per chunk for the pointwise kernel learners (ALGORITHMS 1-3).
+"""One nogil loop per chunk for the pointwise kernel learners (docs/algorithms.md, sections 1-3).
 
 Each step predicts f_t(x_t), then
     f_{t+1} = (1 - lam_t eta_t) f_t - eta_t g_t K(x_t, .)
@@ -35,7 +35,7 @@ def fit_chunk(KernelExpansion expansion,
         for i in range(n):
             x = &X[i, 0]
             xx = cdot(x, x, d)
-            f = expansion.cpredict(x, xx)
+            f = expansion.cpredict(x)
             pred_out[i] = f
             if not isfinite(f):
                 failed = i

@@ -1,9 +1,8 @@
 /* Vectorisable loops over the centres: dot products and exponentials.
  *
- * okl_dots computes <centers[i], x> four rows at a time with SIMD
- * reductions.  For buffers that fit in cache it matches a BLAS dgemv without
- * the thread start-up cost a threaded BLAS pays on every small call; larger
- * buffers go to BLAS (see _expansion.pyx).
+ * okl_dots computes <centers[i], x> and okl_sqdists ||centers[i] - x||^2 row by
+ * row with SIMD reductions, at the speed of a BLAS dgemv and with no thread
+ * pool: a per-step loop never waits for BLAS threads.
  *
  * libm's exp is a scalar call (about 6 ns here), so m exponentials per step
  * would cost more than the O(m d) pass over the centres that produced their
@@ -81,49 +80,50 @@ static double okl_dot(ptrdiff_t d, const double *x, const double *u)
 OKL_SIMD_CLONES OKL_MAYBE_UNUSED
 static void okl_dots(ptrdiff_t n, ptrdiff_t d, const double *C, const double *x, double *out)
 {
-    ptrdiff_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        const double *c0 = C + i * d, *c1 = c0 + d, *c2 = c1 + d, *c3 = c2 + d;
-        double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
-        #pragma omp simd reduction(+:a0, a1, a2, a3)
-        for (ptrdiff_t j = 0; j < d; j++) {
-            a0 += c0[j] * x[j];
-            a1 += c1[j] * x[j];
-            a2 += c2[j] * x[j];
-            a3 += c3[j] * x[j];
-        }
-        out[i] = a0;
-        out[i + 1] = a1;
-        out[i + 2] = a2;
-        out[i + 3] = a3;
-    }
-    for (; i < n; i++) {
+    for (ptrdiff_t i = 0; i < n; i++)
+        out[i] = okl_dot(d, C + i * d, x);
+}
+
+/* out[i] <- ||C[i] - x||_2^2, summed directly: exact where |x|^2 + |u|^2 - 2<x, u> would cancel
+ * (nearby points far from 0) or overflow (norms past 1e154); NaN stays NaN. */
+OKL_SIMD_CLONES OKL_MAYBE_UNUSED
+static void okl_sqdists(ptrdiff_t n, ptrdiff_t d, const double *C, const double *x, double *out)
+{
+    for (ptrdiff_t i = 0; i < n; i++) {
         const double *c = C + i * d;
         double a = 0.0;
         #pragma omp simd reduction(+:a)
-        for (ptrdiff_t j = 0; j < d; j++)
-            a += c[j] * x[j];
+        for (ptrdiff_t j = 0; j < d; j++) {
+            double e = c[j] - x[j];
+            a += e * e;
+        }
         out[i] = a;
     }
 }
 
-/* kb[i] <- exp(-gamma max(xx + sqnorms[i] - 2 kb[i], 0)): Gaussian values from dot products. */
+/* out[i] <- ||C[i] - x||_1. */
 OKL_SIMD_CLONES OKL_MAYBE_UNUSED
-static void okl_gaussian_from_dots(ptrdiff_t n, double gamma, double xx,
-                                   const double *sqnorms, double *kb)
+static void okl_l1dists(ptrdiff_t n, ptrdiff_t d, const double *C, const double *x, double *out)
 {
     for (ptrdiff_t i = 0; i < n; i++) {
-        double d2 = xx + sqnorms[i] - 2.0 * kb[i];
-        kb[i] = okl_exp_nonpos(-gamma * (d2 > 0.0 ? d2 : 0.0));
+        const double *c = C + i * d;
+        double a = 0.0;
+        #pragma omp simd reduction(+:a)
+        for (ptrdiff_t j = 0; j < d; j++)
+            a += __builtin_fabs(c[j] - x[j]);
+        out[i] = a;
     }
 }
 
-/* kb[i] <- exp(-gamma kb[i]): Laplacian values from L1 distances. */
+/* kb[i] <- exp(-gamma kb[i]) for distances kb[i] >= 0, NaN kept: Gaussian and Laplacian values
+ * from squared or L1 distances. */
 OKL_SIMD_CLONES OKL_MAYBE_UNUSED
 static void okl_exp_scaled(ptrdiff_t n, double gamma, double *kb)
 {
-    for (ptrdiff_t i = 0; i < n; i++)
-        kb[i] = okl_exp_nonpos(-gamma * kb[i]);
+    for (ptrdiff_t i = 0; i < n; i++) {
+        double v = kb[i];
+        kb[i] = v == v ? okl_exp_nonpos(-gamma * v) : v;
+    }
 }
 
 #endif

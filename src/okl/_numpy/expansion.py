@@ -9,6 +9,8 @@ import numpy as np
 from okl._core._expansion import BudgetPolicy
 from okl._numpy.kernels import kernel_values
 
+NO_EVICTION, NEWCOMER = -1, -2      # as in _core/_expansion.pxd
+
 
 class NumpyExpansion:
     """f(x) = sum_i coef[i] K(centers[i], x)."""
@@ -44,9 +46,9 @@ class NumpyExpansion:
     def values(self, x):
         """K(centers[i], x) for every centre."""
         n = self.n_support
-        return kernel_values(self.kernel_params["kernel"], self.kernel_params["gamma"],
-                             self.kernel_params["degree"], self.kernel_params["coef0"],
-                             self._centers[:n], self._sqnorms[:n], x)
+        k = self.kernel_params
+        return kernel_values(k["kernel"], k["gamma"], k["degree"], k["coef0"],
+                             self._centers[:n], x)
 
     def predict_one(self, x):
         if self.n_support == 0:
@@ -60,21 +62,29 @@ class NumpyExpansion:
         else:
             self._coef[:self.n_support] *= factor
 
+    def victim(self, a):
+        """The slot that leaves if a centre of coefficient a is added: NO_EVICTION while
+        there is room, NEWCOMER when the policy drops the new centre itself."""
+        n = self.n_support
+        if not self.budget or n < self.budget:
+            return NO_EVICTION
+        if self.policy == BudgetPolicy.OLDEST:
+            return self.next_slot
+        slot = int(np.argmin(np.abs(self._coef[:n])))
+        return NEWCOMER if abs(a) <= abs(self._coef[slot]) else slot
+
     def add(self, x, a):
         """f <- f + a K(x, .); False when a is not finite."""
         if not np.isfinite(a):
             return False
-        n = self.n_support
-        if not self.budget or n < self.budget:
-            slot = n
+        slot = self.victim(a)
+        if slot == NEWCOMER:
+            return True
+        if slot == NO_EVICTION:
+            slot = self.n_support
             self.n_support += 1
         elif self.policy == BudgetPolicy.OLDEST:
-            slot = self.next_slot
             self.next_slot = (slot + 1) % self.budget
-        else:
-            slot = int(np.argmin(np.abs(self._coef[:n])))
-            if abs(a) <= abs(self._coef[slot]):
-                return True
         self._centers[slot] = x
         self._sqnorms[slot] = x @ x
         self._coef[slot] = a
@@ -99,7 +109,7 @@ class NumpyExpansion:
 
     raw_coef_ = coef_
 
-    def checkpoint(self, n_new, may_clear):
+    def checkpoint(self, n_new):
         n = self.n_support
         return (n, self.next_slot, self._coef[:n].copy(),
                 self._centers[:n].copy(), self._sqnorms[:n].copy())

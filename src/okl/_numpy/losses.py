@@ -68,3 +68,17 @@ def derivative(kind, z, tau=0.5, eps=0.0, delta=1.0, p=2.0):
         if kind == Loss.EXPONENTIAL:
             return -np.exp(-z)
     raise ValueError(f"unknown loss code {kind}")
+
+
+def derivative_right(kind, z, tau=0.5, eps=0.0, delta=1.0, p=2.0):
+    """Right derivative: the left one except at a kink (twin of cdloss_right)."""
+    z = np.asarray(z, dtype=np.float64)
+    g = derivative(kind, z, tau, eps, delta, p)
+    if kind == Loss.HINGE:
+        return np.where(z == 1.0, 0.0, g)
+    if kind == Loss.ABSOLUTE or (kind == Loss.POWER and p == 1.0):
+        return np.where(z == 0.0, 1.0, g)
+    if kind in (Loss.EPSILON_INSENSITIVE, Loss.PINBALL):
+        up = 1.0 if kind == Loss.EPSILON_INSENSITIVE else 1.0 - tau
+        return np.where(z == eps, up, np.where(z == -eps, 0.0, g))
+    return g

@@ -1,4 +1,4 @@
-"""The passive-aggressive loops (ALGORITHMS 5) in NumPy: twin of _core/_pa.pyx.
+"""The passive-aggressive loops (docs/algorithms.md, section 5) in NumPy: twin of _core/_pa.pyx.
 
 The twin keeps the true weights (it multiplies w by cv at every shrink, where
 the Cython loop multiplies one scale), so it returns scale = 1.
@@ -8,6 +8,7 @@ import scipy.sparse as sp
 
 from okl._core._pa import Event, Regularization, Variant
 from okl._numpy import projections
+from okl._numpy.expansion import NEWCOMER, NO_EVICTION
 from okl._numpy.kernels import kernel_values
 
 
@@ -88,15 +89,18 @@ def fit_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake,
                score_out, event_out):
     """The loop for a NumpyExpansion f = sum_i a_i K(x_i, .); returns (failed, ww).
 
-    With a full budget the new centre replaces the oldest, x_o, and ||f||_K^2
-    loses 2 r g(x_o) - r^2 K(x_o, x_o), r = cv a_o, g the model before the removal.
+    When the budget policy removes a centre x_o, ||f||_K^2 loses
+    2 r g(x_o) - r^2 K(x_o, x_o), r = cv a_o, g the model before the removal.
     """
     p = expansion.kernel_params
     kernel = (p["kernel"], p["gamma"], p["degree"], p["coef0"])
+
+    def K(u, v):
+        return kernel_values(*kernel, u[None], v)[0]
+
     expansion.reserve(len(X))
     for i, x in enumerate(X):
-        xx = x @ x
-        kxx = kernel_values(*kernel, x[None], np.array([xx]), x)[0]
+        kxx = K(x, x)
         f = expansion.predict_one(x)
         score_out[i] = f
         if not np.isfinite(f):
@@ -108,14 +112,14 @@ def fit_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake,
         if event == Event.UPDATED:
             c = ca * y[i]
             ww_new = cv * cv * ww + 2.0 * cv * ca * m + ca * ca * kxx
-            if expansion.budget and expansion.n_support == expansion.budget:
-                o = expansion.next_slot
-                x_o, xx_o = expansion._centers[o], expansion._sqnorms[o]
+            o = expansion.victim(c / cv)
+            if o == NEWCOMER:
+                ww_new = cv * cv * ww
+            elif o != NO_EVICTION:
+                x_o = expansion._centers[o]
                 r = cv * expansion._coef[o]
-                g_o = c * kernel_values(*kernel, x[None], np.array([xx]), x_o)[0]
-                g_o += cv * expansion.predict_one(x_o)
-                ww_new += r * (r * kernel_values(*kernel, x_o[None], np.array([xx_o]), x_o)[0]
-                               - 2.0 * g_o)
+                g_o = c * K(x, x_o) + cv * expansion.predict_one(x_o)
+                ww_new += r * (r * K(x_o, x_o) - 2.0 * g_o)
             expansion.shrink(cv)
             if not expansion.add(x, c):
                 return i, ww

@@ -8,7 +8,7 @@ import numpy as np
 from okl._core._losses import Loss
 from okl._core._pairwise import Reducer
 from okl._numpy.kernels import kernel_values
-from okl._numpy.losses import derivative
+from okl._numpy.losses import derivative, derivative_right
 
 
 def reduce(reducer, y, y_stored):
@@ -24,11 +24,8 @@ def slope(loss, p, r, a):
     """V'_-(r, a), the left derivative in a of phi(r a) (margin) or psi(a - r) (residual)."""
     if loss < Loss.HINGE:
         return derivative(loss, a - r, p=p)
-    z = r * a
-    g = r * derivative(loss, z, p=p)
-    if loss == Loss.HINGE:      # r < 0 takes phi's right slope: 0 at the kink z = 1
-        g = np.where((r < 0) & (z == 1.0), 0.0, g)
-    return g
+    z = r * a       # r < 0: a step left in a is a step right in z, phi's right slope
+    return r * np.where(r < 0, derivative_right(loss, z, p=p), derivative(loss, z, p=p))
 
 
 def _store(H, yh, m, slot, x, y):
@@ -97,7 +94,7 @@ def difference_chunk(g, idx, yh, s, gram, m, X, y, eta, slot, reducer, loss, p):
         kx = g.values(x)                              # k(c, x_t) for every centre c
         gx = float(g._coef[:n_c] @ kx) if n_c else 0.0
         kself = float(kernel_values(k["kernel"], k["gamma"], k["degree"], k["coef0"],
-                                    x[None], np.array([x @ x]), x)[0])   # k(x_t, x_t)
+                                    x[None], x)[0])                    # k(x_t, x_t)
         G = dgx = c = 0.0
         if m > 0:
             kvec = kx[idx[:m]]

@@ -1,4 +1,4 @@
-"""The pointwise learners' loop (ALGORITHMS 1-3) in NumPy: twin of _core/_pointwise.pyx."""
+"""The pointwise learners' loop (docs/algorithms.md, sections 1-3) in NumPy: twin of _core/_pointwise.pyx."""
 import numpy as np
 
 from okl._core._losses import Loss

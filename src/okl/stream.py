@@ -1,0 +1,487 @@
+"""Streams from files and memory: CSV, libsvm / svmlight, arrays, DataFrames.
+
+Every reader returns a `Stream`: iterating it yields ``(X, y)`` chunks of at
+most `chunk_size` rows (2-D X, 1-D y) or, with ``chunk_size=None``, one
+``(x, y)`` event at a time (1-D x).  Files are read line by line and never
+held in memory; ``"-"`` reads standard input; a name ending in ``.gz`` is
+decompressed on the fly.  Iterating again re-reads a file.
+
+A malformed line raises `MalformedLineError` naming the file and the line, or
+with ``skip_malformed=True`` is skipped and counted in ``Stream.n_skipped``.
+"""
+import csv
+import gzip
+import io
+import os
+import sys
+from collections.abc import Iterable, Iterator
+from itertools import chain, islice
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["MalformedLineError", "Stream", "guess_format", "iter_array", "iter_csv",
+           "iter_file", "iter_libsvm", "iter_pandas"]
+
+MISSING = ("", "NA", "N/A", "NaN", "nan", "null", "?")
+BLOCK = 1024            # lines parsed at once when events are asked for
+
+Path = str | os.PathLike
+
+
+class MalformedLineError(ValueError):
+    """A line of a data file that cannot be read; the message reads ``file:line: reason``."""
+
+
+class Stream:
+    """An iterable of ``(X, y)`` chunks, or of ``(x, y)`` events when `chunk_size` is None.
+
+    Attributes
+    ----------
+    name : str
+        The source, as error messages name it.
+    feature_names : list of str or None
+        Column names, when the source has them (known once iteration starts).
+    n_skipped : int
+        Malformed lines skipped by the last iteration (``skip_malformed=True``).
+    size : int or None
+        Bytes in the source, when it is a plain file (for progress bars).
+    """
+
+    def __init__(self, name: str, chunk_size: int | None):
+        if chunk_size is not None and (not isinstance(chunk_size, (int, np.integer))
+                                       or isinstance(chunk_size, bool) or chunk_size < 1):
+            raise ValueError(f"chunk_size must be a positive integer or None, got {chunk_size!r}.")
+        self.name = name
+        self.chunk_size = chunk_size
+        self.feature_names: list[str] | None = None
+        self.n_skipped = 0
+        self.size: int | None = None
+
+    def bytes_read(self) -> int | None:
+        """Bytes of the source read so far (to a buffer's length), or None if unknown."""
+        return None
+
+    def _chunks(self, size: int) -> Iterator[tuple[Any, np.ndarray | None]]:
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator[tuple[Any, Any]]:
+        self.n_skipped = 0
+        if self.chunk_size is not None:
+            yield from self._chunks(self.chunk_size)
+            return
+        for X, y in self._chunks(BLOCK):
+            if sp.issparse(X):
+                raise ValueError("Sparse rows come in chunks: pass chunk_size.")
+            for i in range(X.shape[0]):
+                yield X[i], (None if y is None else y[i])
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name} chunk_size={self.chunk_size}>"
+
+
+def _open_text(source: Path | io.TextIOBase) -> tuple[Any, str, bool]:
+    """(text file, name for messages, whether we opened it and must close it)."""
+    if hasattr(source, "read"):
+        return source, getattr(source, "name", "<stream>"), False
+    if os.fspath(source) == "-":
+        return sys.stdin, "<stdin>", False
+    path = os.fspath(source)
+    if path.endswith(".gz"):
+        return gzip.open(path, "rt", newline=""), path, True
+    return open(path, newline="", encoding="utf-8"), path, True
+
+
+class _FileStream(Stream):
+    """A stream read from a path, ``"-"`` (stdin) or an open text file."""
+
+    def __init__(self, source: Path | io.TextIOBase, chunk_size: int | None,
+                 skip_malformed: bool):
+        name = (getattr(source, "name", "<stream>") if hasattr(source, "read")
+                else "<stdin>" if os.fspath(source) == "-" else os.fspath(source))
+        super().__init__(name, chunk_size)
+        self.source = source
+        self.skip_malformed = skip_malformed
+        plain = not hasattr(source, "read") and name != "<stdin>" and not name.endswith(".gz")
+        self.size = os.path.getsize(name) if plain and os.path.isfile(name) else None
+        self._file = None
+
+    def bytes_read(self) -> int | None:
+        buffer = getattr(self._file, "buffer", None)
+        return buffer.tell() if self.size is not None and buffer is not None else None
+
+    def _bad(self, number: int, reason: str) -> None:
+        """Raise for line `number`, or count it when skipping."""
+        if not self.skip_malformed:
+            raise MalformedLineError(f"{self.name}:{number}: {reason}")
+        self.n_skipped += 1
+
+    def _chunks(self, size):
+        file, self.name, close = _open_text(self.source)
+        self._file = file
+        try:
+            yield from self._parse(file, size)
+        finally:
+            self._file = None
+            if close:
+                file.close()
+
+    def _parse(self, file, size):
+        raise NotImplementedError
+
+
+class _CSVStream(_FileStream):
+    def __init__(self, source, target, delimiter, header, missing, fill_value, chunk_size,
+                 skip_malformed):
+        super().__init__(source, chunk_size, skip_malformed)
+        self.target = target
+        self.delimiter = delimiter
+        self.header = header
+        self.missing = frozenset(missing)
+        self.fill_value = fill_value
+
+    def _columns(self, first_row):
+        """(feature columns, target column) from the header or the first row."""
+        width = len(first_row)
+        if self.header:
+            self._names = [name.strip() for name in first_row]
+            self.feature_names = list(self._names)
+            if self.target is None:
+                return list(range(width)), None
+            if self.target not in self._names:
+                raise ValueError(f"{self.name}: no column {self.target!r}; the columns are "
+                                 f"{', '.join(self._names)}.")
+            target = self._names.index(self.target)
+        elif self.target is None:
+            return list(range(width)), None
+        else:
+            if not isinstance(self.target, (int, np.integer)) or not -width <= self.target < width:
+                raise ValueError(f"{self.name} has no header: target must be a column number "
+                                 f"in [0, {width}), got {self.target!r}.")
+            target = int(self.target) % width
+        features = [j for j in range(width) if j != target]
+        if self.feature_names is not None:
+            self.feature_names = [self.feature_names[j] for j in features]
+        return features, target
+
+    def _parse(self, file, size):
+        rows = csv.reader(file, delimiter=self.delimiter)
+        numbered = ((rows.line_num, row) for row in rows if row)
+        first = next(numbered, None)
+        if first is None:
+            return
+        features, target = self._columns(first[1])
+        width = len(first[1])
+        if not self.header:
+            numbered = chain([first], numbered)
+        numeric_y = None
+        while block := list(islice(numbered, size)):
+            X, y, numeric_y = self._convert(block, features, target, width, numeric_y)
+            if len(X):
+                yield X, y
+
+    def _convert(self, block, features, target, width, numeric_y):
+        """Rows of one block as float X and y; clean blocks take NumPy's fast path."""
+        if numeric_y is None and target is not None:
+            numeric_y = _is_number(block[0][1][target])
+        try:
+            if any(len(row) != width for _, row in block):
+                raise ValueError
+            table = np.array([row for _, row in block], dtype=str)
+            X = table[:, features].astype(np.float64)
+            y = None if target is None else table[:, target]
+            if y is not None:
+                y = y.astype(np.float64) if numeric_y else np.char.strip(y)
+            if not np.isfinite(X).all() or (numeric_y and not np.isfinite(y).all()):
+                raise ValueError
+            if y is not None and not numeric_y and np.isin(y, list(self.missing)).any():
+                raise ValueError
+            return X, y, numeric_y
+        except ValueError:
+            pass
+        good_X, good_y = [], []             # the slow path: line by line, naming the bad ones
+        for number, row in block:
+            if len(row) != width:
+                self._bad(number, f"expected {width} fields, found {len(row)}")
+                continue
+            x = [self._value(row[j]) for j in features]
+            bad = [j for j, v in zip(features, x) if v is None]
+            label = None if target is None else row[target].strip()
+            if bad and row[bad[0]].strip() in self.missing:
+                self._bad(number, f"missing value in column {self._column_name(bad[0])} "
+                                  "(fill missing values with fill_value= or okl's --fill-value)")
+            elif bad:
+                self._bad(number, f"non-numeric value {row[bad[0]].strip()!r} in column "
+                                  f"{self._column_name(bad[0])}")
+            elif target is not None and label in self.missing:
+                self._bad(number, f"missing target in column {self._column_name(target)}")
+            elif numeric_y and not _is_number(label):
+                self._bad(number, f"non-numeric target {label!r} in column "
+                                  f"{self._column_name(target)}")
+            else:
+                good_X.append(x)
+                good_y.append(float(label) if numeric_y else label)
+        X = np.array(good_X, dtype=np.float64).reshape(len(good_X), len(features))
+        y = None if target is None else np.array(good_y, dtype=np.float64 if numeric_y else str)
+        return X, y, numeric_y
+
+    def _value(self, text):
+        """A feature as float; the fill value when missing; None when unreadable."""
+        text = text.strip()
+        if text in self.missing:
+            return self.fill_value
+        try:
+            value = float(text)
+        except ValueError:
+            return None
+        return value if np.isfinite(value) else None
+
+    def _column_name(self, j):
+        return repr(self._names[j]) if self.header else str(j)
+
+
+def _is_number(text):
+    try:
+        return np.isfinite(float(text))
+    except ValueError:
+        return False
+
+
+def iter_csv(path: Path | io.TextIOBase, target: str | int | None = None, *,
+             delimiter: str = ",", header: bool = True, missing: Iterable[str] = MISSING,
+             fill_value: float | None = None, chunk_size: int | None = None,
+             skip_malformed: bool = False) -> Stream:
+    """Stream the rows of a CSV file as float features and a target.
+
+    Parameters
+    ----------
+    path : path, ``"-"`` for standard input, or an open text file
+    target : str or int, optional
+        The target column: a name from the header (a number without header).
+        Every other column is a feature.  None: no target, y is None.
+    delimiter : str, default=","
+    header : bool, default=True
+        Whether the first line names the columns.
+    missing : strings, default=("", "NA", "N/A", "NaN", "nan", "null", "?")
+        Cells that mean "missing".
+    fill_value : float, optional
+        Replaces missing features; without it a row with one is malformed.
+        A missing target is always malformed.
+    chunk_size : int, optional
+        Rows per ``(X, y)`` chunk; None yields ``(x, y)`` events.
+    skip_malformed : bool, default=False
+        Skip and count (``n_skipped``) malformed lines instead of raising
+        `MalformedLineError`.
+
+    Returns
+    -------
+    Stream
+        y is float when the target's first value is a number, else str labels.
+    """
+    return _CSVStream(path, target, delimiter, header, missing, fill_value, chunk_size,
+                      skip_malformed)
+class _LibsvmStream(_FileStream):
+    def __init__(self, source, n_features, zero_based, sparse, chunk_size, skip_malformed):
+        super().__init__(source, chunk_size, skip_malformed)
+        if sparse and chunk_size is None:
+            raise ValueError("Sparse rows come in chunks: pass chunk_size with sparse=True.")
+        self.n_features = n_features
+        self.offset = 0 if zero_based else 1
+        self.sparse = sparse
+
+    def _width(self):
+        """n_features, or the largest index of the file (one pass) when not given."""
+        if self.n_features is not None:
+            return int(self.n_features)
+        if hasattr(self.source, "read") or os.fspath(self.source) == "-":
+            raise ValueError(f"n_features is needed to read libsvm data from {self.name}: "
+                             "the width of the rows cannot be known before the end.")
+        largest = self.offset - 1
+        file, _, _ = _open_text(self.source)
+        with file:
+            for line in file:
+                for token in line.partition("#")[0].split()[1:]:
+                    index = token.partition(":")[0]
+                    if index.isdigit():
+                        largest = max(largest, int(index))
+        return largest + 1 - self.offset
+
+    def _parse(self, file, size):
+        width = self._width()
+        numbered = enumerate(file, start=1)
+        while block := list(islice(numbered, size)):
+            labels, indptr, indices, values = [], [0], [], []
+            for number, line in block:
+                row = self._row(number, line, width)
+                if row is not None:
+                    labels.append(row[0])
+                    indices.extend(row[1])
+                    values.extend(row[2])
+                    indptr.append(len(indices))
+            if not labels:
+                continue
+            X = sp.csr_matrix((np.array(values, dtype=np.float64), np.array(indices, np.int32),
+                               np.array(indptr, np.intp)), shape=(len(labels), width))
+            yield (X if self.sparse else X.toarray()), np.array(labels, dtype=np.float64)
+
+    def _row(self, number, line, width):
+        """(label, columns, values) of one line; None for a blank, comment or skipped line."""
+        tokens = line.partition("#")[0].split()
+        if not tokens:
+            return None
+        try:
+            label = float(tokens[0])
+        except ValueError:
+            return self._bad(number, f"the label {tokens[0]!r} is not a number")
+        columns, values = [], []
+        for token in tokens[1:]:
+            index, colon, value = token.partition(":")
+            if index == "qid":
+                continue
+            try:
+                column, value = int(index) - self.offset, float(value)
+            except ValueError:
+                column, value = -1, np.nan
+            if not colon or not np.isfinite(value) or column < 0:
+                hint = " (pass zero_based=True for indices from 0)" if index == "0" else ""
+                return self._bad(number, f"cannot read {token!r} as index:value{hint}")
+            if column >= width:
+                return self._bad(number, f"feature index {index} is beyond n_features={width}")
+            columns.append(column)
+            values.append(value)
+        if not np.isfinite(label):
+            return self._bad(number, f"the label {tokens[0]!r} is not finite")
+        return label, columns, values
+
+
+def iter_libsvm(path: Path | io.TextIOBase, *, n_features: int | None = None,
+                zero_based: bool = False, sparse: bool = False,
+                chunk_size: int | None = None, skip_malformed: bool = False) -> Stream:
+    """Stream a libsvm / svmlight file: ``label index:value ... [# comment]`` lines.
+
+    ``qid:`` tokens are ignored, ``#`` starts a comment, blank lines are skipped.
+
+    Parameters
+    ----------
+    path : path, ``"-"`` for standard input, or an open text file
+    n_features : int, optional
+        The width of the rows.  Default: the largest index in the file, found
+        by a first pass over it (standard input needs n_features).
+    zero_based : bool, default=False
+        Whether indices start at 0 (libsvm's own files start at 1).
+    sparse : bool, default=False
+        Yield CSR matrices (for linear models such as
+        ``RegularizedPAClassifier(kernel="linear")``) instead of dense rows
+        (for kernel learners); needs `chunk_size`.
+    chunk_size : int, optional
+        Rows per ``(X, y)`` chunk; None yields ``(x, y)`` events.
+    skip_malformed : bool, default=False
+        Skip and count (``n_skipped``) malformed lines instead of raising
+        `MalformedLineError`.
+
+    Returns
+    -------
+    Stream
+        y holds the float labels.
+    """
+    return _LibsvmStream(path, n_features, zero_based, sparse, chunk_size, skip_malformed)
+
+
+class _ArrayStream(Stream):
+    def __init__(self, X, y, chunk_size):
+        super().__init__(f"<{type(X).__name__}>", chunk_size)
+        self.X = X.tocsr() if sp.issparse(X) else np.asarray(X)
+        self.y = None if y is None else np.asarray(y)
+        if self.y is not None and len(self.y) != self.X.shape[0]:
+            raise ValueError(f"X has {self.X.shape[0]} rows but y has {len(self.y)} values.")
+
+    def _chunks(self, size):
+        for lo in range(0, self.X.shape[0], size):
+            yield self.X[lo:lo + size], (None if self.y is None else self.y[lo:lo + size])
+
+
+def iter_array(X: Any, y: Any = None, *, chunk_size: int | None = None) -> Stream:
+    """Stream the rows of an array or sparse matrix X (and of y), in order.
+
+    Returns
+    -------
+    Stream
+        Chunks are views (CSR slices for sparse X); events are 1-D rows.
+    """
+    return _ArrayStream(X, y, chunk_size)
+
+
+class _FrameStream(Stream):
+    def __init__(self, frames, target, chunk_size):
+        super().__init__("<DataFrame>", chunk_size)
+        self.frames = frames
+        self.target = target
+
+    def _chunks(self, size):
+        frames = [self.frames] if hasattr(self.frames, "columns") else self.frames
+        for frame in frames:
+            if self.target is not None and self.target not in frame.columns:
+                raise ValueError(f"The DataFrame has no column {self.target!r}; the columns are "
+                                 f"{', '.join(map(str, frame.columns))}.")
+            features = frame.drop(columns=self.target) if self.target is not None else frame
+            self.feature_names = [str(c) for c in features.columns]
+            for lo in range(0, len(frame), size):
+                X = features.iloc[lo:lo + size].to_numpy(dtype=np.float64)
+                y = None if self.target is None else frame[self.target].iloc[lo:lo + size]
+                yield X, (None if y is None else y.to_numpy())
+
+
+def iter_pandas(frames: Any, target: str | None = None, *,
+                chunk_size: int | None = None) -> Stream:
+    """Stream a pandas DataFrame, or an iterable of them, as float features and a target.
+
+    An iterable such as ``pandas.read_csv(path, chunksize=10_000)`` is read one
+    frame at a time, so the file is never in memory whole.
+
+    Parameters
+    ----------
+    frames : DataFrame or iterable of DataFrames
+    target : str, optional
+        The target column; every other column is a feature.
+    chunk_size : int, optional
+        Rows per ``(X, y)`` chunk; None yields ``(x, y)`` events.
+
+    Returns
+    -------
+    Stream
+    """
+    return _FrameStream(frames, target, chunk_size)
+
+
+FORMATS = {".csv": "csv", ".tsv": "csv", ".libsvm": "libsvm", ".svm": "libsvm",
+           ".svmlight": "libsvm"}
+
+
+def guess_format(path: Path | io.TextIOBase) -> str:
+    """"csv" or "libsvm" from a file name's extension (also under ``.gz``); "csv" otherwise."""
+    name = "" if hasattr(path, "read") else os.fspath(path).removesuffix(".gz")
+    return FORMATS.get(os.path.splitext(name)[1].lower(), "csv")
+
+
+def iter_file(path: Path | io.TextIOBase, format: str | None = None, **options: Any) -> Stream:
+    """`iter_csv` or `iter_libsvm`, by `format` or by the file's extension.
+
+    Parameters
+    ----------
+    path : path, ``"-"`` for standard input, or an open text file
+    format : {"csv", "libsvm"}, optional
+        Default: from the extension (``.csv``, ``.tsv``; ``.libsvm``, ``.svm``,
+        ``.svmlight``; also under ``.gz``), else "csv".  ``.tsv`` sets a tab
+        delimiter unless `options` give one.
+    **options
+        Passed on to the reader.
+    """
+    format = format or guess_format(path)
+    if format == "csv":
+        if not hasattr(path, "read") and os.fspath(path).removesuffix(".gz").endswith(".tsv"):
+            options.setdefault("delimiter", "\t")
+        return iter_csv(path, **options)
+    if format == "libsvm":
+        return iter_libsvm(path, **options)
+    raise ValueError(f"Unknown format {format!r}: use 'csv' or 'libsvm'.")

@@ -1,0 +1,143 @@
+"""The `okl` command line end to end, on files the tests write."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import okl
+from okl.__main__ import main
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    """A regression CSV and a classification libsvm file of the same 400 points."""
+    folder = tmp_path_factory.mktemp("cli")
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, (400, 2))
+    y = np.sin(2 * X[:, 0]) + 0.5 * X[:, 1] + 0.1 * rng.standard_normal(400)
+    csv = folder / "train.csv"
+    csv.write_text("x1,x2,target\n" + "".join(f"{a:.6f},{b:.6f},{t:.6f}\n"
+                                              for (a, b), t in zip(X, y)))
+    labels = np.where(X[:, 0] * X[:, 1] > 0, 1, -1)
+    libsvm = folder / "train.libsvm"
+    libsvm.write_text("".join(f"{c:+d} 1:{a:.6f} 2:{b:.6f}\n" for (a, b), c in zip(X, labels)))
+    return folder, csv, libsvm, X, y, labels
+
+
+def run(*args, stdin=None):
+    return subprocess.run([sys.executable, "-m", "okl", *map(str, args)], input=stdin,
+                          capture_output=True, text=True)
+
+
+def progress_rows(text):
+    return [line.split() for line in text.splitlines() if line.strip()[:1].isdigit()]
+
+
+def test_learn_csv_prints_doubling_lines_and_saves_a_model(data, capsys):
+    folder, csv, _, X, y, _ = data
+    model_file = folder / "reg.okl"
+    assert main(["learn", str(csv), "--target", "target", "--param", "gamma=2.0",
+                 "--print-every", "100", "-f", str(model_file)]) == 0
+    out = capsys.readouterr().out
+    counts = [int(r[2]) for r in progress_rows(out)]
+    assert counts == [1, 2, 4, 8, 16, 32, 64, 100, 128, 200, 256, 300, 400]
+    assert "finished: 400 samples" in out and f"model written to {model_file}" in out
+    model = okl.load(model_file)
+    assert model.gamma == 2.0 and model.t_ == 400
+    reference = okl.OnlineKernelRegressor(gamma=2.0).fit(np.round(X, 6), np.round(y, 6))
+    np.testing.assert_allclose(model.predict(X[:5]), reference.predict(X[:5]), atol=1e-12)
+
+
+def test_learn_libsvm_classifier_then_predict_and_eval(data):
+    folder, _, libsvm, X, _, labels = data
+    model_file = folder / "clf.okl"
+    result = run("learn", libsvm, "--model", "classifier", "--param", "gamma=1.0",
+                 "-f", model_file)
+    assert result.returncode == 0, result.stderr
+    rows = progress_rows(result.stdout)
+    assert int(rows[-1][2]) == 400 and "error_rate" in result.stdout
+    out = folder / "predictions.txt"
+    assert run("predict", "-m", model_file, libsvm, "-o", out).returncode == 0
+    predicted = np.loadtxt(out)
+    np.testing.assert_array_equal(predicted, okl.load(model_file).predict(np.round(X, 6)))
+    evaluated = run("eval", "-m", model_file, libsvm)
+    assert evaluated.returncode == 0
+    scores = dict(line.split() for line in evaluated.stdout.splitlines())
+    assert float(scores["error_rate"]) == pytest.approx(np.mean(predicted != labels))
+
+
+def test_stdin_is_read_for_dash(data):
+    _, csv, libsvm, *_ = data
+    result = run("learn", "-", "--target", "target", stdin=csv.read_text())
+    assert result.returncode == 0 and "finished: 400 samples" in result.stdout
+    result = run("learn", "-", "--format", "libsvm", "--n-features", "2", "--model", "pa",
+                 stdin=libsvm.read_text())
+    assert result.returncode == 0 and "finished: 400 samples" in result.stdout
+
+
+def test_delimiter_and_no_header(tmp_path, capsys):
+    path = tmp_path / "plain.txt"
+    path.write_text("1;0.5\n2;1.0\n3;1.5\n")
+    assert main(["learn", str(path), "--delimiter", ";", "--no-header", "--target", "1"]) == 0
+    assert "finished: 3 samples" in capsys.readouterr().out
+    assert main(["learn", str(path), "--delimiter", ";", "--no-header", "--target", "y"]) == 2
+    assert "--target is a column number" in capsys.readouterr().err
+
+
+def test_predict_to_stdout_drops_the_target_column(data, capsys):
+    folder, csv, *_ = data
+    model_file = folder / "small.okl"
+    main(["learn", str(csv), "--target", "target", "-f", str(model_file)])
+    capsys.readouterr()
+    assert main(["predict", "-m", str(model_file), str(csv), "--target", "target"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 400
+
+
+@pytest.mark.parametrize("args, message", [
+    (["learn", "{missing}", "--target", "y"], "No such file or directory"),
+    (["learn", "{csv}", "--target", "price"], "no column 'price'; the columns are x1, x2, target"),
+    (["learn", "{csv}", "--target", "target", "--param", "gama=1"],
+     "unknown parameter 'gama' for --model regressor (OnlineKernelRegressor); the parameters are"),
+    (["learn", "{csv}", "--target", "target", "--param", "gamma=-1"], "'gamma' parameter"),
+    (["learn", "{csv}", "--target", "target", "--model", "svm"],
+     "unknown model 'svm'; the models are regressor, quantile, classifier, coefreg, pa"),
+    (["learn", "{bad}", "--target", "y"], "bad.csv:3: non-numeric value 'oops' in column 'a'"),
+    (["learn", "{csv}"], "name the target column with --target"),
+    (["predict", "-m", "{csv}", "{csv}"], "is not a model written by okl learn -f or okl.save"),
+])
+def test_user_errors_give_one_line_and_status_2(data, capsys, args, message):
+    folder, csv, *_ = data
+    (folder / "bad.csv").write_text("a,y\n1,2\noops,3\n")
+    paths = {"missing": folder / "missing.csv", "csv": csv, "bad": folder / "bad.csv"}
+    argv = [a.format(**paths) for a in args]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and err.startswith(f"okl {args[0]}: error: ")
+    assert message in err
+
+
+def test_a_user_error_in_a_subprocess_has_no_traceback(data):
+    _, csv, *_ = data
+    result = run("learn", csv, "--target", "target", "--param", "kernel=spline")
+    assert result.returncode == 2
+    assert result.stderr.startswith("okl learn: error: The 'kernel' parameter")
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_skip_malformed_counts_lines(data, capsys):
+    folder, *_ = data
+    path = folder / "holes.csv"
+    path.write_text("a,y\n1,2\noops,3\n2,4\n3\n")
+    assert main(["learn", str(path), "--target", "y", "--skip-malformed"]) == 0
+    out = capsys.readouterr().out
+    assert "finished: 2 samples" in out and "skipped 2 malformed lines" in out
+
+
+def test_version_and_demo(tmp_path):
+    result = run("--version")
+    assert result.returncode == 0 and result.stdout.strip() == f"okl {okl.__version__}"
+    assert okl.__version__.count(".") == 2
+    result = run("demo", "--n", "1000", "--out", tmp_path / "demo.png")
+    assert result.returncode == 0 and (tmp_path / "demo.png").exists()
+    assert result.stderr == ""                    # no progress bar when stderr is not a terminal
