@@ -181,9 +181,16 @@ def test_dynamic_with_a_large_threshold_syncs_only_at_the_end(client):
 class DiesOnce(OnlineKernelRegressor):
     """Kills its worker process the first time it learns (a marker file remembers)."""
 
-    marker = None
+    def __init__(self, marker=None, gamma=1.0):
+        super().__init__(gamma=gamma)
+        self.marker = marker
+
+    def _validate_params(self):        # the parent's defaults are valid; marker is a path
+        pass
 
     def partial_fit(self, X, y):
+        if self.marker == "always":
+            os._exit(1)
         if self.marker and not os.path.exists(self.marker):
             open(self.marker, "w").close()
             os._exit(1)
@@ -192,18 +199,24 @@ class DiesOnce(OnlineKernelRegressor):
 
 def test_a_killed_worker_loses_no_events(client, tmp_path):
     X, y = regression_stream(11, 400)
-    DiesOnce.marker = str(tmp_path / "died")        # a class attribute: clones keep it
-    learner = DiesOnce(gamma=0.5)
-    try:
-        est = AveragedLearner(learner, sync_every=50, client=client).fit(X, y)
-        reference = AveragedLearner(OnlineKernelRegressor(gamma=0.5), sync_every=50,
-                                    client="sequential").fit(X, y)
-    except WorkerLostError as exc:            # reported clearly is also acceptable
-        assert exc.events > 0
-        return
-    assert os.path.exists(DiesOnce.marker)      # a worker did die
+    marker = str(tmp_path / "died")
+    est = AveragedLearner(DiesOnce(marker, gamma=0.5), sync_every=50, client=client).fit(X, y)
+    assert os.path.exists(marker)              # a worker did die, mid-run
+    reference = AveragedLearner(OnlineKernelRegressor(gamma=0.5), sync_every=50,
+                                client="sequential").fit(X, y)
     assert est.t_ == len(X)                    # every event learned, none silently lost
-    np.testing.assert_allclose(est.predict(X), reference.predict(X), atol=1e-12)
+    np.testing.assert_allclose(est.predict(X), reference.predict(X), rtol=0, atol=1e-12)
+    client.wait_for_workers(2, timeout=60)
+
+
+def test_a_share_that_keeps_killing_workers_is_reported(client):
+    X, y = regression_stream(12, 200)
+    est = AveragedLearner(DiesOnce("always", gamma=0.5), sync_every=50, client=client)
+    with pytest.raises(WorkerLostError, match="not learned") as info:
+        est.fit(X, y)
+    assert info.value.events == 200 and info.value.rounds == (1, 1)
+    with pytest.raises(NotFittedError):                        # left as it was: unfitted
+        est.predict(X)
     client.wait_for_workers(2, timeout=60)
 
 

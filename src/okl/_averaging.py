@@ -129,7 +129,7 @@ def average_models(models):
     cls = type(models[0])
     params = models[0].get_params(deep=False)
     for m in models:
-        if type(m) is not cls:
+        if (type(m).__module__, type(m).__qualname__) != (cls.__module__, cls.__qualname__):
             raise TypeError(f"average_models needs models of one class; got {cls.__name__} and "
                             f"{type(m).__name__}.")
         if not hasattr(m, "t_"):

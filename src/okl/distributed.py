@@ -437,20 +437,21 @@ def learn_many(learner, streams, client=None, *, n_workers=None, metrics=None, c
 # ---- one stream, many workers: model averaging -------------------------------------------------
 
 class WorkerLostError(RuntimeError):
-    """A worker holding a local model died and its share could not be recomputed.
+    """A worker holding a local model died and the scheduler could not recompute its share.
 
-    ``worker`` is the index of the lost local model, ``events`` the number of
-    events of this call learned since the last average (lost with it); the
-    estimator is left as it was before the call.
+    ``worker`` is the index of the lost local model, ``rounds`` the rounds of
+    the call since the last average (the ones that were lost), ``events`` the
+    number of events of the call.  The estimator is left as it was before the
+    call, so none of them is learned: nothing is kept half-done.
     """
 
     def __init__(self, worker, rounds, events, cause):
         super().__init__(
-            f"the local model of worker {worker} was lost with its Dask worker ({cause}), and "
-            f"the scheduler could not recompute it: rounds {rounds[0]}..{rounds[1]} of this "
-            f"call ({events} events since the last average) are not learned. The estimator is "
-            "left as it was before this call; call partial_fit again with the same chunk, or "
-            "raise distributed.scheduler.allowed-failures.")
+            f"the local model of worker {worker} was lost with its Dask worker ({cause}) and "
+            f"could not be recomputed from rounds {rounds[0]}..{rounds[1]} of this call. The "
+            f"estimator is left as it was before the call: its {events} events are not "
+            "learned. Call partial_fit again with the same chunk, or raise "
+            "distributed.scheduler.allowed-failures.")
         self.worker, self.rounds, self.events = worker, rounds, events
 
 
@@ -523,9 +524,12 @@ class _InProcess:
 
 
 def _nbytes(obj):
-    import pickle
-
-    return len(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+    """The pickled size of obj (cloudpickle, as Dask sends it, when installed)."""
+    try:
+        import cloudpickle as pickle
+    except ImportError:
+        import pickle
+    return len(pickle.dumps(obj, protocol=5))
 
 
 class AveragedLearner(BaseEstimator):
@@ -697,7 +701,7 @@ class AveragedLearner(BaseEstimator):
         k, S = int(self.n_workers), int(self.sync_every)
         client, where = self._executor()
         dask = not isinstance(client, _InProcess)
-        lost = (_import_distributed().KilledWorker, _cancelled_errors()) if dask else ()
+        lost = (_import_distributed().KilledWorker, *_cancelled_errors()) if dask else ()
 
         def submit(func, *args, j):
             if not dask:
@@ -753,8 +757,7 @@ class AveragedLearner(BaseEstimator):
         except lost as exc:
             j = next((j for j, s in enumerate(states) if getattr(s, "status", "") != "finished"),
                      0)
-            raise WorkerLostError(j, (last_sync_round + 1, rounds),
-                                  n if last_sync_round == 0 else n - last_sync_round * k * S,
+            raise WorkerLostError(j, (last_sync_round + 1, rounds), n,
                                   f"{type(exc).__name__}: {exc}") from exc
         finally:
             for s in states:
