@@ -473,7 +473,7 @@ def _learn_share(state, X, y, classes, seed_model):
         model = clone(seed_model)
     else:
         model = copy.deepcopy(model)        # a rerun after a lost worker starts from its input
-    if len(X):
+    if X.shape[0]:
         kwargs = {} if classes is None else {"classes": classes}
         model.partial_fit(X, y, **kwargs)
     return model, reference
@@ -661,9 +661,15 @@ class AveragedLearner(BaseEstimator):
             raise ValueError(f"sync must be 'static' or 'dynamic'; got {self.sync!r}.")
         if not self.threshold >= 0:
             raise ValueError(f"threshold must be >= 0; got {self.threshold!r}.")
-        probe = clone(self.learner)
-        if (getattr(probe, "centers", 0) is None):
-            _kind(probe)            # type check only; the centers check needs a fitted model
+        from okl._base import PointwiseMixin
+        from okl.classification import CoefficientRegularizedClassifier
+        from okl.passive_aggressive import RegularizedPAClassifier
+
+        learner = self.learner
+        if not isinstance(learner, (PointwiseMixin, RegularizedPAClassifier,
+                                    CoefficientRegularizedClassifier)):
+            _kind(learner)          # raises the TypeError (or NotImplementedError) that says why
+        if isinstance(learner, CoefficientRegularizedClassifier) and learner.centers is None:
             raise ValueError(
                 "CoefficientRegularizedClassifier(centers=None) takes its centres from each "
                 "worker's own stream, so the local models cannot be averaged; pass centers.")
