@@ -97,7 +97,7 @@ def test_average_of_linear_pa_is_the_mean_weight():
 
 
 def test_coefficient_regularized_needs_shared_centres():
-    X, y = classification_stream(1, 200)
+    X = classification_stream(1, 200)[0]
     free = [CoefficientRegularizedClassifier(n_centers=10).fit(*classification_stream(s, 100))
             for s in (1, 2)]
     with pytest.raises(ValueError, match="centers"):

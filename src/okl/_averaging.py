@@ -8,7 +8,7 @@ import copy
 
 import numpy as np
 
-from okl._base import EXPANSIONS, KernelModelMixin, PointwiseMixin
+from okl._base import EXPANSIONS, PointwiseMixin
 from okl._pa_models import KernelPAModel, LinearPAModel
 
 __all__ = ["average_models", "divergence"]
