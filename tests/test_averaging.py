@@ -217,6 +217,13 @@ def test_a_share_that_keeps_killing_workers_is_reported(client):
     assert info.value.events == 200 and info.value.rounds == (1, 1)
     with pytest.raises(NotFittedError):                        # left as it was: unfitted
         est.predict(X)
+    est.set_params(learner=OnlineKernelRegressor(gamma=0.5)).fit(X[:100], y[:100])
+    before = est.predict(X)
+    est.set_params(learner=DiesOnce("always", gamma=0.5))
+    with pytest.raises(WorkerLostError):                       # a fit that fails keeps the model
+        est.fit(X, y)
+    np.testing.assert_array_equal(est.predict(X), before)
+    assert est.t_ == 100 and est.n_rounds_ == 1
     client.wait_for_workers(2, timeout=60)
 
 

@@ -632,10 +632,8 @@ class AveragedLearner(BaseEstimator):
 
     def fit(self, X, y):
         """Learn the stream from fresh local models (the rows of X in order, one pass)."""
-        for name in ("model_", "t_", "n_rounds_", "n_syncs_", "bytes_sent_", "_own_t"):
-            self.__dict__.pop(name, None)
         classes = np.unique(y) if self._is_classifier() else None
-        return self._stream(X, y, classes)
+        return self._stream(X, y, classes, fresh=True)
 
     def partial_fit(self, X, y, classes=None):
         """Continue the stream with the rows of X (``classes`` as okl's classifiers take it)."""
@@ -698,7 +696,8 @@ class AveragedLearner(BaseEstimator):
             raise RuntimeError("the Dask cluster has no workers.")
         return client, [addresses[j % len(addresses)] for j in range(k)]
 
-    def _stream(self, X, y, classes):
+    def _stream(self, X, y, classes, fresh=False):
+        """Learn the chunk in rounds; set the attributes only once every round is learned."""
         self._validate()
         X = np.asarray(X) if not hasattr(X, "tocsr") else X.tocsr()
         y = np.asarray(y)
@@ -715,8 +714,8 @@ class AveragedLearner(BaseEstimator):
             return client.submit(func, *args, workers=[where[j]], allow_other_workers=True,
                                  pure=False)
 
-        average = getattr(self, "model_", None)
-        own = list(getattr(self, "_own_t", [0] * k))
+        average = None if fresh else getattr(self, "model_", None)
+        own = [0] * k if average is None else list(self._own_t)
         if len(own) != k:
             raise ValueError(f"n_workers changed from {len(own)} to {k} since the last fit; "
                              "call fit to start over.")
@@ -772,9 +771,10 @@ class AveragedLearner(BaseEstimator):
         self.model_ = average
         self._own_t = own
         self.t_ = int(average.t_)
-        self.n_rounds_ = getattr(self, "n_rounds_", 0) + rounds
-        self.n_syncs_ = getattr(self, "n_syncs_", 0) + n_syncs
-        self.bytes_sent_ = getattr(self, "bytes_sent_", 0) + sent
+        before = {} if fresh else self.__dict__
+        self.n_rounds_ = before.get("n_rounds_", 0) + rounds
+        self.n_syncs_ = before.get("n_syncs_", 0) + n_syncs
+        self.bytes_sent_ = before.get("bytes_sent_", 0) + sent
         if hasattr(average, "n_features_in_"):
             self.n_features_in_ = average.n_features_in_
         if hasattr(average, "classes_"):
