@@ -696,9 +696,10 @@ class AveragedLearner(BaseEstimator):
             client = self._own_client
         else:
             client = self.client
-        addresses = sorted(client.scheduler_info()["workers"])
-        if not addresses:
-            raise RuntimeError("the Dask cluster has no workers.")
+        addresses = sorted(client.nthreads())          # asks the scheduler (not a cache)
+        if not addresses:                               # e.g. a worker restarting after a crash
+            client.wait_for_workers(1, timeout=60)
+            addresses = sorted(client.nthreads())
         return client, [addresses[j % len(addresses)] for j in range(k)]
 
     def _stream(self, X, y, classes, fresh=False):
