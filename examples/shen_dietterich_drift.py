@@ -164,8 +164,8 @@ def main(argv=None):
         print(f"{method:<10} " + "; ".join(f"{setting(p)}: {e:.4f}" for p, e in zip(grid, late)))
 
     features = {method: np.array([done[s][1][method] for s in seeds]) for method in TRUNCATED}
-    print(f"\nFeature selection: truncation after each update (Section 3.3), each trial's tuned "
-          f"beta; error over phases 3-4 / mean number of nonzero weights of 64")
+    print("\nFeature selection: truncation after each update (Section 3.3), each trial's tuned "
+          "beta; error over phases 3-4 / mean number of nonzero weights of 64")
     print(f"{'sigma':>8} " + " ".join(f"{m:>18}" for m in TRUNCATED))
     for j, sigma in enumerate(SIGMAS):
         cells = [f"{features[m][:, j, 0].mean():.4f} / {features[m][:, j, 1].mean():5.1f}"

@@ -7,3 +7,60 @@ parametrize_with_checks runs that check instead of skipping it.
 import os
 
 os.environ.setdefault("SCIPY_ARRAY_API", "1")
+
+
+import pickle
+import signal
+import time
+import traceback
+import warnings
+
+import pytest
+
+
+def _run_forked(func, *args, timeout=120.0):
+    """func(*args) in a forked child: a crash (segfault, abort) fails the test, not pytest."""
+    read_fd, write_fd = os.pipe()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork() with threads: the child
+        pid = os.fork()                                      # only runs func and exits
+    if pid == 0:
+        os.close(read_fd)
+        try:
+            payload = ("ok", func(*args))
+        except BaseException as exc:
+            payload = ("raised", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+        with os.fdopen(write_fd, "wb") as pipe:
+            pickle.dump(payload, pipe)
+        os._exit(0)
+    os.close(write_fd)
+    chunks, deadline = [], time.monotonic() + timeout
+    with os.fdopen(read_fd, "rb") as pipe:
+        os.set_blocking(pipe.fileno(), False)
+        while True:
+            data = pipe.read()
+            if data:
+                chunks.append(data)
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                os.set_blocking(pipe.fileno(), True)
+                chunks.append(pipe.read() or b"")
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                pytest.fail(f"{func.__name__} did not finish within {timeout} s")
+            time.sleep(0.01)
+    if os.WIFSIGNALED(status):
+        pytest.fail(f"{func.__name__} crashed the process with "
+                    f"{signal.Signals(os.WTERMSIG(status)).name}")
+    kind, value = pickle.loads(b"".join(chunks))
+    if kind == "raised":
+        pytest.fail(f"{func.__name__} raised in the isolated child:\n{value}", pytrace=False)
+    return value
+
+
+@pytest.fixture
+def isolated():
+    """Run a crash-prone callable in a forked child; returns its (picklable) result."""
+    return _run_forked

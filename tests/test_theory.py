@@ -26,7 +26,8 @@ def test_smale_yao_distance_to_kernel_ridge_shrinks_like_t_to_minus_theta(theta)
     sq_dist = np.zeros(len(checkpoints))
     for seed in range(24):
         idx = np.random.default_rng(100 + seed).integers(0, n, checkpoints[-1])
-        est = OnlineKernelRegressor(lam=lam, eta_decay=theta)     # eta="auto": Smale-Yao's step
+        est = OnlineKernelRegressor(lam=lam, eta_decay=theta,     # eta="auto": Smale-Yao's step
+                                    fit_intercept=False)      # the paper's iterates
         done = 0
         for k, t in enumerate(checkpoints):
             est.partial_fit(X[idx[done:t]], y[idx[done:t]])

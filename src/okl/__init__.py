@@ -1,8 +1,10 @@
 """okl: online kernel learning with a typed-Cython core."""
 from importlib.metadata import version
 
-from okl import evaluation, kernels, losses, projections, schedules, stream, streams
-from okl._persist import load, save
+from okl import (
+    evaluation, kernels, losses, pipeline, preprocessing, projections, schedules, stream, streams,
+)
+from okl._persist import ModelFileError, load, save
 from okl.classification import CoefficientRegularizedClassifier, OnlineKernelClassifier
 from okl.pairwise import PairwiseLearner
 from okl.passive_aggressive import RegularizedPAClassifier
@@ -12,6 +14,7 @@ __version__ = version("okl")     # set once, in meson.build's project()
 
 __all__ = [
     "CoefficientRegularizedClassifier",
+    "ModelFileError",
     "OnlineKernelClassifier",
     "OnlineKernelRegressor",
     "PairwiseLearner",
@@ -20,6 +23,8 @@ __all__ = [
     "kernels",
     "load",
     "losses",
+    "pipeline",
+    "preprocessing",
     "projections",
     "save",
     "schedules",

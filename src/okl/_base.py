@@ -13,10 +13,16 @@ A learner fills the template's hooks:
 ``_predictions(scores)``    the prediction behind each score (a label, or the score)
 ``_stream_loss(scores, y)`` the training loss of each prediction
 
-and the template makes each call all-or-nothing: any exception leaves the
+and the template makes each call all-or-nothing: any exception (a
+KeyboardInterrupt and a warning turned into an error included) leaves the
 learner exactly as it was (attributes rebound, models restored from their
-checkpoints).
+checkpoints).  Calls on one estimator are serialised by a lock of its own
+(`okl._guard.locked`): two threads calling partial_fit get the result of one
+serial order.  Parameters are validated at the first call of a stream and
+again whenever one was changed (set_params); those the fitted model is built
+from (`_fitted_with`) cannot change until fit starts again.
 """
+import operator
 from contextlib import contextmanager
 
 import numpy as np
@@ -24,17 +30,32 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from okl import _guard
 from okl._core import _pointwise
 from okl._core._expansion import KernelExpansion
 from okl._numpy import pointwise as _np_pointwise
 from okl._numpy.expansion import NumpyExpansion
-from okl._params import validate_params
+from okl._gamma import scale_gamma, warn_spread
+from okl._params import InvalidParameterError, validate_params
+from okl._rows import check_label
+from okl._streaming import OneEventMixin
+
+_F64 = np.dtype(np.float64)
 from okl.budgets import budget_code
 from okl.kernels import kernel_code, kernel_diag
 from okl.schedules import regularization, running_sup, step_numbers, step_sizes
 
 EXPANSIONS = {"cython": KernelExpansion, "numpy": NumpyExpansion}
 POINTWISE = {"cython": _pointwise.fit_chunk, "numpy": _np_pointwise.fit_chunk}
+
+
+def expansion_class(estimator):
+    """The expansion class of the estimator's `engine` (a clear error for an unknown one)."""
+    cls = EXPANSIONS.get(estimator.engine) if isinstance(estimator.engine, str) else None
+    if cls is None:
+        validate_params(estimator)          # names the parameter
+        raise InvalidParameterError(f"Unknown engine {estimator.engine!r}.")
+    return cls
 
 
 class Diverged(Exception):
@@ -62,6 +83,50 @@ def transaction(estimator):
         estimator.__dict__.clear()
         estimator.__dict__.update(saved)
         raise
+
+
+_PARAM_GETTERS = {}
+
+
+def _param_values(estimator):
+    """The parameter values of `estimator`, as one tuple (one C call per estimator)."""
+    cls = type(estimator)
+    getter = _PARAM_GETTERS.get(cls)
+    if getter is None:
+        names = tuple(cls._get_param_names())
+        getter = _PARAM_GETTERS[cls] = (operator.attrgetter(*names) if len(names) > 1
+                                        else lambda est: (getattr(est, names[0]),))
+    return getter(estimator)
+
+
+def _params_changed(estimator):
+    """True unless every parameter is the very object validated at the last call."""
+    seen = _guard.VALIDATED.get(estimator)
+    now = _param_values(estimator)
+    return seen is None or len(seen) != len(now) or any(map(operator.is_not, seen, now))
+
+
+def _params_validated(estimator):
+    _guard.VALIDATED[estimator] = _param_values(estimator)
+
+
+def _same(a, b):
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.array_equal(a, b)
+    return type(a) is type(b) and a == b or (isinstance(a, (int, float)) and not isinstance(
+        a, bool) and isinstance(b, (int, float)) and not isinstance(b, bool) and a == b)
+
+
+def _check_unchanged(estimator):
+    """Refuse a changed parameter that the fitted model was built with."""
+    changed = [f"{name}={getattr(estimator, name)!r} (fitted with {then!r})"
+               for name, then in estimator._fitted_with()
+               if not _same(getattr(estimator, name), then)]
+    if changed:
+        raise ValueError(
+            f"{type(estimator).__name__}.partial_fit continues the model built by fit and "
+            f"cannot change {', '.join(changed)}. Call fit to start again with the new "
+            "values, or set them back.")
 
 
 def check_dense(estimator, X):
@@ -107,7 +172,61 @@ def check_X_y(estimator, X, y, reset, y_numeric=True):
                          y_numeric=y_numeric)
 
 
-class OnlineLearner(BaseEstimator):
+def check_sample_weight(estimator, sample_weight, n, fresh=False):
+    """sample_weight as a finite float64 array of n values >= 0 (None stays None).
+
+    A fresh fit whose weights are all 0 would learn nothing: it raises.
+    """
+    if sample_weight is None:
+        return None
+    if not getattr(estimator, "_supports_sample_weight", False):
+        raise TypeError(f"{type(estimator).__name__} takes no sample_weight (docs/algorithms.md, "
+                        "section 7.2: passive-aggressive and pairwise rules are unweighted).")
+    w = np.asarray(sample_weight, dtype=np.float64)
+    if w.ndim == 0:
+        w = np.full(n, float(w))
+    if w.shape != (n,) or not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError(f"sample_weight must hold {n} finite values >= 0 (one per row), got "
+                         f"{np.asarray(sample_weight)!r}.")
+    if fresh and not np.any(w > 0):
+        raise ValueError(f"Every sample_weight is zero, so {type(estimator).__name__}.fit would "
+                         "learn nothing; give some rows a positive weight.")
+    return np.ascontiguousarray(w)
+
+
+def one_row(estimator, X):
+    """X of one row (an ndarray of any dtype and order, or a nested list) as a float64 1-D
+    row, when it needs no scikit-learn validation; else None.  NaN/inf is left to the
+    compiled step, which checks it."""
+    if type(X) is np.ndarray:
+        if X.ndim != 2 or X.shape[0] != 1 or X.dtype.kind not in "biuf":
+            return None
+    elif type(X) is not list or len(X) != 1:
+        return None
+    if "feature_names_in_" in estimator.__dict__:
+        return None
+    if type(X) is np.ndarray:
+        row = X[0]
+        if row.dtype is not _F64 or not row.flags.c_contiguous:
+            row = np.ascontiguousarray(row, dtype=np.float64)
+    else:
+        if type(X[0]) is not list:
+            return None
+        try:
+            row = np.array(X[0], dtype=np.float64)
+        except (TypeError, ValueError):
+            return None                  # the full validation names the problem
+        if row.ndim != 1:
+            return None
+    return row if row.shape[0] == estimator.__dict__.get("n_features_in_", -1) else None
+
+
+def _one_target(y):
+    """y holds exactly one label or target (an ndarray or a list)."""
+    return (type(y) is np.ndarray and y.shape == (1,)) or (type(y) is list and len(y) == 1)
+
+
+class OnlineLearner(OneEventMixin, BaseEstimator):
     """The base of every okl learner: the fit / partial_fit template and its hooks.
 
     `_progressive_scores` is the one entry point that learns; progressive
@@ -118,6 +237,9 @@ class OnlineLearner(BaseEstimator):
     # the end of the divergence message: what to change
     _divergence_cure = ("use eta='auto', a smaller eta or a larger eta_decay, or scale X "
                         "(e.g. with sklearn.preprocessing.StandardScaler)")
+
+    # learners whose update takes per-step weights (docs/algorithms.md, section 7.2)
+    _supports_sample_weight = False
 
     def fit(self, X, y):
         """Learn the rows of X in order, from a fresh model (one online pass)."""
@@ -132,20 +254,34 @@ class OnlineLearner(BaseEstimator):
         self._progressive_scores(X, y)
         return self
 
-    def _progressive_scores(self, X, y, classes=None, reset=False):
+    def _progressive_scores(self, X, y, classes=None, reset=False, sample_weight=None):
         """Learn the rows in order; return f_t(x_t) for each, computed before its update."""
-        with transaction(self) as guarded:
+        if not reset and classes is None and sample_weight is None and "t_" in self.__dict__:
+            with _guard.locked(self):
+                scores = self._one_row(X, y)
+            if scores is not None:
+                return scores
+        with _guard.locked(self), transaction(self) as guarded:
             first = reset or not hasattr(self, "t_")
-            if first:
+            validate = first or _params_changed(self)
+            if validate:
                 self._validate_params()
+                if not first:
+                    _check_unchanged(self)
+                if first:
+                    self.__dict__.pop("_one_event_state", None)     # a fresh stream of events
             X, y = self._check_X_y(X, y, reset=first)
+            weight = check_sample_weight(self, sample_weight, X.shape[0], fresh=reset)
             if first:
                 self._start(X, y)
             y = self._targets(y, classes, first)
             for model in self._models():
                 guarded.append((model, model.checkpoint(X.shape[0])))
             try:
-                return self._learn(X, y)
+                if weight is None:
+                    scores = self._learn(X, y)
+                else:
+                    scores = self._learn(X, y, weight)
             except Diverged as failure:
                 step = f"t={self.t_ + failure.step + 1}"
                 if failure.eta is not None:
@@ -154,6 +290,48 @@ class OnlineLearner(BaseEstimator):
                     f"{type(self).__name__} diverged at step {step}: the model is no longer "
                     f"finite. {self._divergence_cure[0].upper()}{self._divergence_cure[1:]}. "
                     "The model is left as it was before this call.") from None
+            self._check_size()
+            if validate:
+                _params_validated(self)
+            return scores
+
+    def _fitted_with(self):
+        """[(parameter, value the fitted model was built with)]: these cannot change
+        between partial_fit calls (fit starts again with the new values)."""
+        return []
+
+    def _check_size(self):
+        """Warn once when the model passes a size that slows every step (see okl._guard)."""
+
+    def _one_row(self, X, y):
+        """A one-row chunk through the compiled one-event step; None where it does not apply.
+
+        Same iterates as the chunk loop; O(d) checks instead of scikit-learn's
+        validation, which costs far more than the step.
+        """
+        if not (hasattr(self, "_loss_args") and self.engine == "cython"):
+            return None
+        row = one_row(self, X)
+        if row is None or not _one_target(y):
+            return None
+        existed = "_one_event_state" in self.__dict__
+        try:
+            adapter = self._one_event()
+            events = adapter._fast()
+            if events is None:
+                if not existed:
+                    del self.__dict__["_one_event_state"]
+                return None
+            target = y[0]
+            if adapter._is_classifier():
+                target = adapter._sign(target.item() if isinstance(target, np.generic) else target)
+            else:
+                target = check_label(self, target)
+            return np.array([events.learn(self, row, target)])
+        except BaseException:
+            if not existed:
+                self.__dict__.pop("_one_event_state", None)    # a failed call adds nothing
+            raise
 
     # -- hooks ------------------------------------------------------------------------------
 
@@ -191,6 +369,37 @@ class OnlineLearner(BaseEstimator):
         return (KernelExpansion, NumpyExpansion)
 
 
+def warn_reset(estimator, eta_t, lam_t, t):
+    """Warn once when a step has 1 - lam_t eta_t <= 0: the shrink empties the model."""
+    reset = np.asarray(eta_t * lam_t) >= 1.0
+    if reset.any():
+        i = int(np.argmax(reset))
+        lam = float(np.broadcast_to(lam_t, np.shape(eta_t))[i])
+        _guard.warn_once(
+            estimator, "reset",
+            f"{type(estimator).__name__}: at step t={int(t[i])} the step eta_t={eta_t[i]:.3g} "
+            f"and regularization lam_t={lam:.3g} give 1 - lam_t eta_t = "
+            f"{1.0 - lam * eta_t[i]:.3g} <= 0, so the step sets the model to zero before "
+            "adding the new term (it cannot shrink past zero). Use a smaller eta or lam, or "
+            "eta='auto'. This warning is shown once.", UserWarning, stacklevel=6)
+
+
+def expansion_fitted_with(estimator, expansion):
+    """The parameters a fitted expansion was built with, as [(name, value)]."""
+    from okl.budgets import BUDGET_POLICIES
+    from okl.kernels import KERNELS
+    params = expansion.kernel_params
+    names = {int(row.code): name for name, row in KERNELS.items()}
+    out = [("kernel", names.get(params["kernel"])), ("gamma", params["gamma"]),
+           ("degree", params["degree"]), ("coef0", params["coef0"])]
+    if hasattr(estimator, "budget"):
+        out.append(("budget", expansion.budget or None))
+    if hasattr(estimator, "budget_policy") and expansion.budget:
+        policies = {int(code): name for name, code in BUDGET_POLICIES.items()}
+        out.append(("budget_policy", policies[int(expansion.policy)]))
+    return out
+
+
 class KernelModelMixin:
     """Shared parts of the learners whose model is a kernel expansion `_expansion`.
 
@@ -198,16 +407,20 @@ class KernelModelMixin:
     `engine`, and optionally `budget` and `budget_policy`.
     """
 
+    def _kernel_gamma(self):
+        """The gamma the model uses: gamma_ when fitted (gamma="scale"), else the parameter."""
+        return self.__dict__.get("gamma_", self.gamma)
+
     def _new_expansion(self, n_features):
-        return EXPANSIONS[self.engine](
-            n_features, int(kernel_code(self.kernel)), float(self.gamma),
+        return expansion_class(self)(
+            n_features, int(kernel_code(self.kernel)), float(self._kernel_gamma()),
             int(self.degree), float(self.coef0), int(getattr(self, "budget", None) or 0),
             int(budget_code(getattr(self, "budget_policy", "oldest"))))
 
     def _engine_expansion(self):
         """The expansion, converted if `engine` was changed since it was built."""
         expansion = self._expansion
-        cls = EXPANSIONS[self.engine]
+        cls = expansion_class(self)
         if not isinstance(expansion, cls):
             expansion = self._expansion = cls.from_state(expansion.get_state())
         return expansion
@@ -215,11 +428,33 @@ class KernelModelMixin:
     def _models(self):
         return (self._engine_expansion(),)
 
+    def _fitted_with(self):
+        return expansion_fitted_with(self, self._expansion)
+
+    def _check_size(self):
+        if getattr(self, "budget", 0) is None:
+            expansion = self._expansion
+            work = expansion.n_support * expansion.n_features
+            _guard.warn_size(
+                self, "expansion", work, _guard.EXPANSION_WORK,
+                f"{type(self).__name__} holds {expansion.n_support} centres of "
+                f"{expansion.n_features} features and has no budget: every step now costs "
+                f"{work:.2g} multiply-adds and the model keeps growing with the stream. Pass "
+                "budget=B to bound the number of centres (this warning is shown once).")
+
+    @_guard.serialised
     def _decision(self, X):
         """f(x) for every row of validated X."""
-        check_is_fitted(self, "t_")
+        if "t_" not in self.__dict__:
+            check_is_fitted(self, "t_")
+        row = (one_row(self, X) if "_one_event_state" in self.__dict__
+               and hasattr(self, "_loss_args") else None)
+        if row is not None:
+            events = self._one_event()._fast()
+            if events is not None:
+                return np.array([events.predict(self, row)])
         X = check_X(self, X, reset=False)
-        return self._engine_expansion().predict(X)
+        return self._engine_expansion().predict(X) + self.__dict__.get("intercept_", 0.0)
 
     @property
     def support_vectors_(self):
@@ -233,6 +468,7 @@ class KernelModelMixin:
         check_is_fitted(self, "t_")
         return self._expansion.coef_
 
+    @_guard.serialised
     def rkhs_norm(self):
         """||f||_K, the norm of the current model in the RKHS of the kernel."""
         check_is_fitted(self, "t_")
@@ -250,28 +486,52 @@ class PointwiseMixin(KernelModelMixin):
         """M in the auto step 1 / ((lam_t + M C_K^2) t**eta_decay); 1 unless a loss needs more."""
         return 1.0
 
+    _supports_sample_weight = True
+
     def _start(self, X, y):
+        name = type(self).__name__
+        if isinstance(self.gamma, str):                       # "scale"
+            self.gamma_ = scale_gamma(X, name)
+        else:
+            self.__dict__.pop("gamma_", None)
+        warn_spread(X, self.kernel, float(self._kernel_gamma()), name, stacklevel=5)
         self._expansion = self._new_expansion(X.shape[1])
         self.t_ = 0
         self.ck2_ = 0.0
         self.n_support_ = 0
+        self.intercept_ = 0.0
 
-    def _learn(self, X, y):
+    def _learn(self, X, y, weight=None):
         n = X.shape[0]
-        t = step_numbers(self.t_, n)
+        diag = kernel_diag(X, self.kernel, self._kernel_gamma(), self.degree, self.coef0)
+        if weight is None:
+            t = step_numbers(self.t_, n)
+            n_steps = n
+        else:                        # a zero weight skips its step: t and C_K^2 ignore it
+            active = weight > 0
+            t = np.maximum(self.t_ + np.cumsum(active), 1).astype(np.float64)
+            diag = np.where(active, diag, 0.0)
+            n_steps = int(np.count_nonzero(active))
         lam_t = regularization(self.lam, getattr(self, "lam_decay", 0.0), t)
-        ck2 = running_sup(kernel_diag(X, self.kernel, self.gamma, self.degree, self.coef0),
-                          self.ck2_)
+        ck2 = running_sup(diag, self.ck2_)
         M = self._auto_lipschitz() if isinstance(self.eta, str) else 1.0
         eta_t = step_sizes(self.eta, self.eta_decay, t, lam_t, M * ck2)
+        warn_reset(self, eta_t, lam_t, t)
         scores = np.empty(n, dtype=np.float64)
         expansion = self._engine_expansion()
-        failed = POINTWISE[self.engine](expansion, X, y, eta_t, lam_t, *self._loss_args(), scores)
+        offset = (np.array([self.__dict__.get("intercept_", 0.0)])
+                  if getattr(self, "fit_intercept", False) else None)
+        failed = POINTWISE[self.engine](expansion, X, y, eta_t, lam_t, *self._loss_args(), scores,
+                                        weight, offset)
         if failed >= 0:
             raise Diverged(failed, eta_t[failed])
-        self.t_ += n
+        last = n - 1 if weight is None else (np.flatnonzero(active)[-1] if n_steps else -1)
+        self.t_ += n_steps
         self.ck2_ = float(ck2[-1])
-        self.eta_ = float(eta_t[-1])
-        self.lam_ = float(lam_t[-1])
+        if last >= 0:
+            self.eta_ = float(eta_t[last])
+            self.lam_ = float(lam_t[last])
+        if offset is not None:
+            self.intercept_ = float(offset[0])
         self.n_support_ = int(expansion.n_support)
         return scores

@@ -22,9 +22,13 @@ class BinaryClassifierMixin:
     def fit(self, X, y):
         """Learn the rows of X in order, from a fresh model (one online pass).
 
-        The two labels are taken from y.
+        The two labels are the constructor's `classes`, else those of y.
         """
-        self._progressive_scores(X, y, classes=y, reset=True)
+        return self._fit(X, y)
+
+    def _fit(self, X, y, sample_weight=None):
+        classes = y if getattr(self, "classes", None) is None else self.classes
+        self._progressive_scores(X, y, classes=classes, reset=True, sample_weight=sample_weight)
         return self
 
     def partial_fit(self, X, y, classes=None):
@@ -35,8 +39,8 @@ class BinaryClassifierMixin:
         X : array of shape (n_samples, n_features)
         y : array of shape (n_samples,)
         classes : array of the two labels
-            Required on the first call (as in scikit-learn); optional and
-            checked afterwards.
+            Required on the first call (as in scikit-learn) unless the
+            estimator was built with `classes`; optional and checked afterwards.
 
         A call that raises (bad input, a label not in `classes_`, divergence)
         leaves the model exactly as it was.
@@ -50,12 +54,15 @@ class BinaryClassifierMixin:
     def _targets(self, y, classes, first):
         """y as floats in {-1, +1}; fixes `classes_` on the first call."""
         name = type(self).__name__
+        if first and classes is None:
+            classes = getattr(self, "classes", None)
         if first:
             if classes is None:
                 raise ValueError(
                     f"classes must be passed on the first call to partial_fit of {name}, e.g. "
-                    "partial_fit(X, y, classes=[0, 1]): a stream may not show both labels in "
-                    "its first chunk.")
+                    "partial_fit(X, y, classes=[0, 1]), or to the constructor, e.g. "
+                    f"{name}(classes=[0, 1]): a stream may not show both labels in its first "
+                    "chunk.")
             check_classification_targets(y)
             classes = np.unique(np.asarray(classes))
             if len(classes) > 2:
@@ -68,7 +75,8 @@ class BinaryClassifierMixin:
                     f"{name} needs two classes to learn, but the data has only one class: "
                     f"{classes.tolist()}. Pass both labels in `classes`.")
             self.classes_ = classes
-        elif classes is not None and not np.array_equal(np.unique(classes), self.classes_):
+        elif classes is not None and not np.array_equal(np.unique(np.asarray(classes)),
+                                                        self.classes_):
             raise ValueError(
                 f"classes={np.unique(classes).tolist()} differs from classes_ "
                 f"{self.classes_.tolist()} fixed by the first call; call fit to start over.")

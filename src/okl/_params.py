@@ -5,9 +5,13 @@ value valid; `validate_params` raises one message that names them all, e.g.
 "The 'eta' parameter of OnlineKernelRegressor must be a float in (0, inf) or
 'auto'. Got -1 instead."
 """
+import math
 from numbers import Integral, Real
 
 import numpy as np
+
+# Integer parameters reach C ints and BLAS's 32-bit sizes: larger values are refused.
+INT_MAX = 2 ** 31 - 1
 
 
 class InvalidParameterError(ValueError, TypeError):
@@ -15,9 +19,10 @@ class InvalidParameterError(ValueError, TypeError):
 
 
 class Interval:
-    """Numbers of `kind` (Real or Integral) between `left` and `right`.
+    """Finite numbers of `kind` (Real or Integral) between `left` and `right`.
 
-    `closed` is "both", "left", "right" or "neither"; None is an open end.
+    `closed` is "both", "left", "right" or "neither"; None is an open end (but
+    never infinity).  Integers are at most INT_MAX in magnitude.
     """
 
     def __init__(self, kind, left, right, closed="both"):
@@ -26,8 +31,15 @@ class Interval:
     def is_satisfied_by(self, value):
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, self.kind):
             return False
-        if isinstance(value, Real) and np.isnan(value):
-            return False
+        if self.kind is Integral:
+            if abs(int(value)) > INT_MAX:
+                return False
+        else:
+            try:
+                if not math.isfinite(float(value)):
+                    return False
+            except (OverflowError, TypeError, ValueError):
+                return False
         if self.left is not None:
             low_ok = value >= self.left if self.closed in ("both", "left") else value > self.left
             if not low_ok:
@@ -91,7 +103,25 @@ def validate_params(estimator):
         allowed = described[0] if len(described) == 1 else (
             ", ".join(described[:-1]) + " or " + described[-1])
         raise InvalidParameterError(
-            f"The {param!r} parameter of {name} must be {allowed}. Got {value!r} instead.")
+            f"The {param!r} parameter of {name} must be {allowed}. Got {value!r} instead"
+            f"{_why(value, constraints)}.")
+
+
+def _why(value, constraints):
+    """Why a number that looks in range is refused: infinite, or an int too large for C."""
+    if not any(isinstance(c, Interval) for c in constraints):
+        return ""
+    if isinstance(value, Integral) and not isinstance(value, (bool, np.bool_)) \
+            and abs(int(value)) > INT_MAX:
+        if any(isinstance(c, Interval) and c.kind is Integral for c in constraints):
+            return f" (integers are limited to {INT_MAX}: they reach C ints and BLAS sizes)"
+    if isinstance(value, Real) and not isinstance(value, (bool, np.bool_)):
+        try:
+            if math.isinf(float(value)):
+                return " (infinity is not a usable value)"
+        except OverflowError:
+            return " (too large for a float)"
+    return ""
 
 
 # -- constraint blocks shared by the estimators (names from the registries) --------------
@@ -121,3 +151,14 @@ STEP_CONSTRAINTS = {
     "eta_decay": [Interval(Real, 0, None, closed="left")],
 }
 ENGINE_CONSTRAINTS = {"engine": [Options("cython", "numpy")]}
+
+# -- streaming (docs/streaming.md) ------------------------------------------------------------
+
+GAMMA_SCALE_CONSTRAINTS = {
+    "gamma": [Interval(Real, 0, None, closed="neither"), Options("scale")],
+}
+INTERCEPT_CONSTRAINTS = {"fit_intercept": [BOOL]}
+CLASSES_CONSTRAINTS = {
+    "classes": [NONE, Kind(lambda v: np.ndim(v) == 1 and not isinstance(v, str) and len(v) == 2,
+                           "an array of the two labels")],
+}

@@ -2,20 +2,37 @@
 
 The file holds a JSON header (class, parameters, scalar attributes) and the
 fitted arrays.  Loading parses JSON and reads arrays with allow_pickle=False,
-so a file can never run code.
+so a file can never run code; and it trusts nothing in it: every parameter
+goes through the estimator's own validation, every array and scalar is
+checked against the header and the model's invariants (shapes, dtypes,
+finiteness, counters, slot and history indices) before anything is built.
+A broken or edited file raises `ModelFileError`, naming what is wrong.
 """
 import json
+import math
 import os
+import zipfile
 from typing import Any
 
 import numpy as np
 
 FORMAT = 1
+INT_MAX = 2 ** 62           # counters; array sizes are bounded by the file itself
+C_INT_MAX = 2 ** 31 - 1     # what the loops pass to C ints and BLAS
+
+
+class ModelFileError(ValueError):
+    """A file given to okl.load is not an intact okl model: it is damaged, truncated,
+    edited, or not an okl file at all."""
 
 
 def _state_types(cls):
     """The model classes (get_state / from_state) an estimator class holds, by name."""
     return {model.__name__: model for model in cls._state_classes()}
+
+
+# attributes that are caches, not model state (okl._streaming, okl._rows)
+TRANSIENT = ("_one_event_state", "_feature_index", "_feature_keys")
 
 
 def _scalar(value):
@@ -49,15 +66,20 @@ def _split(items, prefix, arrays, what):
     return scalars
 
 
-def save(estimator: Any, path: str | os.PathLike) -> None:
-    """Write a fitted (or unfitted) okl estimator to the file `path` (NumPy .npz format).
+def save(estimator: Any, path: Any) -> None:
+    """Write a fitted (or unfitted) okl estimator to `path` (NumPy .npz format).
 
-    Parameters must be plain values (a callable eta cannot be saved: use pickle).
+    `path` is a file name or a binary file object.  Parameters must be plain
+    values (a callable eta cannot be saved: use pickle).
     """
     arrays, objects, attrs = {}, {}, {}
     params = _split(estimator.get_params(deep=False), "param:", arrays, "parameter")
     state_types = _state_types(type(estimator))
     for key, value in vars(estimator).items():
+        if key in TRANSIENT:            # caches of the one-event path, rebuilt on demand
+            continue
+        if key in params or f"param:{key}" in arrays:
+            continue                    # parameters are stored once, in "params"
         if type(value).__name__ in state_types:
             objects[key] = {"type": type(value).__name__,
                             "scalars": _split(value.get_state(), f"obj:{key}:", arrays, "state")}
@@ -66,32 +88,455 @@ def save(estimator: Any, path: str | os.PathLike) -> None:
     header = {"format": FORMAT, "class": type(estimator).__name__, "params": params,
               "attrs": attrs, "objects": objects}
     blob = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
+    if hasattr(path, "write"):
+        np.savez(path, __header__=blob, **arrays)
+        return
     with open(path, "wb") as file:      # exactly `path`: np.savez would append ".npz"
         np.savez(file, __header__=blob, **arrays)
 
 
-def load(path: str | os.PathLike) -> Any:
-    """Read an estimator written by `save`; never unpickles."""
-    import okl
+# ---- load: read, check everything, then build -------------------------------------------------
 
-    with np.load(path, allow_pickle=False) as data:
-        header = json.loads(bytes(data["__header__"]).decode())
-        arrays = {k: data[k] for k in data.files if k != "__header__"}
-    if header.get("format") != FORMAT:
-        raise ValueError(f"{path} is not an okl file of format {FORMAT}.")
+def _fail(source, message):
+    raise ModelFileError(f"{source} is not an intact okl model file: {message}. The file is "
+                         "damaged or was edited; save the model again with okl.save.")
+
+
+def _read(path, source):
+    """(header, arrays) of the file; any failure to read it is a ModelFileError."""
+    try:
+        data = np.load(path, allow_pickle=False)
+        if not isinstance(data, np.lib.npyio.NpzFile):
+            _fail(source, "it is a single NumPy array, not an .npz archive")
+        with data:
+            if "__header__" not in data.files:
+                _fail(source, "it has no okl header (the '__header__' entry)")
+            raw = data["__header__"]
+            arrays = {k: data[k] for k in data.files if k != "__header__"}
+    except ModelFileError:
+        raise
+    except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile, zipfile.LargeZipFile,
+            NotImplementedError, MemoryError, OverflowError, UnicodeError) as exc:
+        if isinstance(exc, (FileNotFoundError, IsADirectoryError, PermissionError)):
+            raise
+        reason = ("numpy could read it only as a pickle, and okl never unpickles"
+                  if "allow_pickle" in str(exc) else f"it cannot be read ({type(exc).__name__})")
+        raise ModelFileError(f"{source} is not an intact okl model file: {reason}. The file "
+                             "is damaged, truncated or not an okl file; save the model again "
+                             "with okl.save.") from None
+    if not isinstance(raw, np.ndarray) or raw.dtype != np.uint8 or raw.ndim != 1:
+        _fail(source, "the header is not a byte string")
+    try:
+        header = json.loads(raw.tobytes().decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        _fail(source, "the header is not valid JSON")
+    if not isinstance(header, dict):
+        _fail(source, "the header is not a JSON object")
+    if header.get("format") != FORMAT or isinstance(header.get("format"), bool):
+        _fail(source, f"the header's format is {header.get('format')!r}, not {FORMAT}")
+    for key, kind in (("class", str), ("params", dict), ("attrs", dict), ("objects", dict)):
+        if not isinstance(header.get(key), kind):
+            _fail(source, f"the header's {key!r} entry is missing or not a {kind.__name__}")
+    for key, spec in header["objects"].items():
+        if not (isinstance(spec, dict) and isinstance(spec.get("type"), str)
+                and isinstance(spec.get("scalars"), dict)):
+            _fail(source, f"the header's object {key!r} is malformed")
+    return header, arrays
+
+
+class _Check:
+    """Checks of one file's fields; each failure names the field."""
+
+    def __init__(self, source):
+        self.source = source
+
+    def fail(self, message):
+        _fail(self.source, message)
+
+    def int(self, value, name, lo=0, hi=INT_MAX):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            self.fail(f"{name} is {value!r}, not an integer")
+        if not lo <= value <= hi:
+            self.fail(f"{name} = {value} is outside [{lo}, {hi}]")
+        return int(value)
+
+    def float(self, value, name, lo=-math.inf, hi=math.inf, open_lo=False):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+            self.fail(f"{name} is {value!r}, not a number")
+        try:
+            value = float(value)
+        except OverflowError:
+            self.fail(f"{name} is not a finite number")
+        if not math.isfinite(value):
+            self.fail(f"{name} = {value} is not finite")
+        if value < lo or (open_lo and value == lo) or value > hi:
+            self.fail(f"{name} = {value!r} is out of range")
+        return value
+
+    def array(self, value, name, shape, kind="f", finite=True):
+        """value as an ndarray of `shape` (None: any size), float64 (kind "f") or integer
+        (kind "i", returned as intp); floats must be finite unless finite=False."""
+        if not isinstance(value, np.ndarray):
+            self.fail(f"the array {name} is missing or not an array (got {type(value).__name__})")
+        if kind == "f" and value.dtype != np.float64:
+            self.fail(f"the array {name} has dtype {value.dtype}, expected float64")
+        if kind == "i" and (value.dtype.kind not in "iu" or value.dtype.itemsize > 8):
+            self.fail(f"the array {name} has dtype {value.dtype}, expected integers")
+        if value.ndim != len(shape) or any(s is not None and s != v
+                                           for s, v in zip(shape, value.shape)):
+            want = "(" + ", ".join("?" if s is None else str(s) for s in shape) + ")"
+            self.fail(f"the array {name} has shape {value.shape}, expected {want}")
+        if kind == "f" and finite and not np.all(np.isfinite(value)):
+            self.fail(f"the array {name} holds NaN or infinity")
+        if kind == "i":
+            return np.ascontiguousarray(value, dtype=np.intp)
+        return np.array(value, dtype=np.float64, order="C")
+
+    def equal(self, value, expected, name):
+        if isinstance(value, bool) != isinstance(expected, bool) or value != expected:
+            self.fail(f"{name} is {value!r}, but the model's parameters say {expected!r}")
+
+    def keys(self, found, expected, what, optional=()):
+        missing = set(expected) - set(found)
+        extra = set(found) - set(expected) - set(optional)
+        if missing:
+            self.fail(f"{what} lacks {sorted(missing)}")
+        if extra:
+            self.fail(f"{what} has unknown entries {sorted(extra)}")
+
+
+def _labels(check, value, name, binary):
+    """classes_: a 1-D array of distinct numbers or strings (two, sorted, for classifiers)."""
+    if not isinstance(value, np.ndarray) or value.ndim != 1 or value.dtype.kind not in "biufU":
+        check.fail(f"the array {name} must be a 1-D array of numbers or strings")
+    if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
+        check.fail(f"the array {name} holds NaN or infinity")
+    if len(np.unique(value)) != len(value):
+        check.fail(f"the array {name} repeats a label")
+    if binary and (len(value) != 2 or not np.array_equal(np.sort(value), value)):
+        check.fail(f"the array {name} must hold the two labels, sorted")
+    return np.array(value)
+
+
+def _expansion_state(check, state, key, d, kernel, budget, policy):
+    """Check the state of a kernel expansion against the estimator (kernel, budget, d)."""
+    from okl.kernels import kernel_code
+    name = f"the expansion {key!r}"
+    check.keys(state, ("n_features", "budget", "policy", "scale", "n_rescale", "next_slot",
+                       "kernel", "gamma", "degree", "coef0", "centers", "coef", "sqnorms"), name)
+    check.equal(state["n_features"], d, f"{key}.n_features")
+    check.equal(state["kernel"], int(kernel_code(kernel["kernel"])), f"{key}.kernel")
+    for field in ("gamma", "coef0"):
+        check.equal(check.float(state[field], f"{key}.{field}"), float(kernel[field]),
+                    f"{key}.{field}")
+    check.equal(check.int(state["degree"], f"{key}.degree", 1, C_INT_MAX), int(kernel["degree"]),
+                f"{key}.degree")
+    check.equal(check.int(state["budget"], f"{key}.budget", 0, C_INT_MAX), budget,
+                f"{key}.budget")
+    check.equal(check.int(state["policy"], f"{key}.policy", 0, 1), policy, f"{key}.policy")
+    scale = check.float(state["scale"], f"{key}.scale", 0.0, open_lo=True)
+    check.int(state["n_rescale"], f"{key}.n_rescale")
+    coef = check.array(state["coef"], f"{key}.coef", (None,))
+    n = len(coef)
+    if budget and n > budget:
+        check.fail(f"{key} holds {n} centres, more than its budget {budget}")
+    if n > C_INT_MAX:
+        check.fail(f"{key} holds {n} centres, more than {C_INT_MAX}")
+    centers = check.array(state["centers"], f"{key}.centers", (n, d))
+    sqnorms = check.array(state["sqnorms"], f"{key}.sqnorms", (n,), finite=False)
+    true = np.einsum("ij,ij->i", centers, centers)
+    if not np.allclose(sqnorms, true, rtol=1e-10, atol=0.0, equal_nan=False):
+        check.fail(f"{key}.sqnorms are not the squared norms of {key}.centers")
+    with np.errstate(over="ignore"):
+        finite = np.all(np.isfinite(scale * coef))
+    if not finite:
+        check.fail(f"{key}.scale times {key}.coef is not finite")
+    ring = budget if (budget and policy == 0 and n == budget) else 1
+    check.int(state["next_slot"], f"{key}.next_slot", 0, ring - 1)
+    return dict(state, centers=centers, coef=coef, sqnorms=sqnorms)
+
+
+def _history_state(check, state, d, kind, buffer, t, n_centres):
+    """Check the stored points of a PairwiseLearner's model against its counters."""
+    fields = ("y", "X") if kind == "points" else ("y", "idx", "s", "gram")
+    check.keys(state, ("n_features", "kind", "buffer", "m") + fields, "the pair history")
+    check.equal(state["n_features"], d, "history_n_features")
+    check.equal(state["kind"], kind, "history_kind")
+    check.equal(state["buffer"], buffer, "history_buffer")
+    m = check.int(state["m"], "history_m", 0, t if buffer is None else min(t, buffer))
+    if m != (t if buffer is None else min(t, buffer)):
+        check.fail(f"history_m = {m} does not match t_ = {t} (buffer={buffer})")
+    out = dict(state, y=check.array(state["y"], "history_y", (m,)))
+    if kind == "points":
+        out["X"] = check.array(state["X"], "history_X", (m, d))
+    else:
+        idx = check.array(state["idx"], "history_idx", (m,), kind="i")
+        if m and (idx.min() < 0 or idx.max() >= n_centres):
+            check.fail(f"history_idx points outside the {n_centres} centres of g")
+        out.update(idx=idx, s=check.array(state["s"], "history_s", (m,)),
+                   gram=check.array(state["gram"], "history_gram", (m, m)))
+    return out
+
+
+def _kernel_params(est):
+    return {"kernel": est.kernel, "gamma": est.gamma, "degree": est.degree, "coef0": est.coef0}
+
+
+def _sub(state, prefix):
+    return {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
+
+
+def _with(prefix, state):
+    return {prefix + k: v for k, v in state.items()}
+
+
+def _engine(check, value, name):
+    if value not in ("cython", "numpy"):
+        check.fail(f"{name} is {value!r}, not 'cython' or 'numpy'")
+    return value
+
+
+def _check_fitted(check, est, attrs, objects):
+    """Check the fitted attributes and model objects of `est` (whose parameters are valid);
+    return (attributes, {name: (model type, state)}) ready to build."""
+    from okl.budgets import budget_code
+    name = type(est).__name__
+    d = check.int(attrs.get("n_features_in_"), "n_features_in_", 1, C_INT_MAX)
+    t = check.int(attrs.get("t_"), "t_")
+    out = {"n_features_in_": d, "t_": t}
+    built = {}
+
+    def floats(*names, lo=-math.inf, open_lo=False, optional=False):
+        for key in names:
+            if key in attrs or not optional:
+                out[key] = check.float(attrs.get(key), key, lo, open_lo=open_lo)
+
+    def model(key, types):
+        """The state of the object `key`, which must be one of `types` (and the only one)."""
+        if set(objects) != {key}:
+            check.fail(f"{name} holds exactly one model object, {key!r}; the file has "
+                       f"{sorted(objects)}")
+        if objects[key]["type"] not in types:
+            check.fail(f"the object {key!r} is a {objects[key]['type']!r}, expected one of "
+                       f"{list(types)}")
+        return objects[key]["type"], objects[key]["state"]
+
+    def expansion(state, key, budget, policy):
+        params = _kernel_params(est)
+        if isinstance(params["gamma"], str):                # gamma="scale": the fitted gamma_
+            if "gamma_" not in out:
+                check.fail("gamma='scale' needs the fitted gamma_")
+            params["gamma"] = out["gamma_"]
+        return _expansion_state(check, state, key, d, params, budget, policy)
+
+    def binary_labels():
+        out["classes_"] = _labels(check, attrs.get("classes_"), "classes_", binary=True)
+
+    if name in ("OnlineKernelRegressor", "OnlineKernelClassifier"):
+        labels = ("classes_",) if name == "OnlineKernelClassifier" else ()
+        check.keys(attrs, ("n_features_in_", "t_", "ck2_", "n_support_") + labels,
+                   f"{name}'s attributes",
+                   optional=("eta_", "lam_", "intercept_", "gamma_", "_row_keys"))
+        floats("ck2_", lo=0.0)
+        floats("eta_", "lam_", lo=0.0, optional=True)
+        floats("intercept_", optional=True)                 # the offset b (docs/streaming.md)
+        floats("gamma_", lo=0.0, open_lo=True, optional=True)
+        if "_row_keys" in attrs:                             # the feature order of dict events
+            keys = attrs["_row_keys"]
+            if (not isinstance(keys, list) or len(keys) != d
+                    or not all(isinstance(k, (str, int)) for k in keys)):
+                check.fail("_row_keys must list the names of the n_features_in_ features")
+            out["_row_keys"] = tuple(keys)
+        out["n_support_"] = check.int(attrs["n_support_"], "n_support_", 0, t)
+        kind, state = model("_expansion", ("KernelExpansion", "NumpyExpansion"))
+        state = expansion(state, "_expansion", int(est.budget or 0),
+                          int(budget_code(est.budget_policy)))
+        if len(state["coef"]) != out["n_support_"]:
+            check.fail(f"n_support_ = {out['n_support_']} but '_expansion' holds "
+                       f"{len(state['coef'])} centres")
+        built["_expansion"] = (kind, state)
+        if labels:
+            binary_labels()
+    elif name == "CoefficientRegularizedClassifier":
+        check.keys(attrs, ("n_features_in_", "t_", "classes_", "n_centers_", "kappa_max_",
+                           "norm_bound_"), f"{name}'s attributes", optional=("M_", "eta_"))
+        m = out["n_centers_"] = check.int(attrs["n_centers_"], "n_centers_", 1, C_INT_MAX)
+        floats("kappa_max_", "norm_bound_", lo=0.0)
+        floats("M_", "eta_", lo=0.0, optional=True)
+        kind, state = model("_expansion", ("KernelExpansion", "NumpyExpansion"))
+        state = expansion(state, "_expansion", 0, 0)
+        n = len(state["coef"])
+        given = est.centers is not None
+        if given and m != len(est.centers):
+            check.fail(f"n_centers_ = {m} but the parameter centers has {len(est.centers)} rows")
+        if n != (m if given else min(t, m)):
+            check.fail(f"'_expansion' holds {n} centres, inconsistent with n_centers_ = {m} "
+                       f"and t_ = {t}")
+        built["_expansion"] = (kind, state)
+        binary_labels()
+    elif name == "RegularizedPAClassifier":
+        check.keys(attrs, ("n_features_in_", "t_", "classes_", "n_updates_", "n_infeasible_"),
+                   f"{name}'s attributes")
+        out["n_updates_"] = check.int(attrs["n_updates_"], "n_updates_", 0, t)
+        out["n_infeasible_"] = check.int(attrs["n_infeasible_"], "n_infeasible_", 0,
+                                         t - out["n_updates_"])
+        if est.kernel == "linear":
+            kind, state = model("_model", ("LinearPAModel",))
+            check.keys(state, ("raw", "scale", "sq_norm"), "the linear model '_model'")
+            raw = check.array(state["raw"], "_model.raw", (d,))
+            scale = check.float(state["scale"], "_model.scale", 0.0, open_lo=True)
+            with np.errstate(over="ignore"):
+                if not np.all(np.isfinite(scale * raw)):
+                    check.fail("_model.scale times _model.raw is not finite")
+            state = dict(raw=raw, scale=scale,
+                         sq_norm=check.float(state["sq_norm"], "_model.sq_norm", 0.0))
+        else:
+            kind, state = model("_model", ("KernelPAModel",))
+            sq_norm = check.float(state.get("sq_norm"), "_model.sq_norm", 0.0)
+            engine = _engine(check, state.get("engine"), "_model.engine")
+            rest = {k: v for k, v in state.items() if k not in ("sq_norm", "engine")}
+            state = dict(expansion(rest, "_model", int(est.budget or 0), 0),
+                         sq_norm=sq_norm, engine=engine)
+        built["_model"] = (kind, state)
+        binary_labels()
+    elif name == "PairwiseLearner":
+        labels = ("classes_",) if est.reducer == "dissimilar" else ()
+        check.keys(attrs, ("n_features_in_", "t_", "_params", "n_stored_", "theta_", "kappa_",
+                           "eta1_", "_seed") + labels, f"{name}'s attributes")
+        if not (isinstance(attrs["_params"], list)
+                and attrs["_params"] == est._frozen_params()):
+            check.fail("_params (the parameters of the first call) differ from the parameters")
+        out["_params"] = list(attrs["_params"])
+        floats("theta_", lo=0.0)
+        floats("kappa_", lo=1.0)
+        floats("eta1_", lo=0.0, open_lo=True)
+        out["_seed"] = check.int(attrs["_seed"], "_seed", 0, 2 ** 31 - 1)
+        stored = out["n_stored_"] = check.int(attrs["n_stored_"], "n_stored_", 0, t)
+        moments = (est._running_moments and est.loss == "squared"
+                   and est.reducer == "difference" and est.pair_kernel == "linear"
+                   and est.buffer is None)
+        want = ("MomentsPairModel" if moments else
+                {"linear": "LinearPairModel", "metric": "MetricPairModel",
+                 "difference": "DifferencePairModel"}[est.pair_kernel])
+        kind, state = model("_model", (want,))
+        if moments:
+            check.keys(state, ("S", "origin", "w"), "the moments model '_model'")
+            state = dict(S=check.array(state["S"], "_model.S", (d + 2, d + 2)),
+                         origin=check.array(state["origin"], "_model.origin", (d + 1,)),
+                         w=check.array(state["w"], "_model.w", (d,)))
+            if stored:
+                check.fail("n_stored_ must be 0 for the running-moment model")
+        else:
+            extra = {k for k in state if not k.startswith(("history_", "g_"))}
+            difference = est.pair_kernel == "difference"
+            check.keys(extra, ("engine",) if difference else ("w",), "the model '_model'")
+            n_centres, out_state = 0, {}
+            if difference:
+                out_state["engine"] = _engine(check, state["engine"], "_model.engine")
+                g = expansion(_sub(state, "g_"), "_model.g", 0, 0)
+                n_centres = len(g["coef"])
+                if n_centres != t:
+                    check.fail(f"g holds {n_centres} centres, not one per step (t_ = {t})")
+                out_state.update(_with("g_", g))
+            else:
+                shape = (d, d) if est.pair_kernel == "metric" else (d,)
+                out_state["w"] = check.array(state["w"], "_model.w", shape)
+            history = _history_state(check, _sub(state, "history_"), d,
+                                     "centres" if difference else "points", est.buffer, t,
+                                     n_centres)
+            if len(history["y"]) != stored:
+                check.fail(f"n_stored_ = {stored} but the history holds {len(history['y'])} "
+                           "points")
+            out_state.update(_with("history_", history))
+            if labels:
+                codes = history["y"]
+                out["classes_"] = _labels(check, attrs["classes_"], "classes_", binary=False)
+                if np.any((codes < 0) | (codes >= len(out["classes_"]))
+                          | (codes != np.round(codes))):
+                    check.fail("history_y holds class codes outside classes_")
+            state = out_state
+        if labels and "classes_" not in out:
+            out["classes_"] = _labels(check, attrs["classes_"], "classes_", binary=False)
+        built["_model"] = (kind, state)
+    else:
+        check.fail(f"okl.load does not know the fitted state of {name}")
+    return out, built
+
+
+def load(path: Any) -> Any:
+    """Read an estimator written by `save`; never unpickles.
+
+    `path` is a file name or a binary file object.  Raises `ModelFileError`
+    (a ValueError) when the file is not an intact okl model: damaged,
+    truncated, edited, or with parameters the estimator refuses.
+    """
+    import okl
+    from okl._params import InvalidParameterError
+
+    source = repr(os.fspath(path)) if isinstance(path, (str, os.PathLike)) else "the file"
+    header, arrays = _read(path, source)
+    check = _Check(source)
     name = header["class"]
-    if name not in okl.__all__ or not isinstance(getattr(okl, name), type):
-        raise ValueError(f"{path} names an unknown estimator class {name!r}.")
+    cls = getattr(okl, name, None) if name in okl.__all__ else None
+    if not (isinstance(cls, type) and hasattr(cls, "get_params")):
+        check.fail(f"it names an unknown estimator class {name!r}")
 
     def gather(prefix):
         return {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
 
-    params = {**header["params"], **gather("param:")}
-    estimator = getattr(okl, name)(**params)
-    for key, value in {**header["attrs"], **gather("attr:")}.items():
-        setattr(estimator, key, value)
-    state_types = _state_types(type(estimator))
+    for key in arrays:
+        if not key.startswith(("param:", "attr:", "obj:")):
+            check.fail(f"it holds an unknown array {key!r}")
+    params = dict(header["params"])
+    for key, value in gather("param:").items():
+        if key in params:
+            check.fail(f"the parameter {key!r} is stored twice")
+        params[key] = value
+    check.keys(params, cls().get_params(deep=False), f"the parameters of {name}")
+    for key, value in params.items():
+        if isinstance(value, np.ndarray) and (value.dtype.kind not in "iuf" or (
+                value.dtype.kind == "f" and not np.all(np.isfinite(value)))):
+            check.fail(f"the parameter {key!r} is not an array of finite numbers")
+        if isinstance(value, (list, dict)):
+            check.fail(f"the parameter {key!r} is a {type(value).__name__}")
+    estimator = cls(**params)
+    try:
+        estimator._validate_params()
+    except (InvalidParameterError, ValueError, TypeError, OverflowError) as exc:
+        raise ModelFileError(f"{source} is not an intact okl model file: its parameters are "
+                             f"invalid: {exc}") from None
+
+    attrs = dict(header["attrs"])
+    for key, value in gather("attr:").items():
+        if key in attrs:
+            check.fail(f"the attribute {key!r} is stored twice")
+        attrs[key] = value
+    for key in list(attrs):
+        if key in params:       # files of okl <= 0.1 store parameters among the attributes too
+            same = (np.array_equal(attrs[key], params[key])
+                    if isinstance(params[key], np.ndarray) or isinstance(attrs[key], np.ndarray)
+                    else attrs[key] == params[key] and type(attrs[key]) is type(params[key]))
+            if not same:
+                check.fail(f"the attribute {key!r} differs from the parameter {key!r}")
+            del attrs[key]
+    objects = {}
     for key, spec in header["objects"].items():
-        state = {**spec["scalars"], **gather(f"obj:{key}:")}
-        setattr(estimator, key, state_types[spec["type"]].from_state(state))
+        state = dict(spec["scalars"])
+        for sub, value in gather(f"obj:{key}:").items():
+            if sub in state:
+                check.fail(f"the field {key}.{sub} is stored twice")
+            state[sub] = value
+        objects[key] = {"type": spec["type"], "state": state}
+    for key in gather("obj:"):
+        if key.split(":", 1)[0] not in objects:
+            check.fail(f"the array 'obj:{key}' belongs to no object of the header")
+
+    if not attrs and not objects:
+        return estimator                    # an unfitted estimator
+    values, built = _check_fitted(check, estimator, attrs, objects)
+    state_types = _state_types(type(estimator))
+    for key, value in values.items():
+        setattr(estimator, key, value)
+    for key, (kind, state) in built.items():
+        setattr(estimator, key, state_types[kind].from_state(state))
     return estimator

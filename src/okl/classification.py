@@ -14,12 +14,16 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.utils import check_array
 
-from okl._base import EXPANSIONS, Diverged, KernelModelMixin, OnlineLearner, PointwiseMixin
+from okl._base import (
+    Diverged, KernelModelMixin, OnlineLearner, PointwiseMixin, expansion_class,
+    warn_reset,
+)
 from okl._binary import BinaryClassifierMixin
 from okl._core import _coefreg
 from okl._numpy import coefreg as _np_coefreg
 from okl._params import (
-    ARRAY_2D, ENGINE_CONSTRAINTS, STEP_CONSTRAINTS, NONE, Interval, Options, budget_constraints,
+    ARRAY_2D, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS, GAMMA_SCALE_CONSTRAINTS,
+    INTERCEPT_CONSTRAINTS, STEP_CONSTRAINTS, NONE, Interval, Options, budget_constraints,
     kernel_constraints,
 )
 from okl.kernels import kernel_code
@@ -51,12 +55,21 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
     Shen-Dietterich).  A sample becomes a centre when the loss has a non-zero
     slope at its margin, so the hinge loss keeps only margin errors.
 
+    One event at a time: `learn_one(x, y, sample_weight=1.0)`, `predict_one(x)`
+    (the prior before any learning), `decision_function_one(x)`,
+    `predict_proba_one(x)` (loss="logistic"); x is a dict of feature name ->
+    value or a 1-D row; same iterates as `partial_fit` (docs/streaming.md).
+
     Parameters
     ----------
     kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default="gaussian"
         See `okl.kernels`.
-    gamma : float, default=1.0
+    gamma : float or "scale", default=1.0
         Kernel width (gaussian, laplacian) or scale of <x, u> (polynomial).
+        "scale" is ``1 / (n_features X.var())`` of the first chunk (scikit-learn's
+        SVC rule; a first call of one row raises), kept in `gamma_`.  A
+        `KernelScaleWarning` names the cure when the first samples' kernel
+        values are all ~0 or all ~1.
     degree : int, default=3
         Polynomial degree.
     coef0 : float, default=0.0
@@ -84,6 +97,17 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
     budget_policy : {"oldest", "smallest"}, default="oldest"
         Which centre leaves when a new one would exceed the budget: the oldest
         (NORMA truncation) or the one of smallest |coefficient|.
+    fit_intercept : bool, default=True
+        Learn an unregularized offset b, ``f(x) = b + sum_i a_i K(x_i, x)``, by
+        NORMA's rule ``b_{t+1} = b_t - eta_t w_t g_t`` (the kernel part's
+        gradient and step, no shrink; docs/algorithms.md, section 7.1).
+        ``fit_intercept=False`` gives exactly the papers' iterates.
+    classes : array of the two labels or None, default=None
+        Fixes `classes_` at the start of a stream, so that neither
+        `partial_fit` nor `learn_one` needs ``classes=``.  Without it,
+        `partial_fit` needs ``classes=`` on its first call, and `learn_one`
+        holds the first events until the second label appears
+        (docs/streaming.md).
     engine : {"cython", "numpy"}, default="cython"
         "numpy" runs the pure-NumPy reference loop (same iterates, slower).
 
@@ -103,6 +127,8 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
         C_K^2, the running maximum of K(x, x) over the stream.
     eta_, lam_ : float
         The step size and regularization of the most recent step.
+    intercept_ : float
+        The offset b (0 with fit_intercept=False).
 
     References
     ----------
@@ -140,11 +166,14 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
         **STEP_CONSTRAINTS,
         **budget_constraints(),
         **ENGINE_CONSTRAINTS,
+        **GAMMA_SCALE_CONSTRAINTS,
+        **INTERCEPT_CONSTRAINTS,
+        **CLASSES_CONSTRAINTS,
     }
 
     def __init__(self, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0, loss="hinge",
                  lam=1e-3, eta="auto", eta_decay=0.5, budget=None, budget_policy="oldest",
-                 engine="cython"):
+                 fit_intercept=True, classes=None, engine="cython"):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -155,7 +184,29 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
         self.eta_decay = eta_decay
         self.budget = budget
         self.budget_policy = budget_policy
+        self.fit_intercept = fit_intercept
+        self.classes = classes
         self.engine = engine
+
+    def fit(self, X, y, sample_weight=None):
+        """Learn the rows of X in order, from a fresh model (one online pass).
+
+        The two labels are the constructor's `classes`, else those of y.
+        `sample_weight` (w_t >= 0) scales the loss gradient of each step; 0
+        skips the row (docs/algorithms.md, section 7.2).
+        """
+        return self._fit(X, y, sample_weight)
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Continue the stream with the rows of X, in order.
+
+        `classes` (the two labels) is required on the first call unless the
+        constructor has them; `sample_weight` as in `fit`.  A call that raises
+        (bad input, a label not in `classes_`, divergence) leaves the model
+        exactly as it was.
+        """
+        self._progressive_scores(X, y, classes, sample_weight=sample_weight)
+        return self
 
     def _loss_args(self):
         return loss_spec(self.loss)
@@ -173,7 +224,10 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
     ``a_{t+1} = a_t - eta_t (lam a_t + phi'_-(y_t f_{a_t}(x_t)) y_t k_t)``
     (docs/algorithms.md, section 4), stochastic gradient descent on
     ``E phi(y f_a(x)) + lam/2 ||a||^2``, whose minimiser a_lam it approaches
-    (Theorem 1).
+    (Theorem 1).  These are exactly the paper's iterates: no offset (append a
+    constant column to X to learn one).  One event at a time: `learn_one`,
+    `predict_one`, `decision_function_one` (one-row `partial_fit` steps, same
+    iterates; docs/streaming.md).
 
     Parameters
     ----------
@@ -208,6 +262,12 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
         theta of the step ``t**-theta``; Theorem 4 needs theta in (0, 1].  3/4
         is Corollary 3's ``theta = (2 beta + 1) / (2 (beta + 1))`` for a
         smooth target (beta = 1, epsilon -> 0).
+    classes : array of the two labels or None, default=None
+        Fixes `classes_` at the start of a stream, so that neither
+        `partial_fit` nor `learn_one` needs ``classes=``.  Without it,
+        `partial_fit` needs ``classes=`` on its first call, and `learn_one`
+        holds the first events until the second label appears
+        (docs/streaming.md).
     engine : {"cython", "numpy"}, default="cython"
         "numpy" runs the pure-NumPy reference loop (same iterates, slower).
 
@@ -270,10 +330,11 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
         **STEP_CONSTRAINTS,
         "eta_decay": [Interval(Real, 0, 1, closed="both")],
         **ENGINE_CONSTRAINTS,
+        **CLASSES_CONSTRAINTS,
     }
 
     def __init__(self, centers=None, n_centers=100, kernel="gaussian", gamma=1.0, degree=3,
-                 coef0=0.0, loss="hinge", lam=0.01, eta="auto", eta_decay=0.75,
+                 coef0=0.0, loss="hinge", lam=0.01, eta="auto", eta_decay=0.75, classes=None,
                  engine="cython"):
         self.centers = centers
         self.n_centers = n_centers
@@ -285,6 +346,7 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
         self.lam = lam
         self.eta = eta
         self.eta_decay = eta_decay
+        self.classes = classes
         self.engine = engine
 
     def _start(self, X, y):
@@ -302,7 +364,7 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
                     f"centers has {centers.shape[1]} features but X has {n_features}: "
                     "the centres must live in the input space.")
             self.n_centers_ = len(centers)
-        self._expansion = EXPANSIONS[self.engine].from_state(dict(
+        self._expansion = expansion_class(self).from_state(dict(
             n_features=n_features, budget=0, policy=0, scale=1.0, n_rescale=0, next_slot=0,
             centers=centers, coef=np.zeros(len(centers)),
             sqnorms=np.einsum("ij,ij->i", centers, centers), **kernel))
@@ -319,6 +381,8 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
         M = _finite_lipschitz(self) if auto else lipschitz_at_origin(self.loss)
         eta_t = step_sizes(1.0 / self.lam if auto else self.eta, self.eta_decay,
                            step_numbers(self.t_, n))
+        if not auto:
+            warn_reset(self, eta_t, float(self.lam), step_numbers(self.t_, n))
         scores, eta_used, kk = np.empty(n), np.empty(n), np.empty(n)
         failed = COEFREG[self.engine](
             self._engine_expansion(), X, y, eta_t, float(self.lam), M if auto else 0.0,
@@ -331,6 +395,12 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
         self.norm_bound_ = abs(slope_at_origin(self.loss)) * self.kappa_max_ / self.lam
         self.eta_ = float(eta_used[-1])
         return scores
+
+    def _fitted_with(self):
+        fixed = super()._fitted_with()
+        if self.centers is None:
+            return fixed + [("n_centers", self.n_centers_)]
+        return fixed + [("centers", self._expansion.centers_)]
 
     @property
     def centers_(self):

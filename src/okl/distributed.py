@@ -39,6 +39,8 @@ from sklearn.base import BaseEstimator, clone
 
 from okl._averaging import average_models
 
+from okl._progress import progress as progress_bar
+
 SEQUENTIAL = "sequential"
 
 __all__ = ["AveragedLearner", "LostTasksError", "StreamResult", "TaskError", "Trial",
@@ -113,32 +115,11 @@ def _session(client=None, n_workers=None):
         yield new
 
 
-def _progress(total, progress, desc):
-    """A tqdm bar on stderr when it is a terminal (or when progress=True); else a no-op."""
-    if progress is None:
-        progress = hasattr(sys.stderr, "isatty") and sys.stderr.isatty()
-    if progress:
-        try:
-            from tqdm.auto import tqdm
-            return tqdm(total=total, desc=desc, file=sys.stderr)
-        except ImportError:
-            pass
-
-    class Quiet:
-        def update(self, n=1):
-            pass
-
-        def close(self):
-            pass
-
-    return Quiet()
-
-
 def _run(func, payloads, client, n_workers, retries, progress, desc):
     """{key: func(payload)} for a dict key -> payload: the one mechanism behind this module."""
     keys = list(payloads)
     results = {}
-    bar = _progress(len(keys), progress, desc)
+    bar = progress_bar(total=len(keys), desc=desc, unit="task", verbose=progress)
     try:
         with _session(client, n_workers) as dask_client:
             if dask_client is None:

@@ -22,6 +22,10 @@ import numpy as np
 from okl._core._kernels import Kernel, kernel_matrix as _kernel_matrix
 
 
+class KernelScaleWarning(UserWarning):
+    """The kernel width does not fit the scale of the data (see gamma="scale")."""
+
+
 @dataclass(frozen=True)
 class KernelRow:
     """Everything okl knows about one kernel."""

@@ -8,6 +8,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
+from okl import _guard
 from okl._base import EXPANSIONS, Diverged, OnlineLearner, check_X, check_X_y
 from okl._core._pairwise import Reducer
 from okl._pair_models import (
@@ -77,6 +78,12 @@ class PairwiseLearner(OnlineLearner):
     ``f_{t+1} = f_t - eta_t/(t-1) sum_{j<t} V'_-(r(y_t, y_j), f_t(x_t, x_j)) K_{(x_t, x_j)}``,
     the average over every previous point (docs/algorithms.md, section 6).  That average is
     one fused pass over the stored points per step, in Cython.
+
+    These are exactly the paper's iterates: an offset would cancel in
+    g(x) - g(x'), so there is no fit_intercept.  One event at a time:
+    `learn_one(x, y)` learns one (x, y), `predict_one(x)` is the score g(x)
+    (0 before any learning); eta="auto" takes kappa from the first call's rows,
+    so give a stream of single events an explicit eta (docs/streaming.md).
 
     Parameters
     ----------
@@ -310,8 +317,28 @@ class PairwiseLearner(OnlineLearner):
         self.t_ += n
         self.n_stored_ = int(self._model.n_stored)
 
+    def _check_size(self):
+        if self.buffer is not None:
+            return
+        m, d = int(self._model.n_stored), self.n_features_in_
+        if self.pair_kernel == "difference":
+            _guard.warn_size(
+                self, "gram", 8 * m * m, _guard.GRAM_BYTES,
+                f"{type(self).__name__}(pair_kernel='difference') caches the Gram matrix of "
+                f"the {m} points stored so far: {8 * m * m / 2 ** 20:.0f} MiB, growing as the "
+                "square of the stream. Pass buffer=B to average over a reservoir of B points "
+                "(8 B^2 bytes; this warning is shown once).")
+        else:
+            _guard.warn_size(
+                self, "history", m * d * (d if self.pair_kernel == "metric" else 1),
+                _guard.EXPANSION_WORK,
+                f"{type(self).__name__} averages over all {m} points seen: every step now "
+                "reads them all and the store keeps growing. Pass buffer=B to average over a "
+                "reservoir of B points (this warning is shown once).")
+
     # -- prediction ---------------------------------------------------------------------------
 
+    @_guard.serialised
     def decision_function(self, X1, X2=None):
         """f(X1[i], X2[i]) for every row pair.
 
@@ -338,6 +365,7 @@ class PairwiseLearner(OnlineLearner):
         return True
 
     @available_if(_has_scores)
+    @_guard.serialised
     def score_samples(self, X):
         """g(x) for every row, with f(x, x') = g(x) - g(x'): ranking scores (higher ranks first).
 
@@ -376,6 +404,7 @@ class PairwiseLearner(OnlineLearner):
         """Coefficients a_i of g = sum_i a_i k(x_i, .) (pair_kernel="difference")."""
         return self._fitted_model(DifferencePairModel, "dual_coef_", "difference").g.coef_
 
+    @_guard.serialised
     def rkhs_norm(self):
         """||f||_K in the RKHS of the pair kernel: ||w||, ||M||_F, or ||g||_k (difference)."""
         check_is_fitted(self, "t_")

@@ -7,12 +7,16 @@ import scipy.sparse as sp
 from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from okl._base import Diverged, KernelModelMixin, OnlineLearner, check_X
+from okl import _guard
+from okl._base import (
+    Diverged, KernelModelMixin, OnlineLearner, check_X, expansion_fitted_with,
+)
+from okl._guard import check_csr
 from okl._pa_models import KernelPAModel, LinearPAModel
 from okl._binary import BinaryClassifierMixin
 from okl._core._pa import Event, Regularization, Variant
 from okl._params import (
-    ENGINE_CONSTRAINTS, NONE, Interval, InvalidParameterError, Options, kernel_constraints,
+    CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS, NONE, Interval, InvalidParameterError, Options, kernel_constraints,
 )
 from okl.losses import loss_value
 
@@ -57,7 +61,10 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
     (Section 3.3).
 
     The model has no intercept, as in the paper: f(x) = w.x (or f(x) =
-    sum_i a_i K(x_i, x)); append a constant column to X to learn one.
+    sum_i a_i K(x_i, x)); append a constant column to X to learn one.  These
+    are exactly the paper's iterates.  One event at a time: `learn_one`,
+    `predict_one`, `decision_function_one` (one-row `partial_fit` steps, same
+    iterates; docs/streaming.md).
 
     Linear models (``kernel="linear"``) keep the weights as ``scale * w``, so
     the shrinks of "objective" and "l2" cost O(1) and a row of a scipy CSR
@@ -101,6 +108,12 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
     budget : int or None, default=None
         Maximum number of support vectors of a kernel model; when full, the
         oldest leaves.  None is unbounded.
+    classes : array of the two labels or None, default=None
+        Fixes `classes_` at the start of a stream, so that neither
+        `partial_fit` nor `learn_one` needs ``classes=``.  Without it,
+        `partial_fit` needs ``classes=`` on its first call, and `learn_one`
+        holds the first events until the second label appears
+        (docs/streaming.md).
     engine : {"cython", "numpy"}, default="cython"
         "numpy" runs the pure-NumPy reference loop (same iterates, slower).
 
@@ -161,13 +174,14 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
         **kernel_constraints(),
         "budget": [NONE, Interval(Integral, 1, None, closed="left")],
         **ENGINE_CONSTRAINTS,
+        **CLASSES_CONSTRAINTS,
     }
     # read by KernelModelMixin: a full budget drops the oldest support vector
     budget_policy = "oldest"
 
     def __init__(self, regularization="none", variant="PA", C=1.0, alpha=0.1, beta=1.0,
                  update="margin", truncate_sigma=0.0, kernel="linear", gamma=1.0, degree=3,
-                 coef0=0.0, budget=None, engine="cython"):
+                 coef0=0.0, budget=None, classes=None, engine="cython"):
         self.regularization = regularization
         self.variant = variant
         self.C = C
@@ -180,6 +194,7 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
         self.degree = degree
         self.coef0 = coef0
         self.budget = budget
+        self.classes = classes
         self.engine = engine
 
     def _validate_params(self):
@@ -209,7 +224,9 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
     def _check_X_y(self, X, y, reset):
         if self.kernel != "linear" or not sp.issparse(X):
             return super()._check_X_y(X, y, reset)             # dense rows
+        check_csr(X, None if reset else getattr(self, "n_features_in_", None))
         X, y = validate_data(self, X, y, reset=reset, accept_sparse="csr", dtype=np.float64)
+        check_csr(X)                                            # after any conversion
         if not X.has_canonical_format:                          # the loop reads each entry once
             X = X.copy()
             X.sum_duplicates()
@@ -231,6 +248,22 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
 
     def _models(self):
         return (self._model,)
+
+    def _fitted_with(self):
+        if isinstance(self._model, LinearPAModel):
+            return [("kernel", "linear")]
+        return expansion_fitted_with(self, self._model.expansion)
+
+    def _check_size(self):
+        if isinstance(self._model, KernelPAModel) and self.budget is None:
+            expansion = self._model.expansion
+            work = expansion.n_support * expansion.n_features
+            _guard.warn_size(
+                self, "expansion", work, _guard.EXPANSION_WORK,
+                f"{type(self).__name__} holds {expansion.n_support} support vectors of "
+                f"{expansion.n_features} features and has no budget: every step now costs "
+                f"{work:.2g} multiply-adds and the model keeps growing with the stream. Pass "
+                "budget=B to bound the number of support vectors (this warning is shown once).")
 
     def _learn(self, X, y):
         n = X.shape[0]
@@ -261,10 +294,13 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
 
     # -- the fitted model ---------------------------------------------------------------------
 
+    @_guard.serialised
     def _decision(self, X):
         check_is_fitted(self, "t_")
         if sp.issparse(X) and self.kernel == "linear":
+            check_csr(X, self.n_features_in_)
             X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64)
+            check_csr(X)
         else:
             X = check_X(self, X, reset=False)
         return self._model.decision(X)
@@ -307,6 +343,7 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
                 "f = sum_i dual_coef_[i] K(support_vectors_[i], .).")
         return self._model.coef[None, :]
 
+    @_guard.serialised
     def rkhs_norm(self):
         """||w||_2 (linear) or ||f||_K (kernel), recomputed from the model."""
         check_is_fitted(self, "t_")

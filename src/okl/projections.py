@@ -9,6 +9,10 @@ validates its inputs, returns a new float64 array, and raises ValueError when
 the constraint set is empty.  The work is done in Cython (okl._core._projections),
 the same code the learners call.
 
+Inputs are first rescaled by powers of two (exact) so that the largest is
+about 1: no square or sum overflows or underflows, and the results are exact
+at every scale from 1e-308 to 1e308.
+
 References
 ----------
 See docs/algorithms.md, sections 5.1 (L2 and L1 projections), 5.2 (empty
@@ -18,6 +22,8 @@ sets) and 5.3 (truncation).
    classifiers and its application in dynamic environments",
    Statistical Analysis and Data Mining, 2(5-6), 2009.
 """
+import math
+
 import numpy as np
 
 from okl._core import _projections
@@ -33,7 +39,10 @@ def _vector(v, name):
 
 
 def _scalar(value, name, lower=None):
-    value = float(value)
+    try:
+        value = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{name} must be a finite number; got {value!r}.") from None
     if not np.isfinite(value):
         raise ValueError(f"{name} must be finite; got {value}.")
     if lower is not None and value < lower:
@@ -42,17 +51,46 @@ def _scalar(value, name, lower=None):
     return value
 
 
+def _exponent(*values):
+    """e with 2**e > every |value| >= 2**(e-1) for the largest (0 if all are zero)."""
+    top = max(float(np.max(np.abs(v))) if np.ndim(v) else abs(float(v)) for v in values)
+    return math.frexp(top)[1] if top > 0.0 else 0
+
+
+def _ldexp(x, n):
+    """x * 2**n, infinite where it overflows."""
+    try:
+        return math.ldexp(x, n)
+    except OverflowError:
+        return math.copysign(math.inf, x)
+
+
+def _norm(a, ord):
+    """||a|| without overflow or underflow."""
+    e = _exponent(a)
+    return _ldexp(float(np.linalg.norm(np.ldexp(a, -e), ord=ord)), e)
+
+
 def _halfspace(core, norm, dual, v, a, b, beta):
-    """Validate, project with `core`, and name the bound when the set is empty."""
+    """Validate, project with `core`, and name the bound when the set is empty.
+
+    The set {a.w >= b} is that of {a.w / 2^k >= b / 2^k}, and projecting
+    (v, b, beta) / 2^e gives the projection / 2^e: both rescalings are exact.
+    """
     v, a = _vector(v, "v"), _vector(a, "a")
     if a.shape != v.shape:
         raise ValueError(f"a and v must have the same shape; got {a.shape} and {v.shape}.")
     b, beta = _scalar(b, "b"), _scalar(beta, "beta", 0.0)
-    w = core(v, a, b, beta)
+    k = _exponent(a)
+    b_k = _ldexp(b, -k)                 # inf when b / ||a|| exceeds the float range
+    e = _exponent(v, min(abs(b_k), 1e308), beta)
+    w = core(np.ldexp(v, -e), np.ldexp(a, -k), _ldexp(b_k, -e), math.ldexp(beta, -e))
+    if w is not None:
+        w = np.ldexp(w, e)
     if w is None:
         raise ValueError(
             f"No w has a.w >= b and ||w||_{norm} <= beta: b = {b:g} exceeds beta ||a||_{dual} = "
-            f"{beta * np.linalg.norm(a, ord=np.inf if dual == 'inf' else 2):g}, the largest a.w "
+            f"{beta * _norm(a, np.inf if dual == 'inf' else 2):g}, the largest a.w "
             "in the ball. Raise beta or lower b.")
     return w
 
@@ -69,7 +107,9 @@ def project_l2_ball(v, beta):
     -------
     w : ndarray of shape (d,)
     """
-    return _projections.l2_ball(_vector(v, "v"), _scalar(beta, "beta", 0.0))
+    v, beta = _vector(v, "v"), _scalar(beta, "beta", 0.0)
+    e = _exponent(v, beta)
+    return np.ldexp(_projections.l2_ball(np.ldexp(v, -e), math.ldexp(beta, -e)), e)
 
 
 def project_l1_ball(v, beta):
@@ -87,7 +127,9 @@ def project_l1_ball(v, beta):
     -------
     w : ndarray of shape (d,)
     """
-    return _projections.l1_ball(_vector(v, "v"), _scalar(beta, "beta", 0.0))
+    v, beta = _vector(v, "v"), _scalar(beta, "beta", 0.0)
+    e = _exponent(v, beta)
+    return np.ldexp(_projections.l1_ball(np.ldexp(v, -e), math.ldexp(beta, -e)), e)
 
 
 def project_halfspace_l2_ball(v, a, b, beta):
@@ -165,4 +207,6 @@ def truncate_smallest(w, sigma):
     sigma = float(sigma)
     if not (np.isfinite(sigma) and sigma >= 0):
         raise ValueError(f"sigma must be a finite float >= 0; got {sigma}.")
-    return _projections.truncate_smallest(w, sigma)
+    e = _exponent(w)                    # sum w_j^2 < sigma  <=>  sum (w_j/2^e)^2 < sigma/4^e
+    scaled = _ldexp(sigma, -2 * e)
+    return np.ldexp(_projections.truncate_smallest(np.ldexp(w, -e), scaled), e)

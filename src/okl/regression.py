@@ -6,7 +6,7 @@ from sklearn.base import RegressorMixin
 
 from okl._base import OnlineLearner, PointwiseMixin
 from okl._params import (
-    ENGINE_CONSTRAINTS, STEP_CONSTRAINTS, Interval, InvalidParameterError, Options,
+    ENGINE_CONSTRAINTS, GAMMA_SCALE_CONSTRAINTS, INTERCEPT_CONSTRAINTS, STEP_CONSTRAINTS, Interval, InvalidParameterError, Options,
     budget_constraints, kernel_constraints,
 )
 from okl.losses import RESIDUAL_LOSSES, loss_spec, loss_value
@@ -24,12 +24,21 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
     with ``loss="pinball"`` it is Yang's fully online quantile regression, whose
     epsilon-tube makes the model sparse; any loss is NORMA.
 
+    One event at a time: `learn_one(x, y, sample_weight=1.0)`, `predict_one(x)`
+    (the prior before any learning), `decision_function_one(x)`; x is a dict
+    of feature name -> value or a 1-D row; same iterates as `partial_fit`
+    (docs/streaming.md).
+
     Parameters
     ----------
     kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default="gaussian"
         See `okl.kernels`.
-    gamma : float, default=1.0
+    gamma : float or "scale", default=1.0
         Kernel width (gaussian, laplacian) or scale of <x, u> (polynomial).
+        "scale" is ``1 / (n_features X.var())`` of the first chunk (scikit-learn's
+        SVC rule; a first call of one row raises), kept in `gamma_`.  A
+        `KernelScaleWarning` names the cure when the first samples' kernel
+        values are all ~0 or all ~1.
     degree : int, default=3
         Polynomial degree.
     coef0 : float, default=0.0
@@ -63,6 +72,11 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
         Which centre leaves when a new one would exceed the budget: the oldest
         (NORMA truncation) or the one of smallest |coefficient| (the newcomer
         included).
+    fit_intercept : bool, default=True
+        Learn an unregularized offset b, ``f(x) = b + sum_i a_i K(x_i, x)``, by
+        NORMA's rule ``b_{t+1} = b_t - eta_t w_t g_t`` (the kernel part's
+        gradient and step, no shrink; docs/algorithms.md, section 7.1).
+        ``fit_intercept=False`` gives exactly the papers' iterates.
     engine : {"cython", "numpy"}, default="cython"
         "numpy" runs the pure-NumPy reference loop (same iterates, slower).
 
@@ -80,6 +94,10 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
         C_K^2, the running maximum of K(x, x) over the stream.
     eta_, lam_ : float
         The step size and regularization of the most recent step.
+    intercept_ : float
+        The offset b (0 with fit_intercept=False).
+    gamma_ : float
+        The kernel width in use, with gamma="scale".
 
     References
     ----------
@@ -117,11 +135,14 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
         **STEP_CONSTRAINTS,
         **budget_constraints(),
         **ENGINE_CONSTRAINTS,
+        **GAMMA_SCALE_CONSTRAINTS,
+        **INTERCEPT_CONSTRAINTS,
     }
 
     def __init__(self, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0, loss="squared",
                  quantile=0.5, epsilon=0.0, lam=1e-3, lam_decay=0.0, eta="auto",
-                 eta_decay=0.6, budget=None, budget_policy="oldest", engine="cython"):
+                 eta_decay=0.6, budget=None, budget_policy="oldest", fit_intercept=True,
+                 engine="cython"):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -135,6 +156,7 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
         self.eta_decay = eta_decay
         self.budget = budget
         self.budget_policy = budget_policy
+        self.fit_intercept = fit_intercept
         self.engine = engine
 
     def _validate_params(self):
@@ -143,6 +165,23 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
             raise InvalidParameterError(
                 "loss='huber' takes its threshold delta from epsilon, which must be > 0 "
                 f"(got epsilon={self.epsilon}); try epsilon=1.0.")
+
+    def fit(self, X, y, sample_weight=None):
+        """Learn the rows of X in order, from a fresh model (one online pass).
+
+        `sample_weight` (w_t >= 0) scales the loss gradient of each step; 0
+        skips the row (docs/algorithms.md, section 7.2).
+        """
+        self._progressive_scores(X, y, reset=True, sample_weight=sample_weight)
+        return self
+
+    def partial_fit(self, X, y, sample_weight=None):
+        """Continue the stream with the rows of X, in order (`sample_weight` as in `fit`).
+
+        A call that raises (bad input, divergence) leaves the model exactly as it was.
+        """
+        self._progressive_scores(X, y, sample_weight=sample_weight)
+        return self
 
     def _loss_args(self):
         return loss_spec(self.loss, tau=self.quantile, eps=self.epsilon, delta=self.epsilon)

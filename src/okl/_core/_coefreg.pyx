@@ -12,6 +12,7 @@ from libc.math cimport fmin, isfinite
 from okl._core._kernels cimport cdot
 from okl._core._losses cimport Loss, LossSpec, cdloss
 from okl._core._expansion cimport KernelExpansion
+from okl._core._signals cimport cinterrupted, craise_pending
 
 
 def fit_chunk(KernelExpansion expansion,
@@ -28,7 +29,8 @@ def fit_chunk(KernelExpansion expansion,
     """Run the chunk; return -1, or the index of the first step that diverged."""
     cdef LossSpec spec = LossSpec(<Loss>loss, 0.5, 0.0, 1.0, 2.0)
     cdef Py_ssize_t i, n = X.shape[0], d = X.shape[1]
-    cdef Py_ssize_t failed = -1
+    cdef Py_ssize_t failed = -1, work = 0
+    cdef bint interrupted = False
     cdef const double* x
     cdef double xx, f, kk, step, g
     cdef double* kb
@@ -37,6 +39,9 @@ def fit_chunk(KernelExpansion expansion,
     expansion.reserve(max(0, min(n, n_centers - expansion.n_support)))
     with nogil:
         for i in range(n):
+            if cinterrupted(&work, expansion.n_support * d):
+                interrupted = True
+                break
             x = &X[i, 0]
             xx = cdot(x, x, d)
             if expansion.n_support < n_centers:
@@ -61,4 +66,6 @@ def fit_chunk(KernelExpansion expansion,
                 failed = i
                 break
             expansion.caxpy_coef(-step * g, kb)
+    if interrupted:
+        craise_pending()
     return failed

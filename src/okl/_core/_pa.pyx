@@ -11,7 +11,7 @@ weights are stored as w = scale * raw, so the shrinks 1/(1+alpha) and 1/Z
 cost O(1) and a CSR row costs O(nnz) (L1 and truncation touch all of w).
 ||w||^2 (||f||_K^2 for kernels) is carried along exactly, in O(1) per update.
 """
-from libc.math cimport NAN, fmax, fmin, isfinite
+from libc.math cimport NAN, fabs, fmax, fmin, frexp, isfinite, ldexp
 from libc.stdlib cimport calloc, free
 from libc.string cimport memset
 from scipy.linalg.cython_blas cimport ddot, daxpy
@@ -19,6 +19,7 @@ from scipy.linalg.cython_blas cimport ddot, daxpy
 from okl._core._kernels cimport cdot, ckernel, cself
 from okl._core._expansion cimport NEWCOMER, NO_EVICTION, KernelExpansion
 from okl._core._lazy cimport cshrink_lazy
+from okl._core._signals cimport cinterrupted, craise_pending
 from okl._core._projections cimport AbsIndex, chalfspace_l1, chalfspace_l2, ctruncate_smallest
 
 
@@ -54,6 +55,10 @@ cdef struct Row:      # one input row: dense (idx == NULL, nnz = d) or CSR
     const double* val
     const int* idx
     Py_ssize_t nnz
+
+
+cdef enum:
+    INTERRUPTED = -2  # clinear's status when a signal handler raised
 
 
 # -- the scalar step, shared by the linear and kernel loops ----------------------------
@@ -116,6 +121,63 @@ cdef inline void crow_axpy(const Row* r, double c, double* w) noexcept nogil:
         w[r.idx[k]] += c * r.val[k]
 
 
+cdef inline int crow_exponent(const Row* r) noexcept nogil:
+    """e with max_j |x_j| in [2^(e-1), 2^e) (0 for x = 0)."""
+    cdef Py_ssize_t k
+    cdef double top = 0.0
+    cdef int e
+    for k in range(r.nnz):
+        top = fmax(top, fabs(r.val[k]))
+    if top == 0.0 or not isfinite(top):
+        return 0
+    frexp(top, &e)
+    return e
+
+
+cdef inline double crow_sqnorm_scaled(const Row* r, int e) noexcept nogil:
+    """||x / 2^e||^2 (for rows whose squares would overflow or underflow)."""
+    cdef Py_ssize_t k
+    cdef double u, acc = 0.0
+    for k in range(r.nnz):
+        u = ldexp(r.val[k], -e)
+        acc += u * u
+    return acc
+
+
+cdef inline void crow_axpy_scaled(const Row* r, double c, int e, double* w) noexcept nogil:
+    """w += c x / 2^e, without forming c / 2^e (which may under- or overflow)."""
+    cdef Py_ssize_t k
+    for k in range(r.nnz):
+        w[k if r.idx == NULL else r.idx[k]] += c * ldexp(r.val[k], -e)
+
+
+cdef inline Event cscaled_coefs(const PASpec* s, double m, double uu, int e, double vv,
+                                double* cv, double* cas) noexcept nogil:
+    """`ccoefs` for a row x = 2^e u given uu = ||u||^2: (cv, ca 2^e), so that
+    w_{t+1} = cv w_t + cas y u.  No term of ||x||^2 = 4^e uu is formed."""
+    cdef double l = 1.0 - m
+    if s.reg == L2:     # {y u.w >= 2^-e}: the same set, the same projection
+        return UPDATED if chalfspace_l2(vv, ldexp(m, -e), uu, ldexp(1.0, -e), s.beta,
+                                        cv, cas) else INFEASIBLE
+    if uu == 0.0:       # x = 0: no step moves y f(x)
+        return INFEASIBLE if (s.reg == OBJECTIVE or s.variant == PA) else PASSIVE
+    cv[0] = 1.0
+    if s.reg == OBJECTIVE:
+        cv[0] = 1.0 / (1.0 + s.alpha)
+        cas[0] = ldexp((l + s.alpha) / uu, -e) * cv[0]
+    elif s.variant == PA:
+        cas[0] = ldexp(l / uu, -e)
+    elif s.variant == PA_I:
+        cas[0] = fmin(ldexp(s.C, e), ldexp(l / uu, -e))
+    elif s.variant != PA_II:    # an unknown code: a NaN step, which the loop reports
+        cas[0] = NAN
+    elif e >= 0:        # l 2^e / (4^e uu + 1/(2C)), without 4^e
+        cas[0] = ldexp(l, -e) / (uu + ldexp(0.5 / s.C, -2 * e))
+    else:
+        cas[0] = ldexp(l, e) / (ldexp(uu, 2 * e) + 0.5 / s.C)
+    return UPDATED
+
+
 cdef Event cl1_step(double* w, double* ww, const Row* r, double y, double beta, Py_ssize_t d,
                     double* a_work, double* work) noexcept nogil:
     """w <- its projection onto {y x.w >= 1, ||w||_1 <= beta} (w unscaled).
@@ -124,9 +186,12 @@ cdef Event cl1_step(double* w, double* ww, const Row* r, double y, double beta, 
     """
     cdef Py_ssize_t k
     cdef bint ok
+    cdef int e = crow_exponent(r)
+    if -500 < e < 500:  # else {a.w >= 1} as {(a / 2^e).w >= 2^-e}: no square of a overflows
+        e = 0
     for k in range(r.nnz):
-        a_work[k if r.idx == NULL else r.idx[k]] = y * r.val[k]
-    ok = chalfspace_l1(w, a_work, d, 1.0, beta, w, work)
+        a_work[k if r.idx == NULL else r.idx[k]] = ldexp(y * r.val[k], -e)
+    ok = chalfspace_l1(w, a_work, d, ldexp(1.0, -e), beta, w, work)
     if r.idx != NULL:
         for k in range(r.nnz):
             a_work[r.idx[k]] = 0.0
@@ -141,16 +206,20 @@ cdef Py_ssize_t clinear(double* w, double* scale, double* ww, Py_ssize_t d, bint
                         const double* y, Py_ssize_t n, const PASpec* s, double sigma,
                         double* a_work, double* work, AbsIndex* pairs,
                         double* score_out, signed char* event_out) noexcept nogil:
-    """The loop over n rows, dense (n, d) or CSR; -1 or the first divergent step."""
-    cdef Py_ssize_t i
+    """The loop over n rows, dense (n, d) or CSR; -1, the first divergent step, or
+    INTERRUPTED (a signal handler raised)."""
+    cdef Py_ssize_t i, done = 0
     cdef Row r
-    cdef double f, m, xx, cv, ca, c, ww_new
+    cdef double f, m, uu, cv, ca, c, ww_new
+    cdef int e
     cdef Event ev
     for i in range(n):
         if sparse:
             r = Row(data + indptr[i], indices + indptr[i], indptr[i + 1] - indptr[i])
         else:
             r = Row(data + i * d, NULL, d)
+        if cinterrupted(&done, r.nnz if (s.reg != L1 and sigma == 0.0) else 8 * d):
+            return INTERRUPTED
         f = scale[0] * crow_dot(&r, w)
         score_out[i] = f
         if not isfinite(f):
@@ -161,16 +230,24 @@ cdef Py_ssize_t clinear(double* w, double* scale, double* ww, Py_ssize_t d, bint
             if s.reg == L1:
                 ev = cl1_step(w, ww, &r, y[i], s.beta, d, a_work, work)
             else:
-                xx = crow_sqnorm(&r)
-                ev = ccoefs(s, m, xx, ww[0], &cv, &ca)
+                # x = 2^e u with max |u_j| in [1/2, 1): ||x||^2 = 4^e ||u||^2 never
+                # overflows nor underflows, and w + ca y x = w + (ca 2^e) y u
+                e = crow_exponent(&r)
+                uu = ldexp(crow_sqnorm(&r), -2 * e) if -500 < e < 500 else crow_sqnorm_scaled(&r, e)
+                ev = cscaled_coefs(s, m, uu, e, ww[0], &cv, &ca)
                 if ev == UPDATED:
-                    ww_new = cv * cv * ww[0] + 2.0 * cv * ca * m + ca * ca * xx
+                    ww_new = cv * cv * ww[0] + 2.0 * cv * ca * ldexp(m, -e) + ca * ca * uu
+                    if not isfinite(ww_new):
+                        return i
                     if cv != 1.0:
                         cshrink_lazy(w, d, scale, cv)
                     c = ca * y[i] / scale[0]
                     if not isfinite(c):
                         return i
-                    crow_axpy(&r, c, w)
+                    if -500 < e < 500:
+                        crow_axpy(&r, ldexp(c, -e), w)
+                    else:
+                        crow_axpy_scaled(&r, c, e, w)
                     ww[0] = fmax(ww_new, 0.0)
             if ev == UPDATED and sigma > 0.0:
                 ww[0] = scale[0] * scale[0] * ctruncate_smallest(
@@ -206,6 +283,8 @@ cdef _fit_linear(double[::1] w, double scale, double ww, bint sparse, const doub
         free(a_work)
         free(work)
         free(pairs)
+    if failed == INTERRUPTED:
+        craise_pending()
     return failed, scale, ww
 
 
@@ -255,7 +334,8 @@ def fit_kernel(KernelExpansion expansion,
     removal (one more evaluation, at x_o).
     """
     cdef PASpec s = PASpec(<Regularization>reg, <Variant>variant, C, alpha, beta, mistake)
-    cdef Py_ssize_t i, o, n = X.shape[0], d = X.shape[1], failed = -1
+    cdef Py_ssize_t i, o, n = X.shape[0], d = X.shape[1], failed = -1, work = 0
+    cdef bint interrupted = False
     cdef const double* x
     cdef double xx, kxx, f, m, cv, ca, c, ww_new, r, g_o
     cdef const double* xo
@@ -267,6 +347,9 @@ def fit_kernel(KernelExpansion expansion,
     expansion.reserve(n)
     with nogil:
         for i in range(n):
+            if cinterrupted(&work, expansion.n_support * d):
+                interrupted = True
+                break
             x = &X[i, 0]
             xx = cdot(x, x, d)
             kxx = cself(&expansion.kernel, xx)
@@ -296,4 +379,6 @@ def fit_kernel(KernelExpansion expansion,
                     break
                 ww = fmax(ww_new, 0.0)
             event_out[i] = ev
+    if interrupted:
+        craise_pending()
     return failed, ww

@@ -23,6 +23,7 @@ import numpy as np
 from libc.math cimport NAN, isfinite
 from scipy.linalg.cython_blas cimport dgemm, dgemv, dsymv
 
+from okl._core._signals cimport cinterrupted, craise_pending
 from okl._core._kernels cimport cdot, cself
 from okl._core._losses cimport Loss, LossSpec, cdloss, cdloss_right, cis_margin
 from okl._core._expansion cimport KernelExpansion
@@ -113,6 +114,8 @@ def linear_chunk(double[:, ::1] H,            # IN/OUT (capacity, d) stored poin
     cdef Reducer kind = <Reducer>reducer
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], i, j, k, b0, rows
     cdef Py_ssize_t block = max(1, BLOCK_DOUBLES // d), failed = -1
+    cdef Py_ssize_t work = 0
+    cdef bint interrupted = False
     cdef double wx, G, c, yt
     cdef const double* x
     gbuf_arr = np.empty(block, dtype=np.float64)
@@ -122,6 +125,9 @@ def linear_chunk(double[:, ::1] H,            # IN/OUT (capacity, d) stored poin
         return m, failed
     with nogil:
         for i in range(n):
+            if cinterrupted(&work, m * d):
+                interrupted = True
+                break
             x = &X[i, 0]
             yt = y[i]
             if m > 0:
@@ -151,6 +157,8 @@ def linear_chunk(double[:, ::1] H,            # IN/OUT (capacity, d) stored poin
                 cstore(&H[0, 0], &yh[0], slot[i], x, yt, d)
                 if slot[i] == m:
                     m += 1
+    if interrupted:
+        craise_pending()
     return m, failed
 
 
@@ -172,6 +180,8 @@ def linear_moments_chunk(double[:, ::1] S,         # IN/OUT (d+2, d+2) sum_j z_j
     """
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], e = d + 2, i, k, l
     cdef Py_ssize_t failed = -1
+    cdef Py_ssize_t work = 0
+    cdef bint interrupted = False
     cdef double cnt, wx, wS1, yt, c
     z_arr = np.empty(e, dtype=np.float64)
     grad_arr = np.empty(d, dtype=np.float64)
@@ -181,6 +191,9 @@ def linear_moments_chunk(double[:, ::1] S,         # IN/OUT (d+2, d+2) sum_j z_j
         return failed
     with nogil:
         for i in range(n):
+            if cinterrupted(&work, (d + 2) * (d + 2)):
+                interrupted = True
+                break
             z[0] = 1.0
             for k in range(d):
                 zx[k] = X[i, k] - origin[k]
@@ -205,6 +218,8 @@ def linear_moments_chunk(double[:, ::1] S,         # IN/OUT (d+2, d+2) sum_j z_j
             for k in range(e):
                 for l in range(e):
                     S[k, l] += z[k] * z[l]
+    if interrupted:
+        craise_pending()
     return failed
 
 
@@ -229,6 +244,8 @@ def metric_chunk(double[:, ::1] H,            # IN/OUT (capacity, d) stored poin
     cdef Reducer kind = <Reducer>reducer
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], i, j, k, l, b0, rows
     cdef Py_ssize_t block = max(1, BLOCK_DOUBLES // d), failed = -1
+    cdef Py_ssize_t work = 0
+    cdef bint interrupted = False
     cdef double c, yt, gj
     cdef const double* x
     cdef double* Dj
@@ -243,6 +260,9 @@ def metric_chunk(double[:, ::1] H,            # IN/OUT (capacity, d) stored poin
         return m, failed
     with nogil:
         for i in range(n):
+            if cinterrupted(&work, m * d * d):
+                interrupted = True
+                break
             x = &X[i, 0]
             yt = y[i]
             if m > 0:
@@ -282,6 +302,8 @@ def metric_chunk(double[:, ::1] H,            # IN/OUT (capacity, d) stored poin
                 cstore(&H[0, 0], &yh[0], slot[i], x, yt, d)
                 if slot[i] == m:
                     m += 1
+    if interrupted:
+        craise_pending()
     return m, failed
 
 
@@ -311,6 +333,8 @@ def difference_chunk(KernelExpansion g,         # IN/OUT g = sum_i a_i k(c_i, .)
     cdef Reducer kind = <Reducer>reducer
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], cap = gram.shape[0]
     cdef Py_ssize_t i, j, sl, failed = -1
+    cdef Py_ssize_t work = 0
+    cdef bint interrupted = False
     cdef double xx, gx, kself, yt, G, dgx, c, gnew
     cdef const double* x
     gbuf_arr = np.empty(max(cap, 1), dtype=np.float64)
@@ -326,6 +350,9 @@ def difference_chunk(KernelExpansion g,         # IN/OUT g = sum_i a_i k(c_i, .)
     g.reserve(n)
     with nogil:
         for i in range(n):
+            if cinterrupted(&work, g.n_support * d + m * m):
+                interrupted = True
+                break
             x = &X[i, 0]
             yt = y[i]
             xx = cdot(x, x, d)
@@ -363,4 +390,6 @@ def difference_chunk(KernelExpansion g,         # IN/OUT g = sum_i a_i k(c_i, .)
                 gram[sl, sl] = kself
                 if sl == m:
                     m += 1
+    if interrupted:
+        craise_pending()
     return m, failed

@@ -26,10 +26,12 @@ cdef inline bint chalfspace_l2(double vv, double av, double aa, double b, double
     give w = (v + tau a) / Z with tau >= 0, Z >= 1 (Shen-Dietterich Lemma 3.2
     for any b): try the ball alone (tau = 0), then the halfspace alone (Z = 1,
     Lemma 3.2's A <= B), then both constraints active.  False when the set is
-    empty, i.e. b > beta ||a||.
+    empty, i.e. b > beta ||a||.  b and beta are never squared (no overflow or
+    underflow of beta^2 ||a||^2 - b^2 for radii far from 1).
     """
-    cdef double norm_v, shrink, A, B, Z
-    if b > 0.0 and b * b > beta * beta * aa:
+    cdef double norm_v, norm_a, shrink, A, gap, sqrt_B, Z
+    norm_a = sqrt(aa)
+    if b > beta * norm_a:
         return False
     # tau = 0: the ball projection, if it lies in the halfspace
     norm_v = sqrt(vv)
@@ -38,19 +40,20 @@ cdef inline bint chalfspace_l2(double vv, double av, double aa, double b, double
         cv[0] = shrink
         ca[0] = 0.0
         return True
-    # here aa > 0 (a = 0 leaves all or nothing), and B >= 0: b <= beta ||a||
-    # (not empty) and b > -beta ||a|| (else the ball lies in the halfspace)
+    # here aa > 0 (a = 0 leaves all or nothing), and b > -beta ||a|| (else the ball
+    # lies in the halfspace): B = beta^2 ||a||^2 - b^2 = (beta ||a|| - b)(beta ||a|| + b)
     A = vv * aa - av * av           # ||a||^2 ||v - (a.v/aa) a||^2
-    B = beta * beta * aa - b * b
-    if av < b and A <= B:           # Z = 1: the halfspace projection is in the ball
-        cv[0] = 1.0
+    gap = beta * norm_a - b
+    sqrt_B = sqrt(gap if gap > 0.0 else 0.0) * sqrt(beta * norm_a + b)
+    if av < b and sqrt(A if A > 0.0 else 0.0) <= sqrt_B:
+        cv[0] = 1.0                 # Z = 1: the halfspace projection is in the ball
         ca[0] = (b - av) / aa
         return True
-    if B <= 0.0:                    # b = beta ||a||: the single point b a / aa
+    if gap <= 0.0:                  # b = beta ||a||: the single point b a / aa
         cv[0] = 0.0
         ca[0] = b / aa
         return True
-    Z = sqrt((A if A > 0.0 else 0.0) / B)
+    Z = sqrt(A if A > 0.0 else 0.0) / sqrt_B
     if Z < 1.0:                     # rounding; Z > 1 in exact arithmetic here
         Z = 1.0
     cv[0] = 1.0 / Z

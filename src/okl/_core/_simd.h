@@ -9,8 +9,8 @@
  * arguments.  okl_exp_nonpos is exp on (-inf, 0] in straight-line arithmetic
  * (Cody-Waite reduction, degree-13 Taylor polynomial, exponent by bit
  * arithmetic): the compiler turns a loop of it into SIMD code.  Relative
- * error <= 2.3e-16 on [-708, 0]; below -708 it returns exp(-708) ~ 3e-308
- * instead of a subnormal or 0.
+ * error <= 2.3e-16 on [-708, 0]; below -708 it returns 0 instead of a
+ * subnormal (an absolute error below 3.3e-308), and a NaN stays NaN.
  *
  * On x86-64 with GCC/Clang the loops are compiled twice, for the baseline and
  * for x86-64-v3 (AVX2), and the loader picks the clone the CPU supports.
@@ -62,7 +62,8 @@ static inline double okl_exp_nonpos(double x)
     p = p * r + 1.0;
     p = p * r + 1.0;
     scale.u = (k.u + 1023) << 52;                    /* 2^k */
-    return p * scale.d;
+    /* exp(x) < 3.3e-308 below -708: 0 (an absolute error below 3.3e-308); NaN stays NaN */
+    return x >= -708.0 ? p * scale.d : (x < -708.0 ? 0.0 : x);
 }
 
 /* <x, u>, with a SIMD reduction (a plain loop is bound by the latency of one add chain). */

@@ -7,7 +7,8 @@ from okl._core._kernels import Kernel
 def kernel_values(kernel, gamma, degree, coef0, centers, x):
     """K(centers[i], x) for every row; distances are summed directly, as in Cython."""
     if kernel == Kernel.GAUSSIAN:
-        return np.exp(-gamma * ((centers - x) ** 2).sum(axis=1))
+        with np.errstate(over="ignore"):        # points 1e154 apart: distance inf, K = 0
+            return np.exp(-gamma * ((centers - x) ** 2).sum(axis=1))
     if kernel == Kernel.LAPLACIAN:
         return np.exp(-gamma * np.abs(centers - x).sum(axis=1))
     if kernel == Kernel.LINEAR:

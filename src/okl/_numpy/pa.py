@@ -36,6 +36,35 @@ def coefs(reg, variant, C, alpha, beta, m, xx, vv):
     return Event.UPDATED, 1.0, loss / (xx + 0.5 / C)
 
 
+def _exponent(x):
+    """e with max |x_j| in [2^(e-1), 2^e) (0 for x = 0)."""
+    top = float(np.max(np.abs(x))) if x.size else 0.0
+    return int(np.frexp(top)[1]) if top > 0.0 else 0
+
+
+def scaled_coefs(reg, variant, C, alpha, beta, m, uu, e, vv):
+    """`coefs` for a row x = 2^e u given uu = ||u||^2: (event, cv, ca 2^e), so that
+    w_{t+1} = cv w_t + cas y u; no term of ||x||^2 = 4^e uu is formed."""
+    if reg == Regularization.L2:
+        step = projections.halfspace_l2_coefs(vv, np.ldexp(m, -e), uu, np.ldexp(1.0, -e), beta)
+        return (Event.INFEASIBLE, 1.0, 0.0) if step is None else (Event.UPDATED, *step)
+    if uu == 0.0:
+        hard = reg == Regularization.OBJECTIVE or variant == Variant.PA
+        return (Event.INFEASIBLE if hard else Event.PASSIVE), 1.0, 0.0
+    loss = 1.0 - m
+    with np.errstate(over="ignore", under="ignore"):
+        if reg == Regularization.OBJECTIVE:
+            cv = 1.0 / (1.0 + alpha)
+            return Event.UPDATED, cv, np.ldexp((loss + alpha) / uu, -e) * cv
+        if variant == Variant.PA:
+            return Event.UPDATED, 1.0, np.ldexp(loss / uu, -e)
+        if variant == Variant.PA_I:
+            return Event.UPDATED, 1.0, min(np.ldexp(C, e), np.ldexp(loss / uu, -e))
+        if e >= 0:
+            return Event.UPDATED, 1.0, np.ldexp(loss, -e) / (uu + np.ldexp(0.5 / C, -2 * e))
+        return Event.UPDATED, 1.0, np.ldexp(loss, e) / (np.ldexp(uu, 2 * e) + 0.5 / C)
+
+
 def _rows(X):
     """The rows of X as dense vectors (CSR rows are expanded one at a time)."""
     if not sp.issparse(X):
@@ -64,20 +93,28 @@ def fit_linear(w, scale, ww, X, y, reg, variant, C, alpha, beta, mistake, sigma,
         event = Event.PASSIVE
         if violated(mistake, m):
             if reg == Regularization.L1:
-                new = projections.halfspace_l1_ball(w, y[i] * x, 1.0, beta)
+                e = _exponent(x)
+                e = 0 if -500 < e < 500 else e    # {a.w >= 1} as {(a/2^e).w >= 2^-e}
+                with np.errstate(over="ignore"):
+                    new = projections.halfspace_l1_ball(w, np.ldexp(y[i] * x, -e),
+                                                        np.ldexp(1.0, -e), beta)
                 if new is None:
                     event = Event.INFEASIBLE
                 else:
                     event, w[:], ww = Event.UPDATED, new, new @ new
             else:
-                xx = x @ x
-                event, cv, ca = coefs(reg, variant, C, alpha, beta, m, xx, ww)
+                e = _exponent(x)                    # x = 2^e u, max |u_j| in [1/2, 1)
+                u = np.ldexp(x, -e)
+                uu = u @ u
+                event, cv, cas = scaled_coefs(reg, variant, C, alpha, beta, m, uu, e, ww)
                 if event == Event.UPDATED:
-                    if not np.isfinite(ca):
+                    with np.errstate(over="ignore", invalid="ignore"):
+                        ww_new = cv * cv * ww + 2.0 * cv * cas * np.ldexp(m, -e) + cas * cas * uu
+                    if not (np.isfinite(cas) and np.isfinite(ww_new)):
                         return i, 1.0, ww
-                    ww = max(cv * cv * ww + 2.0 * cv * ca * m + ca * ca * xx, 0.0)
+                    ww = max(ww_new, 0.0)
                     w *= cv
-                    w += ca * y[i] * x
+                    w += cas * y[i] * u
             if event == Event.UPDATED and sigma > 0.0:
                 w[:] = projections.truncate_smallest(w, sigma)
                 ww = w @ w

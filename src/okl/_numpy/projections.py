@@ -43,20 +43,23 @@ def l1_ball(v, beta):
 
 def halfspace_l2_coefs(vv, av, aa, b, beta):
     """(cv, ca) with w = cv v + ca a the closest point to v in {a.w >= b, ||w||_2 <= beta},
-    or None when that set is empty (Shen-Dietterich Lemma 3.2 for any b)."""
-    if b > 0 and b * b > beta * beta * aa:
+    or None when that set is empty (Shen-Dietterich Lemma 3.2 for any b; b and beta
+    are never squared)."""
+    norm_a = np.sqrt(aa)
+    if b > beta * norm_a:
         return None
     norm_v = np.sqrt(vv)
     shrink = 1.0 if norm_v <= beta else beta / norm_v
     if shrink * av >= b:                       # the ball alone
         return shrink, 0.0
     A = vv * aa - av * av
-    B = beta * beta * aa - b * b
-    if av < b and A <= B:                      # the halfspace alone
+    gap = beta * norm_a - b
+    sqrt_B = np.sqrt(max(gap, 0.0)) * np.sqrt(beta * norm_a + b)
+    if av < b and np.sqrt(max(A, 0.0)) <= sqrt_B:  # the halfspace alone
         return 1.0, (b - av) / aa
-    if B <= 0:                                 # a single point
+    if gap <= 0:                               # a single point
         return 0.0, b / aa
-    Z = max(np.sqrt(max(A, 0.0) / B), 1.0)     # both active
+    Z = max(np.sqrt(max(A, 0.0)) / sqrt_B, 1.0)  # both active
     return 1.0 / Z, (b - av / Z) / aa
 
 

@@ -1,0 +1,236 @@
+"""Cost of one event: okl one event at a time vs okl's fused loop, river, scikit-learn, VW.
+
+Every benchmark runs a stream of K events through a model that is already
+warm (m = 100 centres, budget 100, so m stays fixed) and reports the median
+time per event (``extra_info["steps"] = K``).  Each event is "predict, then
+learn", as progressive validation and a live stream do.  Labels:
+
+- "cython": okl's fused loop, ``partial_fit`` on the K rows at once (the
+  predictions come out of the same loop); the reference of the ratios;
+- "event": ``predict_one(x)`` + ``learn_one(x, y)`` on a 1-D float64 row;
+  "event-dict": the same with a dict of feature name -> value; "okl-river":
+  the same through ``okl.river.to_river`` (river's protocol, dicts);
+- "row": ``predict(X[i:i+1])`` + ``partial_fit(X[i:i+1], y[i:i+1])`` on a ready
+  C-contiguous float64 row; "row-list", "row-f32", "row-F": the same with a
+  list, a float32 row, a row of a Fortran-ordered X; "pfit-row": the one-row
+  ``partial_fit`` alone;
+- peers on the same events: river's LinearRegression ("river-LR"),
+  LogisticRegression ("river-Log"), PAClassifier ("river-PA") on dicts;
+  scikit-learn's SGDRegressor / SGDClassifier ``predict`` + ``partial_fit`` on
+  one row ("sk-SGD"); vowpalwabbit's predict + learn on pre-formatted lines
+  ("vw"), when installed.
+
+river and vowpalwabbit are optional: their benchmarks are skipped without them.
+
+    python -m pytest bench/bench_one_event.py --benchmark-only
+"""
+import numpy as np
+import pytest
+from sklearn.linear_model import SGDClassifier, SGDRegressor
+
+from okl import OnlineKernelClassifier, OnlineKernelRegressor
+
+M = 100          # centres
+K = 300          # events per timed round
+TASKS = ("regression", "classification")
+
+
+def events(task, d, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(M + K, d)) / np.sqrt(d)
+    if task == "regression":
+        y = np.sin(3 * X[:, 0]) + 0.1 * rng.normal(size=M + K)
+    else:
+        y = (X[:, 0] * X[:, 1] + 0.05 * rng.normal(size=M + K) > 0).astype(np.int64)
+    return X, y
+
+
+def warm_okl(task, d):
+    X, y = events(task, d)
+    if task == "regression":
+        est = OnlineKernelRegressor(gamma=0.5, budget=M)
+        est.partial_fit(X[:M], y[:M])
+    else:
+        est = OnlineKernelClassifier(gamma=0.5, loss="logistic", budget=M)
+        est.partial_fit(X[:M], y[:M], classes=[0, 1])
+    assert est.n_support_ == M
+    return est, X[M:], y[M:]
+
+
+def one_event_api(est):
+    """learn_one / predict_one: the estimator's own, else okl's adapter (same iterates)."""
+    if hasattr(est, "learn_one"):
+        return est.predict_one, est.learn_one
+    from okl.pipeline import EventAdapter
+    adapter = EventAdapter(est)
+    return adapter.predict_one, adapter.learn_one
+
+
+def run(benchmark, task, d, label, loop):
+    benchmark.group = f"one event {task:<14} d={d:<2d} m={M}"
+    benchmark.extra_info.update(label=label, steps=K)
+    benchmark.pedantic(loop, rounds=7, iterations=1, warmup_rounds=1)
+
+
+@pytest.mark.parametrize("d", [5, 20])
+@pytest.mark.parametrize("task", TASKS)
+def test_fused_loop(benchmark, task, d):
+    est, X, y = warm_okl(task, d)
+    run(benchmark, task, d, "cython", lambda: est.partial_fit(X, y))
+    assert est.n_support_ == M
+
+
+def dict_events(X, d):
+    names = [f"x{j}" for j in range(d)]
+    return [dict(zip(names, row.tolist())) for row in X]
+
+
+def warm_by_events(task, d, learn_one, est):
+    """Learn the first M events as dicts through the one-event API (names fixed by the first)."""
+    X, y = events(task, d)
+    rows, labels = dict_events(X, d), y.tolist()
+    for x, target in zip(rows[:M], labels[:M]):
+        learn_one(x, target)
+    assert est.n_support_ == M
+    return rows[M:], labels[M:]
+
+
+def make_okl(task):
+    if task == "regression":
+        return OnlineKernelRegressor(gamma=0.5, budget=M)
+    return OnlineKernelClassifier(gamma=0.5, loss="logistic", budget=M)
+
+
+@pytest.mark.parametrize("d", [5, 20])
+@pytest.mark.parametrize("task", TASKS)
+@pytest.mark.parametrize("form", ["event", "event-dict"])
+def test_okl_one_event(benchmark, task, d, form):
+    if form == "event-dict":
+        est = make_okl(task)
+        predict_one, learn_one = one_event_api(est)
+        rows, labels = warm_by_events(task, d, learn_one, est)
+    else:
+        est, X, y = warm_okl(task, d)
+        predict_one, learn_one = one_event_api(est)
+        rows, labels = list(X), y.tolist()
+
+    def loop():
+        for x, target in zip(rows, labels):
+            predict_one(x)
+            learn_one(x, target)
+    run(benchmark, task, d, form, loop)
+    assert est.n_support_ == M
+
+
+@pytest.mark.parametrize("d", [5, 20])
+@pytest.mark.parametrize("task", TASKS)
+def test_okl_through_river(benchmark, task, d):
+    pytest.importorskip("river", reason="river is an optional peer")
+    from okl.river import to_river
+    est = make_okl(task)
+    model = to_river(est)
+    rows, labels = warm_by_events(task, d, model.learn_one, est)
+
+    def loop():
+        for x, target in zip(rows, labels):
+            model.predict_one(x)
+            model.learn_one(x, target)
+    run(benchmark, task, d, "okl-river", loop)
+
+
+@pytest.mark.parametrize("d", [5, 20])
+@pytest.mark.parametrize("task", TASKS)
+@pytest.mark.parametrize("layout", ["row", "row-list", "row-f32", "row-F", "pfit-row"])
+def test_okl_one_row(benchmark, task, d, layout):
+    est, X, y = warm_okl(task, d)
+    if layout == "row-list":
+        rows = [X[i:i + 1].tolist() for i in range(K)]
+    elif layout == "row-f32":
+        X32 = X.astype(np.float32)
+        rows = [X32[i:i + 1] for i in range(K)]
+    elif layout == "row-F":
+        XF = np.asfortranarray(X)
+        rows = [XF[i:i + 1] for i in range(K)]
+    else:
+        rows = [X[i:i + 1] for i in range(K)]
+    targets = [y[i:i + 1] for i in range(K)]
+    predict, partial_fit = est.predict, est.partial_fit
+
+    if layout == "pfit-row":
+        def loop():
+            for x, target in zip(rows, targets):
+                partial_fit(x, target)
+    else:
+        def loop():
+            for x, target in zip(rows, targets):
+                predict(x)
+                partial_fit(x, target)
+    run(benchmark, task, d, layout, loop)
+
+
+@pytest.mark.parametrize("d", [5, 20])
+@pytest.mark.parametrize("task", TASKS)
+def test_sklearn_sgd(benchmark, task, d):
+    X, y = events(task, d)
+    est = SGDRegressor() if task == "regression" else SGDClassifier(loss="log_loss")
+    kwargs = {} if task == "regression" else {"classes": [0, 1]}
+    est.partial_fit(X[:M], y[:M], **kwargs)
+    rows = [X[M + i:M + i + 1] for i in range(K)]
+    targets = [y[M + i:M + i + 1] for i in range(K)]
+
+    def loop():
+        for x, target in zip(rows, targets):
+            est.predict(x)
+            est.partial_fit(x, target)
+    run(benchmark, task, d, "sk-SGD", loop)
+
+
+RIVER_MODELS = {
+    "regression": {"river-LR": lambda lm: lm.LinearRegression()},
+    "classification": {"river-Log": lambda lm: lm.LogisticRegression(),
+                       "river-PA": lambda lm: lm.PAClassifier()},
+}
+
+
+@pytest.mark.parametrize("d", [5, 20])
+@pytest.mark.parametrize("task, label", [(task, label) for task in TASKS
+                                         for label in RIVER_MODELS[task]])
+def test_river(benchmark, task, label, d):
+    linear_model = pytest.importorskip("river.linear_model", reason="river is an optional peer")
+    X, y = events(task, d)
+    names = [f"x{j}" for j in range(d)]
+    rows = [dict(zip(names, row.tolist())) for row in X]
+    labels = y.tolist() if task == "regression" else [bool(v) for v in y]
+    model = RIVER_MODELS[task][label](linear_model)
+    for x, target in zip(rows[:M], labels[:M]):
+        model.learn_one(x, target)
+    rows, labels = rows[M:], labels[M:]
+
+    def loop():
+        for x, target in zip(rows, labels):
+            model.predict_one(x)
+            model.learn_one(x, target)
+    run(benchmark, task, d, label, loop)
+
+
+@pytest.mark.parametrize("d", [5, 20])
+@pytest.mark.parametrize("task", TASKS)
+def test_vowpalwabbit(benchmark, task, d):
+    vw_module = pytest.importorskip("vowpalwabbit", reason="vowpalwabbit is an optional peer")
+    X, y = events(task, d)
+    loss = "squared" if task == "regression" else "logistic"
+    vw = vw_module.Workspace(f"--quiet --loss_function {loss}")
+    targets = y.astype(float) if task == "regression" else np.where(y > 0, 1.0, -1.0)
+    features = [" ".join(f"x{j}:{v:.17g}" for j, v in enumerate(row)) for row in X]
+    lines = [f"{t:.17g} | {f}" for t, f in zip(targets, features)]
+    queries = [f"| {f}" for f in features]
+    for line in lines[:M]:
+        vw.learn(line)
+    lines, queries = lines[M:], queries[M:]
+
+    def loop():
+        for query, line in zip(queries, lines):
+            vw.predict(query)
+            vw.learn(line)
+    run(benchmark, task, d, "vw", loop)
+    vw.finish()

@@ -1,0 +1,335 @@
+"""StreamPipeline: transformers and an okl learner chained so that the chain still streams.
+
+scikit-learn's Pipeline has no `partial_fit`, so a stream cannot go through a
+scaler into an online learner.  `StreamPipeline` passes `partial_fit`
+(chunks) and `learn_one` (events) through every step, in river's order: each
+transformer first learns the rows, then transforms them with its updated
+statistics, and the last step learns the result.  Predictions transform with
+the statistics as they are, so "predict, then learn" is honest progressive
+validation.
+"""
+import copy
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.metaestimators import available_if
+
+from okl._base import transaction
+from okl._streaming import EventAdapter, _Schema
+
+
+def _final_has(name):
+    return lambda self: hasattr(self.steps[-1][1], name)
+
+
+def _final_has_event(name, batch):
+    return lambda self: hasattr(self.steps[-1][1], name) or hasattr(self.steps[-1][1], batch)
+
+
+class StreamPipeline(BaseEstimator):
+    """Transformers then an online learner, learning chunk by chunk or event by event.
+
+    Parameters
+    ----------
+    steps : list of (name, estimator)
+        Every step but the last is a transformer with `partial_fit` and
+        `transform` (`okl.preprocessing.OnlineStandardScaler`, or scikit-learn's
+        StandardScaler, MinMaxScaler, MaxAbsScaler, ...); the last is an okl
+        learner (any estimator with `partial_fit`).
+    unknown_features : {"error", "ignore"}, default="error"
+        For dict events that reach a step taking arrays: what a key unseen on
+        the first event does (the first event fixes the feature order; a
+        missing key is 0).
+
+    Notes
+    -----
+    Order of updates (river's ``compose.Pipeline``): `partial_fit` and
+    `learn_one` let each transformer learn the rows, then transform them with
+    the updated statistics, and pass them on; the last step learns.
+    `predict`, `predict_one` (and the other prediction methods) only
+    transform.  So calling ``predict_one(x)`` then ``learn_one(x, y)`` on each
+    event predicts every event before any step has seen it.  `fit` is a fresh
+    start: transformers `fit_transform` the whole X, then the learner makes
+    its one online pass (scikit-learn's Pipeline).
+
+    A call that raises leaves every step as it was: okl's estimators are
+    atomic, and the transformers' fitted attributes are restored.
+
+    References
+    ----------
+    The update order is that of river's ``compose.Pipeline`` (J. Montiel et
+    al., "River: machine learning for streaming data in Python", JMLR
+    22(110), 2021); progressive validation: A. Blum, A. Kalai and J.
+    Langford, "Beating the hold-out", COLT 1999.  docs/streaming.md.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from okl import OnlineKernelRegressor
+    >>> from okl.pipeline import StreamPipeline
+    >>> from okl.preprocessing import OnlineStandardScaler
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(1000, 300, (300, 2)); y = np.sin(X[:, 0] / 300)
+    >>> pipe = StreamPipeline([("scale", OnlineStandardScaler()),
+    ...                        ("learn", OnlineKernelRegressor(gamma=0.5))])
+    >>> for xi, yi in zip(X, y):
+    ...     y_hat = pipe.predict_one(xi)
+    ...     pipe.learn_one(xi, yi)
+    >>> pipe.partial_fit(X[:10], y[:10]).steps[-1][1].t_
+    310
+    """
+
+    def __init__(self, steps, unknown_features="error"):
+        self.steps = steps
+        self.unknown_features = unknown_features
+
+    # -- composition (scikit-learn's Pipeline conventions) -------------------------------
+
+    def get_params(self, deep=True):
+        params = {"steps": self.steps, "unknown_features": self.unknown_features}
+        if deep:
+            for name, est in self.steps:
+                params[name] = est
+                if hasattr(est, "get_params"):
+                    for key, value in est.get_params(deep=True).items():
+                        params[f"{name}__{key}"] = value
+        return params
+
+    def set_params(self, **params):
+        if "steps" in params:
+            self.steps = params.pop("steps")
+        if "unknown_features" in params:
+            self.unknown_features = params.pop("unknown_features")
+        names = dict(self.steps)
+        nested = {}
+        for key, value in params.items():
+            name, _, sub = key.partition("__")
+            if name not in names:
+                raise ValueError(f"Invalid parameter {key!r} for {self!r}: no step {name!r}.")
+            if sub:
+                nested.setdefault(name, {})[sub] = value
+            else:
+                self.steps = [(n, value if n == name else e) for n, e in self.steps]
+        for name, sub in nested.items():
+            dict(self.steps)[name].set_params(**sub)
+        return self
+
+    @property
+    def named_steps(self):
+        return dict(self.steps)
+
+    def __len__(self):
+        return len(self.steps)
+
+    def __getitem__(self, index):
+        if isinstance(index, str):
+            return self.named_steps[index]
+        if isinstance(index, slice):
+            return StreamPipeline(self.steps[index], self.unknown_features)
+        return self.steps[index][1]
+
+    @property
+    def _final(self):
+        return self.steps[-1][1]
+
+    @property
+    def _transformers(self):
+        return [est for _, est in self.steps[:-1]]
+
+    @property
+    def classes_(self):
+        return self._final.classes_
+
+    @property
+    def n_features_in_(self):
+        return self.steps[0][1].n_features_in_
+
+    def _check_steps(self):
+        if not isinstance(self.steps, list) or not self.steps or not all(
+                isinstance(step, tuple) and len(step) == 2 for step in self.steps):
+            raise TypeError("steps must be a non-empty list of (name, estimator) tuples, "
+                            f"got {self.steps!r}.")
+        for name, est in self.steps[:-1]:
+            if not (hasattr(est, "partial_fit") and hasattr(est, "transform")):
+                raise TypeError(
+                    f"Step {name!r} ({type(est).__name__}) must have partial_fit and "
+                    "transform to stream; e.g. okl.preprocessing.OnlineStandardScaler.")
+        if not hasattr(self._final, "partial_fit"):
+            raise TypeError(f"The last step ({type(self._final).__name__}) must have "
+                            "partial_fit to learn from a stream.")
+
+    def _adapter(self):
+        adapter = self.__dict__.get("_events")
+        if adapter is None or adapter.estimator is not self._final:
+            adapter = self._events = EventAdapter(self._final,
+                                                  _Schema(self.unknown_features))
+        return adapter
+
+    # -- atomic updates ------------------------------------------------------------------
+
+    def _snapshot(self):
+        saved = []
+        for est in self._transformers:
+            state = dict(est.__dict__)
+            if not _replaces_arrays(est):
+                state = copy.deepcopy(state)
+            saved.append((est, state))
+        adapter = self._adapter()
+        saved.append((adapter, dict(adapter.__dict__, _pending=list(adapter._pending))))
+        saved.append((adapter.schema, dict(adapter.schema.__dict__)))
+        return saved
+
+    @staticmethod
+    def _restore(saved):
+        for obj, state in saved:
+            obj.__dict__.clear()
+            obj.__dict__.update(state)
+
+    def _atomic(self, update, *args, **kwargs):
+        saved = self._snapshot()
+        try:
+            with transaction(self):
+                return update(*args, **kwargs)
+        except BaseException:
+            self._restore(saved)
+            raise
+
+    # -- chunks --------------------------------------------------------------------------
+
+    def fit(self, X, y, **fit_params):
+        """A fresh start: transformers fit_transform X, then the learner's one online pass."""
+        self._check_steps()
+        return self._atomic(self._fit, X, y, fit_params)
+
+    def _fit(self, X, y, fit_params):
+        for est in self._transformers:
+            X = est.fit_transform(X)
+        self._final.fit(X, y, **fit_params)
+        self._adapter().reset()
+        return self
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Each transformer learns the rows, then transforms them; the learner learns them.
+
+        `classes` and `sample_weight` go to the learner (transformers learn every
+        row unweighted, as river's).
+        """
+        self._check_steps()
+        return self._atomic(self._partial_fit, X, y, classes, sample_weight)
+
+    def _partial_fit(self, X, y, classes, sample_weight):
+        for est in self._transformers:
+            est.partial_fit(X)
+            X = est.transform(X)
+        kwargs = {}
+        if classes is not None:
+            kwargs["classes"] = classes
+        if sample_weight is not None:
+            kwargs["sample_weight"] = sample_weight
+        self._final.partial_fit(X, y, **kwargs)
+        return self
+
+    def _transform(self, X):
+        for est in self._transformers:
+            X = est.transform(X)
+        return X
+
+    def transform(self, X):
+        """X through every transformer (not the last step)."""
+        return self._transform(X)
+
+    @available_if(_final_has("predict"))
+    def predict(self, X):
+        return self._final.predict(self._transform(X))
+
+    @available_if(_final_has("decision_function"))
+    def decision_function(self, X, *args):
+        return self._final.decision_function(self._transform(X), *args)
+
+    @available_if(_final_has("predict_proba"))
+    def predict_proba(self, X):
+        return self._final.predict_proba(self._transform(X))
+
+    @available_if(_final_has("score_samples"))
+    def score_samples(self, X):
+        return self._final.score_samples(self._transform(X))
+
+    @available_if(_final_has("score"))
+    def score(self, X, y, sample_weight=None):
+        kwargs = {} if sample_weight is None else {"sample_weight": sample_weight}
+        return self._final.score(self._transform(X), y, **kwargs)
+
+    # -- events --------------------------------------------------------------------------
+
+    def _learn_event(self, x, y, sample_weight):
+        adapter = self._adapter()
+        for est in self._transformers:
+            if hasattr(est, "learn_one"):
+                est.learn_one(x)
+                x = est.transform_one(x)
+            else:
+                row, names = adapter.schema.row(x)
+                X = row[None, :]
+                est.partial_fit(X)
+                x = np.ascontiguousarray(est.transform(X)[0], dtype=np.float64)
+                adapter.schema.commit(row, names)
+        adapter.learn_one(x, y, sample_weight)
+
+    def learn_one(self, x, y, sample_weight=1.0):
+        """Learn one event (a dict or a 1-D row) through the chain; returns None (river)."""
+        self._check_steps()
+        self._atomic(self._learn_event, x, y, sample_weight)
+
+    def _transform_one(self, x):
+        schema = self._adapter().schema
+        for est in self._transformers:
+            if hasattr(est, "transform_one"):
+                x = est.transform_one(x)
+            else:
+                row, _ = schema.row(x)
+                if not _is_fitted_transformer(est):
+                    x = row                       # nothing learned yet: the identity
+                else:
+                    x = np.ascontiguousarray(est.transform(row[None, :])[0], dtype=np.float64)
+        return x
+
+    def transform_one(self, x):
+        """One event through every transformer."""
+        return self._transform_one(x)
+
+    def predict_one(self, x):
+        """The last step's prediction for one event (its prior before any learning)."""
+        return self._adapter().predict_one(self._transform_one(x))
+
+    @available_if(_final_has_event("decision_function_one", "decision_function"))
+    def decision_function_one(self, x):
+        return self._adapter().decision_function_one(self._transform_one(x))
+
+    @available_if(_final_has_event("predict_proba_one", "predict_proba"))
+    def predict_proba_one(self, x):
+        return self._adapter().predict_proba_one(self._transform_one(x))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        try:
+            final = self._final.__sklearn_tags__()
+        except (AttributeError, IndexError, TypeError):
+            return tags
+        tags.estimator_type = final.estimator_type
+        tags.classifier_tags = final.classifier_tags
+        tags.regressor_tags = final.regressor_tags
+        tags.input_tags.sparse = False
+        return tags
+
+
+def _replaces_arrays(est):
+    """True for transformers known to rebind, never mutate, their fitted arrays."""
+    from okl.preprocessing import OnlineStandardScaler
+    return isinstance(est, OnlineStandardScaler)
+
+
+def _is_fitted_transformer(est):
+    return any(key.endswith("_") and not key.startswith("_") for key in vars(est))
+
+
+__all__ = ["StreamPipeline"]

@@ -1,0 +1,247 @@
+"""StreamPipeline: chunks and events through a scaler into an okl learner, atomically."""
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.base import clone, is_classifier, is_regressor
+from sklearn.preprocessing import MinMaxScaler, StandardScaler
+
+from okl import (
+    CoefficientRegularizedClassifier, OnlineKernelClassifier, OnlineKernelRegressor,
+    PairwiseLearner, RegularizedPAClassifier,
+)
+from okl.pipeline import EventAdapter, StreamPipeline
+from okl.preprocessing import OnlineStandardScaler
+
+
+def regression(n=120, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(1000.0, 300.0, (n, d))
+    y = np.sin(X[:, 0] / 300.0) + 0.1 * rng.normal(size=n)
+    return X, y
+
+
+def classification(n=120, d=3, seed=0):
+    X, _ = regression(n, d, seed)
+    return X, np.where(X[:, 0] + X[:, 1] > 2000.0, "yes", "no")
+
+
+def expansion_state(est):
+    return est._expansion.get_state()
+
+
+def assert_same_model(a, b, atol=1e-12):
+    sa, sb = expansion_state(a), expansion_state(b)
+    for key in sa:
+        np.testing.assert_allclose(np.asarray(sa[key], dtype=float),
+                                   np.asarray(sb[key], dtype=float), rtol=0, atol=atol,
+                                   err_msg=key)
+    assert a.t_ == b.t_
+
+
+def test_learn_one_is_the_scaler_then_the_learner_by_hand():
+    X, y = regression()
+    pipe = StreamPipeline([("scale", OnlineStandardScaler()),
+                           ("learn", OnlineKernelRegressor(gamma=0.5))])
+    scaler, learner = OnlineStandardScaler(), OnlineKernelRegressor(gamma=0.5)
+    preds, by_hand = [], []
+    for xi, yi in zip(X, y):
+        preds.append(pipe.predict_one(xi))
+        z = scaler.transform_one(xi)
+        by_hand.append(learner.predict(z[None])[0] if hasattr(learner, "t_") else 0.0)
+        pipe.learn_one(xi, yi)
+        scaler.learn_one(xi)                      # river's order: learn, then transform
+        learner.partial_fit(scaler.transform_one(xi)[None], [yi])
+    np.testing.assert_allclose(preds, by_hand, rtol=0, atol=1e-12)
+    assert preds[0] == 0.0                        # the prior before any learning
+    assert_same_model(pipe["learn"], learner)
+
+
+def test_events_and_dicts_give_the_chunk_iterates_without_a_scaler():
+    X, y = regression()
+    events = StreamPipeline([("learn", OnlineKernelRegressor(gamma=0.5))])
+    for xi, yi in zip(X / 1000.0, y):
+        events.learn_one({f"x{j}": v for j, v in enumerate(xi)}, yi)
+    chunk = OnlineKernelRegressor(gamma=0.5).partial_fit(X / 1000.0, y)
+    assert_same_model(events["learn"], chunk)
+
+
+def test_partial_fit_is_the_steps_by_hand():
+    X, y = regression()
+    pipe = StreamPipeline([("scale", OnlineStandardScaler()),
+                           ("learn", OnlineKernelRegressor(gamma=0.5))])
+    scaler, learner = OnlineStandardScaler(), OnlineKernelRegressor(gamma=0.5)
+    for lo in range(0, len(X), 30):
+        pipe.partial_fit(X[lo:lo + 30], y[lo:lo + 30])
+        learner.partial_fit(scaler.partial_fit(X[lo:lo + 30]).transform(X[lo:lo + 30]),
+                            y[lo:lo + 30])
+    assert_same_model(pipe["learn"], learner)
+    np.testing.assert_allclose(pipe.predict(X), learner.predict(scaler.transform(X)),
+                               rtol=0, atol=1e-12)
+    assert np.isfinite(pipe.score(X, y)) and is_regressor(pipe)
+
+
+@pytest.mark.parametrize("transformer", [StandardScaler(), MinMaxScaler()])
+def test_scikit_learn_transformers_stream_too(transformer):
+    X, y = regression()
+    pipe = StreamPipeline([("scale", transformer), ("learn", OnlineKernelRegressor())])
+    assert pipe.predict_one(X[0]) == 0.0           # an unfitted transformer passes events on
+    for xi, yi in zip(X[:40], y[:40]):
+        pipe.predict_one(xi)
+        pipe.learn_one(xi, yi)
+    ref_t, ref_l = clone(transformer), OnlineKernelRegressor()
+    for xi, yi in zip(X[:40], y[:40]):
+        ref_t.partial_fit(xi[None])
+        ref_l.partial_fit(ref_t.transform(xi[None]), [yi])
+    assert_same_model(pipe["learn"], ref_l)
+    pipe.partial_fit(X[40:], y[40:])
+    assert pipe["learn"].t_ == len(X)
+
+
+def test_classifier_defers_until_two_labels_and_matches_partial_fit():
+    X, y = classification()
+    first_other = int(np.argmax(y != y[0]))
+    assert first_other > 1
+    pipe = StreamPipeline([("scale", OnlineStandardScaler()),
+                           ("learn", OnlineKernelClassifier(loss="logistic"))])
+    assert pipe.predict_one(X[0]) is None and pipe.predict_proba_one(X[0]) == {}
+    for i, (xi, yi) in enumerate(zip(X, y)):
+        if 0 < i <= first_other:
+            assert pipe.predict_one(xi) == y[0]          # the one label seen: the prior
+        pipe.learn_one(xi, yi)
+    scaler, ref = OnlineStandardScaler(), OnlineKernelClassifier(loss="logistic")
+    Z = []
+    for xi in X:
+        scaler.learn_one(xi)
+        Z.append(scaler.transform_one(xi))
+    ref.partial_fit(np.array(Z), y, classes=["no", "yes"])
+    assert_same_model(pipe["learn"], ref)
+    p = pipe.predict_proba_one(X[0])
+    assert set(p) == {"no", "yes"} and abs(sum(p.values()) - 1.0) < 1e-12
+    assert pipe.predict_one(X[0]) in ("no", "yes") and is_classifier(pipe)
+    assert isinstance(pipe.decision_function_one(X[0]), float)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: OnlineKernelClassifier(),
+    lambda: CoefficientRegularizedClassifier(n_centers=10),
+    lambda: RegularizedPAClassifier(),
+    lambda: RegularizedPAClassifier(kernel="gaussian", regularization="l2", beta=3.0),
+])
+def test_every_classifier_streams_through_the_adapter(make):
+    X, y = classification()
+    adapter = EventAdapter(make())
+    ref = make()
+    scaler = OnlineStandardScaler().fit(X)
+    Z = scaler.transform(X)
+    for zi, yi in zip(Z, y):
+        adapter.predict_one(zi)
+        adapter.learn_one(zi, yi)
+    ref.partial_fit(Z, y, classes=["no", "yes"])
+    np.testing.assert_allclose(adapter.estimator.decision_function(Z), ref.decision_function(Z),
+                               rtol=0, atol=1e-12)
+
+
+def test_pairwise_learner_scores_one_event():
+    X, y = regression()
+    Z = OnlineStandardScaler().fit_transform(X)
+    # eta="auto" takes kappa (eq. 2.6) from the first call's rows: give events an explicit step
+    adapter = EventAdapter(PairwiseLearner(eta=0.05))
+    assert adapter.predict_one(Z[0]) == 0.0
+    for zi, yi in zip(Z, y):
+        adapter.learn_one(zi, yi)
+    ref = PairwiseLearner(eta=0.05).partial_fit(Z, y)
+    np.testing.assert_allclose(adapter.estimator.score_samples(Z), ref.score_samples(Z),
+                               rtol=0, atol=1e-12)
+    assert adapter.predict_one(Z[0]) == pytest.approx(ref.score_samples(Z[:1])[0], abs=1e-12)
+
+
+def pipeline_state(pipe):
+    scaler, learner = pipe["scale"], pipe["learn"]
+    caches = ("_feature_index", "_feature_keys")
+    return ({k: np.copy(v) for k, v in vars(scaler).items() if k not in caches},
+            {k: np.copy(v) for k, v in vars(learner).items()
+             if k not in ("_expansion", "_one_event_state", "_feature_index", "_feature_keys")},
+            learner._expansion.get_state() if hasattr(learner, "_expansion") else None)
+
+
+def assert_same_pipeline(a, b):
+    for part_a, part_b in zip(a[:2], b[:2]):
+        assert part_a.keys() == part_b.keys()
+        for key in part_a:
+            np.testing.assert_array_equal(part_a[key], part_b[key], err_msg=key)
+    if a[2] is not None:
+        for key in a[2]:
+            np.testing.assert_array_equal(a[2][key], b[2][key], err_msg=key)
+
+
+@pytest.mark.parametrize("x, y, error", [
+    ({"a": np.nan, "b": 1.0, "c": 2.0}, "no", ValueError),
+    ({"a": "1", "b": 1.0, "c": 2.0}, "no", TypeError),
+    ({"a": 1.0, "d": 1.0}, "no", ValueError),
+    ({"a": 1.0, "b": 1.0, "c": 2.0}, "maybe", ValueError),       # an unseen label
+])
+def test_bad_events_leave_every_step_as_it_was(x, y, error):
+    X, labels = classification()
+    pipe = StreamPipeline([("scale", OnlineStandardScaler()),
+                           ("learn", OnlineKernelClassifier())])
+    for xi, yi in zip(X[:30], labels[:30]):
+        pipe.learn_one(dict(zip("abc", xi)), yi)
+    before = pipeline_state(pipe)
+    with pytest.raises(error):
+        pipe.learn_one(x, y)
+    assert_same_pipeline(pipeline_state(pipe), before)
+
+
+def test_bad_chunks_leave_every_step_as_it_was():
+    X, y = classification()
+    pipe = StreamPipeline([("scale", OnlineStandardScaler()),
+                           ("learn", OnlineKernelClassifier())])
+    pipe.partial_fit(X[:30], y[:30], classes=["no", "yes"])
+    before = pipeline_state(pipe)
+    bad_y = y[30:40].astype(object)
+    bad_y[4] = "maybe"
+    with pytest.raises(ValueError, match="maybe"):
+        pipe.partial_fit(X[30:40], bad_y)                     # the scaler learned first
+    bad_x = X[30:40].copy()
+    bad_x[2, 0] = np.inf
+    with pytest.raises(ValueError):
+        pipe.partial_fit(bad_x, y[30:40])
+    assert_same_pipeline(pipeline_state(pipe), before)
+
+
+@pytest.mark.parametrize("engine, where", [("numpy", "partial_fit"), ("cython", "_loss_args")])
+def test_keyboard_interrupt_in_the_learner_leaves_the_scaler_as_it_was(engine, where):
+    X, y = regression()
+    pipe = StreamPipeline([("scale", OnlineStandardScaler()),
+                           ("learn", OnlineKernelRegressor(engine=engine))])
+    pipe.partial_fit(X[:20], y[:20])
+    before = pipeline_state(pipe)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    setattr(pipe["learn"], where, interrupted)          # the one-row and the one-event paths
+    with pytest.raises(KeyboardInterrupt):
+        pipe.learn_one(X[20], y[20])
+    delattr(pipe["learn"], where)
+    assert_same_pipeline(pipeline_state(pipe), before)
+
+
+def test_params_clone_fit_and_pickle():
+    X, y = regression()
+    pipe = StreamPipeline([("scale", OnlineStandardScaler()),
+                           ("learn", OnlineKernelRegressor(gamma=0.5))])
+    params = pipe.get_params()
+    assert params["learn__gamma"] == 0.5 and params["scale"] is pipe["scale"]
+    pipe.set_params(learn__gamma=0.25)
+    assert pipe["learn"].gamma == 0.25
+    pipe.fit(X, y)
+    fresh = clone(pipe)
+    assert not hasattr(fresh["learn"], "t_") and fresh["learn"].gamma == 0.25
+    again = pickle.loads(pickle.dumps(pipe))
+    np.testing.assert_array_equal(again.predict(X), pipe.predict(X))
+    ref = OnlineKernelRegressor(gamma=0.25).fit(StandardScaler().fit_transform(X), y)
+    np.testing.assert_allclose(pipe.predict(X), ref.predict(StandardScaler().fit(X).transform(X)),
+                               rtol=0, atol=1e-9)
+    with pytest.raises(TypeError, match="partial_fit and transform"):
+        StreamPipeline([("pca", object()), ("learn", OnlineKernelRegressor())]).fit(X, y)

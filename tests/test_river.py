@@ -1,0 +1,157 @@
+"""okl.river.to_river: okl learners inside river's evaluation, pipelines and metrics."""
+import pickle
+import sys
+
+import numpy as np
+import pytest
+
+from okl import OnlineKernelClassifier, OnlineKernelRegressor, PairwiseLearner
+from okl.preprocessing import OnlineStandardScaler
+
+
+@pytest.fixture
+def river():
+    return pytest.importorskip("river", reason="river is optional: pip install 'okl[river]'")
+
+
+def stream(n=150, d=3, seed=0, classify=False):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-2, 2, (n, d))
+    if classify:
+        y = X[:, 0] * X[:, 1] > 0
+    else:
+        y = np.sin(2 * X[:, 0]) + X[:, 1] + 0.1 * rng.normal(size=n)
+    return X, y, [({f"x{j}": v for j, v in enumerate(row)}, target) for row, target in zip(X, y)]
+
+
+def test_progressive_val_score_equals_okls_own_progressive_validation(river):
+    from river import evaluate, metrics
+
+    from okl.river import to_river
+    X, y, events = stream()
+    model = to_river(OnlineKernelRegressor(gamma=0.5))
+    assert isinstance(model, river.base.Regressor)
+    mae = evaluate.progressive_val_score(events, model, metrics.MAE())
+    ref = OnlineKernelRegressor(gamma=0.5)
+    preds = [0.0]
+    ref.partial_fit(X[:1], y[:1])
+    for i in range(1, len(X)):
+        preds.append(ref.predict(X[i:i + 1])[0])
+        ref.partial_fit(X[i:i + 1], y[i:i + 1])
+    assert mae.get() == pytest.approx(np.mean(np.abs(np.array(preds) - y)), abs=1e-12)
+    np.testing.assert_allclose(model.estimator.dual_coef_, ref.dual_coef_, rtol=0, atol=1e-12)
+
+
+def test_river_pipeline_with_river_scaler(river):
+    from river import compose, evaluate, metrics, preprocessing
+
+    from okl.river import to_river
+    X, y, events = stream(classify=True)
+    model = preprocessing.StandardScaler() | to_river(OnlineKernelClassifier(loss="logistic"))
+    assert isinstance(model, compose.Pipeline)
+    accuracy = evaluate.progressive_val_score(events, model, metrics.Accuracy())
+    assert accuracy.get() > 0.7
+    auc = evaluate.progressive_val_score(events, model.clone(), metrics.ROCAUC())
+    assert auc.get() > 0.7
+    p = model.predict_proba_one(events[0][0])
+    assert set(p) == {False, True} and sum(p.values()) == pytest.approx(1.0)
+    assert model.predict_one(events[0][0]) in (False, True)
+
+
+def test_river_scaler_equals_okls_scaler(river):
+    from river import preprocessing
+    _, _, events = stream()
+    ours, theirs = OnlineStandardScaler(), preprocessing.StandardScaler()
+    for x, _ in events:
+        ours.learn_one(x)
+        theirs.learn_one(x)
+        a, b = ours.transform_one(x), theirs.transform_one(x)
+        assert a.keys() == b.keys()
+        np.testing.assert_allclose(list(a.values()), [b[k] for k in a], rtol=1e-9, atol=1e-12)
+
+
+def test_classifier_needs_no_classes_and_predicts_the_prior_first(river):
+    from okl.river import to_river
+    _, y, events = stream(classify=True)
+    model = to_river(OnlineKernelClassifier())
+    assert isinstance(model, river.base.Classifier)
+    assert model.predict_one(events[0][0]) is None          # nothing learned: river's None
+    model.learn_one(*events[0])
+    assert model.predict_one(events[1][0]) == events[0][1]  # the only label seen
+    for x, label in events[1:]:
+        model.learn_one(x, label)
+    assert model.estimator.classes_.tolist() == [False, True]
+    assert model.estimator.t_ == len(events)
+    with pytest.raises(NotImplementedError, match="logistic"):
+        model.predict_proba_one(events[0][0])
+
+
+def test_pairwise_learner_is_a_river_regressor_of_scores(river):
+    from okl.river import to_river
+    X, y, events = stream()
+    model = to_river(PairwiseLearner(eta=0.05))
+    for x, target in events:
+        model.learn_one(x, target)
+    ref = PairwiseLearner(eta=0.05).partial_fit(X, y)
+    assert model.predict_one(events[3][0]) == pytest.approx(ref.score_samples(X[3:4])[0],
+                                                            abs=1e-12)
+
+
+def test_bad_events_leave_the_model_as_it_was(river):
+    from okl.river import to_river
+    _, _, events = stream()
+    model = to_river(OnlineKernelRegressor())
+    for x, target in events[:20]:
+        model.learn_one(x, target)
+    before = model.estimator._expansion.get_state()
+    for bad in ({"x0": np.nan, "x1": 0.0, "x2": 0.0}, {"x0": "a"}, {"zz": 1.0}):
+        with pytest.raises((ValueError, TypeError)):
+            model.learn_one(bad, 1.0)
+    with pytest.raises((ValueError, TypeError)):
+        model.learn_one(events[0][0], float("nan"))
+    after = model.estimator._expansion.get_state()
+    for key in before:
+        np.testing.assert_array_equal(before[key], after[key])
+    assert model.estimator.t_ == 20
+
+
+def test_clone_and_pickle(river):
+    from okl.river import to_river
+    _, _, events = stream()
+    model = to_river(OnlineKernelRegressor(gamma=0.5))
+    for x, target in events[:30]:
+        model.learn_one(x, target)
+    fresh = model.clone()
+    assert not hasattr(fresh.estimator, "t_") and fresh.estimator.gamma == 0.5
+    again = pickle.loads(pickle.dumps(model))
+    assert again.predict_one(events[40][0]) == model.predict_one(events[40][0])
+
+
+def test_missing_river_names_the_extra(monkeypatch):
+    import okl.river
+    monkeypatch.setitem(sys.modules, "river", None)
+    monkeypatch.setitem(sys.modules, "river.base", None)
+    okl.river._classes.cache_clear()
+    try:
+        with pytest.raises(ImportError, match=r'pip install "okl\[river\]"'):
+            okl.river.to_river(OnlineKernelRegressor())
+    finally:
+        okl.river._classes.cache_clear()
+
+
+def test_unknown_features_raise_or_are_dropped(river):
+    from okl.river import to_river
+    _, _, events = stream()
+    strict, lenient = to_river(OnlineKernelRegressor()), to_river(OnlineKernelRegressor(),
+                                                                  unknown_features="ignore")
+    for model in (strict, lenient):
+        for x, target in events[:10]:
+            model.learn_one(x, target)
+    extra = dict(events[10][0], colour=3.0)
+    with pytest.raises(ValueError, match="'colour'"):
+        strict.learn_one(extra, 1.0)
+    assert strict.estimator.t_ == 10
+    lenient.learn_one(extra, 1.0)
+    assert lenient.estimator.t_ == 11
+    assert lenient.predict_one(extra) == lenient.predict_one(events[10][0])
+    assert lenient.clone().unknown_features == "ignore"
