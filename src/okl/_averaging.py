@@ -113,7 +113,8 @@ def average_models(models):
         ``ck2_`` the largest, its ``eta_`` / ``lam_`` those of the model that
         has seen the most events, so that ``partial_fit`` continues the
         step-size schedule of one learner that had seen every event.
-        Counters (``n_updates_``, ``n_infeasible_``) are summed.
+        Counters (``n_updates_``, ``n_infeasible_``) are summed; an offset
+        ``intercept_`` is averaged.
 
     References
     ----------
@@ -147,6 +148,8 @@ def average_models(models):
     out.t_ = int(sum(m.t_ for m in models))
     if hasattr(lead, "ck2_"):
         out.ck2_ = max(m.ck2_ for m in models)
+    if "intercept_" in lead.__dict__:                          # the offset b averages too
+        out.intercept_ = float(np.mean([m.__dict__.get("intercept_", 0.0) for m in models]))
     for name in ("n_updates_", "n_infeasible_"):
         if hasattr(lead, name):
             setattr(out, name, int(sum(getattr(m, name) for m in models)))
@@ -181,13 +184,21 @@ def average_models(models):
 # ---- divergence from the reference model (dynamic averaging) -----------------------------------
 
 def divergence(model, reference):
-    """||f - f_ref||^2: the squared RKHS distance (kernel models) or ||w - w_ref||^2 (linear).
+    """||f - f_ref||^2: the squared RKHS distance (kernel models) or ||w - w_ref||^2 (linear),
+    plus (b - b_ref)^2 for a learned offset.
 
     Computed where the two models are, from kernel evaluations over the union
     of their centres: the expansion sum_i a_i K(x_i, .) - sum_l b_l K(z_l, .)
     has the squared norm c^T K c.
     """
     kind = _kind(model)
+    # an offset b is a coordinate of the model too: ||(f, b)||^2 = ||f||_K^2 + b^2
+    offset = (model.__dict__.get("intercept_", 0.0)
+              - reference.__dict__.get("intercept_", 0.0)) ** 2
+    return offset + _function_divergence(model, reference, kind)
+
+
+def _function_divergence(model, reference, kind):
     if kind == "pa-linear":
         d = model._model.coef - reference._model.coef
         return float(d @ d)

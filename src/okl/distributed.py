@@ -468,7 +468,7 @@ def _divergence(state):
     if model is None:
         return 0.0
     if reference is None:                   # the common start is the zero function
-        return model.rkhs_norm() ** 2
+        return model.rkhs_norm() ** 2 + model.__dict__.get("intercept_", 0.0) ** 2
     return divergence(model, reference)
 
 
