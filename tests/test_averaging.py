@@ -77,6 +77,20 @@ def test_average_predicts_the_mean_of_the_predictions(name):
     average.partial_fit(*stream(4, 20))            # an ordinary estimator: it continues
 
 
+def test_divergence_is_the_squared_distance_in_the_rkhs():
+    from okl._averaging import divergence
+    from okl.kernels import kernel_matrix
+
+    learner, stream = LEARNERS["classifier"]
+    f, g = (fitted(learner, stream, seed) for seed in (1, 2))
+    centers = np.concatenate([f.support_vectors_, g.support_vectors_])
+    c = np.concatenate([f.dual_coef_, -g.dual_coef_])
+    expected = c @ kernel_matrix(centers, gamma=0.5) @ c
+    expected += (getattr(f, "intercept_", 0.0) - getattr(g, "intercept_", 0.0)) ** 2
+    assert divergence(f, g) == pytest.approx(expected, rel=1e-10)
+    assert divergence(f, f) == pytest.approx(0.0, abs=1e-10)
+
+
 def test_average_merges_identical_centres_and_keeps_the_budget():
     learner, stream = LEARNERS["regressor"]
     a = fitted(learner, stream, 1)
