@@ -1,4 +1,8 @@
-"""Many streams at once on Dask: one learner per stream, key or trial.
+"""Online learning on Dask: many streams at once, or one stream on many workers.
+
+API: `learn_many`, `map_trials`, `grid` (many streams, one learner each);
+`AveragedLearner` and `average_models` (one stream, k workers, models averaged);
+the errors `TaskError`, `LostTasksError`, `WorkerLostError`.
 
 `learn_many` runs okl learners over a set of streams (one per customer,
 sensor, hyper-parameter setting or repeated trial), each learner online over
@@ -11,6 +15,11 @@ process per core is started and closed afterwards; a `distributed.Client` (or
 a scheduler address) is used as given; ``client="sequential"`` runs every task
 in this process, in order, without importing Dask.  Results do not depend on
 where a task runs: its randomness comes from its own stream and seed only.
+
+`AveragedLearner` splits one stream over k workers, each learning its share
+online with its own model, and averages the models every few events
+(iterative parameter mixing) or when one has drifted from the last average
+(dynamic averaging); `average_models` is that average, usable without Dask.
 
 Dask is an optional dependency: ``pip install "okl[dask]"``.  The design on a
 real cluster (what travels, how often, failures) is in ``docs/distributed.md``.
@@ -26,14 +35,16 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
-from sklearn.base import clone
+from sklearn.base import BaseEstimator, clone
+
+from okl._averaging import average_models
 
 from okl._progress import progress as progress_bar
 
 SEQUENTIAL = "sequential"
 
-__all__ = ["LostTasksError", "StreamResult", "TaskError", "Trial", "grid", "learn_many",
-           "map_trials"]
+__all__ = ["AveragedLearner", "LostTasksError", "StreamResult", "TaskError", "Trial",
+           "WorkerLostError", "average_models", "grid", "learn_many", "map_trials"]
 
 
 def _import_distributed():
@@ -402,3 +413,393 @@ def learn_many(learner, streams, client=None, *, n_workers=None, metrics=None, c
     payloads = {key: (key, _estimator_for(learner, key), stream, options)
                 for key, stream in streams.items()}
     return _run(_learn_task, payloads, client, n_workers, retries, progress, "streams")
+
+
+# ---- one stream, many workers: model averaging -------------------------------------------------
+
+class WorkerLostError(RuntimeError):
+    """A worker holding a local model died and the scheduler could not recompute its share.
+
+    ``worker`` is the index of the lost local model, ``rounds`` the rounds of
+    the call since the last average (the ones that were lost), ``events`` the
+    number of events of the call.  The estimator is left as it was before the
+    call, so none of them is learned: nothing is kept half-done.
+    """
+
+    def __init__(self, worker, rounds, events, cause):
+        super().__init__(
+            f"the local model of worker {worker} was lost with its Dask worker ({cause}) and "
+            f"could not be recomputed from rounds {rounds[0]}..{rounds[1]} of this call. The "
+            f"estimator is left as it was before the call: its {events} events are not "
+            "learned. Call partial_fit again with the same chunk, or raise "
+            "distributed.scheduler.allowed-failures.")
+        self.worker, self.rounds, self.events = worker, rounds, events
+
+
+def _restart(average, t_own):
+    """A worker's state after a synchronisation: its copy of the average, and the reference.
+
+    The copy keeps the worker's own event count, so that its step sizes
+    continue as in iterative parameter mixing.
+    """
+    model = copy.deepcopy(average)
+    model.t_ = t_own
+    return model, average
+
+
+def _learn_share(state, X, y, classes, seed_model):
+    """One worker's share of a round: partial_fit of its local model, on the worker."""
+    model, reference = state
+    if model is None:                       # the very first events of the stream
+        model = clone(seed_model)
+    else:
+        model = copy.deepcopy(model)        # a rerun after a lost worker starts from its input
+    if X.shape[0]:
+        kwargs = {} if classes is None else {"classes": classes}
+        model.partial_fit(X, y, **kwargs)
+    return model, reference
+
+
+def _divergence(state):
+    """||f_j - f_ref||^2 of a worker's state, computed on the worker (a float travels)."""
+    from okl._averaging import divergence
+
+    model, reference = state
+    if model is None:
+        return 0.0
+    if reference is None:                   # the common start is the zero function
+        return model.rkhs_norm() ** 2 + model.__dict__.get("intercept_", 0.0) ** 2
+    return divergence(model, reference)
+
+
+def _model_of(state):
+    """The local model, None while its worker has had no events (only this travels)."""
+    return state[0] if hasattr(state[0], "t_") else None
+
+
+def _own_events(state):
+    return 0 if state[0] is None else int(state[0].t_)
+
+
+class _InProcess:
+    """The Client interface AveragedLearner uses, run in this process (client="sequential")."""
+
+    class Done:
+        def __init__(self, value):
+            self.value = value
+
+        def result(self):
+            return self.value
+
+        def release(self):
+            pass
+
+    def submit(self, func, *args, **kwargs):
+        return self.Done(func(*[a.value if isinstance(a, self.Done) else a for a in args]))
+
+    def gather(self, futures):
+        return [f.value for f in futures]
+
+    def addresses(self):
+        return ["local"]
+
+
+def _nbytes(obj):
+    """The pickled size of obj (cloudpickle, as Dask sends it, when installed)."""
+    try:
+        import cloudpickle as pickle
+    except ImportError:
+        import pickle
+    return len(pickle.dumps(obj, protocol=5))
+
+
+class AveragedLearner(BaseEstimator):
+    """One stream, k workers: data-parallel online learning by model averaging.
+
+    The stream is cut into rounds of ``n_workers * sync_every`` events; in each
+    round worker j learns the events j, j + k, j + 2k, ... of the round with
+    its own local model, which stays on its Dask worker between rounds.  The
+    models are averaged (`average_models`) after every round (``sync="static"``,
+    iterative parameter mixing), or only when some worker's model has moved
+    more than ``threshold`` from the last average, ``||f_j - f_ref||^2 >
+    threshold`` (``sync="dynamic"``, Kamp et al.); then every worker continues
+    from the average, keeping its own event count (and so its own step-size
+    schedule, as in iterative parameter mixing).  Every call of fit /
+    partial_fit ends with an average, ``model_``: an ordinary okl estimator to
+    keep, save or predict with.  A worker that dies is replaced: the scheduler
+    recomputes its local model since the last average, with the same result;
+    if it cannot, the call raises `WorkerLostError` and changes nothing.
+    Design and measurements: docs/distributed.md, section 2.
+
+    Parameters
+    ----------
+    learner : okl estimator
+        OnlineKernelRegressor, OnlineKernelClassifier, RegularizedPAClassifier
+        or CoefficientRegularizedClassifier with ``centers``; cloned per worker.
+    n_workers : int, default=2
+        k, the number of local models (and of the LocalCluster's workers when
+        ``client`` is None; on a given cluster they are spread over its workers).
+    sync_every : int, default=100
+        Events per worker per round.
+    sync : {"static", "dynamic"}, default="static"
+    threshold : float, default=0.0
+        Delta of dynamic averaging: a squared RKHS (or Euclidean) distance.
+        0 synchronises after every round in which a model changed.
+    client : distributed.Client, str, None or "sequential", default=None
+        None starts a LocalCluster of ``n_workers`` single-threaded processes on
+        first use, kept until `close` (or the estimator is garbage collected);
+        an address connects a Client; "sequential" runs the workers' steps
+        here, in order (same results).  `sklearn.base.clone` deep-copies
+        parameters, so clone with None, an address or "sequential".
+
+    Attributes
+    ----------
+    model_ : estimator
+        The last average.
+    n_rounds_, n_syncs_ : int
+        Rounds run and averages made (each call's final average included).
+    bytes_sent_ : int
+        Bytes of model state transferred: the k models gathered and the average
+        sent back at every synchronisation (pickled sizes), plus 8 bytes per
+        divergence report in dynamic mode.  The stream's own events are not
+        counted.
+    t_ : int
+        Events learned, over all workers.
+
+    References
+    ----------
+    .. [1] R. McDonald, K. Hall and G. Mann, "Distributed training strategies
+       for the structured perceptron", NAACL HLT 2010, pp. 456-464.
+    .. [2] M. Kamp, S. Bothe, M. Boley and M. Mock, "Communication-efficient
+       distributed online learning with kernels", ECML PKDD 2016, LNCS 9852,
+       pp. 805-819.
+    """
+
+    def __init__(self, learner, n_workers=2, sync_every=100, sync="static", threshold=0.0,
+                 client=None):
+        self.learner = learner
+        self.n_workers = n_workers
+        self.sync_every = sync_every
+        self.sync = sync
+        self.threshold = threshold
+        self.client = client
+
+    # -- sklearn ---------------------------------------------------------------------------
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        inner = self.learner.__sklearn_tags__()
+        tags.estimator_type = inner.estimator_type
+        tags.classifier_tags, tags.regressor_tags = inner.classifier_tags, inner.regressor_tags
+        tags.input_tags = inner.input_tags
+        return tags
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        for name in ("_cluster", "_own_client"):
+            state.pop(name, None)
+        return state
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:       # noqa: BLE001 (interpreter shutdown)
+            pass
+
+    def close(self):
+        """Close the LocalCluster (or Client) this estimator started, if any."""
+        own, cluster = self.__dict__.pop("_own_client", None), self.__dict__.pop("_cluster", None)
+        if own is not None:
+            own.close()
+        if cluster is not None:
+            cluster.close()
+
+    # -- learning ----------------------------------------------------------------------------
+
+    def fit(self, X, y):
+        """Learn the stream from fresh local models (the rows of X in order, one pass)."""
+        classes = np.unique(y) if self._is_classifier() else None
+        return self._stream(X, y, classes, fresh=True)
+
+    def partial_fit(self, X, y, classes=None):
+        """Continue the stream with the rows of X (``classes`` as okl's classifiers take it)."""
+        if self._is_classifier():
+            if not hasattr(self, "model_") and classes is None:
+                raise ValueError(
+                    "classes must be passed on the first call to partial_fit of "
+                    f"AveragedLearner({type(self.learner).__name__}), e.g. classes=[0, 1].")
+            if classes is None:
+                classes = self.model_.classes_
+        return self._stream(X, y, classes)
+
+    def _is_classifier(self):
+        return self.learner.__sklearn_tags__().estimator_type == "classifier"
+
+    def _validate(self):
+        from okl._averaging import _kind
+
+        if int(self.n_workers) < 1 or int(self.sync_every) < 1:
+            raise ValueError(f"n_workers and sync_every must be >= 1; got {self.n_workers} and "
+                             f"{self.sync_every}.")
+        if self.sync not in ("static", "dynamic"):
+            raise ValueError(f"sync must be 'static' or 'dynamic'; got {self.sync!r}.")
+        if not self.threshold >= 0:
+            raise ValueError(f"threshold must be >= 0; got {self.threshold!r}.")
+        from okl._base import PointwiseMixin
+        from okl.classification import CoefficientRegularizedClassifier
+        from okl.passive_aggressive import RegularizedPAClassifier
+
+        learner = self.learner
+        if not isinstance(learner, (PointwiseMixin, RegularizedPAClassifier,
+                                    CoefficientRegularizedClassifier)):
+            _kind(learner)          # raises the TypeError (or NotImplementedError) that says why
+        if isinstance(learner, CoefficientRegularizedClassifier) and learner.centers is None:
+            raise ValueError(
+                "CoefficientRegularizedClassifier(centers=None) takes its centres from each "
+                "worker's own stream, so the local models cannot be averaged; pass centers.")
+
+    def _executor(self):
+        """(client-like object, list of k worker addresses)."""
+        k = int(self.n_workers)
+        if isinstance(self.client, str) and self.client == SEQUENTIAL:
+            return _InProcess(), ["local"] * k
+        if self.client is None:
+            if getattr(self, "_own_client", None) is None:
+                distributed = _import_distributed()
+                self._cluster = distributed.LocalCluster(
+                    n_workers=k, threads_per_worker=1, processes=True, host="127.0.0.1",
+                    dashboard_address=None)
+                self._own_client = distributed.Client(self._cluster)
+            client = self._own_client
+        elif isinstance(self.client, str):
+            if getattr(self, "_own_client", None) is None:
+                self._own_client = _import_distributed().Client(self.client)
+            client = self._own_client
+        else:
+            client = self.client
+        addresses = sorted(client.nthreads())          # asks the scheduler (not a cache)
+        if not addresses:                               # e.g. a worker restarting after a crash
+            client.wait_for_workers(1, timeout=60)
+            addresses = sorted(client.nthreads())
+        return client, [addresses[j % len(addresses)] for j in range(k)]
+
+    def _stream(self, X, y, classes, fresh=False):
+        """Learn the chunk in rounds; set the attributes only once every round is learned."""
+        self._validate()
+        X = np.asarray(X) if not hasattr(X, "tocsr") else X.tocsr()
+        y = np.asarray(y)
+        if X.shape[0] != len(y):
+            raise ValueError(f"X has {X.shape[0]} rows but y has {len(y)} labels.")
+        k, S = int(self.n_workers), int(self.sync_every)
+        client, where = self._executor()
+        dask = not isinstance(client, _InProcess)
+        lost = (_import_distributed().KilledWorker, *_cancelled_errors()) if dask else ()
+
+        def submit(func, *args, j):
+            if not dask:
+                return client.submit(func, *args)
+            return client.submit(func, *args, workers=[where[j]], allow_other_workers=True,
+                                 pure=False)
+
+        average = None if fresh else getattr(self, "model_", None)
+        own = [0] * k if average is None else list(self._own_t)
+        if len(own) != k:
+            raise ValueError(f"n_workers changed from {len(own)} to {k} since the last fit; "
+                             "call fit to start over.")
+        rounds = n_syncs = sent = 0
+        n = X.shape[0]
+        if n == 0:
+            raise ValueError("AveragedLearner needs at least one sample to learn.")
+        # each worker's state (local model, reference = the last average) starts from the average
+        if average is None:
+            states = [(None, None)] * k
+        else:
+            down = _nbytes(average)
+            states = [submit(_restart, average, own[j], j=j) for j in range(k)]
+            sent += k * down
+        last_sync_round = 0
+        try:
+            for start in range(0, n, k * S):
+                stop = min(start + k * S, n)
+                states = [submit(_learn_share, s, X[start + j:stop:k], y[start + j:stop:k],
+                                 classes, self.learner, j=j) for j, s in enumerate(states)]
+                rounds += 1
+                final = stop == n
+                if self.sync == "dynamic" and not final:
+                    drift = client.gather([submit(_divergence, s, j=j)
+                                           for j, s in enumerate(states)])
+                    sent += 8 * k
+                    if not max(drift) > self.threshold:
+                        continue
+                # a synchronisation: gather the k local models, average, send the average back
+                models = client.gather([submit(_model_of, s, j=j) for j, s in enumerate(states)])
+                fitted = [m for m in models if m is not None]
+                sent += sum(_nbytes(m) for m in fitted)
+                own = [0 if m is None else int(m.t_) for m in models]
+                average = _average(fitted)
+                n_syncs += 1
+                last_sync_round = rounds
+                if not final:
+                    down = _nbytes(average)
+                    for s in states:
+                        if dask and hasattr(s, "release"):
+                            s.release()
+                    states = [submit(_restart, average, own[j], j=j) for j in range(k)]
+                    sent += k * down
+        except lost as exc:
+            j = next((j for j, s in enumerate(states) if getattr(s, "status", "") != "finished"),
+                     0)
+            raise WorkerLostError(j, (last_sync_round + 1, rounds), n,
+                                  f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            for s in states:
+                if dask and hasattr(s, "release"):
+                    s.release()
+        self.model_ = average
+        self._own_t = own
+        self.t_ = int(average.t_)
+        before = {} if fresh else self.__dict__
+        self.n_rounds_ = before.get("n_rounds_", 0) + rounds
+        self.n_syncs_ = before.get("n_syncs_", 0) + n_syncs
+        self.bytes_sent_ = before.get("bytes_sent_", 0) + sent
+        if hasattr(average, "n_features_in_"):
+            self.n_features_in_ = average.n_features_in_
+        if hasattr(average, "classes_"):
+            self.classes_ = average.classes_
+        return self
+
+    # -- the averaged model ------------------------------------------------------------------
+
+    def _fitted(self):
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self, "model_")
+        return self.model_
+
+    def predict(self, X):
+        """The averaged model's predictions."""
+        return self._fitted().predict(X)
+
+    def decision_function(self, X):
+        """The averaged model's f(x) (classifiers)."""
+        return self._fitted().decision_function(X)
+
+    def score(self, X, y, sample_weight=None):
+        """The averaged model's score: accuracy (classifiers) or R^2 (regressors)."""
+        return self._fitted().score(X, y, sample_weight=sample_weight)
+
+
+def _average(models):
+    return average_models(models)
+
+
+def _cancelled_errors():
+    import asyncio
+
+    errors = [asyncio.CancelledError]
+    try:
+        from distributed.client import FutureCancelledError
+        errors.append(FutureCancelledError)
+    except ImportError:
+        pass
+    return tuple(errors)

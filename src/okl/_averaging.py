@@ -1,0 +1,222 @@
+"""Model averaging for okl learners: the average of k models and a model's divergence.
+
+Pure functions, with no Dask: `okl.distributed.AveragedLearner` runs them on
+its workers (the divergence) and on the driver (the average).  See
+docs/algorithms.md, section 7.6, and docs/distributed.md, section 2.
+"""
+import copy
+
+import numpy as np
+
+from okl._base import EXPANSIONS, PointwiseMixin
+from okl._pa_models import KernelPAModel, LinearPAModel
+
+__all__ = ["average_models", "divergence"]
+
+
+# ---- the model of each kind as one object ------------------------------------------------------
+
+def _kind(model):
+    """'expansion' (f = sum a_i K(x_i, .)), 'pa-linear', 'pa-kernel' or 'fixed-centres'."""
+    from okl.classification import CoefficientRegularizedClassifier
+    from okl.passive_aggressive import RegularizedPAClassifier
+
+    if getattr(model, "approximation", None) not in (None, "none", "exact"):
+        # random Fourier features / Nystroem landmarks: average the fixed-size weight vector,
+        # once every worker is checked to share the same features (same seed, same landmarks)
+        raise NotImplementedError(
+            f"averaging {type(model).__name__}(approximation={model.approximation!r}) is not "
+            "implemented yet: feature-map models need their weight vectors averaged (one branch "
+            "of okl._averaging.average_models). Use an exact kernel model.")
+    if isinstance(model, RegularizedPAClassifier):
+        return "pa-linear" if isinstance(model._model, LinearPAModel) else "pa-kernel"
+    if isinstance(model, CoefficientRegularizedClassifier):
+        return "fixed-centres"
+    if isinstance(model, PointwiseMixin):
+        return "expansion"
+    raise TypeError(f"okl cannot average {type(model).__name__} models: averaging needs an "
+                    "okl kernel expansion, a RegularizedPAClassifier or a "
+                    "CoefficientRegularizedClassifier with given centers.")
+
+
+def _age_order(state):
+    """Indices of the stored centres from the oldest to the newest.
+
+    Storage order is insertion order until a full "oldest" budget starts
+    overwriting; from then on the oldest centre is at ``next_slot``.
+    """
+    n = len(state["coef"])
+    if state["budget"] and n == state["budget"]:
+        return np.roll(np.arange(n), -int(state["next_slot"]) % n)
+    return np.arange(n)
+
+
+def average_expansions(expansions):
+    """The exact average (1/k) sum_j f_j of kernel expansions, bounded by their budget.
+
+    The union of the centres (each worker's centres from its oldest to its
+    newest, workers in order), every coefficient (scale applied) divided by
+    k, identical centres merged by adding their coefficients.  The result is
+    a fresh expansion of the same kernel, budget and policy, filled by adding
+    the centres one by one oldest first: within the budget this is the exact
+    average; beyond it the budget policy itself decides what leaves, as it
+    would for one learner (the oldest centres, or the smallest |coefficients|).
+    """
+    states = [e.get_state() for e in expansions]
+    k = len(states)
+    first = states[0]
+    for s in states[1:]:
+        for name in ("n_features", "kernel", "gamma", "degree", "coef0", "budget", "policy"):
+            if s[name] != first[name]:
+                raise ValueError(f"the expansions differ in {name} ({first[name]!r} and "
+                                 f"{s[name]!r}): only models of the same kernel average.")
+    order = [_age_order(s) for s in states]
+    centers = np.concatenate([s["centers"][o] for s, o in zip(states, order)]).reshape(
+        -1, first["n_features"])
+    coef = np.concatenate([s["scale"] * s["coef"][o] / k for s, o in zip(states, order)])
+    if len(coef):
+        _, index, inverse = np.unique(centers, axis=0, return_index=True, return_inverse=True)
+        inverse = inverse.ravel()
+        summed = np.zeros(len(index))
+        np.add.at(summed, inverse, coef)
+        keep = np.sort(index)                             # first appearance keeps the age order
+        centers, coef = centers[keep], summed[inverse[keep]]
+    cls = type(expansions[0])
+    out = cls(first["n_features"], first["kernel"], first["gamma"], first["degree"],
+              first["coef0"], first["budget"], first["policy"])
+    out.reserve(len(coef) if not first["budget"] else min(len(coef), first["budget"]))
+    for x, a in zip(centers, coef):
+        out.add(np.ascontiguousarray(x), float(a))
+    return out
+
+
+# ---- the average of k estimators ---------------------------------------------------------------
+
+def average_models(models):
+    """The average of fitted okl models of the same class and parameters, a new estimator.
+
+    Parameters
+    ----------
+    models : sequence of fitted estimators
+        OnlineKernelRegressor, OnlineKernelClassifier, RegularizedPAClassifier
+        (linear or kernel) or CoefficientRegularizedClassifier with given
+        ``centers``; all of one class, with equal parameters and classes.
+
+    Returns
+    -------
+    estimator
+        A fitted estimator of the same class predicting (1/k) sum_j f_j(x):
+        kernel expansions are the union of the centres with every coefficient
+        divided by k (identical centres merged; a budget bounds the union with
+        the expansion's own policy), linear weights are averaged.  Its ``t_``
+        is the sum of the models' ``t_`` (the events behind the average), its
+        ``ck2_`` the largest, its ``eta_`` / ``lam_`` those of the model that
+        has seen the most events, so that ``partial_fit`` continues the
+        step-size schedule of one learner that had seen every event.
+        Counters (``n_updates_``, ``n_infeasible_``) are summed; an offset
+        ``intercept_`` is averaged.
+
+    References
+    ----------
+    .. [1] R. McDonald, K. Hall and G. Mann, "Distributed training strategies
+       for the structured perceptron", NAACL HLT 2010, pp. 456-464.
+    .. [2] M. Kamp, S. Bothe, M. Boley and M. Mock, "Communication-efficient
+       distributed online learning with kernels", ECML PKDD 2016, LNCS 9852,
+       pp. 805-819.
+    """
+    models = list(models)
+    if not models:
+        raise ValueError("average_models needs at least one fitted model.")
+    cls = type(models[0])
+    params = models[0].get_params(deep=False)
+    for m in models:
+        if (type(m).__module__, type(m).__qualname__) != (cls.__module__, cls.__qualname__):
+            raise TypeError(f"average_models needs models of one class; got {cls.__name__} and "
+                            f"{type(m).__name__}.")
+        if not hasattr(m, "t_"):
+            raise ValueError(f"average_models needs fitted models; a {cls.__name__} is not.")
+        if repr(m.get_params(deep=False)) != repr(params):
+            raise ValueError("average_models needs models with equal parameters; "
+                             f"{m.get_params(deep=False)} differs from {params}.")
+        if hasattr(m, "classes_") and not np.array_equal(m.classes_, models[0].classes_):
+            raise ValueError(f"the models' classes differ ({models[0].classes_.tolist()} and "
+                             f"{m.classes_.tolist()}).")
+    kind = _kind(models[0])
+    k = len(models)
+    lead = max(models, key=lambda m: m.t_)                   # the most advanced schedule
+    out = copy.deepcopy(lead)
+    out.t_ = int(sum(m.t_ for m in models))
+    if hasattr(lead, "ck2_"):
+        out.ck2_ = max(m.ck2_ for m in models)
+    if "intercept_" in lead.__dict__:                          # the offset b averages too
+        out.intercept_ = float(np.mean([m.__dict__.get("intercept_", 0.0) for m in models]))
+    for name in ("n_updates_", "n_infeasible_"):
+        if hasattr(lead, name):
+            setattr(out, name, int(sum(getattr(m, name) for m in models)))
+    if kind == "expansion":
+        out._expansion = average_expansions([m._engine_expansion() for m in models])
+        out.n_support_ = int(out._expansion.n_support)
+    elif kind == "pa-kernel":
+        expansion = average_expansions([m._model._on(m.engine) for m in models])
+        out._model = KernelPAModel(expansion)
+        out._model.sq_norm = float(expansion.sq_norm())
+    elif kind == "pa-linear":
+        w = sum(m._model.coef for m in models) / k
+        out._model = LinearPAModel(len(w))
+        out._model.raw = np.array(w, dtype=np.float64)
+        out._model.sq_norm = float(w @ w)
+    else:                                                    # fixed-centres
+        if models[0].centers is None:
+            raise ValueError(
+                "CoefficientRegularizedClassifier(centers=None) takes its centres from each "
+                "worker's own stream, so the workers' models have different centres and their "
+                "coefficients cannot be averaged. Pass the same centers to every worker.")
+        states = [m._engine_expansion().get_state() for m in models]
+        state = dict(states[0])
+        state["coef"] = sum(s["scale"] * s["coef"] for s in states) / k
+        state["scale"], state["n_rescale"] = 1.0, 0
+        out._expansion = type(models[0]._engine_expansion()).from_state(state)
+        out.kappa_max_ = max(m.kappa_max_ for m in models)
+        out.norm_bound_ = max(m.norm_bound_ for m in models)
+    return out
+
+
+# ---- divergence from the reference model (dynamic averaging) -----------------------------------
+
+def divergence(model, reference):
+    """||f - f_ref||^2: the squared RKHS distance (kernel models) or ||w - w_ref||^2 (linear),
+    plus (b - b_ref)^2 for a learned offset.
+
+    Computed where the two models are, from kernel evaluations over the union
+    of their centres: the expansion sum_i a_i K(x_i, .) - sum_l b_l K(z_l, .)
+    has the squared norm c^T K c.
+    """
+    kind = _kind(model)
+    # an offset b is a coordinate of the model too: ||(f, b)||^2 = ||f||_K^2 + b^2
+    offset = (model.__dict__.get("intercept_", 0.0)
+              - reference.__dict__.get("intercept_", 0.0)) ** 2
+    return offset + _function_divergence(model, reference, kind)
+
+
+def _function_divergence(model, reference, kind):
+    if kind == "pa-linear":
+        d = model._model.coef - reference._model.coef
+        return float(d @ d)
+    if kind == "pa-kernel":
+        mine, ref = model._model.expansion, reference._model.expansion
+    else:
+        mine, ref = model._engine_expansion(), reference._engine_expansion()
+    if kind == "fixed-centres":
+        from okl.kernels import kernel_matrix
+        kp = {"kernel": model.kernel, "gamma": model.gamma, "degree": model.degree,
+              "coef0": model.coef0}
+        c = mine.coef_ - ref.coef_
+        return float(max(c @ kernel_matrix(mine.centers_, **kp) @ c, 0.0))
+    a, b = mine.get_state(), ref.get_state()
+    state = dict(a, budget=0, next_slot=0, scale=1.0, n_rescale=0,
+                 centers=np.concatenate([a["centers"], b["centers"]]).reshape(-1, a["n_features"]),
+                 coef=np.concatenate([a["scale"] * a["coef"], -b["scale"] * b["coef"]]),
+                 sqnorms=np.concatenate([a["sqnorms"], b["sqnorms"]]))
+    return float(max(EXPANSIONS["numpy" if type(mine) is EXPANSIONS["numpy"] else "cython"]
+                     .from_state(state).sq_norm(), 0.0))
+

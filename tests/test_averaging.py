@@ -1,0 +1,274 @@
+"""okl.distributed.AveragedLearner and average_models, on a real two-process LocalCluster."""
+import copy
+import os
+import pickle
+import sys
+
+import numpy as np
+import pytest
+
+distributed = pytest.importorskip(
+    "distributed", reason="okl.distributed needs Dask: pip install \"okl[dask]\"")
+
+import cloudpickle  # noqa: E402  (comes with distributed)
+import dask  # noqa: E402
+from sklearn.base import clone, is_classifier, is_regressor  # noqa: E402
+from sklearn.exceptions import NotFittedError  # noqa: E402
+
+from okl import (CoefficientRegularizedClassifier, OnlineKernelClassifier,  # noqa: E402
+                 OnlineKernelRegressor, RegularizedPAClassifier)
+from okl.distributed import AveragedLearner, WorkerLostError, average_models  # noqa: E402
+
+# The workers cannot import this module (pytest imports it by path): ship its classes by value.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+@pytest.fixture(scope="module")
+def client():
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}), \
+            distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                     host="127.0.0.1", dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        yield client
+
+
+def regression_stream(seed, n=600):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-3, 3, (n, 2))
+    return X, np.sin(2 * X[:, 0]) + X[:, 1] + 0.2 * rng.standard_normal(n)
+
+
+def classification_stream(seed, n=600):
+    X, y = regression_stream(seed, n)
+    return X, np.where(y > 0, 1, 0)
+
+
+LEARNERS = {
+    "regressor": (OnlineKernelRegressor(gamma=0.5), regression_stream),
+    "budget": (OnlineKernelRegressor(gamma=0.5, budget=40), regression_stream),
+    "classifier": (OnlineKernelClassifier(gamma=0.5, lam=0.01), classification_stream),
+    "pa-kernel": (RegularizedPAClassifier(kernel="gaussian", gamma=0.5), classification_stream),
+    "pa-linear": (RegularizedPAClassifier(kernel="linear", variant="PA-I"),
+                  classification_stream),
+}
+
+
+def fitted(learner, stream, seed):
+    X, y = stream(seed, 200)
+    return clone(learner).fit(X, y)
+
+
+def decision(model, X):
+    return model.decision_function(X) if is_classifier(model) else model.predict(X)
+
+
+# ---- the average itself, without Dask -------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["regressor", "classifier", "pa-kernel", "pa-linear"])
+def test_average_predicts_the_mean_of_the_predictions(name):
+    learner, stream = LEARNERS[name]
+    models = [fitted(learner, stream, seed) for seed in (1, 2, 3)]
+    average = average_models(models)
+    X = stream(9, 50)[0]
+    expected = np.mean([decision(m, X) for m in models], axis=0)
+    np.testing.assert_allclose(decision(average, X), expected, rtol=0, atol=1e-12)
+    assert average.t_ == sum(m.t_ for m in models)
+    assert type(average) is type(learner)
+    average.partial_fit(*stream(4, 20))            # an ordinary estimator: it continues
+
+
+def test_divergence_is_the_squared_distance_in_the_rkhs():
+    from okl._averaging import divergence
+    from okl.kernels import kernel_matrix
+
+    learner, stream = LEARNERS["classifier"]
+    f, g = (fitted(learner, stream, seed) for seed in (1, 2))
+    centers = np.concatenate([f.support_vectors_, g.support_vectors_])
+    c = np.concatenate([f.dual_coef_, -g.dual_coef_])
+    expected = c @ kernel_matrix(centers, gamma=0.5) @ c
+    expected += (getattr(f, "intercept_", 0.0) - getattr(g, "intercept_", 0.0)) ** 2
+    assert divergence(f, g) == pytest.approx(expected, rel=1e-10)
+    assert divergence(f, f) == pytest.approx(0.0, abs=1e-10)
+
+
+def test_average_merges_identical_centres_and_keeps_the_budget():
+    learner, stream = LEARNERS["regressor"]
+    a = fitted(learner, stream, 1)
+    same = average_models([a, copy.deepcopy(a)])
+    assert same.n_support_ == a.n_support_
+    np.testing.assert_allclose(same.dual_coef_, a.dual_coef_, atol=1e-15)
+    bounded, _ = LEARNERS["budget"]
+    models = [fitted(bounded, stream, seed) for seed in (1, 2)]
+    assert average_models(models).n_support_ == 40
+
+
+def test_average_of_linear_pa_is_the_mean_weight():
+    learner, stream = LEARNERS["pa-linear"]
+    models = [fitted(learner, stream, seed) for seed in (1, 2)]
+    average = average_models(models)
+    np.testing.assert_allclose(average.coef_, (models[0].coef_ + models[1].coef_) / 2, atol=1e-15)
+    assert average.sq_norm_ == pytest.approx(float(np.sum(average.coef_ ** 2)))
+
+
+def test_coefficient_regularized_needs_shared_centres():
+    X = classification_stream(1, 200)[0]
+    free = [CoefficientRegularizedClassifier(n_centers=10).fit(*classification_stream(s, 100))
+            for s in (1, 2)]
+    with pytest.raises(ValueError, match="centers"):
+        average_models(free)
+    shared = [CoefficientRegularizedClassifier(centers=X[:10]).fit(*classification_stream(s, 100))
+              for s in (1, 2)]
+    average = average_models(shared)
+    np.testing.assert_allclose(average.coef_, (shared[0].coef_ + shared[1].coef_) / 2,
+                               atol=1e-15)
+
+
+# ---- AveragedLearner ------------------------------------------------------------------------
+
+def by_hand(learner, X, y, k, S, classes=None):
+    """Iterative parameter mixing written out with plain okl estimators, in this process."""
+    models, own = [None] * k, [0] * k
+    kwargs = {} if classes is None else {"classes": classes}
+    for start in range(0, len(X), k * S):
+        stop = min(start + k * S, len(X))
+        for j in range(k):
+            if models[j] is None:
+                models[j] = clone(learner)
+            models[j].partial_fit(X[start + j:stop:k], y[start + j:stop:k], **kwargs)
+        average = average_models(models)
+        own = [m.t_ for m in models]
+        models = [copy.deepcopy(average) for _ in range(k)]
+        for m, t in zip(models, own):
+            m.t_ = t
+    return average
+
+
+@pytest.mark.parametrize("name", ["regressor", "budget", "classifier", "pa-kernel", "pa-linear"])
+def test_static_equals_a_hand_computed_run(client, name):
+    learner, stream = LEARNERS[name]
+    X, y = stream(5, 700)
+    classes = [0, 1] if is_classifier(learner) else None
+    est = AveragedLearner(learner, n_workers=2, sync_every=50, client=client).fit(X, y)
+    expected = by_hand(learner, X, y, 2, 50, classes)
+    Xt = stream(6, 100)[0]
+    np.testing.assert_allclose(decision(est.model_, Xt), decision(expected, Xt), rtol=0,
+                               atol=1e-12)
+    assert est.t_ == len(X) and est.n_rounds_ == 7 and est.n_syncs_ == 7
+    assert est.bytes_sent_ > 0
+
+
+def test_partial_fit_continues_and_sequential_client_agrees(client):
+    learner, stream = LEARNERS["classifier"]
+    X, y = stream(7, 600)
+    est = AveragedLearner(learner, sync_every=50, client=client)
+    est.partial_fit(X[:300], y[:300], classes=[0, 1]).partial_fit(X[300:], y[300:])
+    here = AveragedLearner(learner, sync_every=50, client="sequential").fit(X, y)
+    np.testing.assert_allclose(est.decision_function(X), here.decision_function(X), atol=1e-12)
+    assert est.t_ == here.t_ == 600
+    assert est.score(X, y) == here.score(X, y)
+
+
+def test_dynamic_threshold_zero_equals_static(client):
+    learner, stream = LEARNERS["regressor"]
+    X, y = stream(8, 600)
+    static = AveragedLearner(learner, sync_every=30, client=client).fit(X, y)
+    dynamic = AveragedLearner(learner, sync_every=30, sync="dynamic", threshold=0.0,
+                              client=client).fit(X, y)
+    np.testing.assert_allclose(dynamic.predict(X), static.predict(X), rtol=0, atol=1e-12)
+    assert dynamic.n_syncs_ == static.n_syncs_ == 10
+
+
+def test_dynamic_with_a_large_threshold_syncs_only_at_the_end(client):
+    learner, stream = LEARNERS["regressor"]
+    X, y = stream(8, 600)
+    static = AveragedLearner(learner, sync_every=30, client=client).fit(X, y)
+    dynamic = AveragedLearner(learner, sync_every=30, sync="dynamic", threshold=1e9,
+                              client=client).fit(X, y)
+    assert dynamic.n_syncs_ == 1 and dynamic.n_rounds_ == 10
+    assert dynamic.bytes_sent_ < static.bytes_sent_
+    assert dynamic.t_ == 600
+    # no sync before the end: the average of two models that each learned their share alone
+    alone = [clone(learner).fit(X[j::2], y[j::2]) for j in range(2)]
+    np.testing.assert_allclose(dynamic.predict(X), average_models(alone).predict(X), atol=1e-12)
+
+
+class DiesOnce(OnlineKernelRegressor):
+    """Kills its worker process the first time it learns (a marker file remembers)."""
+
+    def __init__(self, marker=None, gamma=1.0):
+        super().__init__(gamma=gamma)
+        self.marker = marker
+
+    def _validate_params(self):        # the parent's defaults are valid; marker is a path
+        pass
+
+    def partial_fit(self, X, y):
+        if self.marker == "always":
+            os._exit(1)
+        if self.marker and not os.path.exists(self.marker):
+            open(self.marker, "w").close()
+            os._exit(1)
+        return super().partial_fit(X, y)
+
+
+def test_a_killed_worker_loses_no_events(client, tmp_path):
+    X, y = regression_stream(11, 400)
+    marker = str(tmp_path / "died")
+    est = AveragedLearner(DiesOnce(marker, gamma=0.5), sync_every=50, client=client).fit(X, y)
+    assert os.path.exists(marker)              # a worker did die, mid-run
+    reference = AveragedLearner(OnlineKernelRegressor(gamma=0.5), sync_every=50,
+                                client="sequential").fit(X, y)
+    assert est.t_ == len(X)                    # every event learned, none silently lost
+    np.testing.assert_allclose(est.predict(X), reference.predict(X), rtol=0, atol=1e-12)
+    client.wait_for_workers(2, timeout=60)
+
+
+def test_a_share_that_keeps_killing_workers_is_reported(client):
+    X, y = regression_stream(12, 200)
+    est = AveragedLearner(DiesOnce("always", gamma=0.5), sync_every=50, client=client)
+    with pytest.raises(WorkerLostError, match="not learned") as info:
+        est.fit(X, y)
+    assert info.value.events == 200 and info.value.rounds == (1, 1)
+    with pytest.raises(NotFittedError):                        # left as it was: unfitted
+        est.predict(X)
+    est.set_params(learner=OnlineKernelRegressor(gamma=0.5)).fit(X[:100], y[:100])
+    before = est.predict(X)
+    est.set_params(learner=DiesOnce("always", gamma=0.5))
+    with pytest.raises(WorkerLostError):                       # a fit that fails keeps the model
+        est.fit(X, y)
+    np.testing.assert_array_equal(est.predict(X), before)
+    assert est.t_ == 100 and est.n_rounds_ == 1
+    client.wait_for_workers(2, timeout=60)
+
+
+def test_sklearn_protocol():
+    est = AveragedLearner(OnlineKernelClassifier(), n_workers=3, sync="dynamic", threshold=0.5,
+                          client="sequential")
+    params = est.get_params()
+    for name in ("learner", "n_workers", "sync_every", "sync", "threshold", "client",
+                 "learner__gamma"):
+        assert name in params
+    copy_ = clone(est).set_params(learner__gamma=2.0, sync_every=7)
+    assert copy_.learner.gamma == 2.0 and copy_.sync_every == 7 and est.learner.gamma == 1.0
+    assert is_classifier(est) and is_regressor(AveragedLearner(OnlineKernelRegressor()))
+    with pytest.raises(NotFittedError):
+        est.predict(np.zeros((1, 2)))
+    X, y = classification_stream(3, 300)
+    est.fit(X, y)
+    restored = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(restored.predict(X), est.predict(X))
+    with pytest.raises(ValueError, match="sync"):
+        AveragedLearner(OnlineKernelRegressor(), sync="sometimes", client="sequential").fit(X, y)
+
+
+def test_own_cluster_is_started_and_closed():
+    X, y = regression_stream(2, 200)
+    est = AveragedLearner(OnlineKernelRegressor(gamma=0.5), n_workers=2, sync_every=40)
+    try:
+        est.fit(X, y)
+        assert est.t_ == 200
+        clone(est)                                     # no Client in the parameters
+        pickle.dumps(est)
+    finally:
+        est.close()
+    assert not hasattr(est, "_cluster")
