@@ -272,3 +272,23 @@ def test_own_cluster_is_started_and_closed():
     finally:
         est.close()
     assert not hasattr(est, "_cluster")
+
+
+def test_random_feature_models_average_their_weights():
+    """Models on one random feature map (one random_state) average exactly; other maps refuse."""
+    from okl._averaging import divergence
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(600, 3)), np.sin(rng.normal(size=600))
+
+    def make(seed):
+        return OnlineKernelRegressor(approximation="fourier", n_components=50, random_state=seed)
+    models = [make(3).fit(X[i::2], y[i::2]) for i in range(2)]
+    avg = average_models(models)
+    np.testing.assert_allclose(avg.predict(X), (models[0].predict(X) + models[1].predict(X)) / 2,
+                               atol=1e-12)
+    assert divergence(models[0], models[1]) > 0 and divergence(models[0], models[0]) == 0
+    nystroem = [OnlineKernelRegressor(approximation="nystroem", n_components=20).fit(X[i::2],
+                                                                                     y[i::2])
+                for i in range(2)]                      # each worker's own landmarks
+    with pytest.raises(ValueError, match="different feature maps"):
+        average_models(nystroem)

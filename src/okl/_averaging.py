@@ -17,17 +17,13 @@ __all__ = ["average_models", "divergence"]
 # ---- the model of each kind as one object ------------------------------------------------------
 
 def _kind(model):
-    """'expansion' (f = sum a_i K(x_i, .)), 'pa-linear', 'pa-kernel' or 'fixed-centres'."""
+    """'expansion' (f = sum a_i K(x_i, .)), 'features' (f = <w, z(x)>), 'pa-linear',
+    'pa-kernel' or 'fixed-centres'."""
     from okl.classification import CoefficientRegularizedClassifier
     from okl.passive_aggressive import RegularizedPAClassifier
 
-    if getattr(model, "approximation", None) not in (None, "none", "exact"):
-        # random Fourier features / Nystroem landmarks: average the fixed-size weight vector,
-        # once every worker is checked to share the same features (same seed, same landmarks)
-        raise NotImplementedError(
-            f"averaging {type(model).__name__}(approximation={model.approximation!r}) is not "
-            "implemented yet: feature-map models need their weight vectors averaged (one branch "
-            "of okl._averaging.average_models). Use an exact kernel model.")
+    if getattr(model, "approximation", None) is not None:
+        return "features"
     if isinstance(model, RegularizedPAClassifier):
         return "pa-linear" if isinstance(model._model, LinearPAModel) else "pa-kernel"
     if isinstance(model, CoefficientRegularizedClassifier):
@@ -87,6 +83,30 @@ def average_expansions(expansions):
     out.reserve(len(coef) if not first["budget"] else min(len(coef), first["budget"]))
     for x, a in zip(centers, coef):
         out.add(np.ascontiguousarray(x), float(a))
+    return out
+
+
+def _feature_weights(feature_models):
+    """The weight vectors of fixed-size feature models that share one feature map."""
+    first = feature_models[0]
+    for f in feature_models:
+        if f.linear is None:
+            raise ValueError(
+                "a Nystroem model averages once it holds its n_components landmarks; this one "
+                "is still in its exact phase. Learn more events before averaging.")
+        a, b = first.fmap.get_state(), f.fmap.get_state()
+        if a.keys() != b.keys() or not all(np.array_equal(a[key], b[key]) for key in a):
+            raise ValueError(
+                "the feature models use different feature maps (random features need the same "
+                "random_state; Nystroem landmarks differ between workers), so their weights "
+                "cannot be averaged. Use approximation='fourier' with one random_state.")
+    return [np.asarray(f.linear.coef_, dtype=np.float64) for f in feature_models]
+
+
+def average_features(feature_models):
+    """The average of fixed-size feature models on one map: the mean weight vector."""
+    out = copy.deepcopy(feature_models[0])
+    out.linear.set_coef(sum(_feature_weights(feature_models)) / len(feature_models))
     return out
 
 
@@ -156,6 +176,8 @@ def average_models(models):
     if kind == "expansion":
         out._expansion = average_expansions([m._engine_expansion() for m in models])
         out.n_support_ = int(out._expansion.n_support)
+    elif kind == "features":
+        out._expansion = average_features([m._expansion for m in models])
     elif kind == "pa-kernel":
         expansion = average_expansions([m._model._on(m.engine) for m in models])
         out._model = KernelPAModel(expansion)
@@ -199,6 +221,9 @@ def divergence(model, reference):
 
 
 def _function_divergence(model, reference, kind):
+    if kind == "features":
+        w, w_ref = _feature_weights([model._expansion, reference._expansion])
+        return float((w - w_ref) @ (w - w_ref))
     if kind == "pa-linear":
         d = model._model.coef - reference._model.coef
         return float(d @ d)

@@ -652,7 +652,7 @@ class AveragedLearner(BaseEstimator):
         learner = self.learner
         if not isinstance(learner, (PointwiseMixin, RegularizedPAClassifier,
                                     CoefficientRegularizedClassifier)):
-            _kind(learner)          # raises the TypeError (or NotImplementedError) that says why
+            _kind(learner)          # raises the TypeError that says why
         if isinstance(learner, CoefficientRegularizedClassifier) and learner.centers is None:
             raise ValueError(
                 "CoefficientRegularizedClassifier(centers=None) takes its centres from each "
