@@ -21,38 +21,6 @@
 #define OKL_COS_CLONES __attribute__((target_clones("default", "arch=x86-64-v3")))
 #else
 #define OKL_COS_CLONES
-/* Z[i, :] <- c cos(X[i, :] W + b) for the rows of X (n, d) and W (d, D), row-major:
- * the whole random Fourier map of a block, with no BLAS (whose thread pool
- * stalled tenfold on a loaded 2-core machine) and Z written once.  Columns go
- * in blocks of OKL_COS_BLOCK accumulators; each k adds x[k] W[k, block]. */
-#define OKL_COS_BLOCK 64
-OKL_COS_CLONES
-static void okl_fourier_rows(ptrdiff_t n, ptrdiff_t d, ptrdiff_t D, const double *X,
-                             const double *W, const double *b, double c, double *Z)
-{
-    for (ptrdiff_t i = 0; i < n; i++) {
-        const double *x = X + i * d;
-        double *z = Z + i * D;
-        for (ptrdiff_t j0 = 0; j0 < D; j0 += OKL_COS_BLOCK) {
-            ptrdiff_t len = D - j0 < OKL_COS_BLOCK ? D - j0 : OKL_COS_BLOCK;
-            double acc[OKL_COS_BLOCK];
-            #pragma omp simd
-            for (ptrdiff_t j = 0; j < len; j++)
-                acc[j] = b[j0 + j];
-            for (ptrdiff_t k = 0; k < d; k++) {
-                const double xk = x[k];
-                const double *w = W + k * D + j0;
-                #pragma omp simd
-                for (ptrdiff_t j = 0; j < len; j++)
-                    acc[j] += xk * w[j];
-            }
-            #pragma omp simd
-            for (ptrdiff_t j = 0; j < len; j++)
-                z[j0 + j] = c * okl_cos(acc[j]);
-        }
-    }
-}
-
 #endif
 
 typedef union { double d; uint64_t u; } okl_cos_bits;

@@ -27,7 +27,7 @@ from libc.math cimport isfinite
 from libc.string cimport memcmp, memcpy
 
 from okl._core._kernels cimport cdot, cself
-from okl._core._losses cimport Loss, LossSpec, cdloss, cis_margin
+from okl._core._losses cimport Loss, LossSpec, cgradient
 from okl._core._expansion cimport KernelExpansion
 
 cnp.import_array()
@@ -66,7 +66,7 @@ cdef class PointwiseEvents:
     """
     cdef KernelExpansion expansion
     cdef LossSpec spec
-    cdef bint margin, auto, intercept
+    cdef bint auto, intercept
     cdef double lam, lam_decay, eta, eta_decay, lipschitz
     cdef object eta_callable, name
     cdef readonly object key
@@ -88,7 +88,6 @@ cdef class PointwiseEvents:
         self.expansion = expansion
         code, tau, eps, delta, p = loss_args
         self.spec = LossSpec(<Loss><int>code, tau, eps, delta, p)
-        self.margin = cis_margin(self.spec.kind)
         self.lam, self.lam_decay, self.eta_decay = lam, lam_decay, eta_decay
         self.lipschitz = lipschitz
         self.auto = isinstance(eta, str)
@@ -212,12 +211,7 @@ cdef class PointwiseEvents:
                 "no longer finite. The step size is too large for this data; use eta='auto', "
                 "a smaller eta or a larger eta_decay, or scale X (e.g. with "
                 "okl.preprocessing.OnlineStandardScaler). The model is left as it was.")
-        cdef double g
-        if self.margin:
-            g = y * cdloss(&self.spec, y * f)
-        else:
-            g = cdloss(&self.spec, f - y)
-        g *= weight
+        cdef double g = weight * cgradient(&self.spec, y, f)
         cdef double factor = 1.0 - lam_t * eta_t
         cdef double a = -eta_t * g
         cdef double scale = e.scale * factor

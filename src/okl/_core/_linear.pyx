@@ -19,7 +19,7 @@ from libc.math cimport isfinite
 
 from okl._core._kernels cimport cdot
 from okl._core._lazy cimport RENORMALISED, cshrink_lazy
-from okl._core._losses cimport Loss, LossSpec, cdloss, cis_margin
+from okl._core._losses cimport Loss, LossSpec, cgradient
 from okl._core._signals cimport cinterrupted, craise_pending
 
 
@@ -134,7 +134,6 @@ def fit_chunk(LinearModel model,
               double[::1] offset=None):    # IN/OUT (1,) b, or None for no offset
     """Run the chunk; return -1, or the index of the first step that diverged."""
     cdef LossSpec spec = LossSpec(<Loss>loss, tau, eps, delta, p)
-    cdef bint margin = cis_margin(spec.kind)
     cdef Py_ssize_t i, j, n = Z.shape[0], D = Z.shape[1]
     cdef Py_ssize_t failed = -1, work = 0
     cdef bint interrupted = False
@@ -163,10 +162,7 @@ def fit_chunk(LinearModel model,
                 break
             if weighted and weight[i] == 0.0:
                 continue
-            if margin:
-                g = y[i] * cdloss(&spec, y[i] * f)
-            else:
-                g = cdloss(&spec, f - y[i])
+            g = cgradient(&spec, y[i], f)
             if weighted:
                 g *= weight[i]
             b_next = b - eta[i] * g

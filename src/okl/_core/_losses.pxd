@@ -132,3 +132,10 @@ cdef inline double cdloss_right(const LossSpec* L, double z) noexcept nogil:
             return 1.0 if L.kind == EPSILON_INSENSITIVE else 1.0 - L.tau
         return 0.0
     return cdloss(L, z)
+
+
+cdef inline double cgradient(const LossSpec* L, double y, double f) noexcept nogil:
+    """dV/df of one prediction f of target y: V'_-(f - y), or y phi'_-(y f) for a margin loss."""
+    if cis_margin(L.kind):
+        return y * cdloss(L, y * f)
+    return cdloss(L, f - y)

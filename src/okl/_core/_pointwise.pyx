@@ -13,7 +13,7 @@ per chunk, in NumPy, by okl.schedules (shared with the numpy engine).
 from libc.math cimport isfinite
 
 from okl._core._kernels cimport cdot
-from okl._core._losses cimport Loss, LossSpec, cdloss, cis_margin
+from okl._core._losses cimport Loss, LossSpec, cgradient
 from okl._core._expansion cimport KernelExpansion
 from okl._core._signals cimport cinterrupted, craise_pending
 
@@ -29,7 +29,6 @@ def fit_chunk(KernelExpansion expansion,
               double[::1] offset=None):    # IN/OUT (1,) b, or None for no offset
     """Run the chunk; return -1, or the index of the first step that diverged."""
     cdef LossSpec spec = LossSpec(<Loss>loss, tau, eps, delta, p)
-    cdef bint margin = cis_margin(spec.kind)
     cdef Py_ssize_t i, n = X.shape[0], d = X.shape[1]
     cdef Py_ssize_t failed = -1, work = 0
     cdef bint interrupted = False
@@ -56,10 +55,7 @@ def fit_chunk(KernelExpansion expansion,
                 break
             if weighted and weight[i] == 0.0:
                 continue
-            if margin:
-                g = y[i] * cdloss(&spec, y[i] * f)
-            else:
-                g = cdloss(&spec, f - y[i])
+            g = cgradient(&spec, y[i], f)
             if weighted:
                 g *= weight[i]
             b_next = b - eta[i] * g
