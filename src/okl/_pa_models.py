@@ -116,3 +116,52 @@ class KernelPAModel:
         self = cls(EXPANSIONS[engine].from_state(state))
         self.sq_norm = sq_norm
         return self
+
+
+class FeaturePAModel:
+    """PA on fixed-size features z(x) (random Fourier or Nystroem): a `LinearPAModel` of z.
+
+    In the feature space the kernel rules are the linear ones, with ||w||^2
+    kept exactly; a step costs O(D d) whatever the stream's length
+    (docs/budget.md, section 2).
+    """
+
+    def __init__(self, fmap):
+        self.fmap = fmap
+        self.linear = LinearPAModel(fmap.n_components)
+
+    @property
+    def sq_norm(self):
+        return self.linear.sq_norm
+
+    def checkpoint(self, n_new):
+        return self.linear.checkpoint(n_new)
+
+    def restore(self, token):
+        self.linear.restore(token)
+
+    def learn(self, X, y, rule, sigma, engine, scores, events):
+        return self.linear.learn(self.fmap.transform(X), y, rule, sigma, engine, scores, events)
+
+    def decision(self, X):
+        return self.linear.decision(self.fmap.transform(X))
+
+    def norm(self):
+        return self.linear.norm()
+
+    def get_state(self):
+        state = {"linear_" + k: v for k, v in self.linear.get_state().items()}
+        state.update({"fmap_" + k: v for k, v in self.fmap.get_state().items()})
+        return state
+
+    @classmethod
+    def from_state(cls, state):
+        from okl._features import NystroemFeatures, RandomFourierFeatures
+
+        fstate = {k[5:]: v for k, v in state.items() if k.startswith("fmap_")}
+        fmap_cls = RandomFourierFeatures if fstate["kind"] == "fourier" else NystroemFeatures
+        self = cls.__new__(cls)
+        self.fmap = fmap_cls.from_state(fstate)
+        self.linear = LinearPAModel.from_state(
+            {k[7:]: v for k, v in state.items() if k.startswith("linear_")})
+        return self

@@ -439,6 +439,23 @@ def _check_fitted(check, est, attrs, objects):
                     check.fail("_model.scale times _model.raw is not finite")
             state = dict(raw=raw, scale=scale,
                          sq_norm=check.float(state["sq_norm"], "_model.sq_norm", 0.0))
+        elif est.approximation is not None:
+            kind, state = model("_model", ("FeaturePAModel",))
+            D = est.n_components
+            raw = check.array(state.get("linear_raw"), "_model.linear_raw", (None,))
+            if not 1 <= len(raw) <= D:
+                check.fail(f"a model of n_components = {D} has {len(raw)} feature weights")
+            check.float(state.get("linear_scale"), "_model.linear_scale", 0.0, open_lo=True)
+            check.float(state.get("linear_sq_norm"), "_model.linear_sq_norm", 0.0)
+            if est.approximation == "fourier":
+                check.equal(state.get("fmap_kind"), "fourier", "_model.fmap_kind")
+                check.array(state.get("fmap_W"), "_model.fmap_W", (d, len(raw)))
+                check.array(state.get("fmap_b"), "_model.fmap_b", (len(raw),))
+            else:
+                check.equal(state.get("fmap_kind"), "nystroem", "_model.fmap_kind")
+                L = check.array(state.get("fmap_landmarks"), "_model.fmap_landmarks", (None, d))
+                if not 1 <= len(L) <= D:
+                    check.fail(f"{len(L)} Nystroem landmarks for n_components = {D}")
         else:
             kind, state = model("_model", ("KernelPAModel",))
             sq_norm = check.float(state.get("sq_norm"), "_model.sq_norm", 0.0)

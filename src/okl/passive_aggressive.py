@@ -12,11 +12,12 @@ from okl._base import (
     Diverged, KernelModelMixin, OnlineLearner, check_X, expansion_fitted_with,
 )
 from okl._guard import check_csr
-from okl._pa_models import KernelPAModel, LinearPAModel
+from okl._features import NystroemFeatures, RandomFourierFeatures
+from okl._pa_models import FeaturePAModel, KernelPAModel, LinearPAModel
 from okl._binary import BinaryClassifierMixin
 from okl._core._pa import Event, Regularization, Variant
 from okl._params import (
-    CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS, Interval, InvalidParameterError, Options,
+    APPROXIMATION_CONSTRAINTS, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS, Interval, InvalidParameterError, Options,
     budget_constraints, kernel_constraints,
 )
 from okl.losses import loss_value
@@ -114,6 +115,17 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
         updates ||f||_K^2 exactly (docs/budget.md); "oldest" drops the oldest,
         "smallest" the smallest.  "auto" is "merge" for the Gaussian kernel and
         "oldest" otherwise.
+    approximation : {None, "fourier", "nystroem"}, default=None
+        A fixed-size kernel model: the PA rules on `n_components` random
+        Fourier features (Gaussian and Laplacian kernels) or Nystroem features
+        whose landmarks are the first `n_components` rows of the first chunk
+        (fewer if it is shorter), with ``||w||^2`` kept exactly in the feature
+        space.  O(n_components d) per step whatever the stream's length
+        (docs/budget.md).  Exclusive with `budget`.
+    n_components : int, default=100
+        Features of the approximation.
+    random_state : int or None, default=None
+        Seed of the random Fourier features.
     classes : array of the two labels or None, default=None
         Fixes `classes_` at the start of a stream, so that neither
         `partial_fit` nor `learn_one` needs ``classes=``.  Without it,
@@ -182,13 +194,15 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
         "truncate_sigma": [Interval(Real, 0, None, closed="left")],
         **kernel_constraints(),
         **budget_constraints(),
+        **APPROXIMATION_CONSTRAINTS,
         **ENGINE_CONSTRAINTS,
         **CLASSES_CONSTRAINTS,
     }
 
     def __init__(self, regularization="none", variant="PA", C=1.0, alpha=0.1, beta=1.0,
                  update="margin", truncate_sigma=0.0, kernel="linear", gamma=1.0, degree=3,
-                 coef0=0.0, budget=None, budget_policy="auto", classes=None, verbose=False,
+                 coef0=0.0, budget=None, budget_policy="auto", approximation=None,
+                 n_components=100, random_state=None, classes=None, verbose=False,
                  engine="cython"):
         self.regularization = regularization
         self.variant = variant
@@ -204,6 +218,9 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
         self.budget = budget
         self.classes = classes
         self.budget_policy = budget_policy
+        self.approximation = approximation
+        self.n_components = n_components
+        self.random_state = random_state
         self.verbose = verbose
         self.engine = engine
 
@@ -224,6 +241,14 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
             (self.coef0 != 0 and linear,
              "kernel='linear' has no intercept (as in the paper), so coef0 must be 0; append a "
              "constant column to X to learn an intercept."),
+            (self.approximation is not None and linear,
+             "approximation applies to kernel models; kernel='linear' already learns w directly."),
+            (self.approximation is not None and self.budget is not None,
+             f"approximation={self.approximation!r} is a fixed-size model of n_components "
+             "features; budget applies to the exact kernel expansion. Set one of them."),
+            (self.approximation == "fourier" and self.kernel not in ("gaussian", "laplacian"),
+             "approximation='fourier' draws random features of the 'gaussian' or 'laplacian' "
+             f"kernel; got kernel={self.kernel!r}. Use approximation='nystroem'."),
         ]
         for failed, message in problems:
             if failed:
@@ -246,15 +271,23 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
         self.t_ = 0
         self.n_updates_ = 0
         self.n_infeasible_ = 0
-        self._model = (LinearPAModel(X.shape[1]) if self.kernel == "linear"
-                       else KernelPAModel(self._new_expansion(X.shape[1])))
+        if self.kernel == "linear":
+            self._model = LinearPAModel(X.shape[1])
+        elif self.approximation == "fourier":
+            self._model = FeaturePAModel(RandomFourierFeatures(
+                self.kernel, self.gamma, self.n_components, self.random_state).fit(X.shape[1]))
+        elif self.approximation == "nystroem":      # landmarks: the first chunk's first rows
+            self._model = FeaturePAModel(NystroemFeatures(
+                X[:self.n_components], self.kernel, self.gamma, self.degree, self.coef0))
+        else:
+            self._model = KernelPAModel(self._new_expansion(X.shape[1]))
 
     _divergence_cure = ("a tiny nonzero ||x|| makes the step l/||x||^2 overflow. Scale X "
                         "(e.g. with sklearn.preprocessing.StandardScaler) or use variant='PA-I'")
 
     @classmethod
     def _state_classes(cls):
-        return (LinearPAModel, KernelPAModel)
+        return (LinearPAModel, KernelPAModel, FeaturePAModel)
 
     def _models(self):
         return (self._model,)
@@ -262,6 +295,10 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
     def _fitted_with(self):
         if isinstance(self._model, LinearPAModel):
             return [("kernel", "linear")]
+        if isinstance(self._model, FeaturePAModel):
+            fmap = self._model.fmap
+            kind = "fourier" if isinstance(fmap, RandomFourierFeatures) else "nystroem"
+            return [("approximation", kind), ("gamma", float(fmap.gamma))]
         return expansion_fitted_with(self, self._model.expansion)
 
     def _check_size(self):
