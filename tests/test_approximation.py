@@ -92,3 +92,12 @@ def test_seeds_and_parameter_checks():
     with pytest.raises(InvalidParameterError, match="approximation='nystroem'"):
         OnlineKernelRegressor(kernel="polynomial", approximation="fourier").fit(X, y)
     OnlineKernelRegressor(kernel="polynomial", approximation="nystroem", n_components=10).fit(X, y)
+
+
+def test_gamma_scale_feature_model_round_trips(tmp_path):
+    import okl
+    X = np.random.default_rng(0).normal(size=(200, 3))
+    est = OnlineKernelRegressor(gamma="scale", approximation="fourier", n_components=20).fit(
+        X, X[:, 0])
+    okl.save(est, tmp_path / "m.okl")
+    np.testing.assert_array_equal(okl.load(tmp_path / "m.okl").predict(X), est.predict(X))

@@ -258,7 +258,7 @@ def _expansion_state(check, state, key, d, kernel, budget, policy):
     return dict(state, centers=centers, coef=coef, sqnorms=sqnorms)
 
 
-def _feature_state(check, est, state, d, n_support):
+def _feature_state(check, est, state, d, n_support, gamma):
     """Check the state of a FeatureModel (okl._approx) against the estimator."""
     from okl.kernels import kernel_code
     check.keys(state, ("approximation", "n_features", "kernel", "kernel_code", "gamma", "degree",
@@ -268,7 +268,7 @@ def _feature_state(check, est, state, d, n_support):
     check.equal(state["n_features"], d, "_expansion.n_features")
     check.equal(state["kernel"], est.kernel, "_expansion.kernel")
     check.equal(state["kernel_code"], int(kernel_code(est.kernel)), "_expansion.kernel_code")
-    check.equal(check.float(state["gamma"], "_expansion.gamma"), float(est.gamma),
+    check.equal(check.float(state["gamma"], "_expansion.gamma"), float(gamma),
                 "_expansion.gamma")
     D = check.int(state["n_components"], "_expansion.n_components", 1, C_INT_MAX)
     check.equal(D, est.n_components, "_expansion.n_components")
@@ -396,7 +396,8 @@ def _check_fitted(check, est, attrs, objects):
         out["n_support_"] = check.int(attrs["n_support_"], "n_support_", 0, t)
         kind, state = model("_expansion", ("KernelExpansion", "NumpyExpansion", "FeatureModel"))
         if kind == "FeatureModel":
-            state = _feature_state(check, est, state, d, out["n_support_"])
+            state = _feature_state(check, est, state, d, out["n_support_"],
+                                   out.get("gamma_", est.gamma))
         else:
             state = expansion(state, "_expansion", int(est.budget or 0), int(budget_code(
                 resolve_budget_policy(est.budget_policy, est.kernel, name))))
