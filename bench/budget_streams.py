@@ -10,7 +10,7 @@ new to a budgeted learner that has forgotten it and familiar to the unbudgeted
 one, so looping favours the unbudgeted reference: the gaps reported are, if
 anything, pessimistic for the budgets.
 
-`run_expansion` is a readable driver of the pointwise rule (ALGORITHMS 1-3,
+`run_expansion` is a readable driver of the pointwise rule (docs/algorithms.md, sections 1-3,
 the estimators' own step: predict, shrink by 1 - eta lam, add -eta g K(x, .))
 with every budget policy: None, "oldest", "smallest" (the rules of
 KernelExpansion) and "merge" (BSGD, okl._core._merge).  `run_features` runs

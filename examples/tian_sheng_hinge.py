@@ -3,7 +3,7 @@
 Coefficient-regularized online classification, eq. (0.4), with the hinge loss:
 m fixed centres (the first m stream points), ``lam = T**-gamma`` for a stream of
 T samples and the polynomial steps ``eta_t = t**-theta / (2 + kappa^2)`` of
-Corollary 3, with the corrected kappa = sup_x ||k(x)||_2 (ALGORITHMS.md 4).
+Corollary 3, with the corrected kappa = sup_x ||k(x)||_2 (docs/algorithms.md, section 4).
 For a regularity beta of the target and a small epsilon the corollary takes
 
     theta = (2 beta + 1) / (2 (beta + 1)) - (2 beta + 1) epsilon / beta,
@@ -15,7 +15,7 @@ The stream draws T samples independently and uniformly from a training split
 (the paper's i.i.d. setting, rho = the empirical distribution); the error of
 sgn(f_{a_{T+1}}) is measured on the held-out split, averaged over repetitions
 with fresh splits and streams.  A second column runs the same stream with
-okl's eta="auto" (the corrected step of ALGORITHMS.md 4), and the batch RBF
+okl's eta="auto" (the corrected step of docs/algorithms.md, section 4), and the batch RBF
 SVM on the same training split is printed as a reference.  The online error
 levels off above it: m = 50 centres and lam = T**-gamma (still 0.125 at
 T = 32768) keep the regularization error D(lam) of the paper's decomposition.

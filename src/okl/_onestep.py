@@ -1,4 +1,4 @@
-"""The one-event fast path of the pointwise kernel learners (ALGORITHMS 1-3).
+"""The one-event fast path of the pointwise kernel learners (docs/algorithms.md, sections 1-3).
 
 A step of `partial_fit` on one row costs tens of microseconds of Python and
 NumPy around a sub-microsecond loop: validation, per-chunk schedule arrays,

@@ -1,4 +1,4 @@
-"""One event for the pointwise kernel learners (ALGORITHMS 1-3): O(m d), no allocation.
+"""One event for the pointwise kernel learners (docs/algorithms.md, sections 1-3): O(m d), no allocation.
 
 `PointwiseEvents` serves one learner whose model is a `KernelExpansion`.
 `predict` is f(x) for one row; `learn` predicts f_t(x_t), then takes the step
