@@ -64,3 +64,19 @@ def _run_forked(func, *args, timeout=120.0):
 def isolated():
     """Run a crash-prone callable in a forked child; returns its (picklable) result."""
     return _run_forked
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A real two-process LocalCluster (one thread per worker) and its Client, per test module.
+
+    allowed-failures=1: a task is declared lost after its second dead worker, not its fourth.
+    """
+    dask = pytest.importorskip("dask", reason="okl.distributed needs Dask: pip install "
+                                              "\"okl[dask]\"")
+    distributed = pytest.importorskip("distributed", reason="okl.distributed needs Dask")
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}), \
+            distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                     host="127.0.0.1", dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as dask_client:
+        yield dask_client

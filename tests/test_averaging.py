@@ -11,7 +11,6 @@ distributed = pytest.importorskip(
     "distributed", reason="okl.distributed needs Dask: pip install \"okl[dask]\"")
 
 import cloudpickle  # noqa: E402  (comes with distributed)
-import dask  # noqa: E402
 from sklearn.base import clone, is_classifier, is_regressor  # noqa: E402
 from sklearn.exceptions import NotFittedError  # noqa: E402
 
@@ -21,15 +20,6 @@ from okl.distributed import AveragedLearner, WorkerLostError, average_models  # 
 
 # The workers cannot import this module (pytest imports it by path): ship its classes by value.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
-
-
-@pytest.fixture(scope="module")
-def client():
-    with dask.config.set({"distributed.scheduler.allowed-failures": 1}), \
-            distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                                     host="127.0.0.1", dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
-        yield client
 
 
 def regression_stream(seed, n=600):

@@ -11,7 +11,6 @@ distributed = pytest.importorskip(
     "distributed", reason="okl.distributed needs Dask: pip install \"okl[dask]\"")
 
 import cloudpickle  # noqa: E402  (comes with distributed)
-import dask  # noqa: E402
 from sklearn.base import clone  # noqa: E402
 
 from okl import (OnlineKernelClassifier, OnlineKernelRegressor,  # noqa: E402
@@ -22,16 +21,6 @@ from okl.evaluation import progressive_validation  # noqa: E402
 
 # The workers cannot import this module (pytest imports it by path): ship its functions by value.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
-
-
-@pytest.fixture(scope="module")
-def client():
-    # allowed-failures=1: a task is declared lost after its second dead worker, not its fourth
-    with dask.config.set({"distributed.scheduler.allowed-failures": 1}), \
-            distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                                     host="127.0.0.1", dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
-        yield client
 
 
 def regression_stream(seed, n=600):
