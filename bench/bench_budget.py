@@ -29,14 +29,17 @@ from budget_streams import stream  # noqa: E402
 from okl import OnlineKernelClassifier, OnlineKernelRegressor  # noqa: E402
 from okl._core._expansion import BudgetPolicy, KernelExpansion  # noqa: E402
 from okl._core._kernels import Kernel  # noqa: E402
-from okl._core._linear import LinearModel, fit_chunk as linear_fit_chunk  # noqa: E402
+from okl._core._linear import LinearModel  # noqa: E402
 from okl._core._losses import Loss  # noqa: E402
 from okl._core._merge import merge_find  # noqa: E402
 from okl._core._pointwise import fit_chunk as pointwise_fit_chunk  # noqa: E402
 from okl._features import RandomFourierFeatures  # noqa: E402
 from okl._numpy import linear as numpy_linear  # noqa: E402
+from okl._numpy import pointwise as numpy_pointwise  # noqa: E402
+from okl._numpy.pointwise import make_schedule, make_state  # noqa: E402
 
 GAMMA = 0.05
+HINGE = dict(kind=int(Loss.HINGE), tau=0.5, eps=0.0, delta=1.0, p=2.0)
 
 
 # -- pytest-benchmark -----------------------------------------------------------------
@@ -51,14 +54,14 @@ def test_budget_step(benchmark, label, B):
         exp = KernelExpansion(d, int(Kernel.GAUSSIAN), GAMMA, 3, 0.0, B, int(BudgetPolicy.OLDEST))
         X = rng.normal(size=(B + 2000, d))
         y = np.sign(rng.normal(size=B + 2000))
-        pointwise_fit_chunk(exp, X[:B], y[:B], np.full(B, 0.5), np.full(B, 1e-4),
-                            int(Loss.HINGE), 0.5, 0.0, 1.0, 2.0, np.empty(B))
+        schedule = make_schedule(kind=1, eta=0.5, lam=1e-4)
+        pointwise_fit_chunk(exp, X[:B], y[:B], schedule, HINGE, make_state(), np.empty(B))
         Xs, ys = X[B:], y[B:]
         k = len(ys)
         benchmark.extra_info.update(label="cython", steps=k)
         benchmark.pedantic(pointwise_fit_chunk,
-                           args=(exp, Xs, ys, np.full(k, 0.5), np.full(k, 1e-4), int(Loss.HINGE),
-                                 0.5, 0.0, 1.0, 2.0, np.empty(k)), rounds=5, iterations=1)
+                           args=(exp, Xs, ys, schedule, HINGE, make_state(), np.empty(k)),
+                           rounds=5, iterations=1)
     else:
         C = rng.normal(size=(B + 1, d))
         c = rng.normal(size=B + 1)
@@ -73,7 +76,7 @@ def test_feature_step(benchmark, label, D):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(n, d)) / np.sqrt(d)
     y = np.sign(X[:, 0] + 0.1 * rng.normal(size=n))
-    eta, lam = np.full(n, 0.1), np.full(n, 1e-4)
+    schedule, kdiag = make_schedule(kind=1, eta=0.1, lam=1e-4), np.ones(n)
     benchmark.group = f"features d=20 D={D}"
     benchmark.extra_info.update(label=label, steps=n)
     if label == "sklearn":
@@ -88,12 +91,12 @@ def test_feature_step(benchmark, label, D):
     fmap = RandomFourierFeatures("gaussian", GAMMA, D, 0).fit(d)
     module = {"cython": None, "numpy": numpy_linear}[label]
     model = LinearModel(D) if module is None else numpy_linear.NumpyLinearModel(D)
-    loop = linear_fit_chunk if module is None else numpy_linear.fit_chunk
+    loop = pointwise_fit_chunk if module is None else numpy_pointwise.fit_chunk
     out = np.empty(n)
 
     def run():
-        return loop(model, fmap.transform(X), y, eta, lam, int(Loss.HINGE), 0.5, 0.0, 1.0, 2.0,
-                    False, out)
+        return loop(model, fmap.transform(X), y, schedule, HINGE, make_state(), out, None, None,
+                    kdiag)
     benchmark.pedantic(run, rounds=5, iterations=1)
 
 
@@ -167,19 +170,19 @@ def million(T=1_000_000, d=20, D=1000, chunk=4096):
     model = LinearModel(D)
     out = np.empty(chunk)
     t_learn, cpu, errors = 0.0, 0.0, 0
-    t = np.arange(1, T + 1, dtype=np.float64)
-    eta, lam = t ** -0.5 / (1 + 1e-4), np.full(T, 1e-4)
+    schedule = make_schedule(kind=1, eta=1 / (1 + 1e-4), eta_decay=0.5, lam=1e-4)
+    state, kdiag = make_state(), np.ones(chunk)
     for lo in range(0, T, chunk):
         hi = min(lo + chunk, T)
         X = rng.normal(size=(hi - lo, d))
         y = np.where(np.sin(2 * X @ v) + 0.1 * rng.normal(size=hi - lo) >= 0, 1.0, -1.0)
         t0, c0 = time.perf_counter(), time.process_time()
         Z = fmap.transform(X)
-        status = linear_fit_chunk(model, Z, y, eta[lo:hi], lam[lo:hi], int(Loss.HINGE),
-                                  0.5, 0.0, 1.0, 2.0, False, out[:hi - lo])
+        failed, state = pointwise_fit_chunk(model, Z, y, schedule, HINGE, state, out[:hi - lo],
+                                            None, None, kdiag[:hi - lo])
         t_learn += time.perf_counter() - t0
         cpu += time.process_time() - c0
-        assert status == -1
+        assert failed == -1
         errors += int(np.sum(np.where(out[:hi - lo] >= 0, 1.0, -1.0) != y))
     print(f"T={T} d={d} D={D}: learner time {t_learn:.2f} s wall, {cpu:.2f} s CPU "
           f"({t_learn / T * 1e6:.2f} us/step wall), "

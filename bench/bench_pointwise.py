@@ -14,19 +14,20 @@ from okl._core._expansion import BudgetPolicy, KernelExpansion
 from okl._core._losses import Loss
 from okl._core._pointwise import fit_chunk as cython_fit_chunk
 from okl._numpy.expansion import NumpyExpansion
-from okl._numpy.pointwise import fit_chunk as numpy_fit_chunk
+from okl._numpy.pointwise import fit_chunk as numpy_fit_chunk, make_schedule, make_state
 from okl.kernels import KERNELS
 
 ENGINES = {"cython": (KernelExpansion, cython_fit_chunk), "numpy": (NumpyExpansion, numpy_fit_chunk)}
 GAMMA = 0.5
+SQUARED = dict(kind=int(Loss.SQUARED), tau=0.5, eps=0.0, delta=1.0, p=2.0)
 
 
 def full_expansion(engine, m, d, rng):
     cls, fit_chunk = ENGINES[engine]
     expansion = cls(d, KERNELS["gaussian"].code, GAMMA, 3, 0.0, m, BudgetPolicy.OLDEST)
     X = rng.normal(size=(m, d)) / np.sqrt(d)
-    fit_chunk(expansion, X, rng.normal(size=m), np.full(m, 0.1), np.full(m, 1e-3),
-              int(Loss.SQUARED), 0.5, 0.0, 1.0, 2.0, np.empty(m))
+    fit_chunk(expansion, X, rng.normal(size=m), make_schedule(kind=1, eta=0.1, lam=1e-3),
+              SQUARED, make_state(), np.empty(m))
     assert expansion.n_support == m
     return expansion
 
@@ -41,14 +42,13 @@ def test_step(benchmark, engine, m, d):
     k = int(np.clip(budget_work // (m * d), 20, 5000))
     X = rng.normal(size=(k, d)) / np.sqrt(d)
     y = rng.normal(size=k)
-    eta, lam, out = np.full(k, 0.05), np.full(k, 1e-3), np.empty(k)
+    schedule, out = make_schedule(kind=1, eta=0.05, lam=1e-3), np.empty(k)
     fit_chunk = ENGINES[engine][1]
     benchmark.group = f"pointwise gaussian d={d:<3d} m={m}"
     benchmark.extra_info.update(label=engine, steps=k)
-    status = benchmark.pedantic(fit_chunk, args=(expansion, X, y, eta, lam, int(Loss.SQUARED),
-                                                 0.5, 0.0, 1.0, 2.0, out),
-                                rounds=7, iterations=1, warmup_rounds=1)
-    assert status == -1 and expansion.n_support == m
+    failed, _ = benchmark.pedantic(fit_chunk, args=(expansion, X, y, schedule, SQUARED, make_state(),
+                                                    out), rounds=7, iterations=1, warmup_rounds=1)
+    assert failed == -1 and expansion.n_support == m
 
 
 @pytest.mark.parametrize("d", [10, 100])

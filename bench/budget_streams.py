@@ -23,11 +23,13 @@ import numpy as np
 from sklearn.datasets import load_breast_cancer, load_digits, make_friedman1
 from sklearn.preprocessing import StandardScaler
 
-from okl._core._linear import LinearModel, fit_chunk as linear_fit_chunk
-from okl._core._losses import Loss
+from okl._core._linear import LinearModel
 from okl._core._merge import merge_find
 from okl._features import NystroemFeatures, RandomFourierFeatures
+from okl._core._pointwise import fit_chunk
 from okl._numpy.losses import derivative
+from okl._numpy.pointwise import make_schedule, make_state
+from okl.losses import loss_spec
 from okl.schedules import step_sizes
 
 STREAMS = {}
@@ -72,7 +74,8 @@ def progressive_error(task, y, pred):
 
 
 def loss_of(task):
-    return Loss.HINGE if task == "classification" else Loss.SQUARED
+    """The loss spec (okl.losses.loss_spec) of the task's rule."""
+    return loss_spec("hinge" if task == "classification" else "squared")
 
 
 def run_expansion(name, budget=None, policy="oldest", n=None):
@@ -149,9 +152,9 @@ def run_features(name, approximation, n_components, random_state=0, n=None, chun
     for lo in range(start, n, chunk):
         hi = min(lo + chunk, n)
         Z = fmap.transform(X[lo:hi])
-        status = linear_fit_chunk(model, Z, y[lo:hi], eta[lo:hi], lam[lo:hi], int(loss),
-                                  0.5, 0.0, 1.0, 2.0, False, out[:hi - lo])
-        assert status == -1
+        failed, _ = fit_chunk(model, Z, y[lo:hi], make_schedule(lam=params["lam"]), loss,
+                              make_state(), out[:hi - lo], None, eta[lo:hi], np.ones(hi - lo))
+        assert failed == -1
         pred[lo:hi] = out[:hi - lo]
     return dict(pred=pred, error=progressive_error(task, y, pred), fmap=fmap, model=model,
                 task=task)

@@ -8,6 +8,7 @@ from okl import OnlineKernelRegressor
 from okl._core._expansion import BudgetPolicy, KernelExpansion
 from okl._numpy.expansion import NumpyExpansion
 from okl.kernels import KERNELS, kernel_matrix
+from okl.losses import loss_spec
 
 
 def stream(n, d=3, seed=0):
@@ -64,14 +65,16 @@ def test_budget_policies_replace_the_right_centre():
     X = np.arange(5.0)[:, None]
     pred = np.empty(5)
     from okl._core._pointwise import fit_chunk
+    from okl._numpy.pointwise import make_schedule, make_state
+    squared, eta = loss_spec("squared"), np.full(5, 1e-3)
     # squared loss with y far from 0: every step adds a centre with coefficient eta * y
-    fit_chunk(e, X, np.array([1.0, 2.0, 3.0, 4.0, 5.0]), np.full(5, 1e-3), np.zeros(5),
-              0, 0.5, 0.0, 1.0, 2.0, pred)
+    fit_chunk(e, X, np.array([1.0, 2.0, 3.0, 4.0, 5.0]), make_schedule(), squared, make_state(),
+              pred, None, eta)
     # slots 0, 1, 2 filled with x = 0, 1, 2; then x = 3 replaced slot 0, x = 4 slot 1
     np.testing.assert_array_equal(e.centers_[:, 0], [3.0, 4.0, 2.0])
     s = KernelExpansion(1, KERNELS["gaussian"].code, budget=3, policy=BudgetPolicy.SMALLEST)
-    fit_chunk(s, X, np.array([5.0, 1.0, 3.0, 2.0, 0.5]), np.full(5, 1e-3), np.zeros(5),
-              0, 0.5, 0.0, 1.0, 2.0, pred)
+    fit_chunk(s, X, np.array([5.0, 1.0, 3.0, 2.0, 0.5]), make_schedule(), squared, make_state(),
+              pred, None, eta)
     # |coef| ~ 1e-3 |y|: x = 3 (y = 2) evicts x = 1 (y = 1); x = 4 (y = 0.5) is the smallest: dropped
     np.testing.assert_array_equal(sorted(s.centers_[:, 0]), [0.0, 2.0, 3.0])
 
@@ -117,13 +120,15 @@ def test_state_round_trip_and_engine_conversion(cls):
 def test_checkpoint_restore_undoes_overwrites(policy, lam):
     X, y = stream(60)
     from okl._core._pointwise import fit_chunk
+    from okl._numpy.pointwise import make_schedule, make_state
+    squared, eta = loss_spec("squared"), np.full(30, 0.5)
     e = KernelExpansion(3, KERNELS["gaussian"].code, budget=10, policy=policy)
-    pred = np.empty(60)
-    fit_chunk(e, X[:30], y[:30], np.full(30, 0.5), np.full(30, 0.1), 0, 0.5, 0, 1, 2, pred)
+    pred = np.empty(30)
+    fit_chunk(e, X[:30], y[:30], make_schedule(lam=0.1), squared, make_state(), pred, None, eta)
     before = e.get_state()
     undo = e.checkpoint(30)
     assert len(undo[-1]) == 10 and not any(np.ndim(part) == 2 for part in undo)   # no centres
-    fit_chunk(e, X[30:], y[30:], np.full(30, 0.5), np.full(30, lam), 0, 0.5, 0, 1, 2, pred)
+    fit_chunk(e, X[30:], y[30:], make_schedule(lam=lam), squared, make_state(), pred, None, eta)
     assert not np.array_equal(e.get_state()["centers"], before["centers"])
     e.restore(undo)
     after = e.get_state()

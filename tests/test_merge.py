@@ -163,7 +163,11 @@ from okl._core._expansion import BudgetPolicy, KernelExpansion  # noqa: E402
 from okl._core._losses import Loss  # noqa: E402
 from okl._core._pointwise import fit_chunk as cy_fit  # noqa: E402
 from okl._numpy.expansion import NumpyExpansion  # noqa: E402
-from okl._numpy.pointwise import fit_chunk as np_fit  # noqa: E402
+from okl._numpy.pointwise import fit_chunk as np_fit, make_schedule, make_state  # noqa: E402
+
+
+def spec(loss):
+    return dict(kind=int(loss), tau=0.5, eps=0.0, delta=1.0, p=2.0)
 
 
 @pytest.mark.parametrize("loss", [Loss.SQUARED, Loss.HINGE])
@@ -182,8 +186,9 @@ def test_merge_policy_twin_on_a_long_stream(loss):
         for e, fit in zip(exps, (cy_fit, np_fit)):
             out = np.empty(250)
             e.checkpoint(250)
-            assert fit(e, X[lo:lo + 250], y[lo:lo + 250], eta[lo:lo + 250], lam[lo:lo + 250],
-                       int(loss), 0.5, 0.0, 1.0, 2.0, out) == -1
+            failed, _ = fit(e, X[lo:lo + 250], y[lo:lo + 250], make_schedule(lam=lam[0]),
+                            spec(loss), make_state(), out, None, eta[lo:lo + 250])
+            assert failed == -1
             outs.append(out)
         np.testing.assert_allclose(outs[0], outs[1], rtol=0, atol=1e-10)
     a, b = exps
@@ -196,11 +201,12 @@ def test_merge_policy_restores_after_a_failed_chunk():
     rng = np.random.default_rng(0)
     e = KernelExpansion(3, G, 0.5, 3, 0.0, 10, int(BudgetPolicy.MERGE))
     X, y = rng.normal(size=(40, 3)), rng.normal(size=40)
-    cy_fit(e, X, y, np.full(40, 0.5), np.full(40, 1e-3), int(Loss.SQUARED), 0.5, 0, 1, 2, np.empty(40))
+    squared, schedule = spec(Loss.SQUARED), make_schedule(lam=1e-3)
+    cy_fit(e, X, y, schedule, squared, make_state(), np.empty(40), None, np.full(40, 0.5))
     before = e.get_state()
     token = e.checkpoint(30)
-    cy_fit(e, X[:30] + 1, y[:30], np.full(30, 0.5), np.full(30, 1e-3), int(Loss.SQUARED), 0.5, 0, 1, 2,
-           np.empty(30))
+    cy_fit(e, X[:30] + 1, y[:30], schedule, squared, make_state(), np.empty(30), None,
+           np.full(30, 0.5))
     e.restore(token)
     after = e.get_state()
     for key in ("centers", "coef", "sqnorms"):

@@ -3,7 +3,6 @@ import numpy as np
 import pytest
 
 from okl import OnlineKernelClassifier, OnlineKernelRegressor
-from okl._onestep import events_of
 from okl.losses import MARGIN_LOSSES
 from okl.pipeline import EventAdapter
 from okl.regression import REGRESSION_LOSSES
@@ -48,7 +47,7 @@ def test_regressor_events_equal_partial_fit(kernel, loss):
     X, y = stream()
     params = dict(KERNELS[kernel], loss=loss, epsilon=0.1, quantile=0.3)
     ours, preds = one_event_run(lambda: OnlineKernelRegressor(**params), X, y)
-    assert events_of(ours, [None]) is not None
+    assert ours._compiled_events([None]) is not None
     ref = OnlineKernelRegressor(**params)
     ref_preds = []
     for i in range(len(X)):
@@ -144,7 +143,7 @@ def test_divergence_and_unseen_labels_leave_the_model_as_it_was():
     est.partial_fit(X[:1], y[:1])
     before = state(est)
     with pytest.raises(FloatingPointError, match="diverged at step t=2"):
-        events_of(est, [None]).learn(est, X[1] * 1e120, 1e200)
+        est._learn_event(est._compiled_events([None]), X[1] * 1e120, 1e200)
     assert_unchanged(before, est)
     clf = OnlineKernelClassifier().partial_fit(X, y > 0.4, classes=[False, True])
     adapter = EventAdapter(clf)

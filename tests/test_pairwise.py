@@ -16,7 +16,7 @@ from okl._core import _pairwise
 from okl._numpy import pairwise as np_pairwise
 from okl._params import InvalidParameterError
 from okl.evaluation import pairwise_generalization_error, ranking_error
-from okl.losses import loss_derivative, loss_value, pairwise_growth
+from okl.losses import loss_derivative, loss_spec, loss_value, pairwise_growth
 from okl._pair_models import LinearPairModel, MomentsPairModel, PairHistory
 from okl.pairwise import lin_eta1, pair_kernel_kappa, reservoir_slots
 
@@ -209,7 +209,7 @@ def test_hinge_slope_is_the_left_derivative_at_the_kink(engine):
     for yt, xt, moved in [(0.0, -1.0, False), (2.0, 1.0, True)]:   # r = -1, a = -1 | r = 1, a = 1
         w = np.array([1.0])
         module.linear_chunk(H.copy(), yh.copy(), 1, w, np.array([[xt]]), np.array([yt]),
-                            np.array([0.5]), np.array([-1], dtype=np.intp), 0, 10, 2.0)
+                            np.array([0.5]), np.array([-1], dtype=np.intp), 0, loss_spec("hinge"))
         assert (w[0] != 1.0) == moved
 
 

@@ -210,7 +210,7 @@ def test_bad_chunks_leave_every_step_as_it_was():
     assert_same_pipeline(pipeline_state(pipe), before)
 
 
-@pytest.mark.parametrize("engine, where", [("numpy", "partial_fit"), ("cython", "_loss_args")])
+@pytest.mark.parametrize("engine, where", [("numpy", "partial_fit"), ("cython", "_loss_spec")])
 def test_keyboard_interrupt_in_the_learner_leaves_the_scaler_as_it_was(engine, where):
     X, y = regression()
     pipe = StreamPipeline([("scale", OnlineStandardScaler()),

@@ -15,18 +15,10 @@ Lu, Hoi, Wang, Zhao and Liu, "Large scale online kernel learning", JMLR 17,
 NIPS 2007.
 """
 
-from okl._core import _linear, _pointwise
-from okl._core._expansion import KernelExpansion
-from okl._core._linear import LinearModel
+from okl._engines import ENGINES
 from okl._features import NystroemFeatures, RandomFourierFeatures
-from okl._numpy import linear as _np_linear
-from okl._numpy import pointwise as _np_pointwise
-from okl._numpy.expansion import NumpyExpansion
+from okl.kernels import kernel_diag
 
-LINEAR = {"cython": LinearModel, "numpy": _np_linear.NumpyLinearModel}
-LINEAR_LOOP = {"cython": _linear.fit_chunk, "numpy": _np_linear.fit_chunk}
-EXPANSIONS = {"cython": KernelExpansion, "numpy": NumpyExpansion}
-POINTWISE = {"cython": _pointwise.fit_chunk, "numpy": _np_pointwise.fit_chunk}
 APPROXIMATIONS = ("fourier", "nystroem")
 
 
@@ -44,9 +36,9 @@ class FeatureModel:
         if approximation == "fourier":
             self.fmap = RandomFourierFeatures(kernel, gamma, n_components, random_state)
             self.fmap.fit(n_features)
-            self.linear = LINEAR[engine](n_components)
+            self.linear = ENGINES[engine].linear(n_components)
         else:
-            self.expansion = EXPANSIONS[engine](n_features, kernel_code, gamma, degree, coef0)
+            self.expansion = ENGINES[engine].expansion(n_features, kernel_code, gamma, degree, coef0)
 
     # -- the learner's view ------------------------------------------------------------------
 
@@ -67,47 +59,51 @@ class FeatureModel:
         if engine == self.engine:
             return
         if self.linear is not None:
-            self.linear = LINEAR[engine].from_state(self.linear.get_state())
+            self.linear = ENGINES[engine].linear.from_state(self.linear.get_state())
         if self.expansion is not None:
-            self.expansion = EXPANSIONS[engine].from_state(self.expansion.get_state())
+            self.expansion = ENGINES[engine].expansion.from_state(self.expansion.get_state())
         self.engine = engine
 
-    def learn(self, engine, X, y, eta, lam, loss_args, scores, weight=None, offset=None):
-        """Predict-then-update over the rows; -1 or the first divergent row.
+    def learn(self, engine, X, y, schedule, loss, state, scores, weight=None, eta=None):
+        """Predict-then-update over the rows: (first divergent row or -1, the state after).
 
-        `weight` (w_t) and `offset` (the learner's b, updated in place) as in
-        `_pointwise.fit_chunk`.
+        The arguments are those of `_pointwise.fit_chunk`: one step for the
+        exact phase and the features alike; on features, C_K^2 follows the
+        kernel's K(x, x) of the raw rows.
         """
         self._on(engine)
+        loop = ENGINES[engine].pointwise
         start, n = 0, len(X)
+
+        def rows(a, lo, hi):
+            return None if a is None else a[lo:hi]
         while self.linear is None and start < n:
             # NOGD's exact phase: each row adds at most one centre, so after
             # n_components - n_support rows the expansion may be full
             stop = min(n, start + max(self.n_components - self.expansion.n_support, 1))
-            failed = POINTWISE[engine](self.expansion, X[start:stop], y[start:stop],
-                                       eta[start:stop], lam[start:stop], *loss_args,
-                                       scores[start:stop],
-                                       None if weight is None else weight[start:stop], offset)
+            failed, state = loop(self.expansion, X[start:stop], y[start:stop], schedule, loss,
+                                 state, scores[start:stop], rows(weight, start, stop),
+                                 rows(eta, start, stop))
             if failed >= 0:
-                return start + failed
+                return start + failed, state
             start = stop
             if self.expansion.n_support >= self.n_components:
                 self._switch()
         if start < n:
-            Z = self.fmap.transform(X[start:])
-            failed = LINEAR_LOOP[engine](self.linear, Z, y[start:], eta[start:], lam[start:],
-                                         *loss_args, scores[start:],
-                                         None if weight is None else weight[start:], offset)
+            kdiag = kernel_diag(X[start:], self.kernel, self.gamma, self.degree, self.coef0)
+            failed, state = loop(self.linear, self.fmap.transform(X[start:]), y[start:],
+                                 schedule, loss, state, scores[start:], rows(weight, start, n),
+                                 rows(eta, start, n), kdiag)
             if failed >= 0:
-                return start + failed
-        return -1
+                return start + failed, state
+        return -1, state
 
     def _switch(self):
         """From the exact expansion over D centres to Nystroem features on them (same f)."""
         e = self.expansion
         self.fmap = NystroemFeatures(e.centers_, self.kernel_code, self.gamma, self.degree,
                                      self.coef0)
-        self.linear = LINEAR[self.engine](self.fmap.n_components)
+        self.linear = ENGINES[self.engine].linear(self.fmap.n_components)
         self.linear.set_coef(self.fmap.weights_from_expansion(e.coef_))
         self.expansion = None
 
@@ -168,12 +164,12 @@ class FeatureModel:
         def part(prefix):
             return {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
         if state["phase"] == "linear":
-            self.linear = LINEAR[self.engine].from_state(part("linear_"))
+            self.linear = ENGINES[self.engine].linear.from_state(part("linear_"))
             fstate = part("fmap_")
             fmap_cls = RandomFourierFeatures if fstate["kind"] == "fourier" else NystroemFeatures
             self.fmap = fmap_cls.from_state(fstate)
         else:
-            self.expansion = EXPANSIONS[self.engine].from_state(part("expansion_"))
+            self.expansion = ENGINES[self.engine].expansion.from_state(part("expansion_"))
         return self
 
     def __reduce__(self):

@@ -8,7 +8,8 @@ import copy
 
 import numpy as np
 
-from okl._base import EXPANSIONS, PointwiseMixin
+from okl._base import PointwiseMixin
+from okl._engines import ENGINES, engine_of
 from okl._pa_models import KernelPAModel, LinearPAModel
 
 __all__ = ["average_models", "divergence"]
@@ -242,6 +243,5 @@ def _function_divergence(model, reference, kind):
                  centers=np.concatenate([a["centers"], b["centers"]]).reshape(-1, a["n_features"]),
                  coef=np.concatenate([a["scale"] * a["coef"], -b["scale"] * b["coef"]]),
                  sqnorms=np.concatenate([a["sqnorms"], b["sqnorms"]]))
-    return float(max(EXPANSIONS["numpy" if type(mine) is EXPANSIONS["numpy"] else "cython"]
-                     .from_state(state).sq_norm(), 0.0))
+    return float(max(ENGINES[engine_of(mine)].expansion.from_state(state).sq_norm(), 0.0))
 

@@ -31,34 +31,32 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from okl import _guard
-from okl._core import _pointwise
 from okl._core._expansion import KernelExpansion
-from okl._numpy import pointwise as _np_pointwise
+from okl._core._pointwise import PointwiseEvents, StepSize
 from okl._numpy.expansion import NumpyExpansion
+from okl._numpy.pointwise import make_schedule, make_state
 from okl._approx import FeatureModel
+from okl._engines import ENGINES
 from okl._gamma import scale_gamma, warn_spread
 from okl._params import InvalidParameterError, validate_params
 from okl._progress import progress
 from okl._rows import check_label
 from okl._streaming import OneEventMixin
 from okl.budgets import budget_code, default_budget_policy, resolve_budget_policy
-from okl.kernels import kernel_code, kernel_diag
-from okl.schedules import regularization, running_sup, step_numbers, step_sizes
+from okl.kernels import KERNELS, kernel_code, kernel_row
+from okl.schedules import step_sizes
 
 _F64 = np.dtype(np.float64)
 VERBOSE_STRETCH = 1000      # rows per progress-bar update of a verbose fit
 
-EXPANSIONS = {"cython": KernelExpansion, "numpy": NumpyExpansion}
-POINTWISE = {"cython": _pointwise.fit_chunk, "numpy": _np_pointwise.fit_chunk}
-
 
 def expansion_class(estimator):
     """The expansion class of the estimator's `engine` (a clear error for an unknown one)."""
-    cls = EXPANSIONS.get(estimator.engine) if isinstance(estimator.engine, str) else None
-    if cls is None:
+    engine = ENGINES.get(estimator.engine) if isinstance(estimator.engine, str) else None
+    if engine is None:
         validate_params(estimator)          # names the parameter
         raise InvalidParameterError(f"Unknown engine {estimator.engine!r}.")
-    return cls
+    return engine.expansion
 
 
 class Diverged(Exception):
@@ -329,7 +327,7 @@ class OnlineLearner(OneEventMixin, BaseEstimator):
         Same iterates as the chunk loop; O(d) checks instead of scikit-learn's
         validation, which costs far more than the step.
         """
-        if not (hasattr(self, "_loss_args") and self.engine == "cython"):
+        if not (hasattr(self, "_loss_spec") and self.engine == "cython"):
             return None
         row = one_row(self, X)
         if row is None or not _one_target(y):
@@ -347,7 +345,7 @@ class OnlineLearner(OneEventMixin, BaseEstimator):
                 target = adapter._sign(target.item() if isinstance(target, np.generic) else target)
             else:
                 target = check_label(self, target)
-            return np.array([events.learn(self, row, target)])
+            return np.array([self._learn_event(events, row, target)])
         except BaseException:
             if not existed:
                 self.__dict__.pop("_one_event_state", None)    # a failed call adds nothing
@@ -391,6 +389,7 @@ class OnlineLearner(OneEventMixin, BaseEstimator):
 
 def warn_reset(estimator, eta_t, lam_t, t):
     """Warn once when a step has 1 - lam_t eta_t <= 0: the shrink empties the model."""
+    eta_t, t = np.atleast_1d(eta_t), np.atleast_1d(t)
     reset = np.asarray(eta_t * lam_t) >= 1.0
     if reset.any():
         i = int(np.argmax(reset))
@@ -482,11 +481,11 @@ class KernelModelMixin:
         if "t_" not in self.__dict__:
             check_is_fitted(self, "t_")
         row = (one_row(self, X) if "_one_event_state" in self.__dict__
-               and hasattr(self, "_loss_args") else None)
+               and hasattr(self, "_loss_spec") else None)
         if row is not None:
             events = self._one_event()._fast()
             if events is not None:
-                return np.array([events.predict(self, row)])
+                return np.array([events.predict(row, self.t_, self.intercept_)])
         X = check_X(self, X, reset=False)
         return self._engine_expansion().predict(X) + self.__dict__.get("intercept_", 0.0)
 
@@ -513,7 +512,10 @@ class PointwiseMixin(KernelModelMixin):
     """The predict-then-update loop of docs/algorithms.md, sections 1-3.
 
     Subclasses give `lam`, `eta`, `eta_decay` (and optionally `lam_decay`) and
-    `_loss_args()`, the Cython loss arguments.  With `approximation` set
+    `_loss_spec()`, the loss as the loops take it (`okl.losses.loss_spec`).
+    One step is written once, in `okl._core._pointwise` (twin:
+    `okl._numpy.pointwise`): the chunk loop, the feature loop and the compiled
+    one-event step all take it, and this class stores what it returns.  With `approximation` set
     ("fourier" or "nystroem") the model is a `FeatureModel` of `n_components`
     features instead of a kernel expansion (docs/budget.md, section 2).
     """
@@ -529,11 +531,12 @@ class PointwiseMixin(KernelModelMixin):
                 f"approximation={self.approximation!r} is a fixed-size model of n_components "
                 f"features; budget={self.budget} applies to the exact kernel expansion. Set "
                 "one of them, not both.")
-        if getattr(self, "approximation", None) == "fourier" and self.kernel not in (
-                "gaussian", "laplacian"):
+        if (getattr(self, "approximation", None) == "fourier"
+                and kernel_row(self.kernel).fourier is None):
+            sampled = sorted(name for name, row in KERNELS.items() if row.fourier is not None)
             raise InvalidParameterError(
-                "approximation='fourier' draws random features of the 'gaussian' or "
-                f"'laplacian' kernel; got kernel={self.kernel!r}. Use "
+                f"approximation='fourier' draws random features of the kernels {sampled}; "
+                f"kernel={self.kernel!r} has no frequency sampler. Use "
                 "approximation='nystroem' with this kernel.")
 
     def _engine_expansion(self):
@@ -572,44 +575,81 @@ class PointwiseMixin(KernelModelMixin):
         self.n_support_ = 0
         self.intercept_ = 0.0
 
+    def _schedule(self):
+        """The `Schedule` of the steps (okl._core._pointwise), as a dict."""
+        eta = self.eta
+        kind = (StepSize.AUTO if isinstance(eta, str) else StepSize.GIVEN if callable(eta)
+                else StepSize.POWER)
+        return make_schedule(kind, eta if kind == StepSize.POWER else 0.0, self.eta_decay,
+                             self.lam, getattr(self, "lam_decay", 0.0),
+                             self._auto_lipschitz() if kind == StepSize.AUTO else 1.0,
+                             getattr(self, "fit_intercept", False))
+
+    def _step_state(self):
+        """The counters a step reads (the `StepState` of okl._core._pointwise), as a dict."""
+        return make_state(self.t_, self.ck2_, self.intercept_)
+
+    def _store_step(self, t, ck2, eta_t, lam_t, b):
+        """Keep what the steps returned (t_ counts the steps taken)."""
+        d = self.__dict__
+        if t != d["t_"]:
+            d["eta_"], d["lam_"] = eta_t, lam_t
+        d["t_"], d["ck2_"], d["intercept_"] = int(t), ck2, b
+        d["n_support_"] = int(d["_expansion"].n_support)
+
     def _learn(self, X, y, weight=None):
         n = X.shape[0]
-        diag = kernel_diag(X, self.kernel, self._kernel_gamma(), self.degree, self.coef0)
-        if weight is None:
-            t = step_numbers(self.t_, n)
-            n_steps = n
-        else:                        # a zero weight skips its step: t and C_K^2 ignore it
-            active = weight > 0
-            t = np.maximum(self.t_ + np.cumsum(active), 1).astype(np.float64)
-            diag = np.where(active, diag, 0.0)
-            n_steps = int(np.count_nonzero(active))
-        lam_t = regularization(self.lam, getattr(self, "lam_decay", 0.0), t)
-        ck2 = running_sup(diag, self.ck2_)
-        M = self._auto_lipschitz() if isinstance(self.eta, str) else 1.0
-        eta_t = step_sizes(self.eta, self.eta_decay, t, lam_t, M * ck2)
-        if weight is None:
-            warn_reset(self, eta_t, lam_t, t)
-        else:                        # a skipped step empties nothing
-            warn_reset(self, eta_t[active], np.broadcast_to(lam_t, t.shape)[active], t[active])
+        eta = None
+        if callable(self.eta):          # the callable's step sizes at the steps the rows take
+            active = np.ones(n, dtype=bool) if weight is None else weight > 0
+            eta = step_sizes(self.eta, self.eta_decay,
+                             np.maximum(self.t_ + np.cumsum(active), 1).astype(np.float64))
         scores = np.empty(n, dtype=np.float64)
-        expansion = self._engine_expansion()
-        offset = (np.array([self.__dict__.get("intercept_", 0.0)])
-                  if getattr(self, "fit_intercept", False) else None)
-        if isinstance(expansion, FeatureModel):
-            failed = expansion.learn(self.engine, X, y, eta_t, lam_t, self._loss_args(), scores,
-                                     weight, offset)
+        model = self._engine_expansion()
+        args = (X, y, self._schedule(), self._loss_spec(), self._step_state(), scores, weight,
+                eta)
+        if isinstance(model, FeatureModel):
+            failed, state = model.learn(self.engine, *args)
         else:
-            failed = POINTWISE[self.engine](expansion, X, y, eta_t, lam_t, *self._loss_args(),
-                                            scores, weight, offset)
+            failed, state = ENGINES[self.engine].pointwise(model, *args)
         if failed >= 0:
-            raise Diverged(failed, eta_t[failed])
-        last = n - 1 if weight is None else (np.flatnonzero(active)[-1] if n_steps else -1)
-        self.t_ += n_steps
-        self.ck2_ = float(ck2[-1])
-        if last >= 0:
-            self.eta_ = float(eta_t[last])
-            self.lam_ = float(lam_t[last])
-        if offset is not None:
-            self.intercept_ = float(offset[0])
-        self.n_support_ = int(expansion.n_support)
+            eta_try = state["eta_try"]
+            raise Diverged(failed, eta_try if np.isfinite(eta_try) else None)
+        if state["reset_t"]:
+            warn_reset(self, state["reset_eta"], state["reset_lam"], state["reset_t"])
+        self._store_step(state["t"], state["ck2"], state["eta_t"], state["lam_t"], state["b"])
         return scores
+
+    def _learn_event(self, events, row, y, weight=1.0):
+        """One event through the compiled step (`_core._pointwise.PointwiseEvents`); f_t(x_t)."""
+        d = self.__dict__
+        f, taken, t, ck2, eta_t, lam_t, b, _ = events.learn(row, y, weight, d["t_"], d["ck2_"],
+                                                            d["intercept_"])
+        if taken:
+            self._store_step(t, ck2, eta_t, lam_t, b)
+        return f
+
+    def _compiled_events(self, cache):
+        """The `PointwiseEvents` of this fitted learner on the cython engine, or None.
+
+        `cache` is a one-element list holding the last one built; it serves while
+        the estimator holds the very expansion and parameter objects it was built
+        with.  A new one is built only when the parameters are those validated by
+        the last fit / partial_fit: after `set_params`, the next event takes the
+        validating path once.
+        """
+        events = cache[0]
+        if events is not None and events.matches(self):
+            return events
+        if not ("ck2_" in self.__dict__ and self.engine == "cython"
+                and type(self.__dict__.get("_expansion")) is KernelExpansion):
+            return None
+        if _params_changed(self):
+            return None
+        names = ("_expansion",) + tuple(name for name in self.get_params(deep=False)
+                                        if name in self.__dict__)
+        events = cache[0] = PointwiseEvents(
+            self._expansion, self._schedule(), self._loss_spec(),
+            self.eta if callable(self.eta) else None, type(self).__name__, names)
+        events.bind(self)
+        return events

@@ -21,11 +21,9 @@ from threadpoolctl import ThreadpoolController
 
 from okl._core._kernels import Kernel
 from okl._core._linear import fourier_rows
+from okl.kernels import KERNELS
 
 CHUNK_ROWS = 256        # rows per matrix product: a block of CHUNK_ROWS x D stays in cache
-FOURIER_KERNELS = {"gaussian": Kernel.GAUSSIAN, "laplacian": Kernel.LAPLACIAN}
-NYSTROEM_KERNELS = {"gaussian": Kernel.GAUSSIAN, "laplacian": Kernel.LAPLACIAN,
-                    "polynomial": Kernel.POLYNOMIAL, "linear": Kernel.LINEAR}
 
 
 _CONTROLLER = []
@@ -42,14 +40,14 @@ def _one_blas_thread():
     return _CONTROLLER[0].limit(limits=1, user_api="blas")
 
 
-def _kernel_code(kernel, allowed, what):
-    names = {int(code): name for name, code in allowed.items()}
-    if isinstance(kernel, str):
-        if kernel in allowed:
-            return int(allowed[kernel])
-    elif int(kernel) in names:
-        return int(kernel)
-    raise ValueError(f"{what} support the kernels {sorted(allowed)}; got {kernel!r}.")
+def _kernel_row(kernel, what, fourier=False):
+    """The `KernelRow` of a kernel name or code; with `fourier`, only kernels with a sampler."""
+    rows = [r for r in KERNELS.values() if r.fourier is not None or not fourier]
+    for row in rows:
+        if (kernel == row.name if isinstance(kernel, str) else int(kernel) == int(row.code)):
+            return row
+    raise ValueError(f"{what} support the kernels {sorted(r.name for r in rows)}; "
+                     f"got {kernel!r}.")
 
 
 def _rng(random_state):
@@ -88,7 +86,7 @@ class RandomFourierFeatures:
     """
 
     def __init__(self, kernel="gaussian", gamma=1.0, n_components=100, random_state=None):
-        self.kernel = _kernel_code(kernel, FOURIER_KERNELS, "Random Fourier features")
+        self.kernel = int(_kernel_row(kernel, "Random Fourier features", fourier=True).code)
         if not gamma > 0:
             raise ValueError(f"gamma must be > 0 for random Fourier features; got {gamma}.")
         if not isinstance(n_components, Integral) or n_components < 1:
@@ -104,10 +102,8 @@ class RandomFourierFeatures:
             n_features = np.shape(n_features)[1]
         rng = _rng(self.random_state)
         shape = (int(n_features), self.n_components)
-        if self.kernel == Kernel.GAUSSIAN:
-            W = rng.normal(0.0, np.sqrt(2.0 * self.gamma), size=shape)
-        else:
-            W = self.gamma * rng.standard_cauchy(size=shape)
+        W = _kernel_row(self.kernel, "Random Fourier features", fourier=True).fourier(
+            rng, self.gamma, shape)
         self.W = np.ascontiguousarray(W)
         self.b = rng.uniform(0.0, 2.0 * np.pi, size=self.n_components)
         self.n_features = int(n_features)
@@ -186,7 +182,7 @@ class NystroemFeatures:
 
     def __init__(self, landmarks, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0,
                  tol=1e-12):
-        self.kernel = _kernel_code(kernel, NYSTROEM_KERNELS, "Nystroem features")
+        self.kernel = int(_kernel_row(kernel, "Nystroem features").code)
         self.gamma, self.degree, self.coef0 = float(gamma), int(degree), float(coef0)
         self.tol = float(tol)
         L = np.ascontiguousarray(landmarks, dtype=np.float64)

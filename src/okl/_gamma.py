@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from okl.kernels import KernelScaleWarning, kernel_matrix
+from okl.kernels import KernelScaleWarning, kernel_matrix, kernel_row
 
 # off-diagonal kernel values of the first samples all below / above these: gamma is off
 NEAR_ZERO = 1e-3
@@ -39,7 +39,7 @@ def scale_gamma(X, name):
 
 def spread_message(X, kernel, gamma, name):
     """Why gamma looks off the data's scale, from the first samples' kernel values; or None."""
-    if kernel not in ("gaussian", "laplacian"):
+    if not kernel_row(kernel).width:
         return None
     X = np.asarray(X, dtype=np.float64)[:SPREAD_SAMPLES]
     n = X.shape[0]

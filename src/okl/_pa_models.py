@@ -9,11 +9,10 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.extmath import safe_sparse_dot
 
-from okl._base import EXPANSIONS
+from okl._engines import ENGINES, engine_of
 from okl._core import _pa
 from okl._numpy import pa as _np_pa
 
-KERNEL_LOOPS = {"cython": _pa.fit_kernel, "numpy": _np_pa.fit_kernel}
 
 
 class LinearPAModel:
@@ -79,7 +78,7 @@ class KernelPAModel:
 
     def _on(self, engine):
         """The expansion, converted if `engine` changed since it was built."""
-        cls = EXPANSIONS[engine]
+        cls = ENGINES[engine].expansion
         if not isinstance(self.expansion, cls):
             self.expansion = cls.from_state(self.expansion.get_state())
         return self.expansion
@@ -92,7 +91,7 @@ class KernelPAModel:
         self.expansion.restore(undo)
 
     def learn(self, X, y, rule, sigma, engine, scores, events):
-        failed, sq_norm = KERNEL_LOOPS[engine](self._on(engine), self.sq_norm, X, y, *rule,
+        failed, sq_norm = ENGINES[engine].pa_kernel(self._on(engine), self.sq_norm, X, y, *rule,
                                                scores, events)
         if failed < 0:
             self.sq_norm = sq_norm
@@ -106,14 +105,13 @@ class KernelPAModel:
 
     def get_state(self):
         return dict(self.expansion.get_state(), sq_norm=self.sq_norm,
-                    engine="numpy" if isinstance(self.expansion, EXPANSIONS["numpy"])
-                    else "cython")
+                    engine=engine_of(self.expansion))
 
     @classmethod
     def from_state(cls, state):
         state = dict(state)
         sq_norm, engine = float(state.pop("sq_norm")), state.pop("engine")
-        self = cls(EXPANSIONS[engine].from_state(state))
+        self = cls(ENGINES[engine].expansion.from_state(state))
         self.sq_norm = sq_norm
         return self
 

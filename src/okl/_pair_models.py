@@ -13,11 +13,8 @@ validation.  See docs/algorithms.md, section 6.
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from okl._base import EXPANSIONS
-from okl._core import _pairwise
-from okl._numpy import pairwise as _np_pairwise
+from okl._engines import ENGINES, engine_of
 
-ENGINES = {"cython": _pairwise, "numpy": _np_pairwise}
 
 
 def reservoir_slots(t, buffer, seed):
@@ -195,7 +192,7 @@ class LinearPairModel:
 
     def learn(self, engine, X, y, eta, slots, args):
         """Run the chunk with the engine named `engine`; return -1 or the first divergent step."""
-        engine = ENGINES[engine]
+        engine = ENGINES[engine].pairwise
         h = self.history
         h.reserve(len(X))
         w = self.w.copy()
@@ -235,7 +232,7 @@ class MetricPairModel(LinearPairModel):
         self.w = np.zeros((n_features, n_features))
 
     def learn(self, engine, X, y, eta, slots, args):
-        engine = ENGINES[engine]
+        engine = ENGINES[engine].pairwise
         h = self.history
         h.reserve(len(X))
         M = self.w.copy()
@@ -271,7 +268,7 @@ class DifferencePairModel:
 
     def on(self, engine):
         """g, converted if `engine` changed since it was built."""
-        cls = EXPANSIONS[engine]
+        cls = ENGINES[engine].expansion
         if not isinstance(self.g, cls):
             self.g = cls.from_state(self.g.get_state())
         return self.g
@@ -288,7 +285,7 @@ class DifferencePairModel:
         h = self.history
         h.reserve(len(X))
         g = self.on(engine)
-        engine = ENGINES[engine]
+        engine = ENGINES[engine].pairwise
         with _one_blas_thread():
             h.m, failed = engine.difference_chunk(g, h.idx, h.y, h.s, h.gram, h.m,
                                                   X, y, eta, slots, *args)
@@ -308,14 +305,14 @@ class DifferencePairModel:
         return self.history.m
 
     def get_state(self):
-        engine = "numpy" if isinstance(self.g, EXPANSIONS["numpy"]) else "cython"
+        engine = engine_of(self.g)
         return dict(engine=engine, **_prefixed("g_", self.g.get_state()),
                     **_prefixed("history_", self.history.get_state()))
 
     @classmethod
     def from_state(cls, state):
         self = cls.__new__(cls)
-        self.g = EXPANSIONS[state["engine"]].from_state(_unprefixed("g_", state))
+        self.g = ENGINES[state["engine"]].expansion.from_state(_unprefixed("g_", state))
         self.history = PairHistory.from_state(_unprefixed("history_", state))
         return self
 
@@ -342,7 +339,7 @@ class MomentsPairModel:
         self.S, self.w = token
 
     def learn(self, engine, X, y, eta, slots, args):
-        engine = ENGINES[engine]
+        engine = ENGINES[engine].pairwise
         S, w = self.S.copy(), self.w.copy()
         failed = engine.linear_moments_chunk(S, self.origin, w, X, y, eta)
         self.S, self.w = S, w

@@ -8,8 +8,8 @@ outside (the river wrapper and StreamPipeline use it), and
   `okl._rows`: the first call fixes the feature order; a missing key is 0;
   an unknown key raises unless ``unknown_features="ignore"``).
 - The pointwise learners on the cython engine take the compiled one-event
-  step (`okl._onestep`); the others take one-row `partial_fit` / `predict`
-  calls.  Either way the iterates are those of `partial_fit` on the same rows.
+  step (their `_compiled_events`, `okl._core._pointwise`); the others take
+  one-row `partial_fit` / `predict` calls.  Either way the iterates are those of `partial_fit` on the same rows.
 - Before any learning `predict_one` returns the prior: 0 for a regressor or
   a ranker, and for a classifier the one label seen so far (or None).
 - A classifier started without `classes` learns its first events once the
@@ -24,7 +24,6 @@ from sklearn.base import is_classifier
 from sklearn.utils.metaestimators import available_if
 
 from okl import _guard
-from okl._onestep import events_of
 from okl._rows import (
     check_label, check_row, check_weight, commit_names, feature_index, forget_names,
 )
@@ -103,7 +102,7 @@ class EventAdapter:
         self.delegate = delegate    # use the learner's own learn_one when it has one
         self._pending = []          # (row, y, weight) waiting for the second label
         self._classes = None        # (classes_, classes_.tolist()) for the label of one event
-        self._events = [None]       # the compiled one-event steps (okl._onestep)
+        self._events = [None]       # the compiled one-event step (`_compiled_events`)
         self._kind = None           # (estimator, is a classifier)
 
     def reset(self):
@@ -163,7 +162,8 @@ class EventAdapter:
         events = self._events[0]
         if events is not None and events.matches(self.estimator):
             return events
-        events = events_of(self.estimator, self._events)
+        compiled = getattr(self.estimator, "_compiled_events", None)
+        events = None if compiled is None else compiled(self._events)
         if events is not None:
             self._sync_schema()
         return events
@@ -228,7 +228,7 @@ class EventAdapter:
                 target = y
             else:
                 target = check_label(est, y)
-            events.learn(est, x, target,
+            est._learn_event(events, x, target,
                          1.0 if sample_weight == 1.0 and type(sample_weight) in (float, int)
                          else check_weight(est, sample_weight))
             if names is not None:
@@ -261,7 +261,8 @@ class EventAdapter:
         if not (type(x) is np.ndarray and x.dtype is F64 and x.ndim == 1
                 and x.flags.c_contiguous):
             x, _ = self.schema.row(x, check_finite=False)      # the compiled step checks
-        return events.predict(self.estimator, x)
+        est = self.estimator
+        return events.predict(x, est.t_, est.intercept_)
 
     def predict_one(self, x):
         est = self.estimator

@@ -19,8 +19,7 @@ from okl._base import (
     warn_reset,
 )
 from okl._binary import BinaryClassifierMixin
-from okl._core import _coefreg
-from okl._numpy import coefreg as _np_coefreg
+from okl._engines import ENGINES
 from okl._params import (
     APPROXIMATION_CONSTRAINTS, ARRAY_2D, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS,
     GAMMA_SCALE_CONSTRAINTS, INTERCEPT_CONSTRAINTS, NONE, STEP_CONSTRAINTS, Interval, Options,
@@ -30,7 +29,6 @@ from okl.kernels import kernel_code
 from okl.losses import MARGIN_LOSSES, lipschitz_at_origin, loss_spec, slope_at_origin
 from okl.schedules import step_numbers, step_sizes
 
-COEFREG = {"cython": _coefreg.fit_chunk, "numpy": _np_coefreg.fit_chunk}
 
 
 def _finite_lipschitz(estimator):
@@ -234,7 +232,7 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
         self._progressive_scores(X, y, classes, sample_weight=sample_weight)
         return self
 
-    def _loss_args(self):
+    def _loss_spec(self):
         return loss_spec(self.loss)
 
     def _auto_lipschitz(self):
@@ -414,9 +412,9 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
         if not auto:
             warn_reset(self, eta_t, float(self.lam), step_numbers(self.t_, n))
         scores, eta_used, kk = np.empty(n), np.empty(n), np.empty(n)
-        failed = COEFREG[self.engine](
+        failed = ENGINES[self.engine].coefreg(
             self._engine_expansion(), X, y, eta_t, float(self.lam), M if auto else 0.0,
-            self.n_centers_, loss_spec(self.loss)[0], scores, eta_used, kk)
+            self.n_centers_, loss_spec(self.loss), scores, eta_used, kk)
         if failed >= 0:
             raise Diverged(failed, eta_used[failed])
         self.t_ += n

@@ -15,7 +15,7 @@ See docs/algorithms.md, section 0.2.
    abstract.
 """
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -35,6 +35,12 @@ class KernelRow:
     formula: str            # K(x, u)
     sup: str                # C_K^2 = sup_x K(x, x)
     diag: Callable          # (||x||^2 per row, gamma, degree, coef0) -> K(x, x)
+    # a width kernel, K(x, u) = k(gamma * distance): gamma="scale" and the spread check apply
+    width: bool = False
+    # (rng, gamma, shape) -> frequencies drawn from the kernel's spectral density (Bochner),
+    # for random Fourier features; None: the kernel has no sampler, approximation="fourier"
+    # refuses it
+    fourier: Optional[Callable] = None
 
 
 KERNELS = {row.name: row for row in (
@@ -43,9 +49,11 @@ KERNELS = {row.name: row for row in (
     KernelRow("polynomial", Kernel.POLYNOMIAL, "(gamma <x, u> + coef0)^degree", "data dependent",
               lambda xx, gamma, degree, coef0: (gamma * xx + coef0) ** degree),
     KernelRow("gaussian", Kernel.GAUSSIAN, "exp(-gamma ||x - u||_2^2)", "1",
-              lambda xx, gamma, degree, coef0: np.ones_like(xx)),
+              lambda xx, gamma, degree, coef0: np.ones_like(xx), width=True,
+              fourier=lambda rng, gamma, shape: rng.normal(0.0, np.sqrt(2.0 * gamma), size=shape)),
     KernelRow("laplacian", Kernel.LAPLACIAN, "exp(-gamma ||x - u||_1)", "1",
-              lambda xx, gamma, degree, coef0: np.ones_like(xx)),
+              lambda xx, gamma, degree, coef0: np.ones_like(xx), width=True,
+              fourier=lambda rng, gamma, shape: gamma * rng.standard_cauchy(size=shape)),
 )}
 
 

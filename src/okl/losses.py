@@ -103,8 +103,14 @@ def loss_row(name):
 
 
 def loss_spec(name, tau=0.5, eps=0.0, delta=1.0, p=2.0):
-    """(code, tau, eps, delta, p): the arguments every Cython loop takes for a loss."""
-    return int(loss_row(name).code), float(tau), float(eps), float(delta), float(p)
+    """The loss as every loop takes it: a dict of the `LossSpec` fields, by name.
+
+    Cython converts it to its `LossSpec` struct (_core/_losses.pxd); the NumPy
+    twins read it by name.  A loss with a parameter of its own adds a field
+    there, a keyword here and its formula in both engines.
+    """
+    return dict(kind=int(loss_row(name).code), tau=float(tau), eps=float(eps),
+                delta=float(delta), p=float(p))
 
 
 def is_margin(name):
@@ -115,13 +121,13 @@ def is_margin(name):
 def loss_value(name, z, **params):
     """Loss at every z (u = f - y, or m = y f for a margin loss)."""
     z = np.ascontiguousarray(z, dtype=np.float64).ravel()
-    return loss_values(z, *loss_spec(name, **params))
+    return loss_values(z, loss_spec(name, **params))
 
 
 def loss_derivative(name, z, **params):
     """Left derivative at every z."""
     z = np.ascontiguousarray(z, dtype=np.float64).ravel()
-    return loss_derivatives(z, *loss_spec(name, **params))
+    return loss_derivatives(z, loss_spec(name, **params))
 
 
 def _margin_row(name):

@@ -9,7 +9,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from okl import _guard
-from okl._base import EXPANSIONS, Diverged, OnlineLearner, check_X, check_X_y
+from okl._base import Diverged, OnlineLearner, check_X, check_X_y
+from okl._engines import ENGINES
 from okl._core._pairwise import Reducer
 from okl._pair_models import (
     DifferencePairModel, LinearPairModel, MetricPairModel, MomentsPairModel,
@@ -19,7 +20,7 @@ from okl._params import (
     ENGINE_CONSTRAINTS, NONE, Interval, InvalidParameterError, Kind, Options, kernel_constraints,
     validate_params,
 )
-from okl.kernels import kernel_code, kernel_diag
+from okl.kernels import kernel_code, kernel_diag, kernel_row
 from okl.losses import PAIRWISE_LOSSES, loss_spec, pairwise_growth
 from okl.schedules import step_numbers, step_sizes
 
@@ -46,7 +47,7 @@ def pair_kernel_kappa(X, pair_kernel, kernel="gaussian", gamma=1.0, degree=3, co
     if pair_kernel != "difference" or kernel == "linear":
         diameter = 2.0 * np.sqrt(np.max(np.sum((X - X.mean(axis=0)) ** 2, axis=1)))
         sup = diameter ** 2 if pair_kernel != "metric" else diameter ** 4
-    elif kernel in ("gaussian", "laplacian"):
+    elif kernel_row(kernel).width:         # K(x, x) = 1
         sup = 2.0
     else:
         sup = 4.0 * float(np.max(kernel_diag(X, kernel, gamma, degree, coef0)))
@@ -294,7 +295,7 @@ class PairwiseLearner(OnlineLearner):
         elif self.pair_kernel == "metric":
             self._model = MetricPairModel(d, self.buffer)
         else:
-            self._model = DifferencePairModel(EXPANSIONS[self.engine](
+            self._model = DifferencePairModel(ENGINES[self.engine].expansion(
                 d, int(kernel_code(self.kernel)), float(self.gamma), int(self.degree),
                 float(self.coef0)), self.buffer)
 
@@ -313,7 +314,7 @@ class PairwiseLearner(OnlineLearner):
         n = X.shape[0]
         t = step_numbers(self.t_, n)
         eta_t = step_sizes(self.eta1_, self.theta_, np.maximum(t - 1.0, 1.0))
-        args = (int(REDUCERS[self.reducer]), loss_spec(self.loss)[0], float(self.p))
+        args = (int(REDUCERS[self.reducer]), loss_spec(self.loss, p=self.p))
         slots = reservoir_slots(t, self.buffer, self._seed)
         failed = self._model.learn(self.engine, X, y, eta_t, slots, args)
         if failed >= 0:

@@ -20,6 +20,7 @@ from okl._params import (
     APPROXIMATION_CONSTRAINTS, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS, Interval, InvalidParameterError, Options,
     budget_constraints, kernel_constraints,
 )
+from okl.kernels import KERNELS, kernel_row
 from okl.losses import loss_value
 
 REGULARIZATIONS = {"none": Regularization.NONE, "objective": Regularization.OBJECTIVE,
@@ -246,9 +247,10 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
             (self.approximation is not None and self.budget is not None,
              f"approximation={self.approximation!r} is a fixed-size model of n_components "
              "features; budget applies to the exact kernel expansion. Set one of them."),
-            (self.approximation == "fourier" and self.kernel not in ("gaussian", "laplacian"),
-             "approximation='fourier' draws random features of the 'gaussian' or 'laplacian' "
-             f"kernel; got kernel={self.kernel!r}. Use approximation='nystroem'."),
+            (self.approximation == "fourier" and kernel_row(self.kernel).fourier is None,
+             "approximation='fourier' draws random features of the kernels "
+             f"{sorted(k for k, row in KERNELS.items() if row.fourier)}; kernel={self.kernel!r} "
+             "has no frequency sampler. Use approximation='nystroem'."),
         ]
         for failed, message in problems:
             if failed:

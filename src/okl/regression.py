@@ -209,14 +209,14 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
         self._progressive_scores(X, y, sample_weight=sample_weight)
         return self
 
-    def _loss_args(self):
+    def _loss_spec(self):
         return loss_spec(self.loss, tau=self.quantile, eps=self.epsilon, delta=self.epsilon)
 
     def _stream_loss(self, scores, y):
         """The training loss of every prediction."""
-        code, tau, eps, delta, p = self._loss_args()
+        spec = self._loss_spec()
         return loss_value(self.loss, np.asarray(scores) - np.asarray(y, dtype=np.float64),
-                          tau=tau, eps=eps, delta=delta, p=p)
+                          tau=spec["tau"], eps=spec["eps"], delta=spec["delta"])
 
     def predict(self, X):
         """f(x) for every row of X."""

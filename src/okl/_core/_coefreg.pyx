@@ -22,12 +22,12 @@ def fit_chunk(KernelExpansion expansion,
               double lam,                  # IN lam > 0
               double lipschitz,            # IN M; > 0 caps eta_t at 1 / (M ||k_t||^2 + lam)
               Py_ssize_t n_centers,        # IN m: stream points become centres until m exist
-              int loss,                    # IN a margin `Loss` code
+              LossSpec loss,               # IN a margin loss (okl.losses.loss_spec)
               double[::1] pred_out,        # OUT (n,) f_t(x_t), before the update
               double[::1] eta_out,         # OUT (n,) the eta_t used
               double[::1] kk_out):         # OUT (n,) ||k_t||^2
     """Run the chunk; return -1, or the index of the first step that diverged."""
-    cdef LossSpec spec = LossSpec(<Loss>loss, 0.5, 0.0, 1.0, 2.0)
+    cdef LossSpec spec = loss
     cdef Py_ssize_t i, n = X.shape[0], d = X.shape[1]
     cdef Py_ssize_t failed = -1, work = 0
     cdef bint interrupted = False

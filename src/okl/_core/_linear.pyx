@@ -1,12 +1,9 @@
-"""Linear models over dense feature rows: the loop of the fixed-size feature learners.
+"""LinearModel: the weight vector of the fixed-size feature learners, and the feature maps' cosines.
 
 With a feature map z (random Fourier or Nystroem, `okl._features`) the
-pointwise rule of docs/algorithms.md, sections 1-3, acts on f(x) = b + <w, z(x)>:
-    predict f_t = b_t + s <w_raw, z_t>,
-    w <- (1 - eta_t lam_t) w - eta_t g_t z_t      (the shrink is O(1): w = s w_raw),
-    b <- b - eta_t g_t                            (only with an `offset` buffer; never shrunk),
-with g_t = w_t V'_- the weighted loss derivative of the kernel learner (a step of
-weight 0 is skipped), exactly as `_pointwise.fit_chunk`.  Per step O(D), whatever t.
+pointwise rule of docs/algorithms.md, sections 1-3, acts on f(x) = b + <w, z(x)>;
+the step itself is `okl._core._pointwise`'s, which this model serves through
+`cpredict`, `cshrink` (O(1): w = scale w_raw) and `cadd`.  Per step O(D), whatever t.
 
 References
 ----------
@@ -19,8 +16,6 @@ from libc.math cimport isfinite
 
 from okl._core._kernels cimport cdot
 from okl._core._lazy cimport RENORMALISED, cshrink_lazy
-from okl._core._losses cimport Loss, LossSpec, cgradient
-from okl._core._signals cimport cinterrupted, craise_pending
 
 
 cdef extern from "_cos.h" nogil:
@@ -58,11 +53,6 @@ def cos_rows(double[:, ::1] Z,          # IN/OUT (n, D): X W in, c cos(X W + b) 
 
 cdef class LinearModel:
     """f(z) = scale * <w_raw, z>, a lazily scaled weight vector (the offset is the learner's)."""
-    cdef readonly Py_ssize_t n_components
-    cdef readonly double scale
-    cdef readonly Py_ssize_t n_rescale
-    cdef object _w
-    cdef double* w
 
     def __init__(self, Py_ssize_t n_components):
         if n_components < 1:
@@ -115,73 +105,31 @@ cdef class LinearModel:
         self._w[:] = w
         self.scale = 1.0
 
+    # -- the step's operations (okl._core._pointwise), nogil -----------------------------
+
+    cdef double cpredict(self, const double* z) noexcept nogil:
+        """f(z) = scale <w_raw, z>."""
+        return self.scale * cdot(self.w, z, self.n_components)
+
+    cdef void cshrink(self, double factor) noexcept nogil:
+        """w <- factor w in O(1); factor <= 0 sets w = 0 exactly."""
+        if factor != 1.0 and cshrink_lazy(self.w, self.n_components, &self.scale,
+                                          factor) == RENORMALISED:
+            self.n_rescale += 1
+
+    cdef bint cadd(self, const double* z, double zz, double a) noexcept nogil:
+        """w <- w + a z; False (and no change) when a / scale is not finite."""
+        cdef Py_ssize_t j
+        cdef double c = a / self.scale
+        if not isfinite(c):
+            return False
+        for j in range(self.n_components):
+            self.w[j] += c * z[j]
+        return True
+
     def __reduce__(self):
         return (_rebuild, (self.get_state(),))
 
 
 def _rebuild(state):
     return LinearModel.from_state(state)
-
-
-def fit_chunk(LinearModel model,
-              const double[:, ::1] Z,      # IN (n, D) feature rows z(x_t)
-              const double[::1] y,         # IN (n,)
-              const double[::1] eta,       # IN (n,) eta_t
-              const double[::1] lam,       # IN (n,) lam_t
-              int loss, double tau, double eps, double delta, double p,
-              double[::1] pred_out,        # OUT (n,) f_t(x_t), before the update
-              const double[::1] weight=None,   # IN (n,) w_t >= 0, or None for 1
-              double[::1] offset=None):    # IN/OUT (1,) b, or None for no offset
-    """Run the chunk; return -1, or the index of the first step that diverged."""
-    cdef LossSpec spec = LossSpec(<Loss>loss, tau, eps, delta, p)
-    cdef Py_ssize_t i, j, n = Z.shape[0], D = Z.shape[1]
-    cdef Py_ssize_t failed = -1, work = 0
-    cdef bint interrupted = False
-    cdef bint weighted = weight is not None, has_offset = offset is not None
-    cdef const double* z
-    cdef double* w = model.w
-    cdef double f, g, c, b = 0.0, b_next
-    if D != model.n_components:
-        raise ValueError(f"Z has {D} columns, the model {model.n_components}.")
-    if y.shape[0] != n or eta.shape[0] != n or lam.shape[0] != n or pred_out.shape[0] != n:
-        raise ValueError("Z, y, eta, lam and pred_out must have the same length.")
-    if weighted and weight.shape[0] != n:
-        raise ValueError(f"weight has {weight.shape[0]} values for {n} rows.")
-    if has_offset:
-        b = offset[0]
-    with nogil:
-        for i in range(n):
-            if cinterrupted(&work, D):
-                interrupted = True
-                break
-            z = &Z[i, 0]
-            f = b + model.scale * cdot(w, z, D)
-            pred_out[i] = f
-            if not isfinite(f):
-                failed = i
-                break
-            if weighted and weight[i] == 0.0:
-                continue
-            g = cgradient(&spec, y[i], f)
-            if weighted:
-                g *= weight[i]
-            b_next = b - eta[i] * g
-            if has_offset and not isfinite(b_next):
-                failed = i
-                break
-            if cshrink_lazy(w, D, &model.scale, 1.0 - lam[i] * eta[i]) == RENORMALISED:
-                model.n_rescale += 1
-            if g != 0.0:
-                c = -eta[i] * g / model.scale
-                if not isfinite(c):
-                    failed = i
-                    break
-                for j in range(D):
-                    w[j] += c * z[j]
-            if has_offset:
-                b = b_next
-    if has_offset:
-        offset[0] = b
-    if interrupted:
-        craise_pending()
-    return failed

@@ -1,10 +1,13 @@
-"""Array-level loss functions over the inline point functions of _losses.pxd."""
+"""Array-level loss functions over the inline point functions of _losses.pxd.
+
+Each takes the loss as a `LossSpec` built from a dict (`okl.losses.loss_spec`).
+"""
 import numpy as np
 
 
-def loss_values(const double[::1] z, int kind, double tau, double eps, double delta, double p):
+def loss_values(const double[::1] z, LossSpec loss):
     """Loss values at every z, as a new array."""
-    cdef LossSpec spec = LossSpec(<Loss>kind, tau, eps, delta, p)
+    cdef LossSpec spec = loss
     cdef Py_ssize_t i, n = z.shape[0]
     out_arr = np.empty(n, dtype=np.float64)
     cdef double[::1] out = out_arr
@@ -14,9 +17,9 @@ def loss_values(const double[::1] z, int kind, double tau, double eps, double de
     return out_arr
 
 
-def loss_derivatives(const double[::1] z, int kind, double tau, double eps, double delta, double p):
+def loss_derivatives(const double[::1] z, LossSpec loss):
     """Left derivatives at every z, as a new array."""
-    cdef LossSpec spec = LossSpec(<Loss>kind, tau, eps, delta, p)
+    cdef LossSpec spec = loss
     cdef Py_ssize_t i, n = z.shape[0]
     out_arr = np.empty(n, dtype=np.float64)
     cdef double[::1] out = out_arr
@@ -26,10 +29,9 @@ def loss_derivatives(const double[::1] z, int kind, double tau, double eps, doub
     return out_arr
 
 
-def loss_right_derivatives(const double[::1] z, int kind, double tau, double eps, double delta,
-                           double p):
+def loss_right_derivatives(const double[::1] z, LossSpec loss):
     """Right derivatives at every z, as a new array."""
-    cdef LossSpec spec = LossSpec(<Loss>kind, tau, eps, delta, p)
+    cdef LossSpec spec = loss
     cdef Py_ssize_t i, n = z.shape[0]
     out_arr = np.empty(n, dtype=np.float64)
     cdef double[::1] out = out_arr

@@ -107,9 +107,9 @@ def linear_chunk(double[:, ::1] H,            # IN/OUT (capacity, d) stored poin
                  const double[::1] y,         # IN (n,)
                  const double[::1] eta,       # IN (n,) eta_t
                  const Py_ssize_t[::1] slot,  # IN (n,) slot of x_t after its step, -1: none
-                 int reducer, int loss, double p):
+                 int reducer, LossSpec loss):
     """Linear pair kernel; return (points stored, -1 or the first step that diverged)."""
-    cdef LossSpec spec = LossSpec(<Loss>loss, 0.5, 0.0, 1.0, p)
+    cdef LossSpec spec = loss
     cdef bint margin = cis_margin(spec.kind)
     cdef Reducer kind = <Reducer>reducer
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], i, j, k, b0, rows
@@ -231,7 +231,7 @@ def metric_chunk(double[:, ::1] H,            # IN/OUT (capacity, d) stored poin
                  const double[::1] y,         # IN (n,)
                  const double[::1] eta,       # IN (n,) eta_t
                  const Py_ssize_t[::1] slot,  # IN (n,) slot of x_t after its step, -1: none
-                 int reducer, int loss, double p):
+                 int reducer, LossSpec loss):
     """Metric pair kernel ((x-x').(u-u'))^2: f = D^T M D with D = x - x'.
 
     Per block of stored points: D = x_t - x_j (rows), P = D M (dgemm), the pair
@@ -239,7 +239,7 @@ def metric_chunk(double[:, ::1] H,            # IN/OUT (capacity, d) stored poin
     the symmetric part of G, so it stays exactly symmetric.  Return (points
     stored, -1 or the first step that diverged).
     """
-    cdef LossSpec spec = LossSpec(<Loss>loss, 0.5, 0.0, 1.0, p)
+    cdef LossSpec spec = loss
     cdef bint margin = cis_margin(spec.kind)
     cdef Reducer kind = <Reducer>reducer
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], i, j, k, l, b0, rows
@@ -317,7 +317,7 @@ def difference_chunk(KernelExpansion g,         # IN/OUT g = sum_i a_i k(c_i, .)
                      const double[::1] y,       # IN (n,)
                      const double[::1] eta,     # IN (n,) eta_t
                      const Py_ssize_t[::1] slot,  # IN (n,) slot of x_t after its step, -1: none
-                     int reducer, int loss, double p):
+                     int reducer, LossSpec loss):
     """Difference pair kernel k(x,u) - k(x,u') - k(x',u) + k(x',u'): f = g(x) - g(x').
 
     Step t evaluates g(x_t) over all centres (which also gives k(x_t, x_j) for
@@ -328,7 +328,7 @@ def difference_chunk(KernelExpansion g,         # IN/OUT g = sum_i a_i k(c_i, .)
     caller reserves room for n centres in `g`.  Return (points stored, -1 or
     the first step that diverged).
     """
-    cdef LossSpec spec = LossSpec(<Loss>loss, 0.5, 0.0, 1.0, p)
+    cdef LossSpec spec = loss
     cdef bint margin = cis_margin(spec.kind)
     cdef Reducer kind = <Reducer>reducer
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], cap = gram.shape[0]

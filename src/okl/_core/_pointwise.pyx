@@ -1,76 +1,343 @@
-"""One nogil loop per chunk for the pointwise kernel learners (docs/algorithms.md, sections 1-3).
+"""The pointwise learning step, written once (docs/algorithms.md, sections 1-3 and 7).
 
-Each step predicts f_t(x_t) = b_t + (kernel part), then
+One step predicts f_t(x_t) = b_t + (model part), then
     f_{t+1} = (1 - lam_t eta_t) f_t - eta_t w_t g_t K(x_t, .),   b_{t+1} = b_t - eta_t w_t g_t
 with g_t = V'_-(f_t(x_t) - y_t) for a residual loss and
 g_t = y_t phi'_-(y_t f_t(x_t)) for a margin loss (y_t in {-1, +1}).  The
-offset b (docs/algorithms.md, section 7.1) is learned only when an `offset`
-buffer is given; the weights w_t (section 7.2) default to 1, and a step of
-weight 0 is skipped (predicted, but the model does not change).
-The per-step eta_t and lam_t come in as arrays: schedules are computed once
-per chunk, in NumPy, by okl.schedules (shared with the numpy engine).
-"""
-from libc.math cimport isfinite
+offset b (section 7.1) is learned when the schedule says `intercept`; the
+weight w_t (section 7.2) scales the gradient, and a step of weight 0 is
+skipped (predicted; the model, t and C_K^2 do not change).  eta_t and lam_t
+come from the schedule of step t (`cschedule`, the formulas of
+`okl.schedules`): the NumPy engine's twin is `okl._numpy.pointwise`.
 
-from okl._core._kernels cimport cdot
-from okl._core._losses cimport Loss, LossSpec, cgradient
+`cstep` is that step for either model: a `KernelExpansion` (the exact
+learners, the budgets) or a `LinearModel` on feature rows (random Fourier or
+Nystroem features).  It checks everything before its first write: a step that
+would leave a non-finite model changes nothing.  Three callers share it:
+`fit_chunk` (the nogil loop of a chunk, either model) and
+`PointwiseEvents.learn` (one event, O(m d), no allocation).
+"""
+import numpy as np
+
+from libc.math cimport NAN, isfinite, pow
+from libc.string cimport memcmp, memcpy
+
+from okl._core._kernels cimport cdot, cself
+from okl._core._losses cimport LossSpec, cgradient
 from okl._core._expansion cimport KernelExpansion
+from okl._core._linear cimport LinearModel
 from okl._core._signals cimport cinterrupted, craise_pending
 
 
-def fit_chunk(KernelExpansion expansion,
-              const double[:, ::1] X,      # IN (n, d)
-              const double[::1] y,         # IN (n,)
-              const double[::1] eta,       # IN (n,) eta_t
-              const double[::1] lam,       # IN (n,) lam_t
-              int loss, double tau, double eps, double delta, double p,
-              double[::1] pred_out,        # OUT (n,) f_t(x_t), before the update
-              const double[::1] weight=None,   # IN (n,) w_t >= 0, or None for 1
-              double[::1] offset=None):    # IN/OUT (1,) b, or None for no offset
-    """Run the chunk; return -1, or the index of the first step that diverged."""
-    cdef LossSpec spec = LossSpec(<Loss>loss, tau, eps, delta, p)
+ctypedef fused Model:
+    KernelExpansion
+    LinearModel
+
+
+cpdef enum StepSize:
+    AUTO = 0        # eta_t = t**-eta_decay / (lam_t + M C_K^2), the papers' admissible step
+    POWER = 1       # eta_t = eta t**-eta_decay
+    GIVEN = 2       # eta_t given per row (a callable's values)
+
+
+cdef struct Schedule:
+    int kind            # a StepSize
+    double eta
+    double eta_decay
+    double lam
+    double lam_decay
+    double lipschitz    # M of the auto step
+    bint intercept      # learn the offset b
+
+
+cdef struct StepState:
+    double t            # steps taken (a zero weight does not count)
+    double ck2          # C_K^2, the running max of K(x_s, x_s) over the steps taken
+    double b            # the offset
+    double eta_t        # the schedule of the last step taken
+    double lam_t
+    double eta_try      # eta_t of the last step tried (NaN for a zero weight)
+    double reset_t      # the first step with 1 - lam_t eta_t <= 0, or 0
+    double reset_eta
+    double reset_lam
+
+
+cdef enum:
+    TAKEN = 0
+    SKIPPED = 1
+    DIVERGED = 2
+
+
+cdef inline void cschedule(const Schedule* s, double t, double ck2, double eta_given,
+                           double* eta_t, double* lam_t) noexcept nogil:
+    """eta_t and lam_t of step t (C_K^2 = ck2 after the step's own K(x_t, x_t))."""
+    cdef double decay
+    lam_t[0] = s.lam if s.lam_decay == 0.0 else s.lam * pow(t, -s.lam_decay)
+    if s.kind == GIVEN:
+        eta_t[0] = eta_given
+        return
+    decay = 1.0 if s.eta_decay == 0.0 else pow(t, -s.eta_decay)
+    if s.kind == AUTO:
+        # lam_t + M C_K^2 = 0 only while every K(x_s, x_s) is 0 and lam = 0: the step is moot
+        eta_t[0] = decay / (lam_t[0] + s.lipschitz * ck2) if lam_t[0] + s.lipschitz * ck2 > 0.0 \
+            else decay
+    else:
+        eta_t[0] = s.eta * decay
+
+
+cdef inline int cstep(Model model, const double* x, double xx, double kxx, double kself,
+                      double f, double y, double w, double eta_given, const LossSpec* loss,
+                      const Schedule* s, StepState* st) noexcept nogil:
+    """One step from f = f_t(x_t) (offset included): TAKEN, SKIPPED (w = 0) or DIVERGED.
+
+    x is the row the model adds (a centre, or a feature row z), xx = <x, x>;
+    kxx = K(x_t, x_t) of the learner's kernel (for C_K^2) and kself = the model's
+    own K(x, x) (xx for feature rows).  DIVERGED changes nothing.
+    """
+    cdef double t, ck2, eta_t, lam_t, g, factor, a, b_next, scale_next
+    st.eta_try = NAN
+    if w != 0.0:
+        t = st.t + 1.0
+        ck2 = kxx if kxx > st.ck2 else st.ck2
+        cschedule(s, t, ck2, eta_given, &eta_t, &lam_t)
+        st.eta_try = eta_t
+    if not isfinite(f):
+        return DIVERGED
+    if w == 0.0:
+        return SKIPPED
+    g = w * cgradient(loss, y, f)
+    factor = 1.0 - lam_t * eta_t
+    a = -eta_t * g
+    b_next = st.b - eta_t * g if s.intercept else st.b
+    scale_next = model.scale * factor
+    if factor <= 0.0 or scale_next < 1e-9 or scale_next > 1e9:
+        scale_next = 1.0            # what the lazy shrink leaves (_lazy.pxd)
+    if not (isfinite(a / scale_next) and isfinite(b_next)):
+        return DIVERGED
+    # f_{t+1}(x_t): a step must leave a model that is finite where it just learned
+    if g != 0.0 and not isfinite(factor * (f - st.b) + a * kself + b_next):
+        return DIVERGED
+    model.cshrink(factor)
+    if g != 0.0:
+        model.cadd(x, xx, a)
+    if factor <= 0.0 and st.reset_t == 0.0:
+        st.reset_t, st.reset_eta, st.reset_lam = t, eta_t, lam_t
+    st.t, st.ck2, st.eta_t, st.lam_t, st.b = t, ck2, eta_t, lam_t, b_next
+    return TAKEN
+
+
+def fit_chunk(Model model,
+              const double[:, ::1] X,       # IN (n, d) rows (feature rows z for a LinearModel)
+              const double[::1] y,          # IN (n,) targets, or labels in {-1, +1}
+              Schedule schedule,
+              LossSpec loss,
+              StepState state,              # the learner's counters before the chunk
+              double[::1] pred_out,         # OUT (n,) f_t(x_t), before each update
+              const double[::1] weight=None,    # IN (n,) w_t >= 0, or None for 1
+              const double[::1] eta=None,       # IN (n,) eta_t per row (schedule GIVEN)
+              const double[::1] kdiag=None):    # IN (n,) K(x_t, x_t) (needed for a LinearModel)
+    """Run the chunk: (index of the first step that diverged or -1, the state after).
+
+    The state after a divergence is the one before that step (the caller's
+    checkpoint undoes the steps before it).
+    """
     cdef Py_ssize_t i, n = X.shape[0], d = X.shape[1]
-    cdef Py_ssize_t failed = -1, work = 0
+    cdef Py_ssize_t failed = -1, work = 0, step_work
     cdef bint interrupted = False
     cdef const double* x
-    cdef double xx, f, g, b = 0.0, b_next
-    cdef bint weighted = weight is not None, has_offset = offset is not None
-    if d != expansion.n_features:
-        raise ValueError(f"X has {d} columns, the expansion {expansion.n_features}.")
+    cdef double xx, kxx, w = 1.0, eta_i = NAN, f
+    cdef bint weighted = weight is not None
+    if Model is KernelExpansion:
+        if d != model.n_features:
+            raise ValueError(f"X has {d} columns, the expansion {model.n_features}.")
+    else:
+        if d != model.n_components:
+            raise ValueError(f"Z has {d} columns, the model {model.n_components}.")
+        if kdiag is None or kdiag.shape[0] != n:
+            raise ValueError("A LinearModel needs kdiag, K(x_t, x_t) of every row.")
+    if y.shape[0] != n or pred_out.shape[0] != n:
+        raise ValueError("X, y and pred_out must have the same number of rows.")
     if weighted and weight.shape[0] != n:
         raise ValueError(f"weight has {weight.shape[0]} values for {n} rows.")
-    if has_offset:
-        b = offset[0]
-    expansion.reserve(n)
+    if schedule.kind == GIVEN and (eta is None or eta.shape[0] != n):
+        raise ValueError("A GIVEN schedule needs eta, one value per row.")
+    if Model is KernelExpansion:
+        model.reserve(n)
     with nogil:
         for i in range(n):
-            if cinterrupted(&work, expansion.n_support * d):
+            if Model is KernelExpansion:
+                step_work = model.n_support * d
+            else:
+                step_work = d
+            if cinterrupted(&work, step_work):
                 interrupted = True
                 break
             x = &X[i, 0]
-            f = expansion.cpredict(x) + b
-            pred_out[i] = f
-            if not isfinite(f):
-                failed = i
-                break
-            if weighted and weight[i] == 0.0:
-                continue
-            g = cgradient(&spec, y[i], f)
-            if weighted:
-                g *= weight[i]
-            b_next = b - eta[i] * g
-            if has_offset and not isfinite(b_next):
-                failed = i
-                break
-            expansion.cshrink(1.0 - lam[i] * eta[i])
             xx = cdot(x, x, d)
-            if g != 0.0 and not expansion.cadd(x, xx, -eta[i] * g):
-                failed = i
-                break
-            if has_offset:
-                b = b_next
-    if has_offset:
-        offset[0] = b
+            f = model.cpredict(x) + state.b
+            pred_out[i] = f
+            if weighted:
+                w = weight[i]
+            if eta is not None:
+                eta_i = eta[i]
+            if Model is KernelExpansion:
+                kxx = cself(&model.kernel, xx)
+                if cstep(model, x, xx, kxx, kxx, f, y[i], w, eta_i, &loss, &schedule,
+                         &state) == DIVERGED:
+                    failed = i
+                    break
+            else:
+                if cstep(model, x, xx, kdiag[i], xx, f, y[i], w, eta_i, &loss, &schedule,
+                         &state) == DIVERGED:
+                    failed = i
+                    break
     if interrupted:
         craise_pending()
-    return failed
+    return failed, state
+
+
+cdef inline bint row_is_finite(const double* x, Py_ssize_t d, double xx) noexcept nogil:
+    cdef Py_ssize_t j
+    if isfinite(xx):
+        return True
+    for j in range(d):                  # ||x||^2 overflowed, or x holds NaN/inf
+        if not isfinite(x[j]):
+            return False
+    return True
+
+
+cdef class PointwiseEvents:
+    """One-event predict and learn for a pointwise learner whose model is a `KernelExpansion`.
+
+    `learn` predicts f_t(x_t), then takes `cstep`; the learner's counters come
+    in as arguments and the new ones go back as a tuple, which the learner
+    stores (`okl._base.PointwiseMixin`).  "Predict, then learn" evaluates
+    f_t(x_t) twice on the same model and row: the last prediction is kept with
+    a fingerprint of the model (t, n_support, scale, next_slot, n_rescale)
+    and a copy of the row, and `learn` reuses it when both match.
+
+    Parameters
+    ----------
+    expansion : KernelExpansion
+    schedule : dict
+        The `Schedule` fields (the learner's `_schedule()`).
+    loss : dict
+        The `LossSpec` fields (`okl.losses.loss_spec`).
+    eta : callable or None
+        A callable step size (`okl.schedules.step_sizes` evaluates it per event).
+    name : str
+        The estimator's class name, for error messages.
+    names : tuple of str
+        The estimator attributes `matches` compares (the expansion and the parameters).
+    """
+    cdef KernelExpansion expansion
+    cdef Schedule schedule
+    cdef LossSpec loss
+    cdef object eta_callable, name
+    cdef tuple names, values
+    # the last prediction and the model it was made on
+    cdef double[::1] last_row
+    cdef bint has_last
+    cdef double last_f, last_xx, last_scale, last_t
+    cdef Py_ssize_t last_n, last_slot, last_rescale
+
+    def __init__(self, KernelExpansion expansion, Schedule schedule, LossSpec loss, eta_callable,
+                 str name, tuple names=()):
+        self.expansion = expansion
+        self.schedule, self.loss = schedule, loss
+        self.eta_callable = eta_callable
+        self.name, self.names = name, names
+        self.values = tuple([expansion] + [None] * (len(names) - 1))
+        self.last_row = np.empty(expansion.n_features)
+        self.has_last = False
+
+    def bind(self, est):
+        """Remember the objects est holds under `names` (instance attributes), for `matches`."""
+        self.values = tuple([est.__dict__.get(name) for name in self.names])
+
+    cpdef bint matches(self, est):
+        """est holds the very objects this step was built from (its expansion, its parameters)."""
+        cdef dict attrs = est.__dict__
+        cdef Py_ssize_t i
+        cdef object value
+        for i in range(len(self.names)):
+            value = attrs.get(self.names[i], self)
+            if value is not self.values[i]:
+                return False
+        return True
+
+    cdef inline double _f(self, const double* x, double* xx_out, double t):
+        """The model part of f(x), with the cache; NaN for a non-finite row."""
+        cdef KernelExpansion e = self.expansion
+        cdef Py_ssize_t d = e.n_features
+        cdef double xx, f
+        if (self.has_last and t == self.last_t and e.n_support == self.last_n
+                and e.scale == self.last_scale and e.next_slot == self.last_slot
+                and e.n_rescale == self.last_rescale
+                and memcmp(x, &self.last_row[0], d * sizeof(double)) == 0):
+            xx_out[0] = self.last_xx
+            return self.last_f
+        xx = cdot(x, x, d)
+        xx_out[0] = xx
+        if not row_is_finite(x, d, xx):
+            return NAN
+        f = e.cpredict(x)
+        memcpy(&self.last_row[0], x, d * sizeof(double))
+        self.last_f, self.last_xx, self.last_t = f, xx, t
+        self.last_n, self.last_scale = e.n_support, e.scale
+        self.last_slot, self.last_rescale = e.next_slot, e.n_rescale
+        self.has_last = True
+        return f
+
+    cdef inline void _check(self, const double[::1] x, double xx, double f,
+                            str action) except *:
+        if x.shape[0] != self.expansion.n_features:
+            raise ValueError(f"X has {x.shape[0]} features, but {self.name} is expecting "
+                             f"{self.expansion.n_features} features as input.")
+        if f != f and not row_is_finite(&x[0], x.shape[0], xx):
+            raise ValueError(f"{self.name} got a row with NaN or inf: {np.asarray(x)[:10]}; "
+                             f"non-finite values cannot be {action}.")
+
+    def predict(self, const double[::1] x, double t, double b):
+        """f(x) = b + kernel part for one row (t: the learner's steps, for the cache)."""
+        cdef double xx = 0.0, f = NAN
+        if x.shape[0] == self.expansion.n_features:
+            f = self._f(&x[0], &xx, t) + b
+        self._check(x, xx, f, "predicted")
+        return f
+
+    def learn(self, const double[::1] x, double y, double weight, double t, double ck2,
+              double b):
+        """Predict f_t(x_t), then take step t + 1.
+
+        `y` is the target, or the label as -1.0 / +1.0 for a margin loss; a
+        weight 0 skips the event.  Returns (f_t(x_t), taken, t, C_K^2, eta_t,
+        lam_t, b, reset) after the step, reset = (t, eta_t, lam_t) of a step
+        that emptied the model, else None.  Raises, leaving the model as it
+        was, on NaN/inf in x or divergence.
+        """
+        cdef double xx = 0.0, f = NAN, eta_given = NAN
+        cdef KernelExpansion e = self.expansion
+        cdef StepState st
+        cdef int status
+        if x.shape[0] == e.n_features:
+            f = self._f(&x[0], &xx, t) + b
+        self._check(x, xx, f, "learned")
+        if self.eta_callable is not None and weight != 0.0:
+            from okl.schedules import step_sizes
+            eta_given = float(step_sizes(self.eta_callable, 0.0, np.array([t + 1.0]))[0])
+        st.t, st.ck2, st.b = t, ck2, b
+        st.reset_t = 0.0
+        if weight != 0.0 and e.n_support == e.capacity and not (
+                e.budget and e.n_support >= e.budget):
+            e.reserve(1)                 # moves the buffers; the model is unchanged
+        status = cstep(e, &x[0], xx, cself(&e.kernel, xx), cself(&e.kernel, xx), f, y, weight,
+                       eta_given, &self.loss, &self.schedule, &st)
+        if status == DIVERGED:
+            raise FloatingPointError(
+                f"{self.name} diverged at step t={<Py_ssize_t>t + 1} (eta_t={st.eta_try:.3g}): "
+                "the model would no longer be finite. The step size is too large for this "
+                "data; use eta='auto', a smaller eta or a larger eta_decay, or scale X (e.g. "
+                "with okl.preprocessing.OnlineStandardScaler). The model is left as it was.")
+        return (f, status == TAKEN, st.t, st.ck2, st.eta_t, st.lam_t, st.b,
+                (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None)

@@ -6,7 +6,7 @@ the state format are the same, so the two convert into each other.
 """
 import numpy as np
 
-from okl._core._expansion import BudgetPolicy
+from okl._numpy.codes import BudgetPolicy
 from okl._numpy.kernels import kernel_values
 from okl._numpy.merge import check_kernel, merge_find
 

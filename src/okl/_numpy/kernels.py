@@ -1,7 +1,7 @@
 """Kernel values between one point and many centres, as `ckernel_row` computes them."""
 import numpy as np
 
-from okl._core._kernels import Kernel
+from okl._numpy.codes import Kernel
 
 
 def kernel_values(kernel, gamma, degree, coef0, centers, x):

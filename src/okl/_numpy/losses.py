@@ -1,14 +1,20 @@
 """Loss values and left derivatives in NumPy (twins of _core/_losses.pxd).
 
 Residual losses take u = f - y, margin losses m = y f.  Values beyond the
-double range are inf, without a warning.
+double range are inf, without a warning.  A loss is the dict of the `LossSpec`
+fields (`okl.losses.loss_spec`), read by name.
 """
 import numpy as np
 
-from okl._core._losses import Loss
+from okl._numpy.codes import Loss
 
 
-def value(kind, z, tau=0.5, eps=0.0, delta=1.0, p=2.0):
+def _fields(spec):
+    return spec["kind"], spec["tau"], spec["eps"], spec["delta"], spec["p"]
+
+
+def value(spec, z):
+    kind, tau, eps, delta, p = _fields(spec)
     z = np.asarray(z, dtype=np.float64)
     with np.errstate(over="ignore"):
         if kind == Loss.SQUARED:
@@ -39,7 +45,8 @@ def value(kind, z, tau=0.5, eps=0.0, delta=1.0, p=2.0):
     raise ValueError(f"unknown loss code {kind}")
 
 
-def derivative(kind, z, tau=0.5, eps=0.0, delta=1.0, p=2.0):
+def derivative(spec, z):
+    kind, tau, eps, delta, p = _fields(spec)
     z = np.asarray(z, dtype=np.float64)
     with np.errstate(over="ignore"):
         if kind == Loss.SQUARED:
@@ -70,10 +77,11 @@ def derivative(kind, z, tau=0.5, eps=0.0, delta=1.0, p=2.0):
     raise ValueError(f"unknown loss code {kind}")
 
 
-def derivative_right(kind, z, tau=0.5, eps=0.0, delta=1.0, p=2.0):
+def derivative_right(spec, z):
     """Right derivative: the left one except at a kink (twin of cdloss_right)."""
+    kind, tau, eps, delta, p = _fields(spec)
     z = np.asarray(z, dtype=np.float64)
-    g = derivative(kind, z, tau, eps, delta, p)
+    g = derivative(spec, z)
     if kind == Loss.HINGE:
         return np.where(z == 1.0, 0.0, g)
     if kind == Loss.ABSOLUTE or (kind == Loss.POWER and p == 1.0):
@@ -82,3 +90,11 @@ def derivative_right(kind, z, tau=0.5, eps=0.0, delta=1.0, p=2.0):
         up = 1.0 if kind == Loss.EPSILON_INSENSITIVE else 1.0 - tau
         return np.where(z == eps, up, np.where(z == -eps, 0.0, g))
     return g
+
+
+def gradient(spec, y, f):
+    """dV/df of one prediction f of target y (twin of cgradient): V'_-(f - y), or
+    y phi'_-(y f) for a margin loss; `spec` holds the `LossSpec` fields by name."""
+    if spec["kind"] >= Loss.HINGE:
+        return float(y * derivative(spec, y * f))
+    return float(derivative(spec, f - y))

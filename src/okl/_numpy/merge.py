@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from okl._core._kernels import Kernel
+from okl._numpy.codes import Kernel
 
 INV_PHI = 0.6180339887498949      # (sqrt(5) - 1) / 2
 TOL = 1e-5                        # golden-section bracket length at which the search stops

@@ -6,7 +6,7 @@ the Cython loop multiplies one scale), so it returns scale = 1.
 import numpy as np
 import scipy.sparse as sp
 
-from okl._core._pa import Event, Regularization, Variant
+from okl._numpy.codes import Event, Regularization, Variant
 from okl._numpy import projections
 from okl._numpy.expansion import NEWCOMER, NO_EVICTION
 from okl._numpy.kernels import kernel_values

@@ -5,8 +5,7 @@ and returns the same values, so the two engines produce the same iterates.
 """
 import numpy as np
 
-from okl._core._losses import Loss
-from okl._core._pairwise import Reducer
+from okl._numpy.codes import Loss, Reducer
 from okl._numpy.kernels import kernel_values
 from okl._numpy.losses import derivative, derivative_right
 
@@ -20,12 +19,12 @@ def reduce(reducer, y, y_stored):
     return np.where(y != y_stored, 1.0, -1.0)
 
 
-def slope(loss, p, r, a):
+def slope(loss, r, a):
     """V'_-(r, a), the left derivative in a of phi(r a) (margin) or psi(a - r) (residual)."""
-    if loss < Loss.HINGE:
-        return derivative(loss, a - r, p=p)
+    if loss["kind"] < Loss.HINGE:
+        return derivative(loss, a - r)
     z = r * a       # r < 0: a step left in a is a step right in z, phi's right slope
-    return r * np.where(r < 0, derivative_right(loss, z, p=p), derivative(loss, z, p=p))
+    return r * np.where(r < 0, derivative_right(loss, z), derivative(loss, z))
 
 
 def _store(H, yh, m, slot, x, y):
@@ -37,11 +36,11 @@ def _store(H, yh, m, slot, x, y):
     return m + 1 if slot == m else m
 
 
-def linear_chunk(H, yh, m, w, X, y, eta, slot, reducer, loss, p):
+def linear_chunk(H, yh, m, w, X, y, eta, slot, reducer, loss):
     """f(x, x') = w.(x - x'): (points stored, -1 or the first step that diverged)."""
     for i, x in enumerate(X):
         if m > 0:
-            g = slope(loss, p, reduce(reducer, y[i], yh[:m]), w @ x - H[:m] @ w)
+            g = slope(loss, reduce(reducer, y[i], yh[:m]), w @ x - H[:m] @ w)
             w -= eta[i] / m * (g.sum() * x - g @ H[:m])
             if not np.all(np.isfinite(w)):
                 return m, i
@@ -67,12 +66,12 @@ def linear_moments_chunk(S, origin, w, X, y, eta):
     return -1
 
 
-def metric_chunk(H, yh, m, M, X, y, eta, slot, reducer, loss, p):
+def metric_chunk(H, yh, m, M, X, y, eta, slot, reducer, loss):
     """f(x, x') = (x - x')^T M (x - x'): (points stored, -1 or the first step that diverged)."""
     for i, x in enumerate(X):
         if m > 0:
             D = x - H[:m]
-            g = slope(loss, p, reduce(reducer, y[i], yh[:m]), np.einsum("jk,jk->j", D @ M, D))
+            g = slope(loss, reduce(reducer, y[i], yh[:m]), np.einsum("jk,jk->j", D @ M, D))
             G = D.T @ (g[:, None] * D)
             M -= 0.5 * eta[i] / m * (G + G.T)
             if not np.all(np.isfinite(M)):
@@ -81,7 +80,7 @@ def metric_chunk(H, yh, m, M, X, y, eta, slot, reducer, loss, p):
     return m, -1
 
 
-def difference_chunk(g, idx, yh, s, gram, m, X, y, eta, slot, reducer, loss, p):
+def difference_chunk(g, idx, yh, s, gram, m, X, y, eta, slot, reducer, loss):
     """f(x, x') = g(x) - g(x'), g a NumpyExpansion with one centre per step.
 
     `s` caches g(x_j) and `gram` the kernel matrix of the stored points.
@@ -98,7 +97,7 @@ def difference_chunk(g, idx, yh, s, gram, m, X, y, eta, slot, reducer, loss, p):
         G = dgx = c = 0.0
         if m > 0:
             kvec = kx[idx[:m]]
-            gj = slope(loss, p, reduce(reducer, y[i], yh[:m]), gx - s[:m])
+            gj = slope(loss, reduce(reducer, y[i], yh[:m]), gx - s[:m])
             G, dgx = gj.sum(), gj @ kvec
             c = eta[i] / m
             s[:m] -= c * (G * kvec - gram[:m, :m] @ gj)

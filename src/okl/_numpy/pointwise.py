@@ -1,46 +1,98 @@
-"""The pointwise learners' loop (docs/algorithms.md, sections 1-3) in NumPy: twin of _core/_pointwise.pyx."""
+"""The pointwise learning step in NumPy: the twin of _core/_pointwise.pyx (docs/algorithms.md, 1-3, 7).
+
+`schedule` gives eta_t and lam_t of step t, `step` takes one step on either
+model (a `NumpyExpansion`, or a `NumpyLinearModel` on feature rows), and
+`fit_chunk` runs a chunk.  The schedule, loss and state are the dicts the
+Cython loop takes as structs (fields named as there); the state after the
+chunk is returned, as in Cython.
+"""
 import numpy as np
 
-from okl._core._losses import Loss
-from okl._numpy.losses import derivative
+from okl._numpy.codes import StepSize
+from okl._numpy.kernels import kernel_values
+from okl._numpy.losses import gradient
+
+AUTO, POWER, GIVEN = StepSize.AUTO, StepSize.POWER, StepSize.GIVEN
+TAKEN, SKIPPED, DIVERGED = 0, 1, 2
 
 
-def fit_chunk(expansion, X, y, eta, lam, loss, tau, eps, delta, p, pred_out, weight=None,
-              offset=None):
-    """Predict-then-update over the rows; -1, or the index of the first divergent step.
+def make_schedule(kind=GIVEN, eta=0.0, eta_decay=0.0, lam=0.0, lam_decay=0.0, lipschitz=1.0,
+                  intercept=False):
+    """The `Schedule` fields: eta_t = eta t^-eta_decay (POWER), 1/(lam_t + L C_K^2) t^-eta_decay
+    (AUTO) or given per row (GIVEN); lam_t = lam t^-lam_decay; `intercept` learns b."""
+    return dict(kind=int(kind), eta=float(eta), eta_decay=float(eta_decay), lam=float(lam),
+                lam_decay=float(lam_decay), lipschitz=float(lipschitz), intercept=bool(intercept))
 
-    `weight` (w_t, default 1; 0 skips the step) and `offset` (a 1-element
-    array holding b, updated in place) as in _core/_pointwise.pyx.
+
+def make_state(t=0, ck2=0.0, b=0.0):
+    """The `StepState` fields: steps taken, C_K^2 so far, the offset b, and what the steps report."""
+    return dict(t=float(t), ck2=float(ck2), b=float(b), eta_t=np.nan, lam_t=np.nan, eta_try=np.nan,
+                reset_t=0.0, reset_eta=0.0, reset_lam=0.0)
+
+
+def schedule(s, t, ck2, eta_given=np.nan):
+    """(eta_t, lam_t) of step t; C_K^2 = ck2 includes the step's own K(x_t, x_t)."""
+    lam_t = s["lam"] if s["lam_decay"] == 0.0 else s["lam"] * t ** -s["lam_decay"]
+    if s["kind"] == GIVEN:
+        return eta_given, lam_t
+    decay = 1.0 if s["eta_decay"] == 0.0 else t ** -s["eta_decay"]
+    if s["kind"] == AUTO:
+        denom = lam_t + s["lipschitz"] * ck2
+        return (decay / denom if denom > 0.0 else decay), lam_t
+    return s["eta"] * decay, lam_t
+
+
+def step(model, x, kxx, kself, f, y, w, eta_given, loss, s, st):
+    """One step from f = f_t(x_t): TAKEN, SKIPPED (w = 0) or DIVERGED (nothing changed).
+
+    `st` (the state dict) is updated in place; kxx = K(x_t, x_t) of the
+    learner's kernel, kself = the model's own K(x, x).
     """
-    margin = loss >= Loss.HINGE
-    expansion.reserve(len(X))
-    b = 0.0 if offset is None else float(offset[0])
-    failed = -1
-    with np.errstate(over="ignore", invalid="ignore"):    # divergence is reported, not warned
-        for i, x in enumerate(X):
-            f = expansion.predict_one(x) + b
-            pred_out[i] = f
-            if not np.isfinite(f):
-                failed = i
-                break
-            if weight is not None and weight[i] == 0.0:
-                continue
-            if margin:
-                g = y[i] * derivative(loss, y[i] * f, tau, eps, delta, p)
-            else:
-                g = derivative(loss, f - y[i], tau, eps, delta, p)
-            if weight is not None:
-                g *= weight[i]
-            b_next = b - eta[i] * g
-            if offset is not None and not np.isfinite(b_next):
-                failed = i
-                break
-            expansion.shrink(1.0 - lam[i] * eta[i])
-            if g != 0.0 and not expansion.add(x, -eta[i] * g):
-                failed = i
-                break
-            if offset is not None:
-                b = b_next
-    if offset is not None:
-        offset[0] = b
-    return failed
+    st["eta_try"] = np.nan
+    if w != 0.0:
+        t = st["t"] + 1.0
+        ck2 = max(kxx, st["ck2"])
+        eta_t, lam_t = schedule(s, t, ck2, eta_given)
+        st["eta_try"] = eta_t
+    if not np.isfinite(f):
+        return DIVERGED
+    if w == 0.0:
+        return SKIPPED
+    with np.errstate(over="ignore", invalid="ignore"):     # divergence is reported, not warned
+        g = w * gradient(loss, y, f)
+        factor = 1.0 - lam_t * eta_t
+        a = -eta_t * g
+        b_next = st["b"] - eta_t * g if s["intercept"] else st["b"]
+        if not (np.isfinite(a) and np.isfinite(b_next)):
+            return DIVERGED
+        if g != 0.0 and not np.isfinite(factor * (f - st["b"]) + a * kself + b_next):
+            return DIVERGED
+    model.shrink(factor)
+    if g != 0.0:
+        model.add(x, a)
+    if factor <= 0.0 and st["reset_t"] == 0.0:
+        st.update(reset_t=t, reset_eta=eta_t, reset_lam=lam_t)
+    st.update(t=t, ck2=ck2, eta_t=eta_t, lam_t=lam_t, b=b_next)
+    return TAKEN
+
+
+def fit_chunk(model, X, y, schedule, loss, state, pred_out, weight=None, eta=None, kdiag=None):
+    """Predict-then-update over the rows: (first divergent row or -1, the state after)."""
+    st = dict(state)
+    linear = kdiag is not None
+    if not linear:
+        model.reserve(len(X))
+        k = model.kernel_params
+    for i, x in enumerate(X):
+        f = model.predict_one(x) + st["b"]
+        pred_out[i] = f
+        if linear:
+            kxx, kself = kdiag[i], float(x @ x)
+        else:
+            kxx = kself = float(kernel_values(k["kernel"], k["gamma"], k["degree"], k["coef0"],
+                                              x[None, :], x)[0])
+        w = 1.0 if weight is None else weight[i]
+        if step(model, x, kxx, kself, f, y[i], w, np.nan if eta is None else eta[i],
+                loss, schedule, st) == DIVERGED:
+            return i, st
+    return -1, st

@@ -1,0 +1,32 @@
+"""The engine table: each loop and model of the compiled engine beside its NumPy twin.
+
+An estimator's `engine` parameter names a row; everything else looks its
+pieces up here, so a new piece or a new engine is added in one place.  The
+NumPy twins (`okl._numpy`) take the same arguments and give the same iterates
+(docs/algorithms.md, "Two engines").
+"""
+from types import SimpleNamespace
+
+from okl._core import _coefreg, _pa, _pairwise, _pointwise
+from okl._core._expansion import KernelExpansion
+from okl._core._linear import LinearModel
+from okl._numpy import coefreg, pa, pairwise, pointwise
+from okl._numpy.expansion import NumpyExpansion
+from okl._numpy.linear import NumpyLinearModel
+
+ENGINES = {
+    "cython": SimpleNamespace(expansion=KernelExpansion, linear=LinearModel,
+                              pointwise=_pointwise.fit_chunk, coefreg=_coefreg.fit_chunk,
+                              pa_kernel=_pa.fit_kernel, pairwise=_pairwise),
+    "numpy": SimpleNamespace(expansion=NumpyExpansion, linear=NumpyLinearModel,
+                             pointwise=pointwise.fit_chunk, coefreg=coefreg.fit_chunk,
+                             pa_kernel=pa.fit_kernel, pairwise=pairwise),
+}
+
+
+def engine_of(model):
+    """The name of the engine whose expansion or linear model `model` is."""
+    for name, engine in ENGINES.items():
+        if isinstance(model, (engine.expansion, engine.linear)):
+            return name
+    raise TypeError(f"{type(model).__name__} belongs to no engine")

@@ -1,0 +1,65 @@
+"""The integer codes of kernels, losses, budget policies, steps and rules, in pure Python.
+
+The NumPy engine reads them here, so it runs without the compiled module;
+the Cython enums (`_core/*.pxd`, `_core/*.pyx`) carry the same names and
+values, which tests/test_engines.py pins.
+"""
+from enum import IntEnum
+
+
+class Kernel(IntEnum):
+    LINEAR = 0        # <x, u> + coef0
+    POLYNOMIAL = 1    # (gamma <x, u> + coef0) ** degree
+    GAUSSIAN = 2      # exp(-gamma ||x - u||_2^2)
+    LAPLACIAN = 3     # exp(-gamma ||x - u||_1)
+
+
+class Loss(IntEnum):
+    SQUARED = 0               # residual losses V(u), u = f(x) - y
+    ABSOLUTE = 1
+    EPSILON_INSENSITIVE = 2
+    PINBALL = 3
+    HUBER = 4
+    POWER = 5
+    HINGE = 10                # margin losses phi(m), m = y f(x)
+    SQUARED_HINGE = 11
+    LOGISTIC = 12
+    LEAST_SQUARES = 13
+    EXPONENTIAL = 14
+
+
+class BudgetPolicy(IntEnum):
+    OLDEST = 0
+    SMALLEST = 1
+    MERGE = 2
+
+
+class StepSize(IntEnum):
+    AUTO = 0      # 1 / (lam_t + L C_K^2), times t^-eta_decay
+    POWER = 1     # eta t^-eta_decay
+    GIVEN = 2     # one step size per row
+
+
+class Reducer(IntEnum):
+    SIGN = 0
+    DIFFERENCE = 1
+    DISSIMILAR = 2
+
+
+class Event(IntEnum):
+    PASSIVE = 0
+    UPDATED = 1
+    INFEASIBLE = 2
+
+
+class Regularization(IntEnum):
+    NONE = 0
+    OBJECTIVE = 1
+    L2 = 2
+    L1 = 3
+
+
+class Variant(IntEnum):
+    PA = 0
+    PA_I = 1
+    PA_II = 2
