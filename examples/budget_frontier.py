@@ -1,4 +1,5 @@
 """The accuracy/cost frontier of bounded kernel models (docs/budget.md).
+=====================================================================
 
 On two streams, digits (odd vs even, hinge loss, 3 shuffled passes) and
 make_friedman1 (squared loss, 20 000 samples), it runs the same pointwise rule
