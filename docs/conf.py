@@ -50,19 +50,60 @@ def _raw_anchors_to_targets(app, docname, source):
     source[0] = re.sub(r'^<a id="([^"]+)"></a>\s*$', r"(\1)=", source[0], flags=re.M)
 
 
+# Docstrings write formulas in plain text, as docs/algorithms.md does: `|y - f(x)|`, `||f||_K`, and
+# fitted attributes such as `n_features_in_`. Outside literals, `|` and a trailing `_` are text here,
+# never rST substitutions or hyperlink references.
+_LITERAL = re.compile(r"(``.+?``|`[^`]+`_{0,2}|:[\w:]+:`[^`]+`)")
+_MARKUP = re.compile(r"\||(?<=\w)_(?![\w`])")
+
+
+def _escape_plain_text(line):
+    parts = _LITERAL.split(line)
+    for i in range(0, len(parts), 2):          # the even parts lie outside literals and roles
+        parts[i] = _MARKUP.sub(lambda m: "\\" + m.group(0), parts[i])
+    return "".join(parts)
+
+
+def _plain_text_formulas(app, what, name, obj, options, lines):
+    literal_indent = None                     # inside a literal block: its parent's indentation
+    for i, line in enumerate(lines):
+        stripped = line.lstrip()
+        indent = len(line) - len(stripped)
+        if literal_indent is not None:
+            if not stripped or indent > literal_indent:
+                continue
+            literal_indent = None
+        if stripped.startswith(".. ") or stripped.endswith("::"):
+            literal_indent = indent           # a directive or a literal block: leave its body as is
+        if stripped.startswith((">>>", "...", ".. ")) or not stripped:
+            continue
+        lines[i] = _escape_plain_text(line)
+
+
 def setup(app):
     app.connect("source-read", _raw_anchors_to_targets)
+    app.connect("autodoc-skip-member", _skip_scikit_learn_members)
+    app.connect("autodoc-process-docstring", _plain_text_formulas, priority=600)  # after numpydoc
 
 
 # ---- API reference -------------------------------------------------------------------------
 autosummary_generate = True
 autosummary_imported_members = False
 autodoc_typehints = "none"
-autodoc_default_options = {"inherited-members": False}
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
 numpydoc_validation_checks = set()
+suppress_warnings = [
+    "config.cache",      # sphinx_gallery_conf holds a function: the environment is not cached
+    "ref.citation",      # numpydoc's References entries that the text does not cite by number
+]
+
+
+def _skip_scikit_learn_members(app, what, name, obj, skip, options):
+    """Members inherited from scikit-learn (set_*_request, ...) are documented there."""
+    module = getattr(obj, "__module__", None) or ""
+    return True if module.startswith("sklearn") else None
 
 # ---- Gallery: examples/ run in their quick modes; the figures are their own output ----------
 _figures = tempfile.mkdtemp(prefix="okl-gallery-")     # the PNGs the scripts write themselves

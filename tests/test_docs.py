@@ -1,0 +1,77 @@
+"""The documentation site builds with warnings as errors, and every public name has its page.
+
+The site is built once, through Sphinx's Python API, from a copy of docs/, examples/ and README.md
+in a temporary directory (the build writes generated pages next to its sources). The gallery's
+examples are not executed here (``plot_gallery=0``): they take minutes even in their quick modes;
+`python -m sphinx -W --keep-going -b html docs docs/_build/html` runs them.
+"""
+import importlib
+import inspect
+import io
+import shutil
+from pathlib import Path
+
+import pytest
+from sklearn.base import BaseEstimator
+
+from sphinx.application import Sphinx
+
+import okl
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.py"))
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    src = tmp_path_factory.mktemp("src")
+    shutil.copytree(ROOT / "docs", src / "docs",
+                    ignore=shutil.ignore_patterns("_build", "generated", "auto_examples"))
+    shutil.copytree(ROOT / "examples", src / "examples")
+    shutil.copy(ROOT / "README.md", src / "README.md")
+    out = tmp_path_factory.mktemp("html")
+    warnings = io.StringIO()
+    app = Sphinx(srcdir=src / "docs", confdir=src / "docs", outdir=out,
+                 doctreedir=out / ".doctrees", buildername="html",
+                 confoverrides={"plot_gallery": "0"}, status=None, warning=warnings,
+                 freshenv=True, warningiserror=True, keep_going=True)
+    app.build()
+    assert app.statuscode == 0, warnings.getvalue()
+    return out
+
+
+def test_the_index_links_every_part(site):
+    index = (site / "index.html").read_text()
+    for page in ("getting-started.html", "guide/index.html", "algorithms.html", "api.html",
+                 "auto_examples/index.html", "benchmarks.html", "changelog.html"):
+        assert f'href="{page}' in index, page
+
+
+def test_an_estimator_page_documents_its_methods(site):
+    page = (site / "generated" / "okl.OnlineKernelRegressor.html").read_text()
+    for text in ("partial_fit", "learn_one", "predict_one", "References", "algorithms.html"):
+        assert text in page, text
+
+
+def test_every_public_name_has_a_page(site):
+    estimators = [name for name in okl.__all__ if inspect.isclass(getattr(okl, name))
+                  and issubclass(getattr(okl, name), BaseEstimator)]
+    assert len(estimators) >= 5
+    for name in okl.__all__:
+        assert (site / "generated" / f"okl.{name}.html").is_file(), name
+    for module in ("stream", "evaluation", "pipeline", "distributed"):
+        for name in importlib.import_module(f"okl.{module}").__all__:
+            assert (site / "generated" / f"okl.{module}.{name}.html").is_file(), (module, name)
+
+
+def test_the_algorithm_contract_renders_its_equations_as_math(site):
+    page = (site / "algorithms.html").read_text()
+    assert page.count('class="math') >= 25
+    assert 'id="section-4-3"' in page          # the anchors docstrings and links point to
+
+
+def test_the_gallery_has_every_example(site):
+    gallery = (site / "auto_examples" / "index.html").read_text()
+    for name in EXAMPLES:
+        assert f"{name}.html" in gallery, name
+        assert (site / "auto_examples" / f"{name}.html").is_file(), name
