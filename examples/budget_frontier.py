@@ -52,7 +52,7 @@ def run(X, y, task, p, **kw):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--out", default="budget_frontier.png")
     parser.add_argument("--quick", action="store_true", help="shorter streams, fewer sizes")
     args = parser.parse_args()

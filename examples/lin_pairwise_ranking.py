@@ -133,7 +133,7 @@ def plot(ts, rank, gen, out):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--quick", action="store_true", help="20 repeats (a few seconds)")
     parser.add_argument("--repeats", type=int, default=None, help="default 400 (20 with --quick)")
     parser.add_argument("--steps", type=int, default=2000)

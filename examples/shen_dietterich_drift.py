@@ -125,7 +125,7 @@ def describe(choices):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--quick", action="store_true", help="4 trials (a few seconds)")
     parser.add_argument("--trials", type=int, default=None, help="default 40 (4 with --quick)")
     parser.add_argument("--n-per-phase", type=int, default=500)

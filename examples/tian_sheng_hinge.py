@@ -91,7 +91,7 @@ def run(Ts, n_centers=50, beta=1.0, epsilon=0.05, repeats=20, seed=0, client="se
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--quick", action="store_true", help="T up to 2^12, 4 repeats")
     parser.add_argument("--out", default="tian_sheng_hinge.png", help="PNG path")
     parser.add_argument("--beta", type=float, default=1.0)

@@ -96,7 +96,7 @@ def table(bs, c, Ts, errors, fit_from):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--quick", action="store_true", help="T up to 2^11, 4 seeds")
     parser.add_argument("--out", default="yang_nonidentical.png", help="PNG path")
     parser.add_argument("--seeds", type=int, default=None, help="default 20 (4 with --quick)")
