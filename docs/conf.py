@@ -89,6 +89,7 @@ def setup(app):
 # ---- API reference -------------------------------------------------------------------------
 autosummary_generate = True
 autosummary_imported_members = False
+autosummary_ignore_module_all = False   # a module's __all__ lists its public names
 autodoc_typehints = "none"
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
