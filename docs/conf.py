@@ -57,10 +57,22 @@ _LITERAL = re.compile(r"(``.+?``|`[^`]+`_{0,2}|:[\w:]+:`[^`]+`)")
 _MARKUP = re.compile(r"\||(?<=\w)_(?![\w`])")
 
 
+# "docs/algorithms.md, section 4.3" in a docstring links to that section; "docs/budget.md" to the page
+_CITATION = re.compile(r"docs/(\w+)\.md(, sections? (\d+)(?:\.(\d+))?(?:-\d+(?:\.\d+)?)?)?")
+
+
+def _link_citation(match):
+    page, where, section, subsection = match.groups()
+    if not section:
+        return f":doc:`{match.group(0)} </{page}>`"
+    label = f"section-{section}" + (f"-{subsection}" if subsection else "")
+    return f":ref:`{match.group(0)} <{label}>`"
+
+
 def _escape_plain_text(line):
     parts = _LITERAL.split(line)
     for i in range(0, len(parts), 2):          # the even parts lie outside literals and roles
-        parts[i] = _MARKUP.sub(lambda m: "\\" + m.group(0), parts[i])
+        parts[i] = _CITATION.sub(_link_citation, _MARKUP.sub(lambda m: "\\" + m.group(0), parts[i]))
     return "".join(parts)
 
 
