@@ -38,6 +38,8 @@ nitpick_ignore_regex = [
     ("py:class", r"(array-like|sparse matrix|ndarray|callable|optional|default.*|of shape.*)"),
 ]
 default_role = "literal"          # `name` in a docstring is code, as in scikit-learn
+smartquotes_action = "qe"          # quotes and ellipses, but --quick stays two hyphens
+toc_object_entries_show_parents = "hide"
 
 # ---- MyST: the markdown files of docs/ render as they do on GitHub ---------------------------
 myst_enable_extensions = ["dollarmath", "colon_fence"]
@@ -157,11 +159,12 @@ html_title = f"okl {release}"
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
-    "header_links_before_dropdown": 6,
+    "navbar_persistent": ["search-button"],
+    "header_links_before_dropdown": 7,
     "secondary_sidebar_items": ["page-toc"],
     "footer_start": ["copyright"],
     "footer_end": [],
 }
-html_sidebars = {"index": [], "changelog": [], "benchmarks": []}
+html_sidebars = {page: [] for page in ("index", "getting-started", "algorithms", "benchmarks", "changelog")}
 html_static_path = []
 html_show_sourcelink = False
