@@ -8,6 +8,9 @@ import re
 import tempfile
 from importlib.metadata import version as _version
 
+from docutils import nodes
+from sphinx.domains.python import PyXRefRole
+
 project = "okl"
 author = "the okl developers"
 copyright = "the okl developers"
@@ -37,7 +40,7 @@ nitpick_ignore_regex = [
     ("py:class", r"(numpy|np|scipy|sklearn|pandas|river|dask|distributed)\..*"),
     ("py:class", r"(array-like|sparse matrix|ndarray|callable|optional|default.*|of shape.*)"),
 ]
-default_role = "literal"          # `name` in a docstring is code, as in scikit-learn
+default_role = "code-or-link"     # `name` in a docstring: a link to its API page, else code
 smartquotes_action = "qe"          # quotes and ellipses, but --quick stays two hyphens
 toc_object_entries_show_parents = "hide"
 
@@ -94,7 +97,26 @@ def _plain_text_formulas(app, what, name, obj, options, lines):
         lines[i] = _escape_plain_text(line)
 
 
+class _CodeOrLink(PyXRefRole):
+    """The default role: `partial_fit`, `okl.kernels` link to their pages; `lam`, `X.var()` are code."""
+
+    def run(self):
+        self.name = "py:obj"
+        return super().run()
+
+    def result_nodes(self, document, env, node, is_ref):
+        node["okl_code_or_link"] = True
+        return [node], []
+
+
+def _code_if_unresolved(app, env, node, contnode):
+    """A `name` that is no documented object stays code (explicit roles still must resolve)."""
+    return contnode if node.get("okl_code_or_link") else None
+
+
 def setup(app):
+    app.add_role("code-or-link", _CodeOrLink(innernodeclass=nodes.literal))
+    app.connect("missing-reference", _code_if_unresolved)
     app.connect("source-read", _raw_anchors_to_targets)
     app.connect("autodoc-skip-member", _skip_scikit_learn_members)
     app.connect("autodoc-process-docstring", _plain_text_formulas, priority=600)  # after numpydoc

@@ -26,7 +26,8 @@ EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.py"))
 def site(tmp_path_factory):
     src = tmp_path_factory.mktemp("src")
     shutil.copytree(ROOT / "docs", src / "docs",
-                    ignore=shutil.ignore_patterns("_build", "generated", "auto_examples"))
+                    ignore=shutil.ignore_patterns("_build", "generated", "auto_examples",
+                                                  "sg_execution_times.rst"))
     shutil.copytree(ROOT / "examples", src / "examples")
     shutil.copy(ROOT / "README.md", src / "README.md")
     out = tmp_path_factory.mktemp("html")
