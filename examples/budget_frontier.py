@@ -1,4 +1,5 @@
 """The accuracy/cost frontier of bounded kernel models (docs/budget.md).
+=====================================================================
 
 On two streams, digits (odd vs even, hinge loss, 3 shuffled passes) and
 make_friedman1 (squared loss, 20 000 samples), it runs the same pointwise rule
@@ -51,7 +52,7 @@ def run(X, y, task, p, **kw):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--out", default="budget_frontier.png")
     parser.add_argument("--quick", action="store_true", help="shorter streams, fewer sizes")
     args = parser.parse_args()

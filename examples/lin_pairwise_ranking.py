@@ -1,4 +1,5 @@
 """Lin, Lei, Zhang and Zhou, Section 2: online linear ranking with the hinge loss.
+===============================================================================
 
 The paper runs Algorithm 1 on the Boston housing data (no longer shipped by
 scikit-learn); this script uses scikit-learn's diabetes data (442 samples, 10
@@ -17,7 +18,7 @@ The features are standardized: with diabetes' own scaling (columns of unit
 norm) ||x - x'|| is about 0.1 and every schedule barely moves in T steps.
 Every theta sees the same streams, so the comparison is paired.
 
-Run:  python examples/lin_pairwise_ranking.py [--repeats 400] [--steps 2000]
+Run:  python examples/lin_pairwise_ranking.py [--repeats 400] [--steps 2000] [--quick]
 (about 7 minutes for the paper's 400 repeats on one core, mostly scoring all
 pairs 24 times per stream; --repeats 40 gives the same picture in 40 s).
 With --workers N (a local Dask cluster) or --scheduler ADDRESS the repeats run
@@ -132,8 +133,9 @@ def plot(ts, rank, gen, out):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=400)
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="20 repeats (a few seconds)")
+    parser.add_argument("--repeats", type=int, default=None, help="default 400 (20 with --quick)")
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="lin_pairwise_ranking.png")
@@ -142,6 +144,7 @@ def main():
     parser.add_argument("--workers", type=int, metavar="N",
                         help="run the repeats on a local Dask cluster of N worker processes")
     args = parser.parse_args()
+    args.repeats = args.repeats or (20 if args.quick else 400)
     start = time.perf_counter()
     ts, rank, gen = run(args.repeats, args.steps, args.seed,
                         args.scheduler or ("sequential" if args.workers is None else None),

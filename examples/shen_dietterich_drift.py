@@ -1,4 +1,5 @@
 """Shen and Dietterich's drifting-concept experiment (Section 4) on scikit-learn's digits.
+=======================================================================================
 
 The paper's USPS roles on the 8x8 digits (features scaled to [0, 1]): P1 = 3,
 P2 = 7 (positive), N1 = 8, N2 = 9 (negative).  `okl.streams.drifting_phases`
@@ -24,7 +25,7 @@ Figure 1: cumulative error rate over phases 3-4.  Figure 2: feature selection
 error over phases 3-4 against the average number of nonzero weights (out of
 64), for the L2 and L1 constraints and, for reference, plain PA.
 
-Run:  python examples/shen_dietterich_drift.py [--trials 40] [--out drift.png]
+Run:  python examples/shen_dietterich_drift.py [--trials 40] [--out drift.png] [--quick]
 (--workers N or --scheduler ADDRESS: the trials run on Dask, same results)
 """
 import argparse
@@ -124,8 +125,9 @@ def describe(choices):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--trials", type=int, default=40)
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="4 trials (a few seconds)")
+    parser.add_argument("--trials", type=int, default=None, help="default 40 (4 with --quick)")
     parser.add_argument("--n-per-phase", type=int, default=500)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="shen_dietterich_drift.png", help="Figure 1 PNG")
@@ -136,6 +138,7 @@ def main(argv=None):
     parser.add_argument("--workers", type=int, metavar="N",
                         help="run the trials on a local Dask cluster of N worker processes")
     args = parser.parse_args(argv)
+    args.trials = args.trials or (4 if args.quick else 40)
     X, y = digits()
     n, half = args.n_per_phase, 2 * args.n_per_phase
     start = time.perf_counter()

@@ -1,4 +1,5 @@
 """Tian-Sheng's hinge-loss example (Corollary 3) on the breast cancer data set.
+============================================================================
 
 Coefficient-regularized online classification, eq. (0.4), with the hinge loss:
 m fixed centres (the first m stream points), ``lam = T**-gamma`` for a stream of
@@ -20,7 +21,7 @@ SVM on the same training split is printed as a reference.  The online error
 levels off above it: m = 50 centres and lam = T**-gamma (still 0.125 at
 T = 32768) keep the regularization error D(lam) of the paper's decomposition.
 
-Run:  python examples/tian_sheng_hinge.py [--out tian_sheng_hinge.png]
+Run:  python examples/tian_sheng_hinge.py [--out tian_sheng_hinge.png] [--quick]
 (--workers N or --scheduler ADDRESS: the repetitions run on Dask, same results)
 """
 import argparse
@@ -90,18 +91,22 @@ def run(Ts, n_centers=50, beta=1.0, epsilon=0.05, repeats=20, seed=0, client="se
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="T up to 2^12, 4 repeats")
     parser.add_argument("--out", default="tian_sheng_hinge.png", help="PNG path")
     parser.add_argument("--beta", type=float, default=1.0)
     parser.add_argument("--epsilon", type=float, default=0.05)
     parser.add_argument("--centers", type=int, default=50, help="m")
-    parser.add_argument("--repeats", type=int, default=20)
-    parser.add_argument("--max-log2-T", type=int, default=15)
+    parser.add_argument("--repeats", type=int, default=None, help="default 20 (4 with --quick)")
+    parser.add_argument("--max-log2-T", type=int, default=None,
+                        help="the longest stream is 2^this (default 15, 12 with --quick)")
     parser.add_argument("--scheduler", metavar="ADDRESS",
                         help="run the repetitions on this Dask scheduler (pip install 'okl[dask]')")
     parser.add_argument("--workers", type=int, metavar="N",
                         help="run the repetitions on a local Dask cluster of N worker processes")
     args = parser.parse_args(argv)
+    args.repeats = args.repeats or (4 if args.quick else 20)
+    args.max_log2_T = args.max_log2_T or (12 if args.quick else 15)
     Ts = 2 ** np.arange(6, args.max_log2_T + 1)
     start = time.perf_counter()
     errors, svm_error, theta, gamma_T = run(

@@ -1,4 +1,5 @@
 """Yang's non-identical sampling: the error of fully online quantile regression against b.
+=======================================================================================
 
 Yang's Theorem 2.1 bounds the error of the fully online algorithm (eq. (1.6))
 when the marginal of x_t converges to rho_X at rate t^-b (eq. (1.1)).  For the
@@ -95,7 +96,7 @@ def table(bs, c, Ts, errors, fit_from):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--quick", action="store_true", help="T up to 2^11, 4 seeds")
     parser.add_argument("--out", default="yang_nonidentical.png", help="PNG path")
     parser.add_argument("--seeds", type=int, default=None, help="default 20 (4 with --quick)")

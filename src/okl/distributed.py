@@ -521,10 +521,10 @@ class AveragedLearner(BaseEstimator):
     its own local model, which stays on its Dask worker between rounds.  The
     models are averaged (`average_models`) after every round (``sync="static"``,
     iterative parameter mixing), or only when some worker's model has moved
-    more than ``threshold`` from the last average, ``||f_j - f_ref||^2 >
-    threshold`` (``sync="dynamic"``, Kamp et al.); then every worker continues
-    from the average, keeping its own event count (and so its own step-size
-    schedule, as in iterative parameter mixing).  Every call of fit /
+    more than ``threshold`` from the last average,
+    ``||f_j - f_ref||^2 > threshold`` (``sync="dynamic"``, Kamp et al.); then
+    every worker continues from the average, keeping its own event count (and
+    so its own step-size schedule, as in iterative parameter mixing).  Every call of fit /
     partial_fit ends with an average, ``model_``: an ordinary okl estimator to
     keep, save or predict with.  A worker that dies is replaced: the scheduler
     recomputes its local model since the last average, with the same result;

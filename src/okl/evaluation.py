@@ -186,17 +186,26 @@ def _metric_name(metric: RunningMetric | Callable) -> str:
 class ProgressiveResult:
     """Predict-then-learn record of a stream.
 
-    predictions : the prediction for x_t made before learning z_t (labels for
+    Attributes
+    ----------
+    predictions : ndarray
+        The prediction for x_t made before learning z_t (labels for
         classifiers), one per sample.
-    scores : f_t(x_t), the raw model output behind each prediction (None for
+    scores : ndarray or None
+        f_t(x_t), the raw model output behind each prediction (None for
         estimators without okl's fused predict-then-learn loop).
-    error : cumulative mean error after each step: misclassification rate for
+    error : ndarray
+        Cumulative mean error after each step: misclassification rate for
         classifiers, squared error for regressors.
-    loss : cumulative mean of the estimator's own training loss, or None.
-    steps : the sample counts at which `metrics` were taken: 1, 2, 4, 8, ...,
+    loss : ndarray or None
+        Cumulative mean of the estimator's own training loss.
+    steps : ndarray
+        The sample counts at which `metrics` were taken: 1, 2, 4, 8, ...,
         every `print_every`, and the end of the stream.
-    metrics : metric name -> its value over the first `steps[i]` samples.
-    seconds : wall-clock time of the run.
+    metrics : dict
+        Metric name -> its value over the first ``steps[i]`` samples.
+    seconds : float
+        Wall-clock time of the run.
     """
 
     predictions: np.ndarray

@@ -67,7 +67,7 @@ def _table():
     return "\n".join([rule, line(("name", "K(x, u)", "C_K^2")), rule, *map(line, rows), rule])
 
 
-__doc__ += "\n" + _table() + "\n"
+__doc__ = __doc__.replace("\nReferences\n", "\n" + _table() + "\n\nReferences\n", 1)  # before References
 
 
 def kernel_row(name):

@@ -358,7 +358,7 @@ class _LibsvmStream(_FileStream):
 def iter_libsvm(path: Path | io.TextIOBase, *, n_features: int | None = None,
                 zero_based: bool = False, sparse: bool = False,
                 chunk_size: int | None = None, skip_malformed: bool = False) -> Stream:
-    """Stream a libsvm / svmlight file: ``label index:value ... [# comment]`` lines.
+    """Stream a libsvm / svmlight file, one ``label index:value [# comment]`` line per sample.
 
     ``qid:`` tokens are ignored, ``#`` starts a comment, blank lines are skipped.
 
@@ -459,7 +459,7 @@ FORMATS = {".csv": "csv", ".tsv": "csv", ".libsvm": "libsvm", ".svm": "libsvm",
 
 
 def guess_format(path: Path | io.TextIOBase) -> str:
-    """"csv" or "libsvm" from a file name's extension (also under ``.gz``); "csv" otherwise."""
+    """"csv" or "libsvm" from a file name's extension, gzipped or not; "csv" otherwise."""
     name = "" if hasattr(path, "read") else os.fspath(path).removesuffix(".gz")
     return FORMATS.get(os.path.splitext(name)[1].lower(), "csv")
 
