@@ -281,6 +281,27 @@ def test_projection_of_huge_vectors_is_feasible():
     np.testing.assert_allclose(w, [1e-250 * 2 ** -0.5] * 2, rtol=1e-12)
 
 
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+def test_small_projections_of_huge_vectors_are_exact(engine):
+    """A threshold within rounding of the entries it cuts: |v_j| - mu = 0.5 at |v_j| = 1e308
+    is computed from the deficits max|v| - |v_j|, not by cancelling 1e308 against mu."""
+    from okl._numpy import projections as N
+    if engine == "cython":
+        l1, hl1 = P.project_l1_ball, P.project_halfspace_l1_ball
+    else:                               # the twin, on the facade's exact rescaling
+        def l1(v, beta, e=1024):
+            return np.ldexp(N.l1_ball(np.ldexp(np.asarray(v), -e), np.ldexp(beta, -e)), e)
+
+        def hl1(v, a, b, beta, e=1024):
+            return np.ldexp(N.halfspace_l1_ball(np.ldexp(np.asarray(v), -e), np.asarray(a) / 2.0,
+                                                np.ldexp(b / 2.0, -e), np.ldexp(beta, -e)), e)
+    np.testing.assert_array_equal(l1([1e308, 1e308], 1.0), [0.5, 0.5])
+    np.testing.assert_array_equal(l1([1e308, -1e308, 3.0], 1.0), [0.5, -0.5, 0.0])
+    np.testing.assert_array_equal(hl1([1e308, 1e308], [1.0, 1.0], 1.0, 5.0), [2.5, 2.5])
+    below = float(np.nextafter(1e308, 0.0))     # 1e308 - 2**971
+    np.testing.assert_array_equal(l1([1e308, below], 3 * 2.0 ** 971), [2.0 ** 972, 2.0 ** 971])
+
 # ---- a call never leaves a non-finite model ---------------------------------------------------
 
 def _finite(state):
