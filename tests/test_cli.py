@@ -94,6 +94,27 @@ def test_predict_to_stdout_drops_the_target_column(data, capsys):
     assert len(capsys.readouterr().out.splitlines()) == 400
 
 
+def test_learn_reads_scikit_learn_svmlight_files(tmp_path, capsys):
+    """dump_svmlight_file writes 0-based indices: found as load_svmlight_file's "auto" does."""
+    from sklearn.datasets import dump_svmlight_file, load_iris
+    X, y = load_iris(return_X_y=True)
+    path = tmp_path / "iris.svm"
+    dump_svmlight_file(X, np.where(y == 0, 1, -1), str(path))
+    assert " 0:" in path.read_text().splitlines()[0]
+    models = {}
+    for flag in ([], ["--zero-based", "auto"], ["--zero-based"], ["--zero-based", "true"]):
+        models[len(flag)] = tmp_path / f"m{len(flag)}.okl"
+        assert main(["learn", str(path), "--model", "classifier", *flag,
+                     "-f", str(models[len(flag)])]) == 0, capsys.readouterr().err
+        model = okl.load(models[len(flag)])
+        assert model.n_features_in_ == 4 and model.t_ == 150
+    reference = okl.OnlineKernelClassifier().fit(X, np.where(y == 0, 1, -1))
+    np.testing.assert_allclose(model.decision_function(X), reference.decision_function(X),
+                               atol=1e-12)
+    assert main(["learn", str(path), "--model", "classifier", "--zero-based", "false"]) == 2
+    assert "--zero-based true" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("args, message", [
     (["learn", "{missing}", "--target", "y"], "No such file or directory"),
     (["learn", "{csv}", "--target", "price"], "no column 'price'; the columns are x1, x2, target"),

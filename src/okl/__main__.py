@@ -67,7 +67,8 @@ def _stream(args: argparse.Namespace, model: Any) -> Any:
     if fmt == "libsvm":
         fitted = getattr(model, "n_features_in_", None)
         return iter_libsvm(args.data, n_features=args.n_features or fitted,
-                           zero_based=args.zero_based,
+                           zero_based={"auto": "auto", "true": True,
+                                       "false": False}[args.zero_based],
                            sparse=_sparse(model), **common)
     target = args.target
     if target is not None and args.no_header:
@@ -190,7 +191,10 @@ def _data_options(parser: argparse.ArgumentParser) -> None:
                         help="replaces missing CSV values (default: a row with one is malformed)")
     parser.add_argument("--n-features", type=int, metavar="D",
                         help="width of libsvm rows (default: a first pass over the file)")
-    parser.add_argument("--zero-based", action="store_true", help="libsvm indices start at 0")
+    parser.add_argument("--zero-based", nargs="?", choices=("auto", "true", "false"),
+                        const="true", default="auto",
+                        help="libsvm indices start at 0: true, false, or auto (default: 0-based "
+                             "if some index is 0, as scikit-learn's load_svmlight_file)")
     parser.add_argument("--skip-malformed", action="store_true",
                         help="skip and count malformed lines instead of stopping")
     parser.add_argument("--chunk-size", type=int, default=1000, metavar="N",
