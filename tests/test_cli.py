@@ -115,6 +115,20 @@ def test_learn_reads_scikit_learn_svmlight_files(tmp_path, capsys):
     assert "--zero-based true" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("name, cls", [
+    ("OnlineKernelRegressor", "OnlineKernelRegressor"), ("regressor", "OnlineKernelRegressor"),
+    ("OnlineKernelClassifier", "OnlineKernelClassifier"),
+    ("CoefficientRegularizedClassifier", "CoefficientRegularizedClassifier"),
+    ("RegularizedPAClassifier", "RegularizedPAClassifier"),
+])
+def test_model_takes_estimator_class_names(data, name, cls):
+    folder, _, libsvm, *_ = data
+    model_file = folder / f"{name}.okl"
+    assert main(["learn", str(libsvm), "--model", name, "-f", str(model_file)]) == 0
+    model = okl.load(model_file)
+    assert type(model).__name__ == cls and model.t_ == 400
+
+
 @pytest.mark.parametrize("args, message", [
     (["learn", "{missing}", "--target", "y"], "No such file or directory"),
     (["learn", "{csv}", "--target", "price"], "no column 'price'; the columns are x1, x2, target"),
@@ -122,7 +136,9 @@ def test_learn_reads_scikit_learn_svmlight_files(tmp_path, capsys):
      "unknown parameter 'gama' for --model regressor (OnlineKernelRegressor); the parameters are"),
     (["learn", "{csv}", "--target", "target", "--param", "gamma=-1"], "'gamma' parameter"),
     (["learn", "{csv}", "--target", "target", "--model", "svm"],
-     "unknown model 'svm'; the models are regressor, quantile, classifier, coefreg, pa"),
+     "unknown model 'svm'; the models are regressor, quantile, classifier, coefreg, pa, or the "
+     "estimator classes CoefficientRegularizedClassifier, OnlineKernelClassifier, "
+     "OnlineKernelRegressor, RegularizedPAClassifier."),
     (["learn", "{bad}", "--target", "y"], "bad.csv:3: non-numeric value 'oops' in column 'a'"),
     (["learn", "{csv}"], "name the target column with --target"),
     (["predict", "-m", "{csv}", "{csv}"], "is not a model written by okl learn -f or okl.save"),

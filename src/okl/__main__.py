@@ -17,6 +17,7 @@ MODELS = {   # --model name: (estimator class name, fixed parameters)
     "coefreg": ("CoefficientRegularizedClassifier", {}),
     "pa": ("RegularizedPAClassifier", {}),
 }
+CLASS_NAMES = sorted({cls for cls, _ in MODELS.values()})   # also accepted, with their defaults
 
 
 class UsageError(Exception):
@@ -35,10 +36,13 @@ def make_model(name: str, params: Sequence[str]) -> Any:
     """The estimator behind a --model name, with --param name=value settings, validated."""
     import okl
 
-    if name not in MODELS:
-        raise UsageError(f"unknown model {name!r}; the models are {', '.join(MODELS)}.")
-    cls = getattr(okl, MODELS[name][0])
-    settings = dict(MODELS[name][1])
+    if name in MODELS:
+        cls, settings = getattr(okl, MODELS[name][0]), dict(MODELS[name][1])
+    elif name in CLASS_NAMES:
+        cls, settings = getattr(okl, name), {}
+    else:
+        raise UsageError(f"unknown model {name!r}; the models are {', '.join(MODELS)}, or the "
+                         f"estimator classes {', '.join(CLASS_NAMES)}.")
     valid = sorted(cls().get_params())
     for param in params:
         key, equals, text = param.partition("=")
@@ -220,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "printed after 1, 2, 4, 8, ... rows and every --print-every rows.")
     _data_options(learn_)
     learn_.add_argument("--model", default="regressor", help=f"one of {', '.join(MODELS)} "
-                        "(default regressor)")
+                        f"(default regressor), or a class name: {', '.join(CLASS_NAMES)}")
     learn_.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="an estimator parameter, e.g. --param gamma=0.5 (repeatable)")
     learn_.add_argument("-f", "--model-file", metavar="MODEL",
