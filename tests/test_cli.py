@@ -142,11 +142,16 @@ def test_model_takes_estimator_class_names(data, name, cls):
     (["learn", "{bad}", "--target", "y"], "bad.csv:3: non-numeric value 'oops' in column 'a'"),
     (["learn", "{csv}"], "name the target column with --target"),
     (["predict", "-m", "{csv}", "{csv}"], "is not a model written by okl learn -f or okl.save"),
+    (["predict", "-m", "{model}", "{csv}"], "has 3 feature columns but the model was fitted on 2. "
+     "If one of them is the label column, name it with --target"),
 ])
 def test_user_errors_give_one_line_and_status_2(data, capsys, args, message):
     folder, csv, *_ = data
     (folder / "bad.csv").write_text("a,y\n1,2\noops,3\n")
-    paths = {"missing": folder / "missing.csv", "csv": csv, "bad": folder / "bad.csv"}
+    model = folder / "two.okl"
+    okl.save(okl.OnlineKernelRegressor().fit(np.zeros((2, 2)), [0.0, 1.0]), model)
+    paths = {"missing": folder / "missing.csv", "csv": csv, "bad": folder / "bad.csv",
+             "model": model}
     argv = [a.format(**paths) for a in args]
     assert main(argv) == 2
     err = capsys.readouterr().err

@@ -62,6 +62,12 @@ def _sparse(model: Any) -> bool:
     return type(model).__name__ == "RegularizedPAClassifier" and model.kernel == "linear"
 
 
+def _format(args: argparse.Namespace) -> str:
+    from okl.stream import guess_format
+
+    return args.format or guess_format(args.data)
+
+
 def _stream(args: argparse.Namespace, model: Any) -> Any:
     """The reader of args.data, set up from the command line's options."""
     from okl.stream import guess_format, iter_csv, iter_libsvm
@@ -150,6 +156,18 @@ def _load(path: str) -> Any:
                          f"({exc}).") from None
 
 
+def _check_width(args: argparse.Namespace, model: Any, X: Any) -> None:
+    """Rows as wide as the model's: else name --target when a CSV may hold its label column."""
+    width = getattr(model, "n_features_in_", None)
+    if width is None or X.shape[1] == width:
+        return
+    hint = ""
+    if args.target is None and X.shape[1] > width and _format(args) == "csv":
+        hint = " If one of them is the label column, name it with --target: it is then dropped."
+    raise UsageError(f"{args.data} has {X.shape[1]} feature columns but the model was fitted on "
+                     f"{width}.{hint}")
+
+
 def predict(args: argparse.Namespace) -> None:
     """okl predict: one prediction per line of DATA, to OUT or stdout."""
     model = _load(args.model_file)
@@ -157,6 +175,7 @@ def predict(args: argparse.Namespace) -> None:
     out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
     try:
         for X, _ in _read_with_progress(stream, "predict"):
+            _check_width(args, model, X)
             out.writelines(f"{p:.10g}\n" if isinstance(p, float) else f"{p}\n"
                            for p in model.predict(X).tolist())
     finally:
