@@ -523,3 +523,29 @@ def _drifting(**kwargs):
 def test_stream_generators_refuse_bools_and_none_by_name(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+@pytest.mark.parametrize("how", ["fit", "one row at a time", "learn_one"])
+def test_a_huge_coefreg_step_is_named_on_every_path(engine, how):
+    """eta = 1e300 with lam = 0.01: 1 - lam eta_t <= 0 empties the model at every step; the
+    learner says so once, whichever way it is fed, as OnlineKernelClassifier does."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = (X[:, 0] > 0).astype(int)
+    est = CoefficientRegularizedClassifier(eta=1e300, engine=engine)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if how == "fit":
+            est.fit(X, y)
+        elif how == "one row at a time":
+            for i in range(len(X)):
+                est.partial_fit(X[i:i + 1], y[i:i + 1], classes=[0, 1])
+        else:
+            from okl.river import to_river
+            model = to_river(est)
+            for x, label in zip(X, y):
+                model.learn_one(dict(enumerate(x)), int(label))
+    named = [w for w in caught if "1 - lam_t eta_t" in str(w.message) and "eta" in str(w.message)]
+    assert len(named) == 1, [str(w.message) for w in caught]
+    assert np.all(np.isfinite(est.decision_function(X)))
