@@ -244,3 +244,22 @@ def test_a_large_pairwise_gram_cache_warns_once(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         PairwiseLearner(pair_kernel="difference", buffer=50, random_state=0).fit(X, X[:, 0])
+
+
+# ---- scikit-learn's estimator checks, as a user runs them ----------------------------------
+
+@pytest.mark.parametrize("make", [OnlineKernelRegressor, OnlineKernelClassifier])
+def test_check_estimator_passes_with_the_declared_failures(make):
+    """A NORMA weight scales one step: the one check that assumes repeated rows is declared,
+    with its reason, and it does fail (the declaration is not a blanket pass)."""
+    from sklearn.utils.estimator_checks import (
+        check_estimator, check_sample_weight_equivalence_on_dense_data)
+    est = make()
+    declared = est.expected_failed_checks
+    assert set(declared) == {"check_sample_weight_equivalence_on_dense_data"}
+    assert "section 7.2" in declared["check_sample_weight_equivalence_on_dense_data"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_estimator(est, expected_failed_checks=declared)
+        with pytest.raises(AssertionError):
+            check_sample_weight_equivalence_on_dense_data(type(est).__name__, make())
