@@ -4,6 +4,7 @@ Two threads calling partial_fit on one estimator are serialised (a lock per
 estimator): the result equals one of the two serial orders.  A Ctrl-C stops a
 long call within a fraction of a second and leaves the model as it was.
 """
+import functools
 import json
 import os
 import pickle
@@ -263,3 +264,41 @@ def test_check_estimator_passes_with_the_declared_failures(make):
         check_estimator(est, expected_failed_checks=declared)
         with pytest.raises(AssertionError):
             check_sample_weight_equivalence_on_dense_data(type(est).__name__, make())
+
+
+# ---- two estimators in two threads --------------------------------------------------------
+
+@pytest.mark.parametrize("engine", ["numpy", "cython"])
+def test_two_estimators_learn_in_two_threads_at_once(engine):
+    """Each estimator has its own lock: while one call of A is inside its step loop (held
+    there by its step-size callable), B learns its whole stream; both equal serial runs."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 50))
+    yr, yc = X[:, 0], (X[:, 0] > 0).astype(int)
+    b_done = threading.Event()
+    waited = []
+
+    def eta_a(t, wait=True):
+        if wait:            # a hang guard only: it returns as soon as B is done
+            waited.append(b_done.wait(timeout=600))
+        return 0.5 * np.asarray(t, dtype=np.float64) ** -0.5
+
+    def learn_b(est):
+        for lo in range(0, 400, 50):
+            est.partial_fit(X[lo:lo + 50], yc[lo:lo + 50], classes=[0, 1])
+        b_done.set()
+
+    a = OnlineKernelRegressor(engine=engine, eta=eta_a, gamma=0.02)
+    b = OnlineKernelClassifier(engine=engine, gamma=0.02)
+    threads = [threading.Thread(target=a.fit, args=(X, yr)), threading.Thread(target=learn_b,
+                                                                              args=(b,))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert waited == [True], "B could not learn while A was inside a call"
+    serial_a = OnlineKernelRegressor(engine=engine, eta=functools.partial(eta_a, wait=False),
+                                     gamma=0.02)
+    serial_b = OnlineKernelClassifier(engine=engine, gamma=0.02).fit(X, yc)
+    np.testing.assert_array_equal(a.predict(X), serial_a.fit(X, yr).predict(X))
+    np.testing.assert_array_equal(b.decision_function(X), serial_b.decision_function(X))
