@@ -102,7 +102,7 @@ def test_learn_reads_scikit_learn_svmlight_files(tmp_path, capsys):
     dump_svmlight_file(X, np.where(y == 0, 1, -1), str(path))
     assert " 0:" in path.read_text().splitlines()[0]
     models = {}
-    for flag in ([], ["--zero-based", "auto"], ["--zero-based"], ["--zero-based", "true"]):
+    for flag in ([], ["--zero-based", "auto"], ["--zero-based", "true"]):
         models[len(flag)] = tmp_path / f"m{len(flag)}.okl"
         assert main(["learn", str(path), "--model", "classifier", *flag,
                      "-f", str(models[len(flag)])]) == 0, capsys.readouterr().err

@@ -214,8 +214,7 @@ def _data_options(parser: argparse.ArgumentParser) -> None:
                         help="replaces missing CSV values (default: a row with one is malformed)")
     parser.add_argument("--n-features", type=int, metavar="D",
                         help="width of libsvm rows (default: a first pass over the file)")
-    parser.add_argument("--zero-based", nargs="?", choices=("auto", "true", "false"),
-                        const="true", default="auto",
+    parser.add_argument("--zero-based", choices=("auto", "true", "false"), default="auto",
                         help="libsvm indices start at 0: true, false, or auto (default: 0-based "
                              "if some index is 0, as scikit-learn's load_svmlight_file)")
     parser.add_argument("--skip-malformed", action="store_true",
