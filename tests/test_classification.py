@@ -270,19 +270,12 @@ def test_okl_save_keeps_given_centers(tmp_path):
 
 # -- scikit-learn's estimator checks -------------------------------------------------------
 
-# online SGD: a weight of k scales one step's gradient; it is not k copies of the row
-# (docs/algorithms.md, section 7.2), so scikit-learn's equivalence check does not apply
-ONLINE_WEIGHTS = {"check_sample_weight_equivalence_on_dense_data":
-                  "a weight scales one online step; it is not repeated rows"}
-
-
 @parametrize_with_checks([
     OnlineKernelClassifier(),
     OnlineKernelClassifier(loss="logistic"),
     CoefficientRegularizedClassifier(),
     CoefficientRegularizedClassifier(loss="logistic", n_centers=20),
-], expected_failed_checks=lambda est: ONLINE_WEIGHTS if isinstance(est, OnlineKernelClassifier)
-   else {})
+], expected_failed_checks=lambda est: getattr(est, "expected_failed_checks", {}))
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 

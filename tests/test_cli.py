@@ -94,6 +94,41 @@ def test_predict_to_stdout_drops_the_target_column(data, capsys):
     assert len(capsys.readouterr().out.splitlines()) == 400
 
 
+def test_learn_reads_scikit_learn_svmlight_files(tmp_path, capsys):
+    """dump_svmlight_file writes 0-based indices: found as load_svmlight_file's "auto" does."""
+    from sklearn.datasets import dump_svmlight_file, load_iris
+    X, y = load_iris(return_X_y=True)
+    path = tmp_path / "iris.svm"
+    dump_svmlight_file(X, np.where(y == 0, 1, -1), str(path))
+    assert " 0:" in path.read_text().splitlines()[0]
+    models = {}
+    for flag in ([], ["--zero-based", "auto"], ["--zero-based", "true"]):
+        models[len(flag)] = tmp_path / f"m{len(flag)}.okl"
+        assert main(["learn", str(path), "--model", "classifier", *flag,
+                     "-f", str(models[len(flag)])]) == 0, capsys.readouterr().err
+        model = okl.load(models[len(flag)])
+        assert model.n_features_in_ == 4 and model.t_ == 150
+    reference = okl.OnlineKernelClassifier().fit(X, np.where(y == 0, 1, -1))
+    np.testing.assert_allclose(model.decision_function(X), reference.decision_function(X),
+                               atol=1e-12)
+    assert main(["learn", str(path), "--model", "classifier", "--zero-based", "false"]) == 2
+    assert "--zero-based true" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name, cls", [
+    ("OnlineKernelRegressor", "OnlineKernelRegressor"), ("regressor", "OnlineKernelRegressor"),
+    ("OnlineKernelClassifier", "OnlineKernelClassifier"),
+    ("CoefficientRegularizedClassifier", "CoefficientRegularizedClassifier"),
+    ("RegularizedPAClassifier", "RegularizedPAClassifier"),
+])
+def test_model_takes_estimator_class_names(data, name, cls):
+    folder, _, libsvm, *_ = data
+    model_file = folder / f"{name}.okl"
+    assert main(["learn", str(libsvm), "--model", name, "-f", str(model_file)]) == 0
+    model = okl.load(model_file)
+    assert type(model).__name__ == cls and model.t_ == 400
+
+
 @pytest.mark.parametrize("args, message", [
     (["learn", "{missing}", "--target", "y"], "No such file or directory"),
     (["learn", "{csv}", "--target", "price"], "no column 'price'; the columns are x1, x2, target"),
@@ -101,15 +136,22 @@ def test_predict_to_stdout_drops_the_target_column(data, capsys):
      "unknown parameter 'gama' for --model regressor (OnlineKernelRegressor); the parameters are"),
     (["learn", "{csv}", "--target", "target", "--param", "gamma=-1"], "'gamma' parameter"),
     (["learn", "{csv}", "--target", "target", "--model", "svm"],
-     "unknown model 'svm'; the models are regressor, quantile, classifier, coefreg, pa"),
+     "unknown model 'svm'; the models are regressor, quantile, classifier, coefreg, pa, or the "
+     "estimator classes CoefficientRegularizedClassifier, OnlineKernelClassifier, "
+     "OnlineKernelRegressor, RegularizedPAClassifier."),
     (["learn", "{bad}", "--target", "y"], "bad.csv:3: non-numeric value 'oops' in column 'a'"),
     (["learn", "{csv}"], "name the target column with --target"),
     (["predict", "-m", "{csv}", "{csv}"], "is not a model written by okl learn -f or okl.save"),
+    (["predict", "-m", "{model}", "{csv}"], "has 3 feature columns but the model was fitted on 2. "
+     "If one of them is the label column, name it with --target"),
 ])
 def test_user_errors_give_one_line_and_status_2(data, capsys, args, message):
     folder, csv, *_ = data
     (folder / "bad.csv").write_text("a,y\n1,2\noops,3\n")
-    paths = {"missing": folder / "missing.csv", "csv": csv, "bad": folder / "bad.csv"}
+    model = folder / "two.okl"
+    okl.save(okl.OnlineKernelRegressor().fit(np.zeros((2, 2)), [0.0, 1.0]), model)
+    paths = {"missing": folder / "missing.csv", "csv": csv, "bad": folder / "bad.csv",
+             "model": model}
     argv = [a.format(**paths) for a in args]
     assert main(argv) == 2
     err = capsys.readouterr().err

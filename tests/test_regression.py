@@ -211,15 +211,9 @@ def test_in_a_pipeline():
     assert pipe.score(*stream(200, seed=5)) > 0.6
 
 
-# online SGD: a weight of k scales one step's gradient; it is not k copies of the row
-# (docs/algorithms.md, section 7.2), so scikit-learn's equivalence check does not apply
-ONLINE_WEIGHTS = {"check_sample_weight_equivalence_on_dense_data":
-                  "a weight scales one online step; it is not repeated rows"}
-
-
 @parametrize_with_checks([OnlineKernelRegressor(), OnlineKernelRegressor(engine="numpy"),
                           OnlineKernelRegressor(loss="pinball", kernel="laplacian", budget=50)],
-                         expected_failed_checks=lambda est: ONLINE_WEIGHTS)
+                         expected_failed_checks=lambda est: est.expected_failed_checks)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 

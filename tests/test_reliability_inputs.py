@@ -281,6 +281,27 @@ def test_projection_of_huge_vectors_is_feasible():
     np.testing.assert_allclose(w, [1e-250 * 2 ** -0.5] * 2, rtol=1e-12)
 
 
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+def test_small_projections_of_huge_vectors_are_exact(engine):
+    """A threshold within rounding of the entries it cuts: |v_j| - mu = 0.5 at |v_j| = 1e308
+    is computed from the deficits max|v| - |v_j|, not by cancelling 1e308 against mu."""
+    from okl._numpy import projections as N
+    if engine == "cython":
+        l1, hl1 = P.project_l1_ball, P.project_halfspace_l1_ball
+    else:                               # the twin, on the facade's exact rescaling
+        def l1(v, beta, e=1024):
+            return np.ldexp(N.l1_ball(np.ldexp(np.asarray(v), -e), np.ldexp(beta, -e)), e)
+
+        def hl1(v, a, b, beta, e=1024):
+            return np.ldexp(N.halfspace_l1_ball(np.ldexp(np.asarray(v), -e), np.asarray(a) / 2.0,
+                                                np.ldexp(b / 2.0, -e), np.ldexp(beta, -e)), e)
+    np.testing.assert_array_equal(l1([1e308, 1e308], 1.0), [0.5, 0.5])
+    np.testing.assert_array_equal(l1([1e308, -1e308, 3.0], 1.0), [0.5, -0.5, 0.0])
+    np.testing.assert_array_equal(hl1([1e308, 1e308], [1.0, 1.0], 1.0, 5.0), [2.5, 2.5])
+    below = float(np.nextafter(1e308, 0.0))     # 1e308 - 2**971
+    np.testing.assert_array_equal(l1([1e308, below], 3 * 2.0 ** 971), [2.0 ** 972, 2.0 ** 971])
+
 # ---- a call never leaves a non-finite model ---------------------------------------------------
 
 def _finite(state):
@@ -473,3 +494,58 @@ def test_progressive_validation_checks_chunk_size(chunk_size):
 def test_model_file_error_is_public():
     assert issubclass(okl.ModelFileError, ValueError)
     assert "ModelFileError" in okl.__all__
+
+
+# ---- the stream generators take counts, not bools -------------------------------------------
+
+def _drifting(**kwargs):
+    from sklearn.datasets import load_digits
+    X, y = load_digits(return_X_y=True)
+    kwargs = {"classes": (3, 7, 8, 9), "n_per_phase": 10, **kwargs}
+    return okl.streams.drifting_phases(X, y, **kwargs)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: _drifting(n_per_phase=True), "n_per_phase must be an int"),
+    (lambda: _drifting(classes=None), "classes must be 4 distinct labels"),
+    (lambda: _drifting(classes=3), "classes must be 4 distinct labels"),
+    (lambda: _drifting(replace="no"), "replace must be True or False"),
+    (lambda: okl.streams.phase_probabilities(True), "n_per_phase must be an int"),
+    (lambda: okl.streams.nonidentical(True, 0.5), "n must be an int"),
+    (lambda: okl.streams.nonidentical(10, True), "b must be"),
+    (lambda: okl.streams.nonidentical(10, 0.5, c=True), "c must be"),
+    (lambda: okl.streams.nonidentical(10, 0.5, n_features=True), "n_features must be an int"),
+    (lambda: okl.streams.nonidentical(10, 0.5, chunk_size=True), "chunk_size"),
+    (lambda: okl.streams.nonidentical(10, 0.5, nu=None), "nu must be"),
+    (lambda: okl.streams.mixture_weight(3, True), "b must be a number"),
+    (lambda: okl.streams.conditional_quantile(np.zeros((2, 1)), True), "quantile must be"),
+])
+def test_stream_generators_refuse_bools_and_none_by_name(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+@pytest.mark.parametrize("how", ["fit", "one row at a time", "learn_one"])
+def test_a_huge_coefreg_step_is_named_on_every_path(engine, how):
+    """eta = 1e300 with lam = 0.01: 1 - lam eta_t <= 0 empties the model at every step; the
+    learner says so once, whichever way it is fed, as OnlineKernelClassifier does."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = (X[:, 0] > 0).astype(int)
+    est = CoefficientRegularizedClassifier(eta=1e300, engine=engine)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if how == "fit":
+            est.fit(X, y)
+        elif how == "one row at a time":
+            for i in range(len(X)):
+                est.partial_fit(X[i:i + 1], y[i:i + 1], classes=[0, 1])
+        else:
+            from okl.river import to_river
+            model = to_river(est)
+            for x, label in zip(X, y):
+                model.learn_one(dict(enumerate(x)), int(label))
+    named = [w for w in caught if "1 - lam_t eta_t" in str(w.message) and "eta" in str(w.message)]
+    assert len(named) == 1, [str(w.message) for w in caught]
+    assert np.all(np.isfinite(est.decision_function(X)))

@@ -82,8 +82,58 @@ def test_classifier_needs_no_classes_and_predicts_the_prior_first(river):
         model.learn_one(x, label)
     assert model.estimator.classes_.tolist() == [False, True]
     assert model.estimator.t_ == len(events)
-    with pytest.raises(NotImplementedError, match="logistic"):
-        model.predict_proba_one(events[0][0])
+    p = model.predict_proba_one(events[0][0])     # hinge: Platt's scaling of the margin
+    assert set(p) == {False, True} and p[True] + p[False] == pytest.approx(1.0)
+
+
+def test_online_platt_recovers_a_logistic_link():
+    """Margins f with P(y = 1 | f) = sigmoid(2 f - 0.5): (A, B) -> (2, -0.5)."""
+    from okl.river import OnlinePlatt
+    rng = np.random.default_rng(0)
+    platt = OnlinePlatt()
+    for f in rng.normal(0.0, 2.0, 20000):
+        platt.learn(f, rng.random() < 1.0 / (1.0 + np.exp(-(2.0 * f - 0.5))))
+    assert platt.A == pytest.approx(2.0, abs=0.15) and platt.B == pytest.approx(-0.5, abs=0.15)
+
+
+@pytest.mark.parametrize("load", ["iris", "wine"])
+def test_hinge_models_work_inside_one_vs_rest(river, load):
+    """river's OneVsRestClassifier asks predict_proba_one[True] of every binary model, from
+    the first event on; the hinge model answers with its online Platt scaling."""
+    import sklearn.datasets
+    from river import metrics, multiclass
+    from sklearn.preprocessing import StandardScaler
+
+    from okl.river import to_river
+    X, y = getattr(sklearn.datasets, f"load_{load}")(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    model = multiclass.OneVsRestClassifier(
+        to_river(OnlineKernelClassifier(gamma=1.0 / X.shape[1])))
+    accuracy = metrics.Accuracy()
+    order = np.random.default_rng(0).permutation(len(y))
+    for k, i in enumerate(order):
+        x = dict(enumerate(X[i]))
+        p = model.predict_proba_one(x)
+        if k:
+            assert sum(p.values()) == pytest.approx(1.0) and min(p.values()) >= 0.0
+        if k >= len(y) // 2:
+            accuracy.update(int(y[i]), max(p, key=p.get))
+        model.learn_one(x, int(y[i]))
+    assert accuracy.get() > 0.8          # chance: 1/3 (iris), 0.40 (wine)
+
+
+def test_a_bad_label_leaves_the_platt_scaling_as_it_was(river):
+    from okl.river import to_river
+    _, _, events = stream(classify=True)
+    model = to_river(OnlineKernelClassifier())
+    for x, label in events[:30]:
+        model.learn_one(x, label)
+    before = vars(model.platt).copy()
+    with pytest.raises(ValueError):
+        model.learn_one(events[30][0], "third label")
+    assert vars(model.platt) == before
+    again = pickle.loads(pickle.dumps(model))
+    assert again.predict_proba_one(events[31][0]) == model.predict_proba_one(events[31][0])
 
 
 def test_pairwise_learner_is_a_river_regressor_of_scores(river):

@@ -112,7 +112,8 @@ def test_libsvm_zero_based_and_sparse_chunks(tmp_path):
     path = tmp_path / "zero.svm"
     path.write_text("1 0:1 2:3\n-1 1:2\n")
     with pytest.raises(MalformedLineError, match=r"zero\.svm:1: .*zero_based=True"):
-        list(iter_libsvm(path))
+        list(iter_libsvm(path, zero_based=False))
+    assert rows(iter_libsvm(path)) == [([1.0, 0.0, 3.0], 1.0), ([0.0, 2.0, 0.0], -1.0)]
     chunks = list(iter_libsvm(path, zero_based=True, sparse=True, chunk_size=10))
     assert len(chunks) == 1 and sp.issparse(chunks[0][0])
     np.testing.assert_array_equal(chunks[0][0].toarray(), [[1, 0, 3], [0, 2, 0]])

@@ -17,6 +17,7 @@ MODELS = {   # --model name: (estimator class name, fixed parameters)
     "coefreg": ("CoefficientRegularizedClassifier", {}),
     "pa": ("RegularizedPAClassifier", {}),
 }
+CLASS_NAMES = sorted({cls for cls, _ in MODELS.values()})   # also accepted, with their defaults
 
 
 class UsageError(Exception):
@@ -35,10 +36,13 @@ def make_model(name: str, params: Sequence[str]) -> Any:
     """The estimator behind a --model name, with --param name=value settings, validated."""
     import okl
 
-    if name not in MODELS:
-        raise UsageError(f"unknown model {name!r}; the models are {', '.join(MODELS)}.")
-    cls = getattr(okl, MODELS[name][0])
-    settings = dict(MODELS[name][1])
+    if name in MODELS:
+        cls, settings = getattr(okl, MODELS[name][0]), dict(MODELS[name][1])
+    elif name in CLASS_NAMES:
+        cls, settings = getattr(okl, name), {}
+    else:
+        raise UsageError(f"unknown model {name!r}; the models are {', '.join(MODELS)}, or the "
+                         f"estimator classes {', '.join(CLASS_NAMES)}.")
     valid = sorted(cls().get_params())
     for param in params:
         key, equals, text = param.partition("=")
@@ -58,6 +62,12 @@ def _sparse(model: Any) -> bool:
     return type(model).__name__ == "RegularizedPAClassifier" and model.kernel == "linear"
 
 
+def _format(args: argparse.Namespace) -> str:
+    from okl.stream import guess_format
+
+    return args.format or guess_format(args.data)
+
+
 def _stream(args: argparse.Namespace, model: Any) -> Any:
     """The reader of args.data, set up from the command line's options."""
     from okl.stream import guess_format, iter_csv, iter_libsvm
@@ -67,7 +77,8 @@ def _stream(args: argparse.Namespace, model: Any) -> Any:
     if fmt == "libsvm":
         fitted = getattr(model, "n_features_in_", None)
         return iter_libsvm(args.data, n_features=args.n_features or fitted,
-                           zero_based=args.zero_based,
+                           zero_based={"auto": "auto", "true": True,
+                                       "false": False}[args.zero_based],
                            sparse=_sparse(model), **common)
     target = args.target
     if target is not None and args.no_header:
@@ -145,6 +156,18 @@ def _load(path: str) -> Any:
                          f"({exc}).") from None
 
 
+def _check_width(args: argparse.Namespace, model: Any, X: Any) -> None:
+    """Rows as wide as the model's: else name --target when a CSV may hold its label column."""
+    width = getattr(model, "n_features_in_", None)
+    if width is None or X.shape[1] == width:
+        return
+    hint = ""
+    if args.target is None and X.shape[1] > width and _format(args) == "csv":
+        hint = " If one of them is the label column, name it with --target: it is then dropped."
+    raise UsageError(f"{args.data} has {X.shape[1]} feature columns but the model was fitted on "
+                     f"{width}.{hint}")
+
+
 def predict(args: argparse.Namespace) -> None:
     """okl predict: one prediction per line of DATA, to OUT or stdout."""
     model = _load(args.model_file)
@@ -152,6 +175,7 @@ def predict(args: argparse.Namespace) -> None:
     out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
     try:
         for X, _ in _read_with_progress(stream, "predict"):
+            _check_width(args, model, X)
             out.writelines(f"{p:.10g}\n" if isinstance(p, float) else f"{p}\n"
                            for p in model.predict(X).tolist())
     finally:
@@ -190,7 +214,9 @@ def _data_options(parser: argparse.ArgumentParser) -> None:
                         help="replaces missing CSV values (default: a row with one is malformed)")
     parser.add_argument("--n-features", type=int, metavar="D",
                         help="width of libsvm rows (default: a first pass over the file)")
-    parser.add_argument("--zero-based", action="store_true", help="libsvm indices start at 0")
+    parser.add_argument("--zero-based", choices=("auto", "true", "false"), default="auto",
+                        help="libsvm indices start at 0: true, false, or auto (default: 0-based "
+                             "if some index is 0, as scikit-learn's load_svmlight_file)")
     parser.add_argument("--skip-malformed", action="store_true",
                         help="skip and count malformed lines instead of stopping")
     parser.add_argument("--chunk-size", type=int, default=1000, metavar="N",
@@ -216,7 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "printed after 1, 2, 4, 8, ... rows and every --print-every rows.")
     _data_options(learn_)
     learn_.add_argument("--model", default="regressor", help=f"one of {', '.join(MODELS)} "
-                        "(default regressor)")
+                        f"(default regressor), or a class name: {', '.join(CLASS_NAMES)}")
     learn_.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="an estimator parameter, e.g. --param gamma=0.5 (repeatable)")
     learn_.add_argument("-f", "--model-file", metavar="MODEL",

@@ -153,6 +153,17 @@ STEP_CONSTRAINTS = {
 ENGINE_CONSTRAINTS = {"engine": [Options("cython", "numpy")],
                       "verbose": [BOOL, NONE]}
 
+# scikit-learn's estimator checks that a NORMA learner fails by design: a weight w scales one
+# step's gradient once, and the shrink (1 - eta_t lam) is applied once, so w = 2 is not two
+# copies of the row (docs/algorithms.md, section 7.2).  scikit-learn >= 1.6 has no tag for
+# this (its own SGD estimators are listed inside scikit-learn); pass it to the checks:
+# ``check_estimator(est, expected_failed_checks=est.expected_failed_checks)``.
+ONLINE_WEIGHT_CHECKS = {
+    "check_sample_weight_equivalence_on_dense_data":
+        "sample_weight scales one online step (docs/algorithms.md, section 7.2); it is not "
+        "equivalent to repeating samples, as for scikit-learn's SGD estimators",
+}
+
 # -- streaming (docs/streaming.md) ------------------------------------------------------------
 
 GAMMA_SCALE_CONSTRAINTS = {

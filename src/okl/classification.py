@@ -22,8 +22,8 @@ from okl._binary import BinaryClassifierMixin
 from okl._engines import ENGINES
 from okl._params import (
     APPROXIMATION_CONSTRAINTS, ARRAY_2D, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS,
-    GAMMA_SCALE_CONSTRAINTS, INTERCEPT_CONSTRAINTS, NONE, STEP_CONSTRAINTS, Interval, Options,
-    budget_constraints, kernel_constraints,
+    GAMMA_SCALE_CONSTRAINTS, INTERCEPT_CONSTRAINTS, NONE, ONLINE_WEIGHT_CHECKS,
+    STEP_CONSTRAINTS, Interval, Options, budget_constraints, kernel_constraints,
 )
 from okl.kernels import kernel_code
 from okl.losses import MARGIN_LOSSES, lipschitz_at_origin, loss_spec, slope_at_origin
@@ -189,6 +189,11 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
         **INTERCEPT_CONSTRAINTS,
         **CLASSES_CONSTRAINTS,
     }
+
+    #: scikit-learn's estimator checks this learner fails by design, with the reason
+    #: (a weight is not repeated rows): ``check_estimator(est,
+    #: expected_failed_checks=est.expected_failed_checks)``.
+    expected_failed_checks = ONLINE_WEIGHT_CHECKS
 
     def __init__(self, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0, loss="hinge",
                  lam=1e-3, eta="auto", eta_decay=0.5, budget=None, budget_policy="auto",

@@ -11,7 +11,10 @@ the same code the learners call.
 
 Inputs are first rescaled by powers of two (exact) so that the largest is
 about 1: no square or sum overflows or underflows, and the results are exact
-at every scale from 1e-308 to 1e308.
+at every scale from 1e-308 to 1e308.  The L1 threshold mu is kept as
+``max|v| - delta`` and the soft threshold computed as ``delta - (max|v| - |v_j|)``,
+so a result far below the entries it is cut from keeps its digits
+(``project_l1_ball([1e308, 1e308], 1)`` is ``[0.5, 0.5]``).
 
 References
 ----------

@@ -7,8 +7,8 @@ from sklearn.base import RegressorMixin
 from okl._base import OnlineLearner, PointwiseMixin
 from okl._params import (
     APPROXIMATION_CONSTRAINTS, ENGINE_CONSTRAINTS, GAMMA_SCALE_CONSTRAINTS, INTERCEPT_CONSTRAINTS,
-    STEP_CONSTRAINTS, Interval, InvalidParameterError, Options, budget_constraints,
-    kernel_constraints,
+    ONLINE_WEIGHT_CHECKS, STEP_CONSTRAINTS, Interval, InvalidParameterError, Options,
+    budget_constraints, kernel_constraints,
 )
 from okl.losses import RESIDUAL_LOSSES, loss_spec, loss_value
 
@@ -159,6 +159,11 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
         **GAMMA_SCALE_CONSTRAINTS,
         **INTERCEPT_CONSTRAINTS,
     }
+
+    #: scikit-learn's estimator checks this learner fails by design, with the reason
+    #: (a weight is not repeated rows): ``check_estimator(est,
+    #: expected_failed_checks=est.expected_failed_checks)``.
+    expected_failed_checks = ONLINE_WEIGHT_CHECKS
 
     def __init__(self, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0, loss="squared",
                  quantile=0.5, epsilon=0.0, lam=1e-3, lam_decay=0.0, eta="auto",

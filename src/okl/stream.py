@@ -286,29 +286,45 @@ class _LibsvmStream(_FileStream):
         super().__init__(source, chunk_size, skip_malformed)
         if sparse and chunk_size is None:
             raise ValueError("Sparse rows come in chunks: pass chunk_size with sparse=True.")
+        if not (isinstance(zero_based, (bool, np.bool_)) or zero_based == "auto"):
+            raise ValueError(f"zero_based must be True, False or 'auto'; got {zero_based!r}.")
         self.n_features = n_features
-        self.offset = 0 if zero_based else 1
+        self.zero_based = zero_based if zero_based == "auto" else bool(zero_based)
+        self.offset = 0 if self.zero_based is True else 1
         self.sparse = sparse
 
-    def _width(self):
-        """n_features, or the largest index of the file (one pass) when not given."""
-        if self.n_features is not None:
-            return int(self.n_features)
-        if hasattr(self.source, "read") or os.fspath(self.source) == "-":
-            raise ValueError(f"n_features is needed to read libsvm data from {self.name}: "
-                             "the width of the rows cannot be known before the end.")
-        largest = self.offset - 1
+    def _layout(self):
+        """(offset, width): the first index (0 or 1) and the width of the rows.
+
+        A first pass over the file finds the largest index when n_features is
+        not given and, for zero_based="auto", the base: 0 if some index is 0,
+        else 1 (as scikit-learn's ``load_svmlight_file(zero_based="auto")``).
+        Standard input and open files cannot be read twice: "auto" is 1 there.
+        """
+        fixed = None if self.zero_based == "auto" else 0 if self.zero_based else 1
+        once = hasattr(self.source, "read") or os.fspath(self.source) == "-"
+        if once or (self.n_features is not None and fixed is not None):
+            if self.n_features is None:
+                raise ValueError(f"n_features is needed to read libsvm data from {self.name}: "
+                                 "the width of the rows cannot be known before the end.")
+            return (1 if fixed is None else fixed), int(self.n_features)
+        smallest, largest = None, -1
         file, _, _ = _open_text(self.source)
         with file:
             for line in file:
                 for token in line.partition("#")[0].split()[1:]:
                     index = token.partition(":")[0]
                     if index.isdigit():
-                        largest = max(largest, int(index))
-        return largest + 1 - self.offset
+                        index = int(index)
+                        largest = max(largest, index)
+                        smallest = index if smallest is None else min(smallest, index)
+        offset = fixed if fixed is not None else 0 if smallest == 0 else 1
+        if self.n_features is not None:
+            return offset, int(self.n_features)
+        return offset, max(largest + 1 - offset, 0)
 
     def _parse(self, file, size):
-        width = self._width()
+        self.offset, width = self._layout()
         numbered = enumerate(file, start=1)
         while block := list(islice(numbered, size)):
             labels, indptr, indices, values = [], [0], [], []
@@ -344,7 +360,8 @@ class _LibsvmStream(_FileStream):
             except ValueError:
                 column, value = -1, np.nan
             if not colon or not np.isfinite(value) or column < 0:
-                hint = " (pass zero_based=True for indices from 0)" if index == "0" else ""
+                hint = (" (indices from 0: pass zero_based=True, --zero-based true on the "
+                        "command line)") if index == "0" else ""
                 return self._bad(number, f"cannot read {token!r} as index:value{hint}")
             if column >= width:
                 return self._bad(number, f"feature index {index} is beyond n_features={width}")
@@ -356,7 +373,7 @@ class _LibsvmStream(_FileStream):
 
 
 def iter_libsvm(path: Path | io.TextIOBase, *, n_features: int | None = None,
-                zero_based: bool = False, sparse: bool = False,
+                zero_based: bool | str = "auto", sparse: bool = False,
                 chunk_size: int | None = None, skip_malformed: bool = False) -> Stream:
     """Stream a libsvm / svmlight file, one ``label index:value [# comment]`` line per sample.
 
@@ -368,8 +385,11 @@ def iter_libsvm(path: Path | io.TextIOBase, *, n_features: int | None = None,
     n_features : int, optional
         The width of the rows.  Default: the largest index in the file, found
         by a first pass over it (standard input needs n_features).
-    zero_based : bool, default=False
-        Whether indices start at 0 (libsvm's own files start at 1).
+    zero_based : bool or "auto", default="auto"
+        Whether indices start at 0 (libsvm's own files start at 1, those of
+        scikit-learn's ``dump_svmlight_file`` at 0).  "auto", as scikit-learn's
+        ``load_svmlight_file``: 0-based if some index is 0, else 1-based; it
+        takes a first pass over a file, and is 1-based on standard input.
     sparse : bool, default=False
         Yield CSR matrices (for linear models such as
         ``RegularizedPAClassifier(kernel="linear")``) instead of dense rows

@@ -23,12 +23,27 @@ PHASES = np.array([
 ])
 
 
+def _count(value, name):
+    """value as an int >= 1; a bool is not a count."""
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
+        raise ValueError(f"{name} must be an int >= 1; got {value!r}.")
+    return int(value)
+
+
+def _number(value, name):
+    """value as a float; a bool is not a number."""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise ValueError(f"{name} must be a number; got {value!r}.")
+    return float(value)
+
+
 def phase_probabilities(n_per_phase):
     """The class probabilities (P1, P2, N1, N2) of every step, shape (4 n_per_phase, 4).
 
     Inside each phase they move linearly from the phase's start values (first
     step) to its end values (last step).
     """
+    n_per_phase = _count(n_per_phase, "n_per_phase")
     u = np.linspace(0.0, 1.0, n_per_phase)[:, None]
     return np.vstack([start + u * (end - start) for start, end in PHASES])
 
@@ -66,9 +81,16 @@ def drifting_phases(X, y, classes, n_per_phase=500, random_state=None, replace=T
     """
     X = X.tocsr() if sp.issparse(X) else np.asarray(X)
     y = np.asarray(y)
-    if not isinstance(n_per_phase, Integral) or n_per_phase < 1:
-        raise ValueError(f"n_per_phase must be an int >= 1; got {n_per_phase!r}.")
-    if len(classes) != 4 or len(set(classes)) != 4:
+    n_per_phase = _count(n_per_phase, "n_per_phase")
+    if not isinstance(replace, (bool, np.bool_)):
+        raise ValueError(f"replace must be True or False; got {replace!r}.")
+    try:
+        classes = list(classes)
+        distinct = len(set(classes))
+    except TypeError:
+        raise ValueError("classes must be 4 distinct labels (P1, P2, N1, N2), e.g. (3, 7, 8, 9); "
+                         f"got {classes!r}.") from None
+    if len(classes) != 4 or distinct != 4:
         raise ValueError(f"classes must be 4 distinct labels (P1, P2, N1, N2); got {classes!r}.")
     if X.shape[0] != len(y):
         raise ValueError(f"X has {X.shape[0]} rows but y has {len(y)} labels.")
@@ -130,6 +152,7 @@ def mixture_weight(t, b, c=1.0):
     ----------
     See `nonidentical` and docs/nonidentical.md.
     """
+    b, c = _number(b, "b"), _number(c, "c")
     t = np.asarray(t, dtype=np.float64)
     if np.isinf(b):
         return np.zeros_like(t)[()]
@@ -161,8 +184,8 @@ def conditional_quantile(X, quantile, f=None):
     distributions, Journal of Mathematics (Shuxue Zazhi) 39(5):713-720, 2019,
     Theorem 2.1, assumption 5.  See docs/nonidentical.md.
     """
-    if not 0.0 <= quantile <= 1.0:
-        raise ValueError(f"quantile must be in [0, 1]; got {quantile!r}.")
+    if isinstance(quantile, bool) or not isinstance(quantile, Real) or not 0.0 <= quantile <= 1.0:
+        raise ValueError(f"quantile must be a float in [0, 1]; got {quantile!r}.")
     f = target if f is None else f
     return np.asarray(f(np.asarray(X, dtype=np.float64)), dtype=np.float64) - 1.0 + 2.0 * quantile
 
@@ -227,17 +250,18 @@ def nonidentical(n, b, *, c=1.0, nu=(0.0, 0.2), n_features=1, f=None, chunk_size
     >>> X.shape, y.shape
     ((1000, 1), (1000,))
     """
-    if not isinstance(n, Integral) or n < 1:
-        raise ValueError(f"n must be an int >= 1; got {n!r}.")
-    if not isinstance(b, Real) or not b > 0:
+    n = _count(n, "n")
+    if isinstance(b, bool) or not isinstance(b, Real) or not b > 0:
         raise ValueError(f"b must be a float > 0 (inf for i.i.d. sampling); got {b!r}.")
-    if not isinstance(c, Real) or not 0 <= c < np.inf:
+    if isinstance(c, bool) or not isinstance(c, Real) or not 0 <= c < np.inf:
         raise ValueError(f"c must be a finite float >= 0; got {c!r}.")
-    if not isinstance(n_features, Integral) or n_features < 1:
-        raise ValueError(f"n_features must be an int >= 1; got {n_features!r}.")
-    if chunk_size is not None and (not isinstance(chunk_size, Integral) or chunk_size < 1):
-        raise ValueError(f"chunk_size must be None or an int >= 1; got {chunk_size!r}.")
-    lo, hi = (float(v) for v in nu)
+    n_features = _count(n_features, "n_features")
+    if chunk_size is not None:
+        chunk_size = _count(chunk_size, "chunk_size (or None)")
+    try:
+        lo, hi = (float(v) for v in nu)
+    except (TypeError, ValueError):
+        raise ValueError(f"nu must be (lo, hi) with finite lo < hi; got {nu!r}.") from None
     if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
         raise ValueError(f"nu must be (lo, hi) with finite lo < hi; got {nu!r}.")
     f = target if f is None else f

@@ -11,7 +11,7 @@ cdef struct AbsIndex:     # one entry of a weight vector, sorted by (mag, index)
 
 
 cdef double cl1_threshold(const double* v, const double* a, double tau, Py_ssize_t d,
-                          double beta, double* work) noexcept nogil
+                          double beta, double* work, double* top) noexcept nogil
 cdef bint chalfspace_l1(const double* v, const double* a, Py_ssize_t d, double b,
                         double beta, double* w_out, double* work) noexcept nogil
 cdef double ctruncate_smallest(double* w, Py_ssize_t d, double sigma,

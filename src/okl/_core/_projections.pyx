@@ -22,53 +22,60 @@ cdef int MAX_ITER = 100             # pieces of g visited; a few in practice
 cdef double FACE_RTOL = 1e-12       # b within this of beta ||a||_inf: the set is a face
 
 
-cdef inline double csoft(double u, double mu) noexcept nogil:
-    """Soft threshold S_mu(u) = sign(u) max(|u| - mu, 0)."""
-    if u > mu:
-        return u - mu
-    if u < -mu:
-        return u + mu
-    return 0.0
+cdef inline double cshrink(double u, double top, double delta) noexcept nogil:
+    """Soft threshold S_mu(u) = sign(u) max(|u| - mu, 0) for mu = top - delta.
+
+    Computed as delta - (top - |u|): top - |u| is exact for |u| near top
+    (Sterbenz), so the result keeps its digits even when mu cancels |u| to far
+    below its size (|u| = 1e308, |u| - mu = 0.5).
+    """
+    cdef double m = delta - (top - fabs(u))
+    return copysign(m, u) if m > 0.0 else 0.0
 
 
-cdef double csimplex_threshold(double* s, Py_ssize_t n, double z) noexcept nogil:
-    """theta with sum_i max(s_i - theta, 0) = z (n >= 1, z >= 0); reorders s.
+cdef double csimplex_threshold(double* s, Py_ssize_t n, double z, double* top) noexcept nogil:
+    """delta with theta = top - delta solving sum_i max(s_i - theta, 0) = z
+    (n >= 1, z >= 0); top = max(s).  Overwrites s with the deficits top - s_i.
 
-    Duchi et al.'s pivot search (ICML 2008, Fig. 2): a pivot splits the
-    undecided entries into G (those >= pivot) and the rest; if the pivot is in
-    the support, so is all of G, else the support lies in G without the pivot.
-    Expected O(n).
+    Duchi et al.'s pivot search (ICML 2008, Fig. 2) on the deficits t_i:
+    a pivot splits the undecided entries into G (those <= pivot) and the
+    rest; if the pivot is in the support, so is all of G, else the support
+    lies in G without the pivot.  Expected O(n).  On the support,
+    delta = (z + sum t_i) / rho: no sum of the s_i, which would cancel.
     """
     cdef Py_ssize_t lo = 0, hi = n, j, k, rho = 0
-    cdef double cum = 0.0, pivot, g
+    cdef double cum = 0.0, pivot, g, m = s[0]
+    for j in range(1, n):
+        m = fmax(m, s[j])
+    top[0] = m
     if z <= 0.0:                      # theta = max(s): everything is cut
-        pivot = s[0]
-        for j in range(1, n):
-            pivot = fmax(pivot, s[j])
-        return pivot
+        return 0.0
+    for j in range(n):
+        s[j] = m - s[j]
     while lo < hi:
         s[lo], s[lo + (hi - lo) // 2] = s[lo + (hi - lo) // 2], s[lo]
         pivot = g = s[lo]
         k = lo + 1
-        for j in range(lo + 1, hi):   # move G = {s_j >= pivot} to s[lo:k]
-            if s[j] >= pivot:
+        for j in range(lo + 1, hi):   # move G = {t_j <= pivot} to s[lo:k]
+            if s[j] <= pivot:
                 g += s[j]
                 s[j], s[k] = s[k], s[j]
                 k += 1
-        if cum + g - (rho + k - lo) * pivot < z:    # the pivot is in the support
+        if (rho + k - lo) * pivot - (cum + g) < z:  # the pivot is in the support
             cum += g
             rho += k - lo
             lo = k
         else:
             lo += 1
             hi = k
-    return (cum - z) / rho
+    return (z + cum) / rho
 
 
 cdef double cl1_threshold(const double* v, const double* a, double tau, Py_ssize_t d,
-                          double beta, double* work) noexcept nogil:
-    """mu with ||S_mu(u)||_1 = beta for u = v + tau a (a may be NULL: u = v), or 0
-    when ||u||_1 <= beta.  work: d doubles."""
+                          double beta, double* work, double* top) noexcept nogil:
+    """delta with ||S_mu(u)||_1 = beta for mu = top - delta and u = v + tau a
+    (a may be NULL: u = v); top = delta = 0 (mu = 0) when ||u||_1 <= beta.
+    work: d doubles."""
     cdef Py_ssize_t j, n = 0
     cdef double u, total = 0.0
     for j in range(d):
@@ -77,25 +84,27 @@ cdef double cl1_threshold(const double* v, const double* a, double tau, Py_ssize
             work[n] = u
             n += 1
             total += u
+    top[0] = 0.0
     if total <= beta:
         return 0.0
-    return csimplex_threshold(work, n, beta)
+    return csimplex_threshold(work, n, beta, top)
 
 
 cdef double csegment(const double* v, const double* a, Py_ssize_t d, double tau,
-                     double b, double beta, double* work, double* mu,
+                     double b, double beta, double* work, double* top, double* delta,
                      double* slope, double* size) noexcept nogil:
     """g(tau) = a.w - b for w = S_mu(v + tau a), the L1-ball projection of v + tau a.
 
-    Also gives mu, the slope of g on tau's linear piece and the size of the
-    terms of a.w (the rounding scale of g).  Where the ball is active, on the
-    support S (signs s_j) mu moves by sum_S s_j a_j / |S| per unit of tau.
+    Also gives mu = top - delta, the slope of g on tau's linear piece and the
+    size of the terms of a.w (the rounding scale of g).  Where the ball is
+    active, on the support S (signs s_j) mu moves by sum_S s_j a_j / |S| per
+    unit of tau.
     """
     cdef Py_ssize_t j, k = 0
     cdef double u, w, g = -b, sa = 0.0, a2 = 0.0
-    mu[0] = cl1_threshold(v, a, tau, d, beta, work)
+    delta[0] = cl1_threshold(v, a, tau, d, beta, work, top)
     size[0] = fabs(b)
-    if mu[0] == 0.0:                 # inside the ball: w = u, slope ||a||^2
+    if top[0] == 0.0:                # inside the ball: w = u, slope ||a||^2
         for j in range(d):
             u = v[j] + tau * a[j]
             g += a[j] * u
@@ -105,8 +114,8 @@ cdef double csegment(const double* v, const double* a, Py_ssize_t d, double tau,
         return g
     for j in range(d):
         u = v[j] + tau * a[j]
-        if fabs(u) > mu[0]:
-            w = u - copysign(mu[0], u)
+        w = cshrink(u, top[0], delta[0])
+        if w != 0.0:
             g += a[j] * w
             size[0] += fabs(a[j] * w)
             sa += a[j] if u > 0.0 else -a[j]
@@ -124,8 +133,8 @@ cdef bint chalfspace_l1(const double* v, const double* a, Py_ssize_t d, double b
     b > beta ||a||_inf (up to a relative FACE_RTOL).
     """
     cdef Py_ssize_t j, n, it
-    cdef double amax = 0.0, tol, g, mu, slope, size, tau, lo, hi, newton, step, prev_step
-    cdef double theta, s
+    cdef double amax = 0.0, tol, g, top, delta, slope, size, tau, lo, hi, newton, step, prev_step
+    cdef double s
     for j in range(d):
         amax = fmax(amax, fabs(a[j]))
     tol = FACE_RTOL * beta * amax
@@ -133,7 +142,7 @@ cdef bint chalfspace_l1(const double* v, const double* a, Py_ssize_t d, double b
         return False
     # tau = 0: the ball projection, if it lies in the halfspace
     tau = 0.0
-    g = csegment(v, a, d, tau, b, beta, work, &mu, &slope, &size)
+    g = csegment(v, a, d, tau, b, beta, work, &top, &delta, &slope, &size)
     if g < 0.0 and b >= beta * amax - tol:
         # b = beta ||a||_inf: the set is the face w_j = beta sign(a_j) p_j on
         # J = {|a_j| = ||a||_inf}, p in the simplex; project v onto it
@@ -142,11 +151,11 @@ cdef bint chalfspace_l1(const double* v, const double* a, Py_ssize_t d, double b
             if fabs(a[j]) == amax:
                 work[n] = copysign(v[j], a[j]) / beta
                 n += 1
-        theta = csimplex_threshold(work, n, 1.0)
+        delta = csimplex_threshold(work, n, 1.0, &top)
         for j in range(d):
             s = 0.0
             if fabs(a[j]) == amax:
-                s = copysign(beta * fmax(copysign(v[j], a[j]) / beta - theta, 0.0), a[j])
+                s = copysign(beta * fmax(delta - (top - copysign(v[j], a[j]) / beta), 0.0), a[j])
             w_out[j] = s
         return True
     if g < 0.0:
@@ -164,7 +173,7 @@ cdef bint chalfspace_l1(const double* v, const double* a, Py_ssize_t d, double b
             else:
                 step = 0.5 * (hi - lo)          # else bisection
                 tau = lo + step
-            g = csegment(v, a, d, tau, b, beta, work, &mu, &slope, &size)
+            g = csegment(v, a, d, tau, b, beta, work, &top, &delta, &slope, &size)
             # converged: g vanishes to rounding, or so does the next Newton step
             if fabs(g) <= 8.0 * DBL_EPSILON * fmax(size, slope * tau):
                 break
@@ -175,7 +184,7 @@ cdef bint chalfspace_l1(const double* v, const double* a, Py_ssize_t d, double b
             if hi < INFINITY and hi - lo <= 4.0 * DBL_EPSILON * hi:
                 break
     for j in range(d):
-        w_out[j] = csoft(v[j] + tau * a[j], mu)
+        w_out[j] = cshrink(v[j] + tau * a[j], top, delta)
     return True
 
 
@@ -245,11 +254,11 @@ def l1_ball(const double[::1] v, double beta):
     out_arr = np.empty(d, dtype=np.float64)
     cdef double[::1] out = out_arr
     cdef double[::1] work = np.empty(d, dtype=np.float64)
-    cdef double mu
+    cdef double top, delta
     with nogil:
-        mu = cl1_threshold(&v[0], NULL, 0.0, d, beta, &work[0])
+        delta = cl1_threshold(&v[0], NULL, 0.0, d, beta, &work[0], &top)
         for j in range(d):
-            out[j] = csoft(v[j], mu)
+            out[j] = cshrink(v[j], top, delta)
     return out_arr
 
 

@@ -10,25 +10,32 @@ FACE_RTOL = 1e-12
 EPS = np.finfo(np.float64).eps
 
 
-def soft(u, mu):
-    """Soft threshold S_mu(u) = sign(u) max(|u| - mu, 0)."""
-    return np.sign(u) * np.maximum(np.abs(u) - mu, 0.0)
+def shrink(u, top, delta):
+    """Soft threshold S_mu(u) = sign(u) max(|u| - mu, 0) for mu = top - delta,
+    as delta - (top - |u|) (exact for |u| near top)."""
+    m = delta - (top - np.abs(u))
+    return np.where(m > 0, np.copysign(np.maximum(m, 0.0), u), 0.0)
 
 
 def simplex_threshold(s, z):
-    """theta with sum_i max(s_i - theta, 0) = z (Duchi et al. 2008)."""
-    s = np.sort(s)[::-1]
-    cum = np.cumsum(s)
-    j = np.arange(1, len(s) + 1)
-    rho = max(1, np.count_nonzero(s * j > cum - z))
-    return (cum[rho - 1] - z) / rho
+    """(top, delta): theta = top - delta solves sum_i max(s_i - theta, 0) = z
+    (Duchi et al. 2008), from the deficits top - s_i; top = max(s)."""
+    top = s.max()
+    if z <= 0:
+        return top, 0.0
+    t = np.sort(top - s)
+    cum = np.cumsum(t)
+    j = np.arange(1, len(t) + 1)
+    rho = max(1, np.count_nonzero(j * t - cum < z))
+    return top, (z + cum[rho - 1]) / rho
 
 
 def l1_threshold(u, beta):
-    """mu with ||S_mu(u)||_1 = beta, or 0 when ||u||_1 <= beta."""
+    """(top, delta) with ||S_mu(u)||_1 = beta for mu = top - delta, or (0, 0) when
+    ||u||_1 <= beta."""
     mags = np.abs(u[u != 0])
     if mags.sum() <= beta:
-        return 0.0
+        return 0.0, 0.0
     return simplex_threshold(mags, beta)
 
 
@@ -38,7 +45,7 @@ def l2_ball(v, beta):
 
 
 def l1_ball(v, beta):
-    return soft(v, l1_threshold(v, beta))
+    return shrink(v, *l1_threshold(v, beta))
 
 
 def halfspace_l2_coefs(vv, av, aa, b, beta):
@@ -69,14 +76,16 @@ def halfspace_l2_ball(v, a, b, beta):
 
 
 def segment(v, a, tau, b, beta):
-    """(g, mu, slope, size): g(tau) = a.w - b for w the L1-ball projection of v + tau a,
-    the slope of g on tau's linear piece, and the rounding scale of g."""
+    """(g, (top, delta), slope, size): g(tau) = a.w - b for w the L1-ball projection
+    of v + tau a, its threshold mu = top - delta, the slope of g on tau's linear
+    piece, and the rounding scale of g."""
     u = v + tau * a
     mu = l1_threshold(u, beta)
-    if mu == 0.0:
+    if mu[0] == 0.0:
         return a @ u - b, mu, a @ a, abs(b) + np.abs(a * u).sum()
-    S = np.abs(u) > mu
-    w = u[S] - np.copysign(mu, u[S])
+    w = shrink(u, *mu)
+    S = w != 0
+    w = w[S]
     sa = np.where(u[S] > 0, a[S], -a[S]).sum()
     k = np.count_nonzero(S)
     slope = max(a[S] @ a[S] - sa * sa / k, 0.0) if k else 0.0
@@ -94,8 +103,9 @@ def halfspace_l1_ball(v, a, b, beta):
         # the face w_j = beta sign(a_j) p_j on J = argmax |a_j|, p in the simplex
         J = np.abs(a) == amax
         c = np.copysign(v[J], a[J]) / beta
+        top, delta = simplex_threshold(c, 1.0)
         w = np.zeros_like(v)
-        w[J] = np.copysign(beta * np.maximum(c - simplex_threshold(c, 1.0), 0.0), a[J])
+        w[J] = np.copysign(beta * np.maximum(delta - (top - c), 0.0), a[J])
         return w
     if g < 0:
         lo, hi, step = 0.0, np.inf, np.inf
@@ -119,7 +129,7 @@ def halfspace_l1_ball(v, a, b, beta):
                 hi = tau
             if hi < np.inf and hi - lo <= 4 * EPS * hi:
                 break
-    return soft(v + tau * a, mu)
+    return shrink(v + tau * a, *mu)
 
 
 def truncate_smallest(w, sigma):
