@@ -91,7 +91,8 @@ def _table(kind):
     return "\n".join([rule, head, rule, *(f"{n:<{width}}  {f}" for n, f in rows), rule])
 
 
-__doc__ += "\n" + _table("residual") + "\n\n" + _table("margin") + "\n"
+__doc__ = __doc__.replace("\nReferences\n", "\n" + _table("residual") + "\n\n" + _table("margin")
+                          + "\n\nReferences\n", 1)
 
 
 def loss_row(name):
