@@ -58,15 +58,14 @@ def step(model, x, kxx, kself, f, y, w, eta_given, loss, s, st):
         return DIVERGED
     if w == 0.0:
         return SKIPPED
-    with np.errstate(over="ignore", invalid="ignore"):     # divergence is reported, not warned
-        g = w * gradient(loss, y, f)
-        factor = 1.0 - lam_t * eta_t
-        a = -eta_t * g
-        b_next = st["b"] - eta_t * g if s["intercept"] else st["b"]
-        if not (np.isfinite(a) and np.isfinite(b_next)):
-            return DIVERGED
-        if g != 0.0 and not np.isfinite(factor * (f - st["b"]) + a * kself + b_next):
-            return DIVERGED
+    g = w * gradient(loss, y, f)
+    factor = 1.0 - lam_t * eta_t
+    a = -eta_t * g
+    b_next = st["b"] - eta_t * g if s["intercept"] else st["b"]
+    if not (np.isfinite(a) and np.isfinite(b_next)):
+        return DIVERGED
+    if g != 0.0 and not np.isfinite(factor * (f - st["b"]) + a * kself + b_next):
+        return DIVERGED
     model.shrink(factor)
     if g != 0.0:
         model.add(x, a)
@@ -83,16 +82,17 @@ def fit_chunk(model, X, y, schedule, loss, state, pred_out, weight=None, eta=Non
     if not linear:
         model.reserve(len(X))
         k = model.kernel_params
-    for i, x in enumerate(X):
-        f = model.predict_one(x) + st["b"]
-        pred_out[i] = f
-        if linear:
-            kxx, kself = kdiag[i], float(x @ x)
-        else:
-            kxx = kself = float(kernel_values(k["kernel"], k["gamma"], k["degree"], k["coef0"],
-                                              x[None, :], x)[0])
-        w = 1.0 if weight is None else weight[i]
-        if step(model, x, kxx, kself, f, y[i], w, np.nan if eta is None else eta[i],
-                loss, schedule, st) == DIVERGED:
-            return i, st
+    with np.errstate(over="ignore", invalid="ignore"):     # divergence is reported, not warned
+        for i, x in enumerate(X):
+            f = model.predict_one(x) + st["b"]
+            pred_out[i] = f
+            if linear:
+                kxx, kself = kdiag[i], float(x @ x)
+            else:
+                kxx = kself = float(kernel_values(k["kernel"], k["gamma"], k["degree"],
+                                                  k["coef0"], x[None, :], x)[0])
+            w = 1.0 if weight is None else weight[i]
+            if step(model, x, kxx, kself, f, y[i], w, np.nan if eta is None else eta[i],
+                    loss, schedule, st) == DIVERGED:
+                return i, st
     return -1, st
