@@ -1,9 +1,10 @@
-"""The two models of RegularizedPAClassifier: linear weights and a kernel expansion.
+"""The models of RegularizedPAClassifier: linear weights, a kernel expansion, features.
 
 Each model learns a validated chunk with the Cython loops of `_core/_pa.pyx`
 (or their NumPy twins), keeps ``||w||^2`` (``||f||_K^2``) incrementally, and
 has checkpoint / restore / get_state / from_state, so the estimator only
-keeps parameters, validation and counters.  See docs/algorithms.md, section 5.
+keeps parameters, validation and counters.  See docs/algorithms.md, section 5,
+and docs/budget.md, section 2 (features, NOGD).
 """
 import numpy as np
 import scipy.sparse as sp
@@ -11,7 +12,9 @@ from sklearn.utils.extmath import safe_sparse_dot
 
 from okl._engines import ENGINES, engine_of
 from okl._core import _pa
+from okl._features import NystroemFeatures, RandomFourierFeatures
 from okl._numpy import pa as _np_pa
+from okl.kernels import KERNELS
 
 
 
@@ -29,20 +32,26 @@ class LinearPAModel:
     def restore(self, token):
         self.raw, self.scale, self.sq_norm = token
 
-    def learn(self, X, y, rule, sigma, engine, scores, events):
-        """Run the chunk (dense or CSR rows); return -1 or the first divergent step."""
+    def learn(self, X, y, rule, sigma, engine, scores, events, kxx=None):
+        """Run the chunk (dense or CSR rows); return -1 or the first divergent step.
+
+        `kxx` (dense rows only): the K(x, x) that replace ||x||^2 in the step
+        coefficients, for Nystroem features (`FeaturePAModel`).
+        """
         w, scale = self.raw.copy(), self.scale
         if rule[0] == _pa.Regularization.L1 and scale != 1.0:   # the L1 step works on w itself
             w, scale = scale * w, 1.0
         if engine == "numpy":
-            result = _np_pa.fit_linear(w, scale, self.sq_norm, X, y, *rule, sigma, scores, events)
+            result = _np_pa.fit_linear(w, scale, self.sq_norm, X, y, *rule, sigma, scores, events,
+                                       kxx)
         elif sp.issparse(X):
             result = _pa.fit_csr(w, scale, self.sq_norm, X.data,
                                  X.indices.astype(np.int32, copy=False),  # columns < 2^31
                                  X.indptr.astype(np.intp, copy=False),
                                  y, *rule, sigma, scores, events)
         else:
-            result = _pa.fit_dense(w, scale, self.sq_norm, X, y, *rule, sigma, scores, events)
+            result = _pa.fit_dense(w, scale, self.sq_norm, X, y, *rule, sigma, scores, events,
+                                   kxx)
         failed, scale, sq_norm = result
         if failed < 0:
             self.raw, self.scale, self.sq_norm = w, scale, sq_norm
@@ -116,12 +125,23 @@ class KernelPAModel:
         return self
 
 
+def kernel_diagonal(fmap, X):
+    """K(x, x) for every row of X, with the kernel of the Nystroem map `fmap`."""
+    row = next(r for r in KERNELS.values() if int(r.code) == fmap.kernel)
+    return np.ascontiguousarray(
+        row.diag(np.einsum("ij,ij->i", X, X), fmap.gamma, fmap.degree, fmap.coef0),
+        dtype=np.float64)
+
+
 class FeaturePAModel:
     """PA on fixed-size features z(x) (random Fourier or Nystroem): a `LinearPAModel` of z.
 
     In the feature space the kernel rules are the linear ones, with ||w||^2
-    kept exactly; a step costs O(D d) whatever the stream's length
-    (docs/budget.md, section 2).
+    kept exactly; a step costs O(D d) whatever the stream's length.  Nystroem
+    features are the projection of K(x, .) onto the landmarks' span, so the
+    step is the exact kernel step projected: its coefficients take K(x, x),
+    not ||z(x)||^2, which vanishes far from every landmark and would make the
+    PA step l / ||z(x)||^2 blow up (docs/budget.md, section 2).
     """
 
     def __init__(self, fmap):
@@ -139,7 +159,9 @@ class FeaturePAModel:
         self.linear.restore(token)
 
     def learn(self, X, y, rule, sigma, engine, scores, events):
-        return self.linear.learn(self.fmap.transform(X), y, rule, sigma, engine, scores, events)
+        kxx = kernel_diagonal(self.fmap, X) if isinstance(self.fmap, NystroemFeatures) else None
+        return self.linear.learn(self.fmap.transform(X), y, rule, sigma, engine, scores, events,
+                                 kxx)
 
     def decision(self, X):
         return self.linear.decision(self.fmap.transform(X))
@@ -154,12 +176,118 @@ class FeaturePAModel:
 
     @classmethod
     def from_state(cls, state):
-        from okl._features import NystroemFeatures, RandomFourierFeatures
-
         fstate = {k[5:]: v for k, v in state.items() if k.startswith("fmap_")}
         fmap_cls = RandomFourierFeatures if fstate["kind"] == "fourier" else NystroemFeatures
         self = cls.__new__(cls)
         self.fmap = fmap_cls.from_state(fstate)
         self.linear = LinearPAModel.from_state(
             {k[7:]: v for k, v in state.items() if k.startswith("linear_")})
+        return self
+
+
+class NystroemPAModel:
+    """NOGD for PA: the exact kernel PA until it holds D centres, then PA on their features.
+
+    The exact phase is an unbudgeted `KernelPAModel`; each update adds one
+    centre, so a chunk is run in stretches of at most D - n_support rows and
+    the switch comes after the same event however the stream is chunked.  At
+    the switch the D centres become the Nystroem landmarks and f = sum_i a_i
+    K(L_i, .) becomes the weights w with <w, z(x)> = f(x) (exactly, unless an
+    eigenvalue of K_LL was dropped); ||w||^2 is its RKHS norm^2.  From then on
+    a `FeaturePAModel`: O(D d) per step (docs/budget.md, section 2).
+
+    References
+    ----------
+    Lu, Hoi, Wang, Zhao and Liu, "Large scale online kernel learning", JMLR 17,
+    2016 (NOGD).
+    """
+
+    def __init__(self, expansion, n_components):
+        self.n_components = int(n_components)
+        self.exact = KernelPAModel(expansion)
+        self.features = None
+
+    @property
+    def model(self):
+        """The model of the current phase."""
+        return self.exact if self.features is None else self.features
+
+    @property
+    def sq_norm(self):
+        return self.model.sq_norm
+
+    @property
+    def kernel_params(self):
+        """kernel (code), gamma, degree, coef0."""
+        if self.features is None:
+            return self.exact.expansion.kernel_params
+        f = self.features.fmap
+        return dict(kernel=f.kernel, gamma=f.gamma, degree=f.degree, coef0=f.coef0)
+
+    def checkpoint(self, n_new):
+        return (self.exact, None if self.exact is None else self.exact.checkpoint(n_new),
+                self.features, None if self.features is None else self.features.checkpoint(n_new))
+
+    def restore(self, token):
+        self.exact, exact_token, self.features, features_token = token
+        if self.exact is not None:
+            self.exact.restore(exact_token)
+        if self.features is not None:
+            self.features.restore(features_token)
+
+    def learn(self, X, y, rule, sigma, engine, scores, events):
+        start, n = 0, len(X)
+        while self.features is None and start < n:
+            stop = min(n, start + self.n_components - self.exact.expansion.n_support)
+            failed = self.exact.learn(X[start:stop], y[start:stop], rule, sigma, engine,
+                                      scores[start:stop], events[start:stop])
+            if failed >= 0:
+                return start + failed
+            start = stop
+            if self.exact.expansion.n_support >= self.n_components:
+                self._switch()
+        if start < n:
+            failed = self.features.learn(X[start:], y[start:], rule, sigma, engine,
+                                         scores[start:], events[start:])
+            if failed >= 0:
+                return start + failed
+        return -1
+
+    def _switch(self):
+        """From the D centres of the exact phase to Nystroem features on them (same f)."""
+        e = self.exact.expansion
+        p = e.kernel_params
+        fmap = NystroemFeatures(e.centers_, p["kernel"], p["gamma"], p["degree"], p["coef0"])
+        features = FeaturePAModel(fmap)
+        w = fmap.weights_from_expansion(e.coef_)
+        features.linear.raw = np.ascontiguousarray(w)
+        features.linear.sq_norm = float(w @ w)
+        self.exact, self.features = None, features
+
+    def decision(self, X):
+        return self.model.decision(X)
+
+    def norm(self):
+        return self.model.norm()
+
+    def get_state(self):
+        state = dict(n_components=self.n_components,
+                     phase="exact" if self.features is None else "linear")
+        if self.features is None:
+            state.update({"exact_" + k: v for k, v in self.exact.get_state().items()})
+        else:
+            state.update(self.features.get_state())
+        return state
+
+    @classmethod
+    def from_state(cls, state):
+        self = cls.__new__(cls)
+        self.n_components = int(state["n_components"])
+        self.exact, self.features = None, None
+        if state["phase"] == "exact":
+            self.exact = KernelPAModel.from_state(
+                {k[6:]: v for k, v in state.items() if k.startswith("exact_")})
+        else:
+            self.features = FeaturePAModel.from_state(
+                {k: v for k, v in state.items() if k.startswith(("linear_", "fmap_"))})
         return self

@@ -441,22 +441,40 @@ def _check_fitted(check, est, attrs, objects):
             state = dict(raw=raw, scale=scale,
                          sq_norm=check.float(state["sq_norm"], "_model.sq_norm", 0.0))
         elif est.approximation is not None:
-            kind, state = model("_model", ("FeaturePAModel",))
             D = est.n_components
-            raw = check.array(state.get("linear_raw"), "_model.linear_raw", (None,))
-            if not 1 <= len(raw) <= D:
-                check.fail(f"a model of n_components = {D} has {len(raw)} feature weights")
-            check.float(state.get("linear_scale"), "_model.linear_scale", 0.0, open_lo=True)
-            check.float(state.get("linear_sq_norm"), "_model.linear_sq_norm", 0.0)
-            if est.approximation == "fourier":
-                check.equal(state.get("fmap_kind"), "fourier", "_model.fmap_kind")
-                check.array(state.get("fmap_W"), "_model.fmap_W", (d, len(raw)))
-                check.array(state.get("fmap_b"), "_model.fmap_b", (len(raw),))
+            nystroem = est.approximation == "nystroem"
+            kind, state = model("_model", ("NystroemPAModel",) if nystroem
+                                else ("FeaturePAModel",))
+            phase = state.get("phase", "linear") if nystroem else "linear"
+            if nystroem:
+                check.equal(state.get("n_components"), D, "_model.n_components")
+                if phase not in ("exact", "linear"):
+                    check.fail(f"_model.phase = {phase!r} is neither 'exact' nor 'linear'")
+            if phase == "exact":                      # NOGD's exact phase: < D centres
+                sq_norm = check.float(state.get("exact_sq_norm"), "_model.exact_sq_norm", 0.0)
+                engine = _engine(check, state.get("exact_engine"), "_model.exact_engine")
+                rest = {k: v for k, v in _sub(state, "exact_").items()
+                        if k not in ("sq_norm", "engine")}
+                rest = expansion(rest, "_model.exact", 0, int(budget_code(resolve_budget_policy(
+                    est.budget_policy, est.kernel, name))))
+                if len(rest["coef"]) >= D:
+                    check.fail(f"the exact phase holds {len(rest['coef'])} centres; "
+                               f"n_components = {D}")
+                state = dict(n_components=D, phase=phase,
+                             **_with("exact_", dict(rest, sq_norm=sq_norm, engine=engine)))
             else:
-                check.equal(state.get("fmap_kind"), "nystroem", "_model.fmap_kind")
-                L = check.array(state.get("fmap_landmarks"), "_model.fmap_landmarks", (None, d))
-                if not 1 <= len(L) <= D:
-                    check.fail(f"{len(L)} Nystroem landmarks for n_components = {D}")
+                raw = check.array(state.get("linear_raw"), "_model.linear_raw", (None,))
+                if not 1 <= len(raw) <= D:
+                    check.fail(f"a model of n_components = {D} has {len(raw)} feature weights")
+                check.float(state.get("linear_scale"), "_model.linear_scale", 0.0, open_lo=True)
+                check.float(state.get("linear_sq_norm"), "_model.linear_sq_norm", 0.0)
+                if not nystroem:
+                    check.equal(state.get("fmap_kind"), "fourier", "_model.fmap_kind")
+                    check.array(state.get("fmap_W"), "_model.fmap_W", (d, len(raw)))
+                    check.array(state.get("fmap_b"), "_model.fmap_b", (len(raw),))
+                else:                                 # the D centres of the exact phase
+                    check.equal(state.get("fmap_kind"), "nystroem", "_model.fmap_kind")
+                    check.array(state.get("fmap_landmarks"), "_model.fmap_landmarks", (D, d))
         else:
             kind, state = model("_model", ("KernelPAModel",))
             sq_norm = check.float(state.get("sq_norm"), "_model.sq_norm", 0.0)

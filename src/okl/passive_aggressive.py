@@ -12,8 +12,8 @@ from okl._base import (
     Diverged, KernelModelMixin, OnlineLearner, check_X, expansion_fitted_with,
 )
 from okl._guard import check_csr
-from okl._features import NystroemFeatures, RandomFourierFeatures
-from okl._pa_models import FeaturePAModel, KernelPAModel, LinearPAModel
+from okl._features import RandomFourierFeatures
+from okl._pa_models import FeaturePAModel, KernelPAModel, LinearPAModel, NystroemPAModel
 from okl._binary import BinaryClassifierMixin
 from okl._core._pa import Event, Regularization, Variant
 from okl._params import (
@@ -117,12 +117,15 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
         "smallest" the smallest.  "auto" is "merge" for the Gaussian kernel and
         "oldest" otherwise.
     approximation : {None, "fourier", "nystroem"}, default=None
-        A fixed-size kernel model: the PA rules on `n_components` random
-        Fourier features (Gaussian and Laplacian kernels) or Nystroem features
-        whose landmarks are the first `n_components` rows of the first chunk
-        (fewer if it is shorter), with ``||w||^2`` kept exactly in the feature
-        space.  O(n_components d) per step whatever the stream's length
-        (docs/budget.md).  Exclusive with `budget`.
+        A fixed-size kernel model, with ``||w||^2`` kept exactly in the
+        feature space and O(n_components d) per step whatever the stream's
+        length (docs/budget.md).  "fourier": the PA rules on `n_components`
+        random Fourier features (Gaussian and Laplacian kernels).
+        "nystroem" (NOGD): the exact kernel PA until it holds `n_components`
+        support vectors, then Nystroem features with those as landmarks,
+        starting from the same function; each step is the exact kernel step
+        projected onto the landmarks' span.  The model does not depend on
+        how the stream is chunked.  Exclusive with `budget`.
     n_components : int, default=100
         Features of the approximation.
     random_state : int or None, default=None
@@ -278,9 +281,8 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
         elif self.approximation == "fourier":
             self._model = FeaturePAModel(RandomFourierFeatures(
                 self.kernel, self.gamma, self.n_components, self.random_state).fit(X.shape[1]))
-        elif self.approximation == "nystroem":      # landmarks: the first chunk's first rows
-            self._model = FeaturePAModel(NystroemFeatures(
-                X[:self.n_components], self.kernel, self.gamma, self.degree, self.coef0))
+        elif self.approximation == "nystroem":      # NOGD: exact until n_components centres
+            self._model = NystroemPAModel(self._new_expansion(X.shape[1]), self.n_components)
         else:
             self._model = KernelPAModel(self._new_expansion(X.shape[1]))
 
@@ -289,7 +291,7 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
 
     @classmethod
     def _state_classes(cls):
-        return (LinearPAModel, KernelPAModel, FeaturePAModel)
+        return (LinearPAModel, KernelPAModel, FeaturePAModel, NystroemPAModel)
 
     def _models(self):
         return (self._model,)
@@ -299,8 +301,14 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
             return [("kernel", "linear")]
         if isinstance(self._model, FeaturePAModel):
             fmap = self._model.fmap
-            kind = "fourier" if isinstance(fmap, RandomFourierFeatures) else "nystroem"
-            return [("approximation", kind), ("gamma", float(fmap.gamma))]
+            return [("approximation", "fourier"), ("gamma", float(fmap.gamma)),
+                    ("n_components", fmap.n_components)]
+        if isinstance(self._model, NystroemPAModel):
+            names = {int(row.code): name for name, row in KERNELS.items()}
+            p = self._model.kernel_params
+            return [("approximation", "nystroem"), ("kernel", names[int(p["kernel"])]),
+                    ("gamma", float(p["gamma"])), ("degree", int(p["degree"])),
+                    ("coef0", float(p["coef0"])), ("n_components", self._model.n_components)]
         return expansion_fitted_with(self, self._model.expansion)
 
     def _check_size(self):

@@ -10,6 +10,12 @@ w_t onto {y x.w >= 1, ||w||_1 <= beta}; then optional truncation.  Linear
 weights are stored as w = scale * raw, so the shrinks 1/(1+alpha) and 1/Z
 cost O(1) and a CSR row costs O(nnz) (L1 and truncation touch all of w).
 ||w||^2 (||f||_K^2 for kernels) is carried along exactly, in O(1) per update.
+
+On Nystroem features z(x), the projection of K(x, .) onto the landmarks'
+span, the linear loop takes the rows' K(x, x) (`kxx`): the step coefficients
+are the exact kernel step's, and the update adds its projection ca y z(x)
+(docs/budget.md, section 2), so a row far from every landmark (||z(x)|| ~ 0)
+gets no huge step l / ||z(x)||^2.
 """
 from libc.math cimport NAN, fabs, fmax, fmin, frexp, isfinite, ldexp
 from libc.stdlib cimport calloc, free
@@ -204,10 +210,11 @@ cdef Event cl1_step(double* w, double* ww, const Row* r, double y, double beta, 
 cdef Py_ssize_t clinear(double* w, double* scale, double* ww, Py_ssize_t d, bint sparse,
                         const double* data, const int* indices, const Py_ssize_t* indptr,
                         const double* y, Py_ssize_t n, const PASpec* s, double sigma,
-                        double* a_work, double* work, AbsIndex* pairs,
+                        const double* kxx, double* a_work, double* work, AbsIndex* pairs,
                         double* score_out, signed char* event_out) noexcept nogil:
     """The loop over n rows, dense (n, d) or CSR; -1, the first divergent step, or
-    INTERRUPTED (a signal handler raised)."""
+    INTERRUPTED (a signal handler raised).  `kxx` (or NULL): the K(x, x) that
+    replace ||x||^2 in the step coefficients, not in ||w||^2."""
     cdef Py_ssize_t i, done = 0
     cdef Row r
     cdef double f, m, uu, cv, ca, c, ww_new
@@ -234,7 +241,8 @@ cdef Py_ssize_t clinear(double* w, double* scale, double* ww, Py_ssize_t d, bint
                 # overflows nor underflows, and w + ca y x = w + (ca 2^e) y u
                 e = crow_exponent(&r)
                 uu = ldexp(crow_sqnorm(&r), -2 * e) if -500 < e < 500 else crow_sqnorm_scaled(&r, e)
-                ev = cscaled_coefs(s, m, uu, e, ww[0], &cv, &ca)
+                ev = cscaled_coefs(s, m, uu if kxx == NULL else ldexp(kxx[i], -2 * e), e,
+                                   ww[0], &cv, &ca)
                 if ev == UPDATED:
                     ww_new = cv * cv * ww[0] + 2.0 * cv * ca * ldexp(m, -e) + ca * ca * uu
                     if not isfinite(ww_new):
@@ -258,7 +266,8 @@ cdef Py_ssize_t clinear(double* w, double* scale, double* ww, Py_ssize_t d, bint
 
 cdef _fit_linear(double[::1] w, double scale, double ww, bint sparse, const double* data,
                  const int* indices, const Py_ssize_t* indptr, const double[::1] y,
-                 PASpec s, double sigma, double[::1] score_out, signed char[::1] event_out):
+                 PASpec s, double sigma, const double* kxx, double[::1] score_out,
+                 signed char[::1] event_out):
     cdef Py_ssize_t d = w.shape[0], failed
     cdef double* a_work = NULL
     cdef double* work = NULL
@@ -277,7 +286,7 @@ cdef _fit_linear(double[::1] w, double scale, double ww, bint sparse, const doub
                 raise MemoryError()
         with nogil:
             failed = clinear(&w[0], &scale, &ww, d, sparse, data, indices, indptr, &y[0],
-                             y.shape[0], &s, sigma, a_work, work, pairs,
+                             y.shape[0], &s, sigma, kxx, a_work, work, pairs,
                              &score_out[0], &event_out[0])
     finally:
         free(a_work)
@@ -295,13 +304,16 @@ def fit_dense(double[::1] w,                  # IN/OUT (d,) raw weights: w_true 
               int reg, int variant, double C, double alpha, double beta, bint mistake,
               double sigma,                   # truncation threshold, 0 for none
               double[::1] score_out,          # OUT (n,) f_t(x_t), before the update
-              signed char[::1] event_out):    # OUT (n,) an Event per step
+              signed char[::1] event_out,     # OUT (n,) an Event per step
+              const double[::1] kxx=None):    # IN (n,) K(x, x) of feature rows, or None
     """Run the chunk; return (failed, scale, ww), failed = -1 or the first divergent step."""
     if X.shape[1] != w.shape[0]:
         raise ValueError(f"X has {X.shape[1]} columns, w {w.shape[0]}.")
+    if kxx is not None and kxx.shape[0] != X.shape[0]:
+        raise ValueError(f"kxx has {kxx.shape[0]} values for {X.shape[0]} rows.")
     return _fit_linear(w, scale, ww, False, &X[0, 0], NULL, NULL, y,
                        PASpec(<Regularization>reg, <Variant>variant, C, alpha, beta, mistake),
-                       sigma, score_out, event_out)
+                       sigma, NULL if kxx is None else &kxx[0], score_out, event_out)
 
 
 def fit_csr(double[::1] w, double scale, double ww,
@@ -317,7 +329,7 @@ def fit_csr(double[::1] w, double scale, double ww,
     return _fit_linear(w, scale, ww, True, &data[0] if data.shape[0] else &no_data,
                        &indices[0] if indices.shape[0] else &no_index, &indptr[0], y,
                        PASpec(<Regularization>reg, <Variant>variant, C, alpha, beta, mistake),
-                       sigma, score_out, event_out)
+                       sigma, NULL, score_out, event_out)
 
 
 # -- kernel expansions ------------------------------------------------------------

@@ -78,10 +78,12 @@ def _rows(X):
 
 
 def fit_linear(w, scale, ww, X, y, reg, variant, C, alpha, beta, mistake, sigma,
-               score_out, event_out):
+               score_out, event_out, kxx=None):
     """Predict-then-update over the rows of X (dense or CSR); w is updated in place.
 
-    Returns (failed, scale, ww): failed is -1 or the first divergent step.
+    `kxx` (or None): the K(x, x) of Nystroem feature rows, which replace
+    ||x||^2 in the step coefficients (not in ||w||^2).  Returns (failed,
+    scale, ww): failed is -1 or the first divergent step.
     """
     w *= scale
     for i, x in enumerate(_rows(X)):
@@ -106,7 +108,8 @@ def fit_linear(w, scale, ww, X, y, reg, variant, C, alpha, beta, mistake, sigma,
                 e = _exponent(x)                    # x = 2^e u, max |u_j| in [1/2, 1)
                 u = np.ldexp(x, -e)
                 uu = u @ u
-                event, cv, cas = scaled_coefs(reg, variant, C, alpha, beta, m, uu, e, ww)
+                uk = uu if kxx is None else np.ldexp(kxx[i], -2 * e)
+                event, cv, cas = scaled_coefs(reg, variant, C, alpha, beta, m, uk, e, ww)
                 if event == Event.UPDATED:
                     with np.errstate(over="ignore", invalid="ignore"):
                         ww_new = cv * cv * ww + 2.0 * cv * cas * np.ldexp(m, -e) + cas * cas * uu
