@@ -38,7 +38,8 @@ class FeatureModel:
             self.fmap.fit(n_features)
             self.linear = ENGINES[engine].linear(n_components)
         else:
-            self.expansion = ENGINES[engine].expansion(n_features, kernel_code, gamma, degree, coef0)
+            self.expansion = ENGINES[engine].expansion(n_features, kernel_code, gamma, degree,
+                                                       coef0)
 
     # -- the learner's view ------------------------------------------------------------------
 

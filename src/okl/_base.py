@@ -27,7 +27,7 @@ from contextlib import contextmanager
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, is_classifier
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from okl import _guard
@@ -519,6 +519,46 @@ class PointwiseMixin(KernelModelMixin):
     ("fourier" or "nystroem") the model is a `FeatureModel` of `n_components`
     features instead of a kernel expansion (docs/budget.md, section 2).
     """
+
+    def _check_state(self, check):
+        """okl.load: check the fitted state `check` read against this estimator's parameters.
+
+        Fills `check.out` with the attributes to set and returns {name: (model type, state)}
+        of the model objects to build (docs/guide/persistence.md).
+        """
+        attrs, out, name = check.attrs, check.out, type(self).__name__
+        d, t = out["n_features_in_"], out["t_"]
+        built = {}
+        labels = ("classes_",) if is_classifier(self) else ()
+        check.keys(attrs, ("n_features_in_", "t_", "ck2_", "n_support_") + labels,
+                   f"{name}'s attributes",
+                   optional=("eta_", "lam_", "intercept_", "gamma_", "_row_keys"))
+        check.floats("ck2_", lo=0.0)
+        check.floats("eta_", "lam_", lo=0.0, optional=True)
+        check.floats("intercept_", optional=True)                 # the offset b (docs/streaming.md)
+        check.floats("gamma_", lo=0.0, open_lo=True, optional=True)
+        if "_row_keys" in attrs:                             # the feature order of dict events
+            keys = attrs["_row_keys"]
+            if (not isinstance(keys, list) or len(keys) != d
+                    or not all(isinstance(k, (str, int)) for k in keys)):
+                check.fail("_row_keys must list the names of the n_features_in_ features")
+            out["_row_keys"] = tuple(keys)
+        out["n_support_"] = check.int(attrs["n_support_"], "n_support_", 0, t)
+        kind, state = check.model("_expansion",
+                                  ("KernelExpansion", "NumpyExpansion", "FeatureModel"))
+        if kind == "FeatureModel":
+            state = check.features(state, d, out["n_support_"],
+                                   out.get("gamma_", self.gamma))
+        else:
+            policy = budget_code(resolve_budget_policy(self.budget_policy, self.kernel, name))
+            state = check.fitted_expansion(state, "_expansion", int(self.budget or 0), int(policy))
+        if kind != "FeatureModel" and len(state["coef"]) != out["n_support_"]:
+            check.fail(f"n_support_ = {out['n_support_']} but '_expansion' holds "
+                       f"{len(state['coef'])} centres")
+        built["_expansion"] = (kind, state)
+        if labels:
+            check.binary_labels()
+        return built
 
     @classmethod
     def _state_classes(cls):

@@ -16,6 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from okl._numpy.codes import BudgetPolicy
+from okl._params import InvalidParameterError
+from okl.kernels import kernel_code
+
 FORMAT = 1
 INT_MAX = 2 ** 62           # counters; array sizes are bounded by the file itself
 C_INT_MAX = 2 ** 31 - 1     # what the loops pass to C ints and BLAS
@@ -24,6 +28,16 @@ C_INT_MAX = 2 ** 31 - 1     # what the loops pass to C ints and BLAS
 class ModelFileError(ValueError):
     """A file given to okl.load is not an intact okl model: it is damaged, truncated,
     edited, or not an okl file at all."""
+
+
+ESTIMATORS = {}     # the classes okl.load builds, by name (`loadable`)
+
+
+def loadable(cls):
+    """Class decorator: okl.load may build `cls`, which checks its own fitted state
+    (`_check_state(check)`, given a `StateCheck`)."""
+    ESTIMATORS[cls.__name__] = cls
+    return cls
 
 
 def _state_types(cls):
@@ -144,11 +158,17 @@ def _read(path, source):
     return header, arrays
 
 
-class _Check:
-    """Checks of one file's fields; each failure names the field."""
+class StateCheck:
+    """Checks of one file's fields; each failure names the field.
 
-    def __init__(self, source):
-        self.source = source
+    okl.load makes one per file; an estimator's `_check_state` reads the file's
+    attributes from `attrs` and model objects from `objects`, and puts the
+    attributes to set in `out`.
+    """
+
+    def __init__(self, source, est=None, attrs=None, objects=None):
+        self.source, self.est = source, est
+        self.attrs, self.objects, self.out = attrs or {}, objects or {}, {}
 
     def fail(self, message):
         _fail(self.source, message)
@@ -204,349 +224,168 @@ class _Check:
         if extra:
             self.fail(f"{what} has unknown entries {sorted(extra)}")
 
+    def labels(self, value, name, binary):
+        """classes_: a 1-D array of distinct numbers or strings (two, sorted, for classifiers)."""
+        if not isinstance(value, np.ndarray) or value.ndim != 1 or value.dtype.kind not in "biufU":
+            self.fail(f"the array {name} must be a 1-D array of numbers or strings")
+        if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
+            self.fail(f"the array {name} holds NaN or infinity")
+        if len(np.unique(value)) != len(value):
+            self.fail(f"the array {name} repeats a label")
+        if binary and (len(value) != 2 or not np.array_equal(np.sort(value), value)):
+            self.fail(f"the array {name} must hold the two labels, sorted")
+        return np.array(value)
 
-def _labels(check, value, name, binary):
-    """classes_: a 1-D array of distinct numbers or strings (two, sorted, for classifiers)."""
-    if not isinstance(value, np.ndarray) or value.ndim != 1 or value.dtype.kind not in "biufU":
-        check.fail(f"the array {name} must be a 1-D array of numbers or strings")
-    if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
-        check.fail(f"the array {name} holds NaN or infinity")
-    if len(np.unique(value)) != len(value):
-        check.fail(f"the array {name} repeats a label")
-    if binary and (len(value) != 2 or not np.array_equal(np.sort(value), value)):
-        check.fail(f"the array {name} must hold the two labels, sorted")
-    return np.array(value)
+    def expansion(self, state, key, d, kernel, budget, policy):
+        """Check the state of a kernel expansion against the estimator (kernel, budget, d)."""
+        name = f"the expansion {key!r}"
+        self.keys(state, ("n_features", "budget", "policy", "scale", "n_rescale", "next_slot",
+                           "kernel", "gamma", "degree", "coef0", "centers", "coef", "sqnorms"),
+                  name)
+        self.equal(state["n_features"], d, f"{key}.n_features")
+        self.equal(state["kernel"], int(kernel_code(kernel["kernel"])), f"{key}.kernel")
+        for field in ("gamma", "coef0"):
+            self.equal(self.float(state[field], f"{key}.{field}"), float(kernel[field]),
+                        f"{key}.{field}")
+        self.equal(self.int(state["degree"], f"{key}.degree", 1, C_INT_MAX), int(kernel["degree"]),
+                    f"{key}.degree")
+        self.equal(self.int(state["budget"], f"{key}.budget", 0, C_INT_MAX), budget,
+                    f"{key}.budget")
+        self.equal(self.int(state["policy"], f"{key}.policy", 0, max(map(int, BudgetPolicy))),
+                    policy, f"{key}.policy")
+        scale = self.float(state["scale"], f"{key}.scale", 0.0, open_lo=True)
+        self.int(state["n_rescale"], f"{key}.n_rescale")
+        coef = self.array(state["coef"], f"{key}.coef", (None,))
+        n = len(coef)
+        if budget and n > budget:
+            self.fail(f"{key} holds {n} centres, more than its budget {budget}")
+        if n > C_INT_MAX:
+            self.fail(f"{key} holds {n} centres, more than {C_INT_MAX}")
+        centers = self.array(state["centers"], f"{key}.centers", (n, d))
+        sqnorms = self.array(state["sqnorms"], f"{key}.sqnorms", (n,), finite=False)
+        true = np.einsum("ij,ij->i", centers, centers)
+        if not np.allclose(sqnorms, true, rtol=1e-10, atol=0.0, equal_nan=False):
+            self.fail(f"{key}.sqnorms are not the squared norms of {key}.centers")
+        with np.errstate(over="ignore"):
+            finite = np.all(np.isfinite(scale * coef))
+        if not finite:
+            self.fail(f"{key}.scale times {key}.coef is not finite")
+        ring = budget if (budget and policy == 0 and n == budget) else 1
+        self.int(state["next_slot"], f"{key}.next_slot", 0, ring - 1)
+        return dict(state, centers=centers, coef=coef, sqnorms=sqnorms)
 
-
-def _expansion_state(check, state, key, d, kernel, budget, policy):
-    """Check the state of a kernel expansion against the estimator (kernel, budget, d)."""
-    from okl._core._expansion import BudgetPolicy
-    from okl.kernels import kernel_code
-    name = f"the expansion {key!r}"
-    check.keys(state, ("n_features", "budget", "policy", "scale", "n_rescale", "next_slot",
-                       "kernel", "gamma", "degree", "coef0", "centers", "coef", "sqnorms"), name)
-    check.equal(state["n_features"], d, f"{key}.n_features")
-    check.equal(state["kernel"], int(kernel_code(kernel["kernel"])), f"{key}.kernel")
-    for field in ("gamma", "coef0"):
-        check.equal(check.float(state[field], f"{key}.{field}"), float(kernel[field]),
-                    f"{key}.{field}")
-    check.equal(check.int(state["degree"], f"{key}.degree", 1, C_INT_MAX), int(kernel["degree"]),
-                f"{key}.degree")
-    check.equal(check.int(state["budget"], f"{key}.budget", 0, C_INT_MAX), budget,
-                f"{key}.budget")
-    check.equal(check.int(state["policy"], f"{key}.policy", 0, max(map(int, BudgetPolicy))),
-                policy, f"{key}.policy")
-    scale = check.float(state["scale"], f"{key}.scale", 0.0, open_lo=True)
-    check.int(state["n_rescale"], f"{key}.n_rescale")
-    coef = check.array(state["coef"], f"{key}.coef", (None,))
-    n = len(coef)
-    if budget and n > budget:
-        check.fail(f"{key} holds {n} centres, more than its budget {budget}")
-    if n > C_INT_MAX:
-        check.fail(f"{key} holds {n} centres, more than {C_INT_MAX}")
-    centers = check.array(state["centers"], f"{key}.centers", (n, d))
-    sqnorms = check.array(state["sqnorms"], f"{key}.sqnorms", (n,), finite=False)
-    true = np.einsum("ij,ij->i", centers, centers)
-    if not np.allclose(sqnorms, true, rtol=1e-10, atol=0.0, equal_nan=False):
-        check.fail(f"{key}.sqnorms are not the squared norms of {key}.centers")
-    with np.errstate(over="ignore"):
-        finite = np.all(np.isfinite(scale * coef))
-    if not finite:
-        check.fail(f"{key}.scale times {key}.coef is not finite")
-    ring = budget if (budget and policy == 0 and n == budget) else 1
-    check.int(state["next_slot"], f"{key}.next_slot", 0, ring - 1)
-    return dict(state, centers=centers, coef=coef, sqnorms=sqnorms)
-
-
-def _feature_state(check, est, state, d, n_support, gamma):
-    """Check the state of a FeatureModel (okl._approx) against the estimator."""
-    from okl.kernels import kernel_code
-    check.keys(state, ("approximation", "n_features", "kernel", "kernel_code", "gamma", "degree",
-                       "coef0", "n_components", "engine", "phase"), "the feature model",
-               optional=tuple(k for k in state if k.startswith(("linear_", "fmap_", "expansion_"))))
-    check.equal(state["approximation"], est.approximation, "_expansion.approximation")
-    check.equal(state["n_features"], d, "_expansion.n_features")
-    check.equal(state["kernel"], est.kernel, "_expansion.kernel")
-    check.equal(state["kernel_code"], int(kernel_code(est.kernel)), "_expansion.kernel_code")
-    check.equal(check.float(state["gamma"], "_expansion.gamma"), float(gamma),
-                "_expansion.gamma")
-    D = check.int(state["n_components"], "_expansion.n_components", 1, C_INT_MAX)
-    check.equal(D, est.n_components, "_expansion.n_components")
-    _engine(check, state["engine"], "_expansion.engine")
-    if state["phase"] == "exact":
-        if state["approximation"] != "nystroem":
-            check.fail("only a 'nystroem' feature model has an exact phase")
-        rest = {k[len("expansion_"):]: v for k, v in state.items() if k.startswith("expansion_")}
-        rest = _expansion_state(check, rest, "_expansion.expansion", d,
-                                dict(kernel=est.kernel, gamma=est.gamma, degree=est.degree,
-                                     coef0=est.coef0), 0, 0)
-        if len(rest["coef"]) != n_support or n_support >= D:
-            check.fail(f"the exact phase holds {len(rest['coef'])} centres; n_support_ = "
-                       f"{n_support}, n_components = {D}")
-    elif state["phase"] == "linear":
-        if n_support != 0:
-            check.fail(f"n_support_ = {n_support} but a feature model has no support vectors")
-        w = check.array(state.get("linear_w"), "_expansion.linear_w", (None,))
-        r = len(w)
-        if state["approximation"] == "fourier":
-            check.equal(r, D, "len(_expansion.linear_w)")
-            check.array(state.get("fmap_W"), "_expansion.fmap_W", (d, D))
-            check.array(state.get("fmap_b"), "_expansion.fmap_b", (D,))
+    def features(self, state, d, n_support, gamma):
+        """Check the state of a FeatureModel (okl._approx) against the estimator."""
+        self.keys(state, ("approximation", "n_features", "kernel", "kernel_code", "gamma", "degree",
+                           "coef0", "n_components", "engine", "phase"), "the feature model",
+                   optional=tuple(k for k in state
+                                  if k.startswith(("linear_", "fmap_", "expansion_"))))
+        self.equal(state["approximation"], self.est.approximation, "_expansion.approximation")
+        self.equal(state["n_features"], d, "_expansion.n_features")
+        self.equal(state["kernel"], self.est.kernel, "_expansion.kernel")
+        self.equal(state["kernel_code"], int(kernel_code(self.est.kernel)),
+                   "_expansion.kernel_code")
+        self.equal(self.float(state["gamma"], "_expansion.gamma"), float(gamma),
+                    "_expansion.gamma")
+        D = self.int(state["n_components"], "_expansion.n_components", 1, C_INT_MAX)
+        self.equal(D, self.est.n_components, "_expansion.n_components")
+        self.engine(state["engine"], "_expansion.engine")
+        if state["phase"] == "exact":
+            if state["approximation"] != "nystroem":
+                self.fail("only a 'nystroem' feature model has an exact phase")
+            rest = substate(state, "expansion_")
+            est = self.est
+            rest = self.expansion(rest, "_expansion.expansion", d,
+                                  dict(kernel=est.kernel, gamma=est.gamma, degree=est.degree,
+                                       coef0=est.coef0), 0, 0)
+            if len(rest["coef"]) != n_support or n_support >= D:
+                self.fail(f"the exact phase holds {len(rest['coef'])} centres; n_support_ = "
+                           f"{n_support}, n_components = {D}")
+        elif state["phase"] == "linear":
+            if n_support != 0:
+                self.fail(f"n_support_ = {n_support} but a feature model has no support vectors")
+            w = self.array(state.get("linear_w"), "_expansion.linear_w", (None,))
+            r = len(w)
+            if state["approximation"] == "fourier":
+                self.equal(r, D, "len(_expansion.linear_w)")
+                self.array(state.get("fmap_W"), "_expansion.fmap_W", (d, D))
+                self.array(state.get("fmap_b"), "_expansion.fmap_b", (D,))
+            else:
+                if not 1 <= r <= D:
+                    self.fail(f"a Nystroem model of {D} landmarks has {r} features")
+                self.array(state.get("fmap_landmarks"), "_expansion.fmap_landmarks", (D, d))
+            self.float(state.get("linear_scale"), "_expansion.linear_scale", 0.0, open_lo=True)
         else:
-            if not 1 <= r <= D:
-                check.fail(f"a Nystroem model of {D} landmarks has {r} features")
-            check.array(state.get("fmap_landmarks"), "_expansion.fmap_landmarks", (D, d))
-        check.float(state.get("linear_scale"), "_expansion.linear_scale", 0.0, open_lo=True)
-    else:
-        check.fail(f"_expansion.phase = {state['phase']!r} is neither 'exact' nor 'linear'")
-    return state
+            self.fail(f"_expansion.phase = {state['phase']!r} is neither 'exact' nor 'linear'")
+        return state
+
+    def history(self, state, d, kind, buffer, t, n_centres):
+        """Check the stored points of a PairwiseLearner's model against its counters."""
+        fields = ("y", "X") if kind == "points" else ("y", "idx", "s", "gram")
+        self.keys(state, ("n_features", "kind", "buffer", "m") + fields, "the pair history")
+        self.equal(state["n_features"], d, "history_n_features")
+        self.equal(state["kind"], kind, "history_kind")
+        self.equal(state["buffer"], buffer, "history_buffer")
+        m = self.int(state["m"], "history_m", 0, t if buffer is None else min(t, buffer))
+        if m != (t if buffer is None else min(t, buffer)):
+            self.fail(f"history_m = {m} does not match t_ = {t} (buffer={buffer})")
+        out = dict(state, y=self.array(state["y"], "history_y", (m,)))
+        if kind == "points":
+            out["X"] = self.array(state["X"], "history_X", (m, d))
+        else:
+            idx = self.array(state["idx"], "history_idx", (m,), kind="i")
+            if m and (idx.min() < 0 or idx.max() >= n_centres):
+                self.fail(f"history_idx points outside the {n_centres} centres of g")
+            out.update(idx=idx, s=self.array(state["s"], "history_s", (m,)),
+                       gram=self.array(state["gram"], "history_gram", (m, m)))
+        return out
+
+    def engine(self, value, name):
+        if value not in ("cython", "numpy"):
+            self.fail(f"{name} is {value!r}, not 'cython' or 'numpy'")
+        return value
+
+    # -- the fitted state of `est`, for its _check_state ----------------------------------
+
+    def floats(self, *names, lo=-math.inf, open_lo=False, optional=False):
+        """Copy the attributes `names` into `out` as numbers >= lo (> lo with open_lo)."""
+        for key in names:
+            if key in self.attrs or not optional:
+                self.out[key] = self.float(self.attrs.get(key), key, lo, open_lo=open_lo)
+
+    def model(self, key, types):
+        """(type, state) of the object `key`, which must be one of `types` (and the only one)."""
+        objects = self.objects
+        if set(objects) != {key}:
+            self.fail(f"{type(self.est).__name__} holds exactly one model object, {key!r}; the "
+                      f"file has {sorted(objects)}")
+        if objects[key]["type"] not in types:
+            self.fail(f"the object {key!r} is a {objects[key]['type']!r}, expected one of "
+                      f"{list(types)}")
+        return objects[key]["type"], objects[key]["state"]
+
+    def fitted_expansion(self, state, key, budget, policy):
+        """`expansion` against the estimator's kernel (gamma='scale': its fitted gamma_)."""
+        est = self.est
+        params = {"kernel": est.kernel, "gamma": est.gamma, "degree": est.degree,
+                  "coef0": est.coef0}
+        if isinstance(params["gamma"], str):
+            if "gamma_" not in self.out:
+                self.fail("gamma='scale' needs the fitted gamma_")
+            params["gamma"] = self.out["gamma_"]
+        return self.expansion(state, key, self.out["n_features_in_"], params, budget, policy)
+
+    def binary_labels(self):
+        self.out["classes_"] = self.labels(self.attrs.get("classes_"), "classes_", binary=True)
 
 
-def _history_state(check, state, d, kind, buffer, t, n_centres):
-    """Check the stored points of a PairwiseLearner's model against its counters."""
-    fields = ("y", "X") if kind == "points" else ("y", "idx", "s", "gram")
-    check.keys(state, ("n_features", "kind", "buffer", "m") + fields, "the pair history")
-    check.equal(state["n_features"], d, "history_n_features")
-    check.equal(state["kind"], kind, "history_kind")
-    check.equal(state["buffer"], buffer, "history_buffer")
-    m = check.int(state["m"], "history_m", 0, t if buffer is None else min(t, buffer))
-    if m != (t if buffer is None else min(t, buffer)):
-        check.fail(f"history_m = {m} does not match t_ = {t} (buffer={buffer})")
-    out = dict(state, y=check.array(state["y"], "history_y", (m,)))
-    if kind == "points":
-        out["X"] = check.array(state["X"], "history_X", (m, d))
-    else:
-        idx = check.array(state["idx"], "history_idx", (m,), kind="i")
-        if m and (idx.min() < 0 or idx.max() >= n_centres):
-            check.fail(f"history_idx points outside the {n_centres} centres of g")
-        out.update(idx=idx, s=check.array(state["s"], "history_s", (m,)),
-                   gram=check.array(state["gram"], "history_gram", (m, m)))
-    return out
 
-
-def _kernel_params(est):
-    return {"kernel": est.kernel, "gamma": est.gamma, "degree": est.degree, "coef0": est.coef0}
-
-
-def _sub(state, prefix):
+def substate(state, prefix):
     return {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
 
 
-def _with(prefix, state):
+def prefixed(prefix, state):
     return {prefix + k: v for k, v in state.items()}
-
-
-def _engine(check, value, name):
-    if value not in ("cython", "numpy"):
-        check.fail(f"{name} is {value!r}, not 'cython' or 'numpy'")
-    return value
-
-
-def _check_fitted(check, est, attrs, objects):
-    """Check the fitted attributes and model objects of `est` (whose parameters are valid);
-    return (attributes, {name: (model type, state)}) ready to build."""
-    from okl.budgets import budget_code, resolve_budget_policy
-    name = type(est).__name__
-    d = check.int(attrs.get("n_features_in_"), "n_features_in_", 1, C_INT_MAX)
-    t = check.int(attrs.get("t_"), "t_")
-    out = {"n_features_in_": d, "t_": t}
-    built = {}
-
-    def floats(*names, lo=-math.inf, open_lo=False, optional=False):
-        for key in names:
-            if key in attrs or not optional:
-                out[key] = check.float(attrs.get(key), key, lo, open_lo=open_lo)
-
-    def model(key, types):
-        """The state of the object `key`, which must be one of `types` (and the only one)."""
-        if set(objects) != {key}:
-            check.fail(f"{name} holds exactly one model object, {key!r}; the file has "
-                       f"{sorted(objects)}")
-        if objects[key]["type"] not in types:
-            check.fail(f"the object {key!r} is a {objects[key]['type']!r}, expected one of "
-                       f"{list(types)}")
-        return objects[key]["type"], objects[key]["state"]
-
-    def expansion(state, key, budget, policy):
-        params = _kernel_params(est)
-        if isinstance(params["gamma"], str):                # gamma="scale": the fitted gamma_
-            if "gamma_" not in out:
-                check.fail("gamma='scale' needs the fitted gamma_")
-            params["gamma"] = out["gamma_"]
-        return _expansion_state(check, state, key, d, params, budget, policy)
-
-    def binary_labels():
-        out["classes_"] = _labels(check, attrs.get("classes_"), "classes_", binary=True)
-
-    if name in ("OnlineKernelRegressor", "OnlineKernelClassifier"):
-        labels = ("classes_",) if name == "OnlineKernelClassifier" else ()
-        check.keys(attrs, ("n_features_in_", "t_", "ck2_", "n_support_") + labels,
-                   f"{name}'s attributes",
-                   optional=("eta_", "lam_", "intercept_", "gamma_", "_row_keys"))
-        floats("ck2_", lo=0.0)
-        floats("eta_", "lam_", lo=0.0, optional=True)
-        floats("intercept_", optional=True)                 # the offset b (docs/streaming.md)
-        floats("gamma_", lo=0.0, open_lo=True, optional=True)
-        if "_row_keys" in attrs:                             # the feature order of dict events
-            keys = attrs["_row_keys"]
-            if (not isinstance(keys, list) or len(keys) != d
-                    or not all(isinstance(k, (str, int)) for k in keys)):
-                check.fail("_row_keys must list the names of the n_features_in_ features")
-            out["_row_keys"] = tuple(keys)
-        out["n_support_"] = check.int(attrs["n_support_"], "n_support_", 0, t)
-        kind, state = model("_expansion", ("KernelExpansion", "NumpyExpansion", "FeatureModel"))
-        if kind == "FeatureModel":
-            state = _feature_state(check, est, state, d, out["n_support_"],
-                                   out.get("gamma_", est.gamma))
-        else:
-            state = expansion(state, "_expansion", int(est.budget or 0), int(budget_code(
-                resolve_budget_policy(est.budget_policy, est.kernel, name))))
-        if kind != "FeatureModel" and len(state["coef"]) != out["n_support_"]:
-            check.fail(f"n_support_ = {out['n_support_']} but '_expansion' holds "
-                       f"{len(state['coef'])} centres")
-        built["_expansion"] = (kind, state)
-        if labels:
-            binary_labels()
-    elif name == "CoefficientRegularizedClassifier":
-        check.keys(attrs, ("n_features_in_", "t_", "classes_", "n_centers_", "kappa_max_",
-                           "norm_bound_"), f"{name}'s attributes", optional=("M_", "eta_"))
-        m = out["n_centers_"] = check.int(attrs["n_centers_"], "n_centers_", 1, C_INT_MAX)
-        floats("kappa_max_", "norm_bound_", lo=0.0)
-        floats("M_", "eta_", lo=0.0, optional=True)
-        kind, state = model("_expansion", ("KernelExpansion", "NumpyExpansion"))
-        state = expansion(state, "_expansion", 0, 0)
-        n = len(state["coef"])
-        given = est.centers is not None
-        if given and m != len(est.centers):
-            check.fail(f"n_centers_ = {m} but the parameter centers has {len(est.centers)} rows")
-        if n != (m if given else min(t, m)):
-            check.fail(f"'_expansion' holds {n} centres, inconsistent with n_centers_ = {m} "
-                       f"and t_ = {t}")
-        built["_expansion"] = (kind, state)
-        binary_labels()
-    elif name == "RegularizedPAClassifier":
-        check.keys(attrs, ("n_features_in_", "t_", "classes_", "n_updates_", "n_infeasible_"),
-                   f"{name}'s attributes")
-        out["n_updates_"] = check.int(attrs["n_updates_"], "n_updates_", 0, t)
-        out["n_infeasible_"] = check.int(attrs["n_infeasible_"], "n_infeasible_", 0,
-                                         t - out["n_updates_"])
-        if est.kernel == "linear":
-            kind, state = model("_model", ("LinearPAModel",))
-            check.keys(state, ("raw", "scale", "sq_norm"), "the linear model '_model'")
-            raw = check.array(state["raw"], "_model.raw", (d,))
-            scale = check.float(state["scale"], "_model.scale", 0.0, open_lo=True)
-            with np.errstate(over="ignore"):
-                if not np.all(np.isfinite(scale * raw)):
-                    check.fail("_model.scale times _model.raw is not finite")
-            state = dict(raw=raw, scale=scale,
-                         sq_norm=check.float(state["sq_norm"], "_model.sq_norm", 0.0))
-        elif est.approximation is not None:
-            D = est.n_components
-            nystroem = est.approximation == "nystroem"
-            kind, state = model("_model", ("NystroemPAModel",) if nystroem
-                                else ("FeaturePAModel",))
-            phase = state.get("phase", "linear") if nystroem else "linear"
-            if nystroem:
-                check.equal(state.get("n_components"), D, "_model.n_components")
-                if phase not in ("exact", "linear"):
-                    check.fail(f"_model.phase = {phase!r} is neither 'exact' nor 'linear'")
-            if phase == "exact":                      # NOGD's exact phase: < D centres
-                sq_norm = check.float(state.get("exact_sq_norm"), "_model.exact_sq_norm", 0.0)
-                engine = _engine(check, state.get("exact_engine"), "_model.exact_engine")
-                rest = {k: v for k, v in _sub(state, "exact_").items()
-                        if k not in ("sq_norm", "engine")}
-                rest = expansion(rest, "_model.exact", 0, int(budget_code(resolve_budget_policy(
-                    est.budget_policy, est.kernel, name))))
-                if len(rest["coef"]) >= D:
-                    check.fail(f"the exact phase holds {len(rest['coef'])} centres; "
-                               f"n_components = {D}")
-                state = dict(n_components=D, phase=phase,
-                             **_with("exact_", dict(rest, sq_norm=sq_norm, engine=engine)))
-            else:
-                raw = check.array(state.get("linear_raw"), "_model.linear_raw", (None,))
-                if not 1 <= len(raw) <= D:
-                    check.fail(f"a model of n_components = {D} has {len(raw)} feature weights")
-                check.float(state.get("linear_scale"), "_model.linear_scale", 0.0, open_lo=True)
-                check.float(state.get("linear_sq_norm"), "_model.linear_sq_norm", 0.0)
-                if not nystroem:
-                    check.equal(state.get("fmap_kind"), "fourier", "_model.fmap_kind")
-                    check.array(state.get("fmap_W"), "_model.fmap_W", (d, len(raw)))
-                    check.array(state.get("fmap_b"), "_model.fmap_b", (len(raw),))
-                else:                                 # the D centres of the exact phase
-                    check.equal(state.get("fmap_kind"), "nystroem", "_model.fmap_kind")
-                    check.array(state.get("fmap_landmarks"), "_model.fmap_landmarks", (D, d))
-        else:
-            kind, state = model("_model", ("KernelPAModel",))
-            sq_norm = check.float(state.get("sq_norm"), "_model.sq_norm", 0.0)
-            engine = _engine(check, state.get("engine"), "_model.engine")
-            rest = {k: v for k, v in state.items() if k not in ("sq_norm", "engine")}
-            policy = int(budget_code(resolve_budget_policy(est.budget_policy, est.kernel, name)))
-            state = dict(expansion(rest, "_model", int(est.budget or 0), policy),
-                         sq_norm=sq_norm, engine=engine)
-        built["_model"] = (kind, state)
-        binary_labels()
-    elif name == "PairwiseLearner":
-        labels = ("classes_",) if est.reducer == "dissimilar" else ()
-        check.keys(attrs, ("n_features_in_", "t_", "_params", "n_stored_", "theta_", "kappa_",
-                           "eta1_", "_seed") + labels, f"{name}'s attributes")
-        if not (isinstance(attrs["_params"], list)
-                and attrs["_params"] == est._frozen_params()):
-            check.fail("_params (the parameters of the first call) differ from the parameters")
-        out["_params"] = list(attrs["_params"])
-        floats("theta_", lo=0.0)
-        floats("kappa_", lo=1.0)
-        floats("eta1_", lo=0.0, open_lo=True)
-        out["_seed"] = check.int(attrs["_seed"], "_seed", 0, 2 ** 31 - 1)
-        stored = out["n_stored_"] = check.int(attrs["n_stored_"], "n_stored_", 0, t)
-        moments = (est._running_moments and est.loss == "squared"
-                   and est.reducer == "difference" and est.pair_kernel == "linear"
-                   and est.buffer is None)
-        want = ("MomentsPairModel" if moments else
-                {"linear": "LinearPairModel", "metric": "MetricPairModel",
-                 "difference": "DifferencePairModel"}[est.pair_kernel])
-        kind, state = model("_model", (want,))
-        if moments:
-            check.keys(state, ("S", "origin", "w"), "the moments model '_model'")
-            state = dict(S=check.array(state["S"], "_model.S", (d + 2, d + 2)),
-                         origin=check.array(state["origin"], "_model.origin", (d + 1,)),
-                         w=check.array(state["w"], "_model.w", (d,)))
-            if stored:
-                check.fail("n_stored_ must be 0 for the running-moment model")
-        else:
-            extra = {k for k in state if not k.startswith(("history_", "g_"))}
-            difference = est.pair_kernel == "difference"
-            check.keys(extra, ("engine",) if difference else ("w",), "the model '_model'")
-            n_centres, out_state = 0, {}
-            if difference:
-                out_state["engine"] = _engine(check, state["engine"], "_model.engine")
-                g = expansion(_sub(state, "g_"), "_model.g", 0, 0)
-                n_centres = len(g["coef"])
-                if n_centres != t:
-                    check.fail(f"g holds {n_centres} centres, not one per step (t_ = {t})")
-                out_state.update(_with("g_", g))
-            else:
-                shape = (d, d) if est.pair_kernel == "metric" else (d,)
-                out_state["w"] = check.array(state["w"], "_model.w", shape)
-            history = _history_state(check, _sub(state, "history_"), d,
-                                     "centres" if difference else "points", est.buffer, t,
-                                     n_centres)
-            if len(history["y"]) != stored:
-                check.fail(f"n_stored_ = {stored} but the history holds {len(history['y'])} "
-                           "points")
-            out_state.update(_with("history_", history))
-            if labels:
-                codes = history["y"]
-                out["classes_"] = _labels(check, attrs["classes_"], "classes_", binary=False)
-                if np.any((codes < 0) | (codes >= len(out["classes_"]))
-                          | (codes != np.round(codes))):
-                    check.fail("history_y holds class codes outside classes_")
-            state = out_state
-        if labels and "classes_" not in out:
-            out["classes_"] = _labels(check, attrs["classes_"], "classes_", binary=False)
-        built["_model"] = (kind, state)
-    else:
-        check.fail(f"okl.load does not know the fitted state of {name}")
-    return out, built
 
 
 def load(path: Any) -> Any:
@@ -556,15 +395,12 @@ def load(path: Any) -> Any:
     (a ValueError) when the file is not an intact okl model: damaged,
     truncated, edited, or with parameters the estimator refuses.
     """
-    import okl
-    from okl._params import InvalidParameterError
-
     source = repr(os.fspath(path)) if isinstance(path, (str, os.PathLike)) else "the file"
     header, arrays = _read(path, source)
-    check = _Check(source)
+    check = StateCheck(source)
     name = header["class"]
-    cls = getattr(okl, name, None) if name in okl.__all__ else None
-    if not (isinstance(cls, type) and hasattr(cls, "get_params")):
+    cls = ESTIMATORS.get(name)
+    if cls is None:
         check.fail(f"it names an unknown estimator class {name!r}")
 
     def gather(prefix):
@@ -619,9 +455,13 @@ def load(path: Any) -> Any:
 
     if not attrs and not objects:
         return estimator                    # an unfitted estimator
-    values, built = _check_fitted(check, estimator, attrs, objects)
+    check = StateCheck(source, estimator, attrs, objects)
+    check.out["n_features_in_"] = check.int(attrs.get("n_features_in_"), "n_features_in_", 1,
+                                            C_INT_MAX)
+    check.out["t_"] = check.int(attrs.get("t_"), "t_")
+    built = estimator._check_state(check)
     state_types = _state_types(type(estimator))
-    for key, value in values.items():
+    for key, value in check.out.items():
         setattr(estimator, key, value)
     for key, (kind, state) in built.items():
         setattr(estimator, key, state_types[kind].from_state(state))

@@ -25,6 +25,7 @@ from okl._params import (
     GAMMA_SCALE_CONSTRAINTS, INTERCEPT_CONSTRAINTS, NONE, ONLINE_WEIGHT_CHECKS,
     STEP_CONSTRAINTS, Interval, Options, budget_constraints, kernel_constraints,
 )
+from okl._persist import C_INT_MAX, loadable
 from okl.kernels import kernel_code
 from okl.losses import MARGIN_LOSSES, lipschitz_at_origin, loss_spec, slope_at_origin
 from okl.schedules import step_numbers, step_sizes
@@ -43,6 +44,7 @@ def _finite_lipschitz(estimator):
     return M
 
 
+@loadable
 class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMixin,
                              OnlineLearner):
     """Binary kernel classification by NORMA: stochastic gradient steps in an RKHS.
@@ -244,6 +246,7 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
         return _finite_lipschitz(self)
 
 
+@loadable
 class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
                                        ClassifierMixin, OnlineLearner):
     """Tian-Sheng's coefficient-regularized online classification, eq. (0.4).
@@ -428,6 +431,33 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
         self.norm_bound_ = abs(slope_at_origin(self.loss)) * self.kappa_max_ / self.lam
         self.eta_ = float(eta_used[-1])
         return scores
+
+    def _check_state(self, check):
+        """okl.load: check the fitted state `check` read against this estimator's parameters.
+
+        Fills `check.out` with the attributes to set and returns {name: (model type, state)}
+        of the model objects to build (docs/guide/persistence.md).
+        """
+        attrs, out, name = check.attrs, check.out, type(self).__name__
+        t = out["t_"]
+        built = {}
+        check.keys(attrs, ("n_features_in_", "t_", "classes_", "n_centers_", "kappa_max_",
+                           "norm_bound_"), f"{name}'s attributes", optional=("M_", "eta_"))
+        m = out["n_centers_"] = check.int(attrs["n_centers_"], "n_centers_", 1, C_INT_MAX)
+        check.floats("kappa_max_", "norm_bound_", lo=0.0)
+        check.floats("M_", "eta_", lo=0.0, optional=True)
+        kind, state = check.model("_expansion", ("KernelExpansion", "NumpyExpansion"))
+        state = check.fitted_expansion(state, "_expansion", 0, 0)
+        n = len(state["coef"])
+        given = self.centers is not None
+        if given and m != len(self.centers):
+            check.fail(f"n_centers_ = {m} but the parameter centers has {len(self.centers)} rows")
+        if n != (m if given else min(t, m)):
+            check.fail(f"'_expansion' holds {n} centres, inconsistent with n_centers_ = {m} "
+                       f"and t_ = {t}")
+        built["_expansion"] = (kind, state)
+        check.binary_labels()
+        return built
 
     def _fitted_with(self):
         fixed = super()._fitted_with()

@@ -20,6 +20,7 @@ from okl._params import (
     ENGINE_CONSTRAINTS, NONE, Interval, InvalidParameterError, Kind, Options, kernel_constraints,
     validate_params,
 )
+from okl._persist import loadable, prefixed, substate
 from okl.kernels import kernel_code, kernel_diag, kernel_row
 from okl.losses import PAIRWISE_LOSSES, loss_spec, pairwise_growth
 from okl.schedules import step_numbers, step_sizes
@@ -71,6 +72,7 @@ def _check_dense(X):
 
 # ---- the estimator ---------------------------------------------------------------------------
 
+@loadable
 class PairwiseLearner(OnlineLearner):
     """Online pairwise learning in an RKHS (Lin, Lei, Zhang and Zhou, Algorithm 1).
 
@@ -236,6 +238,75 @@ class PairwiseLearner(OnlineLearner):
     _divergence_cure = ("the step size is too large for this data; use eta='auto', a smaller "
                         "eta or a larger theta, or scale X (e.g. with "
                         "sklearn.preprocessing.StandardScaler)")
+
+    def _check_state(self, check):
+        """okl.load: check the fitted state `check` read against this estimator's parameters.
+
+        Fills `check.out` with the attributes to set and returns {name: (model type, state)}
+        of the model objects to build (docs/guide/persistence.md).
+        """
+        attrs, out, name = check.attrs, check.out, type(self).__name__
+        d, t = out["n_features_in_"], out["t_"]
+        built = {}
+        labels = ("classes_",) if self.reducer == "dissimilar" else ()
+        check.keys(attrs, ("n_features_in_", "t_", "_params", "n_stored_", "theta_", "kappa_",
+                           "eta1_", "_seed") + labels, f"{name}'s attributes")
+        if not (isinstance(attrs["_params"], list)
+                and attrs["_params"] == self._frozen_params()):
+            check.fail("_params (the parameters of the first call) differ from the parameters")
+        out["_params"] = list(attrs["_params"])
+        check.floats("theta_", lo=0.0)
+        check.floats("kappa_", lo=1.0)
+        check.floats("eta1_", lo=0.0, open_lo=True)
+        out["_seed"] = check.int(attrs["_seed"], "_seed", 0, 2 ** 31 - 1)
+        stored = out["n_stored_"] = check.int(attrs["n_stored_"], "n_stored_", 0, t)
+        moments = (self._running_moments and self.loss == "squared"
+                   and self.reducer == "difference" and self.pair_kernel == "linear"
+                   and self.buffer is None)
+        want = ("MomentsPairModel" if moments else
+                {"linear": "LinearPairModel", "metric": "MetricPairModel",
+                 "difference": "DifferencePairModel"}[self.pair_kernel])
+        kind, state = check.model("_model", (want,))
+        if moments:
+            check.keys(state, ("S", "origin", "w"), "the moments model '_model'")
+            state = dict(S=check.array(state["S"], "_model.S", (d + 2, d + 2)),
+                         origin=check.array(state["origin"], "_model.origin", (d + 1,)),
+                         w=check.array(state["w"], "_model.w", (d,)))
+            if stored:
+                check.fail("n_stored_ must be 0 for the running-moment model")
+        else:
+            extra = {k for k in state if not k.startswith(("history_", "g_"))}
+            difference = self.pair_kernel == "difference"
+            check.keys(extra, ("engine",) if difference else ("w",), "the model '_model'")
+            n_centres, out_state = 0, {}
+            if difference:
+                out_state["engine"] = check.engine(state["engine"], "_model.engine")
+                g = check.fitted_expansion(substate(state, "g_"), "_model.g", 0, 0)
+                n_centres = len(g["coef"])
+                if n_centres != t:
+                    check.fail(f"g holds {n_centres} centres, not one per step (t_ = {t})")
+                out_state.update(prefixed("g_", g))
+            else:
+                shape = (d, d) if self.pair_kernel == "metric" else (d,)
+                out_state["w"] = check.array(state["w"], "_model.w", shape)
+            history = check.history(substate(state, "history_"), d,
+                                     "centres" if difference else "points", self.buffer, t,
+                                     n_centres)
+            if len(history["y"]) != stored:
+                check.fail(f"n_stored_ = {stored} but the history holds {len(history['y'])} "
+                           "points")
+            out_state.update(prefixed("history_", history))
+            if labels:
+                codes = history["y"]
+                out["classes_"] = check.labels(attrs["classes_"], "classes_", binary=False)
+                if np.any((codes < 0) | (codes >= len(out["classes_"]))
+                          | (codes != np.round(codes))):
+                    check.fail("history_y holds class codes outside classes_")
+            state = out_state
+        if labels and "classes_" not in out:
+            out["classes_"] = check.labels(attrs["classes_"], "classes_", binary=False)
+        built["_model"] = (kind, state)
+        return built
 
     @classmethod
     def _state_classes(cls):

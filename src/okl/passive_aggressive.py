@@ -17,9 +17,11 @@ from okl._pa_models import FeaturePAModel, KernelPAModel, LinearPAModel, Nystroe
 from okl._binary import BinaryClassifierMixin
 from okl._core._pa import Event, Regularization, Variant
 from okl._params import (
-    APPROXIMATION_CONSTRAINTS, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS, Interval, InvalidParameterError, Options,
-    budget_constraints, kernel_constraints,
+    APPROXIMATION_CONSTRAINTS, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS, Interval,
+    InvalidParameterError, Options, budget_constraints, kernel_constraints,
 )
+from okl._persist import loadable, prefixed, substate
+from okl.budgets import budget_code, resolve_budget_policy
 from okl.kernels import KERNELS, kernel_row
 from okl.losses import loss_value
 
@@ -38,6 +40,7 @@ class InfeasibleUpdateWarning(UserWarning):
     """Samples whose constraint set was empty were skipped (see n_infeasible_)."""
 
 
+@loadable
 class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, ClassifierMixin,
                               OnlineLearner):
     """Passive-aggressive online classification, plain or regularized (Shen-Dietterich).
@@ -288,6 +291,77 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
 
     _divergence_cure = ("a tiny nonzero ||x|| makes the step l/||x||^2 overflow. Scale X "
                         "(e.g. with sklearn.preprocessing.StandardScaler) or use variant='PA-I'")
+
+    def _check_state(self, check):
+        """okl.load: check the fitted state `check` read against this estimator's parameters.
+
+        Fills `check.out` with the attributes to set and returns {name: (model type, state)}
+        of the model objects to build (docs/guide/persistence.md).
+        """
+        attrs, out, name = check.attrs, check.out, type(self).__name__
+        d, t = out["n_features_in_"], out["t_"]
+        built = {}
+        check.keys(attrs, ("n_features_in_", "t_", "classes_", "n_updates_", "n_infeasible_"),
+                   f"{name}'s attributes")
+        out["n_updates_"] = check.int(attrs["n_updates_"], "n_updates_", 0, t)
+        out["n_infeasible_"] = check.int(attrs["n_infeasible_"], "n_infeasible_", 0,
+                                         t - out["n_updates_"])
+        if self.kernel == "linear":
+            kind, state = check.model("_model", ("LinearPAModel",))
+            check.keys(state, ("raw", "scale", "sq_norm"), "the linear model '_model'")
+            raw = check.array(state["raw"], "_model.raw", (d,))
+            scale = check.float(state["scale"], "_model.scale", 0.0, open_lo=True)
+            with np.errstate(over="ignore"):
+                if not np.all(np.isfinite(scale * raw)):
+                    check.fail("_model.scale times _model.raw is not finite")
+            state = dict(raw=raw, scale=scale,
+                         sq_norm=check.float(state["sq_norm"], "_model.sq_norm", 0.0))
+        elif self.approximation is not None:
+            D = self.n_components
+            nystroem = self.approximation == "nystroem"
+            kind, state = check.model("_model", ("NystroemPAModel",) if nystroem
+                                else ("FeaturePAModel",))
+            phase = state.get("phase", "linear") if nystroem else "linear"
+            if nystroem:
+                check.equal(state.get("n_components"), D, "_model.n_components")
+                if phase not in ("exact", "linear"):
+                    check.fail(f"_model.phase = {phase!r} is neither 'exact' nor 'linear'")
+            if phase == "exact":                      # NOGD's exact phase: < D centres
+                sq_norm = check.float(state.get("exact_sq_norm"), "_model.exact_sq_norm", 0.0)
+                engine = check.engine(state.get("exact_engine"), "_model.exact_engine")
+                rest = {k: v for k, v in substate(state, "exact_").items()
+                        if k not in ("sq_norm", "engine")}
+                policy = budget_code(resolve_budget_policy(self.budget_policy, self.kernel, name))
+                rest = check.fitted_expansion(rest, "_model.exact", 0, int(policy))
+                if len(rest["coef"]) >= D:
+                    check.fail(f"the exact phase holds {len(rest['coef'])} centres; "
+                               f"n_components = {D}")
+                state = dict(n_components=D, phase=phase,
+                             **prefixed("exact_", dict(rest, sq_norm=sq_norm, engine=engine)))
+            else:
+                raw = check.array(state.get("linear_raw"), "_model.linear_raw", (None,))
+                if not 1 <= len(raw) <= D:
+                    check.fail(f"a model of n_components = {D} has {len(raw)} feature weights")
+                check.float(state.get("linear_scale"), "_model.linear_scale", 0.0, open_lo=True)
+                check.float(state.get("linear_sq_norm"), "_model.linear_sq_norm", 0.0)
+                if not nystroem:
+                    check.equal(state.get("fmap_kind"), "fourier", "_model.fmap_kind")
+                    check.array(state.get("fmap_W"), "_model.fmap_W", (d, len(raw)))
+                    check.array(state.get("fmap_b"), "_model.fmap_b", (len(raw),))
+                else:                                 # the D centres of the exact phase
+                    check.equal(state.get("fmap_kind"), "nystroem", "_model.fmap_kind")
+                    check.array(state.get("fmap_landmarks"), "_model.fmap_landmarks", (D, d))
+        else:
+            kind, state = check.model("_model", ("KernelPAModel",))
+            sq_norm = check.float(state.get("sq_norm"), "_model.sq_norm", 0.0)
+            engine = check.engine(state.get("engine"), "_model.engine")
+            rest = {k: v for k, v in state.items() if k not in ("sq_norm", "engine")}
+            policy = int(budget_code(resolve_budget_policy(self.budget_policy, self.kernel, name)))
+            state = dict(check.fitted_expansion(rest, "_model", int(self.budget or 0), policy),
+                         sq_norm=sq_norm, engine=engine)
+        built["_model"] = (kind, state)
+        check.binary_labels()
+        return built
 
     @classmethod
     def _state_classes(cls):

@@ -10,11 +10,13 @@ from okl._params import (
     ONLINE_WEIGHT_CHECKS, STEP_CONSTRAINTS, Interval, InvalidParameterError, Options,
     budget_constraints, kernel_constraints,
 )
+from okl._persist import loadable
 from okl.losses import RESIDUAL_LOSSES, loss_spec, loss_value
 
 REGRESSION_LOSSES = tuple(name for name in RESIDUAL_LOSSES if name != "power")
 
 
+@loadable
 class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
     """Online kernel regression by stochastic gradient steps in an RKHS.
 
