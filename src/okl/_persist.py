@@ -302,6 +302,56 @@ def _feature_state(check, est, state, d, n_support, gamma):
     return state
 
 
+def _pa_features_state(check, est, state, d):
+    """Check a RegularizedPAClassifier's FeaturePAModel state (its feature map rebuilt)."""
+    from okl._features import NystroemFeatures
+    from okl.kernels import kernel_code
+    D, fourier = est.n_components, est.approximation == "fourier"
+    fmap = ("kind", "kernel", "gamma", "n_components", "n_features", "W", "b") if fourier \
+        else ("kind", "kernel", "gamma", "degree", "coef0", "tol", "landmarks")
+    check.keys(state, ("linear_raw", "linear_scale", "linear_sq_norm")
+               + tuple("fmap_" + k for k in fmap), "the feature model '_model'")
+    raw = check.array(state["linear_raw"], "_model.linear_raw", (None,))
+    scale = check.float(state["linear_scale"], "_model.linear_scale", 0.0, open_lo=True)
+    with np.errstate(over="ignore"):
+        if not np.all(np.isfinite(scale * raw)):
+            check.fail("_model.linear_scale times _model.linear_raw is not finite")
+    sq_norm = check.float(state["linear_sq_norm"], "_model.linear_sq_norm", 0.0)
+    check.equal(state["fmap_kind"], est.approximation, "_model.fmap_kind")
+    check.equal(state["fmap_kernel"], int(kernel_code(est.kernel)), "_model.fmap_kernel")
+    check.equal(check.float(state["fmap_gamma"], "_model.fmap_gamma"), float(est.gamma),
+                "_model.fmap_gamma")
+    out = dict(linear_raw=raw, linear_scale=scale, linear_sq_norm=sq_norm,
+               fmap_kind=est.approximation, fmap_kernel=int(kernel_code(est.kernel)),
+               fmap_gamma=float(est.gamma))
+    if fourier:
+        check.equal(state["fmap_n_components"], D, "_model.fmap_n_components")
+        check.equal(state["fmap_n_features"], d, "_model.fmap_n_features")
+        check.equal(len(raw), D, "len(_model.linear_raw)")
+        return dict(out, fmap_n_components=D, fmap_n_features=d,
+                    fmap_W=check.array(state["fmap_W"], "_model.fmap_W", (d, D)),
+                    fmap_b=check.array(state["fmap_b"], "_model.fmap_b", (D,)))
+    check.equal(check.int(state["fmap_degree"], "_model.fmap_degree", 1, C_INT_MAX),
+                int(est.degree), "_model.fmap_degree")
+    check.equal(check.float(state["fmap_coef0"], "_model.fmap_coef0"), float(est.coef0),
+                "_model.fmap_coef0")
+    tol = check.float(state["fmap_tol"], "_model.fmap_tol", 0.0, 1.0)
+    landmarks = check.array(state["fmap_landmarks"], "_model.fmap_landmarks", (D, d))
+    try:                        # the map itself: K_LL's eigendecomposition, r <= D components
+        with np.errstate(all="ignore"):
+            built = NystroemFeatures(landmarks, est.kernel, est.gamma, est.degree, est.coef0,
+                                     tol)
+    except (ValueError, ArithmeticError, np.linalg.LinAlgError):
+        check.fail("the Nystroem landmarks give no valid feature map")
+    if not np.all(np.isfinite(built.components)):
+        check.fail("the Nystroem landmarks give no valid feature map")
+    if len(raw) != built.n_components:
+        check.fail(f"_model.linear_raw has {len(raw)} weights for {built.n_components} "
+                   "Nystroem features")
+    return dict(out, fmap_degree=int(est.degree), fmap_coef0=float(est.coef0), fmap_tol=tol,
+                fmap_landmarks=landmarks)
+
+
 def _history_state(check, state, d, kind, buffer, t, n_centres):
     """Check the stored points of a PairwiseLearner's model against its counters."""
     fields = ("y", "X") if kind == "points" else ("y", "idx", "s", "gram")
@@ -419,6 +469,8 @@ def _check_fitted(check, est, attrs, objects):
         given = est.centers is not None
         if given and m != len(est.centers):
             check.fail(f"n_centers_ = {m} but the parameter centers has {len(est.centers)} rows")
+        if not given and m != est.n_centers:
+            check.fail(f"n_centers_ = {m} but the parameter n_centers is {est.n_centers}")
         if n != (m if given else min(t, m)):
             check.fail(f"'_expansion' holds {n} centres, inconsistent with n_centers_ = {m} "
                        f"and t_ = {t}")
@@ -440,17 +492,17 @@ def _check_fitted(check, est, attrs, objects):
                     check.fail("_model.scale times _model.raw is not finite")
             state = dict(raw=raw, scale=scale,
                          sq_norm=check.float(state["sq_norm"], "_model.sq_norm", 0.0))
-        elif est.approximation is not None:
+        elif est.approximation == "fourier":
+            kind, state = model("_model", ("FeaturePAModel",))
+            state = _pa_features_state(check, est, state, d)
+        elif est.approximation == "nystroem":
+            kind, state = model("_model", ("NystroemPAModel",))
             D = est.n_components
-            nystroem = est.approximation == "nystroem"
-            kind, state = model("_model", ("NystroemPAModel",) if nystroem
-                                else ("FeaturePAModel",))
-            phase = state.get("phase", "linear") if nystroem else "linear"
-            if nystroem:
-                check.equal(state.get("n_components"), D, "_model.n_components")
-                if phase not in ("exact", "linear"):
-                    check.fail(f"_model.phase = {phase!r} is neither 'exact' nor 'linear'")
+            check.equal(state.get("n_components"), D, "_model.n_components")
+            phase = state.get("phase")
             if phase == "exact":                      # NOGD's exact phase: < D centres
+                check.keys(state, ("n_components", "phase"), "the Nystroem model '_model'",
+                           optional=tuple(k for k in state if k.startswith("exact_")))
                 sq_norm = check.float(state.get("exact_sq_norm"), "_model.exact_sq_norm", 0.0)
                 engine = _engine(check, state.get("exact_engine"), "_model.exact_engine")
                 rest = {k: v for k, v in _sub(state, "exact_").items()
@@ -462,19 +514,12 @@ def _check_fitted(check, est, attrs, objects):
                                f"n_components = {D}")
                 state = dict(n_components=D, phase=phase,
                              **_with("exact_", dict(rest, sq_norm=sq_norm, engine=engine)))
+            elif phase == "linear":
+                features = {k: v for k, v in state.items() if k not in ("n_components", "phase")}
+                state = dict(_pa_features_state(check, est, features, d), n_components=D,
+                             phase=phase)
             else:
-                raw = check.array(state.get("linear_raw"), "_model.linear_raw", (None,))
-                if not 1 <= len(raw) <= D:
-                    check.fail(f"a model of n_components = {D} has {len(raw)} feature weights")
-                check.float(state.get("linear_scale"), "_model.linear_scale", 0.0, open_lo=True)
-                check.float(state.get("linear_sq_norm"), "_model.linear_sq_norm", 0.0)
-                if not nystroem:
-                    check.equal(state.get("fmap_kind"), "fourier", "_model.fmap_kind")
-                    check.array(state.get("fmap_W"), "_model.fmap_W", (d, len(raw)))
-                    check.array(state.get("fmap_b"), "_model.fmap_b", (len(raw),))
-                else:                                 # the D centres of the exact phase
-                    check.equal(state.get("fmap_kind"), "nystroem", "_model.fmap_kind")
-                    check.array(state.get("fmap_landmarks"), "_model.fmap_landmarks", (D, d))
+                check.fail(f"_model.phase = {phase!r} is neither 'exact' nor 'linear'")
         else:
             kind, state = model("_model", ("KernelPAModel",))
             sq_norm = check.float(state.get("sq_norm"), "_model.sq_norm", 0.0)
