@@ -363,6 +363,10 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
 
     def _kernel_model(self, name):
         check_is_fitted(self, "t_")
+        if isinstance(self._model, (FeaturePAModel, NystroemPAModel)):
+            raise AttributeError(f"{name} exists for exact kernel models only; with "
+                                 f"approximation={self.approximation!r} the model is f(x) = "
+                                 "<w, z(x)> on fixed-size features.")
         if not isinstance(self._model, KernelPAModel):
             raise AttributeError(f"{name} exists for kernel models only; a linear model is "
                                  "f(x) = coef_ . x.")
