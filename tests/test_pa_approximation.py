@@ -126,3 +126,21 @@ def test_nystroem_pa_round_trips_in_either_phase(stop, tmp_path):
     for m in (model, back):
         m.partial_fit(X[stop:stop + 300], y[stop:stop + 300])
     np.testing.assert_array_equal(back.decision_function(X_test), model.decision_function(X_test))
+
+
+@pytest.mark.filterwarnings("ignore:overflow:RuntimeWarning", "ignore:invalid:RuntimeWarning")
+def test_nystroem_pa_failed_chunk_across_the_switch_leaves_the_model_as_it_was():
+    X, y = make_moons(120, noise=0.2, random_state=0)
+    est = RegularizedPAClassifier(kernel="polynomial", degree=2, coef0=1.0, gamma=1.0,
+                                  approximation="nystroem", n_components=20).fit(X[:10], y[:10])
+    assert est._model.features is None
+    before, state = est.decision_function(X[100:]), (est.t_, est.n_updates_, est.sq_norm_)
+    bad = X[10:100].copy()
+    bad[80] = 1e200                               # f(x) overflows after the switch
+    with pytest.raises(FloatingPointError, match="t=91.*left as it was"):
+        est.partial_fit(bad, y[10:100])
+    assert est._model.features is None
+    np.testing.assert_array_equal(est.decision_function(X[100:]), before)
+    assert (est.t_, est.n_updates_, est.sq_norm_) == state
+    est.partial_fit(X[10:90], y[10:90])
+    assert est._model.features is not None        # the switch came before row 90

@@ -51,6 +51,12 @@ def _models():
             RegularizedPAClassifier(regularization="objective").fit(X, yc),
             RegularizedPAClassifier(kernel="gaussian", budget=7).fit(X, yc),
             RegularizedPAClassifier(regularization="l1", beta=5.0, truncate_sigma=0.01).fit(X, yc),
+            RegularizedPAClassifier(kernel="gaussian", approximation="nystroem",
+                                    n_components=30).fit(X, yc),      # NOGD's exact phase
+            RegularizedPAClassifier(kernel="gaussian", approximation="nystroem",
+                                    n_components=4).fit(X, yc),       # on Nystroem features
+            RegularizedPAClassifier(kernel="gaussian", approximation="fourier", n_components=5,
+                                    random_state=0).fit(X, yc),
             PairwiseLearner().fit(X, yr),
             PairwiseLearner(pair_kernel="difference", buffer=10, random_state=0).fit(X, yr),
             PairwiseLearner(pair_kernel="metric", reducer="dissimilar").fit(X, yc),
@@ -354,6 +360,10 @@ def _known_attack(name):
         elif name == "n_features_in_":
             blob = _edit(RegularizedPAClassifier().fit(X, yc),
                          {("attrs", "n_features_in_"): 100})
+        elif name == "Nystroem exact phase past n_components":
+            blob = _edit(RegularizedPAClassifier(kernel="gaussian", approximation="nystroem",
+                                                 n_components=30).fit(X, yc),
+                         {("params", "n_components"): 3, ("objects", "_model", "n_components"): 3})
         elif name == "random bytes":
             blob = np.random.default_rng(0).bytes(500)
         elif name == "invalid parameter":
@@ -370,7 +380,7 @@ def _known_attack(name):
 
 KNOWN = ["budget ring slot", "ring slot of a regressor", "pairwise t_", "pairwise history index",
          "shortened centres", "lengthened coefficients", "re-typed weights", "n_features_in_",
-         "random bytes", "invalid parameter"]
+         "random bytes", "invalid parameter", "Nystroem exact phase past n_components"]
 
 
 @pytest.mark.parametrize("name", KNOWN)
@@ -395,7 +405,7 @@ def test_model_file_error_names_the_field(tmp_path):
         okl.load(path)
 
 
-@pytest.mark.parametrize("index", range(11))
+@pytest.mark.parametrize("index", range(14))
 def test_valid_files_still_round_trip(index):
     est = pickle.loads(pickle.dumps(_models()[index]))
     loaded = _load(_saved(est))

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from okl._features import NystroemFeatures
 from okl._numpy.codes import BudgetPolicy
 from okl._params import InvalidParameterError
 from okl.kernels import kernel_code
@@ -318,6 +319,54 @@ class StateCheck:
         else:
             self.fail(f"_expansion.phase = {state['phase']!r} is neither 'exact' nor 'linear'")
         return state
+
+    def pa_features(self, state, d):
+        """Check a RegularizedPAClassifier's feature model state (its feature map rebuilt)."""
+        est, check = self.est, self
+        D, fourier = est.n_components, est.approximation == "fourier"
+        fmap = ("kind", "kernel", "gamma", "n_components", "n_features", "W", "b") if fourier \
+            else ("kind", "kernel", "gamma", "degree", "coef0", "tol", "landmarks")
+        check.keys(state, ("linear_raw", "linear_scale", "linear_sq_norm")
+                   + tuple("fmap_" + k for k in fmap), "the feature model '_model'")
+        raw = check.array(state["linear_raw"], "_model.linear_raw", (None,))
+        scale = check.float(state["linear_scale"], "_model.linear_scale", 0.0, open_lo=True)
+        with np.errstate(over="ignore"):
+            if not np.all(np.isfinite(scale * raw)):
+                check.fail("_model.linear_scale times _model.linear_raw is not finite")
+        sq_norm = check.float(state["linear_sq_norm"], "_model.linear_sq_norm", 0.0)
+        check.equal(state["fmap_kind"], est.approximation, "_model.fmap_kind")
+        check.equal(state["fmap_kernel"], int(kernel_code(est.kernel)), "_model.fmap_kernel")
+        check.equal(check.float(state["fmap_gamma"], "_model.fmap_gamma"), float(est.gamma),
+                    "_model.fmap_gamma")
+        out = dict(linear_raw=raw, linear_scale=scale, linear_sq_norm=sq_norm,
+                   fmap_kind=est.approximation, fmap_kernel=int(kernel_code(est.kernel)),
+                   fmap_gamma=float(est.gamma))
+        if fourier:
+            check.equal(state["fmap_n_components"], D, "_model.fmap_n_components")
+            check.equal(state["fmap_n_features"], d, "_model.fmap_n_features")
+            check.equal(len(raw), D, "len(_model.linear_raw)")
+            return dict(out, fmap_n_components=D, fmap_n_features=d,
+                        fmap_W=check.array(state["fmap_W"], "_model.fmap_W", (d, D)),
+                        fmap_b=check.array(state["fmap_b"], "_model.fmap_b", (D,)))
+        check.equal(check.int(state["fmap_degree"], "_model.fmap_degree", 1, C_INT_MAX),
+                    int(est.degree), "_model.fmap_degree")
+        check.equal(check.float(state["fmap_coef0"], "_model.fmap_coef0"), float(est.coef0),
+                    "_model.fmap_coef0")
+        tol = check.float(state["fmap_tol"], "_model.fmap_tol", 0.0, 1.0)
+        landmarks = check.array(state["fmap_landmarks"], "_model.fmap_landmarks", (D, d))
+        try:                    # the map itself: K_LL's eigendecomposition, r <= D components
+            with np.errstate(all="ignore"):
+                built = NystroemFeatures(landmarks, est.kernel, est.gamma, est.degree,
+                                         est.coef0, tol)
+        except (ValueError, ArithmeticError, np.linalg.LinAlgError):
+            check.fail("the Nystroem landmarks give no valid feature map")
+        if not np.all(np.isfinite(built.components)):
+            check.fail("the Nystroem landmarks give no valid feature map")
+        if len(raw) != built.n_components:
+            check.fail(f"_model.linear_raw has {len(raw)} weights for {built.n_components} "
+                       "Nystroem features")
+        return dict(out, fmap_degree=int(est.degree), fmap_coef0=float(est.coef0),
+                    fmap_tol=tol, fmap_landmarks=landmarks)
 
     def history(self, state, d, kind, buffer, t, n_centres):
         """Check the stored points of a PairwiseLearner's model against its counters."""

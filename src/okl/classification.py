@@ -452,6 +452,8 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
         given = self.centers is not None
         if given and m != len(self.centers):
             check.fail(f"n_centers_ = {m} but the parameter centers has {len(self.centers)} rows")
+        if not given and m != self.n_centers:
+            check.fail(f"n_centers_ = {m} but the parameter n_centers is {self.n_centers}")
         if n != (m if given else min(t, m)):
             check.fail(f"'_expansion' holds {n} centres, inconsistent with n_centers_ = {m} "
                        f"and t_ = {t}")

@@ -316,17 +316,17 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
                     check.fail("_model.scale times _model.raw is not finite")
             state = dict(raw=raw, scale=scale,
                          sq_norm=check.float(state["sq_norm"], "_model.sq_norm", 0.0))
-        elif self.approximation is not None:
+        elif self.approximation == "fourier":
+            kind, state = check.model("_model", ("FeaturePAModel",))
+            state = check.pa_features(state, d)
+        elif self.approximation == "nystroem":
+            kind, state = check.model("_model", ("NystroemPAModel",))
             D = self.n_components
-            nystroem = self.approximation == "nystroem"
-            kind, state = check.model("_model", ("NystroemPAModel",) if nystroem
-                                else ("FeaturePAModel",))
-            phase = state.get("phase", "linear") if nystroem else "linear"
-            if nystroem:
-                check.equal(state.get("n_components"), D, "_model.n_components")
-                if phase not in ("exact", "linear"):
-                    check.fail(f"_model.phase = {phase!r} is neither 'exact' nor 'linear'")
+            check.equal(state.get("n_components"), D, "_model.n_components")
+            phase = state.get("phase")
             if phase == "exact":                      # NOGD's exact phase: < D centres
+                check.keys(state, ("n_components", "phase"), "the Nystroem model '_model'",
+                           optional=tuple(k for k in state if k.startswith("exact_")))
                 sq_norm = check.float(state.get("exact_sq_norm"), "_model.exact_sq_norm", 0.0)
                 engine = check.engine(state.get("exact_engine"), "_model.exact_engine")
                 rest = {k: v for k, v in substate(state, "exact_").items()
@@ -338,19 +338,11 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
                                f"n_components = {D}")
                 state = dict(n_components=D, phase=phase,
                              **prefixed("exact_", dict(rest, sq_norm=sq_norm, engine=engine)))
+            elif phase == "linear":
+                features = {k: v for k, v in state.items() if k not in ("n_components", "phase")}
+                state = dict(check.pa_features(features, d), n_components=D, phase=phase)
             else:
-                raw = check.array(state.get("linear_raw"), "_model.linear_raw", (None,))
-                if not 1 <= len(raw) <= D:
-                    check.fail(f"a model of n_components = {D} has {len(raw)} feature weights")
-                check.float(state.get("linear_scale"), "_model.linear_scale", 0.0, open_lo=True)
-                check.float(state.get("linear_sq_norm"), "_model.linear_sq_norm", 0.0)
-                if not nystroem:
-                    check.equal(state.get("fmap_kind"), "fourier", "_model.fmap_kind")
-                    check.array(state.get("fmap_W"), "_model.fmap_W", (d, len(raw)))
-                    check.array(state.get("fmap_b"), "_model.fmap_b", (len(raw),))
-                else:                                 # the D centres of the exact phase
-                    check.equal(state.get("fmap_kind"), "nystroem", "_model.fmap_kind")
-                    check.array(state.get("fmap_landmarks"), "_model.fmap_landmarks", (D, d))
+                check.fail(f"_model.phase = {phase!r} is neither 'exact' nor 'linear'")
         else:
             kind, state = check.model("_model", ("KernelPAModel",))
             sq_norm = check.float(state.get("sq_norm"), "_model.sq_norm", 0.0)
@@ -438,6 +430,10 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
 
     def _kernel_model(self, name):
         check_is_fitted(self, "t_")
+        if isinstance(self._model, (FeaturePAModel, NystroemPAModel)):
+            raise AttributeError(f"{name} exists for exact kernel models only; with "
+                                 f"approximation={self.approximation!r} the model is f(x) = "
+                                 "<w, z(x)> on fixed-size features.")
         if not isinstance(self._model, KernelPAModel):
             raise AttributeError(f"{name} exists for kernel models only; a linear model is "
                                  "f(x) = coef_ . x.")
