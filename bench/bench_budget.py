@@ -1,6 +1,11 @@
 """Bounded time and memory on long streams: budgets, merging, random features, Nystroem.
 
 pytest-benchmark part (same-run ratios, see conftest.py):
+- "merge vs oldest B=..., event | chunk": a warm OnlineKernelRegressor, d = 20,
+  budget B full, K events predicted then learned, with budget_policy "merge"
+  against "oldest" (the reference of the ratio): one event at a time
+  (``predict_one`` + ``learn_one``) and the fused loop (one ``partial_fit`` of
+  the K rows);
 - "budget step B=...": one pointwise step of the Cython loop with a full budget
   (oldest policy) against the BSGD merge search on the same B + 1 centres
   (okl._core._merge, the extra work of a merging step) and the NumPy driver;
@@ -64,6 +69,37 @@ def test_budget_step(benchmark, label, B):
         c = rng.normal(size=B + 1)
         benchmark.extra_info.update(label="merge", steps=1)
         benchmark(merge_find, C, c, GAMMA)
+
+
+MERGE_D, MERGE_K = 20, 300
+
+
+@pytest.mark.parametrize("B", [50, 100, 200, 500, 1000])
+@pytest.mark.parametrize("mode", ["event", "chunk"])
+@pytest.mark.parametrize("policy", ["oldest", "merge"])
+def test_merge_vs_oldest(benchmark, policy, mode, B):
+    d, K = MERGE_D, MERGE_K
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(B + 8 * K, d)) / np.sqrt(d)
+    y = np.sin(3 * X[:, 0]) + 0.1 * rng.normal(size=len(X))
+    est = OnlineKernelRegressor(gamma=0.5, budget=B, budget_policy=policy)
+    est.partial_fit(X[:B + K], y[:B + K])
+    assert est.n_support_ == B
+    rows = iter(range(B + K, len(X), K))
+    benchmark.group = f"merge vs oldest B={B:<4d} d={d} {mode}"
+    benchmark.extra_info.update(label=policy, steps=K, ref="oldest")
+
+    def events():
+        lo = next(rows)
+        for i in range(lo, lo + K):
+            est.predict_one(X[i])
+            est.learn_one(X[i], y[i])
+
+    def chunk():
+        lo = next(rows)
+        est.partial_fit(X[lo:lo + K], y[lo:lo + K])
+    benchmark.pedantic(events if mode == "event" else chunk, rounds=5, iterations=1,
+                       warmup_rounds=1)
 
 
 @pytest.mark.parametrize("D", [100, 1000])
