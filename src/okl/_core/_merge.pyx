@@ -19,7 +19,7 @@ import numpy as np
 
 from libc.math cimport expm1, fabs, log, INFINITY
 
-from okl._core._kernels cimport okl_exp_nonpos, okl_exp_scaled, okl_sqdists
+from okl._core._kernels cimport okl_exp_nonpos, okl_sqdists
 
 
 cdef enum:
@@ -128,13 +128,19 @@ cdef Py_ssize_t cmerge_find(const double* centers, const double* coef,
     weight degradation (raw units squared; c_m^2 for a removal).  work holds
     n doubles; nothing is allocated.
 
-    One kernel row from x_m gives every k; the table gives every rho; the
-    partner of least tabulated rho is solved exactly first, then every other
-    partner whose tabulated rho is within TOL of the best exact one.
+    One distance row from x_m, then for each partner k and its tabulated rho;
+    the partner of least tabulated rho is solved exactly first, then every
+    other partner whose tabulated rho is within TOL of the best exact one.
+    Since the table decreases in mu and in k, a partner whose k is at most
+    a node k_j with RHO[NM, j] >= best_r + 2 TOL (best_r: the least tabulated
+    rho so far) has a tabulated rho that can neither be the least nor come
+    within TOL of the best exact one: it is skipped on its distance alone,
+    before its exponential (`cskip_dist`), which leaves the result unchanged.
     """
     cdef Py_ssize_t i, m = 0, first = -1, best
-    cdef double cm, am, k, r, best_r = INFINITY, cm2, h, cz, loss
+    cdef double cm, am, k, r, best_r = INFINITY, cm2, h, cz, loss, skip = INFINITY
     cdef double best_h, best_cz, best_loss
+    cdef int j_skip = 0
     for i in range(1, n):
         if fabs(coef[i]) < fabs(coef[m]):
             m = i
@@ -146,20 +152,18 @@ cdef Py_ssize_t cmerge_find(const double* centers, const double* coef,
     if cm == 0.0:
         return -1
     okl_sqdists(n, d, centers, centers + m * d, work)
-    okl_exp_scaled(n, gamma, work)
     am = fabs(cm)
     for i in range(n):
-        if i == m or cm * coef[i] <= 0.0:
+        if i == m or cm * coef[i] <= 0.0 or work[i] >= skip:
             work[i] = INFINITY
             continue
-        k = work[i]
-        if not k >= 0.0:
-            k = 0.0
-        r = crho(am / (am + fabs(coef[i])), k)
+        k = okl_exp_nonpos(-gamma * work[i])
+        r = crho(am / (am + fabs(coef[i])), k if k >= 0.0 else 0.0)     # a NaN centre: k = 0
         work[i] = r
         if r < best_r:
             best_r = r
             first = i
+            skip = cskip_dist(best_r + 2.0 * TOL, gamma, &j_skip)
     if first < 0:
         return -1
     cm2 = cm * cm
@@ -177,6 +181,19 @@ cdef Py_ssize_t cmerge_find(const double* centers, const double* coef,
     cz_out[0] = best_cz
     loss_out[0] = best_loss
     return best
+
+
+cdef double cskip_dist(double level, double gamma, int* j) noexcept nogil:
+    """The squared distance beyond which rho >= level: -log(k_j) / gamma for the largest
+    node j with RHO[NM, j] >= level (j[0] carries the search: level only decreases)."""
+    cdef const double* row = RHO + NM * (NK + 1)
+    if not level <= 1.0:
+        return INFINITY
+    while j[0] < NK and row[j[0] + 1] >= level:
+        j[0] += 1
+    if j[0] == 0:
+        return INFINITY
+    return -log(j[0] / <double>NK) / gamma
 
 
 cdef inline double csqdist(const double* x, const double* u, Py_ssize_t d) noexcept nogil:
