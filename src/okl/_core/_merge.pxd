@@ -16,6 +16,7 @@ cdef Py_ssize_t cmerge_find(const double* centers,   # IN (n, d) row-major
                             const double* coef,      # IN (n,) raw coefficients
                             Py_ssize_t n, Py_ssize_t d, double gamma,
                             double* work,            # WORK (n,)
+                            bint row_ready,          # IN work[:n-1] = K(x_i, x_{n-1}) already
                             Py_ssize_t* m_out, double* h_out, double* cz_out,
                             double* loss_out) noexcept nogil
 

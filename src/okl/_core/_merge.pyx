@@ -19,7 +19,14 @@ import numpy as np
 
 from libc.math cimport expm1, fabs, log, INFINITY
 
-from okl._core._kernels cimport okl_exp_nonpos, okl_sqdists
+from okl._core._kernels cimport okl_exp_nonpos, okl_exp_scaled, okl_sqdists
+
+
+cdef extern from "_merge.h" nogil:
+    Py_ssize_t okl_merge_argmin_abs(Py_ssize_t n, const double* c)
+    Py_ssize_t okl_merge_argmin(Py_ssize_t n, const double* w)
+    void okl_merge_rho(Py_ssize_t n, double cm, const double* c, const double* T,
+                       int nm, int nk, double* w)
 
 
 cdef enum:
@@ -117,7 +124,7 @@ cbuild()
 
 cdef Py_ssize_t cmerge_find(const double* centers, const double* coef,
                             Py_ssize_t n, Py_ssize_t d, double gamma, double* work,
-                            Py_ssize_t* m_out, double* h_out, double* cz_out,
+                            bint row_ready, Py_ssize_t* m_out, double* h_out, double* cz_out,
                             double* loss_out) noexcept nogil:
     """Choose the merge that takes n centres to n - 1 (Gaussian kernel); return the partner.
 
@@ -126,24 +133,20 @@ cdef Py_ssize_t cmerge_find(const double* centers, const double* coef,
     of c_m, or c_m == 0: removal is then exact).  The merged point is
     z = h x_m + (1 - h) x_partner with raw coefficient cz; loss_out is the
     weight degradation (raw units squared; c_m^2 for a removal).  work holds
-    n doubles; nothing is allocated.
+    n doubles; nothing is allocated.  With row_ready, work[:n - 1] already
+    holds K(x_i, x_{n-1}) (the newcomer's kernel row, which the step computed
+    to predict): when m is the newcomer, as in nearly every step, that row is
+    used and no distance is computed.
 
-    One distance row from x_m, then for each partner k and its tabulated rho;
-    the partner of least tabulated rho is solved exactly first, then every
-    other partner whose tabulated rho is within TOL of the best exact one.
-    Since the table decreases in mu and in k, a partner whose k is at most
-    a node k_j with RHO[NM, j] >= best_r + 2 TOL (best_r: the least tabulated
-    rho so far) has a tabulated rho that can neither be the least nor come
-    within TOL of the best exact one: it is skipped on its distance alone,
-    before its exponential (`cskip_dist`), which leaves the result unchanged.
+    One kernel row from x_m gives every k, the table every rho; the partner
+    of least tabulated rho is solved exactly first, then every other partner
+    whose tabulated rho is within TOL of the best exact one.  The loops over
+    the centres are _merge.h's, vectorised.
     """
-    cdef Py_ssize_t i, m = 0, first = -1, best
-    cdef double cm, am, k, r, best_r = INFINITY, cm2, h, cz, loss, skip = INFINITY
+    cdef Py_ssize_t i, m, first, best
+    cdef double cm, h, cz, loss, limit
     cdef double best_h, best_cz, best_loss
-    cdef int j_skip = 0
-    for i in range(1, n):
-        if fabs(coef[i]) < fabs(coef[m]):
-            m = i
+    m = okl_merge_argmin_abs(n, coef)
     m_out[0] = m
     cm = coef[m]
     h_out[0] = 0.0
@@ -151,49 +154,28 @@ cdef Py_ssize_t cmerge_find(const double* centers, const double* coef,
     loss_out[0] = cm * cm
     if cm == 0.0:
         return -1
-    okl_sqdists(n, d, centers, centers + m * d, work)
-    am = fabs(cm)
-    for i in range(n):
-        if i == m or cm * coef[i] <= 0.0 or work[i] >= skip:
-            work[i] = INFINITY
-            continue
-        k = okl_exp_nonpos(-gamma * work[i])
-        r = crho(am / (am + fabs(coef[i])), k if k >= 0.0 else 0.0)     # a NaN centre: k = 0
-        work[i] = r
-        if r < best_r:
-            best_r = r
-            first = i
-            skip = cskip_dist(best_r + 2.0 * TOL, gamma, &j_skip)
+    if not (row_ready and m == n - 1):
+        okl_sqdists(n, d, centers, centers + m * d, work)
+        okl_exp_scaled(n, gamma, work)
+    okl_merge_rho(n, cm, coef, RHO, NM, NK, work)
+    work[m] = INFINITY
+    first = okl_merge_argmin(n, work)
     if first < 0:
         return -1
-    cm2 = cm * cm
     best = first
     cmerge_pair(cm, coef[first], gamma * csqdist(centers + m * d, centers + first * d, d),
                 &best_h, &best_cz, &best_loss)
+    limit = best_loss / (cm * cm) + TOL
     for i in range(n):
-        if i == first or not (work[i] - TOL) * cm2 < best_loss:
-            continue
-        cmerge_pair(cm, coef[i], gamma * csqdist(centers + m * d, centers + i * d, d),
-                    &h, &cz, &loss)
-        if loss < best_loss:
-            best, best_h, best_cz, best_loss = i, h, cz, loss
+        if work[i] < limit and i != first:
+            cmerge_pair(cm, coef[i], gamma * csqdist(centers + m * d, centers + i * d, d),
+                        &h, &cz, &loss)
+            if loss < best_loss:
+                best, best_h, best_cz, best_loss = i, h, cz, loss
     h_out[0] = best_h
     cz_out[0] = best_cz
     loss_out[0] = best_loss
     return best
-
-
-cdef double cskip_dist(double level, double gamma, int* j) noexcept nogil:
-    """The squared distance beyond which rho >= level: -log(k_j) / gamma for the largest
-    node j with RHO[NM, j] >= level (j[0] carries the search: level only decreases)."""
-    cdef const double* row = RHO + NM * (NK + 1)
-    if not level <= 1.0:
-        return INFINITY
-    while j[0] < NK and row[j[0] + 1] >= level:
-        j[0] += 1
-    if j[0] == 0:
-        return INFINITY
-    return -log(j[0] / <double>NK) / gamma
 
 
 cdef inline double csqdist(const double* x, const double* u, Py_ssize_t d) noexcept nogil:
@@ -253,7 +235,7 @@ def merge_find(const double[:, ::1] centers,   # IN (n, d)
         raise ValueError(f"coef has {coef.shape[0]} entries for {n} centres (need n >= 1).")
     cdef double[::1] work = np.empty(n, dtype=np.float64)
     with nogil:
-        partner = cmerge_find(&centers[0, 0], &coef[0], n, d, gamma, &work[0],
+        partner = cmerge_find(&centers[0, 0], &coef[0], n, d, gamma, &work[0], False,
                               &m, &h, &cz, &loss)
     return int(m), int(partner), h, cz, loss
 
