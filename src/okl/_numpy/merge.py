@@ -74,9 +74,14 @@ def rho_table():
 
 
 def rho(mu, k):
-    """rho(mu, k) by bilinear interpolation in `rho_table` (arrays or scalars)."""
+    """rho(mu, k) by bilinear interpolation in `rho_table` (arrays or scalars).
+
+    mu and k are clamped to the table, a NaN to its lower edge, as in _core/_merge.h.
+    """
     T = rho_table()
     x, y = np.asarray(mu, dtype=np.float64) * (2 * NM), np.asarray(k, dtype=np.float64) * NK
+    x = np.where(x >= 0.0, np.minimum(x, 2 * NM), 0.0)
+    y = np.where(y >= 0.0, np.minimum(y, NK), 0.0)
     i, j = np.minimum(x.astype(np.intp), NM - 1), np.minimum(y.astype(np.intp), NK - 1)
     fx, fy = x - i, y - j
     return ((1.0 - fx) * ((1.0 - fy) * T[i, j] + fy * T[i, j + 1])
@@ -87,7 +92,8 @@ def merge_find(centers, coef, gamma):
     """(m, partner, h, c_z, degradation) taking n centres to n - 1; partner -1 removes x_m.
 
     Every k from one kernel row, every rho from the table; the partner of
-    least tabulated rho is solved exactly, then every partner within TOL.
+    least tabulated rho is solved exactly, then every other partner whose
+    tabulated rho is within TOL of its exact one (units of c_m^2).
     """
     centers = np.asarray(centers, dtype=np.float64)
     coef = np.asarray(coef, dtype=np.float64)
@@ -100,10 +106,9 @@ def merge_find(centers, coef, gamma):
     if not same.any():
         return m, -1, 0.0, 0.0, cm * cm
     k = kernel_values(int(Kernel.GAUSSIAN), gamma, 3, 0.0, centers, centers[m])
-    k = np.where(k >= 0.0, k, 0.0)
     am = abs(cm)
     r = np.where(same, rho(am / (am + np.abs(coef)), k), np.inf)
-    first = int(np.argmin(r))
+    first = int(np.argmin(r))                     # the first on ties, as okl_merge_argmin
 
     def exact(i):
         diff = centers[i] - centers[m]
@@ -111,8 +116,8 @@ def merge_find(centers, coef, gamma):
 
     best = first
     best_h, best_cz, best_loss = exact(first)
-    for i in np.flatnonzero(r < np.inf):
-        if i == first or not (r[i] - TOL) * (cm * cm) < best_loss:
+    for i in np.flatnonzero(r < best_loss / (cm * cm) + TOL):
+        if i == first:
             continue
         h, cz, loss = exact(i)
         if loss < best_loss:
