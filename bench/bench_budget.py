@@ -80,7 +80,7 @@ MERGE_D, MERGE_K = 20, 300
 def test_merge_vs_oldest(benchmark, policy, mode, B):
     d, K = MERGE_D, MERGE_K
     rng = np.random.default_rng(0)
-    X = rng.normal(size=(B + 8 * K, d)) / np.sqrt(d)
+    X = rng.normal(size=(B + 14 * K, d)) / np.sqrt(d)   # warm-up, then 12 rounds
     y = np.sin(3 * X[:, 0]) + 0.1 * rng.normal(size=len(X))
     est = OnlineKernelRegressor(gamma=0.5, budget=B, budget_policy=policy)
     est.partial_fit(X[:B + K], y[:B + K])
@@ -98,7 +98,7 @@ def test_merge_vs_oldest(benchmark, policy, mode, B):
     def chunk():
         lo = next(rows)
         est.partial_fit(X[lo:lo + K], y[lo:lo + K])
-    benchmark.pedantic(events if mode == "event" else chunk, rounds=5, iterations=1,
+    benchmark.pedantic(events if mode == "event" else chunk, rounds=11, iterations=1,
                        warmup_rounds=1)
 
 
