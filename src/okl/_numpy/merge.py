@@ -18,11 +18,11 @@ from okl._core._kernels import Kernel
 from okl._numpy.kernels import kernel_values
 
 NM, NK = 32, 128        # table cells: mu on [0, 1/2], k on [0, 1] (as _core/_merge.pyx)
-TOL = 6e-3              # a partner is solved exactly unless its tabulated rho exceeds the best by more
+TOL = 6e-3              # partners whose tabulated rho is within TOL of the best are solved exactly
 
 
 def solve_t(L, g):
-    """The root t <= 0 of t - g tanh(t / 2) = L (L <= 0) on the rising branch, by Newton from L - g."""
+    """The root t <= 0 of t - g tanh(t / 2) = L (L <= 0) on the rising branch, Newton from L - g."""
     t = L - g
     for _ in range(100):
         e = math.exp(t)
@@ -35,7 +35,7 @@ def solve_t(L, g):
 
 
 def merge_pair(cm, cn, g):
-    """(h, c_z, degradation) of merging (c_m, x_m) and a same-sign (c_n, x_n); z = h x_m + (1 - h) x_n.
+    """(h, c_z, degradation) of merging (c_m, x_m) into a same-sign (c_n, x_n) at h x_m + (1 - h) x_n.
 
     a, b: the smaller and the larger coefficient; h solves the stationarity
     equation (docs/budget.md); the degradation is a^2 (1 - k^2) - dc (2 c0 + dc)
