@@ -8,7 +8,7 @@
 # branch of
 #     Phi(t) = t - g tanh(t / 2) - log(mu / (1 - mu)),
 # which is concave and increasing left of it: Newton from t = L - g (left of
-# the root) climbs to it monotonically, in 4-9 steps.  The degradation is
+# the root) climbs to it monotonically, in 3-9 steps.  The degradation is
 # c_m^2 rho(mu, k); RHO tabulates rho on a (NM + 1) x (NK + 1) grid of
 # mu in [0, 1/2], k in [0, 1], built once at import by the same solver.
 #
