@@ -14,6 +14,7 @@ pytest-benchmark part (same-run ratios, see conftest.py):
   RBFSampler features (the natural peer) and the NumPy twin.
 
 Script part (prints tables; the figures quoted in docs/budget.md):
+    python bench/bench_budget.py merge       # merge vs oldest, interleaved rounds, B = 50 ... 1000
     python bench/bench_budget.py frontier    # policy x budget: error, us/step, memory
     python bench/bench_budget.py million     # T = 1e6, d = 20, 1000 random features
     python bench/bench_budget.py blas        # the unbudgeted T = 2e4 pass, BLAS threads, a loaded core
@@ -193,6 +194,36 @@ def _print_row(row, unb, out):
           file=out, flush=True)
 
 
+# -- script: merge vs oldest, interleaved ---------------------------------------------------
+
+def merge_vs_oldest(budgets=(50, 100, 200, 500, 1000), d=20, K=300, rounds=21):
+    """CPU time per event of "merge" and "oldest", their rounds interleaved (a load that changes
+    during the run hits both alike): medians and the ratio of the medians, one event at a time
+    (predict_one + learn_one) and in chunks of K (partial_fit)."""
+    print("| B | mode | oldest (us/event) | merge (us/event) | merge / oldest |")
+    print("|---|---|---|---|---|")
+    for B in budgets:
+        for mode in ("chunk", "event"):
+            rng = np.random.default_rng(0)
+            X = rng.normal(size=(B + K * (rounds + 1), d)) / np.sqrt(d)
+            y = np.sin(3 * X[:, 0]) + 0.1 * rng.normal(size=len(X))
+            ests = {p: OnlineKernelRegressor(gamma=0.5, budget=B, budget_policy=p)
+                    .partial_fit(X[:B + K], y[:B + K]) for p in ("oldest", "merge")}
+            times = {p: [] for p in ests}
+            for lo in range(B + K, len(X) - K + 1, K):
+                for p, est in ests.items():
+                    t0 = time.process_time()
+                    if mode == "chunk":
+                        est.partial_fit(X[lo:lo + K], y[lo:lo + K])
+                    else:
+                        for i in range(lo, lo + K):
+                            est.predict_one(X[i])
+                            est.learn_one(X[i], y[i])
+                    times[p].append((time.process_time() - t0) / K * 1e6)
+            o, m = np.median(times["oldest"]), np.median(times["merge"])
+            print(f"| {B} | {mode} | {o:.2f} | {m:.2f} | {m / o:.2f} |", flush=True)
+
+
 # -- script: T = 1e6 ---------------------------------------------------------------------
 
 def million(T=1_000_000, d=20, D=1000, chunk=4096):
@@ -285,6 +316,8 @@ if __name__ == "__main__":
         print("| stream | model | budget / D | progressive error | vs exact | us/step | memory |")
         print("|---|---|---|---|---|---|---|")
         frontier()
+    elif what == "merge":
+        merge_vs_oldest()
     elif what == "million":
         million()
     elif what == "blas":

@@ -48,13 +48,14 @@ cdef double csolve_t(double L, double g) noexcept nogil:
     """The root t <= 0 of t - g tanh(t / 2) = L (L <= 0) on the rising branch, by Newton.
 
     From t = L - g, left of the root; each step stays left (Phi is concave
-    there) and climbs, so the loop stops when a step no longer climbs.
+    there) and climbs, so the loop stops when a step no longer climbs.  With
+    u = 1 / (1 + e^t): tanh(t / 2) = 1 - 2u and sech^2(t / 2) / 2 = 2 u (1 - u).
     """
-    cdef double t = L - g, tn, e
+    cdef double t = L - g, tn, u
     cdef int it
     for it in range(100):
-        e = okl_exp_nonpos(t)
-        tn = t - (t - g * (e - 1.0) / (e + 1.0) - L) / (1.0 - 2.0 * g * e / ((1.0 + e) * (1.0 + e)))
+        u = 1.0 / (1.0 + okl_exp_nonpos(t))
+        tn = t - (t - g * (1.0 - 2.0 * u) - L) / (1.0 - 2.0 * g * u * (1.0 - u))
         if tn > 0.0:
             tn = 0.0
         if not tn > t:
@@ -74,7 +75,7 @@ cdef void cmerge_pair(double cm, double cn, double g,
     """
     cdef bint flip = fabs(cm) > fabs(cn)
     cdef double a = cn if flip else cm, b = cm if flip else cn
-    cdef double h = 0.0, e, k = okl_exp_nonpos(-g), c0, dc
+    cdef double h = 0.0, km1 = expm1(-g), k = 1.0 + km1, c0, dc, e
     if g > 0.0 and g < 700.0:
         e = okl_exp_nonpos(csolve_t(log(a / b), g))
         h = e / (1.0 + e)
@@ -82,7 +83,7 @@ cdef void cmerge_pair(double cm, double cn, double g,
     dc = a * (okl_exp_nonpos(-g * (1.0 - h) * (1.0 - h)) - k) + b * expm1(-g * h * h)
     h_out[0] = 1.0 - h if flip else h
     cz_out[0] = c0 + dc
-    loss_out[0] = -a * a * expm1(-2.0 * g) - dc * (2.0 * c0 + dc)
+    loss_out[0] = -a * a * km1 * (2.0 + km1) - dc * (2.0 * c0 + dc)      # 1 - k^2 = -km1 (2 + km1)
 
 
 cdef double crho_node(double mu, double k) noexcept nogil:

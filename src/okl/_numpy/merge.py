@@ -25,8 +25,8 @@ def solve_t(L, g):
     """The root t <= 0 of t - g tanh(t / 2) = L (L <= 0) on the rising branch, Newton from L - g."""
     t = L - g
     for _ in range(100):
-        e = math.exp(t)
-        tn = t - (t - g * (e - 1.0) / (e + 1.0) - L) / (1.0 - 2.0 * g * e / ((1.0 + e) * (1.0 + e)))
+        u = 1.0 / (1.0 + math.exp(t))            # tanh(t / 2) = 1 - 2u, sech^2(t / 2) / 2 = 2u (1 - u)
+        tn = t - (t - g * (1.0 - 2.0 * u) - L) / (1.0 - 2.0 * g * u * (1.0 - u))
         tn = min(tn, 0.0)
         if not tn > t:
             break
@@ -48,13 +48,15 @@ def merge_pair(cm, cn, g):
         raise ValueError(f"g = gamma ||x_m - x_n||^2 must be >= 0, got {g}.")
     flip = abs(cm) > abs(cn)
     a, b = (cn, cm) if flip else (cm, cn)
-    h, k = 0.0, math.exp(-g)
+    km1 = math.expm1(-g)
+    h, k = 0.0, 1.0 + km1
     if 0.0 < g < 700.0:
         e = math.exp(solve_t(math.log(a / b), g))
         h = e / (1.0 + e)
     c0 = b + a * k
     dc = a * (math.exp(-g * (1.0 - h) * (1.0 - h)) - k) + b * math.expm1(-g * h * h)
-    return (1.0 - h if flip else h), c0 + dc, -a * a * math.expm1(-2.0 * g) - dc * (2.0 * c0 + dc)
+    loss = -a * a * km1 * (2.0 + km1) - dc * (2.0 * c0 + dc)      # 1 - k^2 = -km1 (2 + km1)
+    return (1.0 - h if flip else h), c0 + dc, loss
 
 
 def rho_exact(mu, k):
