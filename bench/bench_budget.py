@@ -1,6 +1,11 @@
 """Bounded time and memory on long streams: budgets, merging, random features, Nystroem.
 
 pytest-benchmark part (same-run ratios, see conftest.py):
+- "merge vs oldest B=..., event | chunk": a warm OnlineKernelRegressor, d = 20,
+  budget B full, K events predicted then learned, with budget_policy "merge"
+  against "oldest" (the reference of the ratio): one event at a time
+  (``predict_one`` + ``learn_one``) and the fused loop (one ``partial_fit`` of
+  the K rows);
 - "budget step B=...": one pointwise step of the Cython loop with a full budget
   (oldest policy) against the BSGD merge search on the same B + 1 centres
   (okl._core._merge, the extra work of a merging step) and the NumPy driver;
@@ -9,6 +14,7 @@ pytest-benchmark part (same-run ratios, see conftest.py):
   RBFSampler features (the natural peer) and the NumPy twin.
 
 Script part (prints tables; the figures quoted in docs/budget.md):
+    python bench/bench_budget.py merge       # merge vs oldest, interleaved rounds, B = 50 ... 1000
     python bench/bench_budget.py frontier    # policy x budget: error, us/step, memory
     python bench/bench_budget.py million     # T = 1e6, d = 20, 1000 random features
     python bench/bench_budget.py blas        # the unbudgeted T = 2e4 pass, BLAS threads, a loaded core
@@ -67,6 +73,37 @@ def test_budget_step(benchmark, label, B):
         c = rng.normal(size=B + 1)
         benchmark.extra_info.update(label="merge", steps=1)
         benchmark(merge_find, C, c, GAMMA)
+
+
+MERGE_D, MERGE_K = 20, 300
+
+
+@pytest.mark.parametrize("B", [50, 100, 200, 500, 1000])
+@pytest.mark.parametrize("mode", ["event", "chunk"])
+@pytest.mark.parametrize("policy", ["oldest", "merge"])
+def test_merge_vs_oldest(benchmark, policy, mode, B):
+    d, K = MERGE_D, MERGE_K
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(B + 14 * K, d)) / np.sqrt(d)   # warm-up, then 12 rounds
+    y = np.sin(3 * X[:, 0]) + 0.1 * rng.normal(size=len(X))
+    est = OnlineKernelRegressor(gamma=0.5, budget=B, budget_policy=policy)
+    est.partial_fit(X[:B + K], y[:B + K])
+    assert est.n_support_ == B
+    rows = iter(range(B + K, len(X), K))
+    benchmark.group = f"merge vs oldest B={B:<4d} d={d} {mode}"
+    benchmark.extra_info.update(label=policy, steps=K, ref="oldest")
+
+    def events():
+        lo = next(rows)
+        for i in range(lo, lo + K):
+            est.predict_one(X[i])
+            est.learn_one(X[i], y[i])
+
+    def chunk():
+        lo = next(rows)
+        est.partial_fit(X[lo:lo + K], y[lo:lo + K])
+    benchmark.pedantic(events if mode == "event" else chunk, rounds=11, iterations=1,
+                       warmup_rounds=1)
 
 
 @pytest.mark.parametrize("D", [100, 1000])
@@ -158,6 +195,36 @@ def _print_row(row, unb, out):
     mem_s = "grows" if mem is None else f"{mem / 1024:.1f} KiB"
     print(f"| {name} | {model} | {size} | {err:.4f} | {rel:+.1%} | {us:.2f} | {mem_s} |",
           file=out, flush=True)
+
+
+# -- script: merge vs oldest, interleaved ---------------------------------------------------
+
+def merge_vs_oldest(budgets=(50, 100, 200, 500, 1000), d=20, K=300, rounds=21):
+    """CPU time per event of "merge" and "oldest", their rounds interleaved (a load that changes
+    during the run hits both alike): medians and the ratio of the medians, one event at a time
+    (predict_one + learn_one) and in chunks of K (partial_fit)."""
+    print("| B | mode | oldest (us/event) | merge (us/event) | merge / oldest |")
+    print("|---|---|---|---|---|")
+    for B in budgets:
+        for mode in ("chunk", "event"):
+            rng = np.random.default_rng(0)
+            X = rng.normal(size=(B + K * (rounds + 1), d)) / np.sqrt(d)
+            y = np.sin(3 * X[:, 0]) + 0.1 * rng.normal(size=len(X))
+            ests = {p: OnlineKernelRegressor(gamma=0.5, budget=B, budget_policy=p)
+                    .partial_fit(X[:B + K], y[:B + K]) for p in ("oldest", "merge")}
+            times = {p: [] for p in ests}
+            for lo in range(B + K, len(X) - K + 1, K):
+                for p, est in ests.items():
+                    t0 = time.process_time()
+                    if mode == "chunk":
+                        est.partial_fit(X[lo:lo + K], y[lo:lo + K])
+                    else:
+                        for i in range(lo, lo + K):
+                            est.predict_one(X[i])
+                            est.learn_one(X[i], y[i])
+                    times[p].append((time.process_time() - t0) / K * 1e6)
+            o, m = np.median(times["oldest"]), np.median(times["merge"])
+            print(f"| {B} | {mode} | {o:.2f} | {m:.2f} | {m / o:.2f} |", flush=True)
 
 
 # -- script: T = 1e6 ---------------------------------------------------------------------
@@ -252,6 +319,8 @@ if __name__ == "__main__":
         print("| stream | model | budget / D | progressive error | vs exact | us/step | memory |")
         print("|---|---|---|---|---|---|---|")
         frontier()
+    elif what == "merge":
+        merge_vs_oldest()
     elif what == "million":
         million()
     elif what == "blas":

@@ -28,6 +28,9 @@ cdef class KernelExpansion:
     cdef double* coef                        # (capacity,) raw, times scale
     cdef double* sqnorms                     # (capacity,) ||centers[i]||^2
     cdef double* kbuf                        # (capacity,) K(centers[i], x) work space
+    cdef const double* kbuf_x                # the x of kbuf, NULL once kbuf or a centre changes
+    cdef Py_ssize_t kbuf_n                   # n_support when kbuf was computed
+    cdef bint kbuf_ready                     # cadd -> cmerge: kbuf holds K(centers[i], newcomer)
     cdef double* zbuf                        # (n_features,) the merged point (MERGE)
     cdef readonly Py_ssize_t n_merges        # merges so far (MERGE)
     cdef public bint track_norm              # MERGE: compute merge_norm_change (kernel PA)

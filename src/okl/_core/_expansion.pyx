@@ -89,6 +89,7 @@ cdef class KernelExpansion:
         self.coef = &a_view[0]
         self.sqnorms = &s_view[0]
         self.kbuf = &k_view[0]
+        self.kbuf_x = NULL
         self.capacity = capacity
 
     def _room(self):
@@ -109,8 +110,14 @@ cdef class KernelExpansion:
     # -- the hot path (nogil, no allocation) -------------------------------------
 
     cdef void cvalues(self, const double* x) noexcept nogil:
-        """kbuf[i] = K(centers[i], x) for every centre."""
+        """kbuf[i] = K(centers[i], x) for every centre.
+
+        Callers read kbuf, never write it: a merging `cadd` at the same x (same
+        pointer, no centre written since) reuses it as the newcomer's row.
+        """
         self.crow(x, self.kbuf)
+        self.kbuf_x = x
+        self.kbuf_n = self.n_support
 
     cdef void crow(self, const double* x, double* kb) noexcept nogil:
         """kb[i] = K(centers[i], x): the Gaussian from the cached ||c_i||^2 where that is exact.
@@ -201,6 +208,8 @@ cdef class KernelExpansion:
             return False
         self.merge_norm_change = 0.0
         if self.policy == MERGE and self.budget and self.n_support >= self.budget:
+            # kbuf still holds K(centers[i], x) when the step predicted at this x
+            self.kbuf_ready = x == self.kbuf_x and self.kbuf_n == self.n_support
             self.cwrite(self.n_support, x, xx, c)       # slot B: never logged (>= log_base)
             self.n_support += 1
             self.cmerge()
@@ -220,7 +229,8 @@ cdef class KernelExpansion:
         """B + 1 centres -> B: merge the smallest |coef| into its best partner (BSGD).
 
         `cmerge_find` works on the raw coefficients (the choice is invariant to
-        the common scale); z and c_z go to the partner's slot, the last row
+        the common scale) and reuses the newcomer's kernel row in kbuf when
+        `cadd` found it there; z and c_z go to the partner's slot, the last row
         moves into the freed slot m.  Both writes go through `cwrite`, so the
         undo log holds every overwritten centre (at most two per step).
         """
@@ -228,7 +238,9 @@ cdef class KernelExpansion:
         cdef double h, cz, loss
         cdef double fm, fn, fz, cm, cn
         partner = cmerge_find(self.centers, self.coef, n, d, self.kernel.gamma, self.kbuf,
-                              &m, &h, &cz, &loss)
+                              self.kbuf_ready, &m, &h, &cz, &loss)
+        self.kbuf_ready = False
+        self.kbuf_x = NULL              # kbuf now holds the search's work
         if partner >= 0:
             cmerge_point(self.centers + m * d, self.centers + partner * d, d, h, self.zbuf)
         if self.track_norm:
@@ -258,6 +270,7 @@ cdef class KernelExpansion:
     cdef void cwrite(self, Py_ssize_t slot, const double* x, double xx, double c) noexcept nogil:
         """Put the centre x with raw coefficient c in `slot`, logging what it overwrites."""
         cdef Py_ssize_t d = self.n_features
+        self.kbuf_x = NULL
         if slot < self.log_base:
             if self.log_len < self.log_cap:
                 self.log_slots[self.log_len] = slot
@@ -371,6 +384,7 @@ cdef class KernelExpansion:
             memcpy(self.centers + slot * d, self.log_rows + k * d, d * sizeof(double))
             self.sqnorms[slot] = self.log_sq[k]
         self._coef[:n] = coef
+        self.kbuf_x = NULL
         self.n_support, self.scale = n, scale
         self.n_rescale, self.next_slot = n_rescale, next_slot
         self.log_len = 0

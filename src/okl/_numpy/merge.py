@@ -1,78 +1,102 @@
-"""BSGD budget merging in NumPy: the readable twin of _core/_merge.pxd.
+"""BSGD budget merging in NumPy: the readable twin of _core/_merge.pyx.
 
-Same rule, same order of operations, same scalar exponentials (libm's, via
-`math.exp`), so the two agree to rounding of the distances.  The derivation
-is in the header of `_core/_merge.pxd` and in docs/budget.md.
+Same rule, same table built by the same solver, same order of operations, so
+the two agree to rounding (libm's `exp` here, okl's SIMD one in Cython).  The
+derivation is docs/budget.md, section 1.
 
 References
 ----------
 Wang, Crammer and Vucetic, "Breaking the curse of kernelization: budgeted
 stochastic gradient descent for large-scale SVM training", JMLR 13, 2012.
 """
+import functools
 import math
 
 import numpy as np
 
 from okl._numpy.codes import Kernel
+from okl._numpy.kernels import kernel_values
 
-INV_PHI = 0.6180339887498949      # (sqrt(5) - 1) / 2
-TOL = 1e-5                        # golden-section bracket length at which the search stops
-
-
-def merge_cz(cm, cn, g, h):
-    """c_z(h) = c_m exp(-g (1 - h)^2) + c_n exp(-g h^2), g = gamma ||x_m - x_n||^2."""
-    return cm * math.exp(-g * (1.0 - h) * (1.0 - h)) + cn * math.exp(-g * h * h)
+NM, NK = 32, 128        # table cells: mu on [0, 1/2], k on [0, 1] (as _core/_merge.pyx)
+TOL = 6e-3              # partners whose tabulated rho is within TOL of the best are solved exactly
 
 
-def golden(cm, cn, g):
-    """h in [0, 1] maximising sign(c_m) c_z(h), for same-sign c_m, c_n."""
-    sgn = 1.0 if cm > 0.0 else -1.0
-    a, b = 0.0, 1.0
-    p, q = b - INV_PHI * (b - a), a + INV_PHI * (b - a)
-    fp, fq = sgn * merge_cz(cm, cn, g, p), sgn * merge_cz(cm, cn, g, q)
-    while b - a >= TOL:
-        if fp >= fq:
-            b, q, fq = q, p, fp
-            p = b - INV_PHI * (b - a)
-            fp = sgn * merge_cz(cm, cn, g, p)
-        else:
-            a, p, fp = p, q, fq
-            q = a + INV_PHI * (b - a)
-            fq = sgn * merge_cz(cm, cn, g, q)
-    return 0.5 * (a + b)
+def solve_t(L, g):
+    """The root t <= 0 of t - g tanh(t / 2) = L (L <= 0) on the rising branch, Newton from L - g."""
+    t = L - g
+    for _ in range(100):
+        u = 1.0 / (1.0 + math.exp(t))            # tanh(t / 2) = 1 - 2u, sech^2(t / 2) / 2 = 2u (1 - u)
+        tn = t - (t - g * (1.0 - 2.0 * u) - L) / (1.0 - 2.0 * g * u * (1.0 - u))
+        tn = min(tn, 0.0)
+        if not tn > t:
+            break
+        t = tn
+    return t
 
 
 def merge_pair(cm, cn, g):
-    """(h, c_z, degradation) of merging (c_m, x_m) into a same-sign (c_n, x_n), |c_m| <= |c_n|."""
+    """(h, c_z, degradation) of merging (c_m, x_m) into a same-sign (c_n, x_n) at h x_m + (1 - h) x_n.
+
+    a, b: the smaller and the larger coefficient; h solves the stationarity
+    equation (docs/budget.md); the degradation is a^2 (1 - k^2) - dc (2 c0 + dc)
+    with c0 = b + a k and dc = c_z - c0.
+    """
     if not cm * cn > 0.0:
-        raise ValueError("merge_pair merges coefficients of the same sign only.")
-    k = math.exp(-g)
-    h, cz = 0.0, cn + cm * k                        # h = 0: z = x_n
-    if g > 0.0:
-        hg = golden(cm, cn, g)
-        czg = merge_cz(cm, cn, g, hg)
-        if abs(czg) > abs(cz):
-            h, cz = hg, czg
-    return h, cz, cm * cm + cn * cn + 2.0 * cm * cn * k - cz * cz
+        raise ValueError("merge_pair merges coefficients of the same sign only "
+                         "(mu = c_m / (c_m + c_n) in (0, 1)).")
+    if not g >= 0.0:
+        raise ValueError(f"g = gamma ||x_m - x_n||^2 must be >= 0, got {g}.")
+    flip = abs(cm) > abs(cn)
+    a, b = (cn, cm) if flip else (cm, cn)
+    km1 = math.expm1(-g)
+    h, k = 0.0, 1.0 + km1
+    if 0.0 < g < 700.0:
+        e = math.exp(solve_t(math.log(a / b), g))
+        h = e / (1.0 + e)
+    c0 = b + a * k
+    dc = a * (math.exp(-g * (1.0 - h) * (1.0 - h)) - k) + b * math.expm1(-g * h * h)
+    loss = -a * a * km1 * (2.0 + km1) - dc * (2.0 * c0 + dc)      # 1 - k^2 = -km1 (2 + km1)
+    return (1.0 - h if flip else h), c0 + dc, loss
 
 
-def bound(am, an, g):
-    """Upper bound of max |c_z| on [0, 1]: max_k an T[k] + am T[7 - k], T[j] = exp(-g j^2 / 64)."""
-    q = math.exp(-g / 64.0)
-    q2, step, T = q * q, q, [1.0]
-    for _ in range(7):
-        T.append(T[-1] * step)
-        step = step * q2
-    ub = 0.0
-    for j in range(8):
-        v = an * T[j] + am * T[7 - j]
-        if v > ub:
-            ub = v
-    return ub
+def rho_exact(mu, k):
+    """rho(mu, k): the degradation of merging (mu, 1 - mu) at kernel value k, over mu^2."""
+    if k <= 0.0:
+        return 1.0
+    if mu == 0.0:                       # the limit mu -> 0: 1 - k^2 (1 + 2 g)
+        return 1.0 - k * k * (1.0 - 2.0 * math.log(k))
+    return merge_pair(mu, 1.0 - mu, -math.log(k))[2] / (mu * mu)
+
+
+@functools.cache
+def rho_table():
+    """rho at mu = i / (2 NM), k = j / NK, from the exact solver (built on first use)."""
+    return np.array([[rho_exact(i / (2.0 * NM), j / NK) for j in range(NK + 1)]
+                     for i in range(NM + 1)])
+
+
+def rho(mu, k):
+    """rho(mu, k) by bilinear interpolation in `rho_table` (arrays or scalars).
+
+    mu and k are clamped to the table, a NaN to its lower edge, as in _core/_merge.h.
+    """
+    T = rho_table()
+    x, y = np.asarray(mu, dtype=np.float64) * (2 * NM), np.asarray(k, dtype=np.float64) * NK
+    x = np.where(x >= 0.0, np.minimum(x, 2 * NM), 0.0)
+    y = np.where(y >= 0.0, np.minimum(y, NK), 0.0)
+    i, j = np.minimum(x.astype(np.intp), NM - 1), np.minimum(y.astype(np.intp), NK - 1)
+    fx, fy = x - i, y - j
+    return ((1.0 - fx) * ((1.0 - fy) * T[i, j] + fy * T[i, j + 1])
+            + fx * ((1.0 - fy) * T[i + 1, j] + fy * T[i + 1, j + 1]))
 
 
 def merge_find(centers, coef, gamma):
-    """(m, partner, h, c_z, degradation) taking n centres to n - 1; partner -1 removes x_m."""
+    """(m, partner, h, c_z, degradation) taking n centres to n - 1; partner -1 removes x_m.
+
+    Every k from one kernel row, every rho from the table; the partner of
+    least tabulated rho is solved exactly, then every other partner whose
+    tabulated rho is within TOL of its exact one (units of c_m^2).
+    """
     centers = np.asarray(centers, dtype=np.float64)
     coef = np.asarray(coef, dtype=np.float64)
     m = int(np.argmin(np.abs(coef)))
@@ -83,21 +107,21 @@ def merge_find(centers, coef, gamma):
     same[m] = False
     if not same.any():
         return m, -1, 0.0, 0.0, cm * cm
-    diff = centers - centers[m]
-    g_all = gamma * (diff * diff).sum(axis=1)
-    near = int(np.flatnonzero(same)[np.argmin(g_all[same])])
-    best = near
-    best_h, best_cz, best_loss = merge_pair(cm, float(coef[near]), float(g_all[near]))
+    k = kernel_values(int(Kernel.GAUSSIAN), gamma, 3, 0.0, centers, centers[m])
     am = abs(cm)
-    for i in np.flatnonzero(same):
-        if i == near:
+    r = np.where(same, rho(am / (am + np.abs(coef)), k), np.inf)
+    first = int(np.argmin(r))                     # the first on ties, as okl_merge_argmin
+
+    def exact(i):
+        diff = centers[i] - centers[m]
+        return merge_pair(cm, float(coef[i]), gamma * float(diff @ diff))
+
+    best = first
+    best_h, best_cz, best_loss = exact(first)
+    for i in np.flatnonzero(r < best_loss / (cm * cm) + TOL):
+        if i == first:
             continue
-        cn, g = float(coef[i]), float(g_all[i])
-        an = abs(cn)
-        ub = bound(am, an, g)
-        if cm * cm + cn * cn + 2.0 * cm * cn * math.exp(-g) - ub * ub >= best_loss:
-            continue                                 # cannot beat the best: skipped
-        h, cz, loss = merge_pair(cm, cn, g)
+        h, cz, loss = exact(i)
         if loss < best_loss:
             best, best_h, best_cz, best_loss = int(i), h, cz, loss
     return m, best, best_h, best_cz, best_loss
