@@ -221,6 +221,7 @@ def test_iterates_approach_the_batch_minimiser(theta):
     assert rms[-1] < rms[0] / 10
 
 
+@pytest.mark.repository
 def test_tian_sheng_example_runs(tmp_path):
     """examples/tian_sheng_hinge.py on a short grid: table printed, plot written."""
     script = Path(__file__).resolve().parents[1] / "examples" / "tian_sheng_hinge.py"

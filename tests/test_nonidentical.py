@@ -163,6 +163,7 @@ def test_smaller_b_gives_larger_error_at_the_end():
     assert abs(large.mean() - iid.mean()) < 2 * iid.std(), (large, iid)
 
 
+@pytest.mark.repository
 def test_example_runs(tmp_path):
     """examples/yang_nonidentical.py --quick: both tables printed, the plot written."""
     script = Path(__file__).resolve().parents[1] / "examples" / "yang_nonidentical.py"

@@ -409,6 +409,7 @@ def test_pickle_and_okl_save_round_trip(params, tmp_path):
                                       clone(est).fit(X, y).decision_function(X))
 
 
+@pytest.mark.repository
 def test_shen_dietterich_example_runs(tmp_path):
     """examples/shen_dietterich_drift.py, 2 short trials: both tables printed, plots written."""
     script = Path(__file__).resolve().parents[1] / "examples" / "shen_dietterich_drift.py"
