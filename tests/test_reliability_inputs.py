@@ -549,3 +549,21 @@ def test_a_huge_coefreg_step_is_named_on_every_path(engine, how):
     named = [w for w in caught if "1 - lam_t eta_t" in str(w.message) and "eta" in str(w.message)]
     assert len(named) == 1, [str(w.message) for w in caught]
     assert np.all(np.isfinite(est.decision_function(X)))
+
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("how", ["partial_fit", "learn_one"])
+def test_a_step_that_would_leave_an_infinite_model_is_refused(engine, fit_intercept, how):
+    """A call that succeeds leaves a finite model; this one raises and leaves the model as it was."""
+    est = OnlineKernelRegressor(kernel="linear", lam=0, eta=1, eta_decay=0, engine=engine,
+                                fit_intercept=fit_intercept)
+    est.partial_fit([[1.0]], [1.0])
+    before = est.predict([[1e100], [1.0]])
+    with pytest.raises(FloatingPointError, match="diverged at step t=2"):
+        if how == "partial_fit":
+            est.partial_fit([[1e100]], [1e200])
+        else:
+            est.learn_one(np.array([1e100]), 1e200)
+    assert est.t_ == 1
+    np.testing.assert_array_equal(est.predict([[1e100], [1.0]]), before)
