@@ -39,7 +39,7 @@ from okl._core._linear import LinearModel  # noqa: E402
 from okl._core._losses import Loss  # noqa: E402
 from okl._core._merge import merge_find  # noqa: E402
 from okl._core._pointwise import fit_chunk as pointwise_fit_chunk  # noqa: E402
-from okl._features import RandomFourierFeatures  # noqa: E402
+from okl._feature_maps import RandomFourierFeatures  # noqa: E402
 from okl._numpy import linear as numpy_linear  # noqa: E402
 from okl._numpy import pointwise as numpy_pointwise  # noqa: E402
 from okl._numpy.pointwise import make_schedule, make_state  # noqa: E402

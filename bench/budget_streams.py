@@ -25,7 +25,7 @@ from sklearn.preprocessing import StandardScaler
 
 from okl._core._linear import LinearModel
 from okl._core._merge import merge_find
-from okl._features import NystroemFeatures, RandomFourierFeatures
+from okl._feature_maps import NystroemFeatures, RandomFourierFeatures
 from okl._core._pointwise import fit_chunk
 from okl._numpy.losses import derivative
 from okl._numpy.pointwise import make_schedule, make_state

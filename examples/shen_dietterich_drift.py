@@ -2,7 +2,7 @@
 =======================================================================================
 
 The paper's USPS roles on the 8x8 digits (features scaled to [0, 1]): P1 = 3,
-P2 = 7 (positive), N1 = 8, N2 = 9 (negative).  `okl.streams.drifting_phases`
+P2 = 7 (positive), N1 = 8, N2 = 9 (negative).  `okl.synth.drifting_phases`
 draws four phases of 500 samples whose class probabilities move from P1/N1 to
 P2/N2, so that what separated 3 from 8 must be unlearned for 7 against 9.
 Each method predicts every sample before learning it (progressive
@@ -40,7 +40,7 @@ from okl import OnlineKernelClassifier, RegularizedPAClassifier
 from okl.distributed import map_trials
 from okl.evaluation import progressive_validation
 from okl.passive_aggressive import InfeasibleUpdateWarning
-from okl.streams import drifting_phases
+from okl.synth import drifting_phases
 
 ROLES = (3, 7, 8, 9)          # P1, P2, N1, N2: the paper's USPS digits
 METHODS = {                   # name: (estimator class, fixed parameters, tuning grid)

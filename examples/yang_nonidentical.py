@@ -11,7 +11,7 @@ regularity index r = 1, with lam_t = lam t^-1/5 and eta_t ~ t^-3/5
 so b <= 2/5 is not covered, 2/5 < b < 4/5 slows the rate, and b >= 4/5 gives
 the i.i.d. rate 1/5.
 
-The streams are `okl.streams.nonidentical`: x_t is drawn from
+The streams are `okl.synth.nonidentical`: x_t is drawn from
 (1 - w_t) rho_X + w_t nu with w_t = min(1, c t^-b), rho_X uniform on [0, 1],
 nu uniform on [0, 0.2], and y | x uniform on [f(x) - 1, f(x) + 1] with
 f(x) = sin(2 pi x) (the paper's test setting), so the target is the
@@ -36,7 +36,7 @@ import numpy as np
 from okl import OnlineKernelRegressor
 from okl._progress import progress
 from okl.schedules import yang_exponents
-from okl.streams import conditional_quantile, mixture_weight, nonidentical
+from okl.synth import conditional_quantile, mixture_weight, nonidentical
 
 
 def theorem_exponent(b, r=1.0):

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from okl import OnlineKernelClassifier, OnlineKernelRegressor
-from okl._guard import SizeWarning
+from okl._warnings import SizeWarning
 from okl.budgets import check_budget_policy, default_budget_policy
 
 
@@ -17,7 +17,7 @@ def test_merge_policy_helpers():
 
 
 def test_size_warning_names_budget_and_approximation(monkeypatch):
-    import okl._guard as guard
+    import okl._warnings as guard
     monkeypatch.setattr(guard, "EXPANSION_WORK", 40)
     X, y = np.random.default_rng(0).normal(size=(30, 2)), np.arange(30.0)
     with pytest.warns(SizeWarning, match=r"budget=B.*approximation='fourier'"):

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from okl._features import NystroemFeatures, RandomFourierFeatures, kernel_matrix
+from okl._feature_maps import NystroemFeatures, RandomFourierFeatures, kernel_matrix
 
 
 def exact(kernel, gamma, X, U):

@@ -4,7 +4,7 @@ import pytest
 
 from okl._core import _linear as cy
 from okl._core._losses import Loss
-from okl._features import NystroemFeatures, RandomFourierFeatures
+from okl._feature_maps import NystroemFeatures, RandomFourierFeatures
 from okl._core._pointwise import fit_chunk as cy_loop
 from okl._numpy import linear as nl
 from okl._numpy.pointwise import fit_chunk as np_loop, make_schedule, make_state

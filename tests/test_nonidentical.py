@@ -1,4 +1,4 @@
-"""okl.streams.nonidentical: Yang's non-identical sampling, its rate t^-b and its effect."""
+"""okl.synth.nonidentical: Yang's non-identical sampling, its rate t^-b and its effect."""
 import importlib.util
 import subprocess
 import sys
@@ -9,7 +9,7 @@ import pytest
 
 from okl import OnlineKernelRegressor
 from okl.schedules import yang_exponents
-from okl.streams import conditional_quantile, mixture_weight, nonidentical, target
+from okl.synth import conditional_quantile, mixture_weight, nonidentical, target
 
 
 def stream(n, b, **kwargs):

@@ -220,8 +220,8 @@ def test_warnings_as_errors_leave_a_pointwise_learner_intact():
 # ---- size warnings ---------------------------------------------------------------------------
 
 def test_an_unbudgeted_model_warns_once_when_it_grows_large(monkeypatch):
-    import okl._guard
-    monkeypatch.setattr(okl._guard, "EXPANSION_WORK", 200 * 3)
+    import okl._warnings
+    monkeypatch.setattr(okl._warnings, "EXPANSION_WORK", 200 * 3)
     X = np.random.default_rng(0).normal(size=(500, 3))
     est = OnlineKernelRegressor()
     with pytest.warns(UserWarning, match="budget=") as caught:
@@ -234,8 +234,8 @@ def test_an_unbudgeted_model_warns_once_when_it_grows_large(monkeypatch):
 
 
 def test_a_large_pairwise_gram_cache_warns_once(monkeypatch):
-    import okl._guard
-    monkeypatch.setattr(okl._guard, "GRAM_BYTES", 8 * 100 ** 2)
+    import okl._warnings
+    monkeypatch.setattr(okl._warnings, "GRAM_BYTES", 8 * 100 ** 2)
     X = np.random.default_rng(0).normal(size=(300, 3))
     est = PairwiseLearner(pair_kernel="difference")
     with pytest.warns(UserWarning, match="buffer=") as caught:

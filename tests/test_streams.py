@@ -1,9 +1,9 @@
-"""okl.streams.drifting_phases: the four-phase stream of Shen and Dietterich, Section 4."""
+"""okl.synth.drifting_phases: the four-phase stream of Shen and Dietterich, Section 4."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from okl.streams import PHASES, drifting_phases, phase_probabilities
+from okl.synth import PHASES, drifting_phases, phase_probabilities
 
 
 def labelled_pool(n_per_class=50, d=3):
@@ -67,3 +67,10 @@ def test_errors_name_the_problem():
         drifting_phases(X, y, (3, 7, 8, 9), n_per_phase=0)
     with pytest.raises(ValueError, match="replace=True"):
         drifting_phases(X, y, (3, 7, 8, 9), n_per_phase=100, replace=False)
+
+
+def test_the_former_name_okl_streams_is_okl_synth():
+    import okl
+    import okl.streams
+    from okl.streams import drifting_phases as old
+    assert okl.streams is okl.synth and old is drifting_phases

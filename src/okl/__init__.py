@@ -1,8 +1,12 @@
-"""okl: online kernel learning with a typed-Cython core."""
+"""okl: online kernel learning with a typed-Cython core.
+
+`okl.streams` is the former name of `okl.synth`, kept as an alias.
+"""
 from importlib.metadata import version
 
 from okl import (
     evaluation, kernels, losses, pipeline, preprocessing, projections, schedules, stream, streams,
+    synth,
 )
 from okl._persist import ModelFileError, load, save
 from okl.classification import CoefficientRegularizedClassifier, OnlineKernelClassifier
@@ -29,5 +33,5 @@ __all__ = [
     "save",
     "schedules",
     "stream",
-    "streams",
+    "synth",
 ]

@@ -8,7 +8,7 @@ import copy
 
 import numpy as np
 
-from okl._base import PointwiseMixin
+from okl._kernel_learners import PointwiseMixin
 from okl._engines import ENGINES, engine_of
 from okl._pa_models import KernelPAModel, LinearPAModel
 

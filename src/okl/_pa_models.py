@@ -12,7 +12,7 @@ from sklearn.utils.extmath import safe_sparse_dot
 
 from okl._engines import ENGINES, engine_of
 from okl._core import _pa
-from okl._features import NystroemFeatures, RandomFourierFeatures
+from okl._feature_maps import NystroemFeatures, RandomFourierFeatures
 from okl._numpy import pa as _np_pa
 from okl.kernels import KERNELS
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from okl._features import NystroemFeatures
+from okl._feature_maps import NystroemFeatures
 from okl._numpy.codes import BudgetPolicy
 from okl._params import InvalidParameterError
 from okl.kernels import kernel_code
@@ -46,7 +46,7 @@ def _state_types(cls):
     return {model.__name__: model for model in cls._state_classes()}
 
 
-# attributes that are caches, not model state (okl._streaming, okl._rows)
+# attributes that are caches, not model state (okl._one_event, okl._rows)
 TRANSIENT = ("_one_event_state", "_feature_index", "_feature_keys")
 
 
@@ -276,7 +276,7 @@ class StateCheck:
         return dict(state, centers=centers, coef=coef, sqnorms=sqnorms)
 
     def features(self, state, d, n_support, gamma):
-        """Check the state of a FeatureModel (okl._approx) against the estimator."""
+        """Check the state of a FeatureModel (okl._feature_model) against the estimator."""
         self.keys(state, ("approximation", "n_features", "kernel", "kernel_code", "gamma", "degree",
                            "coef0", "n_components", "engine", "phase"), "the feature model",
                    optional=tuple(k for k in state

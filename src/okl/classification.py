@@ -14,12 +14,10 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.utils import check_array
 
-from okl._base import (
-    Diverged, KernelModelMixin, OnlineLearner, PointwiseMixin, expansion_class,
-    warn_reset,
-)
+from okl._base import Diverged, OnlineLearner
 from okl._binary import BinaryClassifierMixin
 from okl._engines import ENGINES
+from okl._kernel_learners import KernelModelMixin, PointwiseMixin, expansion_class, warn_reset
 from okl._params import (
     APPROXIMATION_CONSTRAINTS, ARRAY_2D, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS,
     GAMMA_SCALE_CONSTRAINTS, INTERCEPT_CONSTRAINTS, NONE, ONLINE_WEIGHT_CHECKS,

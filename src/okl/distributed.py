@@ -645,7 +645,7 @@ class AveragedLearner(BaseEstimator):
             raise ValueError(f"sync must be 'static' or 'dynamic'; got {self.sync!r}.")
         if not self.threshold >= 0:
             raise ValueError(f"threshold must be >= 0; got {self.threshold!r}.")
-        from okl._base import PointwiseMixin
+        from okl._kernel_learners import PointwiseMixin
         from okl.classification import CoefficientRegularizedClassifier
         from okl.passive_aggressive import RegularizedPAClassifier
 

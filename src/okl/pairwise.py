@@ -8,7 +8,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from okl import _guard
+from okl import _locks, _warnings
 from okl._base import Diverged, OnlineLearner, check_X, check_X_y
 from okl._engines import ENGINES
 from okl._core._pairwise import Reducer
@@ -398,23 +398,23 @@ class PairwiseLearner(OnlineLearner):
             return
         m, d = int(self._model.n_stored), self.n_features_in_
         if self.pair_kernel == "difference":
-            _guard.warn_size(
-                self, "gram", 8 * m * m, _guard.GRAM_BYTES,
+            _warnings.warn_size(
+                self, "gram", 8 * m * m, _warnings.GRAM_BYTES,
                 f"{type(self).__name__}(pair_kernel='difference') caches the Gram matrix of "
                 f"the {m} points stored so far: {8 * m * m / 2 ** 20:.0f} MiB, growing as the "
                 "square of the stream. Pass buffer=B to average over a reservoir of B points "
                 "(8 B^2 bytes; this warning is shown once).")
         else:
-            _guard.warn_size(
+            _warnings.warn_size(
                 self, "history", m * d * (d if self.pair_kernel == "metric" else 1),
-                _guard.EXPANSION_WORK,
+                _warnings.EXPANSION_WORK,
                 f"{type(self).__name__} averages over all {m} points seen: every step now "
                 "reads them all and the store keeps growing. Pass buffer=B to average over a "
                 "reservoir of B points (this warning is shown once).")
 
     # -- prediction ---------------------------------------------------------------------------
 
-    @_guard.serialised
+    @_locks.serialised
     def decision_function(self, X1, X2=None):
         """f(X1[i], X2[i]) for every row pair.
 
@@ -441,7 +441,7 @@ class PairwiseLearner(OnlineLearner):
         return True
 
     @available_if(_has_scores)
-    @_guard.serialised
+    @_locks.serialised
     def score_samples(self, X):
         """g(x) for every row, with f(x, x') = g(x) - g(x'): ranking scores (higher ranks first).
 
@@ -480,7 +480,7 @@ class PairwiseLearner(OnlineLearner):
         """Coefficients a_i of g = sum_i a_i k(x_i, .) (pair_kernel="difference")."""
         return self._fitted_model(DifferencePairModel, "dual_coef_", "difference").g.coef_
 
-    @_guard.serialised
+    @_locks.serialised
     def rkhs_norm(self):
         """||f||_K in the RKHS of the pair kernel: ||w||, ||M||_F, or ||g||_k (difference)."""
         check_is_fitted(self, "t_")

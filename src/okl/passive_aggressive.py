@@ -7,12 +7,11 @@ import scipy.sparse as sp
 from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from okl import _guard
-from okl._base import (
-    Diverged, KernelModelMixin, OnlineLearner, check_X, expansion_fitted_with,
-)
-from okl._guard import check_csr
-from okl._features import RandomFourierFeatures
+from okl import _locks, _warnings
+from okl._base import Diverged, OnlineLearner, check_X
+from okl._kernel_learners import KernelModelMixin, expansion_fitted_with
+from okl._sparse import check_csr
+from okl._feature_maps import RandomFourierFeatures
 from okl._pa_models import FeaturePAModel, KernelPAModel, LinearPAModel, NystroemPAModel
 from okl._binary import BinaryClassifierMixin
 from okl._core._pa import Event, Regularization, Variant
@@ -381,8 +380,8 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
         if isinstance(self._model, KernelPAModel) and self.budget is None:
             expansion = self._model.expansion
             work = expansion.n_support * expansion.n_features
-            _guard.warn_size(
-                self, "expansion", work, _guard.EXPANSION_WORK,
+            _warnings.warn_size(
+                self, "expansion", work, _warnings.EXPANSION_WORK,
                 f"{type(self).__name__} holds {expansion.n_support} support vectors of "
                 f"{expansion.n_features} features and has no budget: every step now costs "
                 f"{work:.2g} multiply-adds and the model keeps growing with the stream. Pass "
@@ -417,7 +416,7 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
 
     # -- the fitted model ---------------------------------------------------------------------
 
-    @_guard.serialised
+    @_locks.serialised
     def _decision(self, X):
         check_is_fitted(self, "t_")
         if sp.issparse(X) and self.kernel == "linear":
@@ -470,7 +469,7 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
                 "f = sum_i dual_coef_[i] K(support_vectors_[i], .).")
         return self._model.coef[None, :]
 
-    @_guard.serialised
+    @_locks.serialised
     def rkhs_norm(self):
         """||w||_2 (linear) or ||f||_K (kernel), recomputed from the model."""
         check_is_fitted(self, "t_")

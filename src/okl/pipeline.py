@@ -15,7 +15,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.metaestimators import available_if
 
 from okl._base import transaction
-from okl._streaming import EventAdapter, _Schema
+from okl._one_event import EventAdapter, _Schema
 
 
 def _final_has(name):

@@ -4,7 +4,8 @@ from numbers import Real
 import numpy as np
 from sklearn.base import RegressorMixin
 
-from okl._base import OnlineLearner, PointwiseMixin
+from okl._base import OnlineLearner
+from okl._kernel_learners import PointwiseMixin
 from okl._params import (
     APPROXIMATION_CONSTRAINTS, ENGINE_CONSTRAINTS, GAMMA_SCALE_CONSTRAINTS, INTERCEPT_CONSTRAINTS,
     ONLINE_WEIGHT_CHECKS, STEP_CONSTRAINTS, Interval, InvalidParameterError, Options,

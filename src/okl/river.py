@@ -17,7 +17,7 @@ import numpy as np
 
 from sklearn.base import clone, is_classifier
 
-from okl._streaming import EventAdapter, _Schema
+from okl._one_event import EventAdapter, _Schema
 
 INSTALL_HINT = 'pip install "okl[river]"'
 

@@ -1,6 +1,6 @@
 """LinearModel: the weight vector of the fixed-size feature learners, and the feature maps' cosines.
 
-With a feature map z (random Fourier or Nystroem, `okl._features`) the
+With a feature map z (random Fourier or Nystroem, `okl._feature_maps`) the
 pointwise rule of docs/algorithms.md, sections 1-3, acts on f(x) = b + <w, z(x)>;
 the step itself is `okl._core._pointwise`'s, which this model serves through
 `cpredict`, `cshrink` (O(1): w = scale w_raw) and `cadd`.  Per step O(D), whatever t.

@@ -23,7 +23,7 @@ import numpy as np
 from sklearn.base import is_classifier
 from sklearn.utils.metaestimators import available_if
 
-from okl import _guard
+from okl import _locks
 from okl._rows import (
     check_label, check_row, check_weight, commit_names, feature_index, forget_names,
 )
@@ -112,15 +112,15 @@ class EventAdapter:
     def __getstate__(self):
         state = dict(self.__dict__)
         state["_events"] = [None]       # compiled steps are rebuilt on demand
-        state.pop("_lock", None)        # the estimator's lock lives in okl._guard
+        state.pop("_lock", None)        # the estimator's lock lives in okl._locks
         return state
 
     @property
     def lock(self):
-        """The estimator's lock (okl._guard), looked up once."""
+        """The estimator's lock (okl._locks), looked up once."""
         lock = self.__dict__.get("_lock")
         if lock is None:
-            lock = self._lock = _guard.locked(self.estimator)
+            lock = self._lock = _locks.locked(self.estimator)
         return lock
 
     @property

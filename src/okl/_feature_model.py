@@ -16,7 +16,7 @@ NIPS 2007.
 """
 
 from okl._engines import ENGINES
-from okl._features import NystroemFeatures, RandomFourierFeatures
+from okl._feature_maps import NystroemFeatures, RandomFourierFeatures
 from okl.kernels import kernel_diag
 
 APPROXIMATIONS = ("fourier", "nystroem")

@@ -1,54 +1,5 @@
-"""Guards around every call of an okl estimator.
-
-- One call at a time: `locked(estimator)` serialises the calls that read or
-  write a model (a re-entrant lock per estimator, kept outside the estimator so
-  pickling and cloning never see it).  Two threads calling partial_fit on one
-  estimator get the result of one serial order.
-- Sparse rows are checked before any loop reads them (`check_csr`).
-- Models that grow without bound warn once when they pass a size that slows
-  every step or fills memory (`warn_size`), naming the option that bounds them.
-"""
-import functools
-import threading
-import warnings
-import weakref
-
+"""Sparse input: a malformed matrix is refused before any loop reads it."""
 import numpy as np
-
-
-class SizeWarning(UserWarning):
-    """A model passed a size that makes every step slow or fills memory."""
-
-
-# centres x features of a model without a bound: one step reads them all (4M
-# multiply-adds: a millisecond or more per step, e.g. 84 000 centres of 50 features)
-EXPANSION_WORK = 2 ** 22
-# bytes of the Gram matrix cached by PairwiseLearner(pair_kernel="difference")
-# (256 MiB: about 5 800 stored points)
-GRAM_BYTES = 2 ** 28
-
-_LOCKS = weakref.WeakKeyDictionary()
-# the parameter values each estimator was last validated with (see okl._base)
-VALIDATED = weakref.WeakKeyDictionary()
-_LOCKS_GUARD = threading.Lock()
-
-
-def locked(estimator):
-    """The re-entrant lock of `estimator` (a context manager)."""
-    with _LOCKS_GUARD:
-        lock = _LOCKS.get(estimator)
-        if lock is None:
-            lock = _LOCKS[estimator] = threading.RLock()
-    return lock
-
-
-def serialised(method):
-    """Run `method` under the estimator's lock (readers wait for a running partial_fit)."""
-    @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
-        with locked(self):
-            return method(self, *args, **kwargs)
-    return wrapper
 
 
 def check_csr(X, n_features=None):
@@ -104,23 +55,3 @@ def _refuse(problem):
         raise ValueError(f"The sparse matrix X is malformed: {problem}. Rebuild it, e.g. with "
                          "scipy.sparse.csr_matrix(X.toarray()), or call X.check_format() to see "
                          "what is wrong.")
-
-
-_WARNED = weakref.WeakKeyDictionary()
-
-
-def warn_once(estimator, key, message, category=UserWarning, stacklevel=4):
-    """Warn `message` the first time `key` comes up for `estimator` (a warning turned
-    into an error counts only once it has been shown)."""
-    with _LOCKS_GUARD:
-        if key in _WARNED.get(estimator, ()):
-            return
-    warnings.warn(message, category, stacklevel=stacklevel)
-    with _LOCKS_GUARD:
-        _WARNED.setdefault(estimator, set()).add(key)
-
-
-def warn_size(estimator, key, size, limit, message):
-    """Warn once per estimator (per `key`) when `size` reaches `limit`."""
-    if size >= limit:
-        warn_once(estimator, key, message, SizeWarning, stacklevel=6)

@@ -1,0 +1,344 @@
+"""The kernel learners' mixins: kernel parameters and model, and the pointwise family.
+
+`KernelModelMixin` gives a learner its kernel parameters, its model (an
+expansion or a feature model, on the engine it names) and the checks that
+keep them consistent; `PointwiseMixin` is the pointwise family (Smale-Yao,
+Yang, NORMA and their bounded models): its schedule, loss and counters go to
+the one learning step of each engine (`_core/_pointwise.pyx`,
+`_numpy/pointwise.py`) and it stores what the step returns
+(docs/architecture.md).
+"""
+import numpy as np
+from sklearn.base import is_classifier
+from sklearn.utils.validation import check_is_fitted
+
+from okl import _locks, _warnings
+from okl._base import Diverged, params_changed, check_X, one_row
+from okl._core._expansion import KernelExpansion
+from okl._core._pointwise import PointwiseEvents, StepSize
+from okl._engines import ENGINES
+from okl._feature_model import FeatureModel
+from okl._gamma import scale_gamma, warn_spread
+from okl._numpy.expansion import NumpyExpansion
+from okl._numpy.pointwise import make_schedule, make_state
+from okl._params import InvalidParameterError, validate_params
+from okl.budgets import budget_code, default_budget_policy, resolve_budget_policy
+from okl.kernels import KERNELS, kernel_code, kernel_row
+from okl.schedules import step_sizes
+
+
+def expansion_class(estimator):
+    """The expansion class of the estimator's `engine` (a clear error for an unknown one)."""
+    engine = ENGINES.get(estimator.engine) if isinstance(estimator.engine, str) else None
+    if engine is None:
+        validate_params(estimator)          # names the parameter
+        raise InvalidParameterError(f"Unknown engine {estimator.engine!r}.")
+    return engine.expansion
+
+
+def warn_reset(estimator, eta_t, lam_t, t):
+    """Warn once when a step has 1 - lam_t eta_t <= 0: the shrink empties the model."""
+    eta_t, t = np.atleast_1d(eta_t), np.atleast_1d(t)
+    reset = np.asarray(eta_t * lam_t) >= 1.0
+    if reset.any():
+        i = int(np.argmax(reset))
+        lam = float(np.broadcast_to(lam_t, np.shape(eta_t))[i])
+        _warnings.warn_once(
+            estimator, "reset",
+            f"{type(estimator).__name__}: at step t={int(t[i])} the step eta_t={eta_t[i]:.3g} "
+            f"and regularization lam_t={lam:.3g} give 1 - lam_t eta_t = "
+            f"{1.0 - lam * eta_t[i]:.3g} <= 0, so the step sets the model to zero before "
+            "adding the new term (it cannot shrink past zero). Use a smaller eta or lam, or "
+            "eta='auto'. This warning is shown once.", UserWarning, stacklevel=6)
+
+
+def expansion_fitted_with(estimator, expansion):
+    """The parameters a fitted expansion was built with, as [(name, value)]."""
+    from okl.budgets import BUDGET_POLICIES
+    from okl.kernels import KERNELS
+    params = expansion.kernel_params
+    names = {int(row.code): name for name, row in KERNELS.items()}
+    out = [("kernel", names.get(params["kernel"])), ("gamma", params["gamma"]),
+           ("degree", params["degree"]), ("coef0", params["coef0"])]
+    if hasattr(estimator, "budget"):
+        out.append(("budget", expansion.budget or None))
+    if hasattr(estimator, "budget_policy") and expansion.budget:
+        policies = {int(code): name for name, code in BUDGET_POLICIES.items()}
+        name = policies[int(expansion.policy)]
+        if (estimator.budget_policy == "auto"
+                and default_budget_policy(names.get(params["kernel"])) == name):
+            name = "auto"           # what "auto" resolved to: unchanged
+        out.append(("budget_policy", name))
+    return out
+
+
+class KernelModelMixin:
+    """Shared parts of the learners whose model is a kernel expansion `_expansion`.
+
+    Subclasses define the kernel parameters (kernel, gamma, degree, coef0),
+    `engine`, and optionally `budget` and `budget_policy`.
+    """
+
+    def _kernel_gamma(self):
+        """The gamma the model uses: gamma_ when fitted (gamma="scale"), else the parameter."""
+        return self.__dict__.get("gamma_", self.gamma)
+
+    def _new_expansion(self, n_features):
+        policy = resolve_budget_policy(getattr(self, "budget_policy", "oldest"), self.kernel,
+                                       type(self).__name__)
+        return expansion_class(self)(
+            n_features, int(kernel_code(self.kernel)), float(self._kernel_gamma()),
+            int(self.degree), float(self.coef0), int(getattr(self, "budget", None) or 0),
+            int(budget_code(policy)))
+
+    def _engine_expansion(self):
+        """The expansion, converted if `engine` was changed since it was built."""
+        expansion = self._expansion
+        cls = expansion_class(self)
+        if not isinstance(expansion, cls):
+            expansion = self._expansion = cls.from_state(expansion.get_state())
+        return expansion
+
+    def _models(self):
+        return (self._engine_expansion(),)
+
+    def _fitted_with(self):
+        model = self._expansion
+        if isinstance(model, FeatureModel):
+            return [("kernel", model.kernel), ("gamma", model.gamma), ("degree", model.degree),
+                    ("coef0", model.coef0), ("approximation", model.approximation),
+                    ("n_components", model.n_components)]
+        return expansion_fitted_with(self, model)
+
+    def _check_size(self):
+        if getattr(self, "budget", 0) is None and not isinstance(self._expansion, FeatureModel):
+            expansion = self._expansion
+            work = expansion.n_support * expansion.n_features
+            _warnings.warn_size(
+                self, "expansion", work, _warnings.EXPANSION_WORK,
+                f"{type(self).__name__} holds {expansion.n_support} centres of "
+                f"{expansion.n_features} features and has no budget: every step now costs "
+                f"{work:.2g} multiply-adds and the model keeps growing with the stream. Pass "
+                "budget=B to bound the number of centres (budget_policy='merge', the default "
+                "on the Gaussian kernel, keeps accuracy best), or approximation='fourier' or "
+                "'nystroem' with n_components=D for a fixed-size model (this warning is shown "
+                "once).")
+
+    @_locks.serialised
+    def _decision(self, X):
+        """f(x) for every row of validated X."""
+        if "t_" not in self.__dict__:
+            check_is_fitted(self, "t_")
+        row = (one_row(self, X) if "_one_event_state" in self.__dict__
+               and hasattr(self, "_loss_spec") else None)
+        if row is not None:
+            events = self._one_event()._fast()
+            if events is not None:
+                return np.array([events.predict(row, self.t_, self.intercept_)])
+        X = check_X(self, X, reset=False)
+        return self._engine_expansion().predict(X) + self.__dict__.get("intercept_", 0.0)
+
+    @property
+    def support_vectors_(self):
+        """The centres x_i of f = sum_i a_i K(x_i, .), in storage order."""
+        check_is_fitted(self, "t_")
+        return self._expansion.centers_
+
+    @property
+    def dual_coef_(self):
+        """The coefficients a_i of f = sum_i a_i K(x_i, .), aligned with support_vectors_."""
+        check_is_fitted(self, "t_")
+        return self._expansion.coef_
+
+    @_locks.serialised
+    def rkhs_norm(self):
+        """||f||_K, the norm of the current model in the RKHS of the kernel."""
+        check_is_fitted(self, "t_")
+        return float(np.sqrt(max(self._expansion.sq_norm(), 0.0)))
+
+
+class PointwiseMixin(KernelModelMixin):
+    """The predict-then-update loop of docs/algorithms.md, sections 1-3.
+
+    Subclasses give `lam`, `eta`, `eta_decay` (and optionally `lam_decay`) and
+    `_loss_spec()`, the loss as the loops take it (`okl.losses.loss_spec`).
+    One step is written once, in `okl._core._pointwise` (twin:
+    `okl._numpy.pointwise`): the chunk loop, the feature loop and the compiled
+    one-event step all take it, and this class stores what it returns.  With `approximation` set
+    ("fourier" or "nystroem") the model is a `FeatureModel` of `n_components`
+    features instead of a kernel expansion (docs/budget.md, section 2).
+    """
+
+    def _check_state(self, check):
+        """okl.load: check the fitted state `check` read against this estimator's parameters.
+
+        Fills `check.out` with the attributes to set and returns {name: (model type, state)}
+        of the model objects to build (docs/guide/persistence.md).
+        """
+        attrs, out, name = check.attrs, check.out, type(self).__name__
+        d, t = out["n_features_in_"], out["t_"]
+        built = {}
+        labels = ("classes_",) if is_classifier(self) else ()
+        check.keys(attrs, ("n_features_in_", "t_", "ck2_", "n_support_") + labels,
+                   f"{name}'s attributes",
+                   optional=("eta_", "lam_", "intercept_", "gamma_", "_row_keys"))
+        check.floats("ck2_", lo=0.0)
+        check.floats("eta_", "lam_", lo=0.0, optional=True)
+        check.floats("intercept_", optional=True)                 # the offset b (docs/streaming.md)
+        check.floats("gamma_", lo=0.0, open_lo=True, optional=True)
+        if "_row_keys" in attrs:                             # the feature order of dict events
+            keys = attrs["_row_keys"]
+            if (not isinstance(keys, list) or len(keys) != d
+                    or not all(isinstance(k, (str, int)) for k in keys)):
+                check.fail("_row_keys must list the names of the n_features_in_ features")
+            out["_row_keys"] = tuple(keys)
+        out["n_support_"] = check.int(attrs["n_support_"], "n_support_", 0, t)
+        kind, state = check.model("_expansion",
+                                  ("KernelExpansion", "NumpyExpansion", "FeatureModel"))
+        if kind == "FeatureModel":
+            state = check.features(state, d, out["n_support_"],
+                                   out.get("gamma_", self.gamma))
+        else:
+            policy = budget_code(resolve_budget_policy(self.budget_policy, self.kernel, name))
+            state = check.fitted_expansion(state, "_expansion", int(self.budget or 0), int(policy))
+        if kind != "FeatureModel" and len(state["coef"]) != out["n_support_"]:
+            check.fail(f"n_support_ = {out['n_support_']} but '_expansion' holds "
+                       f"{len(state['coef'])} centres")
+        built["_expansion"] = (kind, state)
+        if labels:
+            check.binary_labels()
+        return built
+
+    @classmethod
+    def _state_classes(cls):
+        return (KernelExpansion, NumpyExpansion, FeatureModel)
+
+    def _validate_params(self):
+        super()._validate_params()
+        if getattr(self, "approximation", None) is not None and self.budget is not None:
+            raise InvalidParameterError(
+                f"approximation={self.approximation!r} is a fixed-size model of n_components "
+                f"features; budget={self.budget} applies to the exact kernel expansion. Set "
+                "one of them, not both.")
+        if (getattr(self, "approximation", None) == "fourier"
+                and kernel_row(self.kernel).fourier is None):
+            sampled = sorted(name for name, row in KERNELS.items() if row.fourier is not None)
+            raise InvalidParameterError(
+                f"approximation='fourier' draws random features of the kernels {sampled}; "
+                f"kernel={self.kernel!r} has no frequency sampler. Use "
+                "approximation='nystroem' with this kernel.")
+
+    def _engine_expansion(self):
+        if isinstance(self._expansion, FeatureModel):
+            return self._expansion
+        return super()._engine_expansion()
+
+    @property
+    def n_components_(self):
+        """The features of the approximation's linear model (0 during Nystroem's exact phase)."""
+        check_is_fitted(self, "t_")
+        return self._expansion.n_features_out
+
+    def _auto_lipschitz(self):
+        """M in the auto step 1 / ((lam_t + M C_K^2) t**eta_decay); 1 unless a loss needs more."""
+        return 1.0
+
+    _supports_sample_weight = True
+
+    def _start(self, X, y):
+        name = type(self).__name__
+        if isinstance(self.gamma, str):                       # "scale"
+            self.gamma_ = scale_gamma(X, name)
+        else:
+            self.__dict__.pop("gamma_", None)
+        warn_spread(X, self.kernel, float(self._kernel_gamma()), name, stacklevel=5)
+        if getattr(self, "approximation", None) is not None:
+            self._expansion = FeatureModel(
+                self.approximation, X.shape[1], self.kernel, int(kernel_code(self.kernel)),
+                float(self._kernel_gamma()), self.degree, self.coef0, self.n_components,
+                self.random_state, self.engine)
+        else:
+            self._expansion = self._new_expansion(X.shape[1])
+        self.t_ = 0
+        self.ck2_ = 0.0
+        self.n_support_ = 0
+        self.intercept_ = 0.0
+
+    def _schedule(self):
+        """The `Schedule` of the steps (okl._core._pointwise), as a dict."""
+        eta = self.eta
+        kind = (StepSize.AUTO if isinstance(eta, str) else StepSize.GIVEN if callable(eta)
+                else StepSize.POWER)
+        return make_schedule(kind, eta if kind == StepSize.POWER else 0.0, self.eta_decay,
+                             self.lam, getattr(self, "lam_decay", 0.0),
+                             self._auto_lipschitz() if kind == StepSize.AUTO else 1.0,
+                             getattr(self, "fit_intercept", False))
+
+    def _step_state(self):
+        """The counters a step reads (the `StepState` of okl._core._pointwise), as a dict."""
+        return make_state(self.t_, self.ck2_, self.intercept_)
+
+    def _store_step(self, t, ck2, eta_t, lam_t, b):
+        """Keep what the steps returned (t_ counts the steps taken)."""
+        d = self.__dict__
+        if t != d["t_"]:
+            d["eta_"], d["lam_"] = eta_t, lam_t
+        d["t_"], d["ck2_"], d["intercept_"] = int(t), ck2, b
+        d["n_support_"] = int(d["_expansion"].n_support)
+
+    def _learn(self, X, y, weight=None):
+        n = X.shape[0]
+        eta = None
+        if callable(self.eta):          # the callable's step sizes at the steps the rows take
+            active = np.ones(n, dtype=bool) if weight is None else weight > 0
+            eta = step_sizes(self.eta, self.eta_decay,
+                             np.maximum(self.t_ + np.cumsum(active), 1).astype(np.float64))
+        scores = np.empty(n, dtype=np.float64)
+        model = self._engine_expansion()
+        args = (X, y, self._schedule(), self._loss_spec(), self._step_state(), scores, weight,
+                eta)
+        if isinstance(model, FeatureModel):
+            failed, state = model.learn(self.engine, *args)
+        else:
+            failed, state = ENGINES[self.engine].pointwise(model, *args)
+        if failed >= 0:
+            eta_try = state["eta_try"]
+            raise Diverged(failed, eta_try if np.isfinite(eta_try) else None)
+        if state["reset_t"]:
+            warn_reset(self, state["reset_eta"], state["reset_lam"], state["reset_t"])
+        self._store_step(state["t"], state["ck2"], state["eta_t"], state["lam_t"], state["b"])
+        return scores
+
+    def _learn_event(self, events, row, y, weight=1.0):
+        """One event through the compiled step (`_core._pointwise.PointwiseEvents`); f_t(x_t)."""
+        d = self.__dict__
+        f, taken, t, ck2, eta_t, lam_t, b, _ = events.learn(row, y, weight, d["t_"], d["ck2_"],
+                                                            d["intercept_"])
+        if taken:
+            self._store_step(t, ck2, eta_t, lam_t, b)
+        return f
+
+    def _compiled_events(self, cache):
+        """The `PointwiseEvents` of this fitted learner on the cython engine, or None.
+
+        `cache` is a one-element list holding the last one built; it serves while
+        the estimator holds the very expansion and parameter objects it was built
+        with.  A new one is built only when the parameters are those validated by
+        the last fit / partial_fit: after `set_params`, the next event takes the
+        validating path once.
+        """
+        events = cache[0]
+        if events is not None and events.matches(self):
+            return events
+        if not ("ck2_" in self.__dict__ and self.engine == "cython"
+                and type(self.__dict__.get("_expansion")) is KernelExpansion):
+            return None
+        if params_changed(self):
+            return None
+        names = ("_expansion",) + tuple(name for name in self.get_params(deep=False)
+                                        if name in self.__dict__)
+        events = cache[0] = PointwiseEvents(
+            self._expansion, self._schedule(), self._loss_spec(),
+            self.eta if callable(self.eta) else None, type(self).__name__, names)
+        events.bind(self)
+        return events

@@ -1,0 +1,296 @@
+"""Synthetic streams: a drifting labelled data set, non-identical sampling.
+
+(`okl.streams` is the former name of this module, kept as an alias.)
+
+References
+----------
+See docs/algorithms.md, section 5.5.
+
+.. [1] J. Shen and T. G. Dietterich, "A family of large margin linear
+   classifiers and its application in dynamic environments",
+   Statistical Analysis and Data Mining, 2(5-6), 2009.
+"""
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+
+# Shen-Dietterich Section 4: class probabilities (P1, P2, N1, N2) at the start
+# and at the end of each phase; they move linearly in between.
+PHASES = np.array([
+    [[0.7, 0.0, 0.3, 0.0], [0.5, 0.0, 0.5, 0.0]],
+    [[0.5, 0.0, 0.5, 0.0], [0.3, 0.2, 0.5, 0.0]],
+    [[0.0, 0.5, 0.2, 0.3], [0.0, 0.5, 0.0, 0.5]],
+    [[0.0, 0.5, 0.0, 0.5], [0.0, 0.3, 0.0, 0.7]],
+])
+
+__all__ = ["conditional_quantile", "drifting_phases", "mixture_weight", "nonidentical",
+           "phase_probabilities", "target"]
+
+
+def _count(value, name):
+    """value as an int >= 1; a bool is not a count."""
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
+        raise ValueError(f"{name} must be an int >= 1; got {value!r}.")
+    return int(value)
+
+
+def _number(value, name):
+    """value as a float; a bool is not a number."""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise ValueError(f"{name} must be a number; got {value!r}.")
+    return float(value)
+
+
+def phase_probabilities(n_per_phase):
+    """The class probabilities (P1, P2, N1, N2) of every step, shape (4 n_per_phase, 4).
+
+    Inside each phase they move linearly from the phase's start values (first
+    step) to its end values (last step).
+    """
+    n_per_phase = _count(n_per_phase, "n_per_phase")
+    u = np.linspace(0.0, 1.0, n_per_phase)[:, None]
+    return np.vstack([start + u * (end - start) for start, end in PHASES])
+
+
+def drifting_phases(X, y, classes, n_per_phase=500, random_state=None, replace=True):
+    """The four-phase drifting stream of Shen and Dietterich (Section 4).
+
+    Four classes play the roles P1, P2 (positive) and N1, N2 (negative).  At
+    each step a class is drawn with the probabilities of `phase_probabilities`
+    (phase 1: P1 .7 -> .5, N1 .3 -> .5; phase 2: P1 .5 -> .3, P2 0 -> .2,
+    N1 .5; phase 3: P2 .5, N1 .2 -> 0, N2 .3 -> .5; phase 4: P2 .5 -> .3,
+    N2 .5 -> .7), then a sample of that class.  The positive concept drifts
+    from P1 to P2 and the negative from N1 to N2: features that separated P1
+    from N1 lose their meaning in phases 3-4.
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix of shape (n_samples, n_features)
+    y : array-like of shape (n_samples,)
+    classes : sequence of 4 labels
+        The labels playing (P1, P2, N1, N2); the paper's USPS roles are the
+        digits (3, 7, 8, 9).
+    n_per_phase : int, default=500
+        Steps per phase (the paper: 500 for USPS); the stream has 4 times as many.
+    random_state : int, numpy.random.Generator or None, default=None
+    replace : bool, default=True
+        Draw samples of a class with replacement.  Without replacement each
+        class must hold as many samples as the stream draws from it.
+
+    Returns
+    -------
+    X_stream : array or sparse matrix of shape (4 n_per_phase, n_features)
+    y_stream : ndarray of shape (4 n_per_phase,)
+        +1 for P1 and P2, -1 for N1 and N2.
+    """
+    X = X.tocsr() if sp.issparse(X) else np.asarray(X)
+    y = np.asarray(y)
+    n_per_phase = _count(n_per_phase, "n_per_phase")
+    if not isinstance(replace, (bool, np.bool_)):
+        raise ValueError(f"replace must be True or False; got {replace!r}.")
+    try:
+        classes = list(classes)
+        distinct = len(set(classes))
+    except TypeError:
+        raise ValueError("classes must be 4 distinct labels (P1, P2, N1, N2), e.g. (3, 7, 8, 9); "
+                         f"got {classes!r}.") from None
+    if len(classes) != 4 or distinct != 4:
+        raise ValueError(f"classes must be 4 distinct labels (P1, P2, N1, N2); got {classes!r}.")
+    if X.shape[0] != len(y):
+        raise ValueError(f"X has {X.shape[0]} rows but y has {len(y)} labels.")
+    pools = [np.flatnonzero(y == label) for label in classes]
+    for label, pool in zip(classes, pools):
+        if pool.size == 0:
+            raise ValueError(f"Class {label!r} has no sample in y; labels present: "
+                             f"{np.unique(y).tolist()}.")
+    rng = np.random.default_rng(random_state)
+    probs = phase_probabilities(n_per_phase)
+    # the class of each step: inverse CDF of its probabilities
+    roles = (rng.random(len(probs))[:, None] > np.cumsum(probs, axis=1)[:, :3]).sum(axis=1)
+    rows = np.empty(len(probs), dtype=np.intp)
+    for role, pool in enumerate(pools):
+        steps = np.flatnonzero(roles == role)
+        if not replace and steps.size > pool.size:
+            raise ValueError(
+                f"The stream draws {steps.size} samples of class {classes[role]!r}, which has "
+                f"{pool.size}; use replace=True or a smaller n_per_phase.")
+        rows[steps] = rng.choice(pool, size=steps.size, replace=replace)
+    return X[rows], np.where(roles < 2, 1, -1)
+
+
+# ---------------------------------------------------------------------------
+# Yang's non-identical sampling: marginals converging to rho_X at rate t^-b
+
+
+def target(X):
+    """The default regression function f(x) = sin(2 pi mean(x)) of `nonidentical`.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+    """
+    X = np.asarray(X, dtype=np.float64)
+    return np.sin(2 * np.pi * X.mean(axis=1))
+
+
+def mixture_weight(t, b, c=1.0):
+    """The weight ``w_t = min(1, c t**-b)`` of nu in the marginal of x_t.
+
+    Parameters
+    ----------
+    t : int or array-like of int
+        Step numbers, from 1.
+    b : float > 0 or inf
+        The rate of eq. (1.1); ``b = inf`` (w_t = 0) is the i.i.d. case.
+    c : float >= 0, default=1.0
+
+    Returns
+    -------
+    float or ndarray
+
+    References
+    ----------
+    See `nonidentical` and docs/nonidentical.md.
+    """
+    b, c = _number(b, "b"), _number(c, "c")
+    t = np.asarray(t, dtype=np.float64)
+    if np.isinf(b):
+        return np.zeros_like(t)[()]
+    return np.minimum(1.0, c * t ** -float(b))[()]
+
+
+def conditional_quantile(X, quantile, f=None):
+    """The tau-quantile of y | x in `nonidentical`: ``f(x) - 1 + 2 tau``.
+
+    y | x is uniform on [f(x) - 1, f(x) + 1] (Yang's test setting), so this is
+    the target of quantile regression, whatever the marginal of x.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+    quantile : float in [0, 1]
+        tau.
+    f : callable or None, default=None
+        The centre of y | x, mapping (n_samples, n_features) arrays to
+        (n_samples,); None is `target`.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+
+    References
+    ----------
+    Yang Pengwei, Quantile regression with samples drawn from non-identical
+    distributions, Journal of Mathematics (Shuxue Zazhi) 39(5):713-720, 2019,
+    Theorem 2.1, assumption 5.  See docs/nonidentical.md.
+    """
+    if isinstance(quantile, bool) or not isinstance(quantile, Real) or not 0.0 <= quantile <= 1.0:
+        raise ValueError(f"quantile must be a float in [0, 1]; got {quantile!r}.")
+    f = target if f is None else f
+    return np.asarray(f(np.asarray(X, dtype=np.float64)), dtype=np.float64) - 1.0 + 2.0 * quantile
+
+
+def nonidentical(n, b, *, c=1.0, nu=(0.0, 0.2), n_features=1, f=None, chunk_size=None,
+                 random_state=None):
+    """A stream whose marginals converge to rho_X at rate t^-b (Yang, eq. (1.1)).
+
+    At step t = 1, ..., n the marginal of x_t is the mixture
+    ``rho_X^(t) = (1 - w_t) rho_X + w_t nu``, ``w_t = min(1, c t**-b)``, with
+    rho_X uniform on [0, 1]^d and nu uniform on the box [lo, hi]^d; y | x is
+    uniform on [f(x) - 1, f(x) + 1] at every step, so the tau-quantile of
+    y | x is ``f(x) - 1 + 2 tau`` (`conditional_quantile`).  Since
+    rho_X^(t) - rho_X = w_t (nu - rho_X), for every s in (0, 1]
+
+        ||rho_X^(t) - rho_X||_(C^s)* = w_t ||nu - rho_X||_(C^s)* <= 2 c t^-b,
+
+    (the dual norm is at most the total variation, 2, and at most the
+    Wasserstein distance W_s; for the default nu, d = 1 and s = 1: 0.4).
+
+    Each step uses 2 d + 2 uniforms of one generator, drawn in order, and
+    transforms them (nu and rho_X draws are both made; u < w_t picks nu), so
+    the samples do not depend on `chunk_size`, and streams with the same seed
+    and different b or c share their rho_X draws, nu draws and noise (smaller
+    b only moves more steps to nu).
+
+    Parameters
+    ----------
+    n : int >= 1
+        Length of the stream.
+    b : float > 0 or inf
+        The rate of eq. (1.1); inf is the i.i.d. stream.
+    c : float >= 0, default=1.0
+        The constant of the mixture weight.
+    nu : (float, float), default=(0.0, 0.2)
+        (lo, hi) with lo < hi: nu is uniform on [lo, hi]^d.
+    n_features : int >= 1, default=1
+        d.
+    f : callable or None, default=None
+        Maps an (m, d) array to the (m,) centres of y | x; None is `target`,
+        sin(2 pi mean(x)).
+    chunk_size : int >= 1 or None, default=None
+        None yields events ``(x, y)``, x of shape (d,) and y a float; an int
+        yields chunks ``(X, y)`` of that many rows (the last one shorter).
+    random_state : int, numpy.random.Generator or None, default=None
+
+    Returns
+    -------
+    generator
+        Of events or chunks, n samples in all.
+
+    References
+    ----------
+    Yang Pengwei, Quantile regression with samples drawn from non-identical
+    distributions, Journal of Mathematics (Shuxue Zazhi) 39(5):713-720, 2019.
+    The construction and its bound: docs/nonidentical.md.
+
+    Examples
+    --------
+    >>> from okl.synth import nonidentical
+    >>> X, y = next(nonidentical(1000, b=0.5, chunk_size=1000, random_state=0))
+    >>> X.shape, y.shape
+    ((1000, 1), (1000,))
+    """
+    n = _count(n, "n")
+    if isinstance(b, bool) or not isinstance(b, Real) or not b > 0:
+        raise ValueError(f"b must be a float > 0 (inf for i.i.d. sampling); got {b!r}.")
+    if isinstance(c, bool) or not isinstance(c, Real) or not 0 <= c < np.inf:
+        raise ValueError(f"c must be a finite float >= 0; got {c!r}.")
+    n_features = _count(n_features, "n_features")
+    if chunk_size is not None:
+        chunk_size = _count(chunk_size, "chunk_size (or None)")
+    try:
+        lo, hi = (float(v) for v in nu)
+    except (TypeError, ValueError):
+        raise ValueError(f"nu must be (lo, hi) with finite lo < hi; got {nu!r}.") from None
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+        raise ValueError(f"nu must be (lo, hi) with finite lo < hi; got {nu!r}.")
+    f = target if f is None else f
+    rng = np.random.default_rng(random_state)
+    d = int(n_features)
+
+    def draw(t_done, m):
+        """Steps t_done + 1 ... t_done + m, in one block of uniforms."""
+        u = rng.random((m, 2 * d + 2))
+        w = mixture_weight(np.arange(t_done + 1, t_done + m + 1), b, c)
+        X = np.where((u[:, 0] < w)[:, None], lo + (hi - lo) * u[:, 1 + d:1 + 2 * d],
+                     u[:, 1:1 + d])
+        centre = np.asarray(f(X), dtype=np.float64)
+        if centre.shape != (m,):
+            raise ValueError(f"f must map an ({m}, {d}) array to shape ({m},); "
+                             f"got shape {centre.shape}.")
+        return X, centre + 2.0 * u[:, -1] - 1.0
+
+    def chunks(size):
+        for t_done in range(0, n, size):
+            yield draw(t_done, min(size, n - t_done))
+
+    def events():
+        for X, y in chunks(1024):
+            yield from zip(X, y.tolist())
+
+    return events() if chunk_size is None else chunks(int(chunk_size))
