@@ -845,7 +845,7 @@ class AveragedLearner(BaseEstimator):
                         inputs[s + 1] = (states[s], gos[s])
                     elif s < R - 1:
                         sync = submit(_sync, *states[s])
-                        syncs.append(sync)
+                        syncs.append(submit(_sync_bytes, sync, priority=-1))
                         inputs[s + 1] = ([sync] * k, True)
                     submitted = s
                 if r == R - 1:
@@ -856,11 +856,10 @@ class AveragedLearner(BaseEstimator):
                     sent += 8 * k
                     if not gos[r].result():
                         sync = submit(_sync, *states[r])
-                        syncs.append(sync)
-                        later = [f for s in range(r + 1, submitted + 1)
-                                 for f in (*states.pop(s), gos.pop(s, None)) if f is not None]
-                        if dask:
-                            client.cancel(later)
+                        syncs.append(submit(_sync_bytes, sync, priority=-1))
+                        for s in range(r + 1, submitted + 1):   # halted: dropped, released
+                            states.pop(s)
+                            gos.pop(s, None)
                         inputs[r + 1] = ([sync] * k, True)
                         submitted = r
                 else:
@@ -872,26 +871,16 @@ class AveragedLearner(BaseEstimator):
                 for i in [i for i, last in last_use.items() if last <= r and i in made]:
                     made.pop(i)                             # a partition learned: released
                 states.pop(r - 1, None)
+                inputs.pop(r, None)
                 r += 1
-            final = submit(_sync, *states[R - 1])
-            syncs.append(final)
-            if dask:
-                average, own, up = client.submit(_final, final, pure=False).result()
-                exchanged = client.gather([client.submit(_sync_bytes, s, pure=False)
-                                           for s in syncs[:-1]])
-            else:
-                average, own, up = _final(final.result())
-                exchanged = [_sync_bytes(s.result()) for s in syncs[:-1]]
+            final = submit(_final, submit(_sync, *states[R - 1]))
+            average, own, up = final.result()
+            exchanged = client.gather(syncs) if dask else [f.result() for f in syncs]
             sent += up + sum(a + b for a, b in exchanged)
-            n_syncs = len(syncs)
+            n_syncs = len(syncs) + 1
         except lost as exc:
             raise WorkerLostError(r + 1, sum(parts.lengths),
                                   f"{type(exc).__name__}: {exc}") from exc
-        finally:                                    # nothing of this call stays on the cluster
-            if dask:
-                client.cancel([f for row in states.values() for f in row]
-                              + list(gos.values()) + syncs
-                              + [f for f in made.values() if hasattr(f, "key")])
         self.model_ = average
         self._own_t = own
         self.t_ = int(average.t_)
@@ -935,8 +924,8 @@ def _cancelled_errors():
 
     errors = [asyncio.CancelledError]
     try:
-        from distributed.client import FutureCancelledError
-        errors.append(FutureCancelledError)
+        from distributed.client import FutureCancelledError, FuturesCancelledError
+        errors += [FutureCancelledError, FuturesCancelledError]
     except ImportError:
         pass
     return tuple(errors)
