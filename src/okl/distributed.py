@@ -441,31 +441,36 @@ class _State(NamedTuple):
     model: object
     reference: object
     halted: bool = False
+    busy: float = 0.0
+    """Seconds this model's tasks spent learning so far in the call."""
 
 
 class _Sync(NamedTuple):
-    """A synchronisation, made on one worker: the average, every model's own event count,
-    and the pickled bytes of the models that came in and of the average going out."""
+    """A synchronisation: the average, every model's own event count and learning time."""
 
     average: object
     own: list
-    bytes_up: int
-    bytes_down: int
+    busy: list
 
 
-def _learn_round(prev, j, go, classes, learner, n_features, spans, names, *parts):
+def _learn_round(j, go, classes, learner, n_features, spans, names, mix, n_prev, *args):
     """Model j's share of one round, on the worker that holds its partitions.
 
-    ``prev`` is the model's state after the previous round, or the last
-    synchronisation (the model restarts from the average, keeping its own
-    event count, as in iterative parameter mixing).  With ``go`` False
+    The first ``n_prev`` arguments are the model's state after the previous
+    round, or (``mix``) every model's state when the round starts with a
+    synchronisation: then each model computes the same average itself (an
+    all-reduce: the states travel worker to worker, no task in between) and
+    restarts from it, keeping its own event count, as in iterative parameter
+    mixing.  The others are the partitions of ``spans``.  With ``go`` False
     (dynamic averaging: some model drifted past the threshold in the previous
     round) it learns nothing and halts until the driver synchronises.
     """
+    prev, parts = args[:n_prev], args[n_prev:]
+    prev = _mix(*prev) if mix else prev[0]
     if isinstance(prev, _Sync):
         model = copy.deepcopy(prev.average)
         model.t_ = prev.own[j]
-        prev = _State(model, prev.average)
+        prev = _State(model, prev.average, False, prev.busy[j])
     if prev.halted or not go:
         return prev._replace(halted=True)
     import scipy.sparse as sp
@@ -478,6 +483,7 @@ def _learn_round(prev, j, go, classes, learner, n_features, spans, names, *parts
         ys.append(y)
     if not Xs:
         return prev
+    start = time.perf_counter()
     X = (sp.vstack(Xs).tocsr() if sp.issparse(Xs[0]) else np.concatenate(Xs)) \
         if len(Xs) > 1 else Xs[0]
     y = np.concatenate(ys) if len(ys) > 1 else ys[0]
@@ -489,7 +495,7 @@ def _learn_round(prev, j, go, classes, learner, n_features, spans, names, *parts
     except Exception as exc:
         where = ", ".join(names[i] for i, _, _ in spans)
         raise type(exc)(f"learning {where}: {exc}") from exc
-    return prev._replace(model=model)
+    return prev._replace(model=model, busy=prev.busy + time.perf_counter() - start)
 
 
 def _check_part(X, y, n_features, name):
@@ -506,21 +512,16 @@ def _check_part(X, y, n_features, name):
         raise ValueError(f"{name} holds NaN or infinite labels.")
 
 
-def _sync(*states):
-    """Average the local models (on the worker where the scheduler gathers them)."""
+def _mix(*states):
+    """The average of the local models; deterministic, so every model computes the same."""
     models = [s.model for s in states if s.model is not None]
     own = [0 if s.model is None else int(s.model.t_) for s in states]
-    average = average_models(models)
-    return _Sync(average, own, sum(_nbytes(m) for m in models), len(states) * _nbytes(average))
+    return _Sync(average_models(models), own, [s.busy for s in states])
 
 
-def _sync_bytes(sync):
-    return sync.bytes_up, sync.bytes_down
-
-
-def _final(sync):
-    """What the client receives at the end of a call: the average and the event counts."""
-    return sync.average, sync.own, sync.bytes_up
+def _model_bytes(state):
+    """The pickled size of a local model: what one synchronisation sends of it."""
+    return 0 if state.model is None else _nbytes(state.model)
 
 
 def _divergence(state):
@@ -635,6 +636,10 @@ class AveragedLearner(BaseEstimator):
         events are not counted.
     t_ : int
         Events learned, over all workers.
+    busy_seconds_ : list of float
+        Seconds each local model's tasks spent learning in the last call
+        (their partitions' rows included); the rest of the call's wall time
+        is coordination, waiting and making the partitions.
 
     References
     ----------
@@ -821,10 +826,17 @@ class AveragedLearner(BaseEstimator):
 
         # the state every model starts the call from: nothing, or a restart from the average
         start = ([_State(None, None)] * k if average is None
-                 else [_Sync(average, own, 0, 0)] * k)
+                 else [_Sync(average, own, [0.0] * k)] * k)
         sent = 0 if average is None else k * _nbytes(average)
-        made, inputs, states, gos, syncs = {}, {0: (start, True)}, {}, {}, []
-        n_syncs = 0
+        # inputs[s]: (the previous states: one per model, or all k for a synchronisation, go)
+        made, inputs, states, gos, sizes = {}, {0: ([[x] for x in start], True, False)}, {}, \
+            {}, []
+
+        def synchronise(row):
+            """The states of a round are averaged at the start of the next (all-reduce)."""
+            sizes.extend(submit(_model_bytes, st, j=j, priority=-1) for j, st in enumerate(row))
+            return [list(row)] * k
+
         submitted, r = -1, 0
         try:
             while True:
@@ -833,20 +845,19 @@ class AveragedLearner(BaseEstimator):
                     s = submitted + 1
                     need = sorted({i for spans in rounds[s] for i, _, _ in spans} - set(made))
                     made.update(parts.make(client if dask else None, need, where))
-                    base, go = inputs[s]
-                    states[s] = [submit(_learn_round, base[j], j, go, classes, self.learner,
+                    base, go, mix = inputs[s]
+                    states[s] = [submit(_learn_round, j, go, classes, self.learner,
                                         parts.n_features, rounds[s][j], parts.names,
+                                        mix, len(base[j]), *base[j],
                                         *[made[i] for i, _, _ in rounds[s][j]], j=j)
                                  for j in range(k)]
                     if s < R - 1 and dynamic:
                         drifts = [submit(_divergence, st, j=j, priority=1)
                                   for j, st in enumerate(states[s])]
                         gos[s] = submit(_go, float(self.threshold), *drifts, priority=1)
-                        inputs[s + 1] = (states[s], gos[s])
+                        inputs[s + 1] = ([[st] for st in states[s]], gos[s], False)
                     elif s < R - 1:
-                        sync = submit(_sync, *states[s])
-                        syncs.append(submit(_sync_bytes, sync, priority=-1))
-                        inputs[s + 1] = ([sync] * k, True)
+                        inputs[s + 1] = (synchronise(states[s]), True, True)
                     submitted = s
                 if r == R - 1:
                     break
@@ -855,35 +866,37 @@ class AveragedLearner(BaseEstimator):
                 if dynamic:
                     sent += 8 * k
                     if not gos[r].result():
-                        sync = submit(_sync, *states[r])
-                        syncs.append(submit(_sync_bytes, sync, priority=-1))
                         for s in range(r + 1, submitted + 1):   # halted: dropped, released
                             states.pop(s)
                             gos.pop(s, None)
-                        inputs[r + 1] = ([sync] * k, True)
+                        inputs[r + 1] = (synchronise(states[r]), True, True)
                         submitted = r
                 else:
-                    control = inputs[r + 1][0][0]
                     if dask:
-                        _import_distributed().wait(control)
-                    if control.status != "finished":
-                        control.result()                    # raises the task's error
+                        _import_distributed().wait(states[r])
+                    for f in states[r]:
+                        if f.status != "finished":
+                            f.result()                      # raises the task's error
                 for i in [i for i, last in last_use.items() if last <= r and i in made]:
                     made.pop(i)                             # a partition learned: released
                 states.pop(r - 1, None)
                 inputs.pop(r, None)
                 r += 1
-            final = submit(_final, submit(_sync, *states[R - 1]))
-            average, own, up = final.result()
-            exchanged = client.gather(syncs) if dask else [f.result() for f in syncs]
-            sent += up + sum(a + b for a, b in exchanged)
-            n_syncs = len(syncs) + 1
+            n_syncs = len(sizes) // k + 1
+            synchronise(states[R - 1])
+            average, own, busy = submit(_mix, *states[R - 1]).result()
+            sizes = client.gather(sizes) if dask else [f.result() for f in sizes]
+            # a synchronisation sends every model to the k - 1 others; the last one, to the
+            # worker that averages them and on to the client
+            last = sum(sizes[-k:])
+            sent += (k - 1) * (sum(sizes) - last) + last + _nbytes(average)
         except lost as exc:
             raise WorkerLostError(r + 1, sum(parts.lengths),
                                   f"{type(exc).__name__}: {exc}") from exc
         self.model_ = average
         self._own_t = own
         self.t_ = int(average.t_)
+        self.busy_seconds_ = busy
         before = {} if fresh else self.__dict__
         self.n_rounds_ = before.get("n_rounds_", 0) + R
         self.n_syncs_ = before.get("n_syncs_", 0) + n_syncs
