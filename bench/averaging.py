@@ -13,7 +13,7 @@ average before and during each run (sampled every second; a run at load above
 1.5 does not count).  The 2-worker runs include generating their blocks; the
 LocalCluster is started once, before the first run.
 
-Run:  python bench/averaging.py [--n 1000000] [--sync-every 20000] [--workers 2]
+Run:  python bench/averaging.py [--n 1000000] [--sync-every 50000] [--workers 2]
                                 [--models kernel fourier] [--tasks classification regression]
 """
 import argparse
@@ -102,7 +102,7 @@ def error(model, X, y, task):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1_000_000)
-    parser.add_argument("--sync-every", type=int, default=20_000)
+    parser.add_argument("--sync-every", type=int, default=50_000)
     parser.add_argument("--threshold", type=float, default=0.05,
                         help="dynamic averaging's threshold (squared RKHS distance)")
     parser.add_argument("--workers", type=int, default=2)

@@ -607,7 +607,7 @@ class AveragedLearner(BaseEstimator):
         k, the number of local models (and of the LocalCluster's workers when
         ``client`` is None; on a given cluster model j prefers worker j mod
         the cluster's size).
-    sync_every : int, default=20000
+    sync_every : int, default=50000
         Events per local model per round (in-memory input is cut into
         partitions of this many rows).  The default keeps a round's
         coordination under 5 % of its learning on a LocalCluster for a kernel
@@ -650,7 +650,7 @@ class AveragedLearner(BaseEstimator):
        pp. 805-819.
     """
 
-    def __init__(self, learner, n_workers=2, sync_every=20000, sync="static", threshold=0.0,
+    def __init__(self, learner, n_workers=2, sync_every=50000, sync="static", threshold=0.0,
                  client=None):
         self.learner = learner
         self.n_workers = n_workers
