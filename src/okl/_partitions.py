@@ -91,6 +91,8 @@ class Partitions:
 
     @classmethod
     def _in_memory(cls, X, y, S, client, where):
+        if y is None:
+            raise ValueError("an in-memory X needs its targets y.")
         X = np.asarray(X) if not hasattr(X, "tocsr") else X.tocsr()
         y = np.asarray(y)
         if X.ndim != 2:

@@ -16,10 +16,11 @@ a scheduler address) is used as given; ``client="sequential"`` runs every task
 in this process, in order, without importing Dask.  Results do not depend on
 where a task runs: its randomness comes from its own stream and seed only.
 
-`AveragedLearner` splits one stream over k workers, each learning its share
-online with its own model, and averages the models every few events
-(iterative parameter mixing) or when one has drifted from the last average
-(dynamic averaging); `average_models` is that average, usable without Dask.
+`AveragedLearner` learns one stream (a Dask collection, files or arrays) on k
+workers: each learns the partitions it holds with its own model, and the
+models are averaged worker to worker every ``sync_every`` events (iterative
+parameter mixing) or when one has drifted from the last average (dynamic
+averaging); `average_models` is that average, usable without Dask.
 
 Dask is an optional dependency: ``pip install "okl[dask]"``.  The design on a
 real cluster (what travels, how often, failures) is in ``docs/distributed.md``.
