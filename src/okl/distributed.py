@@ -495,7 +495,11 @@ def _learn_round(j, go, classes, learner, n_features, spans, names, mix, n_prev,
         model.partial_fit(X, y, **kwargs)
     except Exception as exc:
         where = ", ".join(names[i] for i, _, _ in spans)
-        raise type(exc)(f"learning {where}: {exc}") from exc
+        try:
+            named = type(exc)(f"learning {where}: {exc}")
+        except Exception:               # noqa: BLE001 (an exception type with other arguments)
+            raise exc from None
+        raise named from exc
     return prev._replace(model=model, busy=prev.busy + time.perf_counter() - start)
 
 
