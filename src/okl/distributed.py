@@ -898,6 +898,15 @@ class AveragedLearner(BaseEstimator):
         except lost as exc:
             raise WorkerLostError(r + 1, sum(parts.lengths),
                                   f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            # release every future of the call now, so that the scheduler forgets its tasks
+            # (a traceback that keeps this frame alive must not keep them running)
+            held = [f for row in states.values() for f in row] + list(gos.values()) \
+                + list(sizes) + list(made.values()) + list(parts.sources)
+            for f in held:
+                if dask and hasattr(f, "release") and hasattr(f, "key"):
+                    f.release()
+            states.clear(), gos.clear(), made.clear(), inputs.clear()
         self.model_ = average
         self._own_t = own
         self.t_ = int(average.t_)
