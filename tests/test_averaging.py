@@ -468,3 +468,18 @@ def test_a_killed_worker_recomputes_a_dask_share(client, tmp_path):
     assert est.t_ == len(X)
     np.testing.assert_allclose(est.predict(X), reference.predict(X), rtol=0, atol=1e-12)
     client.wait_for_workers(2, timeout=60)
+
+
+def test_in_memory_rows_are_scattered_once(client, monkeypatch):
+    rows = []
+    original = client.scatter
+
+    def scatter(data, **kwargs):
+        rows.append(sum(len(part[1]) for part in data))
+        return original(data, **kwargs)
+    monkeypatch.setattr(client, "scatter", scatter)
+    X, y = regression_stream(14, 500)
+    est = AveragedLearner(OnlineKernelRegressor(gamma=0.5), sync_every=50, client=client)
+    est.fit(X, y)
+    assert rows == [250, 250]          # one scatter per worker, every row once, none per round
+    assert est.n_rounds_ == 5 and est.t_ == 500
