@@ -115,22 +115,33 @@ def test_coefficient_regularized_needs_shared_centres():
 
 # ---- AveragedLearner ------------------------------------------------------------------------
 
-def by_hand(learner, X, y, k, S, classes=None):
-    """Iterative parameter mixing written out with plain okl estimators, in this process."""
-    models, own = [None] * k, [0] * k
+def by_hand(learner, parts, k, S, classes=None):
+    """Iterative parameter mixing written out with plain okl estimators, in this process.
+
+    Partition i belongs to model i mod k; round r learns rows [r S, (r + 1) S) of every
+    model's share (its partitions, concatenated).
+    """
+    shares = [(np.concatenate([p[0] for p in parts[j::k]]), np.concatenate([p[1] for p in
+                                                                          parts[j::k]]))
+              for j in range(min(k, len(parts)))]
+    models = [None] * k
     kwargs = {} if classes is None else {"classes": classes}
-    for start in range(0, len(X), k * S):
-        stop = min(start + k * S, len(X))
-        for j in range(k):
-            if models[j] is None:
-                models[j] = clone(learner)
-            models[j].partial_fit(X[start + j:stop:k], y[start + j:stop:k], **kwargs)
-        average = average_models(models)
-        own = [m.t_ for m in models]
+    for start in range(0, max(len(s[1]) for s in shares), S):
+        for j, (X, y) in enumerate(shares):
+            if start < len(y):
+                if models[j] is None:
+                    models[j] = clone(learner)
+                models[j].partial_fit(X[start:start + S], y[start:start + S], **kwargs)
+        average = average_models([m for m in models if m is not None])
+        own = [0 if m is None else m.t_ for m in models]
         models = [copy.deepcopy(average) for _ in range(k)]
         for m, t in zip(models, own):
             m.t_ = t
     return average
+
+
+def blocks(X, y, size):
+    return [(X[a:a + size], y[a:a + size]) for a in range(0, len(X), size)]
 
 
 @pytest.mark.parametrize("name", ["regressor", "budget", "classifier", "pa-kernel", "pa-linear"])
@@ -139,7 +150,7 @@ def test_static_equals_a_hand_computed_run(client, name):
     X, y = stream(5, 700)
     classes = [0, 1] if is_classifier(learner) else None
     est = AveragedLearner(learner, n_workers=2, sync_every=50, client=client).fit(X, y)
-    expected = by_hand(learner, X, y, 2, 50, classes)
+    expected = by_hand(learner, blocks(X, y, 50), 2, 50, classes)
     Xt = stream(6, 100)[0]
     np.testing.assert_allclose(decision(est.model_, Xt), decision(expected, Xt), rtol=0,
                                atol=1e-12)
@@ -178,7 +189,9 @@ def test_dynamic_with_a_large_threshold_syncs_only_at_the_end(client):
     assert dynamic.bytes_sent_ < static.bytes_sent_
     assert dynamic.t_ == 600
     # no sync before the end: the average of two models that each learned their share alone
-    alone = [clone(learner).fit(X[j::2], y[j::2]) for j in range(2)]
+    parts = blocks(X, y, 30)
+    alone = [clone(learner).fit(np.concatenate([p[0] for p in parts[j::2]]),
+                                np.concatenate([p[1] for p in parts[j::2]])) for j in range(2)]
     np.testing.assert_allclose(dynamic.predict(X), average_models(alone).predict(X), atol=1e-12)
 
 
@@ -201,14 +214,21 @@ class DiesOnce(OnlineKernelRegressor):
         return super().partial_fit(X, y)
 
 
-def test_a_killed_worker_loses_no_events(client, tmp_path):
+def test_a_killed_worker_with_scattered_rows_is_reported_and_nothing_is_half_learned(
+        client, tmp_path):
     X, y = regression_stream(11, 400)
     marker = str(tmp_path / "died")
-    est = AveragedLearner(DiesOnce(marker, gamma=0.5), sync_every=50, client=client).fit(X, y)
-    assert os.path.exists(marker)              # a worker did die, mid-run
+    est = AveragedLearner(DiesOnce(marker, gamma=0.5), sync_every=50, client=client)
+    try:                  # the rows scattered to the dead worker may be lost with it
+        est.fit(X, y)
+    except WorkerLostError:
+        assert not hasattr(est, "model_")           # left as it was
+        client.wait_for_workers(2, timeout=60)
+        est.fit(X, y)                               # the marker exists: it lives this time
+    assert os.path.exists(marker)                   # a worker did die, mid-run
     reference = AveragedLearner(OnlineKernelRegressor(gamma=0.5), sync_every=50,
                                 client="sequential").fit(X, y)
-    assert est.t_ == len(X)                    # every event learned, none silently lost
+    assert est.t_ == len(X)                         # every event learned, none silently lost
     np.testing.assert_allclose(est.predict(X), reference.predict(X), rtol=0, atol=1e-12)
     client.wait_for_workers(2, timeout=60)
 
@@ -218,9 +238,10 @@ def test_a_share_that_keeps_killing_workers_is_reported(client):
     est = AveragedLearner(DiesOnce("always", gamma=0.5), sync_every=50, client=client)
     with pytest.raises(WorkerLostError, match="not learned") as info:
         est.fit(X, y)
-    assert info.value.events == 200 and info.value.rounds == (1, 1)
+    assert info.value.events == 200 and info.value.round >= 1
     with pytest.raises(NotFittedError):                        # left as it was: unfitted
         est.predict(X)
+    client.wait_for_workers(2, timeout=120)
     est.set_params(learner=OnlineKernelRegressor(gamma=0.5)).fit(X[:100], y[:100])
     before = est.predict(X)
     est.set_params(learner=DiesOnce("always", gamma=0.5))
@@ -282,3 +303,183 @@ def test_random_feature_models_average_their_weights():
                 for i in range(2)]                      # each worker's own landmarks
     with pytest.raises(ValueError, match="different feature maps"):
         average_models(nystroem)
+
+
+# ---- Dask collections and files: partitions learned where they live -------------------------
+
+CLIENT_PID = os.getpid()
+
+
+def made_on_a_worker(block, seed, d):
+    """A block of the stream made where it is computed; the client process refuses to."""
+    if os.getpid() == CLIENT_PID:
+        raise RuntimeError("a partition was materialised in the client process")
+    return generated_rows(seed, block.shape[0], d)
+
+
+def generated_rows(seed, n, d):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-3, 3, (n, d))
+    return np.column_stack([X, np.sin(2 * X[:, 0]) + X[:, 1]])
+
+
+def lazy_stream(chunks, d=2, seed=0):
+    """A dask array of (X | y) whose blocks are generated on the workers only."""
+    import dask.array as da
+
+    n = sum(chunks)
+    template = da.zeros((n, d + 1), chunks=(tuple(chunks), d + 1))
+    seeds = da.from_array(np.arange(len(chunks)) + 1000 * seed, chunks=1)[:, None]
+    data = da.map_blocks(lambda b, s: made_on_a_worker(b, int(s[0, 0]), d), template, seeds,
+                         dtype=float)
+    return data[:, :d], data[:, d]
+
+
+def stream_rows(chunks, d=2, seed=0):
+    rows = np.concatenate([generated_rows(1000 * seed + i, c, d) for i, c in enumerate(chunks)])
+    return rows[:, :d], rows[:, d]
+
+
+@pytest.mark.parametrize("chunks, S", [([50] * 8, 50), ([70, 30, 90, 45, 65, 100], 40)])
+def test_a_dask_array_is_learned_on_the_workers(client, chunks, S):
+    learner = OnlineKernelRegressor(gamma=0.5, budget=30)
+    X, y = lazy_stream(chunks)
+    est = AveragedLearner(learner, sync_every=S, client=client).fit(X, y)
+    Xn, yn = stream_rows(chunks)
+    offsets = np.cumsum([0] + chunks)
+    parts = [(Xn[a:b], yn[a:b]) for a, b in zip(offsets[:-1], offsets[1:])]
+    expected = by_hand(learner, parts, 2, S)
+    np.testing.assert_allclose(est.predict(Xn), expected.predict(Xn), rtol=0, atol=1e-12)
+    assert est.t_ == len(yn) and est.model_.n_support_ <= 30
+    if chunks == [50] * 8:      # chunks of sync_every rows: the same as the arrays in memory
+        here = AveragedLearner(learner, sync_every=S, client=client).fit(Xn, yn)
+        np.testing.assert_array_equal(here.predict(Xn), est.predict(Xn))
+        assert (here.n_rounds_, here.n_syncs_) == (est.n_rounds_, est.n_syncs_) == (4, 4)
+
+
+def test_partial_fit_takes_collections_and_dynamic_agrees_in_process(client):
+    X, y = lazy_stream([30] * 12, seed=1)      # chunks of sync_every rows, as in memory
+    Xn, yn = stream_rows([30] * 12, seed=1)
+    learner = OnlineKernelRegressor(gamma=0.5)
+    for sync, threshold in (("static", 0.0), ("dynamic", 0.5)):
+        est = AveragedLearner(learner, sync_every=30, sync=sync, threshold=threshold,
+                              client=client)
+        est.partial_fit(X[:180], y[:180]).partial_fit(X[180:], y[180:])
+        here = AveragedLearner(learner, sync_every=30, sync=sync, threshold=threshold,
+                               client="sequential")
+        here.partial_fit(Xn[:180], yn[:180]).partial_fit(Xn[180:], yn[180:])
+        np.testing.assert_allclose(est.predict(Xn), here.predict(Xn), rtol=0, atol=1e-12)
+        assert (est.t_, est.n_rounds_, est.n_syncs_) == (here.t_, here.n_rounds_, here.n_syncs_)
+    assert 2 < est.n_syncs_ < est.n_rounds_                    # dynamic: fewer syncs
+
+
+def test_a_dask_dataframe_with_a_target_column(client):
+    dd = pytest.importorskip("dask.dataframe")
+    import pandas as pd
+
+    X, y = classification_stream(4, 400)
+    frame = pd.DataFrame({"a": X[:, 0], "b": X[:, 1], "label": y})
+    ddf = dd.from_pandas(frame, npartitions=5)
+    learner = OnlineKernelClassifier(gamma=0.5, lam=0.01)
+    est = AveragedLearner(learner, sync_every=60, client=client).fit(ddf, "label")
+    lengths = ddf.map_partitions(len).compute().tolist()
+    offsets = np.cumsum([0] + lengths)
+    parts = [(X[a:b], y[a:b]) for a, b in zip(offsets[:-1], offsets[1:])]
+    expected = by_hand(learner, parts, 2, 60, classes=[0, 1])
+    np.testing.assert_allclose(est.decision_function(X), expected.decision_function(X),
+                               rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(est.classes_, [0, 1])
+    with pytest.raises(ValueError, match="target column"):
+        est.fit(ddf, "missing")
+
+
+def write_csv(path, X, y):
+    header = ",".join([f"x{i}" for i in range(X.shape[1])] + ["target"])
+    np.savetxt(path, np.column_stack([X, y]), delimiter=",", header=header, comments="")
+    return str(path)
+
+
+def test_files_are_read_on_the_workers(client, tmp_path):
+    X, y = regression_stream(5, 300)
+    files = [write_csv(tmp_path / f"part{i}.csv", X[a:a + 100], y[a:a + 100])
+             for i, a in enumerate(range(0, 300, 100))]
+    learner = OnlineKernelRegressor(gamma=0.5)
+    est = AveragedLearner(learner, sync_every=40, client=client).fit(files, "target")
+    expected = by_hand(learner, blocks(X, y, 100), 2, 40)
+    np.testing.assert_allclose(est.predict(X), expected.predict(X), rtol=0, atol=1e-9)
+    assert est.t_ == 300
+    bad = write_csv(tmp_path / "wide.csv", np.ones((10, 3)), np.ones(10))
+    with pytest.raises(ValueError, match="wide.csv has 3 columns"):
+        est.partial_fit(files + [bad], "target")
+    np.testing.assert_array_equal(est.predict(X), expected.predict(X))  # kept
+
+
+def test_a_bad_partition_is_named_and_the_model_kept(client):
+    import dask.array as da
+
+    X, y = regression_stream(6, 400)
+    learner = OnlineKernelRegressor(gamma=0.5)
+    est = AveragedLearner(learner, sync_every=50, client=client).fit(X, y)
+    before, t = est.predict(X), est.t_
+    bad = X.copy()
+    bad[230, 1] = np.nan
+    Xd, yd = da.from_array(bad, chunks=(100, 2)), da.from_array(y, chunks=100)
+    for sync in ("static", "dynamic"):
+        est.set_params(sync=sync)
+        with pytest.raises(ValueError, match=r"block 2 \(rows 200..299\) holds NaN"):
+            est.partial_fit(Xd, yd)
+        np.testing.assert_array_equal(est.predict(X), before)
+        assert est.t_ == t
+    with pytest.raises(ValueError, match=r"rows 200..249 holds NaN"):
+        AveragedLearner(learner, sync_every=50, client="sequential").fit(bad, y)
+
+
+@pytest.mark.parametrize("sync", ["static", "dynamic"])
+def test_bounded_kernel_and_fourier_models_average_within_their_size(client, sync):
+    X, y = lazy_stream([50] * 12, seed=2)
+    Xn, yn = stream_rows([50] * 12, seed=2)
+    merge = OnlineKernelRegressor(gamma=0.5, budget=25, budget_policy="merge")
+    fourier = OnlineKernelRegressor(gamma=0.5, approximation="fourier", n_components=40,
+                                    random_state=0)
+    for learner in (merge, fourier):
+        est = AveragedLearner(learner, sync_every=50, sync=sync, threshold=1e-3,
+                              client=client).fit(X, y)
+        here = AveragedLearner(learner, sync_every=50, sync=sync, threshold=1e-3,
+                               client="sequential").fit(Xn, yn)
+        np.testing.assert_allclose(est.predict(Xn), here.predict(Xn), rtol=0, atol=1e-12)
+        if learner is merge:
+            assert est.model_.n_support_ <= 25
+        if sync == "static":
+            expected = by_hand(learner, blocks(Xn, yn, 50), 2, 50)
+            np.testing.assert_allclose(est.predict(Xn), expected.predict(Xn), rtol=0,
+                                       atol=1e-12)
+
+
+def test_a_killed_worker_recomputes_a_dask_share(client, tmp_path):
+    import dask.array as da
+
+    X, y = regression_stream(13, 400)
+    marker = str(tmp_path / "died")
+    est = AveragedLearner(DiesOnce(marker, gamma=0.5), sync_every=50, client=client)
+    est.fit(da.from_array(X, chunks=(50, 2)), da.from_array(y, chunks=50))
+    assert os.path.exists(marker)
+    reference = AveragedLearner(OnlineKernelRegressor(gamma=0.5), sync_every=50,
+                                client="sequential").fit(X, y)
+    assert est.t_ == len(X)
+    np.testing.assert_allclose(est.predict(X), reference.predict(X), rtol=0, atol=1e-12)
+    client.wait_for_workers(2, timeout=60)
+
+
+def test_in_memory_rows_are_scattered_once(client, monkeypatch):
+    rows = []
+    original = client.scatter
+
+    def scatter(data, **kwargs):
+        rows.append(sum(len(part[1]) for part in data))
+        return original(data, **kwargs)
+    monkeypatch.setattr(client, "scatter", scatter)
+    X, y = regression_stream(14, 500)
+    est = AveragedLearner(OnlineKernelRegressor(gamma=0.5), sync_every=50, client=client)
+    est.fit(X, y)
+    assert rows == [250, 250]          # one scatter per worker, every row once, none per round
+    assert est.n_rounds_ == 5 and est.t_ == 500

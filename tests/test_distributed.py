@@ -11,7 +11,7 @@ distributed = pytest.importorskip(
     "distributed", reason="okl.distributed needs Dask: pip install \"okl[dask]\"")
 
 import cloudpickle  # noqa: E402  (comes with distributed)
-from sklearn.base import clone  # noqa: E402
+from sklearn.base import clone, is_classifier  # noqa: E402
 
 from okl import (OnlineKernelClassifier, OnlineKernelRegressor,  # noqa: E402
                  RegularizedPAClassifier)
@@ -179,3 +179,29 @@ def test_missing_dask_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)
     with pytest.raises(ImportError, match=r'pip install "okl\[dask\]"'):
         learn_many(OnlineKernelRegressor(), {0: regression_stream(0, 10)}, n_workers=1)
+
+
+@pytest.mark.parametrize("estimator", [
+    OnlineKernelClassifier(gamma=0.5, budget=50),
+    OnlineKernelRegressor(gamma=0.5, approximation="fourier", n_components=30, random_state=0),
+    RegularizedPAClassifier(kernel="linear", variant="PA-I"),
+])
+def test_inside_dask_ml_incremental_equals_a_sequential_pass(client, estimator):
+    """dask_ml.wrappers.Incremental calls partial_fit block by block on the workers: the
+    same model as one partial_fit per block here."""
+    import dask.array as da
+    from dask_ml.wrappers import Incremental
+
+    X, y = (classification_stream if is_classifier(estimator) else regression_stream)(9, 500)
+    kwargs = {"classes": [0, 1]} if is_classifier(estimator) else {}
+    Xd, yd = da.from_array(X, chunks=(120, 2)), da.from_array(y, chunks=120)
+    wrapped = Incremental(estimator, shuffle_blocks=False).fit(Xd, yd, **kwargs)
+    reference = clone(estimator)
+    for a in range(0, len(X), 120):
+        reference.partial_fit(X[a:a + 120], y[a:a + 120], **kwargs)
+    learned = wrapped.estimator_
+    assert type(learned) is type(estimator) and learned.t_ == reference.t_ == len(X)
+    score = learned.decision_function if is_classifier(estimator) else learned.predict
+    expected = reference.decision_function if is_classifier(estimator) else reference.predict
+    np.testing.assert_array_equal(score(X), expected(X))
+    np.testing.assert_array_equal(wrapped.predict(Xd).compute(), reference.predict(X))

@@ -16,10 +16,11 @@ a scheduler address) is used as given; ``client="sequential"`` runs every task
 in this process, in order, without importing Dask.  Results do not depend on
 where a task runs: its randomness comes from its own stream and seed only.
 
-`AveragedLearner` splits one stream over k workers, each learning its share
-online with its own model, and averages the models every few events
-(iterative parameter mixing) or when one has drifted from the last average
-(dynamic averaging); `average_models` is that average, usable without Dask.
+`AveragedLearner` learns one stream (a Dask collection, files or arrays) on k
+workers: each learns the partitions it holds with its own model, and the
+models are averaged worker to worker every ``sync_every`` events (iterative
+parameter mixing) or when one has drifted from the last average (dynamic
+averaging); `average_models` is that average, usable without Dask.
 
 Dask is an optional dependency: ``pip install "okl[dask]"``.  The design on a
 real cluster (what travels, how often, failures) is in ``docs/distributed.md``.
@@ -272,7 +273,7 @@ class StreamResult:
         if isinstance(self.model, bytes):
             import io
 
-            from okl import load
+            from okl._persist import load
             return load(io.BytesIO(self.model))
         return self.model
 
@@ -311,7 +312,7 @@ def _worker_name():
 
 
 def _save_bytes(estimator):
-    from okl import save
+    from okl._persist import save
 
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "model.npz")
@@ -418,67 +419,130 @@ def learn_many(learner, streams, client=None, *, n_workers=None, metrics=None, c
 # ---- one stream, many workers: model averaging -------------------------------------------------
 
 class WorkerLostError(RuntimeError):
-    """A worker holding a local model died and the scheduler could not recompute its share.
+    """A worker holding local models died and the scheduler could not recompute its share.
 
-    ``worker`` is the index of the lost local model, ``rounds`` the rounds of
-    the call since the last average (the ones that were lost), ``events`` the
-    number of events of the call.  The estimator is left as it was before the
-    call, so none of them is learned: nothing is kept half-done.
+    ``round`` is the round of the call the driver was waiting for (1-based),
+    ``events`` the number of events of the call.  The estimator is left as it
+    was before the call, so none of them is learned: nothing is kept half-done.
     """
 
-    def __init__(self, worker, rounds, events, cause):
+    def __init__(self, round, events, cause):
         super().__init__(
-            f"the local model of worker {worker} was lost with its Dask worker ({cause}) and "
-            f"could not be recomputed from rounds {rounds[0]}..{rounds[1]} of this call. The "
-            f"estimator is left as it was before the call: its {events} events are not "
-            "learned. Call partial_fit again with the same chunk, or raise "
-            "distributed.scheduler.allowed-failures.")
-        self.worker, self.rounds, self.events = worker, rounds, events
+            f"a local model was lost with its Dask worker ({cause}) in round {round} of this "
+            f"call and could not be recomputed. The estimator is left as it was before the "
+            f"call: its {events} events are not learned. Call partial_fit again with the same "
+            "data, or raise distributed.scheduler.allowed-failures.")
+        self.round, self.events = round, events
 
 
-def _restart(average, t_own):
-    """A worker's state after a synchronisation: its copy of the average, and the reference.
+class _State(NamedTuple):
+    """A local model between rounds, on its worker: the model, the last average it started
+    from (the reference of dynamic averaging) and whether it halted for a synchronisation."""
 
-    The copy keeps the worker's own event count, so that its step sizes
-    continue as in iterative parameter mixing.
+    model: object
+    reference: object
+    halted: bool = False
+    busy: float = 0.0
+    """Seconds this model's tasks spent learning so far in the call."""
+
+
+class _Sync(NamedTuple):
+    """A synchronisation: the average, every model's own event count and learning time."""
+
+    average: object
+    own: list
+    busy: list
+
+
+def _learn_round(j, go, classes, learner, n_features, spans, names, mix, n_prev, *args):
+    """Model j's share of one round, on the worker that holds its partitions.
+
+    The first ``n_prev`` arguments are the model's state after the previous
+    round, or (``mix``) every model's state when the round starts with a
+    synchronisation: then each model computes the same average itself (an
+    all-reduce: the states travel worker to worker, no task in between) and
+    restarts from it, keeping its own event count, as in iterative parameter
+    mixing.  The others are the partitions of ``spans``.  With ``go`` False
+    (dynamic averaging: some model drifted past the threshold in the previous
+    round) it learns nothing and halts until the driver synchronises.
     """
-    model = copy.deepcopy(average)
-    model.t_ = t_own
-    return model, average
+    prev, parts = args[:n_prev], args[n_prev:]
+    prev = _mix(*prev) if mix else prev[0]
+    if isinstance(prev, _Sync):
+        model = copy.deepcopy(prev.average)
+        model.t_ = prev.own[j]
+        prev = _State(model, prev.average, False, prev.busy[j])
+    if prev.halted or not go:
+        return prev._replace(halted=True)
+    import scipy.sparse as sp
 
-
-def _learn_share(state, X, y, classes, seed_model):
-    """One worker's share of a round: partial_fit of its local model, on the worker."""
-    model, reference = state
-    if model is None:                       # the very first events of the stream
-        model = clone(seed_model)
-    else:
-        model = copy.deepcopy(model)        # a rerun after a lost worker starts from its input
-    if X.shape[0]:
-        kwargs = {} if classes is None else {"classes": classes}
+    Xs, ys = [], []
+    for (i, lo, hi), part in zip(spans, parts):
+        X, y = part[0][lo:hi], np.asarray(part[1][lo:hi])
+        _check_part(X, y, n_features, names[i])
+        Xs.append(X)
+        ys.append(y)
+    if not Xs:
+        return prev
+    start = time.perf_counter()
+    X = (sp.vstack(Xs).tocsr() if sp.issparse(Xs[0]) else np.concatenate(Xs)) \
+        if len(Xs) > 1 else Xs[0]
+    y = np.concatenate(ys) if len(ys) > 1 else ys[0]
+    # a copy: a rerun of this task (after a lost worker) starts from the same input
+    model = clone(learner) if prev.model is None else copy.deepcopy(prev.model)
+    kwargs = {} if classes is None else {"classes": classes}
+    try:
         model.partial_fit(X, y, **kwargs)
-    return model, reference
+    except Exception as exc:
+        where = ", ".join(names[i] for i, _, _ in spans)
+        try:
+            named = type(exc)(f"learning {where}: {exc}")
+        except Exception:               # noqa: BLE001 (an exception type with other arguments)
+            raise exc from None
+        raise named from exc
+    return prev._replace(model=model, busy=prev.busy + time.perf_counter() - start)
+
+
+def _check_part(X, y, n_features, name):
+    """A partition's rows must have the stream's columns, finite values and their labels."""
+    if X.ndim != 2 or (n_features is not None and X.shape[1] != n_features):
+        raise ValueError(f"{name} has {X.shape[1] if X.ndim == 2 else X.shape} columns of "
+                         f"features where the stream has {n_features}.")
+    if X.shape[0] != len(y):
+        raise ValueError(f"{name} has {X.shape[0]} rows but {len(y)} labels.")
+    values = X.data if hasattr(X, "tocsr") else X
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"{name} holds NaN or infinite feature values.")
+    if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+        raise ValueError(f"{name} holds NaN or infinite labels.")
+
+
+def _mix(*states):
+    """The average of the local models; deterministic, so every model computes the same."""
+    models = [s.model for s in states if s.model is not None]
+    own = [0 if s.model is None else int(s.model.t_) for s in states]
+    return _Sync(average_models(models), own, [s.busy for s in states])
+
+
+def _model_bytes(state):
+    """The pickled size of a local model: what one synchronisation sends of it."""
+    return 0 if state.model is None else _nbytes(state.model)
 
 
 def _divergence(state):
-    """||f_j - f_ref||^2 of a worker's state, computed on the worker (a float travels)."""
+    """||f_j - f_ref||^2 of a local model, computed on its worker (a float travels)."""
     from okl._averaging import divergence
 
-    model, reference = state
-    if model is None:
+    if state.model is None:
         return 0.0
-    if reference is None:                   # the common start is the zero function
-        return model.rkhs_norm() ** 2 + model.__dict__.get("intercept_", 0.0) ** 2
-    return divergence(model, reference)
+    if state.reference is None:             # the common start is the zero function
+        return state.model.rkhs_norm() ** 2 + state.model.__dict__.get("intercept_", 0.0) ** 2
+    return divergence(state.model, state.reference)
 
 
-def _model_of(state):
-    """The local model, None while its worker has had no events (only this travels)."""
-    return state[0] if hasattr(state[0], "t_") else None
-
-
-def _own_events(state):
-    return 0 if state[0] is None else int(state[0].t_)
+def _go(threshold, *drifts):
+    """False when some local model drifted past the threshold: synchronise."""
+    return not max(drifts) > threshold
 
 
 class _InProcess:
@@ -487,6 +551,7 @@ class _InProcess:
     class Done:
         def __init__(self, value):
             self.value = value
+            self.status = "finished"
 
         def result(self):
             return self.value
@@ -497,11 +562,8 @@ class _InProcess:
     def submit(self, func, *args, **kwargs):
         return self.Done(func(*[a.value if isinstance(a, self.Done) else a for a in args]))
 
-    def gather(self, futures):
-        return [f.value for f in futures]
-
-    def addresses(self):
-        return ["local"]
+    def cancel(self, futures):
+        pass
 
 
 def _nbytes(obj):
@@ -513,22 +575,32 @@ def _nbytes(obj):
     return len(pickle.dumps(obj, protocol=5))
 
 
+AHEAD = 2
+"""Rounds submitted ahead of the one the driver watches: the workers never wait for it."""
+
+
 class AveragedLearner(BaseEstimator):
     """One stream, k workers: data-parallel online learning by model averaging.
 
-    The stream is cut into rounds of ``n_workers * sync_every`` events; in each
-    round worker j learns the events j, j + k, j + 2k, ... of the round with
-    its own local model, which stays on its Dask worker between rounds.  The
-    models are averaged (`average_models`) after every round (``sync="static"``,
-    iterative parameter mixing), or only when some worker's model has moved
-    more than ``threshold`` from the last average,
-    ``||f_j - f_ref||^2 > threshold`` (``sync="dynamic"``, Kamp et al.); then
-    every worker continues from the average, keeping its own event count (and
-    so its own step-size schedule, as in iterative parameter mixing).  Every call of fit /
-    partial_fit ends with an average, ``model_``: an ordinary okl estimator to
-    keep, save or predict with.  A worker that dies is replaced: the scheduler
-    recomputes its local model since the last average, with the same result;
-    if it cannot, the call raises `WorkerLostError` and changes nothing.
+    The stream is a sequence of partitions: the row blocks of a `dask.array`,
+    the partitions of a `dask.dataframe` (with a target column), files that
+    the workers read with `okl.stream`, or blocks of ``sync_every`` rows of an
+    in-memory array (scattered to the workers once).  Partition i belongs to
+    local model ``i mod k`` and is learned on the worker that holds it; the
+    client never holds the stream, only the plan of the rounds.  In round r
+    every local model learns the next ``sync_every`` events of its share, one
+    task per model; then the models are averaged (`average_models`) on a
+    worker (``sync="static"``, iterative parameter mixing), or only when some
+    model has moved more than ``threshold`` from the last average,
+    ``||f_j - f_ref||^2 > threshold`` (``sync="dynamic"``, Kamp et al.), and
+    every model continues from the average with its own event count.  The
+    whole chain of rounds is submitted ahead to the scheduler, so models pass
+    worker to worker and the client is never on the path between rounds
+    (dynamic averaging asks it once per synchronisation).  Every call of fit /
+    partial_fit ends with an average, ``model_``: an ordinary okl estimator.
+    A bad partition raises an error naming it; a worker that dies is replaced
+    and its share recomputed when the scheduler can, else the call raises
+    `WorkerLostError`; in both cases the estimator keeps its previous model.
     Design and measurements: docs/distributed.md, section 2.
 
     Parameters
@@ -538,9 +610,13 @@ class AveragedLearner(BaseEstimator):
         or CoefficientRegularizedClassifier with ``centers``; cloned per worker.
     n_workers : int, default=2
         k, the number of local models (and of the LocalCluster's workers when
-        ``client`` is None; on a given cluster they are spread over its workers).
-    sync_every : int, default=100
-        Events per worker per round.
+        ``client`` is None; on a given cluster model j prefers worker j mod
+        the cluster's size).
+    sync_every : int, default=50000
+        Events per local model per round (in-memory input is cut into
+        partitions of this many rows).  The default keeps a round's
+        coordination under 5 % of its learning on a LocalCluster for a kernel
+        model of a few hundred centres (docs/distributed.md, section 2).
     sync : {"static", "dynamic"}, default="static"
     threshold : float, default=0.0
         Delta of dynamic averaging: a squared RKHS (or Euclidean) distance.
@@ -560,11 +636,15 @@ class AveragedLearner(BaseEstimator):
         Rounds run and averages made (each call's final average included).
     bytes_sent_ : int
         Bytes of model state transferred: the k models gathered and the average
-        sent back at every synchronisation (pickled sizes), plus 8 bytes per
-        divergence report in dynamic mode.  The stream's own events are not
-        counted.
+        sent back to the k models at every synchronisation (pickled sizes),
+        plus 8 bytes per divergence report in dynamic mode.  The stream's own
+        events are not counted.
     t_ : int
         Events learned, over all workers.
+    busy_seconds_ : list of float
+        Seconds each local model's tasks spent learning in the last call
+        (their partitions' rows included); the rest of the call's wall time
+        is coordination, waiting and making the partitions.
 
     References
     ----------
@@ -575,7 +655,7 @@ class AveragedLearner(BaseEstimator):
        pp. 805-819.
     """
 
-    def __init__(self, learner, n_workers=2, sync_every=100, sync="static", threshold=0.0,
+    def __init__(self, learner, n_workers=2, sync_every=50000, sync="static", threshold=0.0,
                  client=None):
         self.learner = learner
         self.n_workers = n_workers
@@ -616,13 +696,26 @@ class AveragedLearner(BaseEstimator):
 
     # -- learning ----------------------------------------------------------------------------
 
-    def fit(self, X, y):
-        """Learn the stream from fresh local models (the rows of X in order, one pass)."""
-        classes = np.unique(y) if self._is_classifier() else None
-        return self._stream(X, y, classes, fresh=True)
+    def fit(self, X, y=None, classes=None, **file_options):
+        """Learn the stream from fresh local models (one pass over its partitions in order).
 
-    def partial_fit(self, X, y, classes=None):
-        """Continue the stream with the rows of X (``classes`` as okl's classifiers take it)."""
+        Parameters
+        ----------
+        X : array, sparse matrix, dask array, dask DataFrame or list of paths
+            The stream.  A list of files is read on the workers with
+            `okl.stream.iter_file` (``file_options`` are passed to it).
+        y : array, dask array, str or None
+            The targets; for a dask DataFrame the name of its target column;
+            for CSV files the ``target`` column (None for libsvm files).
+        classes : array, optional
+            A classifier's labels.  Default: the labels of y (for a Dask
+            collection or files computed on the workers: one more pass).
+        """
+        return self._stream(X, y, classes, fresh=True, file_options=file_options)
+
+    def partial_fit(self, X, y=None, classes=None, **file_options):
+        """Continue the stream with more partitions (``classes`` on the first call of a
+        classifier, as okl's classifiers take it)."""
         if self._is_classifier():
             if not hasattr(self, "model_") and classes is None:
                 raise ValueError(
@@ -630,7 +723,7 @@ class AveragedLearner(BaseEstimator):
                     f"AveragedLearner({type(self.learner).__name__}), e.g. classes=[0, 1].")
             if classes is None:
                 classes = self.model_.classes_
-        return self._stream(X, y, classes)
+        return self._stream(X, y, classes, file_options=file_options)
 
     def _is_classifier(self):
         return self.learner.__sklearn_tags__().estimator_type == "classifier"
@@ -683,83 +776,143 @@ class AveragedLearner(BaseEstimator):
             addresses = sorted(client.nthreads())
         return client, [addresses[j % len(addresses)] for j in range(k)]
 
-    def _stream(self, X, y, classes, fresh=False):
-        """Learn the chunk in rounds; set the attributes only once every round is learned."""
+    def _classes(self, parts, client):
+        """The labels of the whole stream, computed where its partitions are."""
+        if parts.kind == "memory" and client is not None:
+            futures = [client.submit(_labels, p, pure=False) for p in parts.sources]
+            return np.unique(np.concatenate(client.gather(futures)))
+        made = parts.make(client, list(range(len(parts.lengths))),
+                          ["local"] * int(self.n_workers) if client is None
+                          else self._executor()[1])
+        if client is None:
+            return np.unique(np.concatenate([_labels(p) for p in made.values()]))
+        futures = [client.submit(_labels, made[i], pure=False) for i in sorted(made)]
+        return np.unique(np.concatenate(client.gather(futures)))
+
+    def _stream(self, X, y, classes, fresh=False, file_options=None):
+        """Learn the partitions in rounds; set the attributes only once every round is learned."""
+        from okl._partitions import Partitions, plan_rounds
+
         self._validate()
-        X = np.asarray(X) if not hasattr(X, "tocsr") else X.tocsr()
-        y = np.asarray(y)
-        if X.shape[0] != len(y):
-            raise ValueError(f"X has {X.shape[0]} rows but y has {len(y)} labels.")
         k, S = int(self.n_workers), int(self.sync_every)
         client, where = self._executor()
         dask = not isinstance(client, _InProcess)
-        lost = (_import_distributed().KilledWorker, *_cancelled_errors()) if dask else ()
-
-        def submit(func, *args, j):
-            if not dask:
-                return client.submit(func, *args)
-            return client.submit(func, *args, workers=[where[j]], allow_other_workers=True,
-                                 pure=False)
-
+        parts = Partitions.of(X, y, S, client if dask else None, where, file_options)
+        if sum(parts.lengths) == 0:
+            raise ValueError("AveragedLearner needs at least one sample to learn.")
+        if self._is_classifier() and classes is None:
+            classes = self._classes(parts, client if dask else None)
         average = None if fresh else getattr(self, "model_", None)
         own = [0] * k if average is None else list(self._own_t)
         if len(own) != k:
             raise ValueError(f"n_workers changed from {len(own)} to {k} since the last fit; "
                              "call fit to start over.")
-        rounds = n_syncs = sent = 0
-        n = X.shape[0]
-        if n == 0:
-            raise ValueError("AveragedLearner needs at least one sample to learn.")
-        # each worker's state (local model, reference = the last average) starts from the average
-        if average is None:
-            states = [(None, None)] * k
-        else:
-            down = _nbytes(average)
-            states = [submit(_restart, average, own[j], j=j) for j in range(k)]
-            sent += k * down
-        last_sync_round = 0
+        if average is not None and parts.n_features is not None \
+                and parts.n_features != getattr(average, "n_features_in_", parts.n_features):
+            raise ValueError(f"the stream has {parts.n_features} features; the model was "
+                             f"fitted on {average.n_features_in_}.")
+        rounds = plan_rounds(parts.lengths, k, S)
+        R = len(rounds)
+        last_use = {}
+        for r, row in enumerate(rounds):
+            for spans in row:
+                for i, _, _ in spans:
+                    last_use[i] = r
+        lost = (_import_distributed().KilledWorker, *_cancelled_errors()) if dask else ()
+        dynamic = self.sync == "dynamic"
+
+        def submit(func, *args, j=None, priority=0):
+            if not dask:
+                return client.submit(func, *args)
+            if j is None:
+                return client.submit(func, *args, pure=False, priority=priority)
+            return client.submit(func, *args, workers=[where[j]], allow_other_workers=True,
+                                 pure=False, priority=priority)
+
+        # the state every model starts the call from: nothing, or a restart from the average
+        start = ([_State(None, None)] * k if average is None
+                 else [_Sync(average, own, [0.0] * k)] * k)
+        sent = 0 if average is None else k * _nbytes(average)
+        # inputs[s]: (the previous states: one per model, or all k for a synchronisation, go)
+        made, inputs, states, gos, sizes = {}, {0: ([[x] for x in start], True, False)}, {}, \
+            {}, []
+
+        def synchronise(row):
+            """The states of a round are averaged at the start of the next (all-reduce)."""
+            sizes.extend(submit(_model_bytes, st, j=j, priority=-1) for j, st in enumerate(row))
+            return [list(row)] * k
+
+        submitted, r = -1, 0
         try:
-            for start in range(0, n, k * S):
-                stop = min(start + k * S, n)
-                states = [submit(_learn_share, s, X[start + j:stop:k], y[start + j:stop:k],
-                                 classes, self.learner, j=j) for j, s in enumerate(states)]
-                rounds += 1
-                final = stop == n
-                if self.sync == "dynamic" and not final:
-                    drift = client.gather([submit(_divergence, s, j=j)
-                                           for j, s in enumerate(states)])
+            while True:
+                # keep AHEAD rounds in flight beyond the one watched
+                while submitted < min(R - 1, r + AHEAD):
+                    s = submitted + 1
+                    need = sorted({i for spans in rounds[s] for i, _, _ in spans} - set(made))
+                    made.update(parts.make(client if dask else None, need, where))
+                    base, go, mix = inputs[s]
+                    states[s] = [submit(_learn_round, j, go, classes, self.learner,
+                                        parts.n_features, rounds[s][j], parts.names,
+                                        mix, len(base[j]), *base[j],
+                                        *[made[i] for i, _, _ in rounds[s][j]], j=j)
+                                 for j in range(k)]
+                    if s < R - 1 and dynamic:
+                        drifts = [submit(_divergence, st, j=j, priority=1)
+                                  for j, st in enumerate(states[s])]
+                        gos[s] = submit(_go, float(self.threshold), *drifts, priority=1)
+                        inputs[s + 1] = ([[st] for st in states[s]], gos[s], False)
+                    elif s < R - 1:
+                        inputs[s + 1] = (synchronise(states[s]), True, True)
+                    submitted = s
+                if r == R - 1:
+                    break
+                # watch round r: it is learned (static), or the drift reports say whether
+                # to synchronise (dynamic)
+                if dynamic:
                     sent += 8 * k
-                    if not max(drift) > self.threshold:
-                        continue
-                # a synchronisation: gather the k local models, average, send the average back
-                models = client.gather([submit(_model_of, s, j=j) for j, s in enumerate(states)])
-                fitted = [m for m in models if m is not None]
-                sent += sum(_nbytes(m) for m in fitted)
-                own = [0 if m is None else int(m.t_) for m in models]
-                average = _average(fitted)
-                n_syncs += 1
-                last_sync_round = rounds
-                if not final:
-                    down = _nbytes(average)
-                    for s in states:
-                        if dask and hasattr(s, "release"):
-                            s.release()
-                    states = [submit(_restart, average, own[j], j=j) for j in range(k)]
-                    sent += k * down
+                    if not gos[r].result():
+                        for s in range(r + 1, submitted + 1):   # halted: dropped, released
+                            states.pop(s)
+                            gos.pop(s, None)
+                        inputs[r + 1] = (synchronise(states[r]), True, True)
+                        submitted = r
+                else:
+                    if dask:
+                        _import_distributed().wait(states[r])
+                    for f in states[r]:
+                        if f.status != "finished":
+                            f.result()                      # raises the task's error
+                for i in [i for i, last in last_use.items() if last <= r and i in made]:
+                    made.pop(i)                             # a partition learned: released
+                states.pop(r - 1, None)
+                inputs.pop(r, None)
+                r += 1
+            n_syncs = len(sizes) // k + 1
+            synchronise(states[R - 1])
+            average, own, busy = submit(_mix, *states[R - 1]).result()
+            sizes = client.gather(sizes) if dask else [f.result() for f in sizes]
+            # a synchronisation sends every model to the k - 1 others; the last one, to the
+            # worker that averages them and on to the client
+            last = sum(sizes[-k:])
+            sent += (k - 1) * (sum(sizes) - last) + last + _nbytes(average)
         except lost as exc:
-            j = next((j for j, s in enumerate(states) if getattr(s, "status", "") != "finished"),
-                     0)
-            raise WorkerLostError(j, (last_sync_round + 1, rounds), n,
+            raise WorkerLostError(r + 1, sum(parts.lengths),
                                   f"{type(exc).__name__}: {exc}") from exc
         finally:
-            for s in states:
-                if dask and hasattr(s, "release"):
-                    s.release()
+            # release every future of the call now, so that the scheduler forgets its tasks
+            # (a traceback that keeps this frame alive must not keep them running)
+            held = [f for row in states.values() for f in row] + list(gos.values()) \
+                + list(sizes) + list(made.values()) + list(parts.sources)
+            for f in held:
+                if dask and hasattr(f, "release") and hasattr(f, "key"):
+                    f.release()
+            states.clear(), gos.clear(), made.clear(), inputs.clear()
         self.model_ = average
         self._own_t = own
         self.t_ = int(average.t_)
+        self.busy_seconds_ = busy
         before = {} if fresh else self.__dict__
-        self.n_rounds_ = before.get("n_rounds_", 0) + rounds
+        self.n_rounds_ = before.get("n_rounds_", 0) + R
         self.n_syncs_ = before.get("n_syncs_", 0) + n_syncs
         self.bytes_sent_ = before.get("bytes_sent_", 0) + sent
         if hasattr(average, "n_features_in_"):
@@ -789,8 +942,8 @@ class AveragedLearner(BaseEstimator):
         return self._fitted().score(X, y, sample_weight=sample_weight)
 
 
-def _average(models):
-    return average_models(models)
+def _labels(part):
+    return np.unique(np.asarray(part[1]))
 
 
 def _cancelled_errors():
@@ -798,8 +951,8 @@ def _cancelled_errors():
 
     errors = [asyncio.CancelledError]
     try:
-        from distributed.client import FutureCancelledError
-        errors.append(FutureCancelledError)
+        from distributed.client import FutureCancelledError, FuturesCancelledError
+        errors += [FutureCancelledError, FuturesCancelledError]
     except ImportError:
         pass
     return tuple(errors)

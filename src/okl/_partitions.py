@@ -1,0 +1,225 @@
+"""A stream's partitions and the rounds that learn them (`okl.distributed.AveragedLearner`).
+
+A stream is a sequence of partitions: the row blocks of a `dask.array`, the
+partitions of a `dask.dataframe`, files read on the workers with `okl.stream`,
+or blocks of ``sync_every`` rows of an in-memory array.  Partition i belongs
+to local model ``i mod k``; a model's share is its partitions in order, and
+round r learns events ``[r S, (r + 1) S)`` of every share (S = ``sync_every``).
+Only the plan (lengths and spans) lives on the client; a partition is made on
+a worker and learned there.  See docs/distributed.md, section 2.
+"""
+import numpy as np
+
+__all__ = ["Partitions", "plan_rounds"]
+
+
+def plan_rounds(lengths, k, S):
+    """The rounds: ``rounds[r][j]`` lists the spans ``(i, lo, hi)`` model j learns in round r.
+
+    Partition i goes to model ``i mod k``; a model's share is the concatenation
+    of its partitions, and round r takes rows ``[r S, (r + 1) S)`` of it.
+    """
+    shares = [[(i, n) for i, n in enumerate(lengths) if i % k == j and n > 0] for j in range(k)]
+    rounds = []
+    cursors = [[0, 0] for _ in range(k)]             # (position in the share, row in it)
+    while any(c[0] < len(s) for c, s in zip(cursors, shares)):
+        row = []
+        for share, cursor in zip(shares, cursors):
+            spans, need = [], S
+            while need and cursor[0] < len(share):
+                i, n = share[cursor[0]]
+                take = min(need, n - cursor[1])
+                spans.append((i, cursor[1], cursor[1] + take))
+                need -= take
+                cursor[1] += take
+                if cursor[1] == n:
+                    cursor[0], cursor[1] = cursor[0] + 1, 0
+            row.append(spans)
+        rounds.append(row)
+    return rounds
+
+
+def _read_file(path, options):
+    """One file as (X, y), on the worker that reads it."""
+    from okl.stream import iter_file
+
+    chunks = list(iter_file(path, chunk_size=1 << 16, **options))
+    if not chunks:
+        return np.empty((0, 0)), np.empty(0)
+    import scipy.sparse as sp
+
+    Xs = [X for X, _ in chunks]
+    X = sp.vstack(Xs).tocsr() if sp.issparse(Xs[0]) else np.concatenate(Xs)
+    return X, np.concatenate([y for _, y in chunks])
+
+
+def _frame_rows(frame, target):
+    """(X, y) of a pandas partition with a target column."""
+    return (frame.drop(columns=[target]).to_numpy(dtype=np.float64),
+            frame[target].to_numpy())
+
+
+def _shape(part):
+    return int(part[0].shape[0]), int(part[0].shape[1])
+
+
+class Partitions:
+    """How to make partition i on a worker, and the partitions' lengths.
+
+    ``make(client, indices)`` returns, per index, the futures (or, in
+    process, the objects) of ``(X_i, y_i)``; the learn task receives them as
+    arguments, so the scheduler runs it where they are.
+    """
+
+    def __init__(self, kind, lengths, n_features, sources, names):
+        self.kind, self.lengths, self.n_features = kind, list(lengths), n_features
+        self.sources, self.names = sources, names
+
+    # ---- the kinds of input ---------------------------------------------------------------
+
+    @classmethod
+    def of(cls, X, y, S, client, where, file_options=None):
+        """The partitions of any supported input (``client`` None: in this process)."""
+        if _is_dask_array(X):
+            return cls._dask_array(X, y)
+        if _is_dask_frame(X):
+            return cls._dask_frame(X, y, client)
+        if isinstance(X, (list, tuple)) and X and all(isinstance(p, (str, bytes))
+                                                      or hasattr(p, "__fspath__") for p in X):
+            return cls._files(list(X), y, client, file_options or {})
+        return cls._in_memory(X, y, S, client, where)
+
+    @classmethod
+    def _in_memory(cls, X, y, S, client, where):
+        if y is None:
+            raise ValueError("an in-memory X needs its targets y.")
+        X = np.asarray(X) if not hasattr(X, "tocsr") else X.tocsr()
+        y = np.asarray(y)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-d (n_samples, n_features); got shape {X.shape}.")
+        if X.shape[0] != len(y):
+            raise ValueError(f"X has {X.shape[0]} rows but y has {len(y)} labels.")
+        bounds = list(range(0, X.shape[0], S)) + [X.shape[0]]
+        blocks = [(X[a:b], y[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+        if client is not None:                   # scattered once, each to its model's worker
+            k = len(where)
+            futures = [None] * len(blocks)
+            for j in range(k):
+                mine = list(range(j, len(blocks), k))
+                if mine:
+                    scattered = client.scatter([blocks[i] for i in mine], workers=[where[j]],
+                                               hash=False)
+                    for i, f in zip(mine, scattered):
+                        futures[i] = f
+            blocks = futures
+        return cls("memory", np.diff(bounds), X.shape[1], blocks,
+                   [f"rows {a}..{b - 1}" for a, b in zip(bounds[:-1], bounds[1:])])
+
+    @classmethod
+    def _dask_array(cls, X, y):
+        import dask.array as da
+
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-d (n_samples, n_features); got shape {X.shape}.")
+        if not _is_dask_array(y):
+            y = da.from_array(np.asarray(y), chunks=(X.chunks[0],))
+        if any(np.isnan(c) for c in X.chunks[0]) or any(np.isnan(c) for c in y.chunks[0]):
+            raise ValueError("the dask array has unknown chunk sizes; call "
+                             "X.compute_chunk_sizes() (and y's) first.")
+        if X.shape[0] != y.shape[0]:
+            raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} labels.")
+        if X.numblocks[1] > 1:
+            X = X.rechunk({1: -1})
+        if y.chunks[0] != X.chunks[0]:
+            y = y.rechunk((X.chunks[0],))
+        xs, ys = X.to_delayed().ravel(), y.to_delayed().ravel()
+        bounds = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(int)
+        return cls("dask", X.chunks[0], X.shape[1], list(zip(xs, ys)),
+                   [f"block {i} (rows {bounds[i]}..{bounds[i + 1] - 1})"
+                    for i in range(len(xs))])
+
+    @classmethod
+    def _dask_frame(cls, frame, target, client):
+        if not isinstance(target, str) or target not in frame.columns:
+            raise ValueError("a dask DataFrame is learned with y = the name of its target "
+                             f"column; got y={target!r} (columns {list(frame.columns)}).")
+        parts = frame.to_delayed()
+        import dask
+        pairs = [dask.delayed(_frame_rows, pure=True)(p, target) for p in parts]
+        lengths = _lengths(client, [dask.delayed(len, pure=True)(p) for p in parts])
+        return cls("frame", lengths, len(frame.columns) - 1, pairs,
+                   [f"partition {i}" for i in range(len(parts))])
+
+    @classmethod
+    def _files(cls, paths, target, client, options):
+        import dask
+        if target is not None:
+            options = dict(options, target=target)
+        pairs = [dask.delayed(_read_file, pure=True)(str(p), options) for p in paths]
+        if client is None:
+            pairs = [p.compute(scheduler="sync") for p in pairs]
+            shapes = [_shape(p) for p in pairs]
+        else:
+            pairs = client.compute(pairs)               # read once, each on some worker
+            shapes = client.gather([client.submit(_shape, p, pure=False) for p in pairs])
+        names = [f"file {p}" for p in paths]
+        widths = {d for n, d in shapes if n}
+        if len(widths) > 1:
+            first = next(d for n, d in shapes if n)
+            bad = next(i for i, (n, d) in enumerate(shapes) if n and d != first)
+            raise ValueError(f"{names[bad]} has {shapes[bad][1]} columns of features where the "
+                             f"first file has {first}: every partition of one stream needs the "
+                             "same features.")
+        return cls("files", [n for n, _ in shapes], widths.pop() if widths else None, pairs,
+                   names)
+
+    # ---- on the cluster -------------------------------------------------------------------
+
+    def make(self, client, indices, where):
+        """{i: (X_i, y_i) future or object} for the given partitions.
+
+        A partition not yet computed is computed on the worker of its model
+        (``where[i mod k]``, a preference); one already in a worker's memory
+        (a persisted collection) stays where it is.
+        """
+        if self.kind in ("memory", "files"):
+            return {i: self.sources[i] for i in indices}
+        if client is None:
+            return {i: _compute_here(self.sources[i]) for i in indices}
+        k = len(where)
+        made = {}
+        for j in range(k):
+            mine = [i for i in indices if i % k == j]
+            if mine:
+                futures = client.compute([self._pair(i) for i in mine], workers=[where[j]],
+                                         allow_other_workers=True)
+                made.update(zip(mine, futures))
+        return {i: made[i] for i in indices}
+
+    def _pair(self, i):
+        import dask
+        if self.kind == "dask":
+            return dask.delayed(tuple, pure=True)(list(self.sources[i]))
+        return self.sources[i]
+
+
+def _compute_here(source):
+    import dask
+    return tuple(dask.compute(*source, scheduler="sync")) if isinstance(source, tuple) \
+        else dask.compute(source, scheduler="sync")[0]
+
+
+def _lengths(client, delayeds):
+    import dask
+    if client is None:
+        return list(dask.compute(*delayeds, scheduler="sync"))
+    return client.gather(client.compute(delayeds))
+
+
+def _is_dask_array(X):
+    return type(X).__module__.startswith("dask.array") and hasattr(X, "to_delayed")
+
+
+def _is_dask_frame(X):
+    return type(X).__module__.startswith("dask") and hasattr(X, "map_partitions") \
+        and hasattr(X, "columns")
