@@ -223,14 +223,14 @@ def test_a_killed_worker_with_scattered_rows_is_reported_and_nothing_is_half_lea
         est.fit(X, y)
     except WorkerLostError:
         assert not hasattr(est, "model_")           # left as it was
-        client.wait_for_workers(2, timeout=60)
+        client.wait_for_workers(2, timeout=600)
         est.fit(X, y)                               # the marker exists: it lives this time
     assert os.path.exists(marker)                   # a worker did die, mid-run
     reference = AveragedLearner(OnlineKernelRegressor(gamma=0.5), sync_every=50,
                                 client="sequential").fit(X, y)
     assert est.t_ == len(X)                         # every event learned, none silently lost
     np.testing.assert_allclose(est.predict(X), reference.predict(X), rtol=0, atol=1e-12)
-    client.wait_for_workers(2, timeout=60)
+    client.wait_for_workers(2, timeout=600)
 
 
 def test_a_share_that_keeps_killing_workers_is_reported(client):
@@ -241,7 +241,7 @@ def test_a_share_that_keeps_killing_workers_is_reported(client):
     assert info.value.events == 200 and info.value.round >= 1
     with pytest.raises(NotFittedError):                        # left as it was: unfitted
         est.predict(X)
-    client.wait_for_workers(2, timeout=120)
+    client.wait_for_workers(2, timeout=600)
     est.set_params(learner=OnlineKernelRegressor(gamma=0.5)).fit(X[:100], y[:100])
     before = est.predict(X)
     est.set_params(learner=DiesOnce("always", gamma=0.5))
@@ -249,7 +249,7 @@ def test_a_share_that_keeps_killing_workers_is_reported(client):
         est.fit(X, y)
     np.testing.assert_array_equal(est.predict(X), before)
     assert est.t_ == 100 and est.n_rounds_ == 1
-    client.wait_for_workers(2, timeout=60)
+    client.wait_for_workers(2, timeout=600)
 
 
 def test_sklearn_protocol():
@@ -467,7 +467,7 @@ def test_a_killed_worker_recomputes_a_dask_share(client, tmp_path):
                                 client="sequential").fit(X, y)
     assert est.t_ == len(X)
     np.testing.assert_allclose(est.predict(X), reference.predict(X), rtol=0, atol=1e-12)
-    client.wait_for_workers(2, timeout=60)
+    client.wait_for_workers(2, timeout=600)
 
 
 def test_in_memory_rows_are_scattered_once(client, monkeypatch):

@@ -135,7 +135,7 @@ class _Wrapper:
 
     @classmethod
     def _unit_test_params(cls):
-        from okl import OnlineKernelRegressor
+        from okl.regression import OnlineKernelRegressor
         yield {"estimator": OnlineKernelRegressor()}
 
 
@@ -208,7 +208,7 @@ def _classes():
 
         @classmethod
         def _unit_test_params(cls):
-            from okl import OnlineKernelClassifier
+            from okl.classification import OnlineKernelClassifier
             yield {"estimator": OnlineKernelClassifier(loss="logistic")}
 
     for cls in (RiverRegressor, RiverClassifier):
