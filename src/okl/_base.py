@@ -103,9 +103,11 @@ def _same(a, b):
 
 def _check_unchanged(estimator):
     """Refuse a changed parameter that the fitted model was built with."""
+    scaled = "gamma_" in estimator.__dict__         # fitted with gamma="scale"
     changed = [f"{name}={getattr(estimator, name)!r} (fitted with {then!r})"
                for name, then in estimator._fitted_with()
-               if not _same(getattr(estimator, name), then)]
+               if not _same(getattr(estimator, name),
+                            "scale" if name == "gamma" and scaled else then)]
     if changed:
         raise ValueError(
             f"{type(estimator).__name__}.partial_fit continues the model built by fit and "

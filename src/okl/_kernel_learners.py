@@ -83,6 +83,13 @@ class KernelModelMixin:
         """The gamma the model uses: gamma_ when fitted (gamma="scale"), else the parameter."""
         return self.__dict__.get("gamma_", self.gamma)
 
+    def _fit_gamma(self, X):
+        """gamma_ from the first chunk when gamma="scale" (`okl._gamma.scale_gamma`)."""
+        if isinstance(self.gamma, str):
+            self.gamma_ = scale_gamma(X, type(self).__name__)
+        else:
+            self.__dict__.pop("gamma_", None)
+
     def _new_expansion(self, n_features):
         policy = resolve_budget_policy(getattr(self, "budget_policy", "oldest"), self.kernel,
                                        type(self).__name__)
@@ -185,7 +192,7 @@ class PointwiseMixin(KernelModelMixin):
         check.floats("ck2_", lo=0.0)
         check.floats("eta_", "lam_", lo=0.0, optional=True)
         check.floats("intercept_", optional=True)                 # the offset b (docs/streaming.md)
-        check.floats("gamma_", lo=0.0, open_lo=True, optional=True)
+        check.fitted_gamma()
         if "_row_keys" in attrs:                             # the feature order of dict events
             keys = attrs["_row_keys"]
             if (not isinstance(keys, list) or len(keys) != d
@@ -247,10 +254,7 @@ class PointwiseMixin(KernelModelMixin):
 
     def _start(self, X, y):
         name = type(self).__name__
-        if isinstance(self.gamma, str):                       # "scale"
-            self.gamma_ = scale_gamma(X, name)
-        else:
-            self.__dict__.pop("gamma_", None)
+        self._fit_gamma(X)
         warn_spread(X, self.kernel, float(self._kernel_gamma()), name, stacklevel=5)
         if getattr(self, "approximation", None) is not None:
             self._expansion = FeatureModel(

@@ -131,7 +131,7 @@ def kernel_constraints():
     from okl.kernels import KERNELS
     return {
         "kernel": [Options(*KERNELS)],
-        "gamma": [Interval(Real, 0, None, closed="neither")],
+        "gamma": [Interval(Real, 0, None, closed="neither"), Options("scale")],
         "degree": [Interval(Integral, 1, None, closed="left")],
         "coef0": [Interval(Real, 0, None, closed="left")],
     }
@@ -166,9 +166,6 @@ ONLINE_WEIGHT_CHECKS = {
 
 # -- streaming (docs/streaming.md) ------------------------------------------------------------
 
-GAMMA_SCALE_CONSTRAINTS = {
-    "gamma": [Interval(Real, 0, None, closed="neither"), Options("scale")],
-}
 INTERCEPT_CONSTRAINTS = {"fit_intercept": [BOOL]}
 CLASSES_CONSTRAINTS = {
     "classes": [NONE, Kind(lambda v: np.ndim(v) == 1 and not isinstance(v, str) and len(v) == 2,

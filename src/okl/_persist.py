@@ -336,11 +336,12 @@ class StateCheck:
         sq_norm = check.float(state["linear_sq_norm"], "_model.linear_sq_norm", 0.0)
         check.equal(state["fmap_kind"], est.approximation, "_model.fmap_kind")
         check.equal(state["fmap_kernel"], int(kernel_code(est.kernel)), "_model.fmap_kernel")
-        check.equal(check.float(state["fmap_gamma"], "_model.fmap_gamma"), float(est.gamma),
+        gamma = float(self.out.get("gamma_", est.gamma))
+        check.equal(check.float(state["fmap_gamma"], "_model.fmap_gamma"), gamma,
                     "_model.fmap_gamma")
         out = dict(linear_raw=raw, linear_scale=scale, linear_sq_norm=sq_norm,
                    fmap_kind=est.approximation, fmap_kernel=int(kernel_code(est.kernel)),
-                   fmap_gamma=float(est.gamma))
+                   fmap_gamma=gamma)
         if fourier:
             check.equal(state["fmap_n_components"], D, "_model.fmap_n_components")
             check.equal(state["fmap_n_features"], d, "_model.fmap_n_features")
@@ -356,7 +357,7 @@ class StateCheck:
         landmarks = check.array(state["fmap_landmarks"], "_model.fmap_landmarks", (D, d))
         try:                    # the map itself: K_LL's eigendecomposition, r <= D components
             with np.errstate(all="ignore"):
-                built = NystroemFeatures(landmarks, est.kernel, est.gamma, est.degree,
+                built = NystroemFeatures(landmarks, est.kernel, gamma, est.degree,
                                          est.coef0, tol)
         except (ValueError, ArithmeticError, np.linalg.LinAlgError):
             check.fail("the Nystroem landmarks give no valid feature map")
@@ -423,6 +424,13 @@ class StateCheck:
                 self.fail("gamma='scale' needs the fitted gamma_")
             params["gamma"] = self.out["gamma_"]
         return self.expansion(state, key, self.out["n_features_in_"], params, budget, policy)
+
+    def fitted_gamma(self, needed=True):
+        """gamma_, stored exactly when gamma="scale" set it (`needed`: the kernel uses gamma)."""
+        if isinstance(self.est.gamma, str) and needed:
+            self.floats("gamma_", lo=0.0, open_lo=True)
+        elif "gamma_" in self.attrs:
+            self.fail(f"gamma_ is stored, but gamma={self.est.gamma!r} sets none")
 
     def binary_labels(self):
         self.out["classes_"] = self.labels(self.attrs.get("classes_"), "classes_", binary=True)

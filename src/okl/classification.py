@@ -20,7 +20,7 @@ from okl._engines import ENGINES
 from okl._kernel_learners import KernelModelMixin, PointwiseMixin, expansion_class, warn_reset
 from okl._params import (
     APPROXIMATION_CONSTRAINTS, ARRAY_2D, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS,
-    GAMMA_SCALE_CONSTRAINTS, INTERCEPT_CONSTRAINTS, NONE, ONLINE_WEIGHT_CHECKS,
+    INTERCEPT_CONSTRAINTS, NONE, ONLINE_WEIGHT_CHECKS,
     STEP_CONSTRAINTS, Interval, Options, budget_constraints, kernel_constraints,
 )
 from okl._persist import C_INT_MAX, loadable
@@ -185,7 +185,6 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
         **budget_constraints(),
         **APPROXIMATION_CONSTRAINTS,
         **ENGINE_CONSTRAINTS,
-        **GAMMA_SCALE_CONSTRAINTS,
         **INTERCEPT_CONSTRAINTS,
         **CLASSES_CONSTRAINTS,
     }
@@ -268,8 +267,10 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
         m when `centers` is None; ignored otherwise.
     kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default="gaussian"
         See `okl.kernels`.
-    gamma : float, default=1.0
+    gamma : float or "scale", default=1.0
         Kernel width (gaussian, laplacian) or scale of <x, u> (polynomial).
+        "scale" is ``1 / (n_features X.var())`` of the first chunk (scikit-learn's
+        SVC rule; a first call of one row raises), kept in `gamma_`.
     degree : int, default=3
         Polynomial degree.
     coef0 : float, default=0.0
@@ -385,7 +386,8 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
 
     def _start(self, X, y):
         n_features = X.shape[1]
-        kernel = dict(kernel=int(kernel_code(self.kernel)), gamma=float(self.gamma),
+        self._fit_gamma(X)
+        kernel = dict(kernel=int(kernel_code(self.kernel)), gamma=float(self._kernel_gamma()),
                       degree=int(self.degree), coef0=float(self.coef0))
         if self.centers is None:
             centers = np.empty((0, n_features))
@@ -440,7 +442,9 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
         t = out["t_"]
         built = {}
         check.keys(attrs, ("n_features_in_", "t_", "classes_", "n_centers_", "kappa_max_",
-                           "norm_bound_"), f"{name}'s attributes", optional=("M_", "eta_"))
+                           "norm_bound_"), f"{name}'s attributes",
+                   optional=("M_", "eta_", "gamma_"))
+        check.fitted_gamma()
         m = out["n_centers_"] = check.int(attrs["n_centers_"], "n_centers_", 1, C_INT_MAX)
         check.floats("kappa_max_", "norm_bound_", lo=0.0)
         check.floats("M_", "eta_", lo=0.0, optional=True)

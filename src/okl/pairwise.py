@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 from okl import _locks, _warnings
 from okl._base import Diverged, OnlineLearner, check_X, check_X_y
 from okl._engines import ENGINES
+from okl._gamma import scale_gamma
 from okl._core._pairwise import Reducer
 from okl._pair_models import (
     DifferencePairModel, LinearPairModel, MetricPairModel, MomentsPairModel,
@@ -113,8 +114,9 @@ class PairwiseLearner(OnlineLearner):
         symmetric (fitted `metric_`).
     kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default="gaussian"
         Base kernel k of ``pair_kernel="difference"``; see `okl.kernels`.
-    gamma, degree, coef0 : float, int, float, default=1.0, 3, 0.0
-        Parameters of the base kernel.
+    gamma, degree, coef0 : float or "scale", int, float, default=1.0, 3, 0.0
+        Parameters of the base kernel.  gamma="scale" is ``1 / (n_features X.var())``
+        of the first chunk (scikit-learn's SVC rule), kept in `gamma_`.
     eta : float > 0 or "auto", default="auto"
         eta_1 of the step ``eta_t = eta_1 (t-1)^-theta`` (t = 1 is the first
         sample; the paper's ``eta_{t+1} = eta_1 t^-theta``).  "auto" is the
@@ -250,7 +252,9 @@ class PairwiseLearner(OnlineLearner):
         built = {}
         labels = ("classes_",) if self.reducer == "dissimilar" else ()
         check.keys(attrs, ("n_features_in_", "t_", "_params", "n_stored_", "theta_", "kappa_",
-                           "eta1_", "_seed") + labels, f"{name}'s attributes")
+                           "eta1_", "_seed") + labels, f"{name}'s attributes",
+                   optional=("gamma_",))
+        check.fitted_gamma(needed=self.pair_kernel == "difference")
         if not (isinstance(attrs["_params"], list)
                 and attrs["_params"] == self._frozen_params()):
             check.fail("_params (the parameters of the first call) differ from the parameters")
@@ -352,7 +356,12 @@ class PairwiseLearner(OnlineLearner):
         r_max = float(np.ptp(y)) if self.reducer == "difference" else 1.0
         q, c_q, v0 = pairwise_growth(self.loss, r_max, self.p)
         self.theta_ = (q + 2.0) / (q + 3.0) if self.theta is None else float(self.theta)
-        self.kappa_ = pair_kernel_kappa(X, self.pair_kernel, self.kernel, self.gamma,
+        if isinstance(self.gamma, str) and self.pair_kernel == "difference":
+            self.gamma_ = scale_gamma(X, type(self).__name__)
+        else:
+            self.__dict__.pop("gamma_", None)
+        gamma = self.__dict__.get("gamma_", self.gamma)
+        self.kappa_ = pair_kernel_kappa(X, self.pair_kernel, self.kernel, gamma,
                                         self.degree, self.coef0)
         self.eta1_ = (lin_eta1(self.theta_, q, c_q, v0, self.kappa_) if self.eta == "auto"
                       else float(self.eta))
@@ -367,7 +376,7 @@ class PairwiseLearner(OnlineLearner):
             self._model = MetricPairModel(d, self.buffer)
         else:
             self._model = DifferencePairModel(ENGINES[self.engine].expansion(
-                d, int(kernel_code(self.kernel)), float(self.gamma), int(self.degree),
+                d, int(kernel_code(self.kernel)), float(gamma), int(self.degree),
                 float(self.coef0)), self.buffer)
 
     def _targets(self, y, classes, first):

@@ -104,8 +104,10 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
         the cost).  0 keeps every weight.  Linear kernel only.
     kernel : {"linear", "polynomial", "gaussian", "laplacian"}, default="linear"
         See `okl.kernels`.  "linear" learns the weight vector w directly.
-    gamma : float > 0, default=1.0
+    gamma : float or "scale", default=1.0
         Kernel width (gaussian, laplacian) or scale of <x, u> (polynomial).
+        "scale" is ``1 / (n_features X.var())`` of the first chunk (scikit-learn's
+        SVC rule; a first call of one row raises), kept in `gamma_`.
     degree : int >= 1, default=3
         Polynomial degree.
     coef0 : float >= 0, default=0.0
@@ -278,11 +280,14 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
         self.t_ = 0
         self.n_updates_ = 0
         self.n_infeasible_ = 0
+        if self.kernel != "linear":
+            self._fit_gamma(X)
         if self.kernel == "linear":
             self._model = LinearPAModel(X.shape[1])
         elif self.approximation == "fourier":
             self._model = FeaturePAModel(RandomFourierFeatures(
-                self.kernel, self.gamma, self.n_components, self.random_state).fit(X.shape[1]))
+                self.kernel, self._kernel_gamma(), self.n_components,
+                self.random_state).fit(X.shape[1]))
         elif self.approximation == "nystroem":      # NOGD: exact until n_components centres
             self._model = NystroemPAModel(self._new_expansion(X.shape[1]), self.n_components)
         else:
@@ -301,7 +306,8 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
         d, t = out["n_features_in_"], out["t_"]
         built = {}
         check.keys(attrs, ("n_features_in_", "t_", "classes_", "n_updates_", "n_infeasible_"),
-                   f"{name}'s attributes")
+                   f"{name}'s attributes", optional=("gamma_",))
+        check.fitted_gamma(needed=self.kernel != "linear")
         out["n_updates_"] = check.int(attrs["n_updates_"], "n_updates_", 0, t)
         out["n_infeasible_"] = check.int(attrs["n_infeasible_"], "n_infeasible_", 0,
                                          t - out["n_updates_"])

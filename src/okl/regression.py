@@ -7,7 +7,7 @@ from sklearn.base import RegressorMixin
 from okl._base import OnlineLearner
 from okl._kernel_learners import PointwiseMixin
 from okl._params import (
-    APPROXIMATION_CONSTRAINTS, ENGINE_CONSTRAINTS, GAMMA_SCALE_CONSTRAINTS, INTERCEPT_CONSTRAINTS,
+    APPROXIMATION_CONSTRAINTS, ENGINE_CONSTRAINTS, INTERCEPT_CONSTRAINTS,
     ONLINE_WEIGHT_CHECKS, STEP_CONSTRAINTS, Interval, InvalidParameterError, Options,
     budget_constraints, kernel_constraints,
 )
@@ -159,7 +159,6 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
         **budget_constraints(),
         **APPROXIMATION_CONSTRAINTS,
         **ENGINE_CONSTRAINTS,
-        **GAMMA_SCALE_CONSTRAINTS,
         **INTERCEPT_CONSTRAINTS,
     }
 
