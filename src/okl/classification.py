@@ -16,6 +16,7 @@ from sklearn.utils import check_array
 
 from okl._base import Diverged, OnlineLearner
 from okl._binary import BinaryClassifierMixin
+from okl._docstrings import shared_params
 from okl._engines import ENGINES
 from okl._kernel_learners import KernelModelMixin, PointwiseMixin, expansion_class, warn_reset
 from okl._params import (
@@ -43,6 +44,7 @@ def _finite_lipschitz(estimator):
 
 
 @loadable
+@shared_params
 class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMixin,
                              OnlineLearner):
     """Binary kernel classification by NORMA: stochastic gradient steps in an RKHS.
@@ -60,18 +62,10 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
 
     Parameters
     ----------
-    kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default="gaussian"
-        See `okl.kernels`.
-    gamma : float or "scale", default=1.0
-        Kernel width (gaussian, laplacian) or scale of <x, u> (polynomial).
-        "scale" is ``1 / (n_features X.var())`` of the first chunk (scikit-learn's
-        SVC rule; a first call of one row raises), kept in `gamma_`.  A
-        `KernelScaleWarning` names the cure when the first samples' kernel
-        values are all ~0 or all ~1.
-    degree : int, default=3
-        Polynomial degree.
-    coef0 : float, default=0.0
-        Constant added to <x, u> (linear, polynomial).
+    {kernel}
+    {gamma}
+    {degree}
+    {coef0}
     loss : {"hinge", "squared_hinge", "logistic", "least_squares", "exponential"}, default="hinge"
         Margin loss phi(m) of m = y f(x), with left derivatives; see `okl.losses`.
     lam : float >= 0, default=1e-3
@@ -90,44 +84,15 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
     eta_decay : float >= 0, default=0.5
         Exponent of the step size: NORMA's ``eta_t ~ t**-1/2``, for which
         Kivinen et al. bound the cumulative regularized loss by O(sqrt(T)).
-    budget : int or None, default=None
-        Maximum number of centres; None is unbounded.
-    budget_policy : {"auto", "merge", "oldest", "smallest"}, default="auto"
-        What happens when a new centre would exceed the budget.  "merge"
-        (BSGD, Wang-Crammer-Vucetic 2012): the centre of smallest |coefficient|
-        is merged with the partner that loses the least RKHS weight, at the
-        best point of the segment between them (Gaussian kernel only;
-        docs/algorithms.md, section 7.3).  "oldest" drops the oldest centre
-        (NORMA truncation), "smallest" the one of smallest |coefficient|.
-        "auto" is "merge" for the Gaussian kernel and "oldest" otherwise.
-    approximation : {None, "fourier", "nystroem"}, default=None
-        A fixed-size model instead of the growing kernel expansion, with the
-        same steps and loss: "fourier" learns on `n_components` random Fourier
-        features (FOGD; Gaussian and Laplacian kernels), "nystroem" runs the
-        exact rule until it holds `n_components` centres, then continues on
-        Nystroem features of those centres from the same function (NOGD).
-        Per step O(n_components d), whatever the length of the stream
-        (docs/budget.md).  Exclusive with `budget`.
-    n_components : int, default=100
-        Features of the approximation.
-    random_state : int or None, default=None
-        Seed of the random Fourier features.
-    fit_intercept : bool, default=True
-        Learn an unregularized offset b, ``f(x) = b + sum_i a_i K(x_i, x)``, by
-        NORMA's rule ``b_{t+1} = b_t - eta_t w_t g_t`` (the kernel part's
-        gradient and step, no shrink; docs/algorithms.md, section 7.1).
-        ``fit_intercept=False`` gives exactly the papers' iterates.
-    classes : array of the two labels or None, default=None
-        Fixes `classes_` at the start of a stream, so that neither
-        `partial_fit` nor `learn_one` needs ``classes=``.  Without it,
-        `partial_fit` needs ``classes=`` on its first call, and `learn_one`
-        holds the first events until the second label appears
-        (docs/streaming.md).
-    verbose : bool or None, default=False
-        Show a progress bar (with an ETA) while learning chunks of more than
-        1000 rows: True always, None only when stderr is a terminal.
-    engine : {"cython", "numpy"}, default="cython"
-        "numpy" runs the pure-NumPy reference loop (same iterates, slower).
+    {budget}
+    {budget_policy}
+    {approximation}
+    {n_components}
+    {random_state}
+    {fit_intercept}
+    {classes}
+    {verbose}
+    {engine}
 
     Attributes
     ----------
@@ -244,6 +209,7 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
 
 
 @loadable
+@shared_params
 class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
                                        ClassifierMixin, OnlineLearner):
     """Tian-Sheng's coefficient-regularized online classification, eq. (0.4).
@@ -265,16 +231,10 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
         centre exists (with a_j = 0) from the step that sees it.
     n_centers : int, default=100
         m when `centers` is None; ignored otherwise.
-    kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default="gaussian"
-        See `okl.kernels`.
-    gamma : float or "scale", default=1.0
-        Kernel width (gaussian, laplacian) or scale of <x, u> (polynomial).
-        "scale" is ``1 / (n_features X.var())`` of the first chunk (scikit-learn's
-        SVC rule; a first call of one row raises), kept in `gamma_`.
-    degree : int, default=3
-        Polynomial degree.
-    coef0 : float, default=0.0
-        Constant added to <x, u> (linear, polynomial).
+    {kernel}
+    {gamma_plain}
+    {degree}
+    {coef0}
     loss : {"hinge", "squared_hinge", "logistic", "least_squares", "exponential"}, default="hinge"
         Margin loss phi(m) of m = y f(x), with left derivatives (the paper's
         hinge-loss example is Corollary 3).
@@ -293,17 +253,9 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
         theta of the step ``t**-theta``; Theorem 4 needs theta in (0, 1].  3/4
         is Corollary 3's ``theta = (2 beta + 1) / (2 (beta + 1))`` for a
         smooth target (beta = 1, epsilon -> 0).
-    classes : array of the two labels or None, default=None
-        Fixes `classes_` at the start of a stream, so that neither
-        `partial_fit` nor `learn_one` needs ``classes=``.  Without it,
-        `partial_fit` needs ``classes=`` on its first call, and `learn_one`
-        holds the first events until the second label appears
-        (docs/streaming.md).
-    verbose : bool or None, default=False
-        Show a progress bar (with an ETA) while learning chunks of more than
-        1000 rows: True always, None only when stderr is a terminal.
-    engine : {"cython", "numpy"}, default="cython"
-        "numpy" runs the pure-NumPy reference loop (same iterates, slower).
+    {classes}
+    {verbose}
+    {engine}
 
     Attributes
     ----------

@@ -10,6 +10,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from okl import _locks, _warnings
 from okl._base import Diverged, OnlineLearner, check_X, check_X_y
+from okl._docstrings import shared_params
 from okl._engines import ENGINES
 from okl._gamma import scale_gamma
 from okl._core._pairwise import Reducer
@@ -74,6 +75,7 @@ def _check_dense(X):
 # ---- the estimator ---------------------------------------------------------------------------
 
 @loadable
+@shared_params
 class PairwiseLearner(OnlineLearner):
     """Online pairwise learning in an RKHS (Lin, Lei, Zhang and Zhou, Algorithm 1).
 
@@ -136,11 +138,8 @@ class PairwiseLearner(OnlineLearner):
         for long streams.  None keeps every point.
     random_state : int, RandomState or None, default=None
         Seeds the reservoir (used only with `buffer`).
-    verbose : bool or None, default=False
-        Show a progress bar (with an ETA) while learning chunks of more than
-        1000 rows: True always, None only when stderr is a terminal.
-    engine : {"cython", "numpy"}, default="cython"
-        "numpy" runs the pure-NumPy reference loop (same iterates, slower).
+    {verbose}
+    {engine}
 
     Attributes
     ----------

@@ -15,6 +15,7 @@ from okl._feature_maps import RandomFourierFeatures
 from okl._pa_models import FeaturePAModel, KernelPAModel, LinearPAModel, NystroemPAModel
 from okl._binary import BinaryClassifierMixin
 from okl._core._pa import Event, Regularization, Variant
+from okl._docstrings import shared_params
 from okl._params import (
     APPROXIMATION_CONSTRAINTS, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS, Interval,
     InvalidParameterError, Options, budget_constraints, kernel_constraints,
@@ -40,6 +41,7 @@ class InfeasibleUpdateWarning(UserWarning):
 
 
 @loadable
+@shared_params
 class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, ClassifierMixin,
                               OnlineLearner):
     """Passive-aggressive online classification, plain or regularized (Shen-Dietterich).
@@ -104,10 +106,7 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
         the cost).  0 keeps every weight.  Linear kernel only.
     kernel : {"linear", "polynomial", "gaussian", "laplacian"}, default="linear"
         See `okl.kernels`.  "linear" learns the weight vector w directly.
-    gamma : float or "scale", default=1.0
-        Kernel width (gaussian, laplacian) or scale of <x, u> (polynomial).
-        "scale" is ``1 / (n_features X.var())`` of the first chunk (scikit-learn's
-        SVC rule; a first call of one row raises), kept in `gamma_`.
+    {gamma_plain}
     degree : int >= 1, default=3
         Polynomial degree.
     coef0 : float >= 0, default=0.0
@@ -130,21 +129,11 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
         starting from the same function; each step is the exact kernel step
         projected onto the landmarks' span.  The model does not depend on
         how the stream is chunked.  Exclusive with `budget`.
-    n_components : int, default=100
-        Features of the approximation.
-    random_state : int or None, default=None
-        Seed of the random Fourier features.
-    classes : array of the two labels or None, default=None
-        Fixes `classes_` at the start of a stream, so that neither
-        `partial_fit` nor `learn_one` needs ``classes=``.  Without it,
-        `partial_fit` needs ``classes=`` on its first call, and `learn_one`
-        holds the first events until the second label appears
-        (docs/streaming.md).
-    verbose : bool or None, default=False
-        Show a progress bar (with an ETA) while learning chunks of more than
-        1000 rows: True always, None only when stderr is a terminal.
-    engine : {"cython", "numpy"}, default="cython"
-        "numpy" runs the pure-NumPy reference loop (same iterates, slower).
+    {n_components}
+    {random_state}
+    {classes}
+    {verbose}
+    {engine}
 
     Attributes
     ----------

@@ -6,6 +6,7 @@ from sklearn.base import RegressorMixin
 
 from okl._base import OnlineLearner
 from okl._kernel_learners import PointwiseMixin
+from okl._docstrings import shared_params
 from okl._params import (
     APPROXIMATION_CONSTRAINTS, ENGINE_CONSTRAINTS, INTERCEPT_CONSTRAINTS,
     ONLINE_WEIGHT_CHECKS, STEP_CONSTRAINTS, Interval, InvalidParameterError, Options,
@@ -18,6 +19,7 @@ REGRESSION_LOSSES = tuple(name for name in RESIDUAL_LOSSES if name != "power")
 
 
 @loadable
+@shared_params
 class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
     """Online kernel regression by stochastic gradient steps in an RKHS.
 
@@ -35,16 +37,9 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
 
     Parameters
     ----------
-    kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default="gaussian"
-        See `okl.kernels`.
-    gamma : float or "scale", default=1.0
-        Kernel width (gaussian, laplacian) or scale of <x, u> (polynomial).
-        "scale" is ``1 / (n_features X.var())`` of the first chunk (scikit-learn's
-        SVC rule; a first call of one row raises), kept in `gamma_`.  A
-        `KernelScaleWarning` names the cure when the first samples' kernel
-        values are all ~0 or all ~1.
-    degree : int, default=3
-        Polynomial degree.
+    {kernel}
+    {gamma}
+    {degree}
     coef0 : float, default=0.0
         Constant added to <x, u> (linear, polynomial); >= 0 keeps K positive
         semi-definite.  ``kernel="linear", coef0=1`` is Adaline (Smale-Yao 6.1).
@@ -70,38 +65,14 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
     eta_decay : float >= 0, default=0.6
         Exponent of the step size: Smale-Yao's theta in (1/2, 1), Yang's alpha
         (3/5 for r = 1).
-    budget : int or None, default=None
-        Maximum number of centres; None is unbounded.
-    budget_policy : {"auto", "merge", "oldest", "smallest"}, default="auto"
-        What happens when a new centre would exceed the budget.  "merge"
-        (BSGD, Wang-Crammer-Vucetic 2012): the centre of smallest |coefficient|
-        is merged with the partner that loses the least RKHS weight, at the
-        best point of the segment between them (Gaussian kernel only;
-        docs/algorithms.md, section 7.3).  "oldest" drops the oldest centre
-        (NORMA truncation), "smallest" the one of smallest |coefficient|.
-        "auto" is "merge" for the Gaussian kernel and "oldest" otherwise.
-    approximation : {None, "fourier", "nystroem"}, default=None
-        A fixed-size model instead of the growing kernel expansion, with the
-        same steps and loss: "fourier" learns on `n_components` random Fourier
-        features (FOGD; Gaussian and Laplacian kernels), "nystroem" runs the
-        exact rule until it holds `n_components` centres, then continues on
-        Nystroem features of those centres from the same function (NOGD).
-        Per step O(n_components d), whatever the length of the stream
-        (docs/budget.md).  Exclusive with `budget`.
-    n_components : int, default=100
-        Features of the approximation.
-    random_state : int or None, default=None
-        Seed of the random Fourier features.
-    fit_intercept : bool, default=True
-        Learn an unregularized offset b, ``f(x) = b + sum_i a_i K(x_i, x)``, by
-        NORMA's rule ``b_{t+1} = b_t - eta_t w_t g_t`` (the kernel part's
-        gradient and step, no shrink; docs/algorithms.md, section 7.1).
-        ``fit_intercept=False`` gives exactly the papers' iterates.
-    verbose : bool or None, default=False
-        Show a progress bar (with an ETA) while learning chunks of more than
-        1000 rows: True always, None only when stderr is a terminal.
-    engine : {"cython", "numpy"}, default="cython"
-        "numpy" runs the pure-NumPy reference loop (same iterates, slower).
+    {budget}
+    {budget_policy}
+    {approximation}
+    {n_components}
+    {random_state}
+    {fit_intercept}
+    {verbose}
+    {engine}
 
     Attributes
     ----------

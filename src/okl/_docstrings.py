@@ -1,0 +1,89 @@
+"""Parameter descriptions the estimators share, written once.
+
+A line ``{name}`` alone in an estimator's Parameters section (indented as the
+section) stands for the block `PARAMS[name]`; the `shared_params` class
+decorator puts it in.  Blocks that differ between estimators stay in their
+own docstrings.
+"""
+import re
+import textwrap
+
+PARAMS = {
+    "kernel": """\
+kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default="gaussian"
+    See `okl.kernels`.""",
+    "gamma": """\
+gamma : float or "scale", default=1.0
+    Kernel width (gaussian, laplacian) or scale of <x, u> (polynomial).
+    "scale" is ``1 / (n_features X.var())`` of the first chunk (scikit-learn's
+    SVC rule; a first call of one row raises), kept in `gamma_`.  A
+    `KernelScaleWarning` names the cure when the first samples' kernel
+    values are all ~0 or all ~1.""",
+    "gamma_plain": """\
+gamma : float or "scale", default=1.0
+    Kernel width (gaussian, laplacian) or scale of <x, u> (polynomial).
+    "scale" is ``1 / (n_features X.var())`` of the first chunk (scikit-learn's
+    SVC rule; a first call of one row raises), kept in `gamma_`.""",
+    "degree": """\
+degree : int, default=3
+    Polynomial degree.""",
+    "coef0": """\
+coef0 : float, default=0.0
+    Constant added to <x, u> (linear, polynomial).""",
+    "budget": """\
+budget : int or None, default=None
+    Maximum number of centres; None is unbounded.""",
+    "budget_policy": """\
+budget_policy : {"auto", "merge", "oldest", "smallest"}, default="auto"
+    What happens when a new centre would exceed the budget.  "merge"
+    (BSGD, Wang-Crammer-Vucetic 2012): the centre of smallest |coefficient|
+    is merged with the partner that loses the least RKHS weight, at the
+    best point of the segment between them (Gaussian kernel only;
+    docs/algorithms.md, section 7.3).  "oldest" drops the oldest centre
+    (NORMA truncation), "smallest" the one of smallest |coefficient|.
+    "auto" is "merge" for the Gaussian kernel and "oldest" otherwise.""",
+    "approximation": """\
+approximation : {None, "fourier", "nystroem"}, default=None
+    A fixed-size model instead of the growing kernel expansion, with the
+    same steps and loss: "fourier" learns on `n_components` random Fourier
+    features (FOGD; Gaussian and Laplacian kernels), "nystroem" runs the
+    exact rule until it holds `n_components` centres, then continues on
+    Nystroem features of those centres from the same function (NOGD).
+    Per step O(n_components d), whatever the length of the stream
+    (docs/budget.md).  Exclusive with `budget`.""",
+    "n_components": """\
+n_components : int, default=100
+    Features of the approximation.""",
+    "random_state": """\
+random_state : int or None, default=None
+    Seed of the random Fourier features.""",
+    "fit_intercept": """\
+fit_intercept : bool, default=True
+    Learn an unregularized offset b, ``f(x) = b + sum_i a_i K(x_i, x)``, by
+    NORMA's rule ``b_{t+1} = b_t - eta_t w_t g_t`` (the kernel part's
+    gradient and step, no shrink; docs/algorithms.md, section 7.1).
+    ``fit_intercept=False`` gives exactly the papers' iterates.""",
+    "verbose": """\
+verbose : bool or None, default=False
+    Show a progress bar (with an ETA) while learning chunks of more than
+    1000 rows: True always, None only when stderr is a terminal.""",
+    "engine": """\
+engine : {"cython", "numpy"}, default="cython"
+    "numpy" runs the pure-NumPy reference loop (same iterates, slower).""",
+    "classes": """\
+classes : array of the two labels or None, default=None
+    Fixes `classes_` at the start of a stream, so that neither
+    `partial_fit` nor `learn_one` needs ``classes=``.  Without it,
+    `partial_fit` needs ``classes=`` on its first call, and `learn_one`
+    holds the first events until the second label appears
+    (docs/streaming.md).""",
+}
+
+_SLOT = re.compile(r"^( *)\{(\w+)\}$", re.MULTILINE)
+
+
+def shared_params(cls):
+    """Class decorator: fill the ``{name}`` lines of the docstring from `PARAMS`."""
+    cls.__doc__ = _SLOT.sub(lambda m: textwrap.indent(PARAMS[m.group(2)], m.group(1)),
+                            cls.__doc__)
+    return cls
