@@ -316,8 +316,11 @@ class PointwiseMixin(KernelModelMixin):
     def _learn_event(self, events, row, y, weight=1.0):
         """One event through the compiled step (`_core._pointwise.PointwiseEvents`); f_t(x_t)."""
         d = self.__dict__
-        f, taken, t, ck2, eta_t, lam_t, b, _ = events.learn(row, y, weight, d["t_"], d["ck2_"],
-                                                            d["intercept_"])
+        eta = np.nan
+        if callable(self.eta) and weight != 0.0:       # the callable's step at step t + 1
+            eta = float(step_sizes(self.eta, 0.0, np.array([d["t_"] + 1.0]))[0])
+        f, taken, t, ck2, eta_t, lam_t, b, _ = events.learn(
+            row, y, weight, d["t_"], d["ck2_"], d["intercept_"], eta)
         if taken:
             self._store_step(t, ck2, eta_t, lam_t, b)
         return f
@@ -342,7 +345,6 @@ class PointwiseMixin(KernelModelMixin):
         names = ("_expansion",) + tuple(name for name in self.get_params(deep=False)
                                         if name in self.__dict__)
         events = cache[0] = PointwiseEvents(
-            self._expansion, self._schedule(), self._loss_spec(),
-            self.eta if callable(self.eta) else None, type(self).__name__, names)
+            self._expansion, self._schedule(), self._loss_spec(), type(self).__name__, names)
         events.bind(self)
         return events

@@ -223,8 +223,6 @@ cdef class PointwiseEvents:
         The `Schedule` fields (the learner's `_schedule()`).
     loss : dict
         The `LossSpec` fields (`okl.losses.loss_spec`).
-    eta : callable or None
-        A callable step size (`okl.schedules.step_sizes` evaluates it per event).
     name : str
         The estimator's class name, for error messages.
     names : tuple of str
@@ -233,7 +231,7 @@ cdef class PointwiseEvents:
     cdef KernelExpansion expansion
     cdef Schedule schedule
     cdef LossSpec loss
-    cdef object eta_callable, name
+    cdef object name
     cdef tuple names, values
     # the last prediction and the model it was made on
     cdef double[::1] last_row
@@ -241,11 +239,10 @@ cdef class PointwiseEvents:
     cdef double last_f, last_xx, last_scale, last_t
     cdef Py_ssize_t last_n, last_slot, last_rescale
 
-    def __init__(self, KernelExpansion expansion, Schedule schedule, LossSpec loss, eta_callable,
-                 str name, tuple names=()):
+    def __init__(self, KernelExpansion expansion, Schedule schedule, LossSpec loss, str name,
+                 tuple names=()):
         self.expansion = expansion
         self.schedule, self.loss = schedule, loss
-        self.eta_callable = eta_callable
         self.name, self.names = name, names
         self.values = tuple([expansion] + [None] * (len(names) - 1))
         self.last_row = np.empty(expansion.n_features)
@@ -307,27 +304,25 @@ cdef class PointwiseEvents:
         return f
 
     def learn(self, const double[::1] x, double y, double weight, double t, double ck2,
-              double b):
+              double b, double eta_given=NAN):
         """Predict f_t(x_t), then take step t + 1.
 
         `y` is the target, or the label as -1.0 / +1.0 for a margin loss; a
-        weight 0 skips the event.  Returns (f_t(x_t), taken, t, C_K^2, eta_t,
+        weight 0 skips the event; `eta_given` is eta_t of a GIVEN schedule.  Returns (f_t(x_t), taken, t, C_K^2, eta_t,
         lam_t, b, reset) after the step, reset = (t, eta_t, lam_t) of a step
         that emptied the model, else None.  Raises, leaving the model as it
         was, on NaN/inf in x or divergence.
         """
-        cdef double xx = 0.0, f = NAN, eta_given = NAN
+        cdef double xx = 0.0, f = NAN
         cdef KernelExpansion e = self.expansion
         cdef StepState st
         cdef int status
         if x.shape[0] == e.n_features:
             f = self._f(&x[0], &xx, t) + b
         self._check(x, xx, f, "learned")
-        if self.eta_callable is not None and weight != 0.0:
-            from okl.schedules import step_sizes
-            eta_given = float(step_sizes(self.eta_callable, 0.0, np.array([t + 1.0]))[0])
         st.t, st.ck2, st.b = t, ck2, b
-        st.reset_t = 0.0
+        st.eta_t = st.lam_t = st.eta_try = NAN
+        st.reset_t = st.reset_eta = st.reset_lam = 0.0
         if weight != 0.0 and e.n_support == e.capacity and not (
                 e.budget and e.n_support >= e.budget):
             e.reserve(1)                 # moves the buffers; the model is unchanged
