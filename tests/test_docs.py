@@ -18,6 +18,7 @@ from sphinx.application import Sphinx
 
 import okl
 
+pytestmark = pytest.mark.repository          # builds the repository's docs/ and examples/
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.py"))
 

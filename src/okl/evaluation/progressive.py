@@ -1,19 +1,8 @@
-"""Evaluation on streams: progressive validation with pluggable metrics; distances to targets.
+"""Progressive validation: predict each event, then learn it (docs/streaming.md)."""
 
-References
-----------
-See docs/algorithms.md, sections 1 (kernel ridge target, RKHS distance)
-and 6.7 (ranking error).
-
-.. [1] S. Smale and Y. Yao, "Online learning algorithms", Foundations of
-   Computational Mathematics, 6(2):145-170, 2006.
-.. [2] J. Lin, Y. Lei, B. Zhang and D.-X. Zhou, "Online pairwise
-   learning algorithms with convex loss functions", Information
-   Sciences, 406-407, 2017.
-"""
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,160 +16,9 @@ from sklearn.utils.validation import check_is_fitted
 from okl._base import OnlineLearner
 from okl._progress import progress as progress_bar
 from okl._progress import write
-from okl.kernels import kernel_matrix
-from okl.losses import is_margin, loss_value
+from okl.evaluation.metrics import RunningMetric, as_metric, metric_name
 from okl.stream import iter_array
 
-__all__ = ["Accuracy", "Coverage", "ErrorRate", "LogLoss", "MeanAbsoluteError",
-           "MeanSquaredError", "PinballLoss", "ProgressiveResult", "RootMeanSquaredError",
-           "RunningMetric", "TrainingLoss", "evaluate", "kernel_ridge_target",
-           "pairwise_generalization_error", "progressive_validation", "ranking_error",
-           "rkhs_distance"]
-
-
-# ---- Running metrics: means of a per-sample value, exact at every step ---------------------------
-
-class RunningMetric:
-    """A metric that is the mean of a per-sample value (then `finish` maps the mean).
-
-    Subclasses set `name` and define `sample_values`; those that read class
-    probabilities set ``needs_proba = True``.
-    """
-
-    name = "metric"
-    needs_proba = False
-
-    def sample_values(self, y: np.ndarray, predictions: np.ndarray, *,
-                      scores: np.ndarray | None = None, proba: np.ndarray | None = None,
-                      classes: np.ndarray | None = None) -> np.ndarray:
-        """The value of every sample; its running mean is the metric.
-
-        `scores` are an okl learner's f_t(x_t); `proba` the class probabilities,
-        one column per label of the sorted `classes`.
-        """
-        raise NotImplementedError
-
-    def finish(self, mean: float) -> float:
-        """The metric from the mean of the sample values."""
-        return mean
-
-
-class MeanAbsoluteError(RunningMetric):
-    """Mean of |y - prediction|."""
-
-    name = "mae"
-
-    def sample_values(self, y, predictions, **_):
-        return np.abs(y - predictions)
-
-
-class MeanSquaredError(RunningMetric):
-    """Mean of (y - prediction)^2."""
-
-    name = "mse"
-
-    def sample_values(self, y, predictions, **_):
-        return (y - predictions) ** 2
-
-
-class RootMeanSquaredError(MeanSquaredError):
-    """Square root of the mean squared error."""
-
-    name = "rmse"
-
-    def finish(self, mean):
-        return float(np.sqrt(mean))
-
-
-class Accuracy(RunningMetric):
-    """Fraction of predictions equal to the label."""
-
-    name = "accuracy"
-
-    def sample_values(self, y, predictions, **_):
-        return (y == predictions).astype(np.float64)
-
-
-class ErrorRate(RunningMetric):
-    """Fraction of predictions different from the label."""
-
-    name = "error_rate"
-
-    def sample_values(self, y, predictions, **_):
-        return (y != predictions).astype(np.float64)
-
-
-class LogLoss(RunningMetric):
-    """Mean of -log P(y | x), from ``predict_proba`` (okl: loss="logistic")."""
-
-    name = "log_loss"
-    needs_proba = True
-
-    def sample_values(self, y, predictions, *, proba=None, classes=None, **_):
-        column = np.searchsorted(np.asarray(classes), y)
-        p = np.clip(proba[np.arange(len(y)), column], 1e-15, 1.0)
-        return -np.log(p)
-
-
-class PinballLoss(RunningMetric):
-    """Mean pinball loss of quantile `quantile`: max(q u, (q - 1) u), u = y - prediction."""
-
-    def __init__(self, quantile: float = 0.5):
-        self.quantile = float(quantile)
-        self.name = f"pinball({self.quantile:g})"
-
-    def sample_values(self, y, predictions, **_):
-        u = y - predictions
-        return np.maximum(self.quantile * u, (self.quantile - 1.0) * u)
-
-
-class Coverage(RunningMetric):
-    """Fraction of labels at or below the prediction: the quantile level a model reaches."""
-
-    name = "coverage"
-
-    def sample_values(self, y, predictions, **_):
-        return (y <= predictions).astype(np.float64)
-
-
-class TrainingLoss(RunningMetric):
-    """Mean training loss of an okl learner on its predictions (its own ``loss``)."""
-
-    name = "loss"
-
-    def __init__(self, learner: OnlineLearner):
-        self.learner = learner
-
-    def sample_values(self, y, predictions, *, scores=None, **_):
-        return self.learner._stream_loss(scores, y)
-
-
-def _metric(spec: Any, learner: Any, fused: bool) -> RunningMetric | Callable:
-    """A RunningMetric or a callable f(y_true, y_pred) from a user's specification."""
-    if isinstance(spec, RunningMetric) or (callable(spec) and not isinstance(spec, str)):
-        return spec
-    named = {"mae": MeanAbsoluteError, "mse": MeanSquaredError, "rmse": RootMeanSquaredError,
-             "accuracy": Accuracy, "error_rate": ErrorRate, "log_loss": LogLoss,
-             "coverage": Coverage,
-             "pinball": lambda: PinballLoss(getattr(learner, "quantile", 0.5))}
-    if spec == "loss":
-        if not fused:
-            raise ValueError(f"metric 'loss' is the training loss of an okl learner; "
-                             f"{type(learner).__name__} has none. Use e.g. 'mse'.")
-        return TrainingLoss(learner)
-    if spec not in named:
-        raise ValueError(f"Unknown metric {spec!r}: use one of {', '.join(['loss', *named])}, "
-                         "a RunningMetric, or a function f(y_true, y_pred) such as "
-                         "sklearn.metrics.r2_score.")
-    return named[spec]()
-
-
-def _metric_name(metric: RunningMetric | Callable) -> str:
-    return metric.name if isinstance(metric, RunningMetric) else getattr(
-        metric, "__name__", type(metric).__name__)
-
-
-# ---- Progressive validation ------------------------------------------------------------------
 
 @dataclass
 class ProgressiveResult:
@@ -423,10 +261,10 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
     blocks = _blocks(X, chunk_size if fused else 1)
     if classifier and classes is None:
         blocks = _with_two_labels(blocks)
-    metrics = [_metric(m, estimator, fused) for m in (
+    metrics = [as_metric(m, estimator, fused) for m in (
         metrics if metrics is not None
         else ["error_rate" if classifier else "mse"] + (["loss"] if fused else []))]
-    names = [_metric_name(m) for m in metrics]
+    names = [metric_name(m) for m in metrics]
     if len(set(names)) < len(names):
         raise ValueError(f"Two metrics share a name: {names}.")
     running = [m for m in metrics if isinstance(m, RunningMetric)]
@@ -567,9 +405,9 @@ def evaluate(estimator: Any, X: Any, y: Any = None, *, metrics: Iterable[Any] | 
     if not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}.")
     classifier = _is_classifier(estimator)
-    metrics = [_metric(m, estimator, False) for m in (
+    metrics = [as_metric(m, estimator, False) for m in (
         metrics if metrics is not None else ["error_rate" if classifier else "mse"])]
-    names = [_metric_name(m) for m in metrics]
+    names = [metric_name(m) for m in metrics]
     totals = dict.fromkeys(names, 0.0)
     seen_y, seen_pred = _Record(), _Record()
     stream = iter_array(X, y, chunk_size=chunk_size) if y is not None else X
@@ -593,132 +431,3 @@ def evaluate(estimator: Any, X: Any, y: Any = None, *, metrics: Iterable[Any] | 
     return {name: (metric.finish(totals[name] / len(y_all)) if isinstance(metric, RunningMetric)
                    else float(metric(y_all, p_all)))
             for metric, name in zip(metrics, names)}
-
-
-def kernel_ridge_target(X, y, lam, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0):
-    """Coefficients a of f* = sum_i a_i K(x_i, .) with (K + n lam I) a = y.
-
-    f* minimises mean_i (f(x_i) - y_i)^2 + lam ||f||_K^2, the target of
-    Smale-Yao's algorithm when the samples are drawn uniformly from (X, y).
-    """
-    K = kernel_matrix(X, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0)
-    n = len(K)
-    return np.linalg.solve(K + n * lam * np.eye(n), np.asarray(y, dtype=np.float64))
-
-
-def rkhs_distance(centers_a, coef_a, centers_b, coef_b, kernel="gaussian", gamma=1.0,
-                  degree=3, coef0=0.0):
-    """||f_a - f_b||_K for two kernel expansions f = sum_i coef[i] K(centers[i], .).
-
-    Repeated centres are merged first, so an online model whose centres are
-    copies of a finite sample costs O(n^2) in the number of distinct points.
-    """
-    centers = np.vstack([np.atleast_2d(centers_a), np.atleast_2d(centers_b)])
-    coef = np.concatenate([np.ravel(coef_a), -np.ravel(coef_b)])
-    unique, inverse = np.unique(centers, axis=0, return_inverse=True)
-    merged = np.bincount(inverse.ravel(), weights=coef, minlength=len(unique))
-    K = kernel_matrix(unique, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0)
-    return float(np.sqrt(max(merged @ K @ merged, 0.0)))
-
-
-# ---- Pairwise learners (Lin-Lei-Zhang-Zhou, Section 2) ------------------------------------------
-
-def _pair_value_blocks(scores_or_estimator, X, n, block_values=1 << 21):
-    """Yield (rows, F) with F[a, j] = f(x_rows[a], x_j): every ordered pair, in row blocks.
-
-    A 1-D array holds scores s (f = s_i - s_j), a 2-D (n, n) array the values
-    f(x_i, x_j) themselves; an estimator gives g(x) through score_samples when
-    it has it, else f through decision_function(X1, X2) on the pairs.
-    """
-    source = scores_or_estimator
-    if hasattr(source, "decision_function"):
-        if hasattr(source, "score_samples"):
-            source = source.score_samples(X)
-        else:
-            X = np.asarray(X, dtype=np.float64)
-            step = max(1, block_values // max(1, n * X.shape[1]))
-            for lo in range(0, n, step):
-                rows = np.arange(lo, min(n, lo + step))
-                X1 = np.repeat(X[rows], n, axis=0)
-                X2 = np.tile(X, (len(rows), 1))
-                yield rows, source.decision_function(X1, X2).reshape(len(rows), n)
-            return
-    values = np.asarray(source, dtype=np.float64)
-    if values.shape not in ((n,), (n, n)):
-        raise ValueError(f"Expected {n} scores or an ({n}, {n}) matrix of pair values, "
-                         f"got shape {values.shape}.")
-    step = max(1, block_values // n)
-    for lo in range(0, n, step):
-        rows = np.arange(lo, min(n, lo + step))
-        yield rows, (values[rows, None] - values[None, :] if values.ndim == 1 else values[rows])
-
-
-def ranking_error(scores_or_estimator, X, y):
-    """Mean over the pairs i != j of ``1{sign(y_i - y_j) f(x_i, x_j) < 0}``.
-
-    The ranking error L(f) of Lin et al. (Section 2) under the empirical
-    distribution, as a U-statistic: the n(n-1) ordered pairs of distinct
-    samples (pairs with y_i == y_j count as correct).
-
-    Parameters
-    ----------
-    scores_or_estimator : fitted pairwise estimator, or array
-        An estimator with ``decision_function(X1, X2)`` (and ``score_samples``
-        when f(x, x') = g(x) - g(x')); or n ranking scores s with
-        f(x_i, x_j) = s_i - s_j; or the (n, n) matrix of f(x_i, x_j).
-    X : array of shape (n, n_features), or None
-        The samples (unused when scores are given).
-    y : array of shape (n,)
-
-    Returns
-    -------
-    float in [0, 1]
-    """
-    y = np.asarray(y, dtype=np.float64).ravel()
-    n = len(y)
-    if n < 2:
-        raise ValueError("ranking_error needs at least two samples.")
-    wrong = 0
-    for rows, F in _pair_value_blocks(scores_or_estimator, X, n):
-        wrong += np.count_nonzero(np.sign(y[rows, None] - y[None, :]) * F < 0)
-    return wrong / (n * (n - 1))
-
-
-def pairwise_generalization_error(scores_or_estimator, X, y, *, loss=None, reducer=None, p=None):
-    """Mean over the pairs i != j of ``V(r(y_i, y_j), f(x_i, x_j))``: the empirical E(f).
-
-    The generalization error of Lin et al. under the empirical distribution, as
-    a U-statistic over the n(n-1) ordered pairs of distinct samples.  The loss,
-    reducer and p default to the estimator's; with scores or a matrix of pair
-    values (see `ranking_error`) pass them.
-
-    Returns
-    -------
-    float
-    """
-    est = scores_or_estimator
-    loss = loss if loss is not None else getattr(est, "loss", None)
-    reducer = reducer if reducer is not None else getattr(est, "reducer", None)
-    p = p if p is not None else getattr(est, "p", 2.0)
-    if loss is None or reducer not in ("sign", "difference", "dissimilar"):
-        raise ValueError("Pass loss= and reducer= (one of 'sign', 'difference', 'dissimilar') "
-                         "with scores; an estimator gives its own.")
-    y = np.asarray(y)
-    n = len(y)
-    if n < 2:
-        raise ValueError("pairwise_generalization_error needs at least two samples.")
-    numeric = reducer != "dissimilar"
-    yf = y.astype(np.float64) if numeric else y
-    total = 0.0
-    for rows, F in _pair_value_blocks(est, X, n):
-        if reducer == "sign":
-            r = np.sign(yf[rows, None] - yf[None, :])
-        elif reducer == "difference":
-            r = yf[rows, None] - yf[None, :]
-        else:
-            r = np.where(yf[rows, None] != yf[None, :], 1.0, -1.0)
-        z = r * F if is_margin(loss) else F - r
-        V = loss_value(loss, z, p=p).reshape(z.shape)
-        V[np.arange(len(rows)), rows] = 0.0      # the pairs i == j are not pairs
-        total += V.sum()
-    return total / (n * (n - 1))
