@@ -19,7 +19,7 @@ import numpy as np
 from sklearn.datasets import load_diabetes
 from sklearn.preprocessing import StandardScaler
 
-from okl.distributed import _session, map_trials
+from okl.distributed.tasks import _session, map_trials
 
 
 def load_example():
