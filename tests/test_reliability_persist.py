@@ -414,3 +414,16 @@ def test_valid_files_still_round_trip(index):
     for key in a1:
         np.testing.assert_array_equal(a1[key], a2[key])
     _use(loaded)
+
+
+@pytest.mark.parametrize("classes", [[0, 1], ["no", "yes"]])
+def test_a_model_built_with_a_list_of_classes_loads(classes, tmp_path):
+    import okl
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    y = np.asarray(classes)[(X[:, 0] > 0).astype(int)]
+    est = okl.OnlineKernelClassifier(classes=classes).partial_fit(X, y)
+    okl.save(est, tmp_path / "m.npz")
+    loaded = okl.load(tmp_path / "m.npz")
+    np.testing.assert_array_equal(loaded.classes, classes)
+    np.testing.assert_array_equal(loaded.predict(X), est.predict(X))

@@ -473,6 +473,11 @@ def load(path: Any) -> Any:
         params[key] = value
     check.keys(params, cls().get_params(deep=False), f"the parameters of {name}")
     for key, value in params.items():
+        if isinstance(value, list) and value and all(     # a list of labels, e.g. classes=[0, 1]
+                isinstance(v, (int, float, str)) and not isinstance(v, bool) for v in value):
+            value = params[key] = np.asarray(value)
+            if value.dtype.kind == "U":
+                continue
         if isinstance(value, np.ndarray) and (value.dtype.kind not in "iuf" or (
                 value.dtype.kind == "f" and not np.all(np.isfinite(value)))):
             check.fail(f"the parameter {key!r} is not an array of finite numbers")
