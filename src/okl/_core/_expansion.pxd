@@ -45,7 +45,6 @@ cdef class KernelExpansion:
 
     cdef _allocate(self, Py_ssize_t capacity)
     cdef void cvalues(self, const double* x) noexcept nogil
-    cdef void crow(self, const double* x, double* kb) noexcept nogil
     cdef double cpredict(self, const double* x) noexcept nogil
     cdef void cshrink(self, double factor) noexcept nogil
     cdef void cshrink_coef(self, double factor) noexcept nogil

@@ -11,15 +11,9 @@ import numpy as np
 from libc.math cimport fabs, isfinite
 from libc.string cimport memcpy
 
-from okl._core._kernels cimport (
-    GAUSSIAN, KernelSpec, Kernel, cdot, ckernel_row, okl_dots, okl_exp_scaled, okl_sqdists,
-)
+from okl._core._kernels cimport KernelSpec, Kernel, cdot, ckernel_row
 from okl._core._lazy cimport RENORMALISED, ZEROED, cshrink_lazy
 from okl._core._merge cimport cmerge_find, cmerge_point
-
-# The Gaussian's dot-product form is used where gamma (||c||^2 + ||x||^2) <= DOT_FORM_MAX
-# (KernelExpansion.crow): the relative error of K is then below 64 (d + 3) ulps.
-cdef double DOT_FORM_MAX = 64.0
 
 
 cdef class KernelExpansion:
@@ -115,35 +109,9 @@ cdef class KernelExpansion:
         Callers read kbuf, never write it: a merging `cadd` at the same x (same
         pointer, no centre written since) reuses it as the newcomer's row.
         """
-        self.crow(x, self.kbuf)
+        ckernel_row(&self.kernel, x, self.centers, self.n_support, self.n_features, self.kbuf)
         self.kbuf_x = x
         self.kbuf_n = self.n_support
-
-    cdef void crow(self, const double* x, double* kb) noexcept nogil:
-        """kb[i] = K(centers[i], x): the Gaussian from the cached ||c_i||^2 where that is exact.
-
-        ||c - x||^2 = ||c||^2 + ||x||^2 - 2 <c, x> costs one multiply-add per
-        coordinate where the direct sum costs two.  Its rounding error is a few
-        ulps of ||c||^2 + ||x||^2, so a centre with gamma (||c||^2 + ||x||^2) <=
-        DOT_FORM_MAX gets K to about 1e-13 relative; any other centre (far from
-        the origin, where the form cancels) is summed directly
-        (docs/algorithms.md, section 0.2).
-        """
-        cdef Py_ssize_t i, n = self.n_support, d = self.n_features
-        cdef double xx, s, gamma = self.kernel.gamma
-        if self.kernel.kind != GAUSSIAN or n == 0:
-            ckernel_row(&self.kernel, x, self.centers, n, d, kb)
-            return
-        xx = cdot(x, x, d)
-        okl_dots(n, d, self.centers, x, kb)
-        for i in range(n):
-            s = self.sqnorms[i] + xx
-            if gamma * s <= DOT_FORM_MAX:
-                s = s - 2.0 * kb[i]
-                kb[i] = s if s > 0.0 else 0.0
-            else:
-                okl_sqdists(1, d, self.centers + i * d, x, kb + i)
-        okl_exp_scaled(n, gamma, kb)
 
     cdef double cpredict(self, const double* x) noexcept nogil:
         """f(x); leaves K(centers[i], x) in kbuf."""
@@ -298,7 +266,7 @@ cdef class KernelExpansion:
         cdef double[::1] kb = np.empty(n, dtype=np.float64)
         with nogil:
             for r in range(n_rows):
-                self.crow(&X[r, 0], &kb[0])
+                ckernel_row(&self.kernel, &X[r, 0], self.centers, n, d, &kb[0])
                 out[r] = self.scale * cdot(self.coef, &kb[0], n)
         return out_arr
 
