@@ -438,3 +438,19 @@ def test_shen_dietterich_example_runs(tmp_path):
 ])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+@pytest.mark.parametrize("policy", ["oldest", "smallest", "merge"])
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+@pytest.mark.parametrize("regularization", ["none", "l2", "objective"])
+def test_the_tracked_norm_is_exact_under_every_budget_policy(policy, engine, regularization):
+    """The expansion reports what its budget takes from ||f||_K^2 (norm_change), whatever the policy."""
+    from okl.kernels import kernel_matrix
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    y = np.sign(X[:, 0] * X[:, 1] + 0.1)
+    est = RegularizedPAClassifier(kernel="gaussian", gamma=0.5, budget=20, budget_policy=policy,
+                                  regularization=regularization, beta=3.0, engine=engine).fit(X, y)
+    a, C = est.dual_coef_.ravel(), est.support_vectors_
+    exact = a @ kernel_matrix(C, C, kernel="gaussian", gamma=0.5) @ a
+    assert est._model.sq_norm == pytest.approx(exact, rel=1e-12)

@@ -271,7 +271,7 @@ class StateCheck:
             finite = np.all(np.isfinite(scale * coef))
         if not finite:
             self.fail(f"{key}.scale times {key}.coef is not finite")
-        ring = budget if (budget and policy == 0 and n == budget) else 1
+        ring = budget if (budget and policy == BudgetPolicy.OLDEST and n == budget) else 1
         self.int(state["next_slot"], f"{key}.next_slot", 0, ring - 1)
         return dict(state, centers=centers, coef=coef, sqnorms=sqnorms)
 

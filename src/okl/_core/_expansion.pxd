@@ -33,8 +33,8 @@ cdef class KernelExpansion:
     cdef bint kbuf_ready                     # cadd -> cmerge: kbuf holds K(centers[i], newcomer)
     cdef double* zbuf                        # (n_features,) the merged point (MERGE)
     cdef readonly Py_ssize_t n_merges        # merges so far (MERGE)
-    cdef public bint track_norm              # MERGE: compute merge_norm_change (kernel PA)
-    cdef readonly double merge_norm_change   # ||f||_K^2 after - before the last cadd's merge
+    cdef public bint track_norm              # compute norm_change (the kernel PA tracks ||f||_K)
+    cdef readonly double norm_change         # what the budget took from ||f + a K(x, .)||_K^2 in the last cadd
     # undo log of the current chunk: the centres it overwrites (see checkpoint)
     cdef object _log_slots_arr, _log_rows_arr, _log_sq_arr
     cdef Py_ssize_t* log_slots

@@ -11,7 +11,7 @@ import numpy as np
 from libc.math cimport fabs, isfinite
 from libc.string cimport memcpy
 
-from okl._core._kernels cimport KernelSpec, Kernel, cdot, ckernel_row
+from okl._core._kernels cimport KernelSpec, Kernel, cdot, ckernel, ckernel_row, cself
 from okl._core._lazy cimport RENORMALISED, ZEROED, cshrink_lazy
 from okl._core._merge cimport cmerge_find, cmerge_point
 
@@ -56,7 +56,7 @@ cdef class KernelExpansion:
         self.capacity = 0
         self.n_merges = 0
         self.track_norm = False
-        self.merge_norm_change = 0.0
+        self.norm_change = 0.0
         self._zbuf = np.empty(n_features, dtype=np.float64)
         cdef double[::1] z_view = self._zbuf
         self.zbuf = &z_view[0]
@@ -169,12 +169,20 @@ cdef class KernelExpansion:
         return slot
 
     cdef bint cadd(self, const double* x, double xx, double a) noexcept nogil:
-        """f <- f + a K(x, .), within the budget; False when the coefficient is not finite."""
-        cdef double c = a / self.scale
-        cdef Py_ssize_t slot
+        """f <- f + a K(x, .), within the budget; False when the coefficient is not finite.
+
+        With `track_norm`, `norm_change` = ||f'||^2 - ||f + a K(x, .)||^2 for the
+        model f' the budget leaves: 0 with room, -(2 a f(x) + a^2 K(x, x)) when
+        the newcomer is dropped, r (r K(x_o, x_o) - 2 (f + a K(x, .))(x_o)) when
+        r K(x_o, .) is removed, the merge's own change (`cmerge`).  The kernel PA
+        keeps ||f||_K exact with it whatever the policy (docs/budget.md).
+        """
+        cdef double c = a / self.scale, r, f_o
+        cdef Py_ssize_t slot, d = self.n_features
+        cdef const double* x_o
         if not isfinite(c):
             return False
-        self.merge_norm_change = 0.0
+        self.norm_change = 0.0
         if self.policy == MERGE and self.budget and self.n_support >= self.budget:
             # kbuf still holds K(centers[i], x) when the step predicted at this x
             self.kbuf_ready = x == self.kbuf_x and self.kbuf_n == self.n_support
@@ -184,12 +192,22 @@ cdef class KernelExpansion:
             return True
         slot = self.cvictim(a)
         if slot == NEWCOMER:
+            if self.track_norm:     # kbuf holds K(centers, x) when the step predicted at this x
+                self.norm_change = -a * (a * cself(&self.kernel, xx) + 2.0 * (
+                    self.scale * cdot(self.coef, self.kbuf, self.n_support)
+                    if x == self.kbuf_x and self.kbuf_n == self.n_support else self.cpredict(x)))
             return True
         if slot == NO_EVICTION:
             slot = self.n_support
             self.n_support += 1
-        elif self.policy == OLDEST:
-            self.next_slot = (slot + 1) % self.budget
+        else:
+            if self.track_norm:
+                x_o = self.centers + slot * d
+                r = self.scale * self.coef[slot]
+                f_o = self.cpredict(x_o) + a * ckernel(&self.kernel, x, x_o, d)
+                self.norm_change = r * (r * cself(&self.kernel, self.sqnorms[slot]) - 2.0 * f_o)
+            if self.policy == OLDEST:
+                self.next_slot = (slot + 1) % self.budget
         self.cwrite(slot, x, xx, c)
         return True
 
@@ -224,10 +242,10 @@ cdef class KernelExpansion:
                 fn = cdot(self.coef, self.kbuf, n)
                 ckernel_row(&self.kernel, self.zbuf, self.centers, n, d, self.kbuf)
                 fz = cdot(self.coef, self.kbuf, n)
-                self.merge_norm_change = 2.0 * (cz * fz - cm * fm - cn * fn) + loss
+                self.norm_change = 2.0 * (cz * fz - cm * fm - cn * fn) + loss
             else:
-                self.merge_norm_change = cm * cm - 2.0 * cm * fm
-            self.merge_norm_change *= self.scale * self.scale
+                self.norm_change = cm * cm - 2.0 * cm * fm
+            self.norm_change *= self.scale * self.scale
         if partner >= 0:
             self.cwrite(partner, self.zbuf, cdot(self.zbuf, self.zbuf, d), cz)
             self.n_merges += 1

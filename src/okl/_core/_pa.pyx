@@ -22,8 +22,8 @@ from libc.stdlib cimport calloc, free
 from libc.string cimport memset
 from scipy.linalg.cython_blas cimport ddot, daxpy
 
-from okl._core._kernels cimport cdot, ckernel, cself
-from okl._core._expansion cimport NEWCOMER, NO_EVICTION, KernelExpansion
+from okl._core._kernels cimport cdot, cself
+from okl._core._expansion cimport KernelExpansion
 from okl._core._lazy cimport cshrink_lazy
 from okl._core._signals cimport cinterrupted, craise_pending
 from okl._core._projections cimport AbsIndex, chalfspace_l1, chalfspace_l2, ctruncate_smallest
@@ -341,24 +341,22 @@ def fit_kernel(KernelExpansion expansion,
                double[::1] score_out, signed char[::1] event_out):
     """The loop for f = sum_i a_i K(x_i, .); return (failed, ww).
 
-    When the budget policy removes a centre x_o, f loses r K(x_o, .) and
-    ||f||_K^2 changes by r (r K(x_o, x_o) - 2 g(x_o)), g the model before the
-    removal (one more evaluation, at x_o).  A merging budget reports its own
-    exact change (`KernelExpansion.cmerge`, docs/budget.md).
+    ||f||_K^2 is carried exactly: the step's own change, plus what the budget
+    took, which the expansion reports whatever its policy (`norm_change` of
+    `KernelExpansion.cadd`, docs/budget.md).
     """
     cdef PASpec s = PASpec(<Regularization>reg, <Variant>variant, C, alpha, beta, mistake)
-    cdef Py_ssize_t i, o, n = X.shape[0], d = X.shape[1], failed = -1, work = 0
+    cdef Py_ssize_t i, n = X.shape[0], d = X.shape[1], failed = -1, work = 0
     cdef bint interrupted = False
     cdef const double* x
-    cdef double xx, kxx, f, m, cv, ca, c, ww_new, r, g_o
-    cdef const double* xo
+    cdef double xx, kxx, f, m, cv, ca, c, ww_new
     cdef Event ev
     if d != expansion.n_features:
         raise ValueError(f"X has {d} columns, the expansion {expansion.n_features}.")
     if reg == L1:
         raise ValueError("the L1 constraint needs the linear kernel.")
     expansion.reserve(n)
-    expansion.track_norm = True         # a merging budget reports the change of ||f||_K^2
+    expansion.track_norm = True         # the budget reports its change of ||f||_K^2
     with nogil:
         for i in range(n):
             if cinterrupted(&work, expansion.n_support * d):
@@ -379,19 +377,11 @@ def fit_kernel(KernelExpansion expansion,
             if ev == UPDATED:
                 c = ca * y[i]
                 ww_new = cv * cv * ww + 2.0 * cv * ca * m + ca * ca * kxx
-                o = expansion.cvictim(c / cv)
-                if o == NEWCOMER:       # the policy keeps f_t's centres: only the shrink acts
-                    ww_new = cv * cv * ww
-                elif o != NO_EVICTION:  # x_o leaves: f loses r K(x_o, .)
-                    xo = expansion.centers + o * d
-                    r = cv * expansion.scale * expansion.coef[o]
-                    g_o = c * ckernel(&expansion.kernel, x, xo, d) + cv * expansion.cpredict(xo)
-                    ww_new += r * (r * cself(&expansion.kernel, expansion.sqnorms[o]) - 2.0 * g_o)
                 expansion.cshrink(cv)
                 if not expansion.cadd(x, xx, c):
                     failed = i
                     break
-                ww = fmax(ww_new + expansion.merge_norm_change, 0.0)
+                ww = fmax(ww_new + expansion.norm_change, 0.0)
             event_out[i] = ev
     if interrupted:
         craise_pending()

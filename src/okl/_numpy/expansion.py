@@ -28,7 +28,7 @@ class NumpyExpansion:
         if self.policy == BudgetPolicy.MERGE:
             check_kernel(kernel)
         self.n_support, self.next_slot, self.n_merges = 0, 0, 0
-        self.track_norm, self.merge_norm_change = False, 0.0
+        self.track_norm, self.norm_change = False, 0.0
         self._centers = np.empty((0, n_features))
         self._coef = np.empty(0)
         self._sqnorms = np.empty(0)
@@ -81,7 +81,7 @@ class NumpyExpansion:
         """f <- f + a K(x, .); False when a is not finite."""
         if not np.isfinite(a):
             return False
-        self.merge_norm_change = 0.0
+        self.norm_change = 0.0
         if self.policy == BudgetPolicy.MERGE and self.budget and self.n_support >= self.budget:
             n = self.n_support
             self._centers[n], self._sqnorms[n], self._coef[n] = x, x @ x, a
@@ -89,13 +89,25 @@ class NumpyExpansion:
             self.merge(n + 1)
             return True
         slot = self.victim(a)
+        k = self.kernel_params
         if slot == NEWCOMER:
+            if self.track_norm:     # as KernelExpansion.cadd
+                kxx = kernel_values(k["kernel"], k["gamma"], k["degree"], k["coef0"], x[None, :],
+                                    x)[0]
+                self.norm_change = -a * (a * kxx + 2.0 * self.predict_one(x))
             return True
         if slot == NO_EVICTION:
             slot = self.n_support
             self.n_support += 1
-        elif self.policy == BudgetPolicy.OLDEST:
-            self.next_slot = (slot + 1) % self.budget
+        else:
+            if self.track_norm:
+                x_o = self._centers[slot]
+                r = self._coef[slot]
+                k_o, k_x = kernel_values(k["kernel"], k["gamma"], k["degree"], k["coef0"],
+                                         np.stack([x_o, x]), x_o)
+                self.norm_change = r * (r * k_o - 2.0 * (self.predict_one(x_o) + a * k_x))
+            if self.policy == BudgetPolicy.OLDEST:
+                self.next_slot = (slot + 1) % self.budget
         self._centers[slot] = x
         self._sqnorms[slot] = x @ x
         self._coef[slot] = a
@@ -112,9 +124,9 @@ class NumpyExpansion:
                 z = h * self._centers[m] + (1.0 - h) * self._centers[partner]
                 cn = self._coef[partner]
                 fn, fz = self.predict_one(self._centers[partner]), self.predict_one(z)
-                self.merge_norm_change = 2.0 * (cz * fz - cm * fm - cn * fn) + loss
+                self.norm_change = 2.0 * (cz * fz - cm * fm - cn * fn) + loss
             else:
-                self.merge_norm_change = cm * cm - 2.0 * cm * fm
+                self.norm_change = cm * cm - 2.0 * cm * fm
         if partner >= 0:
             z = h * self._centers[m] + (1.0 - h) * self._centers[partner]
             self._centers[partner], self._sqnorms[partner], self._coef[partner] = z, z @ z, cz

@@ -8,7 +8,6 @@ import scipy.sparse as sp
 
 from okl._numpy.codes import Event, Regularization, Variant
 from okl._numpy import projections
-from okl._numpy.expansion import NEWCOMER, NO_EVICTION
 from okl._numpy.kernels import kernel_values
 
 
@@ -129,8 +128,8 @@ def fit_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake,
                score_out, event_out):
     """The loop for a NumpyExpansion f = sum_i a_i K(x_i, .); returns (failed, ww).
 
-    When the budget policy removes a centre x_o, ||f||_K^2 loses
-    2 r g(x_o) - r^2 K(x_o, x_o), r = cv a_o, g the model before the removal.
+    ||f||_K^2 is carried exactly: the step's own change plus the budget's
+    `norm_change` (as fit_kernel of _core/_pa.pyx).
     """
     p = expansion.kernel_params
     kernel = (p["kernel"], p["gamma"], p["degree"], p["coef0"])
@@ -153,17 +152,9 @@ def fit_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake,
         if event == Event.UPDATED:
             c = ca * y[i]
             ww_new = cv * cv * ww + 2.0 * cv * ca * m + ca * ca * kxx
-            o = expansion.victim(c / cv)
-            if o == NEWCOMER:
-                ww_new = cv * cv * ww
-            elif o != NO_EVICTION:
-                x_o = expansion._centers[o]
-                r = cv * expansion._coef[o]
-                g_o = c * K(x, x_o) + cv * expansion.predict_one(x_o)
-                ww_new += r * (r * K(x_o, x_o) - 2.0 * g_o)
             expansion.shrink(cv)
             if not expansion.add(x, c):
                 return i, ww
-            ww = max(ww_new + expansion.merge_norm_change, 0.0)
+            ww = max(ww_new + expansion.norm_change, 0.0)
         event_out[i] = event
     return -1, ww
