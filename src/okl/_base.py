@@ -298,6 +298,15 @@ class OnlineLearner(OneEventMixin, BaseEstimator):
                 bar.update(len(X[rows]))
         return None if parts[0] is None else np.concatenate(parts)
 
+    def _check_state(self, check):
+        """okl.load: check the fitted state `check` read against this estimator's parameters.
+
+        Fills `check.out` (a `okl._persist.StateCheck`) with the attributes to set and
+        returns {name: (model type, state)} of the model objects to build; every failure
+        is `check.fail(...)`, naming the field (docs/guide/persistence.md).
+        """
+        check.fail(f"okl.load does not know the fitted state of {type(self).__name__}")
+
     def _fitted_with(self):
         """[(parameter, value the fitted model was built with)]: these cannot change
         between partial_fit calls (fit starts again with the new values)."""

@@ -385,11 +385,7 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
         return scores
 
     def _check_state(self, check):
-        """okl.load: check the fitted state `check` read against this estimator's parameters.
-
-        Fills `check.out` with the attributes to set and returns {name: (model type, state)}
-        of the model objects to build (docs/guide/persistence.md).
-        """
+        """okl.load's checks of this learner's fitted state (see `OnlineLearner._check_state`)."""
         attrs, out, name = check.attrs, check.out, type(self).__name__
         t = out["t_"]
         built = {}

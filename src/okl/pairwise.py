@@ -241,11 +241,7 @@ class PairwiseLearner(OnlineLearner):
                         "sklearn.preprocessing.StandardScaler)")
 
     def _check_state(self, check):
-        """okl.load: check the fitted state `check` read against this estimator's parameters.
-
-        Fills `check.out` with the attributes to set and returns {name: (model type, state)}
-        of the model objects to build (docs/guide/persistence.md).
-        """
+        """okl.load's checks of this learner's fitted state (see `OnlineLearner._check_state`)."""
         attrs, out, name = check.attrs, check.out, type(self).__name__
         d, t = out["n_features_in_"], out["t_"]
         built = {}
