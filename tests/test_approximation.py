@@ -82,6 +82,24 @@ def test_save_load_and_pickle(tmp_path, approximation, n_fit):
     np.testing.assert_allclose(other.decision_function(X), est.decision_function(X), atol=1e-12)
 
 
+@pytest.mark.parametrize("random_state", [7, np.int64(7), None])
+def test_a_pickle_draws_seeded_features_again(random_state):
+    # Dask ships models by pickle: with an int seed the map's W and b do not travel
+    X, _, y = data(300)
+    est = OnlineKernelClassifier(gamma=0.5, approximation="fourier", n_components=400,
+                                 random_state=random_state).fit(X, y)
+    fmap = est._expansion.fmap
+    blob = pickle.dumps(est, protocol=5)
+    other = pickle.loads(blob)
+    np.testing.assert_array_equal(other._expansion.fmap.W, fmap.W)
+    np.testing.assert_array_equal(other._expansion.fmap.b, fmap.b)
+    np.testing.assert_array_equal(other.decision_function(X), est.decision_function(X))
+    if random_state is None:        # nothing to draw them from: they travel
+        assert len(blob) > fmap.W.nbytes
+    else:
+        assert len(blob) < fmap.W.nbytes
+
+
 def test_seeds_and_parameter_checks():
     X, y, _ = data(100)
     a = OnlineKernelRegressor(approximation="fourier", n_components=20, random_state=4).fit(X, y)

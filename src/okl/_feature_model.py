@@ -15,6 +15,8 @@ Lu, Hoi, Wang, Zhao and Liu, "Large scale online kernel learning", JMLR 17,
 NIPS 2007.
 """
 
+from numbers import Integral
+
 from okl._engines import ENGINES
 from okl._feature_maps import NystroemFeatures, RandomFourierFeatures
 from okl.kernels import kernel_diag
@@ -167,11 +169,26 @@ class FeatureModel:
         if state["phase"] == "linear":
             self.linear = ENGINES[self.engine].linear.from_state(part("linear_"))
             fstate = part("fmap_")
-            fmap_cls = RandomFourierFeatures if fstate["kind"] == "fourier" else NystroemFeatures
-            self.fmap = fmap_cls.from_state(fstate)
+            if "seed" in fstate:            # a pickle: the map is drawn again from its seed
+                self.fmap = RandomFourierFeatures(
+                    self.kernel, self.gamma, self.n_components, fstate["seed"])
+                self.fmap.fit(self.n_features)
+            else:
+                fmap_cls = (RandomFourierFeatures if fstate["kind"] == "fourier"
+                            else NystroemFeatures)
+                self.fmap = fmap_cls.from_state(fstate)
         else:
             self.expansion = ENGINES[self.engine].expansion.from_state(part("expansion_"))
         return self
 
     def __reduce__(self):
-        return (FeatureModel.from_state, (self.get_state(),))
+        """Pickle (Dask ships models this way) without the random features' W and b when they
+        come from an int seed: the unpickled map draws them again, bit for bit, so an
+        averaging round sends the weights and not the map (docs/distributed.md, section 2)."""
+        state = self.get_state()
+        seed = getattr(self.fmap, "random_state", None)
+        if (self.approximation == "fourier" and isinstance(seed, Integral)
+                and not isinstance(seed, bool)):
+            del state["fmap_W"], state["fmap_b"]
+            state["fmap_seed"] = int(seed)
+        return (FeatureModel.from_state, (state,))
