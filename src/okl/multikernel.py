@@ -72,9 +72,10 @@ _PARAMS_DOC = """\
         `AUTO_GAMMAS` (2^-4 ... 2^3) times 1 / tr(Cov(x)) of the inputs learned
         so far (running moments, so it works from the first event; 1 /
         n_features until two inputs differ).
-    eta_scales : list of floats > 0, default=(1.0,)
+    eta_scales : list of floats > 0
         Step multipliers: one learner per (width, scale), learner (j, s) steps
-        ``eta_scales[s] eta_t``.
+        ``eta_scales[s] eta_t``; default (1, 4, 16) for classification, (1,)
+        for regression (larger steps leave the squared loss's admissible range).
     lam : float >= 0, default=1e-3
         Regularization: every step shrinks each learner by ``1 - eta_t lam``.
     eta : float > 0 or "auto", default="auto"
@@ -82,9 +83,10 @@ _PARAMS_DOC = """\
         (M the loss's Lipschitz constant; C_K^2 = 1), a float ``eta t**-eta_decay``.
     eta_decay : float >= 0
         Exponent of the step size.
-    beta : float in (0, 1], default=0.8
-        Hedge's discount: a learner's weight is multiplied by beta**loss at
-        every event (beta = 1 never reweights).
+    beta : float in (0, 1]
+        Hedge's discount (default 0.8 for classification as in Hoi et al., 0.3
+        for regression, whose losses are divided by their running maximum): a
+        learner's weight is multiplied by beta**loss at every event (beta = 1 never reweights).
     combination : {"deterministic", "stochastic"}, default="deterministic"
         Predict with the Hedge-weighted combination of every learner, or with
         one learner drawn with probability q_k (its draw is fixed per step by
@@ -252,7 +254,7 @@ class MultiKernelMixin:
 
     @property
     def dual_coef_(self):
-        """(learners, n_support_): learner k is sum_i dual_coef_[k, i] K_k(support_vectors_[i], .)."""
+        """(learners, n_support_): f_k = sum_i dual_coef_[k, i] K_k(support_vectors_[i], .)."""
         check_is_fitted(self, "t_")
         return self._model.coef_
 
@@ -393,8 +395,8 @@ class MultiKernelClassifier(MultiKernelMixin, BinaryClassifierMixin, ClassifierM
                               **CLASSES_CONSTRAINTS}
     expected_failed_checks = ONLINE_WEIGHT_CHECKS
 
-    def __init__(self, gammas="auto", eta_scales=(1.0,), loss="hinge", lam=1e-3, eta="auto",
-                 eta_decay=0.5, beta=0.8, combination="deterministic", budget=None,
+    def __init__(self, gammas="auto", eta_scales=(1.0, 4.0, 16.0), loss="hinge", lam=1e-3,
+                 eta="auto", eta_decay=0.5, beta=0.8, combination="deterministic", budget=None,
                  budget_policy="smallest", fit_intercept=True, classes=None,
                  random_state=None, verbose=False, engine="cython"):
         self.gammas = gammas
@@ -498,7 +500,7 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
     expected_failed_checks = ONLINE_WEIGHT_CHECKS
 
     def __init__(self, gammas="auto", eta_scales=(1.0,), loss="squared", quantile=0.5,
-                 epsilon=0.0, lam=1e-3, eta="auto", eta_decay=0.6, beta=0.8,
+                 epsilon=0.0, lam=1e-3, eta="auto", eta_decay=0.6, beta=0.3,
                  combination="deterministic", budget=None, budget_policy="smallest",
                  fit_intercept=True, random_state=None, verbose=False, engine="cython"):
         self.gammas = gammas

@@ -1,4 +1,6 @@
-"""Online multiple kernel learning in NumPy: the twin of _core/_multikernel.pyx (docs/multikernel.md).
+"""Online multiple kernel learning in NumPy, the twin of _core/_multikernel.pyx.
+
+See docs/multikernel.md.
 
 K Gaussian learners share one support set: learner k has the width
 ``gammas[width_of[k]]`` (times the running scale when `auto`), the step
