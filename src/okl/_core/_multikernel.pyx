@@ -20,6 +20,7 @@ from okl._core._kernels cimport cdot, okl_exp_scaled, okl_sqdists
 from okl._core._lazy cimport RENORMALISED, cshrink_lazy
 from okl._core._losses cimport LossSpec, cgradient, closs
 from okl._core._signals cimport cinterrupted, craise_pending
+from okl._numpy.multikernel import doublings
 
 
 cpdef enum Combination:
@@ -109,10 +110,11 @@ cdef class MultiKernel:
     cdef readonly int policy
     cdef readonly bint auto
     cdef public double t, ck2, eta_t, lam_t, n_seen, loss_scale
-    cdef object _gammas, _width_of, _eta_scales, _scale, _b, _q, _mean, _m2
+    cdef object _doublings, _gammas, _width_of, _eta_scales, _scale, _b, _q, _mean, _m2
     cdef object _centers, _coef, _sq, _kb, _work
     cdef double* gammas
     cdef Py_ssize_t* width_of
+    cdef int* doublings            # (n_widths,) p > 0: gammas[j] = 2^p gammas[j - 1] exactly
     cdef double* eta_scales
     cdef double* scale             # (K,) lazy scale of each row
     cdef double* b                 # (K,) offsets
@@ -154,6 +156,9 @@ cdef class MultiKernel:
         cdef double[::1] gv = self._gammas, ev = self._eta_scales, sv = self._scale
         cdef double[::1] bv = self._b, qv = self._q, mv = self._mean, m2v = self._m2
         cdef Py_ssize_t[::1] wv = self._width_of
+        self._doublings = np.ascontiguousarray(doublings(gammas), dtype=np.intc)
+        cdef int[::1] dv = self._doublings
+        self.doublings = &dv[0]
         cdef double[:, ::1] work = self._work
         self.gammas, self.width_of, self.eta_scales = &gv[0], &wv[0], &ev[0]
         self.scale, self.b, self.q, self.mean, self.m2 = &sv[0], &bv[0], &qv[0], &mv[0], &m2v[0]
@@ -204,8 +209,11 @@ cdef class MultiKernel:
 
     cdef void cdecisions(self, const double* x) noexcept nogil:
         """f[k] = f_k(x): the distances once, one exponential per (centre, width)."""
-        cdef Py_ssize_t n = self.n_support, cap = self.capacity, j, k
-        cdef double gs
+        cdef Py_ssize_t n = self.n_support, cap = self.capacity, i, j, k
+        cdef int p, r
+        cdef double gs, v
+        cdef double* row
+        cdef double* prev
         if n == 0:
             for k in range(self.n_learners):
                 self.f[k] = self.b[k]
@@ -213,8 +221,18 @@ cdef class MultiKernel:
         okl_sqdists(n, self.n_features, self.centers, x, self.sq)
         gs = self.cgamma_scale()
         for j in range(self.n_widths):
-            memcpy(self.kb + j * cap, self.sq, n * sizeof(double))
-            okl_exp_scaled(n, self.gammas[j] * gs, self.kb + j * cap)
+            row = self.kb + j * cap
+            p = self.doublings[j]
+            if p == 0:
+                memcpy(row, self.sq, n * sizeof(double))
+                okl_exp_scaled(n, self.gammas[j] * gs, row)
+            else:                   # gammas[j] = 2^p gammas[j - 1]: K_j = K_{j-1}^(2^p)
+                prev = row - cap
+                for i in range(n):
+                    v = prev[i]
+                    for r in range(p):
+                        v = v * v
+                    row[i] = v
         for k in range(self.n_learners):
             self.f[k] = self.scale[k] * cdot(self.coef + k * cap,
                                              self.kb + self.width_of[k] * cap, n) + self.b[k]
@@ -246,18 +264,22 @@ cdef class MultiKernel:
     cdef Py_ssize_t cvictim(self) noexcept nogil:
         """The slot the new column takes: NO_EVICTION, NEWCOMER or a slot to replace."""
         cdef Py_ssize_t i, k, slot = 0, n = self.n_support, cap = self.capacity
-        cdef double norm, best = 0.0, new = 0.0, c
+        cdef double best = 0.0, new = 0.0, c
+        cdef double* row
         if self.budget == 0 or n < self.budget:
             return NO_EVICTION
         if self.policy == OLDEST:
             return self.next_slot
+        for i in range(n):              # the column norms, row by row (sq is free now)
+            self.sq[i] = 0.0
+        for k in range(self.n_learners):
+            row = self.coef + k * cap
+            for i in range(n):
+                c = self.scale[k] * row[i]
+                self.sq[i] += c * c
         for i in range(n):
-            norm = 0.0
-            for k in range(self.n_learners):
-                c = self.scale[k] * self.coef[k * cap + i]
-                norm += c * c
-            if i == 0 or norm < best:
-                best, slot = norm, i
+            if i == 0 or self.sq[i] < best:
+                best, slot = self.sq[i], i
         for k in range(self.n_learners):
             new += self.a[k] * self.a[k]
         return NEWCOMER if new <= best else slot

@@ -40,6 +40,17 @@ def uniform(seed, t):
     return (z >> 11) * 2.0 ** -53
 
 
+def doublings(gammas):
+    """p > 0 where gammas[j] = 2^p gammas[j - 1] exactly (1 <= p <= 3), else 0: that width's
+    kernel row is the previous one squared p times (exp(-2 g s) = exp(-g s)^2)."""
+    out = [0] * len(gammas)
+    for j in range(1, len(gammas)):
+        for p in (1, 2, 3):
+            if float(gammas[j]) == float(gammas[j - 1]) * 2.0 ** p:
+                out[j] = p
+    return out
+
+
 class NumpyMultiKernel:
     """K Gaussian kernel learners on one support set, combined by Hedge weights."""
 
@@ -86,8 +97,16 @@ class NumpyMultiKernel:
         """(widths, n_support) K_j(centers[i], x): one distance per centre, one exp per width."""
         sq = ((self._centers[:self.n_support] - x) ** 2).sum(axis=1)
         gs = self.gamma_scale()
-        with np.errstate(over="ignore"):
-            return np.exp(-(self.gammas * gs)[:, None] * sq[None, :])
+        rows = np.empty((len(self.gammas), len(sq)))
+        for j, p in enumerate(doublings(self.gammas)):
+            if p == 0:
+                with np.errstate(over="ignore"):
+                    rows[j] = np.exp(-(self.gammas[j] * gs) * sq)
+            else:                   # gammas[j] = 2^p gammas[j - 1]: K_j = K_{j-1}^(2^p)
+                rows[j] = rows[j - 1]
+                for _ in range(p):
+                    rows[j] = rows[j] * rows[j]
+        return rows
 
     def decisions_one(self, x):
         """f_k(x) of every learner."""
