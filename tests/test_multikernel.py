@@ -327,3 +327,43 @@ def test_defaults_match_the_best_single_width_in_hindsight(name):
         assert combined >= max(singles) - 0.005
     else:
         assert combined <= 1.02 * min(singles)
+
+
+# -- everywhere: river, the command line, many streams ---------------------------------------
+
+def test_to_river_learns_the_same_model():
+    from okl.river import to_river
+    X, y = xor_stream(300, seed=14)
+    wrapped = to_river(MultiKernelClassifier(classes=[0, 1]))
+    for x, label in zip(X, y):
+        wrapped.learn_one(dict(enumerate(x)), int(label))
+    direct = MultiKernelClassifier(classes=[0, 1]).fit(X, y)
+    assert wrapped.predict_one(dict(enumerate(X[0]))) == direct.predict(X[:1])[0]
+    p = wrapped.predict_proba_one(dict(enumerate(X[0])))
+    assert set(p) == {0, 1} and abs(sum(p.values()) - 1) < 1e-12
+
+
+def test_command_line_model_auto(tmp_path):
+    from okl.__main__ import main
+    X, y = sine_stream(300, seed=15)
+    path = tmp_path / "data.csv"
+    np.savetxt(path, np.column_stack([X, y]), delimiter=",", header="a,b,target", comments="")
+    for name, cls in (("auto", MultiKernelRegressor), ("auto-classifier", MultiKernelClassifier)):
+        if cls is MultiKernelClassifier:
+            np.savetxt(path, np.column_stack([X, y > 0]), delimiter=",", header="a,b,target",
+                       comments="", fmt=["%.8f", "%.8f", "%d"])
+        model_file = tmp_path / f"{name}.okl"
+        assert main(["learn", str(path), "--target", "target", "--model", name,
+                     "-f", str(model_file)]) == 0
+        model = okl.load(model_file)
+        assert type(model) is cls and model.t_ == 300
+
+
+def test_learn_many_sequential():
+    from okl.distributed import learn_many
+    X, y = xor_stream(400, seed=16)
+    results = learn_many(MultiKernelClassifier(), {"a": (X[:200], y[:200]),
+                                                   "b": (X[200:], y[200:])},
+                         client="sequential", classes=[0, 1])
+    alone = MultiKernelClassifier(classes=[0, 1]).fit(X[200:], y[200:])
+    np.testing.assert_array_equal(results["b"].model.weights_, alone.weights_)
