@@ -367,3 +367,41 @@ def test_learn_many_sequential():
                          client="sequential", classes=[0, 1])
     alone = MultiKernelClassifier(classes=[0, 1]).fit(X[200:], y[200:])
     np.testing.assert_array_equal(results["b"].model.weights_, alone.weights_)
+
+
+def test_the_compiled_codes_are_the_twins_codes():
+    from okl._core import _multikernel as core
+    from okl._numpy import multikernel as twin
+    assert int(core.Combination.DETERMINISTIC) == twin.DETERMINISTIC
+    assert int(core.Combination.STOCHASTIC) == twin.STOCHASTIC
+    assert int(core.Task.CLASSIFY) == twin.CLASSIFY and int(core.Task.REGRESS) == twin.REGRESS
+
+
+def test_predict_then_learn_reuses_the_prediction_and_stays_exact():
+    X, y = xor_stream(300, seed=17)
+    a, b = MultiKernelClassifier(classes=[0, 1]), MultiKernelClassifier(classes=[0, 1])
+    for x, label in zip(X, y):
+        a.predict_one(x)                 # cached, then reused by learn_one
+        a.learn_one(x, label)
+        b.learn_one(x, label)
+    np.testing.assert_array_equal(a.learner_decisions(X), b.learner_decisions(X))
+    a.predict_one(X[0])
+    a.partial_fit(X[:3], y[:3])          # the chunk loop changes the model: no stale cache
+    b.partial_fit(X[:3], y[:3])
+    assert a.predict_one(X[0]) == b.predict(X[:1])[0]
+    np.testing.assert_array_equal(a.weights_, b.weights_)
+
+
+def test_an_unbudgeted_model_warns_once_when_it_grows_large(monkeypatch):
+    import warnings
+
+    from okl import _warnings
+    monkeypatch.setattr(_warnings, "EXPANSION_WORK", 2000)   # centres x (features + learners)
+    X, y = xor_stream(200, seed=18)
+    clf = MultiKernelClassifier(classes=[0, 1])
+    with pytest.warns(_warnings.SizeWarning, match="budget=B"):
+        clf.partial_fit(X[:150], y[:150])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clf.partial_fit(X[150:], y[150:])                     # once
+        MultiKernelClassifier(budget=20).fit(X, y)            # a budget bounds it: no warning

@@ -19,7 +19,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from okl import _locks
+from okl import _locks, _warnings
 from okl._base import Diverged, OnlineLearner, check_X, one_row, params_changed
 from okl._binary import BinaryClassifierMixin
 from okl._core._multikernel import MultiKernel, MultiKernelEvents
@@ -164,6 +164,18 @@ class MultiKernelMixin:
                       else int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> 2))
         self.t_ = 0
         self.n_support_ = 0
+
+    def _check_size(self):
+        if self.budget is None:
+            model = self.__dict__["_model"]
+            work = model.n_support * (model.n_features + model.n_learners)
+            _warnings.warn_size(
+                self, "expansion", work, _warnings.EXPANSION_WORK,
+                f"{type(self).__name__} holds {model.n_support} shared centres of "
+                f"{model.n_features} features for {model.n_learners} learners and has no "
+                f"budget: every step now costs {work:.2g} multiply-adds and the model keeps "
+                "growing with the stream. Pass budget=B to bound the number of centres "
+                "(this warning is shown once).")
 
     def _store(self):
         model = self.__dict__["_model"]

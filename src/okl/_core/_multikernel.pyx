@@ -109,7 +109,7 @@ cdef class MultiKernel:
     cdef readonly Py_ssize_t budget, next_slot, version
     cdef readonly int policy
     cdef readonly bint auto
-    cdef public double t, ck2, eta_t, lam_t, n_seen, loss_scale
+    cdef readonly double t, ck2, eta_t, lam_t, n_seen, loss_scale
     cdef object _doublings, _gammas, _width_of, _eta_scales, _scale, _b, _q, _mean, _m2
     cdef object _centers, _coef, _sq, _kb, _work
     cdef double* gammas
@@ -510,6 +510,11 @@ cdef class MultiKernelEvents:
     cdef Hedge hedge
     cdef object name
     cdef tuple names, values
+    # the last prediction (every f_k and the combination) and the model version it was made on
+    cdef double[::1] last_row, last_f
+    cdef bint has_last
+    cdef double last_out
+    cdef Py_ssize_t last_version
 
     def __init__(self, MultiKernel model, Schedule schedule, LossSpec loss, Hedge hedge,
                  str name, tuple names=()):
@@ -518,6 +523,26 @@ cdef class MultiKernelEvents:
         self.model, self.schedule, self.loss, self.hedge = model, schedule, loss, hedge
         self.name, self.names = name, names
         self.values = tuple([model] + [None] * (len(names) - 1))
+        self.last_row = np.empty(model.n_features)
+        self.last_f = np.empty(model.n_learners)
+        self.has_last = False
+
+    cdef double _predict(self, const double* x):
+        """The combination at x, f_k left in model.f; "predict, then learn" on the same row and
+        model reuses the prediction (every write to the model changes its `version`)."""
+        cdef MultiKernel m = self.model
+        cdef Py_ssize_t d = m.n_features, K = m.n_learners
+        if (self.has_last and m.version == self.last_version
+                and memcmp(x, &self.last_row[0], d * sizeof(double)) == 0):
+            memcpy(m.f, &self.last_f[0], K * sizeof(double))
+            return self.last_out
+        m.cdecisions(x)
+        self.last_out = m.ccombine(&self.hedge)
+        memcpy(&self.last_row[0], x, d * sizeof(double))
+        memcpy(&self.last_f[0], m.f, K * sizeof(double))
+        self.last_version = m.version
+        self.has_last = True
+        return self.last_out
 
     def bind(self, est):
         self.values = tuple([est.__dict__.get(name) for name in self.names])
@@ -541,8 +566,7 @@ cdef class MultiKernelEvents:
     def predict(self, const double[::1] x, t=None, b=None):
         """The combined prediction of one row."""
         self._check(x, "predicted")
-        self.model.cdecisions(&x[0])
-        return self.model.ccombine(&self.hedge)
+        return self._predict(&x[0])
 
     def learn(self, const double[::1] x, double y, double weight):
         """Predict, then learn one row; returns (the combined prediction, taken).
@@ -556,8 +580,7 @@ cdef class MultiKernelEvents:
         if weight != 0.0 and m.n_support == m.capacity and not (
                 m.budget and m.n_support >= m.budget):
             m.reserve(1)
-        m.cdecisions(&x[0])
-        out = m.ccombine(&self.hedge)
+        out = self._predict(&x[0])
         status = m.cstep(&x[0], y, weight, &self.schedule, &self.loss, &self.hedge)
         if status == DIVERGED:
             raise FloatingPointError(
