@@ -72,10 +72,9 @@ _PARAMS_DOC = """\
         `AUTO_GAMMAS` (2^-4 ... 2^3) times 1 / tr(Cov(x)) of the inputs learned
         so far (running moments, so it works from the first event; 1 /
         n_features until two inputs differ).
-    eta_scales : list of floats > 0
+    eta_scales : list of floats > 0, default=ETA_SCALES
         Step multipliers: one learner per (width, scale), learner (j, s) steps
-        ``eta_scales[s] eta_t``; default (1, 4, 16) for classification, (1,)
-        for regression (larger steps leave the squared loss's admissible range).
+        ``eta_scales[s] eta_t`` (docs/multikernel.md, section 4).
     lam : float >= 0, default=1e-3
         Regularization: every step shrinks each learner by ``1 - eta_t lam``.
     eta : float > 0 or "auto", default="auto"
@@ -83,10 +82,9 @@ _PARAMS_DOC = """\
         (M the loss's Lipschitz constant; C_K^2 = 1), a float ``eta t**-eta_decay``.
     eta_decay : float >= 0
         Exponent of the step size.
-    beta : float in (0, 1]
-        Hedge's discount (default 0.8 for classification as in Hoi et al., 0.3
-        for regression, whose losses are divided by their running maximum): a
-        learner's weight is multiplied by beta**loss at every event (beta = 1 never reweights).
+    beta : float in (0, 1], default=BETA
+        Hedge's discount: a learner's weight is multiplied by beta**loss at
+        every event, beta = 1 never reweights (docs/multikernel.md, section 5).
     combination : {"deterministic", "stochastic"}, default="deterministic"
         Predict with the Hedge-weighted combination of every learner, or with
         one learner drawn with probability q_k (its draw is fixed per step by
@@ -344,7 +342,18 @@ class MultiKernelMixin:
         return {"_model": (kind, dict(state, centers=centers, coef=coef))}
 
 
+def _with_params(cls):
+    """Class decorator: the shared parameter descriptions, with the class's defaults, in place
+    of the docstring's %s."""
+    defaults = cls().get_params()
+    cls.__doc__ = cls.__doc__ % _PARAMS_DOC.replace(
+        "eta_decay : float >= 0", f"eta_decay : float >= 0, default={defaults['eta_decay']}"
+    ).replace("ETA_SCALES", str(defaults["eta_scales"])).replace("BETA", str(defaults["beta"]))
+    return cls
+
+
 @loadable
+@_with_params
 class MultiKernelClassifier(MultiKernelMixin, BinaryClassifierMixin, ClassifierMixin,
                             OnlineLearner):
     """Binary classification by many Gaussian kernel learners at once, combined by Hedge.
@@ -400,7 +409,7 @@ class MultiKernelClassifier(MultiKernelMixin, BinaryClassifierMixin, ClassifierM
     >>> clf = MultiKernelClassifier().fit(X[:1500], y[:1500])
     >>> round(clf.score(X[1500:], y[1500:]), 2) > 0.9
     True
-    """ % _PARAMS_DOC
+    """
 
     _task = CLASSIFY
     _parameter_constraints = {**_CONSTRAINTS, "loss": [Options(*MARGIN_LOSSES)],
@@ -456,6 +465,7 @@ class MultiKernelClassifier(MultiKernelMixin, BinaryClassifierMixin, ClassifierM
 
 
 @loadable
+@_with_params
 class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
     """Kernel regression by many Gaussian kernel learners at once, combined by Hedge.
 
@@ -501,7 +511,7 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
     >>> reg = MultiKernelRegressor().fit(X, np.sin(X[:, 0]))
     >>> bool(abs(reg.predict([[1.0]])[0] - np.sin(1.0)) < 0.2)
     True
-    """ % _PARAMS_DOC.replace("eta_decay : float >= 0", "eta_decay : float >= 0, default=0.6")
+    """
 
     _task = REGRESS
     _parameter_constraints = {
