@@ -1,5 +1,5 @@
 """Which kernel width wins: the Hedge weights of okl.MultiKernelClassifier over a stream.
-=====================================================================================
+======================================================================================
 
 scikit-learn's 8x8 digits, 0-4 against 5-9, shuffled once and scaled online
 (okl.preprocessing.OnlineStandardScaler), learned one event at a time by

@@ -33,7 +33,7 @@ from okl._params import (
     BOOL, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS, INTERCEPT_CONSTRAINTS, NONE,
     ONLINE_WEIGHT_CHECKS, Interval, InvalidParameterError, Kind, Options,
 )
-from okl._persist import C_INT_MAX, loadable
+from okl._persist import loadable
 from okl.classification import _finite_lipschitz
 from okl.losses import MARGIN_LOSSES, loss_spec, loss_value
 from okl.regression import REGRESSION_LOSSES
