@@ -47,7 +47,7 @@ def warm(label, policy):
 LABELS = ("single", "8 widths", "8x3 default")
 
 
-@pytest.mark.parametrize("policy", ["oldest", "smallest"])
+@pytest.mark.parametrize("policy", ["oldest", "smallest", "merge"])
 @pytest.mark.parametrize("label", LABELS)
 def test_fused(benchmark, label, policy):
     est, X, y = warm(label, policy)
@@ -59,7 +59,7 @@ def test_fused(benchmark, label, policy):
     benchmark(run)
 
 
-@pytest.mark.parametrize("policy", ["oldest", "smallest"])
+@pytest.mark.parametrize("policy", ["oldest", "smallest", "merge"])
 @pytest.mark.parametrize("label", LABELS)
 def test_event(benchmark, label, policy):
     est, X, y = warm(label, policy)

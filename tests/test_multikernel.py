@@ -151,6 +151,8 @@ TWIN_CASES = [
                                  random_state=3)),
     (MultiKernelClassifier, dict(eta=0.5, eta_scales=[0.5, 2.0], fit_intercept=False)),
     (MultiKernelRegressor, dict(loss="pinball", quantile=0.8, budget=70)),
+    (MultiKernelClassifier, dict(budget=40, budget_policy="merge")),
+    (MultiKernelRegressor, dict(budget=30, budget_policy="merge", eta_scales=[0.5, 1.0])),
     (MultiKernelRegressor, dict(eta_scales=[0.3, 1.0], combination="stochastic",
                                 random_state=1)),
 ]
@@ -174,7 +176,7 @@ def test_engine_twins(cls, params):
                                rtol=0, atol=1e-10)
     np.testing.assert_allclose(a.weights_, b.weights_, rtol=0, atol=1e-10)
     np.testing.assert_allclose(a.dual_coef_, b.dual_coef_, rtol=0, atol=1e-10)
-    np.testing.assert_array_equal(a.support_vectors_, b.support_vectors_)
+    np.testing.assert_allclose(a.support_vectors_, b.support_vectors_, rtol=0, atol=1e-10)
     np.testing.assert_allclose(a.gammas_, b.gammas_, rtol=1e-12)
 
 
@@ -191,6 +193,19 @@ def test_learn_one_takes_the_chunk_iterates(cls):
     np.testing.assert_allclose(events.weights_, chunk.weights_, rtol=0, atol=1e-12)
     assert events.predict_one(X[0]) == chunk.predict(X[:1])[0]
     assert events.t_ == chunk.t_
+
+
+@pytest.mark.parametrize("policy", ["merge", "smallest", "oldest"])
+def test_a_budget_bounds_the_shared_centres(policy):
+    X, y = xor_stream(1500, seed=19)
+    clf = MultiKernelClassifier(budget=60, budget_policy=policy, classes=[0, 1])
+    for lo in range(0, 1500, 100):
+        clf.partial_fit(X[lo:lo + 100], y[lo:lo + 100])
+        assert clf.n_support_ <= 60
+    for x, label in zip(X[:200], y[:200]):
+        clf.learn_one(x, label)
+    assert clf.n_support_ == 60 and clf.dual_coef_.shape == (24, 60)
+    assert clf.score(X, y) > 0.6
 
 
 def _state(est):

@@ -48,7 +48,7 @@ AUTO_GAMMAS = tuple(2.0 ** j for j in range(-4, 4))
 _GRID = Kind(lambda v: not isinstance(v, str) and np.ndim(v) == 1 and 0 < len(v) <= 64
              and all(isinstance(g, Real) and not isinstance(g, bool) and np.isfinite(g)
                      and g > 0 for g in v), "a non-empty list of floats > 0")
-_POLICIES = {"oldest": 0, "smallest": 1}
+_POLICIES = {"oldest": 0, "smallest": 1, "merge": 2}
 
 _CONSTRAINTS = {
     "gammas": [Options("auto"), _GRID],
@@ -91,9 +91,12 @@ _PARAMS_DOC = """\
         `random_state`).
     budget : int >= 1 or None, default=None
         At most this many centres, shared by every learner.
-    budget_policy : {"smallest", "oldest"}, default="smallest"
-        Which centre leaves: the one whose coefficient column (across learners)
-        has the smallest norm, the newcomer's included; or the oldest.
+    budget_policy : {"merge", "smallest", "oldest"}, default="merge"
+        What a full budget does: "merge" merges the centre whose coefficient
+        column (across learners) has the smallest norm into its nearest centre,
+        every learner keeping its projection; "smallest" removes that centre
+        (the newcomer's included); "oldest" replaces the oldest centre
+        (docs/multikernel.md, section 5).
     fit_intercept : bool, default=True
         Learn an offset b_k per learner.
     random_state : int >= 0 or None, default=None
@@ -418,7 +421,7 @@ class MultiKernelClassifier(MultiKernelMixin, BinaryClassifierMixin, ClassifierM
 
     def __init__(self, gammas="auto", eta_scales=(1.0, 4.0, 16.0), loss="hinge", lam=1e-3,
                  eta="auto", eta_decay=0.5, beta=0.8, combination="deterministic", budget=None,
-                 budget_policy="smallest", fit_intercept=True, classes=None,
+                 budget_policy="merge", fit_intercept=True, classes=None,
                  random_state=None, verbose=False, engine="cython"):
         self.gammas = gammas
         self.eta_scales = eta_scales
@@ -523,7 +526,7 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
 
     def __init__(self, gammas="auto", eta_scales=(1.0,), loss="squared", quantile=0.5,
                  epsilon=0.0, lam=1e-3, eta="auto", eta_decay=0.6, beta=0.3,
-                 combination="deterministic", budget=None, budget_policy="smallest",
+                 combination="deterministic", budget=None, budget_policy="merge",
                  fit_intercept=True, random_state=None, verbose=False, engine="cython"):
         self.gammas = gammas
         self.eta_scales = eta_scales

@@ -12,7 +12,7 @@ its first write.  The NumPy twin is `okl._numpy.multikernel`.
 """
 import numpy as np
 
-from libc.math cimport NAN, exp, isfinite, log, pow
+from libc.math cimport NAN, exp, isfinite, log, pow, sqrt
 from libc.stdint cimport uint64_t
 from libc.string cimport memcmp, memcpy
 
@@ -36,6 +36,7 @@ cpdef enum Task:
 cdef enum:
     OLDEST = 0
     SMALLEST = 1
+    MERGE = 2
     NO_EVICTION = -1
     NEWCOMER = -2
     TAKEN = 0
@@ -103,7 +104,8 @@ cdef class MultiKernel:
         At most this many centres (0: no limit).
     policy : int
         0 replaces the oldest centre, 1 the one whose coefficient column has the
-        smallest norm (the newcomer's own column included).
+        smallest norm (the newcomer's own column included), 2 merges that centre
+        into its nearest centre (`cmerge`).
     """
     cdef readonly Py_ssize_t n_features, n_learners, n_widths, n_support, capacity
     cdef readonly Py_ssize_t budget, next_slot, version
@@ -111,7 +113,7 @@ cdef class MultiKernel:
     cdef readonly bint auto
     cdef readonly double t, ck2, eta_t, lam_t, n_seen, loss_scale
     cdef object _doublings, _gammas, _width_of, _eta_scales, _scale, _b, _q, _mean, _m2
-    cdef object _centers, _coef, _sq, _kb, _work
+    cdef object _centers, _coef, _sq, _kb, _work, _z
     cdef double* gammas
     cdef Py_ssize_t* width_of
     cdef int* doublings            # (n_widths,) p > 0: gammas[j] = 2^p gammas[j - 1] exactly
@@ -131,6 +133,7 @@ cdef class MultiKernel:
     cdef double* factor
     cdef double* bnext
     cdef double* z
+    cdef double* zbuf              # (d,) the merged point
 
     def __init__(self, Py_ssize_t n_features, gammas, width_of, eta_scales, bint auto=False,
                  Py_ssize_t budget=0, int policy=OLDEST):
@@ -142,7 +145,7 @@ cdef class MultiKernel:
         if (width_of.ndim != 1 or len(width_of) < 1 or eta_scales.shape != width_of.shape
                 or width_of.min() < 0 or width_of.max() >= len(gammas)):
             raise ValueError("width_of and eta_scales must give every learner a width index.")
-        if budget < 0 or policy not in (OLDEST, SMALLEST):
+        if budget < 0 or policy not in (OLDEST, SMALLEST, MERGE):
             raise ValueError(f"Bad budget {budget} or policy code {policy}.")
         self.n_features, self.n_widths, self.n_learners = n_features, len(gammas), len(width_of)
         self.auto, self.budget, self.policy = auto, budget, policy
@@ -153,6 +156,9 @@ cdef class MultiKernel:
         self._q = np.full(K, 1.0 / K)
         self._mean, self._m2 = np.zeros(n_features), np.zeros(n_features)
         self._work = np.zeros((6, K))
+        self._z = np.zeros(n_features)
+        cdef double[::1] zv = self._z
+        self.zbuf = &zv[0]
         cdef double[::1] gv = self._gammas, ev = self._eta_scales, sv = self._scale
         cdef double[::1] bv = self._b, qv = self._q, mv = self._mean, m2v = self._m2
         cdef Py_ssize_t[::1] wv = self._width_of
@@ -167,7 +173,11 @@ cdef class MultiKernel:
         self.n_support = self.next_slot = self.capacity = self.version = 0
         self.t = self.ck2 = self.n_seen = self.loss_scale = 0.0
         self.eta_t = self.lam_t = NAN
-        self._allocate(16 if budget == 0 else min(16, budget))
+        self._allocate(16 if budget == 0 else min(16, self.room()))
+
+    cpdef Py_ssize_t room(self):
+        """Slots a full budget needs: B, or B + 1 under MERGE (the newcomer's, until the merge)."""
+        return self.budget + 1 if self.policy == MERGE else self.budget
 
     cdef _allocate(self, Py_ssize_t capacity):
         cdef Py_ssize_t n = self.n_support, d = self.n_features, K = self.n_learners
@@ -188,10 +198,10 @@ cdef class MultiKernel:
         """Make room for `n_new` more centres (capped by the budget), doubling."""
         cdef Py_ssize_t need = self.n_support + n_new
         if self.budget:
-            need = min(need, self.budget)
+            need = min(need, self.room())
         if need > self.capacity:
             target = max(need, 2 * self.capacity)
-            self._allocate(min(target, self.budget) if self.budget else target)
+            self._allocate(min(target, self.room()) if self.budget else target)
 
     # -- the hot path (nogil, no allocation) -------------------------------------------
 
@@ -266,8 +276,8 @@ cdef class MultiKernel:
         cdef Py_ssize_t i, k, slot = 0, n = self.n_support, cap = self.capacity
         cdef double best = 0.0, new = 0.0, c
         cdef double* row
-        if self.budget == 0 or n < self.budget:
-            return NO_EVICTION
+        if self.budget == 0 or n < self.budget or self.policy == MERGE:
+            return NO_EVICTION          # MERGE adds first, then merges (cmerge)
         if self.policy == OLDEST:
             return self.next_slot
         for i in range(n):              # the column norms, row by row (sq is free now)
@@ -354,6 +364,8 @@ cdef class MultiKernel:
                 memcpy(self.centers + slot * d, x, d * sizeof(double))
                 for k in range(K):
                     self.coef[k * cap + slot] = self.a[k] / self.scale[k]
+                if self.budget and self.policy == MERGE and self.n_support > self.budget:
+                    self.cmerge()
         self.t, self.ck2, self.eta_t, self.lam_t = t, ck2, eta_t, lam_t
         for k in range(K):
             self.b[k] = self.bnext[k]
@@ -365,6 +377,47 @@ cdef class MultiKernel:
                 self.m2[k] = self.m2[k] + delta * (x[k] - self.mean[k])
         self.version += 1
         return TAKEN
+
+    cdef void cmerge(self) noexcept nogil:
+        """B + 1 centres -> B: the centre m of smallest column norm merges into its nearest
+        centre n, at z = h x_m + (1 - h) x_n, h = |A_m| / (|A_m| + |A_n|) (column norms);
+        learner k's coefficient at z is the projection of its two terms onto K_k(z, .):
+        A[k, m] K_k(x_m, z) + A[k, n] K_k(x_n, z).  The last centre fills slot m."""
+        cdef Py_ssize_t N = self.n_support, d = self.n_features, cap = self.capacity
+        cdef Py_ssize_t i, k, m = 0, n = -1, last = N - 1
+        cdef double c, dist, best = 0.0, na, nb, h, g, gs, cz
+        cdef double* row
+        cdef double* dists = self.kb          # free after the step's predictions
+        for i in range(N):                    # column norms (true values), row by row
+            self.sq[i] = 0.0
+        for k in range(self.n_learners):
+            row = self.coef + k * cap
+            for i in range(N):
+                c = self.scale[k] * row[i]
+                self.sq[i] += c * c
+        for i in range(1, N):
+            if self.sq[i] < self.sq[m]:
+                m = i
+        okl_sqdists(N, d, self.centers, self.centers + m * d, dists)
+        for i in range(N):
+            if i != m and (n < 0 or dists[i] < best):
+                n, best = i, dists[i]
+        na, nb = sqrt(self.sq[m]), sqrt(self.sq[n])
+        h = na / (na + nb) if na + nb > 0.0 else 0.5
+        for i in range(d):
+            self.zbuf[i] = h * self.centers[m * d + i] + (1.0 - h) * self.centers[n * d + i]
+        gs = self.cgamma_scale()
+        for k in range(self.n_learners):
+            g = self.gammas[self.width_of[k]] * gs
+            cz = (self.coef[k * cap + m] * exp(-g * (1.0 - h) * (1.0 - h) * best)
+                  + self.coef[k * cap + n] * exp(-g * h * h * best))
+            self.coef[k * cap + n] = cz
+        memcpy(self.centers + n * d, self.zbuf, d * sizeof(double))
+        if m != last:
+            memcpy(self.centers + m * d, self.centers + last * d, d * sizeof(double))
+            for k in range(self.n_learners):
+                self.coef[k * cap + m] = self.coef[k * cap + last]
+        self.n_support = last
 
     # -- Python face ---------------------------------------------------------------------
 
@@ -578,7 +631,7 @@ cdef class MultiKernelEvents:
         cdef int status
         self._check(x, "learned")
         if weight != 0.0 and m.n_support == m.capacity and not (
-                m.budget and m.n_support >= m.budget):
+                m.budget and m.n_support >= m.room()):
             m.reserve(1)
         out = self._predict(&x[0])
         status = m.cstep(&x[0], y, weight, &self.schedule, &self.loss, &self.hedge)

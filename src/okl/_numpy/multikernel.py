@@ -19,7 +19,7 @@ import numpy as np
 from okl._numpy.losses import gradient, value
 from okl._numpy.pointwise import DIVERGED, SKIPPED, TAKEN, schedule
 
-OLDEST, SMALLEST = 0, 1
+OLDEST, SMALLEST, MERGE = 0, 1, 2
 DETERMINISTIC, STOCHASTIC = 0, 1
 CLASSIFY, REGRESS = 0, 1
 _MASK = (1 << 64) - 1
@@ -86,8 +86,8 @@ class NumpyMultiKernel:
 
     def reserve(self, n_new):
         need = self.n_support + n_new
-        if self.budget:
-            need = min(need, self.budget)
+        if self.budget:     # MERGE holds the newcomer in slot B until the merge
+            need = min(need, self.budget + (self.policy == MERGE))
         grow = need - self._centers.shape[0]
         if grow > 0:
             self._centers = np.vstack([self._centers, np.empty((grow, self.n_features))])
@@ -137,8 +137,8 @@ class NumpyMultiKernel:
 
     def _victim(self, a):
         n = self.n_support
-        if not self.budget or n < self.budget:
-            return -1
+        if not self.budget or n < self.budget or self.policy == MERGE:
+            return -1                       # MERGE adds first, then merges
         if self.policy == OLDEST:
             return self.next_slot
         norms = (self._coef[:, :n] ** 2).sum(axis=0)
@@ -192,6 +192,8 @@ class NumpyMultiKernel:
                     self.next_slot = (slot + 1) % self.budget
                 self._centers[slot] = x
                 self._coef[:, slot] = a
+                if self.budget and self.policy == MERGE and self.n_support > self.budget:
+                    self.merge()
         self.t, self.ck2, self.eta_t, self.lam_t, self.b = t, ck2, eta_t, lam_t, b_next
         if self.auto:                       # Welford's running moments of the inputs
             self.n_seen += 1.0
@@ -199,6 +201,29 @@ class NumpyMultiKernel:
             self.mean = self.mean + delta / self.n_seen
             self.m2 = self.m2 + delta * (x - self.mean)
         return TAKEN
+
+    def merge(self):
+        """B + 1 centres -> B, as `MultiKernel.cmerge`: the centre of smallest column norm
+        merges into its nearest centre; each learner keeps the projection of its two terms."""
+        N = self.n_support
+        norms = (self._coef[:, :N] ** 2).sum(axis=0)
+        m = int(np.argmin(norms))
+        dists = ((self._centers[:N] - self._centers[m]) ** 2).sum(axis=1)
+        dists[m] = np.inf
+        n = int(np.argmin(dists))
+        D = dists[n]
+        na, nb = np.sqrt(norms[m]), np.sqrt(norms[n])
+        h = na / (na + nb) if na + nb > 0.0 else 0.5
+        z = h * self._centers[m] + (1.0 - h) * self._centers[n]
+        g = self.gammas[self.width_of] * self.gamma_scale()
+        self._coef[:, n] = (self._coef[:, m] * np.exp(-g * (1.0 - h) * (1.0 - h) * D)
+                            + self._coef[:, n] * np.exp(-g * h * h * D))
+        self._centers[n] = z
+        last = N - 1
+        if m != last:
+            self._centers[m] = self._centers[last]
+            self._coef[:, m] = self._coef[:, last]
+        self.n_support = last
 
     def learn(self, X, y, weight, s, loss, hedge, pred_out):
         """Predict-then-update over the rows: the index of the first divergent row, or -1."""
