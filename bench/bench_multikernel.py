@@ -25,8 +25,8 @@ WIDTHS = [2.0 ** j / D for j in range(-4, 4)]
 
 def stream(seed=0):
     rng = np.random.default_rng(seed)
-    X = rng.normal(size=(M + K, D))
-    y = (X[:, 0] * X[:, 1] + 0.1 * rng.normal(size=M + K) > 0).astype(np.int64)
+    X = rng.normal(size=(M + 1 + K, D))
+    y = (X[:, 0] * X[:, 1] + 0.1 * rng.normal(size=M + 1 + K) > 0).astype(np.int64)
     return X, y
 
 
@@ -39,9 +39,10 @@ def warm(label, policy):
         est = MultiKernelClassifier(gammas=WIDTHS, eta_scales=[1.0], **common)
     else:
         est = MultiKernelClassifier(gammas=WIDTHS, **common)
-    est.partial_fit(X[:M], y[:M], classes=[0, 1])
+    # M + 1 rows: the budget is full and a merging model has its newcomer's slot B + 1
+    est.partial_fit(X[:M + 1], y[:M + 1], classes=[0, 1])
     assert est.n_support_ == M
-    return est, X[M:], y[M:]
+    return est, X[M + 1:], y[M + 1:]
 
 
 LABELS = ("single", "8 widths", "8x3 default")
