@@ -8,7 +8,8 @@ accuracy or the RMSE of:
 
 - "multi": MultiKernelClassifier() / MultiKernelRegressor(), no parameters;
 - "best width": the best OnlineKernelClassifier/Regressor over the widths of
-  gammas="auto" (2^j / n_features, j = -4..3), chosen in hindsight;
+  gammas="auto" (2^j / n_features, j = -4..3), with the combination's base
+  parameters (loss, lam, eta, eta_decay, fit_intercept), chosen in hindsight;
 - "best learner": the best single learner of the default grid (widths x step
   scales), chosen in hindsight;
 - "single default": OnlineKernelClassifier() / OnlineKernelRegressor();
@@ -84,14 +85,18 @@ def main():
             start = time.perf_counter()
             row["multi"] = okl_quality(Multi(), Z, y)
             row["multi s"] = time.perf_counter() - start
-            widths = {g: okl_quality(Single(gamma=g / d), Z, y) for g in AUTO_GAMMAS}
+            multi = Multi()
+            base = {name: getattr(multi, name)      # the combination's base learner
+                    for name in ("loss", "lam", "eta", "eta_decay", "fit_intercept")}
+            widths = {g: okl_quality(Single(gamma=g / d, budget=None, **base), Z, y)
+                      for g in AUTO_GAMMAS}
             best = pick(widths, key=widths.get)
             row["best width"], row["gamma*d"] = widths[best], best
             # learner (g, c) of the grid: eta_t = c / ((lam + M) t**eta_decay), M = 1 for the
             # default losses (hinge; squared with C_K^2 = 1)
-            single, scales = Single(), Multi().eta_scales
-            learners = [okl_quality(Single(gamma=g / d, eta=c / (single.lam + 1.0)), Z, y)
-                        for g in AUTO_GAMMAS for c in scales]
+            learners = [okl_quality(Single(gamma=g / d, budget=None, **dict(
+                base, eta=c / (multi.lam + 1.0))), Z, y) for g in AUTO_GAMMAS
+                for c in multi.eta_scales]
             row["best learner"] = pick(learners)
             row["single default"] = okl_quality(Single(), Z, y)
         if linear_model is not None:

@@ -335,9 +335,14 @@ def test_defaults_match_the_best_single_width_in_hindsight(name):
     classify = name != "diabetes"
     Single = OnlineKernelClassifier if classify else OnlineKernelRegressor
     Multi = MultiKernelClassifier if classify else MultiKernelRegressor
-    # the widths of gammas="auto" on standardized features: 2^j / n_features
-    singles = [progressive_quality(Single(gamma=g / d), Z, y) for g in AUTO_GAMMAS]
-    combined = progressive_quality(Multi(), Z, y)
+    multi = Multi()
+    # the widths of gammas="auto" on standardized features (2^j / n_features), each a single
+    # learner with the combination's own base parameters (its step scale 1)
+    base = {name: getattr(multi, name)
+            for name in ("loss", "lam", "eta", "eta_decay", "fit_intercept")}
+    singles = [progressive_quality(Single(gamma=g / d, budget=None, **base), Z, y)
+               for g in AUTO_GAMMAS]
+    combined = progressive_quality(multi, Z, y)
     if classify:
         assert combined >= max(singles) - 0.005
     else:
