@@ -425,3 +425,30 @@ def test_an_unbudgeted_model_warns_once_when_it_grows_large(monkeypatch):
         warnings.simplefilter("error")
         clf.partial_fit(X[150:], y[150:])                     # once
         MultiKernelClassifier(budget=20).fit(X, y)            # a budget bounds it: no warning
+
+
+def test_parameters_the_model_is_built_with_cannot_change_mid_stream():
+    X, y = xor_stream(400, seed=20)
+    clf = MultiKernelClassifier(gammas=[0.5, 1.0], budget=50).fit(X[:200], y[:200])
+    before = _state(clf)
+    clf.set_params(gammas=[0.5, 2.0])
+    with pytest.raises(ValueError, match="gammas"):
+        clf.partial_fit(X[200:], y[200:])
+    _same_state(before, _state(clf))
+    clf.set_params(gammas=[0.5, 1.0], beta=0.5)          # the discount may change
+    clf.partial_fit(X[200:300], y[200:300])
+    clf.set_params(engine="numpy")                        # so may the engine: same iterates
+    clf.partial_fit(X[300:], y[300:])
+    assert type(clf._model).__name__ == "NumpyMultiKernel" and clf.t_ == 400
+
+
+def test_pickle_round_trip():
+    import pickle
+    X, y = xor_stream(300, seed=21)
+    clf = MultiKernelClassifier(budget=40, classes=[0, 1])
+    for x, label in zip(X[:200], y[:200]):
+        clf.learn_one(x, label)
+    back = pickle.loads(pickle.dumps(clf))
+    clf.partial_fit(X[200:], y[200:])
+    back.partial_fit(X[200:], y[200:])
+    np.testing.assert_array_equal(clf.decision_function(X), back.decision_function(X))

@@ -123,8 +123,14 @@ class MultiKernelMixin:
         return gammas, auto, width_of, np.tile(scales, len(gammas))
 
     def _fitted_with(self):
-        return [("gammas", self.gammas), ("eta_scales", self.eta_scales),
-                ("budget", self.budget), ("budget_policy", self.budget_policy)]
+        """The grid, budget and policy the model was built with (they cannot change mid-stream)."""
+        state = self._model.get_state()
+        n_scales = len(state["eta_scales"]) // len(state["gammas"])
+        policies = {code: name for name, code in _POLICIES.items()}
+        return [("gammas", "auto" if state["auto"] else state["gammas"]),
+                ("eta_scales", state["eta_scales"][:n_scales]),
+                ("budget", state["budget"] or None),
+                ("budget_policy", policies[int(state["policy"])])]
 
     def _schedule(self):
         kind = StepSize.AUTO if isinstance(self.eta, str) else StepSize.POWER
