@@ -43,7 +43,8 @@ def progressive(est, X, y, classes=None):
 @pytest.mark.parametrize("engine", ["cython", "numpy"])
 @pytest.mark.parametrize("loss, budget, policy", [("hinge", None, "smallest"),
                                                   ("logistic", 40, "smallest"),
-                                                  ("hinge", 40, "oldest")])
+                                                  ("hinge", 40, "oldest"),
+                                                  ("logistic", 40, "merge")])
 def test_one_width_is_the_single_classifier(engine, loss, budget, policy):
     X, y = xor_stream(600, seed=1)
     params = dict(loss=loss, lam=1e-2, eta_decay=0.5, budget=budget, budget_policy=policy,
@@ -55,8 +56,11 @@ def test_one_width_is_the_single_classifier(engine, loss, budget, policy):
     np.testing.assert_array_equal(np.where(f_single > 0, 1.0, -1.0), f_multi)
     np.testing.assert_allclose(multi.learner_decisions(X)[:, 0], single.decision_function(X),
                                rtol=0, atol=1e-12)
-    np.testing.assert_array_equal(multi.support_vectors_, single.support_vectors_)
-    np.testing.assert_allclose(multi.dual_coef_[0], single.dual_coef_, rtol=0, atol=1e-13)
+    if policy == "merge":           # BSGD's merge; its coefficient formula rounds differently
+        np.testing.assert_allclose(multi.support_vectors_, single.support_vectors_, atol=1e-12)
+    else:
+        np.testing.assert_array_equal(multi.support_vectors_, single.support_vectors_)
+    np.testing.assert_allclose(multi.dual_coef_[0], single.dual_coef_, rtol=0, atol=1e-12)
     assert multi.intercept_[0] == pytest.approx(single.intercept_, abs=1e-13)
     assert multi.t_ == single.t_ and multi.n_support_ == single.n_support_
 

@@ -12,13 +12,14 @@ its first write.  The NumPy twin is `okl._numpy.multikernel`.
 """
 import numpy as np
 
-from libc.math cimport NAN, exp, isfinite, log, pow, sqrt
+from libc.math cimport NAN, exp, isfinite, log, pow
 from libc.stdint cimport uint64_t
 from libc.string cimport memcmp, memcpy
 
 from okl._core._kernels cimport cdot, okl_exp_scaled, okl_sqdists
 from okl._core._lazy cimport RENORMALISED, cshrink_lazy
 from okl._core._losses cimport LossSpec, cgradient, closs
+from okl._core._merge cimport cmerge_find, cmerge_point
 from okl._core._signals cimport cinterrupted, craise_pending
 from okl._numpy.multikernel import doublings
 
@@ -104,8 +105,8 @@ cdef class MultiKernel:
         At most this many centres (0: no limit).
     policy : int
         0 replaces the oldest centre, 1 the one whose coefficient column has the
-        smallest norm (the newcomer's own column included), 2 merges that centre
-        into its nearest centre (`cmerge`).
+        smallest norm (the newcomer's own column included), 2 merges as BSGD
+        does for the leading learner (`cmerge`).
     """
     cdef readonly Py_ssize_t n_features, n_learners, n_widths, n_support, capacity
     cdef readonly Py_ssize_t budget, next_slot, version
@@ -379,40 +380,34 @@ cdef class MultiKernel:
         return TAKEN
 
     cdef void cmerge(self) noexcept nogil:
-        """B + 1 centres -> B: the centre m of smallest column norm merges into its nearest
-        centre n, at z = h x_m + (1 - h) x_n, h = |A_m| / (|A_m| + |A_n|) (column norms);
-        learner k's coefficient at z is the projection of its two terms onto K_k(z, .):
-        A[k, m] K_k(x_m, z) + A[k, n] K_k(x_n, z).  The last centre fills slot m."""
+        """B + 1 centres -> B by BSGD's merge as the leading learner (largest Hedge weight) would
+        take it: `cmerge_find` on its coefficient row and width gives the centre m, its partner
+        n and z = h x_m + (1 - h) x_n; every learner k keeps the projection of its two terms
+        onto its own K_k(z, .), A[k, m] K_k(x_m, z) + A[k, n] K_k(x_n, z).  No partner (partner
+        < 0) removes x_m.  The last centre fills slot m."""
         cdef Py_ssize_t N = self.n_support, d = self.n_features, cap = self.capacity
-        cdef Py_ssize_t i, k, m = 0, n = -1, last = N - 1
-        cdef double c, dist, best = 0.0, na, nb, h, g, gs, cz
-        cdef double* row
-        cdef double* dists = self.kb          # free after the step's predictions
-        for i in range(N):                    # column norms (true values), row by row
-            self.sq[i] = 0.0
+        cdef Py_ssize_t i, k, ref = 0, m, n, last = N - 1
+        cdef double h, cz, loss, dist, g, gs = self.cgamma_scale(), top = 0.0
+        for k in range(self.n_learners):   # the first of the largest weights (ties: within
+            if self.q[k] > top:                # 1e-9, which the engines' rounding cannot split)
+                top = self.q[k]
         for k in range(self.n_learners):
-            row = self.coef + k * cap
-            for i in range(N):
-                c = self.scale[k] * row[i]
-                self.sq[i] += c * c
-        for i in range(1, N):
-            if self.sq[i] < self.sq[m]:
-                m = i
-        okl_sqdists(N, d, self.centers, self.centers + m * d, dists)
-        for i in range(N):
-            if i != m and (n < 0 or dists[i] < best):
-                n, best = i, dists[i]
-        na, nb = sqrt(self.sq[m]), sqrt(self.sq[n])
-        h = na / (na + nb) if na + nb > 0.0 else 0.5
-        for i in range(d):
-            self.zbuf[i] = h * self.centers[m * d + i] + (1.0 - h) * self.centers[n * d + i]
-        gs = self.cgamma_scale()
-        for k in range(self.n_learners):
-            g = self.gammas[self.width_of[k]] * gs
-            cz = (self.coef[k * cap + m] * exp(-g * (1.0 - h) * (1.0 - h) * best)
-                  + self.coef[k * cap + n] * exp(-g * h * h * best))
-            self.coef[k * cap + n] = cz
-        memcpy(self.centers + n * d, self.zbuf, d * sizeof(double))
+            if self.q[k] >= top * (1.0 - 1e-9):
+                ref = k
+                break
+        n = cmerge_find(self.centers, self.coef + ref * cap, N, d,
+                        self.gammas[self.width_of[ref]] * gs, self.kb, False, &m, &h, &cz, &loss)
+        if n >= 0:
+            dist = 0.0
+            for i in range(d):
+                dist += (self.centers[m * d + i] - self.centers[n * d + i]) ** 2
+            cmerge_point(self.centers + m * d, self.centers + n * d, d, h, self.zbuf)
+            for k in range(self.n_learners):
+                g = self.gammas[self.width_of[k]] * gs
+                self.coef[k * cap + n] = (
+                    self.coef[k * cap + m] * exp(-g * (1.0 - h) * (1.0 - h) * dist)
+                    + self.coef[k * cap + n] * exp(-g * h * h * dist))
+            memcpy(self.centers + n * d, self.zbuf, d * sizeof(double))
         if m != last:
             memcpy(self.centers + m * d, self.centers + last * d, d * sizeof(double))
             for k in range(self.n_learners):

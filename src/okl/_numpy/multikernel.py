@@ -17,6 +17,7 @@ its running maximum) and the seed of the stochastic draws.
 import numpy as np
 
 from okl._numpy.losses import gradient, value
+from okl._numpy.merge import merge_find
 from okl._numpy.pointwise import DIVERGED, SKIPPED, TAKEN, schedule
 
 OLDEST, SMALLEST, MERGE = 0, 1, 2
@@ -203,22 +204,19 @@ class NumpyMultiKernel:
         return TAKEN
 
     def merge(self):
-        """B + 1 centres -> B, as `MultiKernel.cmerge`: the centre of smallest column norm
-        merges into its nearest centre; each learner keeps the projection of its two terms."""
+        """B + 1 centres -> B, as `MultiKernel.cmerge`: BSGD's merge of the leading learner
+        (largest Hedge weight); every learner keeps the projection of its two terms."""
         N = self.n_support
-        norms = (self._coef[:, :N] ** 2).sum(axis=0)
-        m = int(np.argmin(norms))
-        dists = ((self._centers[:N] - self._centers[m]) ** 2).sum(axis=1)
-        dists[m] = np.inf
-        n = int(np.argmin(dists))
-        D = dists[n]
-        na, nb = np.sqrt(norms[m]), np.sqrt(norms[n])
-        h = na / (na + nb) if na + nb > 0.0 else 0.5
-        z = h * self._centers[m] + (1.0 - h) * self._centers[n]
-        g = self.gammas[self.width_of] * self.gamma_scale()
-        self._coef[:, n] = (self._coef[:, m] * np.exp(-g * (1.0 - h) * (1.0 - h) * D)
-                            + self._coef[:, n] * np.exp(-g * h * h * D))
-        self._centers[n] = z
+        ref = int(np.flatnonzero(self.q >= self.q.max() * (1.0 - 1e-9))[0])   # ties within 1e-9
+        gs = self.gamma_scale()
+        m, n, h, _, _ = merge_find(self._centers[:N], self._coef[ref, :N],
+                                   self.gammas[self.width_of[ref]] * gs)
+        if n >= 0:
+            D = float(((self._centers[m] - self._centers[n]) ** 2).sum())
+            g = self.gammas[self.width_of] * gs
+            self._coef[:, n] = (self._coef[:, m] * np.exp(-g * (1.0 - h) * (1.0 - h) * D)
+                                + self._coef[:, n] * np.exp(-g * h * h * D))
+            self._centers[n] = h * self._centers[m] + (1.0 - h) * self._centers[n]
         last = N - 1
         if m != last:
             self._centers[m] = self._centers[last]
