@@ -92,11 +92,12 @@ _PARAMS_DOC = """\
     budget : int >= 1 or None, default=None
         At most this many centres, shared by every learner.
     budget_policy : {"merge", "smallest", "oldest"}, default="merge"
-        What a full budget does: "merge" merges the centre whose coefficient
-        column (across learners) has the smallest norm into its nearest centre,
-        every learner keeping its projection; "smallest" removes that centre
-        (the newcomer's included); "oldest" replaces the oldest centre
-        (docs/multikernel.md, section 5).
+        What a full budget does: "merge" takes BSGD's merge of the leading
+        learner (largest Hedge weight), every learner keeping its projection
+        onto the merged centre; "smallest" removes the centre whose coefficient
+        column (across learners) has the smallest norm, the newcomer's
+        included; "oldest" replaces the oldest centre (docs/multikernel.md,
+        section 5).
     fit_intercept : bool, default=True
         Learn an offset b_k per learner.
     random_state : int >= 0 or None, default=None
