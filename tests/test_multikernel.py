@@ -47,8 +47,8 @@ def progressive(est, X, y, classes=None):
                                                   ("logistic", 40, "merge")])
 def test_one_width_is_the_single_classifier(engine, loss, budget, policy):
     X, y = xor_stream(600, seed=1)
-    params = dict(loss=loss, lam=1e-2, eta_decay=0.5, budget=budget, budget_policy=policy,
-                  engine=engine)
+    params = dict(loss=loss, lam=1e-2, eta="auto", eta_decay=0.5, budget=budget,
+                  budget_policy=policy, fit_intercept=True, engine=engine)
     single = OnlineKernelClassifier(gamma=0.7, **params)
     multi = MultiKernelClassifier(gammas=[0.7], eta_scales=[1.0], **params)
     f_single = progressive(single, X, y, classes=[0, 1])
@@ -70,8 +70,8 @@ def test_one_width_is_the_single_classifier(engine, loss, budget, policy):
                                           ("epsilon_insensitive", None)])
 def test_one_width_is_the_single_regressor(engine, loss, budget):
     X, y = sine_stream(500, seed=2)
-    params = dict(loss=loss, epsilon=0.05, quantile=0.7, budget=budget,
-                  budget_policy="oldest", engine=engine)
+    params = dict(loss=loss, epsilon=0.05, quantile=0.7, lam=1e-3, eta="auto", eta_decay=0.6,
+                  fit_intercept=True, budget=budget, budget_policy="oldest", engine=engine)
     single = OnlineKernelRegressor(gamma=0.5, **params)
     multi = MultiKernelRegressor(gammas=[0.5], **params)
     np.testing.assert_allclose(progressive(multi, X, y), progressive(single, X, y),
@@ -82,10 +82,15 @@ def test_one_width_is_the_single_regressor(engine, loss, budget):
 
 # -- the Hedge bounds against the best learner of the grid -----------------------------------
 
-def single_scores(X, y, gammas, classes=None, **params):
-    """Progressive f_t(x_t) of one single learner per width (the learners of the grid)."""
-    Single = OnlineKernelClassifier if classes is not None else OnlineKernelRegressor
-    return np.column_stack([progressive(Single(gamma=g, **params), X, y, classes)
+def single_scores(X, y, gammas, classes=None):
+    """Progressive f_t(x_t) of one single learner per width (the learners of the grid), with the
+    base parameters of the multi-kernel learner's defaults."""
+    Single, Multi = ((OnlineKernelClassifier, MultiKernelClassifier) if classes is not None
+                     else (OnlineKernelRegressor, MultiKernelRegressor))
+    multi = Multi()
+    base = {name: getattr(multi, name)
+            for name in ("loss", "lam", "eta", "eta_decay", "fit_intercept")}
+    return np.column_stack([progressive(Single(gamma=g, budget=None, **base), X, y, classes)
                             for g in gammas])
 
 
