@@ -15,7 +15,7 @@ LAYERS = [
                              "okl._binary", "okl._feature_model", "okl._pa_models",
                              "okl._pair_models", "okl._persist")),
     ("estimators", ("okl.regression", "okl.classification", "okl.passive_aggressive",
-                    "okl.pairwise", "okl.preprocessing", "okl.pipeline")),
+                    "okl.pairwise", "okl.preprocessing", "okl.pipeline", "okl.multikernel")),
     ("tools", ("okl.evaluation", "okl.distributed", "okl.river", "okl._averaging",
                "okl._demo")),
     ("facade", ("okl.__init__", "okl.__main__")),

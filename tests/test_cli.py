@@ -136,8 +136,9 @@ def test_model_takes_estimator_class_names(data, name, cls):
      "unknown parameter 'gama' for --model regressor (OnlineKernelRegressor); the parameters are"),
     (["learn", "{csv}", "--target", "target", "--param", "gamma=-1"], "'gamma' parameter"),
     (["learn", "{csv}", "--target", "target", "--model", "svm"],
-     "unknown model 'svm'; the models are regressor, quantile, classifier, coefreg, pa, or the "
-     "estimator classes CoefficientRegularizedClassifier, OnlineKernelClassifier, "
+     "unknown model 'svm'; the models are regressor, quantile, classifier, coefreg, pa, auto, "
+     "auto-classifier, or the estimator classes CoefficientRegularizedClassifier, "
+     "MultiKernelClassifier, MultiKernelRegressor, OnlineKernelClassifier, "
      "OnlineKernelRegressor, RegularizedPAClassifier."),
     (["learn", "{bad}", "--target", "y"], "bad.csv:3: non-numeric value 'oops' in column 'a'"),
     (["learn", "{csv}"], "name the target column with --target"),

@@ -10,6 +10,7 @@ from okl import (
 )
 from okl._persist import ModelFileError, load, save
 from okl.classification import CoefficientRegularizedClassifier, OnlineKernelClassifier
+from okl.multikernel import MultiKernelClassifier, MultiKernelRegressor
 from okl.pairwise import PairwiseLearner
 from okl.passive_aggressive import RegularizedPAClassifier
 from okl.regression import OnlineKernelRegressor
@@ -19,6 +20,8 @@ __version__ = version("okl")     # set once, in meson.build's project()
 __all__ = [
     "CoefficientRegularizedClassifier",
     "ModelFileError",
+    "MultiKernelClassifier",
+    "MultiKernelRegressor",
     "OnlineKernelClassifier",
     "OnlineKernelRegressor",
     "PairwiseLearner",

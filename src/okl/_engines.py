@@ -10,17 +10,21 @@ from types import SimpleNamespace
 from okl._core import _coefreg, _pa, _pairwise, _pointwise
 from okl._core._expansion import KernelExpansion
 from okl._core._linear import LinearModel
+from okl._core._multikernel import MultiKernel
 from okl._numpy import coefreg, pa, pairwise, pointwise
 from okl._numpy.expansion import NumpyExpansion
 from okl._numpy.linear import NumpyLinearModel
+from okl._numpy.multikernel import NumpyMultiKernel
 
 ENGINES = {
     "cython": SimpleNamespace(expansion=KernelExpansion, linear=LinearModel,
                               pointwise=_pointwise.fit_chunk, coefreg=_coefreg.fit_chunk,
-                              pa_kernel=_pa.fit_kernel, pairwise=_pairwise),
+                              pa_kernel=_pa.fit_kernel, pairwise=_pairwise,
+                              multikernel=MultiKernel),
     "numpy": SimpleNamespace(expansion=NumpyExpansion, linear=NumpyLinearModel,
                              pointwise=pointwise.fit_chunk, coefreg=coefreg.fit_chunk,
-                             pa_kernel=pa.fit_kernel, pairwise=pairwise),
+                             pa_kernel=pa.fit_kernel, pairwise=pairwise,
+                             multikernel=NumpyMultiKernel),
 }
 
 

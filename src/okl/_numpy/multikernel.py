@@ -1,0 +1,278 @@
+"""Online multiple kernel learning in NumPy, the twin of _core/_multikernel.pyx.
+
+See docs/multikernel.md.
+
+K Gaussian learners share one support set: learner k has the width
+``gammas[width_of[k]]`` (times the running scale when `auto`), the step
+``eta_scales[k] eta_t`` and its own offset b_k; its coefficients are row k of
+the (learners x centres) matrix `coef`.  Each event computes the squared
+distances to the centres once and one exponential per (centre, width), takes
+the NORMA step of every learner (the step of `okl._numpy.pointwise`) and the
+Hedge update of the weights `q` (Jin, Hoi and Yang 2010; Hoi, Jin, Zhao and
+Yang 2013).  The schedule and loss are the dicts of `okl._numpy.pointwise`;
+`hedge` holds beta, the combination (0 deterministic, 1 stochastic), the task
+(0 classification: the Hedge loss is the mistake; 1 regression: the loss over
+its running maximum) and the seed of the stochastic draws.
+"""
+import numpy as np
+
+from okl._numpy.losses import gradient, value
+from okl._numpy.merge import merge_find
+from okl._numpy.pointwise import DIVERGED, SKIPPED, TAKEN, schedule
+
+OLDEST, SMALLEST, MERGE = 0, 1, 2
+DETERMINISTIC, STOCHASTIC = 0, 1
+CLASSIFY, REGRESS = 0, 1
+_MASK = (1 << 64) - 1
+
+
+def make_hedge(beta=0.8, combination=DETERMINISTIC, task=CLASSIFY, seed=0):
+    """The `Hedge` fields: the discount beta, the combination, the task, the seed."""
+    return dict(beta=float(beta), combination=int(combination), task=int(task),
+                seed=int(seed) & _MASK)
+
+
+def uniform(seed, t):
+    """The uniform draw in [0, 1) of step t (splitmix64 of seed + t * golden ratio)."""
+    z = (seed + (int(t) + 1) * 0x9E3779B97F4A7C15) & _MASK
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    z ^= z >> 31
+    return (z >> 11) * 2.0 ** -53
+
+
+def doublings(gammas):
+    """p > 0 where gammas[j] = 2^p gammas[j - 1] exactly (1 <= p <= 3), else 0: that width's
+    kernel row is the previous one squared p times (exp(-2 g s) = exp(-g s)^2)."""
+    out = [0] * len(gammas)
+    for j in range(1, len(gammas)):
+        for p in (1, 2, 3):
+            if float(gammas[j]) == float(gammas[j - 1]) * 2.0 ** p:
+                out[j] = p
+    return out
+
+
+class NumpyMultiKernel:
+    """K Gaussian kernel learners on one support set, combined by Hedge weights."""
+
+    def __init__(self, n_features, gammas, width_of, eta_scales, auto=False, budget=0,
+                 policy=OLDEST):
+        self.n_features = int(n_features)
+        self.gammas = np.array(gammas, dtype=np.float64)
+        self.width_of = np.array(width_of, dtype=np.intp)
+        self.eta_scales = np.array(eta_scales, dtype=np.float64)
+        self.auto, self.budget, self.policy = bool(auto), int(budget), int(policy)
+        K = len(self.width_of)
+        self.n_support, self.next_slot = 0, 0
+        self._centers = np.empty((0, self.n_features))
+        self._coef = np.empty((K, 0))
+        self.b = np.zeros(K)
+        self.q = np.full(K, 1.0 / K)
+        self.t, self.ck2, self.eta_t, self.lam_t = 0.0, 0.0, np.nan, np.nan
+        self.n_seen, self.mean, self.m2 = 0.0, np.zeros(self.n_features), np.zeros(self.n_features)
+        self.loss_scale = 0.0
+
+    @property
+    def n_learners(self):
+        return len(self.width_of)
+
+    def gamma_scale(self):
+        """1 / tr(Cov) of the inputs learned so far (auto), 1 / n_features before any spread."""
+        if not self.auto:
+            return 1.0
+        total = float(np.sum(self.m2))
+        if self.n_seen < 2 or not total > 0.0:
+            return 1.0 / self.n_features
+        return self.n_seen / total
+
+    def reserve(self, n_new):
+        need = self.n_support + n_new
+        if self.budget:     # MERGE holds the newcomer in slot B until the merge
+            need = min(need, self.budget + (self.policy == MERGE))
+        grow = need - self._centers.shape[0]
+        if grow > 0:
+            self._centers = np.vstack([self._centers, np.empty((grow, self.n_features))])
+            self._coef = np.hstack([self._coef, np.empty((self.n_learners, grow))])
+
+    def kernel_rows(self, x):
+        """(widths, n_support) K_j(centers[i], x): one distance per centre, one exp per width."""
+        sq = ((self._centers[:self.n_support] - x) ** 2).sum(axis=1)
+        gs = self.gamma_scale()
+        rows = np.empty((len(self.gammas), len(sq)))
+        for j, p in enumerate(doublings(self.gammas)):
+            if p == 0:
+                with np.errstate(over="ignore"):
+                    rows[j] = np.exp(-(self.gammas[j] * gs) * sq)
+            else:                   # gammas[j] = 2^p gammas[j - 1]: K_j = K_{j-1}^(2^p)
+                rows[j] = rows[j - 1]
+                for _ in range(p):
+                    rows[j] = rows[j] * rows[j]
+        return rows
+
+    def decisions_one(self, x):
+        """f_k(x) of every learner."""
+        n = self.n_support
+        if n == 0:
+            return self.b.copy()
+        kb = self.kernel_rows(x)
+        return np.einsum("ki,ki->k", self._coef[:, :n], kb[self.width_of]) + self.b
+
+    def combine(self, f, hedge, t):
+        """The combined prediction of the learners' values f at step t."""
+        classify = hedge["task"] == CLASSIFY
+        values = np.where(f > 0.0, 1.0, -1.0) if classify else f
+        if hedge["combination"] == STOCHASTIC:
+            u = uniform(hedge["seed"], t) * self.q.sum()
+            k = int(np.searchsorted(np.cumsum(self.q), u, side="right"))
+            return float(values[min(k, len(f) - 1)])
+        out = 0.0
+        for k in range(len(f)):             # the order of the compiled sum
+            out += self.q[k] * values[k]
+        return out
+
+    def predict(self, X, hedge):
+        return np.array([self.combine(self.decisions_one(x), hedge, self.t) for x in X])
+
+    def decisions(self, X):
+        return np.array([self.decisions_one(x) for x in X]).reshape(len(X), self.n_learners)
+
+    def _victim(self, a):
+        n = self.n_support
+        if not self.budget or n < self.budget or self.policy == MERGE:
+            return -1                       # MERGE adds first, then merges
+        if self.policy == OLDEST:
+            return self.next_slot
+        norms = (self._coef[:, :n] ** 2).sum(axis=0)
+        slot = int(np.argmin(norms))
+        return -2 if float(a @ a) <= norms[slot] else slot
+
+    def step(self, x, y, w, f, s, loss, hedge):
+        """The step of every learner and the Hedge update from f = (f_k(x_t)): TAKEN, SKIPPED
+        or DIVERGED (nothing changed)."""
+        if not np.all(np.isfinite(f)):
+            return DIVERGED
+        if w == 0.0:
+            return SKIPPED
+        t = self.t + 1.0
+        ck2 = max(self.ck2, 1.0)
+        eta_t, lam_t = schedule(s, t, ck2)
+        eta = eta_t * self.eta_scales
+        g = w * np.array([gradient(loss, y, fk) for fk in f])
+        factor = 1.0 - lam_t * eta
+        a = -eta * g
+        b_next = self.b - eta * g if s["intercept"] else self.b.copy()
+        if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b_next))):
+            return DIVERGED
+        if not np.all(np.isfinite(factor * (f - self.b) + a + b_next)):
+            return DIVERGED
+        # Hedge: the learners' losses of this event, then the discount
+        if hedge["task"] == CLASSIFY:
+            z = (np.where(f > 0.0, 1.0, -1.0) != y).astype(np.float64)
+        else:
+            losses = np.array([float(value(loss, fk - y)) for fk in f])
+            if not np.all(np.isfinite(losses)):
+                return DIVERGED
+            self.loss_scale = max(self.loss_scale, float(losses.max()))
+            z = losses / self.loss_scale if self.loss_scale > 0.0 else np.zeros_like(losses)
+        q = self.q * np.exp(z * np.log(hedge["beta"]))
+        self.q = q / q.sum()
+        # the learners' steps on the shared support set
+        n = self.n_support
+        if np.all(factor <= 0.0):
+            self.n_support = self.next_slot = 0
+        else:
+            self._coef[:, :n] *= np.maximum(factor, 0.0)[:, None]
+        if np.any(g != 0.0):
+            self.reserve(1)
+            slot = self._victim(a)
+            if slot != -2:
+                if slot == -1:
+                    slot = self.n_support
+                    self.n_support += 1
+                elif self.policy == OLDEST:
+                    self.next_slot = (slot + 1) % self.budget
+                self._centers[slot] = x
+                self._coef[:, slot] = a
+                if self.budget and self.policy == MERGE and self.n_support > self.budget:
+                    self.merge()
+        self.t, self.ck2, self.eta_t, self.lam_t, self.b = t, ck2, eta_t, lam_t, b_next
+        if self.auto:                       # Welford's running moments of the inputs
+            self.n_seen += 1.0
+            delta = x - self.mean
+            self.mean = self.mean + delta / self.n_seen
+            self.m2 = self.m2 + delta * (x - self.mean)
+        return TAKEN
+
+    def merge(self):
+        """B + 1 centres -> B, as `MultiKernel.cmerge`: BSGD's merge of the leading learner
+        (largest Hedge weight); every learner keeps the projection of its two terms."""
+        N = self.n_support
+        ref = int(np.flatnonzero(self.q >= self.q.max() * (1.0 - 1e-9))[0])   # ties within 1e-9
+        gs = self.gamma_scale()
+        m, n, h, _, _ = merge_find(self._centers[:N], self._coef[ref, :N],
+                                   self.gammas[self.width_of[ref]] * gs)
+        if n >= 0:
+            D = float(((self._centers[m] - self._centers[n]) ** 2).sum())
+            g = self.gammas[self.width_of] * gs
+            self._coef[:, n] = (self._coef[:, m] * np.exp(-g * (1.0 - h) * (1.0 - h) * D)
+                                + self._coef[:, n] * np.exp(-g * h * h * D))
+            self._centers[n] = h * self._centers[m] + (1.0 - h) * self._centers[n]
+        last = N - 1
+        if m != last:
+            self._centers[m] = self._centers[last]
+            self._coef[:, m] = self._coef[:, last]
+        self.n_support = last
+
+    def learn(self, X, y, weight, s, loss, hedge, pred_out):
+        """Predict-then-update over the rows: the index of the first divergent row, or -1."""
+        self.reserve(len(X))
+        with np.errstate(over="ignore", invalid="ignore"):
+            for i, x in enumerate(X):
+                f = self.decisions_one(x)
+                pred_out[i] = self.combine(f, hedge, self.t)
+                w = 1.0 if weight is None else weight[i]
+                if self.step(x, y[i], w, f, s, loss, hedge) == DIVERGED:
+                    return i
+        return -1
+
+    def checkpoint(self, n_new):
+        return self.get_state()
+
+    def restore(self, state):
+        self.__dict__.update(type(self).from_state(state).__dict__)
+
+    @property
+    def centers_(self):
+        return self._centers[:self.n_support].copy()
+
+    @property
+    def coef_(self):
+        """(learners, n_support) coefficients."""
+        return self._coef[:, :self.n_support].copy()
+
+    def get_state(self):
+        n = self.n_support
+        return dict(n_features=self.n_features, gammas=self.gammas.copy(),
+                    width_of=self.width_of.astype(np.int64), eta_scales=self.eta_scales.copy(),
+                    auto=self.auto, budget=self.budget, policy=self.policy,
+                    next_slot=self.next_slot, centers=self.centers_, coef=self.coef_,
+                    scale=np.ones(self.n_learners), b=self.b.copy(), q=self.q.copy(),
+                    t=self.t, ck2=self.ck2, eta_t=self.eta_t, lam_t=self.lam_t,
+                    n_seen=self.n_seen, mean=self.mean.copy(), m2=self.m2.copy(),
+                    loss_scale=self.loss_scale)
+
+    @classmethod
+    def from_state(cls, p):
+        self = cls(p["n_features"], p["gammas"], p["width_of"], p["eta_scales"], p["auto"],
+                   p["budget"], p["policy"])
+        coef = np.asarray(p["coef"], dtype=np.float64).reshape(self.n_learners, -1)
+        self._coef = np.asarray(p["scale"], dtype=np.float64)[:, None] * coef
+        self._centers = np.array(p["centers"], dtype=np.float64).reshape(-1, self.n_features)
+        self.n_support, self.next_slot = coef.shape[1], int(p["next_slot"])
+        self.b, self.q = np.array(p["b"], dtype=np.float64), np.array(p["q"], dtype=np.float64)
+        self.t, self.ck2 = float(p["t"]), float(p["ck2"])
+        self.eta_t, self.lam_t = float(p["eta_t"]), float(p["lam_t"])
+        self.n_seen, self.loss_scale = float(p["n_seen"]), float(p["loss_scale"])
+        self.mean = np.array(p["mean"], dtype=np.float64)
+        self.m2 = np.array(p["m2"], dtype=np.float64)
+        return self

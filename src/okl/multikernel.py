@@ -1,0 +1,588 @@
+"""Online multiple kernel learning: many Gaussian widths in one pass, combined by Hedge.
+
+MultiKernelClassifier
+    K NORMA classifiers (one per width and step scale) on one support set;
+    the prediction is their Hedge-weighted vote, or the vote of one learner
+    drawn with probability q_k (Jin, Hoi and Yang 2010; Hoi, Jin, Zhao and
+    Yang 2013).
+MultiKernelRegressor
+    The same for kernel regression (any residual loss): the Hedge-weighted
+    average of the learners, or one drawn learner.
+
+The loops are `okl._core._multikernel` (twin `okl._numpy.multikernel`);
+docs/multikernel.md derives the rule, its bound and the defaults.
+"""
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import ClassifierMixin, RegressorMixin
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted
+
+from okl import _locks, _warnings
+from okl._base import Diverged, OnlineLearner, check_X, one_row, params_changed
+from okl._binary import BinaryClassifierMixin
+from okl._core._multikernel import MultiKernel, MultiKernelEvents
+from okl._engines import ENGINES
+from okl._numpy.codes import StepSize
+from okl._numpy.multikernel import (
+    CLASSIFY, DETERMINISTIC, REGRESS, STOCHASTIC, NumpyMultiKernel, make_hedge,
+)
+from okl._numpy.pointwise import make_schedule
+from okl._params import (
+    BOOL, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS, INTERCEPT_CONSTRAINTS, NONE,
+    ONLINE_WEIGHT_CHECKS, Interval, InvalidParameterError, Kind, Options,
+)
+from okl._persist import loadable
+from okl.classification import _finite_lipschitz
+from okl.losses import MARGIN_LOSSES, loss_spec, loss_value
+from okl.regression import REGRESSION_LOSSES
+
+__all__ = ["MultiKernelClassifier", "MultiKernelRegressor", "AUTO_GAMMAS"]
+
+#: The widths of gammas="auto", relative to 1 / tr(Cov(x)) of the inputs seen so far
+#: (1 / n_features for standardized features): eight octaves around the data's scale
+#: (docs/multikernel.md, "Defaults").
+AUTO_GAMMAS = tuple(2.0 ** j for j in range(-4, 4))
+
+_GRID = Kind(lambda v: not isinstance(v, str) and np.ndim(v) == 1 and 0 < len(v) <= 64
+             and all(isinstance(g, Real) and not isinstance(g, bool) and np.isfinite(g)
+                     and g > 0 for g in v), "a non-empty list of floats > 0")
+_POLICIES = {"oldest": 0, "smallest": 1, "merge": 2}
+
+_CONSTRAINTS = {
+    "gammas": [Options("auto"), _GRID],
+    "eta_scales": [_GRID],
+    "lam": [Interval(Real, 0, None, closed="left")],
+    "eta": [Interval(Real, 0, None, closed="neither"), Options("auto")],
+    "eta_decay": [Interval(Real, 0, None, closed="left")],
+    "beta": [Interval(Real, 0, 1, closed="right")],
+    "combination": [Options("deterministic", "stochastic")],
+    "budget": [Interval(Integral, 1, None, closed="left"), NONE],
+    "budget_policy": [Options(*_POLICIES)],
+    "random_state": [Interval(Integral, 0, None, closed="left"), NONE],
+    "verbose": [BOOL, NONE],
+    **ENGINE_CONSTRAINTS,
+    **INTERCEPT_CONSTRAINTS,
+}
+
+_PARAMS_DOC = """\
+    gammas : "auto" or list of floats > 0, default="auto"
+        The Gaussian widths, K(x, u) = exp(-gamma ||x - u||^2).  "auto" is
+        `AUTO_GAMMAS` (2^-4 ... 2^3) times 1 / tr(Cov(x)) of the inputs learned
+        so far (running moments, so it works from the first event; 1 /
+        n_features until two inputs differ).
+    eta_scales : list of floats > 0, default=ETA_SCALES
+        Step multipliers: one learner per (width, scale), learner (j, s) steps
+        ``eta_scales[s] eta_t`` (docs/multikernel.md, section 4).
+    lam : float >= 0, default=1e-3
+        Regularization: every step shrinks each learner by ``1 - eta_t lam``.
+    eta : float > 0 or "auto", default="auto"
+        Step size, as the single learner's: "auto" is ``1 / ((lam + M) t**eta_decay)``
+        (M the loss's Lipschitz constant; C_K^2 = 1), a float ``eta t**-eta_decay``.
+    eta_decay : float >= 0
+        Exponent of the step size.
+    beta : float in (0, 1], default=BETA
+        Hedge's discount: a learner's weight is multiplied by beta**loss at
+        every event, beta = 1 never reweights (docs/multikernel.md, section 5).
+    combination : {"deterministic", "stochastic"}, default="deterministic"
+        Predict with the Hedge-weighted combination of every learner, or with
+        one learner drawn with probability q_k (its draw is fixed per step by
+        `random_state`).
+    budget : int >= 1 or None, default=None
+        At most this many centres, shared by every learner.
+    budget_policy : {"merge", "smallest", "oldest"}, default="merge"
+        What a full budget does: "merge" takes BSGD's merge of the leading
+        learner (largest Hedge weight), every learner keeping its projection
+        onto the merged centre; "smallest" removes the centre whose coefficient
+        column (across learners) has the smallest norm, the newcomer's
+        included; "oldest" replaces the oldest centre (docs/multikernel.md,
+        section 5).
+    fit_intercept : bool, default=True
+        Learn an offset b_k per learner.
+    random_state : int >= 0 or None, default=None
+        Seed of the stochastic combination's draws (None: a fresh seed per fit).
+    verbose : bool or None, default=False
+        A progress bar on large chunks.
+    engine : {"cython", "numpy"}, default="cython"
+        "numpy" runs the NumPy twin (same iterates, slower)."""
+
+
+class MultiKernelMixin:
+    """What both multi-kernel learners share: the model, its steps and its state."""
+
+    _supports_sample_weight = True
+
+    # -- parameters --------------------------------------------------------------------
+
+    def _grid(self):
+        """(gammas, auto, width_of, eta_scales) of the learners: width-major."""
+        auto = isinstance(self.gammas, str)
+        gammas = np.array(AUTO_GAMMAS if auto else self.gammas, dtype=np.float64)
+        scales = np.array(self.eta_scales, dtype=np.float64)
+        width_of = np.repeat(np.arange(len(gammas)), len(scales))
+        return gammas, auto, width_of, np.tile(scales, len(gammas))
+
+    def _fitted_with(self):
+        """The grid, budget and policy the model was built with (they cannot change mid-stream)."""
+        state = self._model.get_state()
+        n_scales = len(state["eta_scales"]) // len(state["gammas"])
+        policies = {code: name for name, code in _POLICIES.items()}
+        return [("gammas", "auto" if state["auto"] else state["gammas"]),
+                ("eta_scales", state["eta_scales"][:n_scales]),
+                ("budget", state["budget"] or None),
+                ("budget_policy", policies[int(state["policy"])])]
+
+    def _schedule(self):
+        kind = StepSize.AUTO if isinstance(self.eta, str) else StepSize.POWER
+        return make_schedule(kind, 0.0 if kind == StepSize.AUTO else self.eta, self.eta_decay,
+                             self.lam, 0.0, self._auto_lipschitz() if kind == StepSize.AUTO
+                             else 1.0, self.fit_intercept)
+
+    def _hedge(self):
+        return make_hedge(self.beta, STOCHASTIC if self.combination == "stochastic"
+                          else DETERMINISTIC, self._task, self.__dict__.get("seed_", 0))
+
+    def _auto_lipschitz(self):
+        return 1.0
+
+    # -- the model ---------------------------------------------------------------------
+
+    def _engine_model(self):
+        """The model, converted if `engine` was changed since it was built."""
+        model = self._model
+        cls = ENGINES[self.engine].multikernel
+        if not isinstance(model, cls):
+            model = self._model = cls.from_state(model.get_state())
+        return model
+
+    def _models(self):
+        return (self._engine_model(),)
+
+    @classmethod
+    def _state_classes(cls):
+        return (MultiKernel, NumpyMultiKernel)
+
+    def _start(self, X, y):
+        gammas, auto, width_of, scales = self._grid()
+        self._model = ENGINES[self.engine].multikernel(
+            X.shape[1], gammas, width_of, scales, auto, int(self.budget or 0),
+            _POLICIES[self.budget_policy])
+        self.seed_ = (int(self.random_state) if self.random_state is not None
+                      else int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> 2))
+        self.t_ = 0
+        self.n_support_ = 0
+
+    def _check_size(self):
+        if self.budget is None:
+            model = self.__dict__["_model"]
+            work = model.n_support * (model.n_features + model.n_learners)
+            _warnings.warn_size(
+                self, "expansion", work, _warnings.EXPANSION_WORK,
+                f"{type(self).__name__} holds {model.n_support} shared centres of "
+                f"{model.n_features} features for {model.n_learners} learners and has no "
+                f"budget: every step now costs {work:.2g} multiply-adds and the model keeps "
+                "growing with the stream. Pass budget=B to bound the number of centres "
+                "(this warning is shown once).")
+
+    def _store(self):
+        model = self.__dict__["_model"]
+        self.__dict__["t_"] = int(model.t)
+        self.__dict__["n_support_"] = int(model.n_support)
+
+    def _learn(self, X, y, weight=None):
+        scores = np.empty(X.shape[0], dtype=np.float64)
+        model = self._engine_model()
+        failed = model.learn(X, np.ascontiguousarray(y, dtype=np.float64), weight,
+                             self._schedule(), self._loss_spec(), self._hedge(), scores)
+        if failed >= 0:
+            raise Diverged(failed)
+        self._store()
+        return scores
+
+    # -- one event (the compiled step, as okl._kernel_learners.PointwiseMixin) ----------
+
+    def _learn_event(self, events, row, y, weight=1.0):
+        out, taken = events.learn(row, y, weight)
+        if taken:
+            self._store()
+        return out
+
+    def _compiled_events(self, cache):
+        events = cache[0]
+        if events is not None and events.matches(self):
+            return events
+        if not ("t_" in self.__dict__ and self.engine == "cython"
+                and type(self.__dict__.get("_model")) is MultiKernel):
+            return None
+        if params_changed(self):
+            return None
+        names = ("_model",) + tuple(name for name in self.get_params(deep=False)
+                                    if name in self.__dict__)
+        events = cache[0] = MultiKernelEvents(self._model, self._schedule(), self._loss_spec(),
+                                              self._hedge(), type(self).__name__, names)
+        events.bind(self)
+        return events
+
+    @_locks.serialised
+    def _decision(self, X):
+        """The combined prediction of every row of validated X."""
+        if "t_" not in self.__dict__:
+            check_is_fitted(self, "t_")
+        row = one_row(self, X) if "_one_event_state" in self.__dict__ else None
+        if row is not None:
+            events = self._one_event()._fast()
+            if events is not None:
+                return np.array([events.predict(row)])
+        X = check_X(self, X, reset=False)
+        return self._engine_model().predict(X, self._hedge())
+
+    # -- what the learners say -----------------------------------------------------------
+
+    @property
+    def weights_(self):
+        """The Hedge weights q_k of the learners (summing to 1), aligned with `gammas_`."""
+        check_is_fitted(self, "t_")
+        model = self._model
+        return np.array(model.q_ if isinstance(model, MultiKernel) else model.q)
+
+    @property
+    def gammas_(self):
+        """The width of each learner now (the running scale included for gammas="auto")."""
+        check_is_fitted(self, "t_")
+        state = self._model.get_state()
+        scale = NumpyMultiKernel.from_state(state).gamma_scale()
+        return state["gammas"][state["width_of"]] * scale
+
+    @property
+    def eta_scales_(self):
+        """The step multiplier of each learner."""
+        check_is_fitted(self, "t_")
+        return self._model.get_state()["eta_scales"]
+
+    @property
+    def intercept_(self):
+        """The offsets b_k of the learners."""
+        check_is_fitted(self, "t_")
+        return np.array(self._model.get_state()["b"])
+
+    @property
+    def support_vectors_(self):
+        """The shared centres, in storage order."""
+        check_is_fitted(self, "t_")
+        return self._model.centers_
+
+    @property
+    def dual_coef_(self):
+        """(learners, n_support_): f_k = sum_i dual_coef_[k, i] K_k(support_vectors_[i], .)."""
+        check_is_fitted(self, "t_")
+        return self._model.coef_
+
+    def learner_decisions(self, X):
+        """(rows, learners): every learner's own f_k(x), aligned with `weights_`."""
+        check_is_fitted(self, "t_")
+        with _locks.locked(self):
+            X = check_X(self, X, reset=False)
+            return self._engine_model().decisions(X)
+
+    # -- okl.load ----------------------------------------------------------------------
+
+    def _check_state(self, check):
+        """okl.load's checks of the fitted state (see `OnlineLearner._check_state`)."""
+        attrs, out, name = check.attrs, check.out, type(self).__name__
+        d, t = out["n_features_in_"], out["t_"]
+        labels = ("classes_",) if self._task == CLASSIFY else ()
+        check.keys(attrs, ("n_features_in_", "t_", "n_support_", "seed_") + labels,
+                   f"{name}'s attributes", optional=("_row_keys",))
+        if "_row_keys" in attrs:
+            keys = attrs["_row_keys"]
+            if (not isinstance(keys, list) or len(keys) != d
+                    or not all(isinstance(k, (str, int)) for k in keys)):
+                check.fail("_row_keys must list the names of the n_features_in_ features")
+            out["_row_keys"] = tuple(keys)
+        out["seed_"] = check.int(attrs["seed_"], "seed_", 0, 2 ** 62)
+        kind, state = check.model("_model", ("MultiKernel", "NumpyMultiKernel"))
+        gammas, auto, width_of, scales = self._grid()
+        K, W = len(width_of), len(gammas)
+        check.keys(state, ("n_features", "gammas", "width_of", "eta_scales", "auto", "budget",
+                           "policy", "next_slot", "centers", "coef", "scale", "b", "q", "t",
+                           "ck2", "eta_t", "lam_t", "n_seen", "mean", "m2", "loss_scale"),
+                   "the model '_model'")
+        check.equal(state["n_features"], d, "_model.n_features")
+        check.equal(state["auto"], auto, "_model.auto")
+        check.equal(state["budget"], int(self.budget or 0), "_model.budget")
+        check.equal(state["policy"], _POLICIES[self.budget_policy], "_model.policy")
+        if not (np.array_equal(check.array(state["gammas"], "_model.gammas", (W,)), gammas)
+                and np.array_equal(check.array(state["width_of"], "_model.width_of", (K,), "i"),
+                                   width_of)
+                and np.array_equal(check.array(state["eta_scales"], "_model.eta_scales", (K,)),
+                                   scales)):
+            check.fail("the model's widths and step scales differ from the parameters")
+        coef = check.array(state["coef"], "_model.coef", (K, None))
+        n = coef.shape[1]
+        if n != check.int(attrs["n_support_"], "n_support_", 0, t) or (self.budget and
+                                                                        n > self.budget):
+            check.fail(f"n_support_ and the model's {n} centres disagree (or pass the budget)")
+        centers = check.array(state["centers"], "_model.centers", (n, d))
+        scale = check.array(state["scale"], "_model.scale", (K,))
+        if np.any(scale <= 0):
+            check.fail("_model.scale must be > 0")
+        check.array(state["b"], "_model.b", (K,))
+        q = check.array(state["q"], "_model.q", (K,))
+        if np.any(q < 0) or not abs(q.sum() - 1.0) < 1e-9:
+            check.fail("_model.q must be weights >= 0 summing to 1")
+        m2 = check.array(state["m2"], "_model.m2", (d,))
+        if np.any(m2 < 0):
+            check.fail("_model.m2 must be >= 0")
+        check.array(state["mean"], "_model.mean", (d,))
+        if check.float(state["t"], "_model.t", 0.0) != t:
+            check.fail(f"_model.t differs from t_ = {t}")
+        check.float(state["ck2"], "_model.ck2", 0.0)
+        check.float(state["n_seen"], "_model.n_seen", 0.0, float(t))
+        check.float(state["loss_scale"], "_model.loss_scale", 0.0)
+        for field in ("eta_t", "lam_t"):
+            value = state[field]
+            if not (isinstance(value, float) and (np.isnan(value) or value >= 0)):
+                check.fail(f"_model.{field} is {value!r}, not a number >= 0 or NaN")
+        ring = self.budget if (self.budget and self.budget_policy == "oldest"
+                               and n == self.budget) else 1
+        check.int(state["next_slot"], "_model.next_slot", 0, ring - 1)
+        if labels:
+            check.binary_labels()
+        return {"_model": (kind, dict(state, centers=centers, coef=coef))}
+
+
+def _with_params(cls):
+    """Class decorator: the shared parameter descriptions, with the class's defaults, in place
+    of the docstring's %s."""
+    defaults = cls().get_params()
+    cls.__doc__ = cls.__doc__ % _PARAMS_DOC.replace(
+        "eta_decay : float >= 0", f"eta_decay : float >= 0, default={defaults['eta_decay']}"
+    ).replace("ETA_SCALES", str(defaults["eta_scales"])).replace("BETA", str(defaults["beta"]))
+    return cls
+
+
+@loadable
+@_with_params
+class MultiKernelClassifier(MultiKernelMixin, BinaryClassifierMixin, ClassifierMixin,
+                            OnlineLearner):
+    """Binary classification by many Gaussian kernel learners at once, combined by Hedge.
+
+    Every (width, step scale) pair is a NORMA learner (the step of
+    `OnlineKernelClassifier`) on one shared support set: an event computes
+    the squared distances to the centres once and one exponential per
+    (centre, width).  Learner k's weight q_k is multiplied by beta at each of
+    its mistakes; the prediction is the sign of the weighted vote
+    ``sum_k q_k sign(f_k(x))`` (the deterministic rule, whose mistakes are at
+    most ``(ln K + M_best ln(1/beta)) / ln(2 / (1 + beta))``), or the sign of
+    one learner drawn with probability q_k (the stochastic rule).  With one
+    width and one step scale it is `OnlineKernelClassifier` with the same
+    parameters, iterate for iterate.  One event at a time: `learn_one`,
+    `predict_one`, `decision_function_one` (same iterates as `partial_fit`).
+
+    Parameters
+    ----------
+    loss : {"hinge", "squared_hinge", "logistic", "least_squares", "exponential"}, default="hinge"
+        The margin loss of every learner.
+%s
+    classes : array of two labels or None, default=None
+        Fixes `classes_` at the start of a stream.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+    t_ : int
+        Samples learned so far.
+    n_support_ : int
+        Shared centres.
+    weights_ : ndarray of shape (n_learners,)
+        The Hedge weights; `gammas_` and `eta_scales_` say which learner is which.
+    seed_ : int
+        The seed of the stochastic combination's draws.
+
+    References
+    ----------
+    docs/multikernel.md derives the rule, its mistake bound and the defaults.
+
+    .. [1] R. Jin, S. C. H. Hoi and T. Yang, "Online multiple kernel learning:
+       algorithms and mistake bounds", ALT 2010.
+    .. [2] S. C. H. Hoi, R. Jin, P. Zhao and T. Yang, "Online multiple kernel
+       classification", Machine Learning 90(2):289-316, 2013.
+    .. [3] J. Kivinen, A. J. Smola and R. C. Williamson, "Online learning
+       with kernels", IEEE Transactions on Signal Processing 52(8), 2004.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_moons
+    >>> from okl import MultiKernelClassifier
+    >>> X, y = make_moons(2000, noise=0.2, random_state=0)
+    >>> clf = MultiKernelClassifier().fit(X[:1500], y[:1500])
+    >>> round(clf.score(X[1500:], y[1500:]), 2) > 0.9
+    True
+    """
+
+    _task = CLASSIFY
+    _parameter_constraints = {**_CONSTRAINTS, "loss": [Options(*MARGIN_LOSSES)],
+                              **CLASSES_CONSTRAINTS}
+    expected_failed_checks = ONLINE_WEIGHT_CHECKS
+
+    def __init__(self, gammas="auto", eta_scales=(1.0, 4.0, 16.0), loss="hinge", lam=1e-3,
+                 eta="auto", eta_decay=0.5, beta=0.8, combination="deterministic", budget=None,
+                 budget_policy="merge", fit_intercept=True, classes=None,
+                 random_state=None, verbose=False, engine="cython"):
+        self.gammas = gammas
+        self.eta_scales = eta_scales
+        self.loss = loss
+        self.lam = lam
+        self.eta = eta
+        self.eta_decay = eta_decay
+        self.beta = beta
+        self.combination = combination
+        self.budget = budget
+        self.budget_policy = budget_policy
+        self.fit_intercept = fit_intercept
+        self.classes = classes
+        self.random_state = random_state
+        self.verbose = verbose
+        self.engine = engine
+
+    def fit(self, X, y, sample_weight=None):
+        """Learn the rows of X in order, from a fresh model (one online pass)."""
+        return self._fit(X, y, sample_weight)
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Continue the stream with the rows of X, in order (all-or-nothing)."""
+        self._progressive_scores(X, y, classes, sample_weight=sample_weight)
+        return self
+
+    def _loss_spec(self):
+        return loss_spec(self.loss)
+
+    def _auto_lipschitz(self):
+        return _finite_lipschitz(self)
+
+    def _stream_loss(self, scores, y):
+        """The combined learner's mistakes (0 / 1) over the stream."""
+        return (self._predictions(scores) != np.asarray(y)).astype(np.float64)
+
+    @available_if(lambda self: False)
+    def predict_proba(self, X):
+        """Not offered: the Hedge vote is not a probability."""
+
+    @available_if(lambda self: False)
+    def predict_log_proba(self, X):
+        """Not offered: the Hedge vote is not a probability."""
+
+
+@loadable
+@_with_params
+class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
+    """Kernel regression by many Gaussian kernel learners at once, combined by Hedge.
+
+    Every (width, step scale) pair is a learner of `OnlineKernelRegressor`
+    (any residual loss) on one shared support set.  Learner k's weight is
+    multiplied by ``beta**(loss_k / S_t)``, S_t the largest loss of any
+    learner so far; the prediction is the weighted average ``sum_k q_k
+    f_k(x)`` (deterministic) or one learner drawn with probability q_k
+    (stochastic).  With one width and one step scale it is
+    `OnlineKernelRegressor` with the same parameters, iterate for iterate.
+
+    Parameters
+    ----------
+    loss : {"squared", "absolute", "epsilon_insensitive", "pinball", "huber"}, default="squared"
+        The residual loss of every learner (and of Hedge).
+    quantile : float in (0, 1), default=0.5
+        tau of the pinball loss.
+    epsilon : float >= 0, default=0.0
+        The tube of epsilon_insensitive and pinball; huber's delta.
+%s
+
+    Attributes
+    ----------
+    t_ : int
+    n_support_ : int
+    weights_ : ndarray of shape (n_learners,)
+    seed_ : int
+
+    References
+    ----------
+    docs/multikernel.md derives the rule, its loss bound and the defaults.
+
+    .. [1] S. C. H. Hoi, R. Jin, P. Zhao and T. Yang, "Online multiple kernel
+       classification", Machine Learning 90(2):289-316, 2013.
+    .. [2] N. Cesa-Bianchi and G. Lugosi, "Prediction, Learning, and Games",
+       Cambridge University Press, 2006 (Hedge with convex losses).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from okl import MultiKernelRegressor
+    >>> X = np.random.default_rng(0).uniform(-3, 3, (1000, 1))
+    >>> reg = MultiKernelRegressor().fit(X, np.sin(X[:, 0]))
+    >>> bool(abs(reg.predict([[1.0]])[0] - np.sin(1.0)) < 0.2)
+    True
+    """
+
+    _task = REGRESS
+    _parameter_constraints = {
+        **_CONSTRAINTS, "loss": [Options(*REGRESSION_LOSSES)],
+        "quantile": [Interval(Real, 0, 1, closed="neither")],
+        "epsilon": [Interval(Real, 0, None, closed="left")],
+    }
+    expected_failed_checks = ONLINE_WEIGHT_CHECKS
+
+    def __init__(self, gammas="auto", eta_scales=(1.0,), loss="squared", quantile=0.5,
+                 epsilon=0.0, lam=1e-3, eta="auto", eta_decay=0.6, beta=0.3,
+                 combination="deterministic", budget=None, budget_policy="merge",
+                 fit_intercept=True, random_state=None, verbose=False, engine="cython"):
+        self.gammas = gammas
+        self.eta_scales = eta_scales
+        self.loss = loss
+        self.quantile = quantile
+        self.epsilon = epsilon
+        self.lam = lam
+        self.eta = eta
+        self.eta_decay = eta_decay
+        self.beta = beta
+        self.combination = combination
+        self.budget = budget
+        self.budget_policy = budget_policy
+        self.fit_intercept = fit_intercept
+        self.random_state = random_state
+        self.verbose = verbose
+        self.engine = engine
+
+    def _validate_params(self):
+        super()._validate_params()
+        if self.loss == "huber" and self.epsilon <= 0:
+            raise InvalidParameterError(
+                "loss='huber' takes its threshold delta from epsilon, which must be > 0 "
+                f"(got epsilon={self.epsilon}); try epsilon=1.0.")
+
+    def fit(self, X, y, sample_weight=None):
+        """Learn the rows of X in order, from a fresh model (one online pass)."""
+        self._progressive_scores(X, y, reset=True, sample_weight=sample_weight)
+        return self
+
+    def partial_fit(self, X, y, sample_weight=None):
+        """Continue the stream with the rows of X, in order (all-or-nothing)."""
+        self._progressive_scores(X, y, sample_weight=sample_weight)
+        return self
+
+    def _loss_spec(self):
+        return loss_spec(self.loss, tau=self.quantile, eps=self.epsilon, delta=self.epsilon)
+
+    def _stream_loss(self, scores, y):
+        spec = self._loss_spec()
+        return loss_value(self.loss, np.asarray(scores) - np.asarray(y, dtype=np.float64),
+                          tau=spec["tau"], eps=spec["eps"], delta=spec["delta"])
+
+    def predict(self, X):
+        """The combined prediction for every row of X."""
+        return self._decision(X)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        tags.regressor_tags.poor_score = True
+        return tags

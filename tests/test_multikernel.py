@@ -1,0 +1,463 @@
+"""okl.MultiKernelClassifier / MultiKernelRegressor (docs/multikernel.md): theory as tests."""
+import io
+import math
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits
+from sklearn.utils.estimator_checks import check_estimator
+
+import okl
+from okl import (
+    MultiKernelClassifier, MultiKernelRegressor, OnlineKernelClassifier, OnlineKernelRegressor,
+)
+from okl._numpy.multikernel import uniform
+from okl.multikernel import AUTO_GAMMAS
+from okl.preprocessing import OnlineStandardScaler
+
+GAMMAS = [0.05, 0.2, 0.8, 3.2, 12.8]
+
+
+def xor_stream(n, seed=0, noise=0.1):
+    """A noisy XOR in 3 dimensions: a kernel problem with a best width in the middle."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    flip = rng.random(n) < noise
+    return X, np.where(flip, 1 - y, y)
+
+
+def sine_stream(n, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-3, 3, size=(n, 2))
+    return X, np.sin(2 * X[:, 0]) + 0.5 * X[:, 1] + 0.1 * rng.normal(size=n)
+
+
+def progressive(est, X, y, classes=None):
+    """f_t(x_t) of every row, predicted before it is learned (one fit)."""
+    return est._progressive_scores(X, y, classes=classes, reset=True)
+
+
+# -- one width is the single learner, iterate for iterate ---------------------------------------
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+@pytest.mark.parametrize("loss, budget, policy", [("hinge", None, "smallest"),
+                                                  ("logistic", 40, "smallest"),
+                                                  ("hinge", 40, "oldest"),
+                                                  ("logistic", 40, "merge")])
+def test_one_width_is_the_single_classifier(engine, loss, budget, policy):
+    X, y = xor_stream(600, seed=1)
+    params = dict(loss=loss, lam=1e-2, eta="auto", eta_decay=0.5, budget=budget,
+                  budget_policy=policy, fit_intercept=True, engine=engine)
+    single = OnlineKernelClassifier(gamma=0.7, **params)
+    multi = MultiKernelClassifier(gammas=[0.7], eta_scales=[1.0], **params)
+    f_single = progressive(single, X, y, classes=[0, 1])
+    f_multi = progressive(multi, X, y, classes=[0, 1])
+    np.testing.assert_array_equal(np.where(f_single > 0, 1.0, -1.0), f_multi)
+    np.testing.assert_allclose(multi.learner_decisions(X)[:, 0], single.decision_function(X),
+                               rtol=0, atol=1e-12)
+    if policy == "merge":           # BSGD's merge; its coefficient formula rounds differently
+        np.testing.assert_allclose(multi.support_vectors_, single.support_vectors_, atol=1e-12)
+    else:
+        np.testing.assert_array_equal(multi.support_vectors_, single.support_vectors_)
+    np.testing.assert_allclose(multi.dual_coef_[0], single.dual_coef_, rtol=0, atol=1e-12)
+    assert multi.intercept_[0] == pytest.approx(single.intercept_, abs=1e-13)
+    assert multi.t_ == single.t_ and multi.n_support_ == single.n_support_
+
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+@pytest.mark.parametrize("loss, budget", [("squared", None), ("pinball", 30),
+                                          ("epsilon_insensitive", None)])
+def test_one_width_is_the_single_regressor(engine, loss, budget):
+    X, y = sine_stream(500, seed=2)
+    params = dict(loss=loss, epsilon=0.05, quantile=0.7, lam=1e-3, eta="auto", eta_decay=0.6,
+                  fit_intercept=True, budget=budget, budget_policy="oldest", engine=engine)
+    single = OnlineKernelRegressor(gamma=0.5, **params)
+    multi = MultiKernelRegressor(gammas=[0.5], **params)
+    np.testing.assert_allclose(progressive(multi, X, y), progressive(single, X, y),
+                               rtol=0, atol=1e-12)
+    np.testing.assert_allclose(multi.predict(X), single.predict(X), rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(multi.support_vectors_, single.support_vectors_)
+
+
+# -- the Hedge bounds against the best learner of the grid -----------------------------------
+
+def single_scores(X, y, gammas, classes=None):
+    """Progressive f_t(x_t) of one single learner per width (the learners of the grid), with the
+    base parameters of the multi-kernel learner's defaults."""
+    Single, Multi = ((OnlineKernelClassifier, MultiKernelClassifier) if classes is not None
+                     else (OnlineKernelRegressor, MultiKernelRegressor))
+    multi = Multi()
+    base = {name: getattr(multi, name)
+            for name in ("loss", "lam", "eta", "eta_decay", "fit_intercept")}
+    return np.column_stack([progressive(Single(gamma=g, budget=None, **base), X, y, classes)
+                            for g in gammas])
+
+
+def test_deterministic_vote_is_weighted_majority_within_its_mistake_bound():
+    X, y = xor_stream(4000, seed=3)
+    beta, K = 0.8, len(GAMMAS)
+    F = single_scores(X, y, GAMMAS, classes=[0, 1])
+    signs, label = np.where(F > 0, 1.0, -1.0), np.where(y == 1, 1.0, -1.0)
+    mistakes = signs != label[:, None]
+    # Littlestone-Warmuth's weighted majority on the learners' own predictions
+    q, votes = np.full(K, 1.0 / K), []
+    for s, m in zip(signs, mistakes):
+        votes.append(q @ s)
+        q = q * beta ** m
+        q /= q.sum()
+    clf = MultiKernelClassifier(gammas=GAMMAS, eta_scales=[1.0], beta=beta)
+    f = progressive(clf, X, y, classes=[0, 1])
+    np.testing.assert_allclose(f, votes, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(clf.weights_, q, rtol=1e-10, atol=1e-300)
+    M, best = int(np.sum(np.where(f > 0, 1.0, -1.0) != label)), int(mistakes.sum(axis=0).min())
+    bound = (math.log(K) + best * math.log(1 / beta)) / math.log(2 / (1 + beta))
+    assert M <= bound
+    assert best < 0.3 * len(y) and mistakes.sum(axis=0).max() > best + 50   # a real choice
+
+
+def test_stochastic_vote_within_the_hedge_bound_in_expectation():
+    X, y = xor_stream(4000, seed=4)
+    beta, K = 0.8, len(GAMMAS)
+    F = single_scores(X, y, GAMMAS, classes=[0, 1])
+    signs, label = np.where(F > 0, 1.0, -1.0), np.where(y == 1, 1.0, -1.0)
+    mistakes = (signs != label[:, None]).astype(float)
+    clf = MultiKernelClassifier(gammas=GAMMAS, eta_scales=[1.0], beta=beta,
+                                combination="stochastic", random_state=7)
+    f = progressive(clf, X, y, classes=[0, 1])
+    q, expected = np.full(K, 1.0 / K), 0.0
+    for t, (s, m) in enumerate(zip(signs, mistakes)):
+        k = min(int(np.searchsorted(np.cumsum(q), uniform(7, t) * q.sum(), side="right")), K - 1)
+        assert f[t] == s[k]                       # the drawn learner's prediction
+        expected += q @ m
+        q = q * np.exp(m * math.log(beta))
+        q /= q.sum()
+    best = mistakes.sum(axis=0).min()
+    assert expected <= (math.log(K) + best * math.log(1 / beta)) / (1 - beta)
+
+
+def test_regression_average_within_the_hedge_bound():
+    X, y = sine_stream(3000, seed=5)
+    beta, K = 0.5, len(GAMMAS)
+    F = single_scores(X, y, GAMMAS)
+    losses = 0.5 * (F - y[:, None]) ** 2
+    scale = np.maximum.accumulate(losses.max(axis=1))          # S_t, the running maximum
+    reg = MultiKernelRegressor(gammas=GAMMAS, beta=beta)
+    f = progressive(reg, X, y)
+    combined = 0.5 * (f - y) ** 2
+    z = losses / scale[:, None]
+    best = z.sum(axis=0).min()
+    # Jensen (the squared loss is convex) and Hedge on the normalised losses
+    assert np.sum(combined / scale) <= (math.log(1 / beta) * best + math.log(K)) / (1 - beta)
+    assert np.mean(combined) < np.mean(losses, axis=0).max()
+
+
+# -- both engines, the one-event path, bad input, persistence --------------------------------
+
+TWIN_CASES = [
+    (MultiKernelClassifier, dict(loss="logistic", budget=60)),
+    (MultiKernelClassifier, dict(budget=50, budget_policy="oldest", combination="stochastic",
+                                 random_state=3)),
+    (MultiKernelClassifier, dict(eta=0.5, eta_scales=[0.5, 2.0], fit_intercept=False)),
+    (MultiKernelRegressor, dict(loss="pinball", quantile=0.8, budget=70)),
+    (MultiKernelClassifier, dict(budget=40, budget_policy="merge")),
+    (MultiKernelRegressor, dict(budget=30, budget_policy="merge", eta_scales=[0.5, 1.0])),
+    (MultiKernelRegressor, dict(eta_scales=[0.3, 1.0], combination="stochastic",
+                                random_state=1)),
+]
+
+
+@pytest.mark.parametrize("cls, params", TWIN_CASES)
+def test_engine_twins(cls, params):
+    if cls is MultiKernelClassifier:
+        X, y = xor_stream(2500, seed=6)
+    else:
+        X, y = sine_stream(2500, seed=6)
+    fits = []
+    for engine in ("cython", "numpy"):
+        est = cls(engine=engine, **params)
+        est.partial_fit(X[:1000], y[:1000],
+                        **({"classes": [0, 1]} if cls is MultiKernelClassifier else {}))
+        est.partial_fit(X[1000:], y[1000:])
+        fits.append(est)
+    a, b = fits
+    np.testing.assert_allclose(a.learner_decisions(X[:300]), b.learner_decisions(X[:300]),
+                               rtol=0, atol=1e-10)
+    np.testing.assert_allclose(a.weights_, b.weights_, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(a.dual_coef_, b.dual_coef_, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(a.support_vectors_, b.support_vectors_, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(a.gammas_, b.gammas_, rtol=1e-12)
+
+
+@pytest.mark.parametrize("cls", [MultiKernelClassifier, MultiKernelRegressor])
+def test_learn_one_takes_the_chunk_iterates(cls):
+    X, y = xor_stream(400, seed=8) if cls is MultiKernelClassifier else sine_stream(400, seed=8)
+    kw = dict(classes=[0, 1]) if cls is MultiKernelClassifier else {}
+    chunk = cls(budget=50, **kw).fit(X, y)
+    events = cls(budget=50, **kw)
+    for x, target in zip(X, y):
+        events.learn_one(x, target)
+    np.testing.assert_allclose(events.learner_decisions(X), chunk.learner_decisions(X),
+                               rtol=0, atol=1e-12)
+    np.testing.assert_allclose(events.weights_, chunk.weights_, rtol=0, atol=1e-12)
+    assert events.predict_one(X[0]) == chunk.predict(X[:1])[0]
+    assert events.t_ == chunk.t_
+
+
+@pytest.mark.parametrize("policy", ["merge", "smallest", "oldest"])
+def test_a_budget_bounds_the_shared_centres(policy):
+    X, y = xor_stream(1500, seed=19)
+    clf = MultiKernelClassifier(budget=60, budget_policy=policy, classes=[0, 1])
+    for lo in range(0, 1500, 100):
+        clf.partial_fit(X[lo:lo + 100], y[lo:lo + 100])
+        assert clf.n_support_ <= 60
+    for x, label in zip(X[:200], y[:200]):
+        clf.learn_one(x, label)
+    assert clf.n_support_ == 60 and clf.dual_coef_.shape == (24, 60)
+    assert clf.score(X, y) > 0.6
+
+
+def _state(est):
+    return {k: (v.copy() if isinstance(v, np.ndarray) else v)
+            for k, v in est._model.get_state().items()}
+
+
+def _same_state(a, b):
+    assert a.keys() == b.keys()
+    for k in a:
+        if isinstance(a[k], np.ndarray):
+            np.testing.assert_array_equal(a[k], b[k])
+        elif isinstance(a[k], float) and math.isnan(a[k]):
+            assert math.isnan(b[k])
+        else:
+            assert a[k] == b[k], k
+
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+def test_bad_input_leaves_the_model_unchanged(engine):
+    X, y = xor_stream(300, seed=9)
+    clf = MultiKernelClassifier(engine=engine, budget=40).fit(X, y)
+    before, t = _state(clf), clf.t_
+    bad = X[:5].copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(ValueError):
+        clf.partial_fit(bad, y[:5])
+    with pytest.raises(ValueError):
+        clf.learn_one(bad[3], 1)
+    with pytest.raises(ValueError):
+        clf.partial_fit(X[:5, :2], y[:5])
+    with pytest.raises(ValueError):
+        clf.partial_fit(X[:5], np.array([0, 1, 2, 0, 1]))
+    _same_state(before, _state(clf))
+    assert clf.t_ == t
+    reg = MultiKernelRegressor(engine=engine, eta=50.0, eta_decay=0.0, lam=0.0)
+    reg.fit(X[:2], np.array([0.0, 1.0]))
+    before = _state(reg)
+    with pytest.raises(FloatingPointError):
+        reg.partial_fit(np.vstack([X[2:50]] * 20), np.full(960, 1e300))
+    _same_state(before, _state(reg))
+
+
+@pytest.mark.parametrize("cls, params", TWIN_CASES)
+def test_persistence_round_trip(cls, params):
+    X, y = xor_stream(500, seed=10) if cls is MultiKernelClassifier else sine_stream(500, 10)
+    est = cls(**params).fit(X[:400], y[:400])
+    buffer = io.BytesIO()
+    okl.save(est, buffer)
+    buffer.seek(0)
+    back = okl.load(buffer)
+    _same_state(_state(est), _state(back))
+    assert back.seed_ == est.seed_
+    est.partial_fit(X[400:], y[400:])
+    back.partial_fit(X[400:], y[400:])
+    np.testing.assert_array_equal(est.predict(X), back.predict(X))
+    _same_state(_state(est), _state(back))
+
+
+def test_load_refuses_an_edited_file():
+    X, y = xor_stream(200, seed=11)
+    est = MultiKernelClassifier(gammas=[0.5, 1.0]).fit(X, y)
+    state = est._model.get_state()
+    est._model = type(est._model).from_state(dict(state, q=state["q"] * 2))
+    buffer = io.BytesIO()
+    okl.save(est, buffer)
+    buffer.seek(0)
+    with pytest.raises(okl.ModelFileError, match="q"):
+        okl.load(buffer)
+
+
+@pytest.mark.parametrize("est", [MultiKernelClassifier(), MultiKernelRegressor()],
+                         ids=["classifier", "regressor"])
+def test_sklearn_check_estimator(est):
+    check_estimator(est, expected_failed_checks=est.expected_failed_checks)
+
+
+def test_weights_show_the_winning_width():
+    X, y = xor_stream(3000, seed=12)
+    clf = MultiKernelClassifier(gammas=[1e-3, 1.0, 1e3], eta_scales=[1.0]).fit(X, y)
+    assert np.argmax(clf.weights_) == 1
+    np.testing.assert_allclose(clf.gammas_, [1e-3, 1.0, 1e3])
+    assert clf.dual_coef_.shape == (3, clf.n_support_)
+
+
+def test_auto_widths_follow_the_scale_of_the_inputs():
+    X, y = xor_stream(2000, seed=13)
+    small = MultiKernelClassifier().fit(X, y)
+    large = MultiKernelClassifier().fit(1000 * X, y)
+    np.testing.assert_allclose(large.gammas_ * 1e6, small.gammas_, rtol=1e-9)
+    np.testing.assert_array_equal(small.predict(X), large.predict(1000 * X))
+    assert len(small.weights_) == len(AUTO_GAMMAS) * 3
+
+
+# -- the defaults, against the best single width in hindsight ------------------------------
+
+def standardized_stream(name):
+    """The data set shuffled once (seed 0) and scaled online by OnlineStandardScaler."""
+    if name == "breast_cancer":
+        X, y = load_breast_cancer(return_X_y=True)
+    elif name == "digits":
+        X, y = load_digits(return_X_y=True)
+        y = (y >= 5).astype(int)
+    else:
+        X, y = load_diabetes(return_X_y=True)
+    order = np.random.default_rng(0).permutation(len(X))
+    X, y = X[order], y[order].astype(np.float64)
+    scaler, Z = OnlineStandardScaler(), np.empty_like(X, dtype=np.float64)
+    for i, x in enumerate(X):
+        scaler.partial_fit(x[None, :])
+        Z[i] = scaler.transform(x[None, :])[0]
+    return Z, y
+
+
+def progressive_quality(est, Z, y):
+    """Progressive accuracy (classifiers) or RMSE (regressors) of one pass."""
+    if hasattr(est, "classes"):
+        f = progressive(est, Z, y, classes=np.unique(y))
+        return float(np.mean(est._predictions(f) == y))
+    return float(np.sqrt(np.mean((progressive(est, Z, y) - y) ** 2)))
+
+
+@pytest.mark.parametrize("name", ["breast_cancer", "digits", "diabetes"])
+def test_defaults_match_the_best_single_width_in_hindsight(name):
+    Z, y = standardized_stream(name)
+    d = Z.shape[1]
+    classify = name != "diabetes"
+    Single = OnlineKernelClassifier if classify else OnlineKernelRegressor
+    Multi = MultiKernelClassifier if classify else MultiKernelRegressor
+    multi = Multi()
+    # the widths of gammas="auto" on standardized features (2^j / n_features), each a single
+    # learner with the combination's own base parameters (its step scale 1)
+    base = {name: getattr(multi, name)
+            for name in ("loss", "lam", "eta", "eta_decay", "fit_intercept")}
+    singles = [progressive_quality(Single(gamma=g / d, budget=None, **base), Z, y)
+               for g in AUTO_GAMMAS]
+    combined = progressive_quality(multi, Z, y)
+    if classify:
+        assert combined >= max(singles) - 0.005
+    else:
+        assert combined <= 1.02 * min(singles)
+
+
+# -- everywhere: river, the command line, many streams ---------------------------------------
+
+def test_to_river_learns_the_same_model():
+    from okl.river import to_river
+    X, y = xor_stream(300, seed=14)
+    wrapped = to_river(MultiKernelClassifier(classes=[0, 1]))
+    for x, label in zip(X, y):
+        wrapped.learn_one(dict(enumerate(x)), int(label))
+    direct = MultiKernelClassifier(classes=[0, 1]).fit(X, y)
+    assert wrapped.predict_one(dict(enumerate(X[0]))) == direct.predict(X[:1])[0]
+    p = wrapped.predict_proba_one(dict(enumerate(X[0])))
+    assert set(p) == {0, 1} and abs(sum(p.values()) - 1) < 1e-12
+
+
+def test_command_line_model_auto(tmp_path):
+    from okl.__main__ import main
+    X, y = sine_stream(300, seed=15)
+    path = tmp_path / "data.csv"
+    np.savetxt(path, np.column_stack([X, y]), delimiter=",", header="a,b,target", comments="")
+    for name, cls in (("auto", MultiKernelRegressor), ("auto-classifier", MultiKernelClassifier)):
+        if cls is MultiKernelClassifier:
+            np.savetxt(path, np.column_stack([X, y > 0]), delimiter=",", header="a,b,target",
+                       comments="", fmt=["%.8f", "%.8f", "%d"])
+        model_file = tmp_path / f"{name}.okl"
+        assert main(["learn", str(path), "--target", "target", "--model", name,
+                     "-f", str(model_file)]) == 0
+        model = okl.load(model_file)
+        assert type(model) is cls and model.t_ == 300
+
+
+def test_learn_many_sequential():
+    from okl.distributed import learn_many
+    X, y = xor_stream(400, seed=16)
+    results = learn_many(MultiKernelClassifier(), {"a": (X[:200], y[:200]),
+                                                   "b": (X[200:], y[200:])},
+                         client="sequential", classes=[0, 1])
+    alone = MultiKernelClassifier(classes=[0, 1]).fit(X[200:], y[200:])
+    np.testing.assert_array_equal(results["b"].model.weights_, alone.weights_)
+
+
+def test_the_compiled_codes_are_the_twins_codes():
+    from okl._core import _multikernel as core
+    from okl._numpy import multikernel as twin
+    assert int(core.Combination.DETERMINISTIC) == twin.DETERMINISTIC
+    assert int(core.Combination.STOCHASTIC) == twin.STOCHASTIC
+    assert int(core.Task.CLASSIFY) == twin.CLASSIFY and int(core.Task.REGRESS) == twin.REGRESS
+
+
+def test_predict_then_learn_reuses_the_prediction_and_stays_exact():
+    X, y = xor_stream(300, seed=17)
+    a, b = MultiKernelClassifier(classes=[0, 1]), MultiKernelClassifier(classes=[0, 1])
+    for x, label in zip(X, y):
+        a.predict_one(x)                 # cached, then reused by learn_one
+        a.learn_one(x, label)
+        b.learn_one(x, label)
+    np.testing.assert_array_equal(a.learner_decisions(X), b.learner_decisions(X))
+    a.predict_one(X[0])
+    a.partial_fit(X[:3], y[:3])          # the chunk loop changes the model: no stale cache
+    b.partial_fit(X[:3], y[:3])
+    assert a.predict_one(X[0]) == b.predict(X[:1])[0]
+    np.testing.assert_array_equal(a.weights_, b.weights_)
+
+
+def test_an_unbudgeted_model_warns_once_when_it_grows_large(monkeypatch):
+    import warnings
+
+    from okl import _warnings
+    monkeypatch.setattr(_warnings, "EXPANSION_WORK", 2000)   # centres x (features + learners)
+    X, y = xor_stream(200, seed=18)
+    clf = MultiKernelClassifier(classes=[0, 1])
+    with pytest.warns(_warnings.SizeWarning, match="budget=B"):
+        clf.partial_fit(X[:150], y[:150])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clf.partial_fit(X[150:], y[150:])                     # once
+        MultiKernelClassifier(budget=20).fit(X, y)            # a budget bounds it: no warning
+
+
+def test_parameters_the_model_is_built_with_cannot_change_mid_stream():
+    X, y = xor_stream(400, seed=20)
+    clf = MultiKernelClassifier(gammas=[0.5, 1.0], budget=50).fit(X[:200], y[:200])
+    before = _state(clf)
+    clf.set_params(gammas=[0.5, 2.0])
+    with pytest.raises(ValueError, match="gammas"):
+        clf.partial_fit(X[200:], y[200:])
+    _same_state(before, _state(clf))
+    clf.set_params(gammas=[0.5, 1.0], beta=0.5)          # the discount may change
+    clf.partial_fit(X[200:300], y[200:300])
+    clf.set_params(engine="numpy")                        # so may the engine: same iterates
+    clf.partial_fit(X[300:], y[300:])
+    assert type(clf._model).__name__ == "NumpyMultiKernel" and clf.t_ == 400
+
+
+def test_pickle_round_trip():
+    import pickle
+    X, y = xor_stream(300, seed=21)
+    clf = MultiKernelClassifier(budget=40, classes=[0, 1])
+    for x, label in zip(X[:200], y[:200]):
+        clf.learn_one(x, label)
+    back = pickle.loads(pickle.dumps(clf))
+    clf.partial_fit(X[200:], y[200:])
+    back.partial_fit(X[200:], y[200:])
+    np.testing.assert_array_equal(clf.decision_function(X), back.decision_function(X))
