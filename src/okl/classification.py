@@ -15,7 +15,7 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils import check_array
 
 from okl._base import Diverged, OnlineLearner
-from okl._binary import BinaryClassifierMixin
+from okl._labels import LabelsMixin
 from okl._docstrings import shared_params
 from okl._engines import ENGINES
 from okl._kernel_learners import KernelModelMixin, PointwiseMixin, expansion_class, warn_reset
@@ -45,7 +45,7 @@ def _finite_lipschitz(estimator):
 
 @loadable
 @shared_params
-class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMixin,
+class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
                              OnlineLearner):
     """Binary kernel classification by NORMA: stochastic gradient steps in an RKHS.
 
@@ -204,13 +204,18 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
     def _loss_spec(self):
         return loss_spec(self.loss)
 
+    def _compiled_events(self, cache):
+        if len(self.__dict__.get("classes_", ())) < 2:
+            return None                 # one class: nothing is learned (okl._labels)
+        return super()._compiled_events(cache)
+
     def _auto_lipschitz(self):
         return _finite_lipschitz(self)
 
 
 @loadable
 @shared_params
-class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
+class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
                                        ClassifierMixin, OnlineLearner):
     """Tian-Sheng's coefficient-regularized online classification, eq. (0.4).
 
@@ -391,7 +396,7 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
         built = {}
         check.keys(attrs, ("n_features_in_", "t_", "classes_", "n_centers_", "kappa_max_",
                            "norm_bound_"), f"{name}'s attributes",
-                   optional=("M_", "eta_", "gamma_"))
+                   optional=("M_", "eta_", "gamma_", "fixed_classes_"))
         check.fitted_gamma()
         m = out["n_centers_"] = check.int(attrs["n_centers_"], "n_centers_", 1, C_INT_MAX)
         check.floats("kappa_max_", "norm_bound_", lo=0.0)
