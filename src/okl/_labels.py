@@ -65,12 +65,11 @@ def label_kind(values, name="y"):
             return TEXT
         if all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in items):
             return label_kind(np.asarray(items, dtype=np.float64), name)
-        bad = next(v for v in items if not isinstance(v, (str, numbers.Real)) or isinstance(v, bool)
-                   ) if not all(isinstance(v, (str, numbers.Real)) for v in items) else None
-        if bad is None:
+        odd = [v for v in items if not isinstance(v, (str, numbers.Real))]
+        if not odd:
             raise ValueError(f"{name} mixes numbers and strings; the labels of one stream are "
                              "all numbers or all strings.")
-        raise ValueError(f"{name} holds {bad!r} (a {type(bad).__name__}), which cannot be a class "
+        raise ValueError(f"{name} holds {odd[0]!r} (a {type(odd[0]).__name__}), which cannot be a class "
                          "label: labels are numbers or strings.")
     raise ValueError(f"{name} has dtype {values.dtype}: class labels are numbers or strings.")
 
