@@ -357,6 +357,36 @@ class LabelsMixin:
         p = float(expit(f))
         return {labels[0]: 1.0 - p, labels[1]: p}
 
+    # -- progressive scores (okl.evaluation) --------------------------------------------------
+
+    def _scores_proba(self, scores):
+        """P(class | x) behind progressive scores of the current classes_ (loss="logistic")."""
+        scores = np.asarray(scores, dtype=np.float64)
+        if scores.ndim == 2:
+            return softmax(scores, axis=1)
+        if len(self.classes_) == 1:
+            return np.ones((len(scores), 1))
+        return np.column_stack([expit(-scores), expit(scores)])
+
+    def _align_scores(self, parts):
+        """Progressive scores of several calls, [(scores, classes_ after the call)], in the
+        form of the current classes_ (as `_join` does within a call)."""
+        classes = self.classes_
+        if len(classes) <= 2:
+            return np.concatenate([np.asarray(s, dtype=np.float64) for s, _ in parts])
+        out = []
+        for scores, known in parts:
+            cols = np.searchsorted(classes, known)
+            block = np.full((len(scores), len(classes)), -np.inf)
+            if len(known) >= 3:
+                block[:, cols] = scores
+            elif len(known) == 2:
+                block[:, cols[0]], block[:, cols[1]] = -0.5 * scores, 0.5 * scores
+            else:
+                block[:, cols[0]] = 0.0
+            out.append(block)
+        return np.concatenate(out)
+
     # -- predictions -----------------------------------------------------------------------
 
     def _predictions(self, scores):
