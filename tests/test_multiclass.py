@@ -347,3 +347,27 @@ def test_the_command_line_learns_a_multiclass_file(tmp_path, capsys):
     model = okl.load(model_file)
     assert model.classes_.tolist() == [10, 20, 30, 40] and model.decision_function(X).shape == (
         300, 4)
+
+
+@pytest.mark.parametrize("loss", ["hinge", "logistic"])
+def test_to_river_is_a_multiclass_river_classifier(loss):
+    river = pytest.importorskip("river")
+    from river import metrics
+
+    from okl.river import to_river
+    X, y = blobs(n=400, k=4, late=200)
+    model = to_river(OnlineKernelClassifier(gamma=0.5, loss=loss, budget=50))
+    assert isinstance(model, river.base.Classifier)
+    accuracy = metrics.Accuracy()
+    seen = set()
+    for xi, yi in zip(X, y.tolist()):
+        x = dict(enumerate(xi))
+        p = model.predict_proba_one(x)
+        assert set(p) == seen and (not p or abs(sum(p.values()) - 1.0) < 1e-9)
+        prediction = model.predict_one(x)
+        if seen:
+            accuracy.update(yi, prediction)
+        model.learn_one(x, yi)
+        seen.add(yi)
+    assert model.estimator.classes_.tolist() == [10, 20, 30, 40]
+    assert accuracy.get() > 0.6          # chance: 0.25
