@@ -371,3 +371,15 @@ def test_to_river_is_a_multiclass_river_classifier(loss):
         seen.add(yi)
     assert model.estimator.classes_.tolist() == [10, 20, 30, 40]
     assert accuracy.get() > 0.6          # chance: 0.25
+
+
+def test_feature_models_refuse_the_third_class_clearly():
+    X, y = blobs(k=3, late=100)
+    clf = OnlineKernelClassifier(approximation="fourier", n_components=20, random_state=0)
+    clf.partial_fit(X[:100], y[:100])
+    before = state(clf)
+    with pytest.raises(ValueError, match="budget=B"):
+        clf.partial_fit(X[100:], y[100:])
+    assert_unchanged(before, clf)
+    with pytest.raises(ValueError, match="budget=B"):
+        OnlineKernelClassifier(approximation="nystroem", n_components=20).fit(X, y)
