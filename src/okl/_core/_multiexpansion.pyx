@@ -21,6 +21,10 @@ cdef extern from "_merge.h" nogil:
     Py_ssize_t okl_merge_argmin(Py_ssize_t n, const double* w)
 
 
+cdef extern from "_multi.h" nogil:
+    void okl_rows_axpy(Py_ssize_t n, Py_ssize_t k, const double* A, const double* w, double* out)
+
+
 cdef double INVPHI = 0.6180339887498949     # (sqrt(5) - 1) / 2, golden-section ratio
 cdef int GOLDEN_STEPS = 12                  # bracket 1/2 -> 1.6e-3; Newton polishes
 cdef double PRUNE_SLACK = 1e-9              # a bound within this of the best is still tried
@@ -292,18 +296,12 @@ cdef class MultiExpansion:
 
     cdef void cscores(self, const double* x, double* out) noexcept nogil:
         """out[c] = f_c(x) (no offset), one kernel row for every class; leaves it in kbuf."""
-        cdef Py_ssize_t i, c, k = self.n_classes
-        cdef double v
-        cdef const double* row
-        memset(out, 0, k * sizeof(double))
+        cdef Py_ssize_t c, k = self.n_classes
         if self.n_support == 0:
+            memset(out, 0, k * sizeof(double))
             return
         self.cvalues(x)
-        for i in range(self.n_support):
-            v = self.kbuf[i]
-            row = self.coef + i * k
-            for c in range(k):
-                out[c] += v * row[c]
+        okl_rows_axpy(self.n_support, k, self.coef, self.kbuf, out)
         for c in range(k):
             out[c] *= self.scale
 
