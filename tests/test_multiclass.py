@@ -383,3 +383,15 @@ def test_feature_models_refuse_the_third_class_clearly():
     assert_unchanged(before, clf)
     with pytest.raises(ValueError, match="budget=B"):
         OnlineKernelClassifier(approximation="nystroem", n_components=20).fit(X, y)
+
+
+def test_a_pipeline_learns_a_multiclass_stream_with_progressive_validation():
+    from okl.evaluation import progressive_validation
+    from okl.pipeline import StreamPipeline
+    X, y = blobs(n=300, k=4, late=150)
+    pipe = StreamPipeline([("scale", OnlineStandardScaler()),
+                           ("learn", OnlineKernelClassifier(gamma=0.5))])
+    result = progressive_validation(pipe, ((x, t) for x, t in zip(X, y.tolist())),
+                                    metrics=["accuracy", "macro_f1"])
+    assert pipe.classes_.tolist() == [10, 20, 30, 40]
+    assert result.confusion.sum() == 300 and result.metrics["accuracy"][-1] > 0.6
