@@ -395,3 +395,10 @@ def test_a_pipeline_learns_a_multiclass_stream_with_progressive_validation():
                                     metrics=["accuracy", "macro_f1"])
     assert pipe.classes_.tolist() == [10, 20, 30, 40]
     assert result.confusion.sum() == 300 and result.metrics["accuracy"][-1] > 0.6
+
+
+def test_the_loss_codes_of_both_engines_agree():
+    from okl._core import _multiclass
+    from okl._numpy.codes import MulticlassLoss
+    assert {e.name: int(e) for e in MulticlassLoss} == {
+        e.name: int(e) for e in _multiclass.MulticlassLoss}
