@@ -402,3 +402,17 @@ def test_the_loss_codes_of_both_engines_agree():
     from okl._numpy.codes import MulticlassLoss
     assert {e.name: int(e) for e in MulticlassLoss} == {
         e.name: int(e) for e in _multiclass.MulticlassLoss}
+
+
+def test_a_loss_without_a_multiclass_form_cannot_continue_a_multiclass_model():
+    X, y = blobs(k=3)
+    clf = OnlineKernelClassifier(budget=20).fit(X[:100], y[:100])
+    clf.set_params(loss="squared_hinge")
+    before = state(clf)
+    with pytest.raises(ValueError, match="no multiclass form"):
+        clf.partial_fit(X[100:110], y[100:110])
+    with pytest.raises(ValueError, match="no multiclass form"):
+        clf.learn_one(X[0], y[0])
+    assert_unchanged(before, clf)
+    clf.set_params(loss="hinge").learn_one(X[0], y[0])
+    assert clf.t_ == 101
