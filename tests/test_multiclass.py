@@ -416,3 +416,17 @@ def test_a_loss_without_a_multiclass_form_cannot_continue_a_multiclass_model():
     assert_unchanged(before, clf)
     clf.set_params(loss="hinge").learn_one(X[0], y[0])
     assert clf.t_ == 101
+
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+def test_multiclass_models_average(engine):
+    from okl._averaging import average_models, divergence
+    X, y = blobs(n=300, k=3)
+    models = [OnlineKernelClassifier(gamma=0.5, engine=engine, classes=[10, 20, 30]).fit(
+        X[lo:lo + 150], y[lo:lo + 150]) for lo in (0, 150)]
+    mean = average_models(models)
+    np.testing.assert_allclose(mean.decision_function(X),
+                               sum(m.decision_function(X) for m in models) / 2, atol=1e-10)
+    assert mean.t_ == 300 and mean.intercept_.shape == (3,)
+    assert divergence(models[0], models[0]) == pytest.approx(0.0, abs=1e-9)
+    assert divergence(models[0], models[1]) > 0
