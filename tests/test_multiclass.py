@@ -430,3 +430,16 @@ def test_multiclass_models_average(engine):
     assert mean.t_ == 300 and mean.intercept_.shape == (3,)
     assert divergence(models[0], models[0]) == pytest.approx(0.0, abs=1e-9)
     assert divergence(models[0], models[1]) > 0
+
+
+def test_a_model_saved_before_fixed_classes_existed_loads_and_learns():
+    X, y = blobs(k=2)
+    clf = OnlineKernelClassifier(gamma=0.5).fit(X[:100], y[:100])
+    del clf.fixed_classes_                  # as okl 0.1 saved it
+    buffer = io.BytesIO()
+    okl.save(clf, buffer)
+    buffer.seek(0)
+    back = okl.load(buffer)
+    back.partial_fit(X[100:], y[100:])
+    clf.partial_fit(X[100:], y[100:])
+    np.testing.assert_array_equal(back.decision_function(X), clf.decision_function(X))
