@@ -114,7 +114,7 @@ def test_classifier_defers_until_two_labels_and_matches_partial_fit():
     for xi in X:
         scaler.learn_one(xi)
         Z.append(scaler.transform_one(xi))
-    ref.partial_fit(np.array(Z), y, classes=["no", "yes"])
+    ref.partial_fit(np.array(Z), y)         # the stream adds its labels (okl._labels)
     assert_same_model(pipe["learn"], ref)
     p = pipe.predict_proba_one(X[0])
     assert set(p) == {"no", "yes"} and abs(sum(p.values()) - 1.0) < 1e-12
@@ -137,7 +137,7 @@ def test_every_classifier_streams_through_the_adapter(make):
     for zi, yi in zip(Z, y):
         adapter.predict_one(zi)
         adapter.learn_one(zi, yi)
-    ref.partial_fit(Z, y, classes=["no", "yes"])
+    ref.partial_fit(Z, y)                   # the stream adds its labels (okl._labels)
     np.testing.assert_allclose(adapter.estimator.decision_function(Z), ref.decision_function(Z),
                                rtol=0, atol=1e-12)
 
@@ -179,12 +179,13 @@ def assert_same_pipeline(a, b):
     ({"a": np.nan, "b": 1.0, "c": 2.0}, "no", ValueError),
     ({"a": "1", "b": 1.0, "c": 2.0}, "no", TypeError),
     ({"a": 1.0, "d": 1.0}, "no", ValueError),
-    ({"a": 1.0, "b": 1.0, "c": 2.0}, "maybe", ValueError),       # an unseen label
+    ({"a": 1.0, "b": 1.0, "c": 2.0}, "maybe", ValueError),       # a label outside `classes`
+    ({"a": 1.0, "b": 1.0, "c": 2.0}, 3, ValueError),             # a number among strings
 ])
 def test_bad_events_leave_every_step_as_it_was(x, y, error):
     X, labels = classification()
     pipe = StreamPipeline([("scale", OnlineStandardScaler()),
-                           ("learn", OnlineKernelClassifier())])
+                           ("learn", OnlineKernelClassifier(classes=["no", "yes"]))])
     for xi, yi in zip(X[:30], labels[:30]):
         pipe.learn_one(dict(zip("abc", xi)), yi)
     before = pipeline_state(pipe)

@@ -425,6 +425,23 @@ class StateCheck:
             params["gamma"] = self.out["gamma_"]
         return self.expansion(state, key, self.out["n_features_in_"], params, budget, policy)
 
+    def multi_expansion(self, state, key, budget, policy, k):
+        """`fitted_expansion` for a multi-output expansion of k classes (docs/multiclass.md)."""
+        state = dict(state)
+        if not isinstance(state.get("n_classes"), int) or not isinstance(state.get("n_merges"),
+                                                                          int):
+            self.fail(f"{key}.n_classes and {key}.n_merges must be integers")
+        self.equal(self.int(state.pop("n_classes"), f"{key}.n_classes", 1, C_INT_MAX), k,
+                   f"{key}.n_classes")
+        merges = self.int(state.pop("n_merges"), f"{key}.n_merges")
+        coef = self.array(state.get("coef"), f"{key}.coef", (None, k))
+        state["coef"] = np.ascontiguousarray(coef[:, 0])     # the shared checks: one column
+        out = self.fitted_expansion(state, key, budget, policy)
+        with np.errstate(over="ignore"):
+            if not np.all(np.isfinite(out["scale"] * coef)):
+                self.fail(f"{key}.scale times {key}.coef is not finite")
+        return dict(out, coef=coef, n_classes=k, n_merges=merges)
+
     def fitted_gamma(self, needed=True):
         """gamma_, stored exactly when gamma="scale" set it (`needed`: the kernel uses gamma)."""
         if isinstance(self.est.gamma, str) and needed:
@@ -432,8 +449,23 @@ class StateCheck:
         elif "gamma_" in self.attrs:
             self.fail(f"gamma_ is stored, but gamma={self.est.gamma!r} sets none")
 
-    def binary_labels(self):
-        self.out["classes_"] = self.labels(self.attrs.get("classes_"), "classes_", binary=True)
+    def binary_labels(self, max_classes=2):
+        """classes_ (sorted, 1 to `max_classes` labels: one while the stream showed one) and
+        fixed_classes_ (docs/multiclass.md)."""
+        value = self.attrs.get("classes_")
+        classes = self.out["classes_"] = self.labels(value, "classes_", binary=False)
+        if not 1 <= len(classes) <= max_classes or not np.array_equal(np.sort(classes), classes):
+            self.fail(f"the array classes_ must hold 1 to {max_classes} labels, sorted")
+        if "fixed_classes_" in self.attrs:
+            fixed = self.attrs["fixed_classes_"]
+            if not isinstance(fixed, bool):
+                self.fail(f"fixed_classes_ is {fixed!r}, not a bool")
+            self.out["fixed_classes_"] = fixed
+        if len(classes) == 1 and self.out.get("t_", 0) != 0:
+            self.fail("with one class in classes_ nothing is learned, yet t_ > 0")
+        given = getattr(self.est, "classes", None)
+        if given is not None and not np.array_equal(np.sort(np.asarray(given)), classes):
+            self.fail("classes_ differs from the parameter classes")
 
 
 

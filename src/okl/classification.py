@@ -1,8 +1,9 @@
-"""Binary kernel classifiers learned online (docs/algorithms.md, sections 3 and 4).
+"""Kernel classifiers learned online (docs/algorithms.md, sections 3 and 4; docs/multiclass.md).
 
 OnlineKernelClassifier
     NORMA (Kivinen-Smola-Williamson), the kernel SGD baseline of Shen-Dietterich:
-    every sample whose margin loss has a non-zero slope becomes a centre.
+    every sample whose margin loss has a non-zero slope becomes a centre.  Any
+    number of classes: one support set, a coefficient vector per centre.
 CoefficientRegularizedClassifier
     Tian-Sheng's coefficient-regularized scheme: m fixed centres, a dense
     update of all m coefficients per step, and a step size that provably keeps
@@ -14,21 +15,31 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.utils import check_array
 
-from okl._base import Diverged, OnlineLearner
-from okl._binary import BinaryClassifierMixin
+from okl._base import Diverged, OnlineLearner, params_changed
+from okl._core._multiclass import MulticlassEvents
+from okl._core._multiexpansion import MultiExpansion
+from okl._feature_model import FeatureModel
+from okl._labels import LabelsMixin
 from okl._docstrings import shared_params
 from okl._engines import ENGINES
 from okl._kernel_learners import KernelModelMixin, PointwiseMixin, expansion_class, warn_reset
+from okl._numpy.codes import MulticlassLoss
+from okl._numpy.pointwise import make_state
+from okl._numpy.multiexpansion import NumpyMultiExpansion, from_binary, insert_class
 from okl._params import (
     APPROXIMATION_CONSTRAINTS, ARRAY_2D, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS,
     INTERCEPT_CONSTRAINTS, NONE, ONLINE_WEIGHT_CHECKS,
     STEP_CONSTRAINTS, Interval, Options, budget_constraints, kernel_constraints,
 )
 from okl._persist import C_INT_MAX, loadable
+from okl.budgets import budget_code, resolve_budget_policy
 from okl.kernels import kernel_code
 from okl.losses import MARGIN_LOSSES, lipschitz_at_origin, loss_spec, slope_at_origin
 from okl.schedules import step_numbers, step_sizes
 
+
+MULTI_EXPANSIONS = (MultiExpansion, NumpyMultiExpansion)
+MULTICLASS_LOSSES = {"hinge": MulticlassLoss.HINGE, "logistic": MulticlassLoss.LOGISTIC}
 
 
 def _finite_lipschitz(estimator):
@@ -45,15 +56,24 @@ def _finite_lipschitz(estimator):
 
 @loadable
 @shared_params
-class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMixin,
+class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
                              OnlineLearner):
-    """Binary kernel classification by NORMA: stochastic gradient steps in an RKHS.
+    """Kernel classification by NORMA: stochastic gradient steps in an RKHS, any number of classes.
 
     Each sample is predicted with the current model, then learned:
     ``f_{t+1} = (1 - eta_t lam) f_t - eta_t phi'_-(y_t f_t(x_t)) y_t K(x_t, .)``
     (docs/algorithms.md, section 3; Kivinen, Smola and Williamson 2004, the baseline of
     Shen-Dietterich).  A sample becomes a centre when the loss has a non-zero
     slope at its margin, so the hinge loss keeps only margin errors.
+
+    With three classes or more, f is vector-valued, ``f(x) = b + sum_i a_i
+    K(c_i, x)`` with a_i in R^k (one kernel row per event serves every class),
+    and the step is the same with the gradient g in R^k of Crammer-Singer's
+    hinge (loss="hinge") or of the softmax (loss="logistic", with
+    `predict_proba`): ``f_{t+1} = (1 - eta_t lam) f_t - eta_t g_t K(x_t, .)``.
+    A label seen for the first time adds a class (unless `classes` fixes
+    them); with two classes the model is exactly the binary one, converted
+    exactly at the third (docs/multiclass.md).
 
     One event at a time: `learn_one(x, y, sample_weight=1.0)`, `predict_one(x)`
     (the prior before any learning), `decision_function_one(x)`,
@@ -68,6 +88,8 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
     {coef0}
     loss : {"hinge", "squared_hinge", "logistic", "least_squares", "exponential"}, default="hinge"
         Margin loss phi(m) of m = y f(x), with left derivatives; see `okl.losses`.
+        With more than two classes "hinge" (Crammer-Singer) or "logistic"
+        (softmax); the others refuse a third class.
     lam : float >= 0, default=1e-3
         Regularization: every step shrinks f by ``1 - eta_t lam``.  1e-3 with
         eta_decay=1/2 had the lowest progressive error among lam in
@@ -96,27 +118,31 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
 
     Attributes
     ----------
-    classes_ : ndarray of shape (2,)
-        Sorted labels; classes_[1] is the positive class (y = +1).
+    classes_ : ndarray of shape (n_classes,)
+        Sorted labels; with two, classes_[1] is the positive class (y = +1).
+    fixed_classes_ : bool
+        True when `classes` fixed classes_; else a new label adds a class.
     n_features_in_ : int
     t_ : int
-        Samples learned so far.
+        Samples learned so far (none while one class is known).
     n_support_ : int
         Number of centres.
     support_vectors_ : ndarray of shape (n_support_, n_features_in_)
-    dual_coef_ : ndarray of shape (n_support_,)
-        f = sum_i dual_coef_[i] K(support_vectors_[i], .).
+    dual_coef_ : ndarray of shape (n_support_,) or (n_support_, n_classes)
+        f = sum_i dual_coef_[i] K(support_vectors_[i], .): a coefficient per
+        centre with two classes, a vector per centre with more.
     ck2_ : float
         C_K^2, the running maximum of K(x, x) over the stream.
     eta_, lam_ : float
         The step size and regularization of the most recent step.
-    intercept_ : float
-        The offset b (0 with fit_intercept=False).
+    intercept_ : float or ndarray of shape (n_classes,)
+        The offset b (0 with fit_intercept=False), one per class with more
+        than two.
 
     References
     ----------
     See docs/algorithms.md, section 3; the eta="auto" step and its RKHS
-    ball: section 3.1.
+    ball: section 3.1; more than two classes: docs/multiclass.md.
 
     .. [1] J. Kivinen, A. J. Smola and R. C. Williamson, "Online learning
        with kernels", IEEE Transactions on Signal Processing,
@@ -131,6 +157,11 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
     .. [4] J. Shen and T. G. Dietterich, "A family of large margin linear
        classifiers and its application in dynamic environments",
        Statistical Analysis and Data Mining, 2(5-6), 2009.
+    .. [5] K. Crammer and Y. Singer, "On the algorithmic implementation of
+       multiclass kernel-based vector machines", JMLR 2:265-292, 2001.
+    .. [6] Z. Wang, K. Crammer and S. Vucetic, "Breaking the curse of
+       kernelization: budgeted stochastic gradient descent for large-scale
+       SVM training", JMLR 13:3103-3131, 2012.
 
     Examples
     --------
@@ -184,7 +215,7 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
     def fit(self, X, y, sample_weight=None):
         """Learn the rows of X in order, from a fresh model (one online pass).
 
-        The two labels are the constructor's `classes`, else those of y.
+        The classes are the constructor's `classes`, else the labels of y.
         `sample_weight` (w_t >= 0) scales the loss gradient of each step; 0
         skips the row (docs/algorithms.md, section 7.2).
         """
@@ -193,10 +224,10 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """Continue the stream with the rows of X, in order.
 
-        `classes` (the two labels) is required on the first call unless the
-        constructor has them; `sample_weight` as in `fit`.  A call that raises
-        (bad input, a label not in `classes_`, divergence) leaves the model
-        exactly as it was.
+        `classes` on the first call fixes the classes (else a label seen for
+        the first time adds one, docs/multiclass.md); `sample_weight` as in
+        `fit`.  A call that raises (bad input, a label outside fixed classes,
+        divergence) leaves the model exactly as it was.
         """
         self._progressive_scores(X, y, classes, sample_weight=sample_weight)
         return self
@@ -204,13 +235,153 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
     def _loss_spec(self):
         return loss_spec(self.loss)
 
+    # -- multiclass (docs/multiclass.md) ------------------------------------------------------
+
+    _multiclass = True
+
+    def _is_multi(self):
+        return isinstance(self.__dict__.get("_expansion"), MULTI_EXPANSIONS)
+
+    def _add_class(self, position):
+        """A zero column at `position` for a new class; the binary model converts exactly
+        (s = (-f/2, f/2), b likewise; docs/multiclass.md, section 3)."""
+        name = type(self).__name__
+        if self.loss not in MULTICLASS_LOSSES:
+            raise ValueError(
+                f"{name}(loss={self.loss!r}) learns two classes; the stream shows a third. "
+                f"The multiclass losses are {sorted(MULTICLASS_LOSSES)} (Crammer-Singer's hinge "
+                "and the softmax); use one of them, or fix `classes` to two labels.")
+        model = self._expansion
+        if isinstance(model, FeatureModel):
+            raise ValueError(
+                f"{name}(approximation={self.approximation!r}) learns two classes; the stream "
+                "shows a third. Use the exact expansion with a budget (budget=B) for more "
+                "classes.")
+        multi = ENGINES[self.engine].multi_expansion if self.engine in ENGINES else None
+        if multi is None:
+            expansion_class(self)               # names the bad engine
+        if isinstance(model, MULTI_EXPANSIONS):
+            state = insert_class(model.get_state(), position)
+            b = np.insert(np.asarray(self.intercept_, dtype=np.float64), position, 0.0)
+        else:
+            state = from_binary(model.get_state(), position)
+            b = np.insert(np.array([-0.5, 0.5]) * self.intercept_, position, 0.0)
+        self._expansion = multi.from_state(state)
+        self.intercept_ = b
+
+    def _validate_params(self):
+        super()._validate_params()
+        if self._is_multi() and self.loss not in MULTICLASS_LOSSES:
+            raise ValueError(
+                f"{type(self).__name__} holds a model of {len(self.classes_)} classes, and "
+                f"loss={self.loss!r} has no multiclass form: use one of "
+                f"{sorted(MULTICLASS_LOSSES)}, or call fit to start again.")
+
+    def _engine_expansion(self):
+        model = self.__dict__.get("_expansion")
+        if isinstance(model, MULTI_EXPANSIONS):
+            cls = ENGINES[self.engine].multi_expansion if self.engine in ENGINES else None
+            if cls is None:
+                expansion_class(self)           # names the bad engine
+            if not isinstance(model, cls):
+                model = self._expansion = cls.from_state(model.get_state())
+            return model
+        return super()._engine_expansion()
+
+    def _learn(self, X, y, weight=None):
+        if not self._is_multi():
+            return super()._learn(X, y, weight)
+        n, k = X.shape[0], len(self.classes_)
+        eta = None
+        if callable(self.eta):
+            active = np.ones(n, dtype=bool) if weight is None else weight > 0
+            eta = step_sizes(self.eta, self.eta_decay,
+                             np.maximum(self.t_ + np.cumsum(active), 1).astype(np.float64))
+        scores = np.empty((n, k))
+        b = np.array(self.intercept_, dtype=np.float64)
+        state = make_state(self.t_, self.ck2_)
+        del state["b"]                          # the offsets b travel apart, as an array
+        failed, state = ENGINES[self.engine].multiclass(
+            self._engine_expansion(), X, np.ascontiguousarray(y, dtype=np.intp),
+            self._schedule(), int(MULTICLASS_LOSSES[self.loss]), state, b, scores, weight, eta)
+        if failed >= 0:
+            eta_try = state["eta_try"]
+            raise Diverged(failed, eta_try if np.isfinite(eta_try) else None)
+        if state["reset_t"]:
+            warn_reset(self, state["reset_eta"], state["reset_lam"], state["reset_t"])
+        self._store_step(state["t"], state["ck2"], state["eta_t"], state["lam_t"], b)
+        return scores
+
+    def _compiled_events(self, cache):
+        if len(self.__dict__.get("classes_", ())) < 2:
+            return None                 # one class: nothing is learned (okl._labels)
+        if not self._is_multi():
+            return super()._compiled_events(cache)
+        events = cache[0]
+        if events is not None and events.matches(self):
+            return events
+        if not (self.engine == "cython" and type(self._expansion) is MultiExpansion):
+            return None
+        if params_changed(self):
+            return None
+        names = ("_expansion",) + tuple(name for name in self.get_params(deep=False)
+                                        if name in self.__dict__)
+        events = cache[0] = MulticlassEvents(
+            self._expansion, self._schedule(), int(MULTICLASS_LOSSES[self.loss]),
+            type(self).__name__, names)
+        events.bind(self)
+        return events
+
+    @classmethod
+    def _state_classes(cls):
+        return super()._state_classes() + MULTI_EXPANSIONS
+
+    def _check_state(self, check):
+        """okl.load's checks (see `OnlineLearner._check_state`); k >= 3 classes: a multi-output
+        expansion, an offset per class (docs/multiclass.md)."""
+        classes = check.attrs.get("classes_")
+        if not (isinstance(classes, np.ndarray) and classes.ndim == 1 and len(classes) >= 3):
+            return super()._check_state(check)
+        attrs, out, name = check.attrs, check.out, type(self).__name__
+        t = out["t_"]
+        check.keys(attrs, ("n_features_in_", "t_", "ck2_", "n_support_", "classes_",
+                           "intercept_"), f"{name}'s attributes",
+                   optional=("eta_", "lam_", "gamma_", "_row_keys", "fixed_classes_"))
+        check.binary_labels(max_classes=C_INT_MAX)
+        k = len(out["classes_"])
+        if self.loss not in MULTICLASS_LOSSES:
+            check.fail(f"loss={self.loss!r} has no multiclass model, yet classes_ holds {k}")
+        check.floats("ck2_", lo=0.0)
+        check.floats("eta_", "lam_", lo=0.0, optional=True)
+        out["intercept_"] = check.array(attrs["intercept_"], "intercept_", (k,))
+        check.fitted_gamma()
+        if "_row_keys" in attrs:
+            keys = attrs["_row_keys"]
+            if (not isinstance(keys, list) or len(keys) != out["n_features_in_"]
+                    or not all(isinstance(key, (str, int)) for key in keys)):
+                check.fail("_row_keys must list the names of the n_features_in_ features")
+            out["_row_keys"] = tuple(keys)
+        out["n_support_"] = check.int(attrs["n_support_"], "n_support_", 0, t)
+        kind, state = check.model("_expansion", ("MultiExpansion", "NumpyMultiExpansion"))
+        policy = budget_code(resolve_budget_policy(self.budget_policy, self.kernel, name))
+        state = check.multi_expansion(state, "_expansion", int(self.budget or 0), int(policy), k)
+        if len(state["coef"]) != out["n_support_"]:
+            check.fail(f"n_support_ = {out['n_support_']} but '_expansion' holds "
+                       f"{len(state['coef'])} centres")
+        return {"_expansion": (kind, state)}
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = True
+        return tags
+
     def _auto_lipschitz(self):
         return _finite_lipschitz(self)
 
 
 @loadable
 @shared_params
-class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
+class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
                                        ClassifierMixin, OnlineLearner):
     """Tian-Sheng's coefficient-regularized online classification, eq. (0.4).
 
@@ -391,7 +562,7 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
         built = {}
         check.keys(attrs, ("n_features_in_", "t_", "classes_", "n_centers_", "kappa_max_",
                            "norm_bound_"), f"{name}'s attributes",
-                   optional=("M_", "eta_", "gamma_"))
+                   optional=("M_", "eta_", "gamma_", "fixed_classes_"))
         check.fitted_gamma()
         m = out["n_centers_"] = check.int(attrs["n_centers_"], "n_centers_", 1, C_INT_MAX)
         check.floats("kappa_max_", "norm_bound_", lo=0.0)

@@ -13,7 +13,7 @@ from okl._kernel_learners import KernelModelMixin, expansion_fitted_with
 from okl._sparse import check_csr
 from okl._feature_maps import RandomFourierFeatures
 from okl._pa_models import FeaturePAModel, KernelPAModel, LinearPAModel, NystroemPAModel
-from okl._binary import BinaryClassifierMixin
+from okl._labels import LabelsMixin
 from okl._core._pa import Event, Regularization, Variant
 from okl._docstrings import shared_params
 from okl._params import (
@@ -42,7 +42,7 @@ class InfeasibleUpdateWarning(UserWarning):
 
 @loadable
 @shared_params
-class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, ClassifierMixin,
+class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
                               OnlineLearner):
     """Passive-aggressive online classification, plain or regularized (Shen-Dietterich).
 
@@ -291,7 +291,7 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
         d, t = out["n_features_in_"], out["t_"]
         built = {}
         check.keys(attrs, ("n_features_in_", "t_", "classes_", "n_updates_", "n_infeasible_"),
-                   f"{name}'s attributes", optional=("gamma_",))
+                   f"{name}'s attributes", optional=("gamma_", "fixed_classes_"))
         check.fitted_gamma(needed=self.kernel != "linear")
         out["n_updates_"] = check.int(attrs["n_updates_"], "n_updates_", 0, t)
         out["n_infeasible_"] = check.int(attrs["n_infeasible_"], "n_infeasible_", 0,
