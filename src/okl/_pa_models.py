@@ -78,6 +78,84 @@ class LinearPAModel:
         return self
 
 
+class LinearMultiPAModel:
+    """k classes: scores s = W x with W = scale * raw, shape (k, d); multiclass PA steps.
+
+    `sq_norm` is ``2 ||W||_F^2``, the binary model's ||w||^2 when k = 2 and
+    W = [-w/2, w/2] (docs/multiclass-pa.md): `from_binary` keeps it.
+    """
+
+    def __init__(self, n_classes, n_features):
+        self.raw = np.zeros((n_classes, n_features))
+        self.scale = 1.0
+        self.sq_norm = 0.0
+
+    @classmethod
+    def from_binary(cls, binary):
+        """The same decisions from a `LinearPAModel`: s_0 = -f/2, s_1 = f/2."""
+        self = cls(2, len(binary.raw))
+        self.raw = np.ascontiguousarray(np.outer([-0.5, 0.5], binary.raw))
+        self.scale, self.sq_norm = binary.scale, binary.sq_norm
+        return self
+
+    @property
+    def n_classes(self):
+        return self.raw.shape[0]
+
+    def add_class(self, position):
+        """A new class at `position` (its row of W is zero; the scores of the others stay)."""
+        self.raw = np.ascontiguousarray(np.insert(self.raw, position, 0.0, axis=0))
+
+    def checkpoint(self, n_new):
+        return self.raw, self.scale, self.sq_norm      # learn rebinds, never writes, raw
+
+    def restore(self, token):
+        self.raw, self.scale, self.sq_norm = token
+
+    def learn(self, X, y, rule, sigma, engine, scores, events, kxx=None):
+        """Run the chunk (y: class indices); return -1 or the first divergent step."""
+        w, scale = self.raw.copy(), self.scale
+        if rule[0] == _pa.Regularization.L1 and scale != 1.0:
+            w, scale = scale * w, 1.0
+        y = np.ascontiguousarray(y, dtype=np.intp)
+        if engine == "numpy":
+            result = _np_pa.fit_multi(w, scale, self.sq_norm, X, y, *rule, sigma, scores,
+                                      events, kxx)
+        elif sp.issparse(X):
+            result = _pa.fit_multi_csr(w, scale, self.sq_norm, X.data,
+                                       X.indices.astype(np.int32, copy=False),
+                                       X.indptr.astype(np.intp, copy=False),
+                                       y, *rule, sigma, scores, events)
+        else:
+            result = _pa.fit_multi_dense(w, scale, self.sq_norm, X, y, *rule, sigma, scores,
+                                         events, kxx)
+        failed, scale, sq_norm = result
+        if failed < 0:
+            self.raw, self.scale, self.sq_norm = w, scale, sq_norm
+        return failed
+
+    def decision(self, X):
+        return self.scale * np.asarray(safe_sparse_dot(X, self.raw.T))
+
+    def norm(self):
+        return float(np.sqrt(2.0) * self.scale * np.linalg.norm(self.raw))
+
+    @property
+    def coef(self):
+        return self.scale * self.raw
+
+    def get_state(self):
+        return dict(raw=self.raw.copy(), scale=self.scale, sq_norm=self.sq_norm)
+
+    @classmethod
+    def from_state(cls, state):
+        raw = np.array(state["raw"], dtype=np.float64)
+        self = cls(*raw.shape)
+        self.raw = np.ascontiguousarray(raw)
+        self.scale, self.sq_norm = float(state["scale"]), float(state["sq_norm"])
+        return self
+
+
 class KernelPAModel:
     """f = sum_i a_i K(x_i, .), an expansion whose budget policy decides which centre leaves."""
 

@@ -1,0 +1,195 @@
+"""Multiclass passive-aggressive (Crammer et al. 2006, the max-wrong-class constraint) and
+the coefficient-regularized classifier on k classes: engines, the k = 2 reduction, the
+closed-form steps, the estimators (docs/multiclass-pa.md)."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.optimize import minimize
+
+from okl._core._pa import Event
+from okl._pa_models import LinearMultiPAModel, LinearPAModel
+from okl.passive_aggressive import REGULARIZATIONS, VARIANTS
+
+RULES = [("none", "PA"), ("none", "PA-I"), ("none", "PA-II"), ("objective", "PA"),
+         ("l2", "PA"), ("l1", "PA")]
+
+
+def rule(reg, variant="PA", C=0.5, alpha=0.1, beta=3.0, mistake=False):
+    return (int(REGULARIZATIONS[reg]), int(VARIANTS[variant]), C, alpha, beta, mistake)
+
+
+def stream(n=400, d=6, k=5, seed=0, drift=True):
+    rng = np.random.default_rng(seed)
+    means = rng.normal(scale=1.5, size=(k, d))
+    y = rng.integers(k, size=n)
+    X = means[y] + rng.normal(size=(n, d))
+    if drift:
+        X[n // 2:] = X[n // 2:] @ rng.normal(size=(d, d)) / np.sqrt(d)
+    return np.ascontiguousarray(X), y
+
+
+def run(model, X, y, r, engine, sigma=0.0, kxx=None):
+    k = model.n_classes
+    scores = np.empty((len(y), k))
+    events = np.empty(len(y), dtype=np.int8)
+    failed = model.learn(X, y, r, sigma, engine, scores, events, kxx)
+    assert failed == -1
+    return scores, events
+
+
+# -- engines ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("reg, variant", RULES)
+@pytest.mark.parametrize("mistake", [False, True])
+@pytest.mark.parametrize("sigma", [0.0, 0.05])
+def test_linear_engines_same_iterates(reg, variant, mistake, sigma):
+    X, y = stream(600, seed=1)
+    r = rule(reg, variant, beta=2.0 if reg == "l1" else 3.0, mistake=mistake)
+    out = {}
+    for engine in ("cython", "numpy"):
+        model = LinearMultiPAModel(5, X.shape[1])
+        chunks = []
+        for lo in range(0, len(X), 97):            # chunks of any size: the same stream
+            chunks.append(run(model, X[lo:lo + 97], y[lo:lo + 97], r, engine, sigma))
+        out[engine] = (np.vstack([c[0] for c in chunks]), np.hstack([c[1] for c in chunks]),
+                       model.coef, model.sq_norm)
+    (s1, e1, W1, n1), (s2, e2, W2, n2) = out["cython"], out["numpy"]
+    np.testing.assert_array_equal(e1, e2)
+    assert np.max(np.abs(s1 - s2)) <= 1e-10
+    assert np.max(np.abs(W1 - W2)) <= 1e-10
+    assert abs(n1 - n2) <= 1e-10 * max(1.0, n1)
+    assert np.count_nonzero(e1 == Event.UPDATED) > 20
+    assert n1 == pytest.approx(2.0 * np.sum(W1 ** 2), rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("reg, variant", RULES)
+def test_linear_csr_rows_same_iterates(reg, variant):
+    X, y = stream(300, d=10, seed=2)
+    X[np.abs(X) < 0.8] = 0.0
+    r = rule(reg, variant, beta=2.0 if reg == "l1" else 3.0)
+    dense, csr = LinearMultiPAModel(5, 10), LinearMultiPAModel(5, 10)
+    sd, ed = run(dense, X, y, r, "cython")
+    sc, ec = run(csr, sp.csr_matrix(X), y, r, "cython")
+    sn, en = run(LinearMultiPAModel(5, 10), sp.csr_matrix(X), y, r, "numpy")
+    np.testing.assert_array_equal(ed, ec)
+    np.testing.assert_array_equal(ed, en)
+    assert np.max(np.abs(sd - sc)) <= 1e-10 and np.max(np.abs(sd - sn)) <= 1e-10
+    assert np.max(np.abs(dense.coef - csr.coef)) <= 1e-10
+
+
+# -- k = 2 is the binary PA --------------------------------------------------------------------
+
+@pytest.mark.parametrize("reg, variant", RULES)
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+def test_two_classes_give_the_binary_iterates(reg, variant, engine):
+    """W = [-w/2, w/2] moves exactly as the binary w: s_1 - s_0 = f, 2 ||W||^2 = ||w||^2."""
+    X, y = stream(500, k=2, seed=3)
+    r = rule(reg, variant, beta=2.0 if reg == "l1" else 3.0)
+    binary = LinearPAModel(X.shape[1])
+    f = np.empty(len(y))
+    ev_b = np.empty(len(y), dtype=np.int8)
+    assert binary.learn(X[:50], np.where(y[:50] == 1, 1.0, -1.0), r, 0.0, engine,
+                        f[:50], ev_b[:50]) == -1
+    multi = LinearMultiPAModel.from_binary(binary)          # the conversion, mid-stream
+    assert np.allclose(multi.decision(X) @ [-1.0, 1.0], binary.decision(X), atol=1e-12)
+    assert binary.learn(X[50:], np.where(y[50:] == 1, 1.0, -1.0), r, 0.0, engine,
+                        f[50:], ev_b[50:]) == -1
+    s, ev_m = run(multi, X[50:], y[50:], r, engine)
+    tol = 1e-9 if reg == "l1" else 1e-12
+    np.testing.assert_array_equal(ev_m, ev_b[50:])
+    assert np.max(np.abs((s[:, 1] - s[:, 0]) - f[50:])) <= tol * max(1, np.abs(f).max())
+    assert np.max(np.abs(multi.coef[1] - multi.coef[0] - binary.coef)) <= tol * 10
+    assert multi.sq_norm == pytest.approx(binary.sq_norm, rel=1e-9)
+
+
+# -- the step is the closed form of its problem ---------------------------------------------------
+
+def solve(reg, variant, W0, x, y, r, C=0.5, alpha=0.1, beta=3.0):
+    """The step's problem, solved numerically (SLSQP) in the norm 2 ||W||^2."""
+    k, d = W0.shape
+
+    def margin(v):
+        W = v.reshape(k, d)
+        return (W[y] - W[r]) @ x
+
+    # 1/2 ||V - V_t||^2 with V = sqrt(2) W is ||W - W_t||^2
+    dist = lambda v: np.sum((v - W0.ravel()) ** 2)     # noqa: E731
+    cons = [{"type": "ineq", "fun": lambda v: margin(v) - 1.0}]
+    if reg == "objective":
+        fun = lambda v: dist(v) + alpha * np.sum(v ** 2)    # noqa: E731
+    elif reg == "l2":
+        fun = dist
+        cons.append({"type": "ineq", "fun": lambda v: beta ** 2 - 2.0 * np.sum(v ** 2)})
+    elif variant == "PA-I":         # slack xi >= 0 as an extra variable
+        fun = lambda v: dist(v[:-1]) + C * v[-1]           # noqa: E731
+        cons = [{"type": "ineq", "fun": lambda v: margin(v[:-1]) - 1.0 + v[-1]},
+                {"type": "ineq", "fun": lambda v: v[-1]}]
+        res = minimize(fun, np.append(W0.ravel(), 1.0), constraints=cons, method="SLSQP",
+                       options=dict(ftol=1e-14, maxiter=500))
+        return res.x[:-1].reshape(k, d)
+    elif variant == "PA-II":
+        fun = lambda v: dist(v[:-1]) + C * v[-1] ** 2      # noqa: E731
+        cons = [{"type": "ineq", "fun": lambda v: margin(v[:-1]) - 1.0 + v[-1]}]
+        res = minimize(fun, np.append(W0.ravel(), 1.0), constraints=cons, method="SLSQP",
+                       options=dict(ftol=1e-14, maxiter=500))
+        return res.x[:-1].reshape(k, d)
+    else:
+        fun = dist
+    res = minimize(fun, W0.ravel(), constraints=cons, method="SLSQP",
+                   options=dict(ftol=1e-14, maxiter=500))
+    return res.x.reshape(k, d)
+
+
+@pytest.mark.parametrize("reg, variant", RULES[:5])
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+def test_step_solves_its_problem(reg, variant, engine):
+    rng = np.random.default_rng(4)
+    k, d = 4, 3
+    for trial in range(5):
+        W0 = rng.normal(scale=0.3, size=(k, d))
+        x = rng.normal(size=d)
+        y = int(rng.integers(k))
+        model = LinearMultiPAModel(k, d)
+        model.raw = W0.copy()
+        model.sq_norm = 2.0 * np.sum(W0 ** 2)
+        if reg == "l2" and model.sq_norm > 2.5 ** 2:
+            continue
+        s, ev = run(model, x[None], np.array([y]), rule(reg, variant, beta=2.5), engine)
+        r = int(np.argmax(np.where(np.arange(k) == y, -np.inf, s[0])))
+        if s[0, y] - s[0, r] >= 1.0:
+            assert ev[0] == Event.PASSIVE
+            continue
+        assert ev[0] == Event.UPDATED
+        expected = solve(reg, variant, W0, x, y, r, beta=2.5)
+        assert np.max(np.abs(model.coef - expected)) <= 1e-5
+        if variant == "PA" and reg != "l2":
+            assert (model.coef[y] - model.coef[r]) @ x == pytest.approx(1.0)
+        assert model.sq_norm == pytest.approx(2.0 * np.sum(model.coef ** 2))
+
+
+def test_l1_step_solves_its_problem():
+    rng = np.random.default_rng(5)
+    k, d, beta = 3, 4, 2.0
+    done = 0
+    for trial in range(10):
+        W0 = rng.normal(scale=0.2, size=(k, d))
+        W0 *= min(1.0, 0.9 * beta / np.abs(W0).sum())
+        x = rng.normal(scale=2.0, size=d)
+        y = int(rng.integers(k))
+        model = LinearMultiPAModel(k, d)
+        model.raw = W0.copy()
+        s, ev = run(model, x[None], np.array([y]), rule("l1", beta=beta), "cython")
+        if ev[0] != Event.UPDATED:
+            continue
+        r = int(np.argmax(np.where(np.arange(k) == y, -np.inf, s[0])))
+        v0 = W0.ravel()
+        cons = [{"type": "ineq", "fun": lambda v: (v.reshape(k, d)[y] - v.reshape(k, d)[r]) @ x - 1},
+                {"type": "ineq", "fun": lambda v: beta - np.abs(v).sum()}]
+        res = minimize(lambda v: np.sum((v - v0) ** 2), model.coef.ravel() * 0.99 + v0 * 0.01,
+                       constraints=cons, method="SLSQP", options=dict(ftol=1e-14, maxiter=1000))
+        got = np.sum((model.coef.ravel() - v0) ** 2)
+        assert np.abs(model.coef).sum() <= beta * (1 + 1e-9)
+        assert (model.coef[y] - model.coef[r]) @ x >= 1 - 1e-9
+        assert got <= res.fun + 1e-7                  # no feasible point is closer
+        done += 1
+    assert done >= 3
