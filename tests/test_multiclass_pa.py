@@ -193,3 +193,63 @@ def test_l1_step_solves_its_problem():
         assert got <= res.fun + 1e-7                  # no feasible point is closer
         done += 1
     assert done >= 3
+
+
+# -- the coefficient-regularized loop on k classes --------------------------------------------
+
+from okl._core import _coefreg  # noqa: E402
+from okl._core._expansion import KernelExpansion  # noqa: E402
+from okl._numpy import coefreg as np_coefreg  # noqa: E402
+from okl._numpy.expansion import NumpyExpansion  # noqa: E402
+from okl.kernels import kernel_code  # noqa: E402
+from okl.losses import loss_spec  # noqa: E402
+
+
+def coefreg_run(engine, X, y, k, loss, m=30, lam=0.01, auto=True, chunk=53, A0=None):
+    cls = KernelExpansion if engine == "cython" else NumpyExpansion
+    loop = _coefreg.fit_multi_chunk if engine == "cython" else np_coefreg.fit_multi_chunk
+    e = cls(X.shape[1], int(kernel_code("gaussian")), 0.3)
+    A, scale = (np.zeros((m, k)) if A0 is None else A0.copy()), 1.0
+    n = len(y)
+    eta = 0.5 / lam * np.arange(1, n + 1) ** -0.75
+    S, used, kk = np.empty((n, k)), np.empty(n), np.empty(n)
+    for lo in range(0, n, chunk):
+        hi = min(n, lo + chunk)
+        failed, scale = loop(e, A, scale, X[lo:hi], y[lo:hi], eta[lo:hi], lam,
+                             0.25 if auto else 0.0, m, loss_spec(loss), S[lo:hi], used[lo:hi],
+                             kk[lo:hi])
+        assert failed == -1
+    return S, scale * A, used, e
+
+
+@pytest.mark.parametrize("loss", ["hinge", "logistic", "squared_hinge"])
+def test_coefreg_engines_same_iterates(loss):
+    X, y = stream(700, d=4, k=4, seed=6)
+    S1, A1, u1, _ = coefreg_run("cython", X, y, 4, loss)
+    S2, A2, u2, _ = coefreg_run("numpy", X, y, 4, loss)
+    assert np.max(np.abs(S1 - S2)) <= 1e-10
+    assert np.max(np.abs(A1 - A2)) <= 1e-10
+    np.testing.assert_allclose(u1, u2, rtol=1e-12)
+    assert np.abs(A1).max() > 0.01
+
+
+@pytest.mark.parametrize("loss", ["hinge", "logistic", "squared_hinge", "least_squares"])
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+def test_coefreg_two_classes_give_the_binary_iterates(loss, engine):
+    """Softmax at k = 2 is the logistic loss and the max-wrong-class margin is y f:
+    A = [-a/2, a/2] takes the binary steps on a = A_1 - A_0."""
+    X, y = stream(400, d=4, k=2, seed=7)
+    from okl._engines import ENGINES
+    cls = KernelExpansion if engine == "cython" else NumpyExpansion
+    e = cls(X.shape[1], int(kernel_code("gaussian")), 0.3)
+    n, lam = len(y), 0.01
+    eta = 0.5 / lam * np.arange(1, n + 1) ** -0.75
+    f, used, kk = np.empty(n), np.empty(n), np.empty(n)
+    assert ENGINES[engine].coefreg(e, X, np.where(y == 1, 1.0, -1.0), eta, lam, 0.25, 30,
+                                   loss_spec(loss), f, used, kk) == -1
+    S, A, used_m, _ = coefreg_run(engine, X, y, 2, loss)
+    np.testing.assert_allclose(used_m, used, rtol=1e-12)
+    scale = max(1.0, np.abs(f).max())
+    assert np.max(np.abs(S[:, 1] - S[:, 0] - f)) <= 1e-10 * scale
+    assert np.max(np.abs(A[:, 1] - A[:, 0] - e.coef_)) <= 1e-10 * scale
+    assert np.max(np.abs(A[:, 1] + A[:, 0])) <= 1e-12 * scale     # stays zero-sum
