@@ -17,9 +17,11 @@ from okl._numpy.linear import NumpyLinearModel
 ENGINES = {
     "cython": SimpleNamespace(expansion=KernelExpansion, linear=LinearModel,
                               pointwise=_pointwise.fit_chunk, coefreg=_coefreg.fit_chunk,
+                              coefreg_multi=_coefreg.fit_multi_chunk,
                               pa_kernel=_pa.fit_kernel, pairwise=_pairwise),
     "numpy": SimpleNamespace(expansion=NumpyExpansion, linear=NumpyLinearModel,
                              pointwise=pointwise.fit_chunk, coefreg=coefreg.fit_chunk,
+                             coefreg_multi=coefreg.fit_multi_chunk,
                              pa_kernel=pa.fit_kernel, pairwise=pairwise),
 }
 

@@ -18,6 +18,7 @@ from okl._base import Diverged, OnlineLearner
 from okl._binary import BinaryClassifierMixin
 from okl._docstrings import shared_params
 from okl._engines import ENGINES
+from okl._feature_maps import kernel_matrix
 from okl._kernel_learners import KernelModelMixin, PointwiseMixin, expansion_class, warn_reset
 from okl._params import (
     APPROXIMATION_CONSTRAINTS, ARRAY_2D, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS,
@@ -371,10 +372,23 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
                            step_numbers(self.t_, n))
         if not auto:
             warn_reset(self, eta_t, float(self.lam), step_numbers(self.t_, n))
-        scores, eta_used, kk = np.empty(n), np.empty(n), np.empty(n)
-        failed = ENGINES[self.engine].coefreg(
-            self._engine_expansion(), X, y, eta_t, float(self.lam), M if auto else 0.0,
-            self.n_centers_, loss_spec(self.loss), scores, eta_used, kk)
+        eta_used, kk = np.empty(n), np.empty(n)
+        A = self.__dict__.get("_coef_matrix")
+        if A is None:
+            scores = np.empty(n)
+            failed = ENGINES[self.engine].coefreg(
+                self._engine_expansion(), X, y, eta_t, float(self.lam), M if auto else 0.0,
+                self.n_centers_, loss_spec(self.loss), scores, eta_used, kk)
+        else:       # k classes: A (m, k), docs/multiclass-pa.md, section 5
+            A = A.copy()
+            scores = np.empty((n, A.shape[1]))
+            failed, scale = ENGINES[self.engine].coefreg_multi(
+                self._engine_expansion(), A, 1.0, X, np.ascontiguousarray(y, dtype=np.intp),
+                eta_t, float(self.lam), M if auto else 0.0, self.n_centers_,
+                loss_spec(self.loss), scores, eta_used, kk)
+            if failed < 0:
+                A *= scale
+                self._coef_matrix = A
         if failed >= 0:
             raise Diverged(failed, eta_used[failed])
         self.t_ += n
@@ -383,6 +397,31 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
         self.norm_bound_ = abs(slope_at_origin(self.loss)) * self.kappa_max_ / self.lam
         self.eta_ = float(eta_used[-1])
         return scores
+
+    def _to_multiclass(self):
+        """The binary model f = a.k as the two-class model A = [-a/2, a/2] (same decisions;
+        docs/multiclass-pa.md, section 4); the expansion keeps the centres, its coef 0."""
+        expansion = self._engine_expansion()
+        a = expansion.coef_
+        A = np.zeros((self.n_centers_, 2))
+        A[:len(a), 0], A[:len(a), 1] = -0.5 * a, 0.5 * a
+        state = expansion.get_state()
+        state.update(coef=np.zeros_like(state["coef"]), scale=1.0)
+        self._expansion = type(expansion).from_state(state)
+        self._coef_matrix = A
+
+    def _add_class(self, position):
+        """A new class at `position` of classes_: a zero column of A."""
+        self._coef_matrix = np.ascontiguousarray(
+            np.insert(self._coef_matrix, position, 0.0, axis=1))
+
+    def _multiclass_decision(self, X):
+        """The k scores A^T k(x) of every row of validated X."""
+        e = self._engine_expansion()
+        p = e.kernel_params
+        A = self._coef_matrix
+        K = kernel_matrix(p["kernel"], p["gamma"], p["degree"], p["coef0"], X, e.centers_)
+        return K @ A[:K.shape[1]]
 
     def _check_state(self, check):
         """okl.load's checks of this learner's fitted state (see `OnlineLearner._check_state`)."""

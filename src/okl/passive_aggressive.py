@@ -12,7 +12,9 @@ from okl._base import Diverged, OnlineLearner, check_X
 from okl._kernel_learners import KernelModelMixin, expansion_fitted_with
 from okl._sparse import check_csr
 from okl._feature_maps import RandomFourierFeatures
-from okl._pa_models import FeaturePAModel, KernelPAModel, LinearPAModel, NystroemPAModel
+from okl._pa_models import (
+    FeaturePAModel, KernelPAModel, LinearMultiPAModel, LinearPAModel, NystroemPAModel,
+)
 from okl._binary import BinaryClassifierMixin
 from okl._core._pa import Event, Regularization, Variant
 from okl._docstrings import shared_params
@@ -34,6 +36,9 @@ EMPTY_SET = {
     "l2": "beta * ||x||_2 < 1 (beta^2 K(x, x) < 1 for kernels): raise beta or scale X up",
     "l1": "beta * ||x||_inf < 1: raise beta or scale X up",
 }
+
+
+MULTICLASS_MODELS = (LinearMultiPAModel,)
 
 
 class InfeasibleUpdateWarning(UserWarning):
@@ -297,9 +302,13 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
         out["n_infeasible_"] = check.int(attrs["n_infeasible_"], "n_infeasible_", 0,
                                          t - out["n_updates_"])
         if self.kernel == "linear":
-            kind, state = check.model("_model", ("LinearPAModel",))
+            kind, state = check.model("_model", ("LinearPAModel", "LinearMultiPAModel"))
             check.keys(state, ("raw", "scale", "sq_norm"), "the linear model '_model'")
-            raw = check.array(state["raw"], "_model.raw", (d,))
+            if kind == "LinearMultiPAModel":    # one row of W per class
+                k = len(check.labels(attrs.get("classes_"), "classes_", binary=False))
+                raw = check.array(state["raw"], "_model.raw", (k, d))
+            else:
+                raw = check.array(state["raw"], "_model.raw", (d,))
             scale = check.float(state["scale"], "_model.scale", 0.0, open_lo=True)
             with np.errstate(over="ignore"):
                 if not np.all(np.isfinite(scale * raw)):
@@ -347,7 +356,8 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
 
     @classmethod
     def _state_classes(cls):
-        return (LinearPAModel, KernelPAModel, FeaturePAModel, NystroemPAModel)
+        return (LinearPAModel, KernelPAModel, FeaturePAModel, NystroemPAModel,
+                LinearMultiPAModel)
 
     def _models(self):
         return (self._model,)
@@ -380,7 +390,12 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
 
     def _learn(self, X, y):
         n = X.shape[0]
-        scores = np.empty(n, dtype=np.float64)
+        multi = isinstance(self._model, MULTICLASS_MODELS)
+        if multi:       # y: class indices; scores (n, k)
+            y = np.ascontiguousarray(y, dtype=np.intp)
+            scores = np.empty((n, self._model.n_classes), dtype=np.float64)
+        else:
+            scores = np.empty(n, dtype=np.float64)
         events = np.empty(n, dtype=np.int8)
         rule = (int(REGULARIZATIONS[self.regularization]), int(VARIANTS[self.variant]),
                 float(self.C), float(self.alpha), float(self.beta), self.update == "mistake")
@@ -401,9 +416,17 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
         self.n_infeasible_ += int(skipped.size)
         return scores
 
-    def _stream_loss(self, scores, y):
-        """The hinge loss max(0, 1 - y f_t(x_t)) of every prediction (PA's loss)."""
-        return loss_value("hinge", self._encode(np.asarray(y)) * np.asarray(scores))
+    def _to_multiclass(self):
+        """The binary model f as the two-class model (-f/2, f/2): the same decisions and the
+        same ||f||^2 (docs/multiclass-pa.md, section 4)."""
+        if isinstance(self._model, LinearPAModel):
+            self._model = LinearMultiPAModel.from_binary(self._model)
+        else:
+            raise NotImplementedError      # the kernel form: KernelMultiPAModel.from_binary
+
+    def _add_class(self, position):
+        """A new class at `position` of classes_: a zero score function."""
+        self._model.add_class(position)
 
     # -- the fitted model ---------------------------------------------------------------------
 
