@@ -102,9 +102,12 @@ class LinearMultiPAModel:
     def n_classes(self):
         return self.raw.shape[0]
 
-    def add_class(self, position):
-        """A new class at `position` (its row of W is zero; the scores of the others stay)."""
-        self.raw = np.ascontiguousarray(np.insert(self.raw, position, 0.0, axis=0))
+    def with_class(self, position):
+        """A new model with a class at `position` (its row of W zero, the other scores kept);
+        self is left as it was, so a failed call that added it can undo it."""
+        new = type(self).from_state(self.get_state())
+        new.raw = np.ascontiguousarray(np.insert(self.raw, position, 0.0, axis=0))
+        return new
 
     def checkpoint(self, n_new):
         return self.raw, self.scale, self.sq_norm      # learn rebinds, never writes, raw
@@ -236,6 +239,23 @@ class FeaturePAModel:
     def restore(self, token):
         self.linear.restore(token)
 
+    @property
+    def n_classes(self):
+        return self.linear.n_classes
+
+    def _with_linear(self, linear):
+        new = type(self).__new__(type(self))
+        new.fmap, new.linear = self.fmap, linear
+        return new
+
+    def to_multiclass(self):
+        """A new model: the binary weights w as the two-class W = [-w/2, w/2]
+        (docs/multiclass-pa.md, section 4)."""
+        return self._with_linear(LinearMultiPAModel.from_binary(self.linear))
+
+    def with_class(self, position):
+        return self._with_linear(self.linear.with_class(position))
+
     def learn(self, X, y, rule, sigma, engine, scores, events):
         kxx = kernel_diagonal(self.fmap, X) if isinstance(self.fmap, NystroemFeatures) else None
         return self.linear.learn(self.fmap.transform(X), y, rule, sigma, engine, scores, events,
@@ -258,8 +278,9 @@ class FeaturePAModel:
         fmap_cls = RandomFourierFeatures if fstate["kind"] == "fourier" else NystroemFeatures
         self = cls.__new__(cls)
         self.fmap = fmap_cls.from_state(fstate)
-        self.linear = LinearPAModel.from_state(
-            {k[7:]: v for k, v in state.items() if k.startswith("linear_")})
+        linear = {k[7:]: v for k, v in state.items() if k.startswith("linear_")}
+        kind = LinearMultiPAModel if np.ndim(linear["raw"]) == 2 else LinearPAModel
+        self.linear = kind.from_state(linear)
         return self
 
 

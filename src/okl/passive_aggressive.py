@@ -38,7 +38,7 @@ EMPTY_SET = {
 }
 
 
-MULTICLASS_MODELS = (LinearMultiPAModel,)
+
 
 
 class InfeasibleUpdateWarning(UserWarning):
@@ -390,7 +390,7 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
 
     def _learn(self, X, y):
         n = X.shape[0]
-        multi = isinstance(self._model, MULTICLASS_MODELS)
+        multi = getattr(self._model, "n_classes", 0) > 0
         if multi:       # y: class indices; scores (n, k)
             y = np.ascontiguousarray(y, dtype=np.intp)
             scores = np.empty((n, self._model.n_classes), dtype=np.float64)
@@ -416,17 +416,32 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
         self.n_infeasible_ += int(skipped.size)
         return scores
 
+    def _stream_loss(self, scores, y):
+        """The hinge loss max(0, 1 - m) of every prediction (PA's loss): m = y f_t(x_t), or
+        with k classes the margin s_y - max_{c != y} s_c (docs/multiclass-pa.md)."""
+        scores = np.asarray(scores)
+        if scores.ndim == 2:
+            idx = np.searchsorted(self.classes_, np.asarray(y))
+            rows = np.arange(len(idx))
+            wrong = scores.copy()
+            wrong[rows, idx] = -np.inf
+            return loss_value("hinge", scores[rows, idx] - wrong.max(axis=1))
+        return loss_value("hinge", self._encode(np.asarray(y)) * scores)
+
     def _to_multiclass(self):
         """The binary model f as the two-class model (-f/2, f/2): the same decisions and the
         same ||f||^2 (docs/multiclass-pa.md, section 4)."""
         if isinstance(self._model, LinearPAModel):
             self._model = LinearMultiPAModel.from_binary(self._model)
+        elif isinstance(self._model, FeaturePAModel):
+            self._model = self._model.to_multiclass()
         else:
             raise NotImplementedError      # the kernel form: KernelMultiPAModel.from_binary
 
     def _add_class(self, position):
-        """A new class at `position` of classes_: a zero score function."""
-        self._model.add_class(position)
+        """A new class at `position` of classes_: a zero score function (a new model object,
+        so that the template's undo restores the old one)."""
+        self._model = self._model.with_class(position)
 
     # -- the fitted model ---------------------------------------------------------------------
 
