@@ -253,3 +253,159 @@ def test_coefreg_two_classes_give_the_binary_iterates(loss, engine):
     assert np.max(np.abs(S[:, 1] - S[:, 0] - f)) <= 1e-10 * scale
     assert np.max(np.abs(A[:, 1] - A[:, 0] - e.coef_)) <= 1e-10 * scale
     assert np.max(np.abs(A[:, 1] + A[:, 0])) <= 1e-12 * scale     # stays zero-sum
+
+
+# -- the estimators --------------------------------------------------------------------------
+
+import warnings  # noqa: E402
+
+import okl  # noqa: E402
+from okl import CoefficientRegularizedClassifier, RegularizedPAClassifier  # noqa: E402
+
+
+def labelled(n=300, d=5, k=4, seed=8):
+    X, y = stream(n, d=d, k=k, seed=seed, drift=False)
+    return X, np.array(["ant", "bee", "cat", "dog", "eel", "fox"])[y]
+
+
+ESTIMATORS = {
+    "pa linear": lambda **kw: RegularizedPAClassifier(variant="PA-I", C=0.5, **kw),
+    "pa l2": lambda **kw: RegularizedPAClassifier(regularization="l2", beta=3.0, **kw),
+    "pa fourier": lambda **kw: RegularizedPAClassifier(
+        kernel="gaussian", gamma=0.2, approximation="fourier", n_components=40, random_state=0,
+        **kw),
+    "coefreg hinge": lambda **kw: CoefficientRegularizedClassifier(n_centers=20, gamma=0.2,
+                                                                   **kw),
+    "coefreg logistic": lambda **kw: CoefficientRegularizedClassifier(
+        n_centers=20, gamma=0.2, loss="logistic", **kw),
+}
+
+
+def state_of(est):
+    """Everything a call could change, comparable with ==."""
+    return repr(sorted((k, repr(v)) for k, v in okl._persist_state(est).items())) \
+        if hasattr(okl, "_persist_state") else None
+
+
+def snapshot(est, X):
+    out = [est.t_, list(est.classes_), np.asarray(est.decision_function(X)).copy()]
+    return out
+
+
+def same(a, b):
+    assert a[0] == b[0] and a[1] == b[1]
+    np.testing.assert_array_equal(a[2], b[2])
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_estimator_learns_k_classes(name):
+    X, y = labelled()
+    est = ESTIMATORS[name]()
+    est.partial_fit(X[:200], y[:200], classes=np.unique(y))
+    assert list(est.classes_) == ["ant", "bee", "cat", "dog"]
+    S = est.decision_function(X[200:])
+    assert S.shape == (100, 4)
+    np.testing.assert_array_equal(est.predict(X[200:]), est.classes_[S.argmax(axis=1)])
+    assert np.mean(est.predict(X[200:]) == y[200:]) > 0.8
+
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+def test_estimator_is_the_model_loop(engine):
+    X, y = labelled(k=5)
+    est = RegularizedPAClassifier(variant="PA-II", C=0.3, engine=engine)
+    est.fit(X, y)
+    model = LinearMultiPAModel(5, X.shape[1])
+    run(model, X, np.searchsorted(np.unique(y), y), rule("none", "PA-II", C=0.3), engine)
+    np.testing.assert_allclose(est.coef_, model.coef, atol=1e-12)
+    assert est.sq_norm_ == pytest.approx(model.sq_norm)
+
+
+@pytest.mark.parametrize("name", ["pa linear", "pa l2", "coefreg hinge", "coefreg logistic"])
+def test_a_third_class_converts_the_binary_model_exactly(name):
+    """Classes discovered online: two classes learn the binary model; the third converts it
+    to (-f/2, f/2) plus a zero score function, then the multiclass rule goes on."""
+    X, y = labelled(k=3, seed=9)
+    first = np.flatnonzero(y == "cat")[0]
+    online = ESTIMATORS[name]()
+    for x, label in zip(X, y):
+        online.learn_one(x, label)
+    # the same by hand: the binary estimator on the prefix, then the models
+    est = ESTIMATORS[name](classes=["ant", "bee"])
+    est.fit(X[:first], y[:first])
+    f = est.decision_function(X)
+    est._to_multiclass()
+    est._add_class(2)
+    est.classes_ = np.array(["ant", "bee", "cat"])
+    S = est.decision_function(X)
+    np.testing.assert_allclose(S[:, 1] - S[:, 0], f, atol=1e-12)
+    np.testing.assert_array_equal(S[:, 2], 0.0)
+    est._learn(X[first:], np.searchsorted(est.classes_, y[first:]))
+    np.testing.assert_allclose(online.decision_function(X), est.decision_function(X),
+                               atol=1e-12)
+    assert online.t_ == len(y)
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_bad_labels_leave_the_model_unchanged(name):
+    X, y = labelled()
+    est = ESTIMATORS[name]()
+    est.partial_fit(X[:100], y[:100], classes=np.unique(y))
+    before = snapshot(est, X)
+    for bad in ([np.nan], [3], [None], [[1, 2]]):
+        with pytest.raises((ValueError, TypeError)):
+            est.partial_fit(X[100:101], np.array(bad, dtype=object))
+        same(snapshot(est, X), before)
+    with pytest.raises(ValueError):
+        ESTIMATORS[name](classes=["ant", "ant", "bee"]).partial_fit(X[:5], y[:5])
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_a_label_of_another_type_in_one_event_leaves_the_model_unchanged(name):
+    X, y = labelled(k=3)
+    est = ESTIMATORS[name]()
+    for x, label in zip(X[:50], y[:50]):
+        est.learn_one(x, label)
+    before = snapshot(est, X)
+    for bad in (7, float("nan")):
+        with pytest.raises((ValueError, TypeError)):
+            est.learn_one(X[50], bad)
+        same(snapshot(est, X), before)
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+def test_persistence_round_trip(tmp_path, name, engine):
+    X, y = labelled()
+    est = ESTIMATORS[name](engine=engine).fit(X[:200], y[:200])
+    okl.save(est, tmp_path / "model.okl")
+    back = okl.load(tmp_path / "model.okl")
+    np.testing.assert_array_equal(back.decision_function(X), est.decision_function(X))
+    est.partial_fit(X[200:], y[200:])
+    back.partial_fit(X[200:], y[200:])
+    np.testing.assert_allclose(back.decision_function(X), est.decision_function(X), atol=1e-12)
+
+
+def test_predict_proba_is_the_softmax():
+    X, y = labelled()
+    est = ESTIMATORS["coefreg logistic"]().fit(X, y)
+    P = est.predict_proba(X)
+    S = est.decision_function(X)
+    E = np.exp(S - S.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(P, E / E.sum(axis=1, keepdims=True), rtol=1e-12)
+    p = est.predict_proba_one(X[0])
+    assert list(p) == list(est.classes_)
+    np.testing.assert_allclose(list(p.values()), P[0], rtol=1e-12)
+    assert not hasattr(ESTIMATORS["coefreg hinge"]().fit(X, y), "predict_proba")
+
+
+def test_pa_on_digits():
+    """Progressive accuracy of one pass over sklearn's digits, scaled online."""
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).parents[1] / "bench" / "bench_multiclass_pa.py"
+    spec = importlib.util.spec_from_file_location("bench_multiclass_pa", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    X, y = bench.digits_stream()
+    linear, _ = bench.progressive(lambda: RegularizedPAClassifier(variant="PA-II", C=0.1), X, y)
+    assert linear > 0.9
