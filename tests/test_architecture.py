@@ -12,7 +12,7 @@ LAYERS = [
                     "okl._sparse", "okl._progress", "okl._rows", "okl.stream", "okl.synth",
                     "okl.streams", "okl.projections", "okl._docstrings")),
     ("template and models", ("okl._base", "okl._one_event", "okl._kernel_learners",
-                             "okl._binary", "okl._feature_model", "okl._pa_models",
+                             "okl._labels", "okl._feature_model", "okl._pa_models",
                              "okl._pair_models", "okl._persist")),
     ("estimators", ("okl.regression", "okl.classification", "okl.passive_aggressive",
                     "okl.pairwise", "okl.preprocessing", "okl.pipeline")),

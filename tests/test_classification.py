@@ -153,6 +153,9 @@ def test_progressive_validation_reports_error_and_loss(cls):
 def test_more_than_two_classes_point_to_one_vs_rest(cls):
     X, y = stream(300, seed=8)
     y3 = y + (X[:, 2] > 0.5)
+    if make(cls)._multiclass:           # learns them natively (docs/multiclass-pa.md)
+        assert set(make(cls).fit(X, y3).predict(X)) <= {0, 1, 2}
+        return
     with pytest.raises(ValueError, match="OneVsRestClassifier"):
         make(cls).fit(X, y3)
     with pytest.raises(ValueError, match="Only binary classification is supported"):
@@ -164,14 +167,20 @@ def test_more_than_two_classes_point_to_one_vs_rest(cls):
 # -- validation and atomic updates --------------------------------------------------------
 
 @pytest.mark.parametrize("cls", CLASSIFIERS)
-def test_first_partial_fit_needs_classes(cls):
+def test_first_partial_fit_discovers_classes(cls):
+    """Without `classes`, the stream adds its labels; one class learns nothing (okl._labels)."""
     X, y = stream(50)
-    clf = make(cls)
-    with pytest.raises(ValueError, match="classes must be passed on the first call"):
-        clf.partial_fit(X, y)
-    assert not hasattr(clf, "t_") and not hasattr(clf, "n_features_in_")
-    clf.partial_fit(X[:5], np.zeros(5, dtype=int), classes=[0, 1])    # one label seen so far
-    assert clf.classes_.tolist() == [0, 1]
+    clf = make(cls).partial_fit(X[:5], np.full(5, 1))
+    assert clf.classes_.tolist() == [1] and clf.t_ == 0 and not clf.fixed_classes_
+    assert clf.predict(X[:3]).tolist() == [1, 1, 1]
+    clf.partial_fit(X[5:], y[5:])
+    first = 5 + int(np.argmax(y[5:] == 0))          # the second label appears here
+    ref = make(cls).partial_fit(X[first:], y[first:], classes=[0, 1])
+    assert clf.classes_.tolist() == [0, 1] and clf.t_ == ref.t_
+    np.testing.assert_allclose(clf.decision_function(X), ref.decision_function(X), atol=1e-12)
+    clf.partial_fit(X[:5], y[:5], classes=[0, 1])     # the same classes: accepted
+    with pytest.raises(ValueError, match="differs from classes_"):
+        clf.partial_fit(X[:5], y[:5], classes=[0, 2])
 
 
 @pytest.mark.parametrize("cls", CLASSIFIERS)

@@ -74,7 +74,7 @@ def test_classifier_events_equal_partial_fit(loss):
     X, y = stream()
     labels = np.where(y > 0.4, "b", "a")
     ours, preds = one_event_run(lambda: OnlineKernelClassifier(gamma=0.5, loss=loss), X, labels)
-    ref = OnlineKernelClassifier(gamma=0.5, loss=loss).partial_fit(X, labels, classes=["a", "b"])
+    ref = OnlineKernelClassifier(gamma=0.5, loss=loss).partial_fit(X, labels)   # labels added
     assert_same(ours, ref)
     assert set(p for p in preds if p is not None) <= {"a", "b"}
 
@@ -149,8 +149,10 @@ def test_divergence_and_unseen_labels_leave_the_model_as_it_was():
     adapter = EventAdapter(clf)
     adapter.schema.commit(X[0], None)
     before = state(clf)
-    with pytest.raises(ValueError, match="not in classes_"):
+    with pytest.raises(ValueError, match="one kind of label"):
         adapter.learn_one(X[0], "maybe")
+    with pytest.raises(ValueError, match="not in classes_"):
+        adapter.learn_one(X[0], 2)
     assert_unchanged(before, clf)
 
 
@@ -231,8 +233,7 @@ def test_mixin_classifier_defers_and_gives_probabilities():
         if 0 < i <= k:
             assert est.predict_one(row) == labels[0]
         est.learn_one(row, label)
-    ref = OnlineKernelClassifier(gamma=0.5, loss="logistic").partial_fit(X, labels,
-                                                                         classes=["a", "b"])
+    ref = OnlineKernelClassifier(gamma=0.5, loss="logistic").partial_fit(X, labels)
     assert_same(est, ref)
     p = est.predict_proba_one(X[0])
     assert p["b"] == pytest.approx(ref.predict_proba(X[:1])[0, 1], abs=1e-12)
@@ -278,7 +279,7 @@ def test_one_row_partial_fit_of_any_layout_is_the_chunk_step():
     assert_unchanged(before, est)
     clf = OnlineKernelClassifier().fit(X, y > 0.4)
     before = state(clf)
-    with pytest.raises(ValueError, match="not in classes_"):
+    with pytest.raises(ValueError, match="one kind of label"):
         clf.partial_fit(X[:1], np.array(["maybe"]))
     assert_unchanged(before, clf)
 

@@ -337,6 +337,10 @@ class OnlineLearner(OneEventMixin, BaseEstimator):
             target = y[0]
             if adapter._is_classifier():
                 target = adapter._sign(target.item() if isinstance(target, np.generic) else target)
+                if target is None:          # a new label: the template adds it
+                    if not existed:
+                        del self.__dict__["_one_event_state"]
+                    return None
             else:
                 target = check_label(self, target)
             return np.array([self._learn_event(events, row, target)])

@@ -71,12 +71,12 @@ verbose : bool or None, default=False
 engine : {"cython", "numpy"}, default="cython"
     "numpy" runs the pure-NumPy reference loop (same iterates, slower).""",
     "classes": """\
-classes : array of the two labels or None, default=None
-    Fixes `classes_` at the start of a stream, so that neither
-    `partial_fit` nor `learn_one` needs ``classes=``.  Without it,
-    `partial_fit` needs ``classes=`` on its first call, and `learn_one`
-    holds the first events until the second label appears
-    (docs/streaming.md).""",
+classes : array of labels or None, default=None
+    Fixes `classes_` (sorted) at the start of a stream: a label outside it
+    then raises.  Without it, `fit` takes the labels of y, and
+    `partial_fit` / `learn_one` add a label seen for the first time as a
+    new class (river's rule); while one class is known the model predicts
+    it and learns nothing (docs/multiclass.md).""",
 }
 
 _SLOT = re.compile(r"^( *)\{(\w+)\}$", re.MULTILINE)

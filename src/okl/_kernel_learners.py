@@ -184,7 +184,7 @@ class PointwiseMixin(KernelModelMixin):
         labels = ("classes_",) if is_classifier(self) else ()
         check.keys(attrs, ("n_features_in_", "t_", "ck2_", "n_support_") + labels,
                    f"{name}'s attributes",
-                   optional=("eta_", "lam_", "intercept_", "gamma_", "_row_keys"))
+                   optional=("eta_", "lam_", "intercept_", "gamma_", "_row_keys", "fixed_classes_"))
         check.floats("ck2_", lo=0.0)
         check.floats("eta_", "lam_", lo=0.0, optional=True)
         check.floats("intercept_", optional=True)                 # the offset b (docs/streaming.md)

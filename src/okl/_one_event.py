@@ -194,7 +194,11 @@ class EventAdapter:
         return self._classes[1]
 
     def _sign(self, y):
-        """A label as -1.0 / +1.0 by classes_; an unseen label raises."""
+        """A label as the compiled step takes it (-1.0 / +1.0 by classes_, or a class index);
+        an unseen label raises, or gives None where the estimator adds classes (okl._labels)."""
+        target = getattr(self.estimator, "_event_target", None)
+        if target is not None:
+            return target(y)
         negative, positive = self._labels()
         if y == positive:
             return 1.0
@@ -217,13 +221,17 @@ class EventAdapter:
         if sample_weight != 1.0:
             self._fit_kwargs(sample_weight)             # raises where partial_fit has none
         events = self._fast()
+        if events is not None and classifier:
+            target = self._sign(y)
+            if target is None:              # a new label: the one-row partial_fit adds it
+                events = None
         if events is not None:
             names = None
             if not (type(x) is np.ndarray and x.dtype is F64 and x.ndim == 1
                     and x.flags.c_contiguous):
                 x, names = self.schema.row(x, check_finite=False)  # the compiled step checks
             if classifier:
-                target = self._sign(y)
+                pass                        # target: above
             elif type(y) is float and y - y == 0.0:        # a finite float
                 target = y
             else:
@@ -236,7 +244,7 @@ class EventAdapter:
             return
         row, names = self.schema.row(x)
         if (self._is_classifier() and not hasattr(est, "classes_")
-                and getattr(est, "classes", None) is None):
+                and getattr(est, "classes", None) is None and not hasattr(est, "_event_target")):
             labels = {label for _, label, _ in self._pending} | {y}
             if len(labels) < 2:
                 self._pending.append((row, y, sample_weight))
@@ -273,7 +281,8 @@ class EventAdapter:
         if events is not None:
             f = self._decision_fast(events, x)
             if classifier:
-                return self._labels()[f > 0]
+                label = getattr(est, "_event_label", None)
+                return self._labels()[f > 0] if label is None else label(f)
             return f
         X = self._row(x)
         if not _is_fitted(est):
@@ -312,7 +321,11 @@ class EventAdapter:
             if not hasattr(est, "predict_proba"):
                 raise AttributeError(f"{type(est).__name__} has no predict_proba "
                                      f"(loss={getattr(est, 'loss', None)!r}).")
-            p = _sigmoid(self._decision_fast(events, x))
+            f = self._decision_fast(events, x)
+            proba = getattr(est, "_event_proba", None)
+            if proba is not None:
+                return proba(f)
+            p = _sigmoid(f)
             negative, positive = self._labels()
             return {negative: 1.0 - p, positive: p}
         X = self._row(x)
@@ -321,6 +334,10 @@ class EventAdapter:
             if known is not None:               # f = 0: even odds
                 return {known[0]: 0.5, known[1]: 0.5}
             return {self._pending[0][1]: 1.0} if self._pending else {}
+        classes = getattr(est, "classes_", None)
+        if classes is not None and len(classes) == 1:     # one class seen: it is certain
+            label = classes[0]
+            return {label.item() if isinstance(label, np.generic) else label: 1.0}
         p = est.predict_proba(X)[0]
         return {label.item() if isinstance(label, np.generic) else label: float(q)
                 for label, q in zip(est.classes_, p)}

@@ -57,6 +57,10 @@ class LinearPAModel:
             self.raw, self.scale, self.sq_norm = w, scale, sq_norm
         return failed
 
+    def to_multiclass(self):
+        """A `LinearMultiPAModel` with the same decisions: W = [-w/2, w/2]."""
+        return LinearMultiPAModel.from_binary(self)
+
     def decision(self, X):
         return self.scale * safe_sparse_dot(X, self.raw)
 
@@ -157,6 +161,20 @@ class LinearMultiPAModel:
         self.raw = np.ascontiguousarray(raw)
         self.scale, self.sq_norm = float(state["scale"]), float(state["sq_norm"])
         return self
+
+
+def is_multiclass(model):
+    """True for a model of k >= 2 score functions (a binary model has one)."""
+    return getattr(model, "n_classes", 0) > 0
+
+
+def with_classes(model, k):
+    """The model on k >= 3 classes: a binary model converted, (-f/2, f/2), then zero score
+    functions appended (a fresh model is all zero).  A new object; `model` is unchanged."""
+    new = model if is_multiclass(model) else model.to_multiclass()
+    while new.n_classes < k:
+        new = new.with_class(new.n_classes)
+    return new
 
 
 class KernelPAModel:

@@ -168,8 +168,9 @@ ONLINE_WEIGHT_CHECKS = {
 
 INTERCEPT_CONSTRAINTS = {"fit_intercept": [BOOL]}
 CLASSES_CONSTRAINTS = {
-    "classes": [NONE, Kind(lambda v: np.ndim(v) == 1 and not isinstance(v, str) and len(v) == 2,
-                           "an array of the two labels")],
+    "classes": [NONE, Kind(lambda v: np.ndim(v) == 1 and not isinstance(v, str) and len(v) >= 2
+                           and len(set(np.asarray(v).tolist())) == len(v),
+                           "an array of at least two distinct labels")],
 }
 
 # -- fixed-size models (docs/budget.md) ---------------------------------------------------------

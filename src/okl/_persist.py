@@ -328,10 +328,9 @@ class StateCheck:
             else ("kind", "kernel", "gamma", "degree", "coef0", "tol", "landmarks")
         check.keys(state, ("linear_raw", "linear_scale", "linear_sq_norm")
                    + tuple("fmap_" + k for k in fmap), "the feature model '_model'")
-        multi = np.ndim(state["linear_raw"]) == 2           # one row per class
-        k = len(check.labels(self.attrs.get("classes_"), "classes_", binary=False)) if multi \
-            else None
-        raw = check.array(state["linear_raw"], "_model.linear_raw", (k, None) if multi else (None,))
+        k = len(self.out["classes_"])          # k >= 3: one row of weights per class
+        raw = check.array(state["linear_raw"], "_model.linear_raw",
+                          (k, None) if k >= 3 else (None,))
         scale = check.float(state["linear_scale"], "_model.linear_scale", 0.0, open_lo=True)
         with np.errstate(over="ignore"):
             if not np.all(np.isfinite(scale * raw)):
@@ -435,8 +434,23 @@ class StateCheck:
         elif "gamma_" in self.attrs:
             self.fail(f"gamma_ is stored, but gamma={self.est.gamma!r} sets none")
 
-    def binary_labels(self):
-        self.out["classes_"] = self.labels(self.attrs.get("classes_"), "classes_", binary=True)
+    def binary_labels(self, max_classes=2):
+        """classes_ (sorted, 1 to `max_classes` labels: one while the stream showed one) and
+        fixed_classes_ (docs/multiclass.md)."""
+        value = self.attrs.get("classes_")
+        classes = self.out["classes_"] = self.labels(value, "classes_", binary=False)
+        if not 1 <= len(classes) <= max_classes or not np.array_equal(np.sort(classes), classes):
+            self.fail(f"the array classes_ must hold 1 to {max_classes} labels, sorted")
+        if "fixed_classes_" in self.attrs:
+            fixed = self.attrs["fixed_classes_"]
+            if not isinstance(fixed, bool):
+                self.fail(f"fixed_classes_ is {fixed!r}, not a bool")
+            self.out["fixed_classes_"] = fixed
+        if len(classes) == 1 and self.out.get("t_", 0) != 0:
+            self.fail("with one class in classes_ nothing is learned, yet t_ > 0")
+        given = getattr(self.est, "classes", None)
+        if given is not None and not np.array_equal(np.sort(np.asarray(given)), classes):
+            self.fail("classes_ differs from the parameter classes")
 
 
 

@@ -14,8 +14,8 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.utils import check_array
 
-from okl._base import Diverged, OnlineLearner
-from okl._binary import BinaryClassifierMixin
+from okl._base import Diverged, OnlineLearner, check_X
+from okl._labels import LabelsMixin
 from okl._docstrings import shared_params
 from okl._engines import ENGINES
 from okl._feature_maps import kernel_matrix
@@ -46,7 +46,7 @@ def _finite_lipschitz(estimator):
 
 @loadable
 @shared_params
-class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMixin,
+class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
                              OnlineLearner):
     """Binary kernel classification by NORMA: stochastic gradient steps in an RKHS.
 
@@ -205,13 +205,18 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
     def _loss_spec(self):
         return loss_spec(self.loss)
 
+    def _compiled_events(self, cache):
+        if len(self.__dict__.get("classes_", ())) < 2:
+            return None                 # one class: nothing is learned (okl._labels)
+        return super()._compiled_events(cache)
+
     def _auto_lipschitz(self):
         return _finite_lipschitz(self)
 
 
 @loadable
 @shared_params
-class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
+class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
                                        ClassifierMixin, OnlineLearner):
     """Tian-Sheng's coefficient-regularized online classification, eq. (0.4).
 
@@ -357,6 +362,7 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
             n_features=n_features, budget=0, policy=0, scale=1.0, n_rescale=0, next_slot=0,
             centers=centers, coef=np.zeros(len(centers)),
             sqnorms=np.einsum("ij,ij->i", centers, centers), **kernel))
+        self.__dict__.pop("_coef_matrix", None)     # k >= 3 classes: built by _learn
         self.t_ = 0
         self.kappa_max_ = 0.0
         self.norm_bound_ = 0.0
@@ -373,7 +379,7 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
         if not auto:
             warn_reset(self, eta_t, float(self.lam), step_numbers(self.t_, n))
         eta_used, kk = np.empty(n), np.empty(n)
-        A = self.__dict__.get("_coef_matrix")
+        A = self._multiclass_matrix()
         if A is None:
             scores = np.empty(n)
             failed = ENGINES[self.engine].coefreg(
@@ -398,30 +404,42 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
         self.eta_ = float(eta_used[-1])
         return scores
 
-    def _to_multiclass(self):
-        """The binary model f = a.k as the two-class model A = [-a/2, a/2] (same decisions;
-        docs/multiclass-pa.md, section 4); the expansion keeps the centres, its coef 0."""
-        expansion = self._engine_expansion()
-        a = expansion.coef_
-        A = np.zeros((self.n_centers_, 2))
-        A[:len(a), 0], A[:len(a), 1] = -0.5 * a, 0.5 * a
-        state = expansion.get_state()
-        state.update(coef=np.zeros_like(state["coef"]), scale=1.0)
-        self._expansion = type(expansion).from_state(state)
-        self._coef_matrix = A
+    _multiclass = True
 
     def _add_class(self, position):
-        """A new class at `position` of classes_: a zero column of A."""
-        self._coef_matrix = np.ascontiguousarray(
-            np.insert(self._coef_matrix, position, 0.0, axis=1))
+        """A new class at `position` of classes_: a zero column of A.  At the third class
+        the binary model f = a.k first becomes A = [-a/2, a/2], the same decisions
+        (docs/multiclass-pa.md, section 4); the expansion keeps the centres, its coef 0.
+        New objects, so a failed call's undo restores the old ones."""
+        A = self.__dict__.get("_coef_matrix")
+        if A is None:
+            expansion = self._engine_expansion()
+            a = expansion.coef_
+            A = np.zeros((self.n_centers_, 2))
+            A[:len(a), 0], A[:len(a), 1] = -0.5 * a, 0.5 * a
+            state = expansion.get_state()
+            state.update(coef=np.zeros_like(state["coef"]), scale=1.0)
+            self._expansion = type(expansion).from_state(state)
+        self._coef_matrix = np.ascontiguousarray(np.insert(A, position, 0.0, axis=1))
 
-    def _multiclass_decision(self, X):
-        """The k scores A^T k(x) of every row of validated X."""
+    def _multiclass_matrix(self):
+        """A of shape (m, k) when classes_ holds k >= 3 classes, else None (a fresh model
+        built before `classes_` was known starts at A = 0)."""
+        k = len(self.classes_)
+        if k >= 3 and "_coef_matrix" not in self.__dict__:
+            self._coef_matrix = np.zeros((self.n_centers_, k))
+        return self.__dict__.get("_coef_matrix")
+
+    def _decision(self, X):
+        """f(x), or the k scores A^T k(x) of every row of X (k >= 3)."""
+        if self.__dict__.get("_coef_matrix") is None:
+            return super()._decision(X)
+        X = check_X(self, X, reset=False)
         e = self._engine_expansion()
         p = e.kernel_params
-        A = self._coef_matrix
-        K = kernel_matrix(p["kernel"], p["gamma"], p["degree"], p["coef0"], X, e.centers_)
-        return K @ A[:K.shape[1]]
+        centers = e.centers_
+        K = kernel_matrix(p["kernel"], p["gamma"], p["degree"], p["coef0"], X, centers)
+        return K @ self._coef_matrix[:len(centers)]
 
     def _check_state(self, check):
         """okl.load's checks of this learner's fitted state (see `OnlineLearner._check_state`)."""
@@ -430,9 +448,15 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
         built = {}
         check.keys(attrs, ("n_features_in_", "t_", "classes_", "n_centers_", "kappa_max_",
                            "norm_bound_"), f"{name}'s attributes",
-                   optional=("M_", "eta_", "gamma_"))
+                   optional=("M_", "eta_", "gamma_", "fixed_classes_", "_coef_matrix"))
         check.fitted_gamma()
+        check.binary_labels(max_classes=C_INT_MAX)
+        k = len(out["classes_"])
         m = out["n_centers_"] = check.int(attrs["n_centers_"], "n_centers_", 1, C_INT_MAX)
+        if k >= 3:              # the coefficient matrix A (docs/multiclass-pa.md, section 5)
+            out["_coef_matrix"] = check.array(attrs.get("_coef_matrix"), "_coef_matrix", (m, k))
+        elif "_coef_matrix" in attrs:
+            check.fail(f"_coef_matrix is stored for {k} classes; it exists from 3 on")
         check.floats("kappa_max_", "norm_bound_", lo=0.0)
         check.floats("M_", "eta_", lo=0.0, optional=True)
         kind, state = check.model("_expansion", ("KernelExpansion", "NumpyExpansion"))
@@ -447,7 +471,6 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
             check.fail(f"'_expansion' holds {n} centres, inconsistent with n_centers_ = {m} "
                        f"and t_ = {t}")
         built["_expansion"] = (kind, state)
-        check.binary_labels()
         return built
 
     def _fitted_with(self):

@@ -14,15 +14,16 @@ from okl._sparse import check_csr
 from okl._feature_maps import RandomFourierFeatures
 from okl._pa_models import (
     FeaturePAModel, KernelPAModel, LinearMultiPAModel, LinearPAModel, NystroemPAModel,
+    is_multiclass, with_classes,
 )
-from okl._binary import BinaryClassifierMixin
+from okl._labels import LabelsMixin, multiclass_loss
 from okl._core._pa import Event, Regularization, Variant
 from okl._docstrings import shared_params
 from okl._params import (
     APPROXIMATION_CONSTRAINTS, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS, Interval,
     InvalidParameterError, Options, budget_constraints, kernel_constraints,
 )
-from okl._persist import loadable, prefixed, substate
+from okl._persist import C_INT_MAX, loadable, prefixed, substate
 from okl.budgets import budget_code, resolve_budget_policy
 from okl.kernels import KERNELS, kernel_row
 from okl.losses import loss_value
@@ -47,7 +48,7 @@ class InfeasibleUpdateWarning(UserWarning):
 
 @loadable
 @shared_params
-class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, ClassifierMixin,
+class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
                               OnlineLearner):
     """Passive-aggressive online classification, plain or regularized (Shen-Dietterich).
 
@@ -186,6 +187,11 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
     True
     """
 
+    @property
+    def _multiclass(self):
+        """Whether this configuration learns k >= 3 classes natively (okl._labels)."""
+        return self.kernel == "linear" or self.approximation == "fourier"
+
     _parameter_constraints = {
         "regularization": [Options(*REGULARIZATIONS)],
         "variant": [Options(*VARIANTS)],
@@ -296,19 +302,18 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
         d, t = out["n_features_in_"], out["t_"]
         built = {}
         check.keys(attrs, ("n_features_in_", "t_", "classes_", "n_updates_", "n_infeasible_"),
-                   f"{name}'s attributes", optional=("gamma_",))
+                   f"{name}'s attributes", optional=("gamma_", "fixed_classes_"))
         check.fitted_gamma(needed=self.kernel != "linear")
+        check.binary_labels(max_classes=C_INT_MAX if self._multiclass else 2)
+        k = len(out["classes_"])            # k >= 3: a model of k score functions
         out["n_updates_"] = check.int(attrs["n_updates_"], "n_updates_", 0, t)
         out["n_infeasible_"] = check.int(attrs["n_infeasible_"], "n_infeasible_", 0,
                                          t - out["n_updates_"])
         if self.kernel == "linear":
-            kind, state = check.model("_model", ("LinearPAModel", "LinearMultiPAModel"))
+            kind, state = check.model("_model", ("LinearMultiPAModel",) if k >= 3
+                                      else ("LinearPAModel",))
             check.keys(state, ("raw", "scale", "sq_norm"), "the linear model '_model'")
-            if kind == "LinearMultiPAModel":    # one row of W per class
-                k = len(check.labels(attrs.get("classes_"), "classes_", binary=False))
-                raw = check.array(state["raw"], "_model.raw", (k, d))
-            else:
-                raw = check.array(state["raw"], "_model.raw", (d,))
+            raw = check.array(state["raw"], "_model.raw", (k, d) if k >= 3 else (d,))
             scale = check.float(state["scale"], "_model.scale", 0.0, open_lo=True)
             with np.errstate(over="ignore"):
                 if not np.all(np.isfinite(scale * raw)):
@@ -351,7 +356,6 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
             state = dict(check.fitted_expansion(rest, "_model", int(self.budget or 0), policy),
                          sq_norm=sq_norm, engine=engine)
         built["_model"] = (kind, state)
-        check.binary_labels()
         return built
 
     @classmethod
@@ -363,7 +367,7 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
         return (self._model,)
 
     def _fitted_with(self):
-        if isinstance(self._model, LinearPAModel):
+        if isinstance(self._model, (LinearPAModel, LinearMultiPAModel)):
             return [("kernel", "linear")]
         if isinstance(self._model, FeaturePAModel):
             fmap = self._model.fmap
@@ -390,8 +394,7 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
 
     def _learn(self, X, y):
         n = X.shape[0]
-        multi = getattr(self._model, "n_classes", 0) > 0
-        if multi:       # y: class indices; scores (n, k)
+        if is_multiclass(self._multiclass_model()):     # y: class indices; scores (n, k)
             y = np.ascontiguousarray(y, dtype=np.intp)
             scores = np.empty((n, self._model.n_classes), dtype=np.float64)
         else:
@@ -419,29 +422,31 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
     def _stream_loss(self, scores, y):
         """The hinge loss max(0, 1 - m) of every prediction (PA's loss): m = y f_t(x_t), or
         with k classes the margin s_y - max_{c != y} s_c (docs/multiclass-pa.md)."""
-        scores = np.asarray(scores)
-        if scores.ndim == 2:
-            idx = np.searchsorted(self.classes_, np.asarray(y))
-            rows = np.arange(len(idx))
-            wrong = scores.copy()
-            wrong[rows, idx] = -np.inf
-            return loss_value("hinge", scores[rows, idx] - wrong.max(axis=1))
+        scores = np.asarray(scores, dtype=np.float64)
+        if scores.ndim == 2:        # a class unknown at a row scores 0 there (okl._labels)
+            return multiclass_loss("hinge", np.where(np.isfinite(scores), scores, 0.0),
+                                   np.searchsorted(self.classes_, np.asarray(y)))
+        if len(self.classes_) < 2:
+            return np.zeros(len(scores))
         return loss_value("hinge", self._encode(np.asarray(y)) * scores)
 
-    def _to_multiclass(self):
-        """The binary model f as the two-class model (-f/2, f/2): the same decisions and the
-        same ||f||^2 (docs/multiclass-pa.md, section 4)."""
-        if isinstance(self._model, LinearPAModel):
-            self._model = LinearMultiPAModel.from_binary(self._model)
-        elif isinstance(self._model, FeaturePAModel):
-            self._model = self._model.to_multiclass()
-        else:
-            raise NotImplementedError      # the kernel form: KernelMultiPAModel.from_binary
-
     def _add_class(self, position):
-        """A new class at `position` of classes_: a zero score function (a new model object,
-        so that the template's undo restores the old one)."""
-        self._model = self._model.with_class(position)
+        """A new class at `position` of classes_: a zero score function; at the third class
+        the binary model first becomes (-f/2, f/2), the same decisions and the same ||f||^2
+        (docs/multiclass-pa.md, section 4).  A new model object, so a failed call's undo
+        restores the old one."""
+        model = self._model
+        if not is_multiclass(model):
+            model = model.to_multiclass()
+        self._model = model.with_class(position)
+
+    def _multiclass_model(self):
+        """The model, on k >= 3 classes when classes_ holds them (a fresh model built binary
+        before `classes_` was known becomes k zero score functions)."""
+        k = len(self.classes_)
+        if k >= 3 and not is_multiclass(self._model):
+            self._model = with_classes(self._model, k)
+        return self._model
 
     # -- the fitted model ---------------------------------------------------------------------
 
@@ -490,8 +495,11 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
 
     @property
     def coef_(self):
-        """The weights w of f(x) = w.x, shape (1, n_features_in_) (linear kernel only)."""
+        """The weights w of f(x) = w.x, shape (1, n_features_in_), or W of the scores
+        s = W x, shape (k, n_features_in_) with k >= 3 classes (linear kernel only)."""
         check_is_fitted(self, "t_")
+        if isinstance(self._model, LinearMultiPAModel):
+            return self._model.coef
         if not isinstance(self._model, LinearPAModel):
             raise AttributeError(
                 "coef_ exists for kernel='linear' only; a kernel model is "
