@@ -410,3 +410,23 @@ def test_pa_on_digits():
     est = RegularizedPAClassifier(variant="PA-II", C=0.1)
     scores = est._progressive_scores(Z, y[order], classes=np.arange(10), reset=True)
     assert np.mean(est._predictions(scores) == y[order]) > 0.9
+
+
+@pytest.mark.parametrize("name", ["pa linear", "coefreg given centres"])
+def test_average_models_on_k_classes(name):
+    """The average of multiclass models predicts the mean of their scores."""
+    from okl.distributed import average_models
+    X, y = labelled(400)
+    if name == "pa linear":
+        make = ESTIMATORS[name]
+    else:
+        make = lambda: CoefficientRegularizedClassifier(centers=X[:15], gamma=0.2)  # noqa: E731
+    models = [make().fit(X[lo:lo + 100], y[lo:lo + 100]) for lo in range(0, 400, 100)]
+    assert all(list(m.classes_) == ["ant", "bee", "cat", "dog"] for m in models)
+    mean = average_models(models)
+    np.testing.assert_allclose(mean.decision_function(X),
+                               np.mean([m.decision_function(X) for m in models], axis=0),
+                               atol=1e-12)
+    if name == "pa linear":
+        assert mean.sq_norm_ == pytest.approx(2.0 * np.sum(mean.coef_ ** 2))
+    mean.partial_fit(X[:10], y[:10])                       # and it goes on learning
