@@ -7,28 +7,34 @@ NumPy twins (`okl._numpy`) take the same arguments and give the same iterates
 """
 from types import SimpleNamespace
 
-from okl._core import _coefreg, _pa, _pairwise, _pointwise
+from okl._core import _coefreg, _multiclass, _pa, _pairwise, _pointwise
 from okl._core._expansion import KernelExpansion
 from okl._core._linear import LinearModel
-from okl._numpy import coefreg, pa, pairwise, pointwise
+from okl._core._multiexpansion import MultiExpansion
+from okl._numpy import coefreg, multiclass, pa, pairwise, pointwise
 from okl._numpy.expansion import NumpyExpansion
 from okl._numpy.linear import NumpyLinearModel
+from okl._numpy.multiexpansion import NumpyMultiExpansion
 
 ENGINES = {
     "cython": SimpleNamespace(expansion=KernelExpansion, linear=LinearModel,
                               pointwise=_pointwise.fit_chunk, coefreg=_coefreg.fit_chunk,
                               coefreg_multi=_coefreg.fit_multi_chunk,
-                              pa_kernel=_pa.fit_kernel, pairwise=_pairwise),
+                              pa_kernel=_pa.fit_kernel, pa_multi_kernel=_pa.fit_multi_kernel,
+                              pairwise=_pairwise,
+                              multi_expansion=MultiExpansion, multiclass=_multiclass.fit_chunk),
     "numpy": SimpleNamespace(expansion=NumpyExpansion, linear=NumpyLinearModel,
                              pointwise=pointwise.fit_chunk, coefreg=coefreg.fit_chunk,
                              coefreg_multi=coefreg.fit_multi_chunk,
-                             pa_kernel=pa.fit_kernel, pairwise=pairwise),
+                             pa_kernel=pa.fit_kernel, pa_multi_kernel=pa.fit_multi_kernel,
+                             pairwise=pairwise,
+                             multi_expansion=NumpyMultiExpansion, multiclass=multiclass.fit_chunk),
 }
 
 
 def engine_of(model):
     """The name of the engine whose expansion or linear model `model` is."""
     for name, engine in ENGINES.items():
-        if isinstance(model, (engine.expansion, engine.linear)):
+        if isinstance(model, (engine.expansion, engine.linear, engine.multi_expansion)):
             return name
     raise TypeError(f"{type(model).__name__} belongs to no engine")

@@ -14,6 +14,7 @@ from okl._engines import ENGINES, engine_of
 from okl._core import _pa
 from okl._feature_maps import NystroemFeatures, RandomFourierFeatures
 from okl._numpy import pa as _np_pa
+from okl._numpy.multiexpansion import insert_class
 from okl.kernels import KERNELS
 
 
@@ -198,6 +199,21 @@ class KernelPAModel:
         self.expansion, undo, self.sq_norm = token
         self.expansion.restore(undo)
 
+    def to_multiclass(self):
+        """A `KernelMultiPAModel` with the same decisions: a_i -> (-a_i/2, a_i/2), the same
+        ||f||^2 (docs/multiclass-pa.md, section 4)."""
+        state = self.expansion.get_state()
+        a = state["scale"] * np.asarray(state["coef"], dtype=np.float64)
+        multi = {key: state[key] for key in ("n_features", "budget", "policy", "next_slot",
+                                             "kernel", "gamma", "degree", "coef0", "sqnorms")}
+        multi.update(n_classes=2, scale=1.0, n_rescale=0, n_merges=state.get("n_merges", 0),
+                     centers=np.asarray(state["centers"], dtype=np.float64).reshape(
+                         -1, state["n_features"]),
+                     coef=np.column_stack([-0.5 * a, 0.5 * a]))
+        engine = engine_of(self.expansion)
+        return KernelMultiPAModel(ENGINES[engine].multi_expansion.from_state(multi),
+                                  self.sq_norm)
+
     def learn(self, X, y, rule, sigma, engine, scores, events):
         failed, sq_norm = ENGINES[engine].pa_kernel(self._on(engine), self.sq_norm, X, y, *rule,
                                                scores, events)
@@ -222,6 +238,70 @@ class KernelPAModel:
         self = cls(ENGINES[engine].expansion.from_state(state))
         self.sq_norm = sq_norm
         return self
+
+
+class KernelMultiPAModel:
+    """k classes: f = sum_i a_i K(x_i, .), a_i in R^k, one support set (a multi-output
+    expansion, whose budget policy decides which centre leaves).
+
+    `sq_norm` is ``2 sum_c ||f_c||_K^2`` (docs/multiclass-pa.md), carried by the loop
+    (exactly, for the L2 rule, which needs it) or NaN after a budget eviction under
+    the other rules, then computed when asked (`norm`).
+    """
+
+    def __init__(self, expansion, sq_norm=0.0):
+        self.expansion = expansion
+        self.sq_norm = sq_norm
+
+    @property
+    def n_classes(self):
+        return self.expansion.n_classes
+
+    def _on(self, engine):
+        cls = ENGINES[engine].multi_expansion
+        if not isinstance(self.expansion, cls):
+            self.expansion = cls.from_state(self.expansion.get_state())
+        return self.expansion
+
+    def with_class(self, position):
+        """A new model with a zero score function at `position`; self is unchanged."""
+        state = insert_class(self.expansion.get_state(), position)
+        return type(self)(type(self.expansion).from_state(state), self.sq_norm)
+
+    def checkpoint(self, n_new):
+        return self.expansion, self.expansion.checkpoint(n_new), self.sq_norm
+
+    def restore(self, token):
+        self.expansion, undo, self.sq_norm = token
+        self.expansion.restore(undo)
+
+    def learn(self, X, y, rule, sigma, engine, scores, events):
+        failed, sq_norm = ENGINES[engine].pa_multi_kernel(
+            self._on(engine), self.sq_norm, X, np.ascontiguousarray(y, dtype=np.intp), *rule,
+            scores, events)
+        if failed < 0:
+            self.sq_norm = sq_norm
+        return failed
+
+    def decision(self, X):
+        return self.expansion.predict(X)
+
+    def exact_sq_norm(self):
+        """2 sum_c ||f_c||_K^2 from the expansion, O(n^2 d)."""
+        return 2.0 * max(self.expansion.sq_norm(), 0.0)
+
+    def norm(self):
+        return float(np.sqrt(self.exact_sq_norm()))
+
+    def get_state(self):
+        return dict(self.expansion.get_state(), sq_norm=self.sq_norm,
+                    engine=engine_of(self.expansion))
+
+    @classmethod
+    def from_state(cls, state):
+        state = dict(state)
+        sq_norm, engine = float(state.pop("sq_norm")), state.pop("engine")
+        return cls(ENGINES[engine].multi_expansion.from_state(state), sq_norm)
 
 
 def kernel_diagonal(fmap, X):

@@ -13,7 +13,8 @@ from okl._kernel_learners import KernelModelMixin, expansion_fitted_with
 from okl._sparse import check_csr
 from okl._feature_maps import RandomFourierFeatures
 from okl._pa_models import (
-    FeaturePAModel, KernelPAModel, LinearMultiPAModel, LinearPAModel, NystroemPAModel,
+    FeaturePAModel, KernelMultiPAModel, KernelPAModel, LinearMultiPAModel, LinearPAModel,
+    NystroemPAModel,
     is_multiclass, with_classes,
 )
 from okl._labels import LabelsMixin, multiclass_loss
@@ -190,7 +191,7 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
     @property
     def _multiclass(self):
         """Whether this configuration learns k >= 3 classes natively (okl._labels)."""
-        return self.kernel == "linear" or self.approximation == "fourier"
+        return self.approximation != "nystroem"
 
     _parameter_constraints = {
         "regularization": [Options(*REGULARIZATIONS)],
@@ -348,20 +349,34 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
             else:
                 check.fail(f"_model.phase = {phase!r} is neither 'exact' nor 'linear'")
         else:
-            kind, state = check.model("_model", ("KernelPAModel",))
-            sq_norm = check.float(state.get("sq_norm"), "_model.sq_norm", 0.0)
+            kind, state = check.model("_model", ("KernelMultiPAModel",) if k >= 3
+                                      else ("KernelPAModel",))
+            sq_norm = state.get("sq_norm")
+            if not (k >= 3 and isinstance(sq_norm, float) and np.isnan(sq_norm)):
+                sq_norm = check.float(sq_norm, "_model.sq_norm", 0.0)   # NaN: not tracked
             engine = check.engine(state.get("engine"), "_model.engine")
-            rest = {k: v for k, v in state.items() if k not in ("sq_norm", "engine")}
+            rest = {key: v for key, v in state.items() if key not in ("sq_norm", "engine")}
             policy = int(budget_code(resolve_budget_policy(self.budget_policy, self.kernel, name)))
-            state = dict(check.fitted_expansion(rest, "_model", int(self.budget or 0), policy),
-                         sq_norm=sq_norm, engine=engine)
+            budget = int(self.budget or 0)
+            if k >= 3:          # one coefficient vector per centre
+                check.equal(rest.pop("n_classes", None), k, "_model.n_classes")
+                merges = check.int(rest.pop("n_merges", None), "_model.n_merges")
+                coef = check.array(rest.get("coef"), "_model.coef", (None, k))
+                rest = check.fitted_expansion(dict(rest, coef=coef[:, 0].copy()), "_model",
+                                              budget, policy)
+                if not np.all(np.isfinite(rest["scale"] * coef)):
+                    check.fail("_model.scale times _model.coef is not finite")
+                rest.update(coef=coef, n_classes=k, n_merges=merges)
+            else:
+                rest = check.fitted_expansion(rest, "_model", budget, policy)
+            state = dict(rest, sq_norm=sq_norm, engine=engine)
         built["_model"] = (kind, state)
         return built
 
     @classmethod
     def _state_classes(cls):
         return (LinearPAModel, KernelPAModel, FeaturePAModel, NystroemPAModel,
-                LinearMultiPAModel)
+                LinearMultiPAModel, KernelMultiPAModel)
 
     def _models(self):
         return (self._model,)
@@ -382,7 +397,7 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
         return expansion_fitted_with(self, self._model.expansion)
 
     def _check_size(self):
-        if isinstance(self._model, KernelPAModel) and self.budget is None:
+        if isinstance(self._model, (KernelPAModel, KernelMultiPAModel)) and self.budget is None:
             expansion = self._model.expansion
             work = expansion.n_support * expansion.n_features
             _warnings.warn_size(
@@ -467,16 +482,20 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
             raise AttributeError(f"{name} exists for exact kernel models only; with "
                                  f"approximation={self.approximation!r} the model is f(x) = "
                                  "<w, z(x)> on fixed-size features.")
-        if not isinstance(self._model, KernelPAModel):
+        if not isinstance(self._model, (KernelPAModel, KernelMultiPAModel)):
             raise AttributeError(f"{name} exists for kernel models only; a linear model is "
                                  "f(x) = coef_ . x.")
         return self._model.expansion
 
     @property
     def sq_norm_(self):
-        """||w||_2^2 (||f||_K^2 for kernels), kept incrementally."""
+        """||w||_2^2 (||f||_K^2 for kernels), kept incrementally; with k >= 3 classes
+        ``2 sum_c ||f_c||^2`` (docs/multiclass-pa.md), computed when not tracked."""
         check_is_fitted(self, "t_")
-        return self._model.sq_norm
+        sq_norm = self._model.sq_norm
+        if np.isnan(sq_norm):           # a multiclass kernel model after a budget eviction
+            return self._model.exact_sq_norm()
+        return sq_norm
 
     @property
     def n_support_(self):

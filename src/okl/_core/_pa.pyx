@@ -17,13 +17,16 @@ are the exact kernel step's, and the update adds its projection ca y z(x)
 (docs/budget.md, section 2), so a row far from every landmark (||z(x)|| ~ 0)
 gets no huge step l / ||z(x)||^2.
 """
+import numpy as np
+
 from libc.math cimport INFINITY, NAN, fabs, fmax, fmin, frexp, isfinite, ldexp
 from libc.stdlib cimport calloc, free
 from libc.string cimport memset
 from scipy.linalg.cython_blas cimport ddot, daxpy
 
-from okl._core._kernels cimport cdot, cself
+from okl._core._kernels cimport cdot, ckernel_row, cself
 from okl._core._expansion cimport KernelExpansion
+from okl._core._multiexpansion cimport MultiExpansion
 from okl._core._lazy cimport cshrink_lazy
 from okl._core._signals cimport cinterrupted, craise_pending
 from okl._core._projections cimport AbsIndex, chalfspace_l1, chalfspace_l2, ctruncate_smallest
@@ -564,3 +567,102 @@ def fit_multi_csr(double[:, ::1] w, double scale, double ww,
                       &indices[0] if indices.shape[0] else &no_index, &indptr[0], y,
                       PASpec(<Regularization>reg, <Variant>variant, C, alpha, beta, mistake),
                       sigma, NULL, score_out, event_out)
+
+
+# -- multiclass kernel expansions -------------------------------------------------------
+
+cdef double cmulti_sqnorm(MultiExpansion e, double* row) noexcept nogil:
+    """sum_c ||f_c||_K^2 = sum_ij K(c_i, c_j) <a_i, a_j>, O(n^2 (d + k)); row: n doubles."""
+    cdef Py_ssize_t i, j, c, n = e.n_support, d = e.n_features, k = e.n_classes
+    cdef double total = 0.0, acc
+    for i in range(n):
+        ckernel_row(&e.kernel, e.centers + i * d, e.centers, n, d, row)
+        for j in range(n):
+            acc = 0.0
+            for c in range(k):
+                acc += e.coef[i * k + c] * e.coef[j * k + c]
+            total += row[j] * acc
+    return e.scale * e.scale * total
+
+
+def fit_multi_kernel(MultiExpansion expansion,
+                     double ww,                  # IN 2 sum_c ||f_c||_K^2, or NaN (unknown)
+                     const double[:, ::1] X,
+                     const Py_ssize_t[::1] y,    # IN (n,) class indices in [0, k)
+                     int reg, int variant, double C, double alpha, double beta, bint mistake,
+                     double[:, ::1] score_out,   # OUT (n, k) scores before the update
+                     signed char[::1] event_out):
+    """The multiclass loop for f = sum_i a_i K(x_i, .), a_i in R^k; return (failed, ww).
+
+    The step is the binary one on m = s_y - s_r (docs/multiclass-pa.md):
+    f_{t+1} = cv f_t + (ca / 2) (e_y - e_r) K(x_t, .).  ww is needed by the L2
+    rule only: it is carried through each step and recomputed exactly after a
+    budget eviction; the other rules return NaN after an eviction (the model
+    computes ||f||^2 when asked).
+    """
+    cdef PASpec s = PASpec(<Regularization>reg, <Variant>variant, C, alpha, beta, mistake)
+    cdef Py_ssize_t i, c, r, yi, before, n = X.shape[0], d = X.shape[1], k = expansion.n_classes
+    cdef Py_ssize_t failed = -1, work = 0
+    cdef bint interrupted = False, finite
+    cdef const double* x
+    cdef double xx, kxx, m, cv, ca, ww_new
+    cdef double* sc
+    cdef double[::1] a, row
+    cdef Event ev
+    if d != expansion.n_features:
+        raise ValueError(f"X has {d} columns, the expansion {expansion.n_features}.")
+    if reg == L1:
+        raise ValueError("the L1 constraint needs the linear kernel.")
+    if score_out.shape[0] != n or score_out.shape[1] != k or event_out.shape[0] != n:
+        raise ValueError(f"score_out must be ({n}, {k}) and event_out ({n},).")
+    for i in range(n):
+        if not 0 <= y[i] < k:
+            raise ValueError(f"class index {y[i]} outside [0, {k}).")
+    if n == 0:
+        return -1, ww
+    expansion.reserve(n)
+    a = np.zeros(k)
+    row = np.zeros(expansion.capacity + 1)
+    with nogil:
+        for i in range(n):
+            if cinterrupted(&work, expansion.n_support * (d + k)):
+                interrupted = True
+                break
+            x = &X[i, 0]
+            xx = cdot(x, x, d)
+            kxx = cself(&expansion.kernel, xx)
+            sc = &score_out[i, 0]
+            expansion.cscores(x, sc)
+            finite = True
+            for c in range(k):
+                if not isfinite(sc[c]):
+                    finite = False
+            if not finite:
+                failed = i
+                break
+            yi = y[i]
+            m = cmargin(sc, k, yi, &r)
+            ev = PASSIVE
+            if cviolated(&s, m):
+                ev = ccoefs(&s, m, kxx, ww, &cv, &ca)
+            if ev == UPDATED:
+                ww_new = cv * cv * ww + 2.0 * cv * ca * m + ca * ca * kxx
+                expansion.cshrink(cv)
+                before = expansion.n_support
+                a[yi] = 0.5 * ca
+                a[r] = -0.5 * ca
+                if not expansion.cadd(x, xx, &a[0]):
+                    failed = i
+                    break
+                a[yi] = 0.0
+                a[r] = 0.0
+                if expansion.n_support > before:
+                    ww = fmax(ww_new, 0.0) if isfinite(ww_new) else NAN
+                elif s.reg == L2:          # a budget eviction: the norm, exactly
+                    ww = 2.0 * cmulti_sqnorm(expansion, &row[0])
+                else:
+                    ww = NAN
+            event_out[i] = ev
+    if interrupted:
+        craise_pending()
+    return failed, ww

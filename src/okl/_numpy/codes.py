@@ -63,3 +63,8 @@ class Variant(IntEnum):
     PA = 0
     PA_I = 1
     PA_II = 2
+
+
+class MulticlassLoss(IntEnum):
+    HINGE = 0       # Crammer-Singer: (1 - (s_y - max_{j != y} s_j))_+
+    LOGISTIC = 1    # softmax cross-entropy: logsumexp(s) - s_y

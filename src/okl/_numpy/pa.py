@@ -221,3 +221,39 @@ def fit_multi(W, scale, ww, X, y, reg, variant, C, alpha, beta, mistake, sigma,
                 ww = 2.0 * (flat @ flat)
         event_out[i] = event
     return -1, 1.0, ww
+
+
+def fit_multi_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake,
+                     score_out, event_out):
+    """Twin of `fit_multi_kernel` of _core/_pa.pyx on a NumpyMultiExpansion; (failed, ww)."""
+    p = expansion.kernel_params
+    kernel = (p["kernel"], p["gamma"], p["degree"], p["coef0"])
+    k = expansion.n_classes
+    expansion.reserve(len(X))
+    for i, x in enumerate(X):
+        kxx = kernel_values(*kernel, x[None], x)[0]
+        s = expansion.scores(x)
+        score_out[i] = s
+        if not np.all(np.isfinite(s)):
+            return i, ww
+        yi = int(y[i])
+        m, r = margin(s, yi)
+        event = Event.PASSIVE
+        if violated(mistake, m):
+            event, cv, ca = coefs(reg, variant, C, alpha, beta, m, kxx, ww)
+        if event == Event.UPDATED:
+            ww_new = cv * cv * ww + 2.0 * cv * ca * m + ca * ca * kxx
+            expansion.shrink(cv)
+            before = expansion.n_support
+            a = np.zeros(k)
+            a[yi], a[r] = 0.5 * ca, -0.5 * ca
+            if not expansion.add(x, a):
+                return i, ww
+            if expansion.n_support > before:
+                ww = max(ww_new, 0.0) if np.isfinite(ww_new) else np.nan
+            elif reg == Regularization.L2:     # a budget eviction: the norm, exactly
+                ww = 2.0 * expansion.sq_norm()
+            else:
+                ww = np.nan
+        event_out[i] = event
+    return -1, ww

@@ -1,0 +1,335 @@
+"""The multiclass NORMA step on a `MultiExpansion` (docs/multiclass.md, sections 3 and 4).
+
+One step predicts the scores s = f_t(x_t) + b_t in R^k, then
+    f_{t+1} = (1 - lam_t eta_t) f_t - eta_t w_t g_t K(x_t, .),   b_{t+1} = b_t - eta_t w_t g_t
+with g_t in R^k the gradient of the multiclass loss at s: Crammer-Singer's hinge
+(g = e_r - e_y when s_y - s_r < 1, r the best wrong class; else 0 and no
+centre is added) or the softmax cross-entropy (g = p - e_y).  eta_t and lam_t
+are those of the binary step (`cschedule` of _pointwise.pyx, written again here
+with the same formulas; the NumPy twin of both is okl/_numpy/pointwise.schedule).
+A step checks everything before its first write: a step that would leave a
+non-finite model changes nothing.  Callers: `fit_chunk` (a chunk, nogil) and
+`MulticlassEvents` (one event).  The NumPy twin is okl/_numpy/multiclass.py.
+"""
+import numpy as np
+
+from libc.math cimport NAN, exp, isfinite, pow
+from libc.string cimport memcmp, memcpy
+
+from okl._core._kernels cimport cdot, cself
+from okl._core._multiexpansion cimport MultiExpansion
+from okl._core._signals cimport cinterrupted, craise_pending
+
+
+cpdef enum MulticlassLoss:
+    HINGE = 0       # Crammer-Singer
+    LOGISTIC = 1    # softmax cross-entropy
+
+
+cdef enum:
+    AUTO = 0        # StepSize codes of _pointwise.pyx
+    POWER = 1
+    GIVEN = 2
+    TAKEN = 0
+    SKIPPED = 1
+    DIVERGED = 2
+
+
+cdef struct MSchedule:      # the fields of _pointwise.Schedule
+    int kind
+    double eta
+    double eta_decay
+    double lam
+    double lam_decay
+    double lipschitz
+    bint intercept
+
+
+cdef struct MState:         # _pointwise.StepState without b (a vector here, passed apart)
+    double t
+    double ck2
+    double eta_t
+    double lam_t
+    double eta_try
+    double reset_t
+    double reset_eta
+    double reset_lam
+
+
+cdef inline void mschedule(const MSchedule* s, double t, double ck2, double eta_given,
+                           double* eta_t, double* lam_t) noexcept nogil:
+    cdef double decay
+    lam_t[0] = s.lam if s.lam_decay == 0.0 else s.lam * pow(t, -s.lam_decay)
+    if s.kind == GIVEN:
+        eta_t[0] = eta_given
+        return
+    decay = 1.0 if s.eta_decay == 0.0 else pow(t, -s.eta_decay)
+    if s.kind == AUTO:
+        eta_t[0] = decay / (lam_t[0] + s.lipschitz * ck2) if lam_t[0] + s.lipschitz * ck2 > 0.0 \
+            else decay
+    else:
+        eta_t[0] = s.eta * decay
+
+
+cdef inline bint cgradient(int loss, const double* s, Py_ssize_t y, Py_ssize_t k, double w,
+                           double* g) noexcept nogil:
+    """g = w * (the loss gradient at the scores s, true class y); False when g = 0."""
+    cdef Py_ssize_t j, r = -1
+    cdef double top, total
+    if loss == HINGE:
+        for j in range(k):
+            g[j] = 0.0
+            if j != y and (r < 0 or s[j] > s[r]):
+                r = j
+        if not 1.0 - s[y] + s[r] > 0.0:
+            return False
+        g[y] = -w
+        g[r] = w
+        return True
+    top = s[0]
+    for j in range(1, k):
+        if s[j] > top:
+            top = s[j]
+    total = 0.0
+    for j in range(k):
+        g[j] = exp(s[j] - top)
+        total += g[j]
+    for j in range(k):
+        g[j] = w * (g[j] / total - (1.0 if j == y else 0.0))
+    return True
+
+
+cdef int cmstep(MultiExpansion model, const double* x, double xx, double kxx, const double* s,
+                Py_ssize_t y, double w, double eta_given, int loss, const MSchedule* sch,
+                MState* st, double* b, double* g, double* a) noexcept nogil:
+    """One step from the scores s = f_t(x_t) + b: TAKEN, SKIPPED (w = 0) or DIVERGED.
+
+    b (k) is updated in place when the step is taken; g, a: work (k).
+    """
+    cdef Py_ssize_t j, k = model.n_classes
+    cdef double t = 0.0, ck2 = 0.0, eta_t = NAN, lam_t = NAN, factor, scale_next, bj
+    cdef bint add
+    st.eta_try = NAN
+    if w != 0.0:
+        t = st.t + 1.0
+        ck2 = kxx if kxx > st.ck2 else st.ck2
+        mschedule(sch, t, ck2, eta_given, &eta_t, &lam_t)
+        st.eta_try = eta_t
+    for j in range(k):
+        if not isfinite(s[j]):
+            return DIVERGED
+    if w == 0.0:
+        return SKIPPED
+    add = cgradient(loss, s, y, k, w, g)
+    factor = 1.0 - lam_t * eta_t
+    scale_next = model.scale * factor
+    if factor <= 0.0 or scale_next < 1e-9 or scale_next > 1e9:
+        scale_next = 1.0
+    for j in range(k):
+        a[j] = -eta_t * g[j]
+        bj = b[j] - eta_t * g[j] if sch.intercept else b[j]
+        if not (isfinite(a[j] / scale_next) and isfinite(bj)):
+            return DIVERGED
+        if add and not isfinite(factor * (s[j] - b[j]) + a[j] * kxx + bj):
+            return DIVERGED
+    model.cshrink(factor)
+    if add:
+        model.cadd(x, xx, a)
+    if sch.intercept:
+        for j in range(k):
+            b[j] -= eta_t * g[j]
+    if factor <= 0.0 and st.reset_t == 0.0:
+        st.reset_t, st.reset_eta, st.reset_lam = t, eta_t, lam_t
+    st.t, st.ck2, st.eta_t, st.lam_t = t, ck2, eta_t, lam_t
+    return TAKEN
+
+
+def fit_chunk(MultiExpansion model,
+              const double[:, ::1] X,       # IN (n, d)
+              const Py_ssize_t[::1] y,      # IN (n,) class indices in [0, k)
+              MSchedule schedule,
+              int loss,                     # a MulticlassLoss
+              MState state,
+              double[::1] b,                # IN/OUT (k,) the offsets
+              double[:, ::1] pred_out,      # OUT (n, k) f_t(x_t) + b_t, before each update
+              const double[::1] weight=None,
+              const double[::1] eta=None):
+    """Run the chunk: (index of the first step that diverged or -1, the state after)."""
+    cdef Py_ssize_t i, j, n = X.shape[0], d = X.shape[1], k = model.n_classes
+    cdef Py_ssize_t failed = -1, work = 0
+    cdef bint interrupted = False
+    cdef const double* x
+    cdef double xx, kxx, w = 1.0, eta_i = NAN
+    if d != model.n_features:
+        raise ValueError(f"X has {d} columns, the expansion {model.n_features}.")
+    if y.shape[0] != n or pred_out.shape[0] != n or pred_out.shape[1] != k or b.shape[0] != k:
+        raise ValueError("X, y, b and pred_out do not match the expansion.")
+    for i in range(n):
+        if not 0 <= y[i] < k:
+            raise ValueError(f"y[{i}] = {y[i]} is not a class index in [0, {k}).")
+    if weight is not None and weight.shape[0] != n:
+        raise ValueError(f"weight has {weight.shape[0]} values for {n} rows.")
+    if schedule.kind == GIVEN and (eta is None or eta.shape[0] != n):
+        raise ValueError("A GIVEN schedule needs eta, one value per row.")
+    g_arr, a_arr = np.empty(k), np.empty(k)
+    cdef double[::1] g = g_arr, a = a_arr
+    model.reserve(n)
+    with nogil:
+        for i in range(n):
+            if cinterrupted(&work, model.n_support * (d + k)):
+                interrupted = True
+                break
+            x = &X[i, 0]
+            xx = cdot(x, x, d)
+            model.cscores(x, &pred_out[i, 0])
+            for j in range(k):
+                pred_out[i, j] += b[j]
+            if weight is not None:
+                w = weight[i]
+            if eta is not None:
+                eta_i = eta[i]
+            kxx = cself(&model.kernel, xx)
+            if cmstep(model, x, xx, kxx, &pred_out[i, 0], y[i], w, eta_i, loss, &schedule,
+                      &state, &b[0], &g[0], &a[0]) == DIVERGED:
+                failed = i
+                break
+    if interrupted:
+        craise_pending()
+    return failed, state
+
+
+cdef inline bint row_is_finite(const double* x, Py_ssize_t d, double xx) noexcept nogil:
+    cdef Py_ssize_t j
+    if isfinite(xx):
+        return True
+    for j in range(d):
+        if not isfinite(x[j]):
+            return False
+    return True
+
+
+cdef class MulticlassEvents:
+    """One-event predict and learn on a `MultiExpansion` (as _pointwise.PointwiseEvents).
+
+    The last prediction is kept with a fingerprint of the model (t, n_support,
+    scale, next_slot, n_rescale) and a copy of the row; `learn` reuses it on
+    the same row and model ("predict, then learn" costs one kernel row).
+    """
+    cdef MultiExpansion expansion
+    cdef MSchedule schedule
+    cdef int loss
+    cdef object name
+    cdef tuple names, values
+    cdef double[::1] last_row, last_s, g, a
+    cdef bint has_last
+    cdef double last_xx, last_scale, last_t
+    cdef Py_ssize_t last_n, last_slot, last_rescale
+
+    def __init__(self, MultiExpansion expansion, MSchedule schedule, int loss, str name,
+                 tuple names=()):
+        self.expansion = expansion
+        self.schedule, self.loss = schedule, loss
+        self.name, self.names = name, names
+        self.values = tuple([expansion] + [None] * (len(names) - 1))
+        self.last_row = np.empty(expansion.n_features)
+        self.last_s = np.empty(expansion.n_classes)
+        self.g = np.empty(expansion.n_classes)
+        self.a = np.empty(expansion.n_classes)
+        self.has_last = False
+
+    def bind(self, est):
+        self.values = tuple([est.__dict__.get(name) for name in self.names])
+
+    cpdef bint matches(self, est):
+        cdef dict attrs = est.__dict__
+        cdef Py_ssize_t i
+        for i in range(len(self.names)):
+            if attrs.get(self.names[i], self) is not self.values[i]:
+                return False
+        return True
+
+    cdef bint _scores(self, const double* x, double* out, double* xx_out, double t):
+        """The model part of the scores into out; False for a non-finite row."""
+        cdef MultiExpansion e = self.expansion
+        cdef Py_ssize_t d = e.n_features, k = e.n_classes
+        cdef double xx
+        if (self.has_last and t == self.last_t and e.n_support == self.last_n
+                and e.scale == self.last_scale and e.next_slot == self.last_slot
+                and e.n_rescale == self.last_rescale
+                and memcmp(x, &self.last_row[0], d * sizeof(double)) == 0):
+            xx_out[0] = self.last_xx
+            memcpy(out, &self.last_s[0], k * sizeof(double))
+            return True
+        xx = cdot(x, x, d)
+        xx_out[0] = xx
+        if not row_is_finite(x, d, xx):
+            return False
+        e.cscores(x, out)
+        memcpy(&self.last_row[0], x, d * sizeof(double))
+        memcpy(&self.last_s[0], out, k * sizeof(double))
+        self.last_xx, self.last_t = xx, t
+        self.last_n, self.last_scale = e.n_support, e.scale
+        self.last_slot, self.last_rescale = e.next_slot, e.n_rescale
+        self.has_last = True
+        return True
+
+    cdef _check(self, const double[::1] x, const double[::1] b):
+        if x.shape[0] != self.expansion.n_features:
+            raise ValueError(f"X has {x.shape[0]} features, but {self.name} is expecting "
+                             f"{self.expansion.n_features} features as input.")
+        if b.shape[0] != self.expansion.n_classes:
+            raise ValueError("intercept_ does not match the classes.")
+
+    def predict(self, const double[::1] x, double t, const double[::1] b):
+        """The k scores f(x) + b for one row."""
+        cdef Py_ssize_t j, k = self.expansion.n_classes
+        cdef double xx
+        self._check(x, b)
+        out = np.empty(k)
+        cdef double[::1] o = out
+        if not self._scores(&x[0], &o[0], &xx, t):
+            raise ValueError(f"{self.name} got a row with NaN or inf: {np.asarray(x)[:10]}; "
+                             "non-finite values cannot be predicted.")
+        for j in range(k):
+            o[j] += b[j]
+        return out
+
+    def learn(self, const double[::1] x, double y, double weight, double t, double ck2,
+              const double[::1] b, double eta_given=NAN):
+        """Predict the scores, then take step t + 1 (y: the class index as a float).
+
+        Returns (scores, taken, t, C_K^2, eta_t, lam_t, b after, reset); raises,
+        leaving the model as it was, on NaN/inf in x or divergence.
+        """
+        cdef MultiExpansion e = self.expansion
+        cdef Py_ssize_t j, k = e.n_classes, yi = <Py_ssize_t>y
+        cdef double xx
+        cdef MState st
+        cdef int status
+        self._check(x, b)
+        if not (0 <= yi < k and yi == y):
+            raise ValueError(f"y = {y} is not a class index in [0, {k}).")
+        s_arr = np.empty(k)
+        b_arr = np.array(b)
+        cdef double[::1] s = s_arr, bn = b_arr
+        if not self._scores(&x[0], &s[0], &xx, t):
+            raise ValueError(f"{self.name} got a row with NaN or inf: {np.asarray(x)[:10]}; "
+                             "non-finite values cannot be learned.")
+        for j in range(k):
+            s[j] += b[j]
+        st.t, st.ck2 = t, ck2
+        st.eta_t = st.lam_t = st.eta_try = NAN
+        st.reset_t = st.reset_eta = st.reset_lam = 0.0
+        if weight != 0.0 and e.n_support == e.capacity and not (
+                e.budget and e.n_support >= e.budget):
+            e.reserve(1)
+        status = cmstep(e, &x[0], xx, cself(&e.kernel, xx), &s[0], yi, weight, eta_given,
+                        self.loss, &self.schedule, &st, &bn[0], &self.g[0], &self.a[0])
+        if status == DIVERGED:
+            raise FloatingPointError(
+                f"{self.name} diverged at step t={<Py_ssize_t>t + 1} (eta_t={st.eta_try:.3g}): "
+                "the model would no longer be finite. The step size is too large for this "
+                "data; use eta='auto', a smaller eta or a larger eta_decay, or scale X (e.g. "
+                "with okl.preprocessing.OnlineStandardScaler). The model is left as it was.")
+        return (s_arr, status == TAKEN, st.t, st.ck2, st.eta_t, st.lam_t, b_arr,
+                (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None)

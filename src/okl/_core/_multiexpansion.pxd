@@ -1,0 +1,36 @@
+from okl._core._kernels cimport KernelSpec
+
+
+cdef class MultiExpansion:
+    # f(x) = scale * sum_{i < n_support} coef[i, :] K(centers[i], x), a vector of n_classes scores
+    cdef readonly Py_ssize_t n_features
+    cdef readonly Py_ssize_t n_classes
+    cdef readonly Py_ssize_t n_support
+    cdef readonly Py_ssize_t capacity
+    cdef readonly Py_ssize_t budget          # 0 means unbounded
+    cdef readonly int policy                 # a BudgetPolicy code (_expansion.pxd)
+    cdef readonly double scale
+    cdef readonly Py_ssize_t n_rescale
+    cdef readonly Py_ssize_t next_slot       # slot replaced next under OLDEST
+    cdef readonly Py_ssize_t n_merges
+    cdef readonly KernelSpec kernel
+    cdef object _centers, _coef, _sqnorms, _kbuf, _zbuf, _abuf
+    cdef double* centers                     # (capacity, n_features)
+    cdef double* coef                        # (capacity, n_classes) raw, times scale
+    cdef double* sqnorms                     # (capacity,)
+    cdef double* kbuf                        # (capacity,) K(centers[i], x) work space
+    cdef const double* kbuf_x                # the x of kbuf, NULL once kbuf or a centre changes
+    cdef Py_ssize_t kbuf_n
+    cdef double* zbuf                        # (n_features,) the merged point
+    cdef double* abuf                        # (n_classes,) the merged coefficient vector
+
+    cdef _allocate(self, Py_ssize_t capacity)
+    cdef void cvalues(self, const double* x) noexcept nogil
+    cdef void cscores(self, const double* x, double* out) noexcept nogil
+    cdef void cshrink(self, double factor) noexcept nogil
+    cdef double csqnorm_row(self, Py_ssize_t i) noexcept nogil
+    cdef Py_ssize_t cvictim(self, double aa) noexcept nogil
+    cdef bint cadd(self, const double* x, double xx, const double* a) noexcept nogil
+    cdef void cmerge(self) noexcept nogil
+    cdef void cwrite(self, Py_ssize_t slot, const double* x, double xx,
+                     const double* c) noexcept nogil

@@ -1,0 +1,471 @@
+"""MultiExpansion: one support set, a coefficient vector per centre (docs/multiclass.md, section 2).
+
+f(x) = scale * sum_i coef[i, :] K(centers[i], x) in R^k: one kernel row per
+event serves every class.  The shrink is lazy (`_lazy.pxd`, over all n k
+coefficients), centres live in one C-contiguous buffer reserved before a
+chunk.  Budgets: OLDEST (ring), SMALLEST (by ||a_i||), MERGE (BSGD with vector
+coefficients, `cmulti_merge_find`, docs/multiclass.md section 5).  The NumPy
+twin is okl/_numpy/multiexpansion.py.
+"""
+import numpy as np
+
+from libc.math cimport exp, isfinite, sqrt
+from libc.string cimport memcpy, memset
+
+from okl._core._expansion cimport MERGE, NEWCOMER, NO_EVICTION, OLDEST, SMALLEST
+from okl._core._kernels cimport Kernel, KernelSpec, cdot, ckernel_row, okl_sqdists
+from okl._core._lazy cimport RENORMALISED, cshrink_lazy
+
+
+cdef double INVPHI = 0.6180339887498949     # (sqrt(5) - 1) / 2, golden-section ratio
+cdef int GOLDEN_STEPS = 40                  # bracket 1/2 -> 2.3e-9
+
+
+cdef inline double cphi(double A, double B, double C, double g, double h) noexcept nogil:
+    """||a_m K(x_m, z) + a_n K(x_n, z)||^2 at z = h x_m + (1 - h) x_n (Gaussian, g = gamma d^2)."""
+    cdef double kmz = exp(-g * (1.0 - h) * (1.0 - h)), knz = exp(-g * h * h)
+    return A * kmz * kmz + B * knz * knz + 2.0 * C * kmz * knz
+
+
+cdef double cnewton(double A, double B, double C, double g, double h, double lo,
+                    double hi) noexcept nogil:
+    """Polish the maximiser h of `cphi` on [lo, hi] by Newton steps on phi'(h) = 0.
+
+    With u = 1 - h and T1, T2, T3 the three terms of phi:
+    phi' = 4 g (u T1 - h T2) + 2 g (u - h) T3 and
+    phi'' = 4 g (T1 (4 g u^2 - 1) + T2 (4 g h^2 - 1) + T3 (g (u - h)^2 - 1)).
+    Golden section leaves h within sqrt(eps) of the top; Newton takes it to
+    rounding, so both engines land on the same h.
+    """
+    cdef double u, T1, T2, T3, d1, d2, hn
+    cdef int it
+    for it in range(8):
+        u = 1.0 - h
+        T1 = A * exp(-2.0 * g * u * u)
+        T2 = B * exp(-2.0 * g * h * h)
+        T3 = 2.0 * C * exp(-g * (u * u + h * h))
+        d1 = 4.0 * g * (u * T1 - h * T2) + 2.0 * g * (u - h) * T3
+        d2 = 4.0 * g * (T1 * (4.0 * g * u * u - 1.0) + T2 * (4.0 * g * h * h - 1.0)
+                        + T3 * (g * (u - h) * (u - h) - 1.0))
+        if not d2 < 0.0:
+            break
+        hn = h - d1 / d2
+        if hn < lo:
+            hn = lo
+        if hn > hi:
+            hn = hi
+        if hn == h:
+            break
+        h = hn
+    return h
+
+
+cdef Py_ssize_t cmulti_merge_find(const double* centers, const double* coef, Py_ssize_t n,
+                                  Py_ssize_t d, Py_ssize_t k, double gamma, const double* krow,
+                                  Py_ssize_t* m_out, double* h_out, double* az_out,
+                                  double* loss_out) noexcept nogil:
+    """The merge that takes n centres to n - 1 (Gaussian kernel); return the partner or -1.
+
+    m = argmin ||a_i|| (the first on ties); krow[i] = K(x_i, x_m).  Each
+    partner's degradation ||a_m K_m + a_n K_n - a_z K_z||^2 is evaluated on the
+    grid h in {0, 1/4, 1/2, 3/4, 1} (powers of k = K(x_m, x_n) by square roots);
+    the least is refined by golden section on its bracket, and the merge is
+    dropped for a removal of x_m when it degrades more than the removal,
+    ||a_m||^2.  az_out (k) receives a_z (raw units); loss_out the degradation.
+    """
+    cdef Py_ssize_t i, c, m = 0, best = -1, j, best_j = 0
+    cdef double A, B, C, kk, s1, s2, s3, s4, phi, top, D, best_D = 0.0, norm
+    cdef double best_B = 0.0, best_C = 0.0, g, lo, hi, x1, x2, f1, f2, h, fh, kmz, knz, loss
+    cdef double kmzs[5]
+    cdef double knzs[5]
+    A = -1.0
+    for i in range(n):
+        norm = cdot(coef + i * k, coef + i * k, k)
+        if A < 0.0 or norm < A:
+            A, m = norm, i
+    m_out[0] = m
+    h_out[0] = 0.0
+    loss_out[0] = A
+    if A == 0.0 or n < 2:
+        return -1
+    for i in range(n):
+        if i == m:
+            continue
+        B = cdot(coef + i * k, coef + i * k, k)
+        C = cdot(coef + m * k, coef + i * k, k)
+        kk = krow[i]
+        if not kk > 0.0:
+            kk = 0.0
+        s1 = sqrt(kk)
+        s2 = sqrt(s1)
+        s3 = sqrt(s2)
+        s4 = sqrt(s3)
+        kmzs[0], knzs[0] = kk, 1.0
+        kmzs[1], knzs[1] = s1 * s4, s4
+        kmzs[2], knzs[2] = s2, s2
+        kmzs[3], knzs[3] = s4, s1 * s4
+        kmzs[4], knzs[4] = 1.0, kk
+        top = -1.0
+        for c in range(5):
+            phi = A * kmzs[c] * kmzs[c] + B * knzs[c] * knzs[c] + 2.0 * C * kmzs[c] * knzs[c]
+            if phi > top:
+                top, j = phi, c
+        D = A + B + 2.0 * C * kk - top
+        if best < 0 or D < best_D:
+            best, best_D, best_j, best_B, best_C = i, D, j, B, C
+    g = 0.0
+    okl_sqdists(1, d, centers + m * d, centers + best * d, &g)
+    g *= gamma
+    lo = best_j * 0.25 - 0.25
+    hi = best_j * 0.25 + 0.25
+    if lo < 0.0:
+        lo = 0.0
+    if hi > 1.0:
+        hi = 1.0
+    x1 = hi - INVPHI * (hi - lo)
+    x2 = lo + INVPHI * (hi - lo)
+    f1 = cphi(A, best_B, best_C, g, x1)
+    f2 = cphi(A, best_B, best_C, g, x2)
+    for c in range(GOLDEN_STEPS):
+        if f1 < f2:
+            lo, x1, f1 = x1, x2, f2
+            x2 = lo + INVPHI * (hi - lo)
+            f2 = cphi(A, best_B, best_C, g, x2)
+        else:
+            hi, x2, f2 = x2, x1, f1
+            x1 = hi - INVPHI * (hi - lo)
+            f1 = cphi(A, best_B, best_C, g, x1)
+    if f1 >= f2:
+        h, fh = x1, f1
+    else:
+        h, fh = x2, f2
+    if cphi(A, best_B, best_C, g, best_j * 0.25) > fh:
+        h = best_j * 0.25
+    h = cnewton(A, best_B, best_C, g, h, 0.0, 1.0)
+    kmz = exp(-g * (1.0 - h) * (1.0 - h))
+    knz = exp(-g * h * h)
+    for c in range(k):
+        az_out[c] = coef[m * k + c] * kmz + coef[best * k + c] * knz
+    loss = A + best_B + 2.0 * best_C * exp(-g) - cdot(az_out, az_out, k)
+    if not loss < A:
+        return -1                       # removing x_m degrades less
+    h_out[0] = h
+    loss_out[0] = loss
+    return best
+
+
+cdef class MultiExpansion:
+    """f(x) = scale * sum_i coef[i, :] K(centers[i], x) in R^k, with a lazy global scale.
+
+    Parameters
+    ----------
+    n_features, n_classes : int
+    kernel : int
+        A `Kernel` code.
+    gamma, degree, coef0 : float
+        Kernel parameters (see `okl.kernels`).
+    budget : int
+        Maximum number of centres, 0 for no limit.
+    policy : int
+        A `BudgetPolicy` code (MERGE needs the Gaussian kernel).
+
+    References
+    ----------
+    docs/multiclass.md, sections 2 and 5.
+    """
+
+    def __init__(self, Py_ssize_t n_features, Py_ssize_t n_classes, int kernel,
+                 double gamma=1.0, int degree=3, double coef0=0.0, Py_ssize_t budget=0,
+                 int policy=OLDEST):
+        if n_features < 1 or n_classes < 1:
+            raise ValueError(f"n_features and n_classes must be >= 1, got {n_features}, "
+                             f"{n_classes}.")
+        if budget < 0:
+            raise ValueError(f"budget must be >= 0 (0 = unbounded), got {budget}.")
+        if policy not in (OLDEST, SMALLEST, MERGE):
+            raise ValueError(f"Unknown budget policy code {policy}.")
+        if policy == MERGE and kernel != Kernel.GAUSSIAN:
+            raise ValueError("The merge budget policy needs the 'gaussian' kernel; use "
+                             "budget_policy='oldest' or 'smallest' with this kernel.")
+        self.n_features, self.n_classes = n_features, n_classes
+        self.kernel = KernelSpec(<Kernel>kernel, gamma, coef0, degree)
+        self.budget, self.policy = budget, policy
+        self.scale = 1.0
+        self.n_support = self.n_rescale = self.next_slot = self.n_merges = 0
+        self.capacity = 0
+        self._zbuf = np.empty(n_features)
+        self._abuf = np.empty(n_classes)
+        cdef double[::1] z_view = self._zbuf, a_view = self._abuf
+        self.zbuf, self.abuf = &z_view[0], &a_view[0]
+        self._allocate(min(self._room(), 16) if budget else 16)
+
+    cdef _allocate(self, Py_ssize_t capacity):
+        cdef Py_ssize_t n = self.n_support, d = self.n_features, k = self.n_classes
+        centers = np.empty((capacity, d))
+        coef = np.empty((capacity, k))
+        sqnorms = np.empty(capacity)
+        if n:
+            centers[:n] = self._centers[:n]
+            coef[:n] = self._coef[:n]
+            sqnorms[:n] = self._sqnorms[:n]
+        self._centers, self._coef, self._sqnorms = centers, coef, sqnorms
+        self._kbuf = np.empty(capacity)
+        cdef double[:, ::1] c_view = centers, a_view = coef
+        cdef double[::1] s_view = sqnorms, k_view = self._kbuf
+        self.centers, self.coef = &c_view[0, 0], &a_view[0, 0]
+        self.sqnorms, self.kbuf = &s_view[0], &k_view[0]
+        self.kbuf_x = NULL
+        self.capacity = capacity
+
+    def _room(self):
+        """Slots a full budget needs: B, or B + 1 under MERGE (the newcomer's, until the merge)."""
+        return self.budget + 1 if self.policy == MERGE else self.budget
+
+    def reserve(self, Py_ssize_t n_new):
+        """Make room for `n_new` more centres (capped by the budget), doubling."""
+        cdef Py_ssize_t need = self.n_support + n_new
+        if self.budget:
+            need = min(need, self._room())
+        if need > self.capacity:
+            target = max(need, 2 * self.capacity)
+            if self.budget:
+                target = min(target, self._room())
+            self._allocate(target)
+
+    # -- the hot path (nogil, no allocation) -------------------------------------------------
+
+    cdef void cvalues(self, const double* x) noexcept nogil:
+        """kbuf[i] = K(centers[i], x) for every centre."""
+        ckernel_row(&self.kernel, x, self.centers, self.n_support, self.n_features, self.kbuf)
+        self.kbuf_x = x
+        self.kbuf_n = self.n_support
+
+    cdef void cscores(self, const double* x, double* out) noexcept nogil:
+        """out[c] = f_c(x) (no offset), one kernel row for every class; leaves it in kbuf."""
+        cdef Py_ssize_t i, c, k = self.n_classes
+        cdef double v
+        cdef const double* row
+        memset(out, 0, k * sizeof(double))
+        if self.n_support == 0:
+            return
+        self.cvalues(x)
+        for i in range(self.n_support):
+            v = self.kbuf[i]
+            row = self.coef + i * k
+            for c in range(k):
+                out[c] += v * row[c]
+        for c in range(k):
+            out[c] *= self.scale
+
+    cdef void cshrink(self, double factor) noexcept nogil:
+        """f <- factor f in O(1); factor <= 0 empties the expansion exactly."""
+        if factor == 1.0:
+            return
+        if factor <= 0.0:
+            self.n_support = 0
+            self.next_slot = 0
+            self.scale = 1.0
+            return
+        if cshrink_lazy(self.coef, self.n_support * self.n_classes, &self.scale,
+                        factor) == RENORMALISED:
+            self.n_rescale += 1
+
+    cdef double csqnorm_row(self, Py_ssize_t i) noexcept nogil:
+        return cdot(self.coef + i * self.n_classes, self.coef + i * self.n_classes,
+                    self.n_classes)
+
+    cdef Py_ssize_t cvictim(self, double aa) noexcept nogil:
+        """The slot that leaves if a centre of raw squared norm `aa` is added now (as
+        KernelExpansion.cvictim, by ||a_i||)."""
+        cdef Py_ssize_t i, slot
+        cdef double least, v
+        if self.budget == 0 or self.n_support < self.budget or self.policy == MERGE:
+            return NO_EVICTION
+        if self.policy == OLDEST:
+            return self.next_slot
+        slot, least = 0, self.csqnorm_row(0)
+        for i in range(1, self.n_support):
+            v = self.csqnorm_row(i)
+            if v < least:
+                slot, least = i, v
+        if aa <= least:
+            return NEWCOMER
+        return slot
+
+    cdef bint cadd(self, const double* x, double xx, const double* a) noexcept nogil:
+        """f <- f + a K(x, .) (a in R^k), within the budget; False when a / scale is not finite."""
+        cdef Py_ssize_t slot, c, k = self.n_classes
+        cdef double aa = 0.0
+        for c in range(k):
+            self.abuf[c] = a[c] / self.scale
+            if not isfinite(self.abuf[c]):
+                return False
+            aa += self.abuf[c] * self.abuf[c]
+        if self.policy == MERGE and self.budget and self.n_support >= self.budget:
+            self.cwrite(self.n_support, x, xx, self.abuf)
+            self.n_support += 1
+            self.cmerge()
+            return True
+        slot = self.cvictim(aa)
+        if slot == NEWCOMER:
+            return True
+        if slot == NO_EVICTION:
+            slot = self.n_support
+            self.n_support += 1
+        elif self.policy == OLDEST:
+            self.next_slot = (slot + 1) % self.budget
+        self.cwrite(slot, x, xx, self.abuf)
+        return True
+
+    cdef void cmerge(self) noexcept nogil:
+        """B + 1 centres -> B: merge the least ||a_m|| into its best partner, or remove it."""
+        cdef Py_ssize_t n = self.n_support, d = self.n_features, k = self.n_classes
+        cdef Py_ssize_t last = n - 1, m, partner, j
+        cdef double h, loss
+        m = 0
+        for j in range(1, n):           # m: the least ||a_i|| (cmulti_merge_find agrees)
+            if self.csqnorm_row(j) < self.csqnorm_row(m):
+                m = j
+        ckernel_row(&self.kernel, self.centers + m * d, self.centers, n, d, self.kbuf)
+        self.kbuf_x = NULL
+        partner = cmulti_merge_find(self.centers, self.coef, n, d, k, self.kernel.gamma,
+                                    self.kbuf, &m, &h, self.abuf, &loss)
+        if partner >= 0:
+            for j in range(d):
+                self.zbuf[j] = h * self.centers[m * d + j] + (1.0 - h) * self.centers[
+                    partner * d + j]
+            self.cwrite(partner, self.zbuf, cdot(self.zbuf, self.zbuf, d), self.abuf)
+            self.n_merges += 1
+        if m != last:
+            self.cwrite(m, self.centers + last * d, self.sqnorms[last], self.coef + last * k)
+        self.n_support = last
+
+    cdef void cwrite(self, Py_ssize_t slot, const double* x, double xx,
+                     const double* c) noexcept nogil:
+        """Put the centre x with raw coefficients c in `slot`."""
+        self.kbuf_x = NULL
+        memcpy(self.centers + slot * self.n_features, x, self.n_features * sizeof(double))
+        self.sqnorms[slot] = xx
+        memcpy(self.coef + slot * self.n_classes, c, self.n_classes * sizeof(double))
+
+    # -- Python face ---------------------------------------------------------------------------
+
+    def predict(self, const double[:, ::1] X):
+        """The k scores at every row of X: shape (n_rows, n_classes)."""
+        cdef Py_ssize_t r, n_rows = X.shape[0]
+        if X.shape[1] != self.n_features:
+            raise ValueError(f"X has {X.shape[1]} columns, the expansion {self.n_features}.")
+        out_arr = np.zeros((n_rows, self.n_classes))
+        if self.n_support == 0 or n_rows == 0:
+            return out_arr
+        cdef double[:, ::1] out = out_arr
+        with nogil:
+            for r in range(n_rows):
+                self.cscores(&X[r, 0], &out[r, 0])
+        self.kbuf_x = NULL
+        return out_arr
+
+    def add(self, const double[::1] x, const double[::1] a):
+        """f <- f + a K(x, .) within the budget (a Python face of the hot path)."""
+        if x.shape[0] != self.n_features or a.shape[0] != self.n_classes:
+            raise ValueError("x or a has the wrong length.")
+        self.reserve(1)
+        if not self.cadd(&x[0], cdot(&x[0], &x[0], self.n_features), &a[0]):
+            raise FloatingPointError("The coefficients / scale are not finite.")
+
+    def shrink(self, double factor):
+        self.cshrink(factor)
+
+    def sq_norm(self):
+        """||f||_K^2 = sum_c a_c' K a_c, O(n^2 d)."""
+        if self.n_support == 0:
+            return 0.0
+        return float(np.sum(self.coef_ * self.predict(self._centers[:self.n_support])))
+
+    @property
+    def centers_(self):
+        return self._centers[:self.n_support].copy()
+
+    @property
+    def coef_(self):
+        """The coefficient vectors a_i, one row per centre (a copy)."""
+        return self.scale * self._coef[:self.n_support]
+
+    @property
+    def raw_coef_(self):
+        return self._coef[:self.n_support].copy()
+
+    @property
+    def kernel_params(self):
+        return dict(kernel=int(self.kernel.kind), gamma=self.kernel.gamma,
+                    degree=int(self.kernel.degree), coef0=self.kernel.coef0)
+
+    # -- undo, state --------------------------------------------------------------------------
+
+    def checkpoint(self, Py_ssize_t n_new):
+        """What `restore` needs to undo the next steps (a copy of the n centres, O(n (d + k)))."""
+        n = self.n_support
+        return (n, self.scale, self.n_rescale, self.next_slot, self.n_merges,
+                self._coef[:n].copy(), self._centers[:n].copy(), self._sqnorms[:n].copy())
+
+    def restore(self, state):
+        n, scale, n_rescale, next_slot, n_merges, coef, centers, sqnorms = state
+        if n > self.capacity:
+            self._allocate(n)
+        self._coef[:n], self._centers[:n], self._sqnorms[:n] = coef, centers, sqnorms
+        self.n_support, self.scale, self.n_rescale = n, scale, n_rescale
+        self.next_slot, self.n_merges = next_slot, n_merges
+        self.kbuf_x = NULL
+
+    def get_state(self):
+        """Scalars and arrays that rebuild this expansion exactly."""
+        n = self.n_support
+        return dict(n_features=self.n_features, n_classes=self.n_classes, budget=self.budget,
+                    policy=self.policy, scale=self.scale, n_rescale=self.n_rescale,
+                    next_slot=self.next_slot, n_merges=self.n_merges,
+                    centers=self._centers[:n].copy(), coef=self._coef[:n].copy(),
+                    sqnorms=self._sqnorms[:n].copy(), **self.kernel_params)
+
+    @classmethod
+    def from_state(cls, state):
+        cdef MultiExpansion self = cls(
+            state["n_features"], state["n_classes"], state["kernel"], state["gamma"],
+            state["degree"], state["coef0"], state["budget"], state["policy"])
+        coef = np.asarray(state["coef"], dtype=np.float64).reshape(-1, state["n_classes"])
+        n = len(coef)
+        self.reserve(n)
+        self._centers[:n] = state["centers"]
+        self._coef[:n] = coef
+        self._sqnorms[:n] = state["sqnorms"]
+        self.n_support = n
+        self.scale = state["scale"]
+        self.n_rescale = state["n_rescale"]
+        self.next_slot = state["next_slot"]
+        self.n_merges = state.get("n_merges", 0)
+        return self
+
+    def __reduce__(self):
+        return (_rebuild, (self.get_state(),))
+
+
+def _rebuild(state):
+    return MultiExpansion.from_state(state)
+
+
+def multi_merge_find(const double[:, ::1] centers, const double[:, ::1] coef, double gamma):
+    """(m, partner, h, a_z, degradation) taking n centres to n - 1; partner -1 removes x_m
+    (the Python face of `cmulti_merge_find`, for tests)."""
+    cdef Py_ssize_t n = centers.shape[0], d = centers.shape[1], k = coef.shape[1], m = 0, j
+    cdef double h = 0.0, loss = 0.0
+    if coef.shape[0] != n or n < 1:
+        raise ValueError("coef needs one row per centre (n >= 1).")
+    az = np.zeros(k)
+    krow = np.empty(n)
+    cdef double[::1] az_view = az, krow_view = krow
+    cdef KernelSpec spec = KernelSpec(Kernel.GAUSSIAN, gamma, 0.0, 3)
+    norms = np.einsum("ij,ij->i", coef, coef)
+    j = int(np.argmin(norms))
+    ckernel_row(&spec, &centers[j, 0], &centers[0, 0], n, d, &krow_view[0])
+    partner = cmulti_merge_find(&centers[0, 0], &coef[0, 0], n, d, k, gamma, &krow_view[0],
+                                &m, &h, &az_view[0], &loss)
+    return int(m), int(partner), h, az, loss

@@ -1,0 +1,77 @@
+"""The multiclass NORMA step in NumPy: the twin of _core/_multiclass.pyx (docs/multiclass.md, 3-4).
+
+Same arguments as the Cython chunk loop (the schedule and state as dicts, the
+offsets b as an array updated in place), same iterates.
+"""
+import numpy as np
+
+from okl._numpy.codes import MulticlassLoss
+from okl._numpy.pointwise import DIVERGED, SKIPPED, TAKEN, schedule
+from okl._numpy.kernels import kernel_values
+
+
+def gradient(loss, s, y, w):
+    """(w times the loss gradient at the scores s, true class y; whether it is non-zero)."""
+    k = len(s)
+    g = np.zeros(k)
+    if loss == MulticlassLoss.HINGE:
+        r = -1
+        for j in range(k):
+            if j != y and (r < 0 or s[j] > s[r]):
+                r = j
+        if not 1.0 - s[y] + s[r] > 0.0:
+            return g, False
+        g[y], g[r] = -w, w
+        return g, True
+    e = np.exp(s - s.max())
+    p = e / e.sum()
+    p[y] -= 1.0
+    return w * p, True
+
+
+def step(model, x, kxx, s, y, w, eta_given, loss, sch, st, b):
+    """One step from the scores s = f_t(x_t) + b: TAKEN, SKIPPED or DIVERGED (nothing changed)."""
+    st["eta_try"] = np.nan
+    if w != 0.0:
+        t = st["t"] + 1.0
+        ck2 = max(kxx, st["ck2"])
+        eta_t, lam_t = schedule(sch, t, ck2, eta_given)
+        st["eta_try"] = eta_t
+    if not np.all(np.isfinite(s)):
+        return DIVERGED
+    if w == 0.0:
+        return SKIPPED
+    g, add = gradient(loss, s, y, w)
+    factor = 1.0 - lam_t * eta_t
+    a = -eta_t * g
+    b_next = b - eta_t * g if sch["intercept"] else b.copy()
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b_next))):
+        return DIVERGED
+    if add and not np.all(np.isfinite(factor * (s - b) + a * kxx + b_next)):
+        return DIVERGED
+    model.shrink(factor)
+    if add:
+        model.add(x, a)
+    b[:] = b_next
+    if factor <= 0.0 and st["reset_t"] == 0.0:
+        st.update(reset_t=t, reset_eta=eta_t, reset_lam=lam_t)
+    st.update(t=t, ck2=ck2, eta_t=eta_t, lam_t=lam_t)
+    return TAKEN
+
+
+def fit_chunk(model, X, y, schedule_, loss, state, b, pred_out, weight=None, eta=None):
+    """Predict-then-update over the rows: (first divergent row or -1, the state after)."""
+    st = dict(state)
+    model.reserve(len(X))
+    k = model.kernel_params
+    with np.errstate(over="ignore", invalid="ignore"):
+        for i, x in enumerate(X):
+            s = model.scores(x) + b
+            pred_out[i] = s
+            kxx = float(kernel_values(k["kernel"], k["gamma"], k["degree"], k["coef0"],
+                                      x[None, :], x)[0])
+            w = 1.0 if weight is None else weight[i]
+            if step(model, x, kxx, s, int(y[i]), w, np.nan if eta is None else eta[i], loss,
+                    schedule_, st, b) == DIVERGED:
+                return i, st
+    return -1, st
