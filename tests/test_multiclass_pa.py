@@ -413,13 +413,15 @@ def test_pa_on_digits():
     assert np.mean(est._predictions(scores) == y[order]) > 0.9
 
 
-@pytest.mark.parametrize("name", ["pa linear", "coefreg given centres"])
+@pytest.mark.parametrize("name", ["pa linear", "pa kernel", "coefreg given centres"])
 def test_average_models_on_k_classes(name):
     """The average of multiclass models predicts the mean of their scores."""
     from okl.distributed import average_models
     X, y = labelled(400)
     if name == "pa linear":
         make = ESTIMATORS[name]
+    elif name == "pa kernel":
+        make = lambda: RegularizedPAClassifier(kernel="gaussian", gamma=0.2)  # noqa: E731
     else:
         make = lambda: CoefficientRegularizedClassifier(centers=X[:15], gamma=0.2)  # noqa: E731
     models = [make().fit(X[lo:lo + 100], y[lo:lo + 100]) for lo in range(0, 400, 100)]
@@ -430,6 +432,8 @@ def test_average_models_on_k_classes(name):
                                atol=1e-12)
     if name == "pa linear":
         assert mean.sq_norm_ == pytest.approx(2.0 * np.sum(mean.coef_ ** 2))
+    if name == "pa kernel":
+        assert mean.sq_norm_ == pytest.approx(mean.rkhs_norm() ** 2)
     mean.partial_fit(X[:10], y[:10])                       # and it goes on learning
 
 

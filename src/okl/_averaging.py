@@ -10,7 +10,7 @@ import numpy as np
 
 from okl._kernel_learners import PointwiseMixin
 from okl._engines import ENGINES, engine_of
-from okl._pa_models import KernelPAModel, LinearMultiPAModel, LinearPAModel
+from okl._pa_models import KernelMultiPAModel, KernelPAModel, LinearMultiPAModel, LinearPAModel
 
 __all__ = ["average_models", "divergence"]
 
@@ -72,19 +72,23 @@ def average_expansions(expansions):
     centers = np.concatenate([s["centers"][o] for s, o in zip(states, order)]).reshape(
         -1, first["n_features"])
     coef = np.concatenate([s["scale"] * s["coef"][o] / k for s, o in zip(states, order)])
+    k_classes = first.get("n_classes")                   # a multi-output expansion: a_i in R^k
+    if k_classes is not None:
+        coef = coef.reshape(-1, k_classes)
     if len(coef):
         _, index, inverse = np.unique(centers, axis=0, return_index=True, return_inverse=True)
         inverse = inverse.ravel()
-        summed = np.zeros(len(index))
+        summed = np.zeros((len(index),) + coef.shape[1:])
         np.add.at(summed, inverse, coef)
         keep = np.sort(index)                             # first appearance keeps the age order
         centers, coef = centers[keep], summed[inverse[keep]]
     cls = type(expansions[0])
-    out = cls(first["n_features"], first["kernel"], first["gamma"], first["degree"],
+    shape = (first["n_features"],) if k_classes is None else (first["n_features"], k_classes)
+    out = cls(*shape, first["kernel"], first["gamma"], first["degree"],
               first["coef0"], first["budget"], first["policy"])
     out.reserve(len(coef) if not first["budget"] else min(len(coef), first["budget"]))
     for x, a in zip(centers, coef):
-        out.add(np.ascontiguousarray(x), float(a))
+        out.add(np.ascontiguousarray(x), float(a) if k_classes is None else a)
     return out
 
 
@@ -180,6 +184,10 @@ def average_models(models):
         out.n_support_ = int(out._expansion.n_support)
     elif kind == "features":
         out._expansion = average_features([m._expansion for m in models])
+    elif kind == "pa-kernel" and isinstance(lead._model, KernelMultiPAModel):
+        expansion = average_expansions([m._model._on(m.engine) for m in models])
+        out._model = KernelMultiPAModel(expansion)
+        out._model.sq_norm = out._model.exact_sq_norm()     # docs/multiclass-pa.md
     elif kind == "pa-kernel":
         expansion = average_expansions([m._model._on(m.engine) for m in models])
         out._model = KernelPAModel(expansion)
