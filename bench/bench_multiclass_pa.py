@@ -137,17 +137,17 @@ GRIDS = {
     "RegularizedPAClassifier gaussian budget=200": (
         lambda g, C: RegularizedPAClassifier(kernel="gaussian", gamma=g, budget=200,
                                              variant="PA-I", C=C),
-        dict(g=[1 / 256, 1 / 128, 1 / 64, 1 / 32, 1 / 16], C=[0.1, 1.0, 10.0])),
+        dict(g=[1 / 128, 1 / 64, 1 / 32, 1 / 16, 1 / 8], C=[0.1, 1.0, 10.0])),
     "RegularizedPAClassifier linear": (
         lambda C, v: RegularizedPAClassifier(variant=v, C=C),
         dict(C=[0.01, 0.1, 1.0], v=["PA-I", "PA-II"])),
     "CoefficientRegularizedClassifier m=200 logistic": (
         lambda g, lam: CoefficientRegularizedClassifier(n_centers=200, gamma=g, lam=lam,
                                                         loss="logistic"),
-        dict(g=[1 / 128, 1 / 64, 1 / 32], lam=[1e-4, 1e-3, 1e-2])),
+        dict(g=[1 / 64, 1 / 32, 1 / 16], lam=[1e-5, 1e-4, 1e-3])),
     "CoefficientRegularizedClassifier m=200 hinge": (
         lambda g, lam: CoefficientRegularizedClassifier(n_centers=200, gamma=g, lam=lam),
-        dict(g=[1 / 128, 1 / 64, 1 / 32], lam=[1e-4, 1e-3, 1e-2])),
+        dict(g=[1 / 64, 1 / 32, 1 / 16], lam=[1e-5, 1e-4, 1e-3])),
 }
 
 

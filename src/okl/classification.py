@@ -27,7 +27,9 @@ from okl._params import (
 )
 from okl._persist import C_INT_MAX, loadable
 from okl.kernels import kernel_code
-from okl.losses import MARGIN_LOSSES, lipschitz_at_origin, loss_spec, slope_at_origin
+from okl.losses import (
+    MARGIN_LOSSES, lipschitz_at_origin, loss_spec, loss_value, slope_at_origin,
+)
 from okl.schedules import step_numbers, step_sizes
 
 
@@ -230,6 +232,15 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
     `predict_one`, `decision_function_one` (one-row `partial_fit` steps, same
     iterates; docs/streaming.md).
 
+    Any number of classes (okl._labels: fixed by `classes`, or added as the
+    stream shows them): with k >= 3 the model is a coefficient matrix A of
+    shape (m, k), scores ``s = A^T k(x)``, and the step is
+    ``A <- (1 - eta_t lam) A - (eta_t / 2) k_t g_t^T`` with g the gradient of
+    the softmax loss (``loss="logistic"``, which gives `predict_proba`) or of
+    phi on the margin ``s_y - max_{c != y} s_c`` (the other losses).  With two
+    classes it is the binary rule above, exactly; a binary model becomes
+    ``A = [-a/2, a/2]`` at the third class (docs/multiclass-pa.md, sections 4-5).
+
     Parameters
     ----------
     centers : array of shape (m, n_features) or None, default=None
@@ -265,8 +276,8 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
 
     Attributes
     ----------
-    classes_ : ndarray of shape (2,)
-        Sorted labels; classes_[1] is the positive class (y = +1).
+    classes_ : ndarray of shape (k,)
+        Sorted labels; with two, classes_[1] is the positive class (y = +1).
     n_features_in_ : int
     t_ : int
         Samples learned so far.
@@ -275,8 +286,9 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
     centers_ : ndarray of shape (<= m, n_features_in_)
         The centres that exist so far (all m once m samples were seen, or
         from the start when `centers` is given).
-    coef_ : ndarray of shape (len(centers_),)
-        The coefficients a (the true values, lazy scale applied).
+    coef_ : ndarray of shape (len(centers_),) or (len(centers_), k)
+        The coefficients a (the true values, lazy scale applied); with k >= 3
+        classes the matrix A.
     kappa_max_ : float
         max_s ||k_s||_2 over the steps seen: the corrected constant kappa.
     M_ : float
@@ -486,5 +498,22 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
 
     @property
     def coef_(self):
-        """The coefficients a_j of f = sum_j a_j K(c_j, .), aligned with centers_."""
-        return self.dual_coef_
+        """The coefficients a_j of f = sum_j a_j K(c_j, .), aligned with centers_; with
+        k >= 3 classes the rows of A, shape (len(centers_), k)."""
+        A = self.__dict__.get("_coef_matrix")
+        if A is None:
+            return self.dual_coef_
+        return A[:self._expansion.n_support].copy()
+
+    def _stream_loss(self, scores, y):
+        """phi(y f) of every prediction; with k >= 3 classes the softmax loss ("logistic")
+        or phi of the margin s_y - max_{c != y} s_c (docs/multiclass-pa.md, section 5)."""
+        scores = np.asarray(scores, dtype=np.float64)
+        if scores.ndim < 2 or self.loss in ("hinge", "logistic"):
+            return super()._stream_loss(scores, y)
+        scores = np.where(np.isfinite(scores), scores, 0.0)     # a class not yet known: 0
+        rows = np.arange(len(scores))
+        index = np.searchsorted(self.classes_, np.asarray(y))
+        wrong = scores.copy()
+        wrong[rows, index] = -np.inf
+        return loss_value(self.loss, scores[rows, index] - wrong.max(axis=1))

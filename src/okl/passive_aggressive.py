@@ -74,6 +74,16 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
     ``truncate_sigma > 0`` then zeroes the smallest weights after each update
     (Section 3.3).
 
+    Any number of classes (okl._labels: fixed by `classes`, or added as the
+    stream shows them).  With k >= 3 the model scores each class, s = W x
+    (or ``sum_i a_i K(x_i, x)``, ``a_i`` in R^k, one support set), and the
+    single constraint is Crammer et al.'s multiclass one: the true class
+    beats the best wrong class r by 1.  Every rule above is then the binary
+    one on m = s_y - s_r with ``||f||^2 = 2 sum_c ||f_c||^2``, and updates
+    ``W <- cv W + (ca / 2) (e_y - e_r) x``; with two classes it is the binary
+    rule exactly, and a binary model becomes (-f/2, f/2) at the third class
+    (docs/multiclass-pa.md).  ``approximation="nystroem"`` stays binary.
+
     The model has no intercept, as in the paper: f(x) = w.x (or f(x) =
     sum_i a_i K(x_i, x)); append a constant column to X to learn one.  These
     are exactly the paper's iterates.  One event at a time: `learn_one`,
@@ -144,8 +154,8 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
 
     Attributes
     ----------
-    classes_ : ndarray of shape (2,)
-        The labels; ``classes_[1]`` is the positive class (y = +1).
+    classes_ : ndarray of shape (k,)
+        The sorted labels; with two, ``classes_[1]`` is the positive class (y = +1).
     n_features_in_ : int
     t_ : int
         Samples learned so far.
@@ -154,17 +164,19 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
     n_infeasible_ : int
         Samples skipped because their constraint set was empty.
     sq_norm_ : float
-        ``||w||_2^2`` (``||f||_K^2`` for kernels), kept incrementally.
-    coef_ : ndarray of shape (1, n_features_in_)
-        The weights w (linear kernel only).
+        ``||w||_2^2`` (``||f||_K^2`` for kernels), kept incrementally; with
+        k >= 3 classes ``2 sum_c ||f_c||^2`` (docs/multiclass-pa.md).
+    coef_ : ndarray of shape (1, n_features_in_) or (k, n_features_in_)
+        The weights w, or W with k >= 3 classes (linear kernel only).
     n_support_ : int
         Number of support vectors (kernel models).
     support_vectors_, dual_coef_ : ndarray
-        f = sum_i dual_coef_[i] K(support_vectors_[i], .) (kernel models).
+        f = sum_i dual_coef_[i] K(support_vectors_[i], .) (kernel models);
+        dual_coef_ has one row of k coefficients per centre with k >= 3 classes.
 
     References
     ----------
-    See docs/algorithms.md, section 5.
+    See docs/algorithms.md, section 5, and docs/multiclass-pa.md (k classes).
 
     .. [1] J. Shen and T. G. Dietterich, "A family of large margin linear
        classifiers and its application in dynamic environments",
