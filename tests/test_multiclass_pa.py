@@ -260,6 +260,8 @@ def test_coefreg_two_classes_give_the_binary_iterates(loss, engine):
 
 import warnings  # noqa: E402
 
+from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
+
 import okl  # noqa: E402
 from okl import CoefficientRegularizedClassifier, RegularizedPAClassifier  # noqa: E402
 
@@ -275,6 +277,11 @@ ESTIMATORS = {
     "pa fourier": lambda **kw: RegularizedPAClassifier(
         kernel="gaussian", gamma=0.2, approximation="fourier", n_components=40, random_state=0,
         **kw),
+    "pa kernel merge": lambda **kw: RegularizedPAClassifier(
+        kernel="gaussian", gamma=0.2, budget=30, budget_policy="merge", **kw),
+    "pa kernel l2": lambda **kw: RegularizedPAClassifier(
+        kernel="gaussian", gamma=0.2, regularization="l2", beta=3.0, budget=30,
+        budget_policy="smallest", **kw),
     "coefreg hinge": lambda **kw: CoefficientRegularizedClassifier(n_centers=20, gamma=0.2,
                                                                    **kw),
     "coefreg logistic": lambda **kw: CoefficientRegularizedClassifier(
@@ -315,7 +322,8 @@ def test_estimator_is_the_model_loop(engine):
     assert est.sq_norm_ == pytest.approx(model.sq_norm)
 
 
-@pytest.mark.parametrize("name", ["pa linear", "pa l2", "coefreg hinge", "coefreg logistic"])
+@pytest.mark.parametrize("name", ["pa linear", "pa l2", "pa fourier", "pa kernel merge",
+                                  "pa kernel l2", "coefreg hinge", "coefreg logistic"])
 def test_a_third_class_converts_the_binary_model_exactly(name):
     """Classes discovered online: two classes learn the binary model; the third converts it
     to (-f/2, f/2) plus a zero score function, then the multiclass rule goes on."""
@@ -520,3 +528,16 @@ def test_kernel_estimator_on_k_classes(tmp_path, budget, policy):
     chunk = make().partial_fit(X[:300], y[:300])  # one chunk: the same iterates
     np.testing.assert_allclose(chunk.decision_function(X), est.decision_function(X),
                                atol=1e-10)
+
+
+@parametrize_with_checks([
+    RegularizedPAClassifier(kernel="gaussian", approximation="fourier", n_components=30,
+                            random_state=0),
+    RegularizedPAClassifier(kernel="gaussian", gamma=0.5, budget=20, budget_policy="merge"),
+    CoefficientRegularizedClassifier(n_centers=20, loss="squared_hinge"),
+])
+def test_sklearn_compatible_with_k_classes(estimator, check):
+    assert estimator.__sklearn_tags__().classifier_tags.multi_class
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check(estimator)
