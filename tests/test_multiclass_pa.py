@@ -44,7 +44,7 @@ def run(model, X, y, r, engine, sigma=0.0, kxx=None):
 @pytest.mark.parametrize("mistake", [False, True])
 @pytest.mark.parametrize("sigma", [0.0, 0.05])
 def test_linear_engines_same_iterates(reg, variant, mistake, sigma):
-    X, y = stream(600, seed=1)
+    X, y = stream(3000, seed=1)
     r = rule(reg, variant, beta=2.0 if reg == "l1" else 3.0, mistake=mistake)
     out = {}
     for engine in ("cython", "numpy"):
@@ -225,7 +225,7 @@ def coefreg_run(engine, X, y, k, loss, m=30, lam=0.01, auto=True, chunk=53, A0=N
 
 @pytest.mark.parametrize("loss", ["hinge", "logistic", "squared_hinge"])
 def test_coefreg_engines_same_iterates(loss):
-    X, y = stream(700, d=4, k=4, seed=6)
+    X, y = stream(2000, d=4, k=4, seed=6)
     S1, A1, u1, _ = coefreg_run("cython", X, y, 4, loss)
     S2, A2, u2, _ = coefreg_run("numpy", X, y, 4, loss)
     assert np.max(np.abs(S1 - S2)) <= 1e-10
@@ -464,7 +464,7 @@ def multi_model(engine, k, d, budget=0, policy="oldest", gamma=0.3):
 @pytest.mark.parametrize("reg, variant", RULES[:5])
 @pytest.mark.parametrize("budget, policy", POLICIES)
 def test_kernel_engines_same_iterates(reg, variant, budget, policy):
-    X, y = stream(400, d=4, k=5, seed=10)
+    X, y = stream(1200, d=4, k=5, seed=10)
     r = rule(reg, variant, beta=3.0)
     out = {}
     for engine in ("cython", "numpy"):
@@ -541,3 +541,23 @@ def test_sklearn_compatible_with_k_classes(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         check(estimator)
+
+
+@pytest.mark.parametrize("name, key", [("pa linear", "obj:_model:raw"),
+                                       ("pa kernel merge", "obj:_model:coef"),
+                                       ("pa fourier", "obj:_model:linear_raw"),
+                                       ("coefreg hinge", "attr:_coef_matrix")])
+def test_a_file_whose_model_has_the_wrong_number_of_classes_is_refused(tmp_path, name, key):
+    X, y = labelled()
+    est = ESTIMATORS[name]().fit(X, y)
+    okl.save(est, tmp_path / "m.okl")
+    with np.load(tmp_path / "m.okl") as data:
+        arrays = {k: data[k] for k in data.files}
+    assert key in arrays, sorted(arrays)
+    arrays[key] = np.ascontiguousarray(np.delete(arrays[key], 0, axis=arrays[key].ndim - 1
+                                                 if key != "obj:_model:raw" and
+                                                 key != "obj:_model:linear_raw" else 0))
+    with open(tmp_path / "bad.okl", "wb") as f:
+        np.savez(f, **arrays)
+    with pytest.raises(okl.ModelFileError):
+        okl.load(tmp_path / "bad.okl")
