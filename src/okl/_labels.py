@@ -19,8 +19,14 @@ The rules (docs/multiclass.md, section 1):
 The estimator supplies the model hooks:
 
 ``_add_class(position)``  a zero column for a new class inserted at `position`
-                          of the current (old) `classes_`; called with k >= 2
-                          (k = 2: convert the binary model exactly, s = (-f/2, f/2))
+                          of the model's current classes (`classes_` is updated
+                          after it returns); called while the model has k >= 2
+                          classes (k = 2: convert the binary model exactly,
+                          s = (-f/2, f/2)); a fresh fit of k classes calls it for
+                          positions 2, ..., k - 1.  It may rebind model objects
+                          (the template undoes rebinding), never change a
+                          checkpointed one in place.  `_multiclass = True` says
+                          the estimator has it.
 ``_learn(X, y, weight)``  y as encoded here (+-1 for k = 2, intp indices for k >= 3)
 ``_decision(X)``          f of shape (n,) for k <= 2, scores (n, k) for k >= 3
 """
@@ -59,12 +65,11 @@ def label_kind(values, name="y"):
             return TEXT
         if all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in items):
             return label_kind(np.asarray(items, dtype=np.float64), name)
-        bad = next(v for v in items if not isinstance(v, (str, numbers.Real)) or isinstance(v, bool)
-                   ) if not all(isinstance(v, (str, numbers.Real)) for v in items) else None
-        if bad is None:
+        odd = [v for v in items if not isinstance(v, (str, numbers.Real))]
+        if not odd:
             raise ValueError(f"{name} mixes numbers and strings; the labels of one stream are "
                              "all numbers or all strings.")
-        raise ValueError(f"{name} holds {bad!r} (a {type(bad).__name__}), which cannot be a class "
+        raise ValueError(f"{name} holds {odd[0]!r} (a {type(odd[0]).__name__}), which cannot be a class "
                          "label: labels are numbers or strings.")
     raise ValueError(f"{name} has dtype {values.dtype}: class labels are numbers or strings.")
 
@@ -170,6 +175,8 @@ class LabelsMixin:
                 self.fixed_classes_ = False
                 if not self._multiclass and len(self.classes_) > 2:
                     self._refuse_multiclass(self.classes_)
+            for position in range(2, len(self.classes_)):    # a fresh model of k classes
+                self._add_class(position)
         elif classes is not None and not np.array_equal(check_classes(classes), self.classes_):
             raise ValueError(
                 f"classes={np.sort(np.asarray(classes)).tolist()} differs from classes_ "

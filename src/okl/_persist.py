@@ -427,6 +427,23 @@ class StateCheck:
             params["gamma"] = self.out["gamma_"]
         return self.expansion(state, key, self.out["n_features_in_"], params, budget, policy)
 
+    def multi_expansion(self, state, key, budget, policy, k):
+        """`fitted_expansion` for a multi-output expansion of k classes (docs/multiclass.md)."""
+        state = dict(state)
+        if not isinstance(state.get("n_classes"), int) or not isinstance(state.get("n_merges"),
+                                                                          int):
+            self.fail(f"{key}.n_classes and {key}.n_merges must be integers")
+        self.equal(self.int(state.pop("n_classes"), f"{key}.n_classes", 1, C_INT_MAX), k,
+                   f"{key}.n_classes")
+        merges = self.int(state.pop("n_merges"), f"{key}.n_merges")
+        coef = self.array(state.get("coef"), f"{key}.coef", (None, k))
+        state["coef"] = np.ascontiguousarray(coef[:, 0])     # the shared checks: one column
+        out = self.fitted_expansion(state, key, budget, policy)
+        with np.errstate(over="ignore"):
+            if not np.all(np.isfinite(out["scale"] * coef)):
+                self.fail(f"{key}.scale times {key}.coef is not finite")
+        return dict(out, coef=coef, n_classes=k, n_merges=merges)
+
     def fitted_gamma(self, needed=True):
         """gamma_, stored exactly when gamma="scale" set it (`needed`: the kernel uses gamma)."""
         if isinstance(self.est.gamma, str) and needed:

@@ -14,24 +14,34 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.utils import check_array
 
-from okl._base import Diverged, OnlineLearner, check_X
+from okl._base import Diverged, OnlineLearner, check_X, params_changed
+from okl._core._multiclass import MulticlassEvents
+from okl._core._multiexpansion import MultiExpansion
+from okl._feature_model import FeatureModel
 from okl._labels import LabelsMixin
 from okl._docstrings import shared_params
 from okl._engines import ENGINES
 from okl._feature_maps import kernel_matrix
 from okl._kernel_learners import KernelModelMixin, PointwiseMixin, expansion_class, warn_reset
+from okl._numpy.codes import MulticlassLoss
+from okl._numpy.pointwise import make_state
+from okl._numpy.multiexpansion import NumpyMultiExpansion, from_binary, insert_class
 from okl._params import (
     APPROXIMATION_CONSTRAINTS, ARRAY_2D, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS,
     INTERCEPT_CONSTRAINTS, NONE, ONLINE_WEIGHT_CHECKS,
     STEP_CONSTRAINTS, Interval, Options, budget_constraints, kernel_constraints,
 )
 from okl._persist import C_INT_MAX, loadable
+from okl.budgets import budget_code, resolve_budget_policy
 from okl.kernels import kernel_code
 from okl.losses import (
     MARGIN_LOSSES, lipschitz_at_origin, loss_spec, loss_value, slope_at_origin,
 )
 from okl.schedules import step_numbers, step_sizes
 
+
+MULTI_EXPANSIONS = (MultiExpansion, NumpyMultiExpansion)
+MULTICLASS_LOSSES = {"hinge": MulticlassLoss.HINGE, "logistic": MulticlassLoss.LOGISTIC}
 
 
 def _finite_lipschitz(estimator):
@@ -207,10 +217,137 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
     def _loss_spec(self):
         return loss_spec(self.loss)
 
+    # -- multiclass (docs/multiclass.md) ------------------------------------------------------
+
+    _multiclass = True
+
+    def _is_multi(self):
+        return isinstance(self.__dict__.get("_expansion"), MULTI_EXPANSIONS)
+
+    def _add_class(self, position):
+        """A zero column at `position` for a new class; the binary model converts exactly
+        (s = (-f/2, f/2), b likewise; docs/multiclass.md, section 3)."""
+        name = type(self).__name__
+        if self.loss not in MULTICLASS_LOSSES:
+            raise ValueError(
+                f"{name}(loss={self.loss!r}) learns two classes; the stream shows a third. "
+                f"The multiclass losses are {sorted(MULTICLASS_LOSSES)} (Crammer-Singer's hinge "
+                "and the softmax); use one of them, or fix `classes` to two labels.")
+        model = self._expansion
+        if isinstance(model, FeatureModel):
+            raise ValueError(
+                f"{name}(approximation={self.approximation!r}) learns two classes; the stream "
+                "shows a third. Use the exact expansion with a budget (budget=B) for more "
+                "classes.")
+        multi = ENGINES[self.engine].multi_expansion if self.engine in ENGINES else None
+        if multi is None:
+            expansion_class(self)               # names the bad engine
+        if isinstance(model, MULTI_EXPANSIONS):
+            state = insert_class(model.get_state(), position)
+            b = np.insert(np.asarray(self.intercept_, dtype=np.float64), position, 0.0)
+        else:
+            state = from_binary(model.get_state(), position)
+            b = np.insert(np.array([-0.5, 0.5]) * self.intercept_, position, 0.0)
+        self._expansion = multi.from_state(state)
+        self.intercept_ = b
+
+    def _engine_expansion(self):
+        model = self.__dict__.get("_expansion")
+        if isinstance(model, MULTI_EXPANSIONS):
+            cls = ENGINES[self.engine].multi_expansion if self.engine in ENGINES else None
+            if cls is None:
+                expansion_class(self)           # names the bad engine
+            if not isinstance(model, cls):
+                model = self._expansion = cls.from_state(model.get_state())
+            return model
+        return super()._engine_expansion()
+
+    def _learn(self, X, y, weight=None):
+        if not self._is_multi():
+            return super()._learn(X, y, weight)
+        n, k = X.shape[0], len(self.classes_)
+        eta = None
+        if callable(self.eta):
+            active = np.ones(n, dtype=bool) if weight is None else weight > 0
+            eta = step_sizes(self.eta, self.eta_decay,
+                             np.maximum(self.t_ + np.cumsum(active), 1).astype(np.float64))
+        scores = np.empty((n, k))
+        b = np.array(self.intercept_, dtype=np.float64)
+        state = make_state(self.t_, self.ck2_)
+        del state["b"]                          # the offsets b travel apart, as an array
+        failed, state = ENGINES[self.engine].multiclass(
+            self._engine_expansion(), X, np.ascontiguousarray(y, dtype=np.intp),
+            self._schedule(), int(MULTICLASS_LOSSES[self.loss]), state, b, scores, weight, eta)
+        if failed >= 0:
+            eta_try = state["eta_try"]
+            raise Diverged(failed, eta_try if np.isfinite(eta_try) else None)
+        if state["reset_t"]:
+            warn_reset(self, state["reset_eta"], state["reset_lam"], state["reset_t"])
+        self._store_step(state["t"], state["ck2"], state["eta_t"], state["lam_t"], b)
+        return scores
+
     def _compiled_events(self, cache):
         if len(self.__dict__.get("classes_", ())) < 2:
             return None                 # one class: nothing is learned (okl._labels)
-        return super()._compiled_events(cache)
+        if not self._is_multi():
+            return super()._compiled_events(cache)
+        events = cache[0]
+        if events is not None and events.matches(self):
+            return events
+        if not (self.engine == "cython" and type(self._expansion) is MultiExpansion):
+            return None
+        if params_changed(self):
+            return None
+        names = ("_expansion",) + tuple(name for name in self.get_params(deep=False)
+                                        if name in self.__dict__)
+        events = cache[0] = MulticlassEvents(
+            self._expansion, self._schedule(), int(MULTICLASS_LOSSES[self.loss]),
+            type(self).__name__, names)
+        events.bind(self)
+        return events
+
+    @classmethod
+    def _state_classes(cls):
+        return super()._state_classes() + MULTI_EXPANSIONS
+
+    def _check_state(self, check):
+        """okl.load's checks (see `OnlineLearner._check_state`); k >= 3 classes: a multi-output
+        expansion, an offset per class (docs/multiclass.md)."""
+        classes = check.attrs.get("classes_")
+        if not (isinstance(classes, np.ndarray) and classes.ndim == 1 and len(classes) >= 3):
+            return super()._check_state(check)
+        attrs, out, name = check.attrs, check.out, type(self).__name__
+        t = out["t_"]
+        check.keys(attrs, ("n_features_in_", "t_", "ck2_", "n_support_", "classes_",
+                           "intercept_"), f"{name}'s attributes",
+                   optional=("eta_", "lam_", "gamma_", "_row_keys", "fixed_classes_"))
+        check.binary_labels(max_classes=C_INT_MAX)
+        k = len(out["classes_"])
+        if self.loss not in MULTICLASS_LOSSES:
+            check.fail(f"loss={self.loss!r} has no multiclass model, yet classes_ holds {k}")
+        check.floats("ck2_", lo=0.0)
+        check.floats("eta_", "lam_", lo=0.0, optional=True)
+        out["intercept_"] = check.array(attrs["intercept_"], "intercept_", (k,))
+        check.fitted_gamma()
+        if "_row_keys" in attrs:
+            keys = attrs["_row_keys"]
+            if (not isinstance(keys, list) or len(keys) != out["n_features_in_"]
+                    or not all(isinstance(key, (str, int)) for key in keys)):
+                check.fail("_row_keys must list the names of the n_features_in_ features")
+            out["_row_keys"] = tuple(keys)
+        out["n_support_"] = check.int(attrs["n_support_"], "n_support_", 0, t)
+        kind, state = check.model("_expansion", ("MultiExpansion", "NumpyMultiExpansion"))
+        policy = budget_code(resolve_budget_policy(self.budget_policy, self.kernel, name))
+        state = check.multi_expansion(state, "_expansion", int(self.budget or 0), int(policy), k)
+        if len(state["coef"]) != out["n_support_"]:
+            check.fail(f"n_support_ = {out['n_support_']} but '_expansion' holds "
+                       f"{len(state['coef'])} centres")
+        return {"_expansion": (kind, state)}
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = True
+        return tags
 
     def _auto_lipschitz(self):
         return _finite_lipschitz(self)

@@ -371,14 +371,7 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
             policy = int(budget_code(resolve_budget_policy(self.budget_policy, self.kernel, name)))
             budget = int(self.budget or 0)
             if k >= 3:          # one coefficient vector per centre
-                check.equal(rest.pop("n_classes", None), k, "_model.n_classes")
-                merges = check.int(rest.pop("n_merges", None), "_model.n_merges")
-                coef = check.array(rest.get("coef"), "_model.coef", (None, k))
-                rest = check.fitted_expansion(dict(rest, coef=coef[:, 0].copy()), "_model",
-                                              budget, policy)
-                if not np.all(np.isfinite(rest["scale"] * coef)):
-                    check.fail("_model.scale times _model.coef is not finite")
-                rest.update(coef=coef, n_classes=k, n_merges=merges)
+                rest = check.multi_expansion(rest, "_model", budget, policy, k)
             else:
                 rest = check.fitted_expansion(rest, "_model", budget, policy)
             state = dict(rest, sq_norm=sq_norm, engine=engine)

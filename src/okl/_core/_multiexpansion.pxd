@@ -21,6 +21,7 @@ cdef class MultiExpansion:
     cdef double* kbuf                        # (capacity,) K(centers[i], x) work space
     cdef const double* kbuf_x                # the x of kbuf, NULL once kbuf or a centre changes
     cdef Py_ssize_t kbuf_n
+    cdef bint kbuf_ready                     # cadd -> cmerge: kbuf holds K(centers[i], newcomer)
     cdef double* zbuf                        # (n_features,) the merged point
     cdef double* abuf                        # (n_classes,) the merged coefficient vector
 

@@ -193,6 +193,7 @@ cdef class MultiExpansion:
         self.scale = 1.0
         self.n_support = self.n_rescale = self.next_slot = self.n_merges = 0
         self.capacity = 0
+        self.kbuf_ready = False
         self._zbuf = np.empty(n_features)
         self._abuf = np.empty(n_classes)
         cdef double[::1] z_view = self._zbuf, a_view = self._abuf
@@ -302,6 +303,8 @@ cdef class MultiExpansion:
                 return False
             aa += self.abuf[c] * self.abuf[c]
         if self.policy == MERGE and self.budget and self.n_support >= self.budget:
+            # kbuf still holds K(centers[i], x) when the step predicted at this x
+            self.kbuf_ready = x == self.kbuf_x and self.kbuf_n == self.n_support
             self.cwrite(self.n_support, x, xx, self.abuf)
             self.n_support += 1
             self.cmerge()
@@ -326,7 +329,11 @@ cdef class MultiExpansion:
         for j in range(1, n):           # m: the least ||a_i|| (cmulti_merge_find agrees)
             if self.csqnorm_row(j) < self.csqnorm_row(m):
                 m = j
-        ckernel_row(&self.kernel, self.centers + m * d, self.centers, n, d, self.kbuf)
+        if self.kbuf_ready and m == last:   # the newcomer: its row was computed to predict
+            self.kbuf[last] = 1.0           # K(x, x), Gaussian
+        else:
+            ckernel_row(&self.kernel, self.centers + m * d, self.centers, n, d, self.kbuf)
+        self.kbuf_ready = False
         self.kbuf_x = NULL
         partner = cmulti_merge_find(self.centers, self.coef, n, d, k, self.kernel.gamma,
                                     self.kbuf, &m, &h, self.abuf, &loss)
@@ -343,7 +350,8 @@ cdef class MultiExpansion:
     cdef void cwrite(self, Py_ssize_t slot, const double* x, double xx,
                      const double* c) noexcept nogil:
         """Put the centre x with raw coefficients c in `slot`."""
-        self.kbuf_x = NULL
+        if slot < self.kbuf_n:
+            self.kbuf_x = NULL              # a centre of kbuf's row changed
         memcpy(self.centers + slot * self.n_features, x, self.n_features * sizeof(double))
         self.sqnorms[slot] = xx
         memcpy(self.coef + slot * self.n_classes, c, self.n_classes * sizeof(double))
