@@ -282,6 +282,8 @@ ESTIMATORS = {
     "pa kernel l2": lambda **kw: RegularizedPAClassifier(
         kernel="gaussian", gamma=0.2, regularization="l2", beta=3.0, budget=30,
         budget_policy="smallest", **kw),
+    "pa nystroem": lambda **kw: RegularizedPAClassifier(
+        kernel="gaussian", gamma=0.2, approximation="nystroem", n_components=25, **kw),
     "coefreg hinge": lambda **kw: CoefficientRegularizedClassifier(n_centers=20, gamma=0.2,
                                                                    **kw),
     "coefreg logistic": lambda **kw: CoefficientRegularizedClassifier(
@@ -323,7 +325,8 @@ def test_estimator_is_the_model_loop(engine):
 
 
 @pytest.mark.parametrize("name", ["pa linear", "pa l2", "pa fourier", "pa kernel merge",
-                                  "pa kernel l2", "coefreg hinge", "coefreg logistic"])
+                                  "pa kernel l2", "pa nystroem", "coefreg hinge",
+                                  "coefreg logistic"])
 def test_a_third_class_converts_the_binary_model_exactly(name):
     """Classes discovered online: two classes learn the binary model; the third converts it
     to (-f/2, f/2) plus a zero score function, then the multiclass rule goes on."""
@@ -561,3 +564,24 @@ def test_a_file_whose_model_has_the_wrong_number_of_classes_is_refused(tmp_path,
         np.savez(f, **arrays)
     with pytest.raises(okl.ModelFileError):
         okl.load(tmp_path / "bad.okl")
+
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+def test_nystroem_switches_with_the_same_scores(engine):
+    """NOGD on k classes: at the switch the D centres' coefficient vectors become W (k, D)
+    with <W, z(x)> = f(x), and learning one event at a time = one chunk."""
+    X, y = labelled(300)
+    make = lambda: ESTIMATORS["pa nystroem"](engine=engine)     # noqa: E731
+    est = make()
+    for x, label in zip(X, y):
+        est.learn_one(x, label)
+    chunk = make().partial_fit(X, y)
+    assert est._model.features is not None and est._model.n_classes == 4
+    np.testing.assert_allclose(chunk.decision_function(X), est.decision_function(X),
+                               atol=1e-9)
+    exact = make().partial_fit(X[:24], y[:24])       # < 25 centres: the exact phase
+    model = exact._model
+    assert model.features is None and model.n_classes == len(exact.classes_) >= 3
+    before = exact.decision_function(X)
+    model._switch()
+    np.testing.assert_allclose(exact.decision_function(X), before, atol=1e-8)

@@ -378,9 +378,6 @@ def test_parameters_and_inputs_are_checked():
     with pytest.raises(TypeError, match="sparse"):
         RegularizedPAClassifier(kernel="gaussian").fit(sp.csr_matrix(X), y)
     assert RegularizedPAClassifier().fit(X, np.arange(20) % 3).coef_.shape == (3, X.shape[1])
-    with pytest.raises(ValueError, match="OneVsRestClassifier"):       # NOGD: binary only
-        RegularizedPAClassifier(kernel="gaussian", approximation="nystroem",
-                                n_components=5).fit(X, np.arange(20) % 3)
     with pytest.raises(AttributeError, match="kernel='linear' only"):
         RegularizedPAClassifier(kernel="gaussian").fit(X, y).coef_
 

@@ -414,6 +414,29 @@ class NystroemPAModel:
         return self.model.sq_norm
 
     @property
+    def n_classes(self):
+        return self.model.n_classes     # AttributeError for a binary model
+
+    def exact_sq_norm(self):
+        return self.model.exact_sq_norm() if self.features is None else self.sq_norm
+
+    def _with(self, exact, features):
+        new = type(self).__new__(type(self))
+        new.n_components, new.exact, new.features = self.n_components, exact, features
+        return new
+
+    def to_multiclass(self):
+        """A new model with the same decisions on two classes (docs/multiclass-pa.md)."""
+        if self.features is None:
+            return self._with(self.exact.to_multiclass(), None)
+        return self._with(None, self.features.to_multiclass())
+
+    def with_class(self, position):
+        if self.features is None:
+            return self._with(self.exact.with_class(position), None)
+        return self._with(None, self.features.with_class(position))
+
+    @property
     def kernel_params(self):
         """kernel (code), gamma, degree, coef0."""
         if self.features is None:
@@ -456,9 +479,16 @@ class NystroemPAModel:
         p = e.kernel_params
         fmap = NystroemFeatures(e.centers_, p["kernel"], p["gamma"], p["degree"], p["coef0"])
         features = FeaturePAModel(fmap)
-        w = fmap.weights_from_expansion(e.coef_)
-        features.linear.raw = np.ascontiguousarray(w)
-        features.linear.sq_norm = float(w @ w)
+        coef = e.coef_
+        if coef.ndim == 2:      # k classes: W (k, D), sq_norm 2 ||W||^2 (docs/multiclass-pa.md)
+            W = np.array([fmap.weights_from_expansion(column) for column in coef.T])
+            features.linear = LinearMultiPAModel(*W.shape)
+            features.linear.raw = np.ascontiguousarray(W)
+            features.linear.sq_norm = 2.0 * float(np.sum(W * W))
+        else:
+            w = fmap.weights_from_expansion(coef)
+            features.linear.raw = np.ascontiguousarray(w)
+            features.linear.sq_norm = float(w @ w)
         self.exact, self.features = None, features
 
     def decision(self, X):
@@ -482,8 +512,9 @@ class NystroemPAModel:
         self.n_components = int(state["n_components"])
         self.exact, self.features = None, None
         if state["phase"] == "exact":
-            self.exact = KernelPAModel.from_state(
-                {k[6:]: v for k, v in state.items() if k.startswith("exact_")})
+            exact = {k[6:]: v for k, v in state.items() if k.startswith("exact_")}
+            kind = KernelMultiPAModel if "n_classes" in exact else KernelPAModel
+            self.exact = kind.from_state(exact)
         else:
             self.features = FeaturePAModel.from_state(
                 {k: v for k, v in state.items() if k.startswith(("linear_", "fmap_"))})

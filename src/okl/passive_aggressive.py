@@ -82,7 +82,7 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
     one on m = s_y - s_r with ``||f||^2 = 2 sum_c ||f_c||^2``, and updates
     ``W <- cv W + (ca / 2) (e_y - e_r) x``; with two classes it is the binary
     rule exactly, and a binary model becomes (-f/2, f/2) at the third class
-    (docs/multiclass-pa.md).  ``approximation="nystroem"`` stays binary.
+    (docs/multiclass-pa.md).
 
     The model has no intercept, as in the paper: f(x) = w.x (or f(x) =
     sum_i a_i K(x_i, x)); append a constant column to X to learn one.  These
@@ -200,10 +200,7 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
     True
     """
 
-    @property
-    def _multiclass(self):
-        """Whether this configuration learns k >= 3 classes natively (okl._labels)."""
-        return self.approximation != "nystroem"
+    _multiclass = True          # k >= 3 classes natively (okl._labels)
 
     _parameter_constraints = {
         "regularization": [Options(*REGULARIZATIONS)],
@@ -346,10 +343,13 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
                            optional=tuple(k for k in state if k.startswith("exact_")))
                 sq_norm = check.float(state.get("exact_sq_norm"), "_model.exact_sq_norm", 0.0)
                 engine = check.engine(state.get("exact_engine"), "_model.exact_engine")
-                rest = {k: v for k, v in substate(state, "exact_").items()
-                        if k not in ("sq_norm", "engine")}
+                rest = {key: v for key, v in substate(state, "exact_").items()
+                        if key not in ("sq_norm", "engine")}
                 policy = budget_code(resolve_budget_policy(self.budget_policy, self.kernel, name))
-                rest = check.fitted_expansion(rest, "_model.exact", 0, int(policy))
+                if k >= 3:
+                    rest = check.multi_expansion(rest, "_model.exact", 0, int(policy), k)
+                else:
+                    rest = check.fitted_expansion(rest, "_model.exact", 0, int(policy))
                 if len(rest["coef"]) >= D:
                     check.fail(f"the exact phase holds {len(rest['coef'])} centres; "
                                f"n_components = {D}")
