@@ -1,4 +1,4 @@
-"""Multiclass PA and CoefReg: the cost of k = 10 classes against two, beside river; the digits table.
+"""Multiclass PA and CoefReg: the cost of k = 10 classes against two, beside river; digits.
 
 Groups (each in one run; ratios to the "binary" label, the same model on two classes):
 - "mc pa gaussian budget=200 d=64": RegularizedPAClassifier(kernel="gaussian",

@@ -184,7 +184,8 @@ def test_l1_step_solves_its_problem():
             continue
         r = int(np.argmax(np.where(np.arange(k) == y, -np.inf, s[0])))
         v0 = W0.ravel()
-        cons = [{"type": "ineq", "fun": lambda v: (v.reshape(k, d)[y] - v.reshape(k, d)[r]) @ x - 1},
+        cons = [{"type": "ineq",
+                 "fun": lambda v: (v.reshape(k, d)[y] - v.reshape(k, d)[r]) @ x - 1},
                 {"type": "ineq", "fun": lambda v: beta - np.abs(v).sum()}]
         res = minimize(lambda v: np.sum((v - v0) ** 2), model.coef.ravel() * 0.99 + v0 * 0.01,
                        constraints=cons, method="SLSQP", options=dict(ftol=1e-14, maxiter=1000))

@@ -14,8 +14,7 @@ from okl._sparse import check_csr
 from okl._feature_maps import RandomFourierFeatures
 from okl._pa_models import (
     FeaturePAModel, KernelMultiPAModel, KernelPAModel, LinearMultiPAModel, LinearPAModel,
-    NystroemPAModel,
-    is_multiclass, with_classes,
+    NystroemPAModel, is_multiclass, with_classes,
 )
 from okl._labels import LabelsMixin, multiclass_loss
 from okl._core._pa import Event, Regularization, Variant
@@ -314,7 +313,7 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
         check.keys(attrs, ("n_features_in_", "t_", "classes_", "n_updates_", "n_infeasible_"),
                    f"{name}'s attributes", optional=("gamma_", "fixed_classes_"))
         check.fitted_gamma(needed=self.kernel != "linear")
-        check.binary_labels(max_classes=C_INT_MAX if self._multiclass else 2)
+        check.binary_labels(max_classes=C_INT_MAX)
         k = len(out["classes_"])            # k >= 3: a model of k score functions
         out["n_updates_"] = check.int(attrs["n_updates_"], "n_updates_", 0, t)
         out["n_infeasible_"] = check.int(attrs["n_infeasible_"], "n_infeasible_", 0,

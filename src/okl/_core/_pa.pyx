@@ -464,7 +464,8 @@ cdef Py_ssize_t cmulti_linear(double* w, double* scale, double* ww, Py_ssize_t k
                 else:
                     ev = INFEASIBLE
             else:
-                uu = ldexp(crow_sqnorm(&row), -2 * e) if -500 < e < 500 else crow_sqnorm_scaled(&row, e)
+                uu = (ldexp(crow_sqnorm(&row), -2 * e) if -500 < e < 500
+                      else crow_sqnorm_scaled(&row, e))
                 ev = cscaled_coefs(s, m, uu if kxx == NULL else ldexp(kxx[i], -2 * e), e,
                                    ww[0], &cv, &ca)
                 if ev == UPDATED:
