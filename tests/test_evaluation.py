@@ -115,14 +115,16 @@ def test_sklearn_partial_fit_estimators_and_a_scaling_chain():
     assert 0 <= result.error[-1] < 0.5
 
 
-def test_stream_classifier_finds_its_two_labels():
+def test_stream_classifier_finds_its_labels():
     rng = np.random.default_rng(2)
     X = rng.normal(size=(120, 2))
     y = np.where(X[:, 0] > 0, 1, -1)
     y[:30] = -1                                   # the first samples show one label only
     from_stream = progressive_validation(OnlineKernelClassifier(), ((x, t) for x, t in zip(X, y)))
-    from_arrays = progressive_validation(OnlineKernelClassifier(), X, y, classes=[-1, 1])
-    np.testing.assert_array_equal(from_stream.predictions, from_arrays.predictions)
+    clf = OnlineKernelClassifier()
+    scores = clf._progressive_scores(X, y)        # labels added as they appear
+    np.testing.assert_array_equal(from_stream.predictions, clf._predictions(scores))
+    assert from_stream.confusion.sum() == 120 and from_stream.classes.tolist() == [-1, 1]
 
 
 def test_csv_stream_dict_events_and_arrays_agree(tmp_path):

@@ -330,3 +330,44 @@ def test_digits_progressive_accuracy():
 
 # tuned on the first 20% of the stream only (bench/bench_multiclass.py --tune)
 DIGITS = dict(loss="logistic", gamma=0.04, lam=1e-4, eta_decay=0.0, fit_intercept=False)
+
+
+def test_the_command_line_learns_a_multiclass_file(tmp_path, capsys):
+    from sklearn.datasets import dump_svmlight_file
+
+    from okl.__main__ import main
+    X, y = blobs(n=300, k=4, late=100)
+    path = tmp_path / "blobs.svm"
+    dump_svmlight_file(X, y, str(path))
+    model_file = tmp_path / "m.okl"
+    assert main(["learn", str(path), "--model", "classifier", "--param", "gamma=0.5",
+                 "-f", str(model_file)]) == 0
+    out = capsys.readouterr().out
+    assert "macro_f1" in out and "confusion" in out
+    model = okl.load(model_file)
+    assert model.classes_.tolist() == [10, 20, 30, 40] and model.decision_function(X).shape == (
+        300, 4)
+
+
+@pytest.mark.parametrize("loss", ["hinge", "logistic"])
+def test_to_river_is_a_multiclass_river_classifier(loss):
+    river = pytest.importorskip("river")
+    from river import metrics
+
+    from okl.river import to_river
+    X, y = blobs(n=400, k=4, late=200)
+    model = to_river(OnlineKernelClassifier(gamma=0.5, loss=loss, budget=50))
+    assert isinstance(model, river.base.Classifier)
+    accuracy = metrics.Accuracy()
+    seen = set()
+    for xi, yi in zip(X, y.tolist()):
+        x = dict(enumerate(xi))
+        p = model.predict_proba_one(x)
+        assert set(p) == seen and (not p or abs(sum(p.values()) - 1.0) < 1e-9)
+        prediction = model.predict_one(x)
+        if seen:
+            accuracy.update(yi, prediction)
+        model.learn_one(x, yi)
+        seen.add(yi)
+    assert model.estimator.classes_.tolist() == [10, 20, 30, 40]
+    assert accuracy.get() > 0.6          # chance: 0.25

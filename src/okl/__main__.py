@@ -95,8 +95,8 @@ def _default_metrics(model: Any) -> list[str]:
     from sklearn.base import is_classifier
 
     if is_classifier(model):
-        return ["error_rate", "accuracy"] + (["log_loss"] if hasattr(model, "predict_proba")
-                                             else [])
+        return ["error_rate", "accuracy", "macro_f1"] + (
+            ["log_loss"] if hasattr(model, "predict_proba") else [])
     if getattr(model, "loss", None) == "pinball":
         return ["pinball", "coverage", "mae"]
     return ["mse", "rmse", "mae"]
@@ -141,10 +141,23 @@ def learn(args: argparse.Namespace) -> None:
                                     progress=False)
     print(f"finished: {len(result.predictions)} samples in {result.seconds:.2f} s; "
           + ", ".join(f"{name} {values[-1]:.6g}" for name, values in result.metrics.items()))
+    if result.confusion is not None and len(result.classes) <= 20:
+        print(_confusion_table(result.classes, result.confusion))
     _skipped(stream)
     if args.model_file:
         okl.save(model, args.model_file)
         print(f"model written to {args.model_file}")
+
+
+def _confusion_table(classes: Any, confusion: Any) -> str:
+    """The progressive confusion matrix as text: a row per true label, a column per prediction."""
+    names = [str(c)[:8] for c in classes.tolist()]
+    width = max(8, *(len(n) for n in names), len(str(int(confusion.max()))))
+    lines = ["confusion (rows: label, columns: prediction)",
+             "| " + " " * width + "".join(f" {n:>{width}}" for n in names)]
+    for name, row in zip(names, confusion):
+        lines.append(f"| {name:>{width}}" + "".join(f" {int(v):>{width}d}" for v in row))
+    return "\n".join(lines)
 
 
 def _load(path: str) -> Any:

@@ -311,6 +311,15 @@ class LabelsMixin:
 
     # -- one event (okl._one_event) ----------------------------------------------------------
 
+    def _labels_list(self):
+        """classes_ as Python objects (cached with the label codes)."""
+        classes = self.classes_
+        entry = _CODES.get(id(classes))
+        if entry is None or entry[0]() is not classes:
+            self._event_target(None)
+            entry = _CODES[id(classes)]
+        return entry[3]
+
     def _event_target(self, y):
         """One label as the compiled step takes it (+-1.0, or the class index as a float), or
         None when it is not a known class (the one-row partial_fit path adds or refuses it)."""
@@ -322,7 +331,8 @@ class LabelsMixin:
                      if len(labels) == 2 else {label: float(i) for i, label in enumerate(labels)})
             if len(_CODES) > 256:
                 _CODES.clear()
-            entry = _CODES[id(classes)] = (weakref.ref(classes), codes, classes.dtype.kind in "US")
+            entry = _CODES[id(classes)] = (weakref.ref(classes), codes, classes.dtype.kind in "US",
+                                           labels)
         if isinstance(y, str) != entry[2]:
             return None
         try:
@@ -332,11 +342,10 @@ class LabelsMixin:
 
     def _event_label(self, f):
         """The label of one decision value (a float, or k scores)."""
-        classes = self.classes_
-        if len(classes) == 1:
-            return classes.tolist()[0]
-        label = classes[int(np.argmax(f))] if np.ndim(f) else classes[int(f > 0)]
-        return label.item() if isinstance(label, np.generic) else label
+        labels = self._labels_list()
+        if len(labels) == 1:
+            return labels[0]
+        return labels[int(f.argmax())] if type(f) is np.ndarray else labels[f > 0]
 
     def _event_proba(self, f):
         """{label: probability} of one decision value (loss="logistic")."""
@@ -347,6 +356,36 @@ class LabelsMixin:
             return dict(zip(labels, softmax(np.asarray(f)).tolist()))
         p = float(expit(f))
         return {labels[0]: 1.0 - p, labels[1]: p}
+
+    # -- progressive scores (okl.evaluation) --------------------------------------------------
+
+    def _scores_proba(self, scores):
+        """P(class | x) behind progressive scores of the current classes_ (loss="logistic")."""
+        scores = np.asarray(scores, dtype=np.float64)
+        if scores.ndim == 2:
+            return softmax(scores, axis=1)
+        if len(self.classes_) == 1:
+            return np.ones((len(scores), 1))
+        return np.column_stack([expit(-scores), expit(scores)])
+
+    def _align_scores(self, parts):
+        """Progressive scores of several calls, [(scores, classes_ after the call)], in the
+        form of the current classes_ (as `_join` does within a call)."""
+        classes = self.classes_
+        if len(classes) <= 2:
+            return np.concatenate([np.asarray(s, dtype=np.float64) for s, _ in parts])
+        out = []
+        for scores, known in parts:
+            cols = np.searchsorted(classes, known)
+            block = np.full((len(scores), len(classes)), -np.inf)
+            if len(known) >= 3:
+                block[:, cols] = scores
+            elif len(known) == 2:
+                block[:, cols[0]], block[:, cols[1]] = -0.5 * scores, 0.5 * scores
+            else:
+                block[:, cols[0]] = 0.0
+            out.append(block)
+        return np.concatenate(out)
 
     # -- predictions -----------------------------------------------------------------------
 

@@ -309,7 +309,8 @@ class EventAdapter:
             return 0.0
         if hasattr(est, "score_samples") and not hasattr(est, "predict"):
             return float(est.score_samples(X)[0])
-        return float(est.decision_function(X)[0])
+        value = est.decision_function(X)[0]
+        return value if np.ndim(value) else float(value)     # k scores for k >= 3 classes
 
     def predict_proba_one(self, x):
         """{label: probability}, river's form; {} while no label is known."""

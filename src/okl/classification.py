@@ -1,8 +1,9 @@
-"""Binary kernel classifiers learned online (docs/algorithms.md, sections 3 and 4).
+"""Kernel classifiers learned online (docs/algorithms.md, sections 3 and 4; docs/multiclass.md).
 
 OnlineKernelClassifier
     NORMA (Kivinen-Smola-Williamson), the kernel SGD baseline of Shen-Dietterich:
-    every sample whose margin loss has a non-zero slope becomes a centre.
+    every sample whose margin loss has a non-zero slope becomes a centre.  Any
+    number of classes: one support set, a coefficient vector per centre.
 CoefficientRegularizedClassifier
     Tian-Sheng's coefficient-regularized scheme: m fixed centres, a dense
     update of all m coefficients per step, and a step size that provably keeps
@@ -60,13 +61,22 @@ def _finite_lipschitz(estimator):
 @shared_params
 class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
                              OnlineLearner):
-    """Binary kernel classification by NORMA: stochastic gradient steps in an RKHS.
+    """Kernel classification by NORMA: stochastic gradient steps in an RKHS, any number of classes.
 
     Each sample is predicted with the current model, then learned:
     ``f_{t+1} = (1 - eta_t lam) f_t - eta_t phi'_-(y_t f_t(x_t)) y_t K(x_t, .)``
     (docs/algorithms.md, section 3; Kivinen, Smola and Williamson 2004, the baseline of
     Shen-Dietterich).  A sample becomes a centre when the loss has a non-zero
     slope at its margin, so the hinge loss keeps only margin errors.
+
+    With three classes or more, f is vector-valued, ``f(x) = b + sum_i a_i
+    K(c_i, x)`` with a_i in R^k (one kernel row per event serves every class),
+    and the step is the same with the gradient g in R^k of Crammer-Singer's
+    hinge (loss="hinge") or of the softmax (loss="logistic", with
+    `predict_proba`): ``f_{t+1} = (1 - eta_t lam) f_t - eta_t g_t K(x_t, .)``.
+    A label seen for the first time adds a class (unless `classes` fixes
+    them); with two classes the model is exactly the binary one, converted
+    exactly at the third (docs/multiclass.md).
 
     One event at a time: `learn_one(x, y, sample_weight=1.0)`, `predict_one(x)`
     (the prior before any learning), `decision_function_one(x)`,
@@ -81,6 +91,8 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
     {coef0}
     loss : {"hinge", "squared_hinge", "logistic", "least_squares", "exponential"}, default="hinge"
         Margin loss phi(m) of m = y f(x), with left derivatives; see `okl.losses`.
+        With more than two classes "hinge" (Crammer-Singer) or "logistic"
+        (softmax); the others refuse a third class.
     lam : float >= 0, default=1e-3
         Regularization: every step shrinks f by ``1 - eta_t lam``.  1e-3 with
         eta_decay=1/2 had the lowest progressive error among lam in
@@ -109,27 +121,31 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
 
     Attributes
     ----------
-    classes_ : ndarray of shape (2,)
-        Sorted labels; classes_[1] is the positive class (y = +1).
+    classes_ : ndarray of shape (n_classes,)
+        Sorted labels; with two, classes_[1] is the positive class (y = +1).
+    fixed_classes_ : bool
+        True when `classes` fixed classes_; else a new label adds a class.
     n_features_in_ : int
     t_ : int
-        Samples learned so far.
+        Samples learned so far (none while one class is known).
     n_support_ : int
         Number of centres.
     support_vectors_ : ndarray of shape (n_support_, n_features_in_)
-    dual_coef_ : ndarray of shape (n_support_,)
-        f = sum_i dual_coef_[i] K(support_vectors_[i], .).
+    dual_coef_ : ndarray of shape (n_support_,) or (n_support_, n_classes)
+        f = sum_i dual_coef_[i] K(support_vectors_[i], .): a coefficient per
+        centre with two classes, a vector per centre with more.
     ck2_ : float
         C_K^2, the running maximum of K(x, x) over the stream.
     eta_, lam_ : float
         The step size and regularization of the most recent step.
-    intercept_ : float
-        The offset b (0 with fit_intercept=False).
+    intercept_ : float or ndarray of shape (n_classes,)
+        The offset b (0 with fit_intercept=False), one per class with more
+        than two.
 
     References
     ----------
     See docs/algorithms.md, section 3; the eta="auto" step and its RKHS
-    ball: section 3.1.
+    ball: section 3.1; more than two classes: docs/multiclass.md.
 
     .. [1] J. Kivinen, A. J. Smola and R. C. Williamson, "Online learning
        with kernels", IEEE Transactions on Signal Processing,
@@ -144,6 +160,11 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
     .. [4] J. Shen and T. G. Dietterich, "A family of large margin linear
        classifiers and its application in dynamic environments",
        Statistical Analysis and Data Mining, 2(5-6), 2009.
+    .. [5] K. Crammer and Y. Singer, "On the algorithmic implementation of
+       multiclass kernel-based vector machines", JMLR 2:265-292, 2001.
+    .. [6] Z. Wang, K. Crammer and S. Vucetic, "Breaking the curse of
+       kernelization: budgeted stochastic gradient descent for large-scale
+       SVM training", JMLR 13:3103-3131, 2012.
 
     Examples
     --------
@@ -197,7 +218,7 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
     def fit(self, X, y, sample_weight=None):
         """Learn the rows of X in order, from a fresh model (one online pass).
 
-        The two labels are the constructor's `classes`, else those of y.
+        The classes are the constructor's `classes`, else the labels of y.
         `sample_weight` (w_t >= 0) scales the loss gradient of each step; 0
         skips the row (docs/algorithms.md, section 7.2).
         """
@@ -206,10 +227,10 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """Continue the stream with the rows of X, in order.
 
-        `classes` (the two labels) is required on the first call unless the
-        constructor has them; `sample_weight` as in `fit`.  A call that raises
-        (bad input, a label not in `classes_`, divergence) leaves the model
-        exactly as it was.
+        `classes` on the first call fixes the classes (else a label seen for
+        the first time adds one, docs/multiclass.md); `sample_weight` as in
+        `fit`.  A call that raises (bad input, a label outside fixed classes,
+        divergence) leaves the model exactly as it was.
         """
         self._progressive_scores(X, y, classes, sample_weight=sample_weight)
         return self

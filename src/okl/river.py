@@ -150,16 +150,18 @@ def _classes():
             return float(self._events.predict_one(x))
 
     class RiverClassifier(_Wrapper, river.base.Classifier):
-        """An okl binary classifier as a river classifier.
+        """An okl classifier as a river classifier, binary or multiclass (no one-vs-rest).
 
-        Labels are learned from the stream (no `classes` needed): the first
-        events wait until the second label appears, and until then
-        predict_one returns the one label seen.  predict_proba_one is the
-        model's own for loss="logistic" (a log-odds score); for the other
-        losses (hinge, ...) it is sigmoid(A f + B), Platt's scaling of the
-        margin f learned online from the stream (`OnlinePlatt`).  With bool
-        labels both True and False are always keys, as river's
-        OneVsRestClassifier expects.
+        Labels are learned from the stream (no `classes` needed): a label
+        seen for the first time adds a class, and while one label is known
+        predict_one returns it (docs/multiclass.md).  predict_proba_one is the
+        model's own for loss="logistic" (the logistic of f, the softmax of
+        the k scores); for the other losses (hinge, ...) with two classes it
+        is sigmoid(A f + B), Platt's scaling of the margin f learned online
+        from the stream (`OnlinePlatt`), and with more classes the softmax
+        of the k scores (a ranking, not calibrated).  With bool labels both
+        True and False are always keys, as river's OneVsRestClassifier
+        expects.
         """
 
         def __init__(self, estimator, unknown_features="error"):
@@ -191,9 +193,14 @@ def _classes():
 
         def predict_proba_one(self, x, **kwargs):
             classes = self._binary()
+            many = getattr(self.estimator, "classes_", ())
             if self.platt is not None and classes is not None:
                 p = self.platt.proba(self._events.decision_function_one(x))
                 proba = {_label(classes[0]): 1.0 - p, _label(classes[1]): p}
+            elif self.platt is not None and len(many) > 2:       # the k scores' softmax
+                s = np.asarray(self._events.decision_function_one(x), dtype=np.float64)
+                e = np.exp(s - s.max())
+                proba = dict(zip(map(_label, many), (e / e.sum()).tolist()))
             else:
                 proba = self._events.predict_proba_one(x)
             if not proba and self._first_label is not None:

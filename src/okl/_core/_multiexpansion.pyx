@@ -9,7 +9,7 @@ twin is okl/_numpy/multiexpansion.py.
 """
 import numpy as np
 
-from libc.math cimport exp, isfinite, sqrt
+from libc.math cimport INFINITY, exp, isfinite, sqrt
 from libc.string cimport memcpy, memset
 
 from okl._core._expansion cimport MERGE, NEWCOMER, NO_EVICTION, OLDEST, SMALLEST
@@ -18,7 +18,8 @@ from okl._core._lazy cimport RENORMALISED, cshrink_lazy
 
 
 cdef double INVPHI = 0.6180339887498949     # (sqrt(5) - 1) / 2, golden-section ratio
-cdef int GOLDEN_STEPS = 40                  # bracket 1/2 -> 2.3e-9
+cdef int GOLDEN_STEPS = 12                  # bracket 1/2 -> 1.6e-3; Newton polishes
+cdef double PRUNE_SLACK = 1e-9              # a bound within this of the best is still tried
 
 
 cdef inline double cphi(double A, double B, double C, double g, double h) noexcept nogil:
@@ -60,58 +61,98 @@ cdef double cnewton(double A, double B, double C, double g, double h, double lo,
     return h
 
 
+cdef inline double cdotk(const double* a, const double* b, Py_ssize_t k) noexcept nogil:
+    """<a, b> over the k classes: a plain loop (k is small; no call into the SIMD kernels)."""
+    cdef double s = 0.0
+    cdef Py_ssize_t c
+    for c in range(k):
+        s += a[c] * b[c]
+    return s
+
+
+cdef inline double clower(double A, double B, double C, double kk) noexcept nogil:
+    """A lower bound of the degradation: sigma_min^2 of a_m K_m + a_n K_n.
+
+    The merged a_z K_z is at best the pair's projection on one direction of
+    span{K_m, K_n}, so the degradation is at least the least eigenvalue of
+    G Q, G = [[A, C], [C, B]], Q = [[1, k], [k, 1]]: 2 det / (T + sqrt(T^2 - 4 det))
+    with T = A + B + 2 C k, det = (A B - C^2)(1 - k^2) (docs/multiclass.md, section 5).
+    """
+    cdef double T, det, disc
+    if not kk > 0.0:
+        kk = 0.0
+    T = A + B + 2.0 * C * kk
+    det = (A * B - C * C) * (1.0 - kk * kk)
+    if not det > 0.0 or not T > 0.0:
+        return 0.0
+    disc = T * T - 4.0 * det
+    return 2.0 * det / (T + sqrt(disc if disc > 0.0 else 0.0))
+
+
+cdef inline double cgrid(double A, double B, double C, double kk, Py_ssize_t* j_out) noexcept nogil:
+    """The degradation at the best h of {0, 1/4, 1/2, 3/4, 1} (k^(1/16) ... by square roots)."""
+    cdef double s1, s2, s4, phi, top = -1.0
+    cdef double kmzs[5]
+    cdef double knzs[5]
+    cdef Py_ssize_t c
+    if not kk > 0.0:
+        kk = 0.0
+    s1 = sqrt(kk)
+    s2 = sqrt(s1)
+    s4 = sqrt(sqrt(s2))
+    kmzs[0], knzs[0] = kk, 1.0
+    kmzs[1], knzs[1] = s1 * s4, s4
+    kmzs[2], knzs[2] = s2, s2
+    kmzs[3], knzs[3] = s4, s1 * s4
+    kmzs[4], knzs[4] = 1.0, kk
+    for c in range(5):
+        phi = A * kmzs[c] * kmzs[c] + B * knzs[c] * knzs[c] + 2.0 * C * kmzs[c] * knzs[c]
+        if phi > top:
+            top = phi
+            j_out[0] = c
+    return A + B + 2.0 * C * kk - top
+
+
 cdef Py_ssize_t cmulti_merge_find(const double* centers, const double* coef, Py_ssize_t n,
                                   Py_ssize_t d, Py_ssize_t k, double gamma, const double* krow,
-                                  Py_ssize_t* m_out, double* h_out, double* az_out,
+                                  const double* norms, Py_ssize_t m, double* work,
+                                  double* h_out, double* az_out,
                                   double* loss_out) noexcept nogil:
     """The merge that takes n centres to n - 1 (Gaussian kernel); return the partner or -1.
 
-    m = argmin ||a_i|| (the first on ties); krow[i] = K(x_i, x_m).  Each
+    m = argmin ||a_i|| (the first on ties), norms[i] = ||a_i||^2, krow[i] = K(x_i, x_m).  Each
     partner's degradation ||a_m K_m + a_n K_n - a_z K_z||^2 is evaluated on the
-    grid h in {0, 1/4, 1/2, 3/4, 1} (powers of k = K(x_m, x_n) by square roots);
-    the least is refined by golden section on its bracket, and the merge is
+    grid h in {0, 1/4, 1/2, 3/4, 1} (powers of k = K(x_m, x_n) by square roots),
+    except where a lower bound (`clower`, in work) already exceeds the best
+    found (the partner of least bound is tried first); the least is refined by golden section on its bracket, and the merge is
     dropped for a removal of x_m when it degrades more than the removal,
     ||a_m||^2.  az_out (k) receives a_z (raw units); loss_out the degradation.
     """
-    cdef Py_ssize_t i, c, m = 0, best = -1, j, best_j = 0
-    cdef double A, B, C, kk, s1, s2, s3, s4, phi, top, D, best_D = 0.0, norm
+    cdef Py_ssize_t i, c, best = -1, j = 0, best_j = 0, first
+    cdef double A, B, C, D, best_D = 0.0
     cdef double best_B = 0.0, best_C = 0.0, g, lo, hi, x1, x2, f1, f2, h, fh, kmz, knz, loss
-    cdef double kmzs[5]
-    cdef double knzs[5]
-    A = -1.0
-    for i in range(n):
-        norm = cdot(coef + i * k, coef + i * k, k)
-        if A < 0.0 or norm < A:
-            A, m = norm, i
-    m_out[0] = m
+    A = norms[m]
     h_out[0] = 0.0
     loss_out[0] = A
     if A == 0.0 or n < 2:
         return -1
-    for i in range(n):
+    first = -1
+    for i in range(n):              # the lower bound of every partner's degradation
         if i == m:
+            work[i] = INFINITY
             continue
-        B = cdot(coef + i * k, coef + i * k, k)
-        C = cdot(coef + m * k, coef + i * k, k)
-        kk = krow[i]
-        if not kk > 0.0:
-            kk = 0.0
-        s1 = sqrt(kk)
-        s2 = sqrt(s1)
-        s3 = sqrt(s2)
-        s4 = sqrt(s3)
-        kmzs[0], knzs[0] = kk, 1.0
-        kmzs[1], knzs[1] = s1 * s4, s4
-        kmzs[2], knzs[2] = s2, s2
-        kmzs[3], knzs[3] = s4, s1 * s4
-        kmzs[4], knzs[4] = 1.0, kk
-        top = -1.0
-        for c in range(5):
-            phi = A * kmzs[c] * kmzs[c] + B * knzs[c] * knzs[c] + 2.0 * C * kmzs[c] * knzs[c]
-            if phi > top:
-                top, j = phi, c
-        D = A + B + 2.0 * C * kk - top
-        if best < 0 or D < best_D:
+        work[i] = clower(A, norms[i], cdotk(coef + m * k, coef + i * k, k), krow[i])
+        if first < 0 or work[i] < work[first]:
+            first = i
+    for i in range(-1, n):          # the grid: `first`, then those the bound leaves in
+        if i < 0:
+            i = first
+        elif i == first or not work[i] <= best_D * (1.0 + PRUNE_SLACK):
+            continue
+        B = norms[i]
+        C = cdotk(coef + m * k, coef + i * k, k)
+        D = cgrid(A, B, C, krow[i], &j)
+        if best < 0 or D < best_D or (D == best_D and i < best):
             best, best_D, best_j, best_B, best_C = i, D, j, B, C
     g = 0.0
     okl_sqdists(1, d, centers + m * d, centers + best * d, &g)
@@ -211,10 +252,14 @@ cdef class MultiExpansion:
             sqnorms[:n] = self._sqnorms[:n]
         self._centers, self._coef, self._sqnorms = centers, coef, sqnorms
         self._kbuf = np.empty(capacity)
+        self._nbuf = np.empty(capacity)
+        self._wbuf = np.empty(capacity)
         cdef double[:, ::1] c_view = centers, a_view = coef
-        cdef double[::1] s_view = sqnorms, k_view = self._kbuf
+        cdef double[::1] s_view = sqnorms, k_view = self._kbuf, n_view = self._nbuf
+        cdef double[::1] w_view = self._wbuf
+        self.wbuf = &w_view[0]
         self.centers, self.coef = &c_view[0, 0], &a_view[0, 0]
-        self.sqnorms, self.kbuf = &s_view[0], &k_view[0]
+        self.sqnorms, self.kbuf, self.nbuf = &s_view[0], &k_view[0], &n_view[0]
         self.kbuf_x = NULL
         self.capacity = capacity
 
@@ -272,8 +317,8 @@ cdef class MultiExpansion:
             self.n_rescale += 1
 
     cdef double csqnorm_row(self, Py_ssize_t i) noexcept nogil:
-        return cdot(self.coef + i * self.n_classes, self.coef + i * self.n_classes,
-                    self.n_classes)
+        return cdotk(self.coef + i * self.n_classes, self.coef + i * self.n_classes,
+                     self.n_classes)
 
     cdef Py_ssize_t cvictim(self, double aa) noexcept nogil:
         """The slot that leaves if a centre of raw squared norm `aa` is added now (as
@@ -326,8 +371,9 @@ cdef class MultiExpansion:
         cdef Py_ssize_t last = n - 1, m, partner, j
         cdef double h, loss
         m = 0
-        for j in range(1, n):           # m: the least ||a_i|| (cmulti_merge_find agrees)
-            if self.csqnorm_row(j) < self.csqnorm_row(m):
+        for j in range(n):              # m: the least ||a_i||, the first on ties
+            self.nbuf[j] = self.csqnorm_row(j)
+            if self.nbuf[j] < self.nbuf[m]:
                 m = j
         if self.kbuf_ready and m == last:   # the newcomer: its row was computed to predict
             self.kbuf[last] = 1.0           # K(x, x), Gaussian
@@ -336,7 +382,7 @@ cdef class MultiExpansion:
         self.kbuf_ready = False
         self.kbuf_x = NULL
         partner = cmulti_merge_find(self.centers, self.coef, n, d, k, self.kernel.gamma,
-                                    self.kbuf, &m, &h, self.abuf, &loss)
+                                    self.kbuf, self.nbuf, m, self.wbuf, &h, self.abuf, &loss)
         if partner >= 0:
             for j in range(d):
                 self.zbuf[j] = h * self.centers[m * d + j] + (1.0 - h) * self.centers[
@@ -468,12 +514,13 @@ def multi_merge_find(const double[:, ::1] centers, const double[:, ::1] coef, do
     if coef.shape[0] != n or n < 1:
         raise ValueError("coef needs one row per centre (n >= 1).")
     az = np.zeros(k)
-    krow = np.empty(n)
-    cdef double[::1] az_view = az, krow_view = krow
+    krow, work = np.empty(n), np.empty(n)
+    cdef double[::1] az_view = az, krow_view = krow, work_view = work
     cdef KernelSpec spec = KernelSpec(Kernel.GAUSSIAN, gamma, 0.0, 3)
-    norms = np.einsum("ij,ij->i", coef, coef)
-    j = int(np.argmin(norms))
-    ckernel_row(&spec, &centers[j, 0], &centers[0, 0], n, d, &krow_view[0])
+    norms = np.array([cdotk(&coef[j, 0], &coef[j, 0], k) for j in range(n)])
+    cdef double[::1] norms_view = norms
+    m = int(np.argmin(norms))
+    ckernel_row(&spec, &centers[m, 0], &centers[0, 0], n, d, &krow_view[0])
     partner = cmulti_merge_find(&centers[0, 0], &coef[0, 0], n, d, k, gamma, &krow_view[0],
-                                &m, &h, &az_view[0], &loss)
+                                &norms_view[0], m, &work_view[0], &h, &az_view[0], &loss)
     return int(m), int(partner), h, az, loss

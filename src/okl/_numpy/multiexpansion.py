@@ -15,13 +15,40 @@ from okl._numpy.merge import check_kernel
 
 NO_EVICTION, NEWCOMER = -1, -2      # as in _core/_expansion.pxd
 INVPHI = 0.6180339887498949         # (sqrt(5) - 1) / 2
-GOLDEN_STEPS = 40
+GOLDEN_STEPS = 12                   # bracket 1/2 -> 1.6e-3; Newton polishes
+PRUNE_SLACK = 1e-9                  # a bound within this of the best is still tried
 
 
 def phi(A, B, C, g, h):
     """||a_m K(x_m, z) + a_n K(x_n, z)||^2 at z = h x_m + (1 - h) x_n (Gaussian, g = gamma d^2)."""
     kmz, knz = math.exp(-g * (1.0 - h) * (1.0 - h)), math.exp(-g * h * h)
     return A * kmz * kmz + B * knz * knz + 2.0 * C * kmz * knz
+
+
+def lower(A, B, C, kk):
+    """A lower bound of the degradation: sigma_min^2 of a_m K_m + a_n K_n (as clower)."""
+    kk = kk if kk > 0.0 else 0.0
+    T = A + B + 2.0 * C * kk
+    det = (A * B - C * C) * (1.0 - kk * kk)
+    if not det > 0.0 or not T > 0.0:
+        return 0.0
+    disc = T * T - 4.0 * det
+    return 2.0 * det / (T + math.sqrt(disc if disc > 0.0 else 0.0))
+
+
+def grid(A, B, C, kk):
+    """(degradation, index) at the best h of {0, 1/4, 1/2, 3/4, 1} (as cgrid)."""
+    kk = kk if kk > 0.0 else 0.0
+    s1 = math.sqrt(kk)
+    s2 = math.sqrt(s1)
+    s4 = math.sqrt(math.sqrt(s2))
+    top, j = -1.0, 0
+    for c, (kmz, knz) in enumerate(((kk, 1.0), (s1 * s4, s4), (s2, s2), (s4, s1 * s4),
+                                    (1.0, kk))):
+        value = A * kmz * kmz + B * knz * knz + 2.0 * C * kmz * knz
+        if value > top:
+            top, j = value, c
+    return A + B + 2.0 * C * kk - top, j
 
 
 def newton(A, B, C, g, h, lo, hi):
@@ -60,25 +87,16 @@ def multi_merge_find(centers, coef, gamma, krow=None):
         return m, -1, 0.0, np.zeros(k), A
     if krow is None:
         krow = kernel_values(2, gamma, 3, 0.0, centers, centers[m])
+    bounds = np.array([np.inf if i == m else lower(A, norms[i], float(coef[m] @ coef[i]),
+                                                       float(krow[i])) for i in range(n)])
+    first = int(np.argmin(bounds))
     best, best_D, best_j, best_B, best_C = -1, 0.0, 0, 0.0, 0.0
-    for i in range(n):
-        if i == m:
+    for i in [first] + [i for i in range(n) if i not in (m, first)]:
+        if i != first and not bounds[i] <= best_D * (1.0 + PRUNE_SLACK):
             continue
-        B = float(coef[i] @ coef[i])
-        C = float(coef[m] @ coef[i])
-        kk = float(krow[i]) if krow[i] > 0.0 else 0.0
-        s1 = math.sqrt(kk)
-        s2 = math.sqrt(s1)
-        s3 = math.sqrt(s2)
-        s4 = math.sqrt(s3)
-        grid = ((kk, 1.0), (s1 * s4, s4), (s2, s2), (s4, s1 * s4), (1.0, kk))
-        top, j = -1.0, 0
-        for c, (kmz, knz) in enumerate(grid):
-            value = A * kmz * kmz + B * knz * knz + 2.0 * C * kmz * knz
-            if value > top:
-                top, j = value, c
-        D = A + B + 2.0 * C * kk - top
-        if best < 0 or D < best_D:
+        B, C = float(norms[i]), float(coef[m] @ coef[i])
+        D, j = grid(A, B, C, float(krow[i]))
+        if best < 0 or D < best_D or (D == best_D and i < best):
             best, best_D, best_j, best_B, best_C = i, D, j, B, C
     diff = centers[m] - centers[best]
     g = gamma * float(diff @ diff)

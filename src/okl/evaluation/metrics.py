@@ -90,6 +90,13 @@ class LogLoss(RunningMetric):
         return -np.log(p)
 
 
+def macro_f1(y_true, y_pred):
+    """The unweighted mean over the labels seen of each label's F1 score (scikit-learn's
+    ``f1_score(average="macro")`` over the true and predicted labels so far)."""
+    from sklearn.metrics import f1_score
+    return f1_score(y_true, y_pred, average="macro", zero_division=0.0)
+
+
 class PinballLoss(RunningMetric):
     """Mean pinball loss of quantile `quantile`: max(q u, (q - 1) u), u = y - prediction."""
 
@@ -129,7 +136,7 @@ def as_metric(spec: Any, learner: Any, fused: bool) -> RunningMetric | Callable:
         return spec
     named = {"mae": MeanAbsoluteError, "mse": MeanSquaredError, "rmse": RootMeanSquaredError,
              "accuracy": Accuracy, "error_rate": ErrorRate, "log_loss": LogLoss,
-             "coverage": Coverage,
+             "coverage": Coverage, "macro_f1": lambda: macro_f1,
              "pinball": lambda: PinballLoss(getattr(learner, "quantile", 0.5))}
     if spec == "loss":
         if not fused:

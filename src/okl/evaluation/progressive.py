@@ -44,6 +44,11 @@ class ProgressiveResult:
         Metric name -> its value over the first ``steps[i]`` samples.
     seconds : float
         Wall-clock time of the run.
+    classes : ndarray or None
+        For classifiers: the sorted labels of the stream (predicted or true).
+    confusion : ndarray or None
+        For classifiers: ``confusion[i, j]`` counts the samples of label
+        ``classes[i]`` predicted as ``classes[j]`` (docs/multiclass.md).
     """
 
     predictions: np.ndarray
@@ -53,6 +58,8 @@ class ProgressiveResult:
     steps: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     metrics: dict[str, np.ndarray] = field(default_factory=dict)
     seconds: float = 0.0
+    classes: np.ndarray | None = None
+    confusion: np.ndarray | None = None
 
     def plot(self, axes: Any = None) -> Any:
         """Learning curves: each metric against the samples seen (log scale); needs matplotlib.
@@ -208,7 +215,8 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
         The targets of array X.
     metrics : list, optional
         Names ("mae", "mse", "rmse", "accuracy", "error_rate", "log_loss",
-        "pinball", "coverage", "loss": an okl learner's training loss),
+        "macro_f1", "pinball", "coverage", "loss": an okl learner's training
+        loss),
         `RunningMetric` objects such as ``PinballLoss(0.9)``, or functions
         ``f(y_true, y_pred)`` such as ``sklearn.metrics.r2_score`` (evaluated
         on all predictions so far at each report point, their warnings on
@@ -216,8 +224,9 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
         ("error_rate" or "mse") and, for okl learners, "loss".
     classes : array, optional
         All labels, for a classifier's first partial_fit.  Default: np.unique(y)
-        for arrays; for a stream, the labels of its first samples, read until
-        two differ (enough for okl's binary classifiers).
+        for arrays; for a stream, none for okl's classifiers (they add a label
+        as it appears, docs/multiclass.md), else the labels of its first
+        samples, read until two differ.
     chunk_size : int, default=1000
         Samples per call into an okl learner (events are gathered into chunks
         of this size; the result does not depend on it).
@@ -251,6 +260,7 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
                         "them with okl.pipeline.StreamPipeline, not sklearn's Pipeline).")
     fused = isinstance(estimator, OnlineLearner)
     classifier = _is_classifier(estimator) or (classes is not None and not fused)
+    discovers = fused and hasattr(estimator, "_align_scores")    # adds labels as they come
     total = None
     if y is not None:
         y = np.asarray(y)
@@ -259,7 +269,7 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
             classes = np.unique(y)
         X = iter_array(X, y, chunk_size=chunk_size if fused else 1)
     blocks = _blocks(X, chunk_size if fused else 1)
-    if classifier and classes is None:
+    if classifier and classes is None and not discovers:
         blocks = _with_two_labels(blocks)
     metrics = [as_metric(m, estimator, fused) for m in (
         metrics if metrics is not None
@@ -274,6 +284,7 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
                          "has no predict_proba (okl classifiers have it with loss='logistic').")
 
     seen_y, seen_pred, seen_scores = _Record(), _Record(), _Record()
+    score_parts = []
     totals = dict.fromkeys(names, 0.0)
     last_totals = dict(totals)
     steps, recorded = [], {name: [] for name in names}
@@ -313,14 +324,16 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
     def learn(Xb, yb):
         """Predict-then-learn a piece; return the running metrics' sample values."""
         nonlocal fitted
-        kwargs = {"classes": classes} if classifier and not hasattr(estimator, "classes_") else {}
+        kwargs = ({"classes": classes} if classifier and classes is not None
+                  and not hasattr(estimator, "classes_") else {})
         proba = None
         scores = None
         if fused:
             scores = estimator._progressive_scores(Xb, yb, **kwargs)
             predictions = estimator._predictions(scores)
             if needs_proba:
-                proba = np.column_stack([expit(-scores), expit(scores)])
+                proba = (estimator._scores_proba(scores) if discovers
+                         else np.column_stack([expit(-scores), expit(scores)]))
         else:
             if fitted:
                 predictions = estimator.predict(Xb)
@@ -334,7 +347,9 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
             fitted = True
         seen_y.append(yb)
         seen_pred.append(np.asarray(predictions))
-        if fused:
+        if discovers:           # the scores of each block have the classes known after it
+            score_parts.append((scores, estimator.classes_))
+        elif fused:
             seen_scores.append(scores)
         return {metric.name: metric.sample_values(yb, predictions, scores=scores, proba=proba,
                                                   classes=getattr(estimator, "classes_", classes))
@@ -348,7 +363,7 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
                 Xb = np.ascontiguousarray(Xb, dtype=np.float64)
             if not classifier:
                 yb = np.asarray(yb, dtype=np.float64)
-            elif classes is None:             # the first block shows two labels
+            elif classes is None and not discovers:     # the first block shows two labels
                 classes = np.unique(yb)
             lo, n = 0, Xb.shape[0]
             while lo < n:      # printing splits the chunk at report points, for exact centres
@@ -373,11 +388,20 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
         error = _cumulative_mean(predictions != y_all)
     else:
         error = _cumulative_mean((predictions - y_all) ** 2)
-    scores = seen_scores.array() if fused else None
+    if discovers:
+        scores = estimator._align_scores(score_parts)
+    else:
+        scores = seen_scores.array() if fused else None
     loss = _cumulative_mean(estimator._stream_loss(scores, y_all)) if fused else None
+    labels = confusion = None
+    if classifier:
+        labels = np.unique(np.concatenate([np.unique(y_all), np.unique(predictions)]))
+        confusion = np.zeros((len(labels), len(labels)), dtype=np.int64)
+        np.add.at(confusion, (np.searchsorted(labels, y_all), np.searchsorted(labels, predictions)),
+                  1)
     return ProgressiveResult(predictions, scores, error, loss, np.array(steps),
                              {name: np.array(v) for name, v in recorded.items()},
-                             time.perf_counter() - start)
+                             time.perf_counter() - start, labels, confusion)
 
 
 def evaluate(estimator: Any, X: Any, y: Any = None, *, metrics: Iterable[Any] | None = None,
