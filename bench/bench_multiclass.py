@@ -24,6 +24,10 @@ pass and the time per event of each learner, river's KNN, Hoeffding tree and
 adaptive random forest beside it.
 
     python bench/bench_multiclass.py
+
+and the cost ratio alone, binary and k = 10 in interleaved rounds:
+
+    python bench/bench_multiclass.py --cost
 """
 import itertools
 import time
@@ -150,7 +154,29 @@ def tune(X, y, fraction=0.2):
     return best
 
 
+def cost(rounds=25):
+    """Per-event cost, k = 10 vs binary, in interleaved rounds (robust on a shared machine)."""
+    for policy in ("merge", "oldest"):
+        models = {k: warm(k, policy) for k in (2, 10)}
+        times = {2: [], 10: []}
+        for _ in range(rounds):
+            for k, (est, X, y) in models.items():
+                loop = event_loop(est.predict_one, est.learn_one, X, y)
+                start = time.perf_counter()
+                loop()
+                times[k].append((time.perf_counter() - start) / len(y) * 1e6)
+        low = {k: min(v) for k, v in times.items()}
+        mid = {k: float(np.median(v)) for k, v in times.items()}
+        print(f"{policy:>6}: binary {low[2]:.1f} / {mid[2]:.1f} us, k=10 {low[10]:.1f} / "
+              f"{mid[10]:.1f} us (min / median of {rounds} interleaved rounds of {K} events); "
+              f"ratio {low[10] / low[2]:.2f} / {mid[10] / mid[2]:.2f}")
+
+
 def main():
+    import sys
+    if "--cost" in sys.argv:
+        cost()
+        return
     X, y = digits()
     accuracy_20, params = tune(X, y)
     print(f"tuned on the first 20% ({int(0.2 * len(y))} events): accuracy {accuracy_20:.4f}, "

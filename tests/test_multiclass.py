@@ -371,3 +371,75 @@ def test_to_river_is_a_multiclass_river_classifier(loss):
         seen.add(yi)
     assert model.estimator.classes_.tolist() == [10, 20, 30, 40]
     assert accuracy.get() > 0.6          # chance: 0.25
+
+
+def test_feature_models_refuse_the_third_class_clearly():
+    X, y = blobs(k=3, late=100)
+    clf = OnlineKernelClassifier(approximation="fourier", n_components=20, random_state=0)
+    clf.partial_fit(X[:100], y[:100])
+    before = state(clf)
+    with pytest.raises(ValueError, match="budget=B"):
+        clf.partial_fit(X[100:], y[100:])
+    assert_unchanged(before, clf)
+    with pytest.raises(ValueError, match="budget=B"):
+        OnlineKernelClassifier(approximation="nystroem", n_components=20).fit(X, y)
+
+
+def test_a_pipeline_learns_a_multiclass_stream_with_progressive_validation():
+    from okl.evaluation import progressive_validation
+    from okl.pipeline import StreamPipeline
+    X, y = blobs(n=300, k=4, late=150)
+    pipe = StreamPipeline([("scale", OnlineStandardScaler()),
+                           ("learn", OnlineKernelClassifier(gamma=0.5))])
+    result = progressive_validation(pipe, ((x, t) for x, t in zip(X, y.tolist())),
+                                    metrics=["accuracy", "macro_f1"])
+    assert pipe.classes_.tolist() == [10, 20, 30, 40]
+    assert result.confusion.sum() == 300 and result.metrics["accuracy"][-1] > 0.6
+
+
+def test_the_loss_codes_of_both_engines_agree():
+    from okl._core import _multiclass
+    from okl._numpy.codes import MulticlassLoss
+    assert {e.name: int(e) for e in MulticlassLoss} == {
+        e.name: int(e) for e in _multiclass.MulticlassLoss}
+
+
+def test_a_loss_without_a_multiclass_form_cannot_continue_a_multiclass_model():
+    X, y = blobs(k=3)
+    clf = OnlineKernelClassifier(budget=20).fit(X[:100], y[:100])
+    clf.set_params(loss="squared_hinge")
+    before = state(clf)
+    with pytest.raises(ValueError, match="no multiclass form"):
+        clf.partial_fit(X[100:110], y[100:110])
+    with pytest.raises(ValueError, match="no multiclass form"):
+        clf.learn_one(X[0], y[0])
+    assert_unchanged(before, clf)
+    clf.set_params(loss="hinge").learn_one(X[0], y[0])
+    assert clf.t_ == 101
+
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+def test_multiclass_models_average(engine):
+    from okl._averaging import average_models, divergence
+    X, y = blobs(n=300, k=3)
+    models = [OnlineKernelClassifier(gamma=0.5, engine=engine, classes=[10, 20, 30]).fit(
+        X[lo:lo + 150], y[lo:lo + 150]) for lo in (0, 150)]
+    mean = average_models(models)
+    np.testing.assert_allclose(mean.decision_function(X),
+                               sum(m.decision_function(X) for m in models) / 2, atol=1e-10)
+    assert mean.t_ == 300 and mean.intercept_.shape == (3,)
+    assert divergence(models[0], models[0]) == pytest.approx(0.0, abs=1e-9)
+    assert divergence(models[0], models[1]) > 0
+
+
+def test_a_model_saved_before_fixed_classes_existed_loads_and_learns():
+    X, y = blobs(k=2)
+    clf = OnlineKernelClassifier(gamma=0.5).fit(X[:100], y[:100])
+    del clf.fixed_classes_                  # as okl 0.1 saved it
+    buffer = io.BytesIO()
+    okl.save(clf, buffer)
+    buffer.seek(0)
+    back = okl.load(buffer)
+    back.partial_fit(X[100:], y[100:])
+    clf.partial_fit(X[100:], y[100:])
+    np.testing.assert_array_equal(back.decision_function(X), clf.decision_function(X))

@@ -179,12 +179,13 @@ def assert_same_pipeline(a, b):
     ({"a": np.nan, "b": 1.0, "c": 2.0}, "no", ValueError),
     ({"a": "1", "b": 1.0, "c": 2.0}, "no", TypeError),
     ({"a": 1.0, "d": 1.0}, "no", ValueError),
-    ({"a": 1.0, "b": 1.0, "c": 2.0}, "maybe", ValueError),       # an unseen label
+    ({"a": 1.0, "b": 1.0, "c": 2.0}, "maybe", ValueError),       # a label outside `classes`
+    ({"a": 1.0, "b": 1.0, "c": 2.0}, 3, ValueError),             # a number among strings
 ])
 def test_bad_events_leave_every_step_as_it_was(x, y, error):
     X, labels = classification()
     pipe = StreamPipeline([("scale", OnlineStandardScaler()),
-                           ("learn", OnlineKernelClassifier())])
+                           ("learn", OnlineKernelClassifier(classes=["no", "yes"]))])
     for xi, yi in zip(X[:30], labels[:30]):
         pipe.learn_one(dict(zip("abc", xi)), yi)
     before = pipeline_state(pipe)

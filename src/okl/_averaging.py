@@ -72,9 +72,6 @@ def average_expansions(expansions):
     centers = np.concatenate([s["centers"][o] for s, o in zip(states, order)]).reshape(
         -1, first["n_features"])
     coef = np.concatenate([s["scale"] * s["coef"][o] / k for s, o in zip(states, order)])
-    k_classes = first.get("n_classes")                   # a multi-output expansion: a_i in R^k
-    if k_classes is not None:
-        coef = coef.reshape(-1, k_classes)
     if len(coef):
         _, index, inverse = np.unique(centers, axis=0, return_index=True, return_inverse=True)
         inverse = inverse.ravel()
@@ -83,12 +80,12 @@ def average_expansions(expansions):
         keep = np.sort(index)                             # first appearance keeps the age order
         centers, coef = centers[keep], summed[inverse[keep]]
     cls = type(expansions[0])
-    shape = (first["n_features"],) if k_classes is None else (first["n_features"], k_classes)
-    out = cls(*shape, first["kernel"], first["gamma"], first["degree"],
+    classes = (first["n_classes"],) if "n_classes" in first else ()   # multi-output (k classes)
+    out = cls(first["n_features"], *classes, first["kernel"], first["gamma"], first["degree"],
               first["coef0"], first["budget"], first["policy"])
     out.reserve(len(coef) if not first["budget"] else min(len(coef), first["budget"]))
     for x, a in zip(centers, coef):
-        out.add(np.ascontiguousarray(x), float(a) if k_classes is None else a)
+        out.add(np.ascontiguousarray(x), np.ascontiguousarray(a) if classes else float(a))
     return out
 
 
@@ -175,7 +172,8 @@ def average_models(models):
     if hasattr(lead, "ck2_"):
         out.ck2_ = max(m.ck2_ for m in models)
     if "intercept_" in lead.__dict__:                          # the offset b averages too
-        out.intercept_ = float(np.mean([m.__dict__.get("intercept_", 0.0) for m in models]))
+        b = np.mean([m.__dict__.get("intercept_", 0.0) for m in models], axis=0)
+        out.intercept_ = b if np.ndim(b) else float(b)         # one per class (multiclass)
     for name in ("n_updates_", "n_infeasible_"):
         if hasattr(lead, name):
             setattr(out, name, int(sum(getattr(m, name) for m in models)))
@@ -232,8 +230,8 @@ def divergence(model, reference):
     """
     kind = _kind(model)
     # an offset b is a coordinate of the model too: ||(f, b)||^2 = ||f||_K^2 + b^2
-    offset = (model.__dict__.get("intercept_", 0.0)
-              - reference.__dict__.get("intercept_", 0.0)) ** 2
+    offset = float(np.sum((np.asarray(model.__dict__.get("intercept_", 0.0))
+                           - reference.__dict__.get("intercept_", 0.0)) ** 2))
     return offset + _function_divergence(model, reference, kind)
 
 
@@ -259,5 +257,7 @@ def _function_divergence(model, reference, kind):
                  centers=np.concatenate([a["centers"], b["centers"]]).reshape(-1, a["n_features"]),
                  coef=np.concatenate([a["scale"] * a["coef"], -b["scale"] * b["coef"]]),
                  sqnorms=np.concatenate([a["sqnorms"], b["sqnorms"]]))
-    return float(max(ENGINES[engine_of(mine)].expansion.from_state(state).sq_norm(), 0.0))
+    engine = ENGINES[engine_of(mine)]
+    cls = engine.multi_expansion if "n_classes" in a else engine.expansion    # k classes
+    return float(max(cls.from_state(state).sq_norm(), 0.0))
 

@@ -185,7 +185,7 @@ class LabelsMixin:
             raise ValueError(
                 f"y holds {kind}, but the classes of this stream are {label_kind(self.classes_)} "
                 f"({self.classes_.tolist()[:10]}): a stream keeps one kind of label.")
-        if self.fixed_classes_:
+        if self.__dict__.get("fixed_classes_", False):   # absent in older files
             self._encode(labels)            # raises on a label outside the fixed classes
         return labels
 
@@ -245,7 +245,7 @@ class LabelsMixin:
 
     def _new_labels(self, y):
         """[(row, label)]: the rows where a label not yet in classes_ first appears."""
-        if self.fixed_classes_:
+        if self.__dict__.get("fixed_classes_", False):
             return []
         known = set(self.classes_.tolist())
         if len(y) > 64:

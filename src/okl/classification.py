@@ -272,6 +272,14 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         self._expansion = multi.from_state(state)
         self.intercept_ = b
 
+    def _validate_params(self):
+        super()._validate_params()
+        if self._is_multi() and self.loss not in MULTICLASS_LOSSES:
+            raise ValueError(
+                f"{type(self).__name__} holds a model of {len(self.classes_)} classes, and "
+                f"loss={self.loss!r} has no multiclass form: use one of "
+                f"{sorted(MULTICLASS_LOSSES)}, or call fit to start again.")
+
     def _engine_expansion(self):
         model = self.__dict__.get("_expansion")
         if isinstance(model, MULTI_EXPANSIONS):

@@ -14,13 +14,14 @@ cdef class MultiExpansion:
     cdef readonly Py_ssize_t next_slot       # slot replaced next under OLDEST
     cdef readonly Py_ssize_t n_merges
     cdef readonly KernelSpec kernel
-    cdef object _centers, _coef, _sqnorms, _kbuf, _nbuf, _wbuf, _zbuf, _abuf
+    cdef object _centers, _coef, _sqnorms, _kbuf, _nbuf, _wbuf, _cbuf, _zbuf, _abuf
     cdef double* centers                     # (capacity, n_features)
     cdef double* coef                        # (capacity, n_classes) raw, times scale
     cdef double* sqnorms                     # (capacity,)
     cdef double* kbuf                        # (capacity,) K(centers[i], x) work space
-    cdef double* nbuf                        # (capacity,) ||coef[i]||^2 work space (MERGE)
+    cdef double* nbuf                        # (capacity,) ||coef[i]||^2 (raw), kept up to date
     cdef double* wbuf                        # (capacity,) the merge's bounds (MERGE)
+    cdef double* cbuf                        # (capacity,) a_m . a_i (MERGE)
     cdef const double* kbuf_x                # the x of kbuf, NULL once kbuf or a centre changes
     cdef Py_ssize_t kbuf_n
     cdef bint kbuf_ready                     # cadd -> cmerge: kbuf holds K(centers[i], newcomer)

@@ -13,8 +13,16 @@ from libc.math cimport INFINITY, exp, isfinite, sqrt
 from libc.string cimport memcpy, memset
 
 from okl._core._expansion cimport MERGE, NEWCOMER, NO_EVICTION, OLDEST, SMALLEST
-from okl._core._kernels cimport Kernel, KernelSpec, cdot, ckernel_row, okl_sqdists
+from okl._core._kernels cimport Kernel, KernelSpec, cdot, ckernel_row, okl_dots, okl_sqdists
 from okl._core._lazy cimport RENORMALISED, cshrink_lazy
+
+
+cdef extern from "_merge.h" nogil:
+    Py_ssize_t okl_merge_argmin(Py_ssize_t n, const double* w)
+
+
+cdef extern from "_multi.h" nogil:
+    void okl_rows_axpy(Py_ssize_t n, Py_ssize_t k, const double* A, const double* w, double* out)
 
 
 cdef double INVPHI = 0.6180339887498949     # (sqrt(5) - 1) / 2, golden-section ratio
@@ -79,14 +87,13 @@ cdef inline double clower(double A, double B, double C, double kk) noexcept nogi
     with T = A + B + 2 C k, det = (A B - C^2)(1 - k^2) (docs/multiclass.md, section 5).
     """
     cdef double T, det, disc
-    if not kk > 0.0:
-        kk = 0.0
+    kk = kk if kk > 0.0 else 0.0
     T = A + B + 2.0 * C * kk
     det = (A * B - C * C) * (1.0 - kk * kk)
-    if not det > 0.0 or not T > 0.0:
-        return 0.0
+    det = det if det > 0.0 else 0.0
     disc = T * T - 4.0 * det
-    return 2.0 * det / (T + sqrt(disc if disc > 0.0 else 0.0))
+    disc = disc if disc > 0.0 else 0.0
+    return 2.0 * det / (T + sqrt(disc)) if T > 0.0 else 0.0
 
 
 cdef inline double cgrid(double A, double B, double C, double kk, Py_ssize_t* j_out) noexcept nogil:
@@ -116,7 +123,7 @@ cdef inline double cgrid(double A, double B, double C, double kk, Py_ssize_t* j_
 cdef Py_ssize_t cmulti_merge_find(const double* centers, const double* coef, Py_ssize_t n,
                                   Py_ssize_t d, Py_ssize_t k, double gamma, const double* krow,
                                   const double* norms, Py_ssize_t m, double* work,
-                                  double* h_out, double* az_out,
+                                  double* cwork, double* h_out, double* az_out,
                                   double* loss_out) noexcept nogil:
     """The merge that takes n centres to n - 1 (Gaussian kernel); return the partner or -1.
 
@@ -136,21 +143,18 @@ cdef Py_ssize_t cmulti_merge_find(const double* centers, const double* coef, Py_
     loss_out[0] = A
     if A == 0.0 or n < 2:
         return -1
-    first = -1
+    okl_dots(n, k, coef, coef + m * k, cwork)      # C_i = a_m . a_i, every partner
     for i in range(n):              # the lower bound of every partner's degradation
-        if i == m:
-            work[i] = INFINITY
-            continue
-        work[i] = clower(A, norms[i], cdotk(coef + m * k, coef + i * k, k), krow[i])
-        if first < 0 or work[i] < work[first]:
-            first = i
+        work[i] = clower(A, norms[i], cwork[i], krow[i])
+    work[m] = INFINITY
+    first = okl_merge_argmin(n, work)
     for i in range(-1, n):          # the grid: `first`, then those the bound leaves in
         if i < 0:
             i = first
         elif i == first or not work[i] <= best_D * (1.0 + PRUNE_SLACK):
             continue
         B = norms[i]
-        C = cdotk(coef + m * k, coef + i * k, k)
+        C = cwork[i]
         D = cgrid(A, B, C, krow[i], &j)
         if best < 0 or D < best_D or (D == best_D and i < best):
             best, best_D, best_j, best_B, best_C = i, D, j, B, C
@@ -252,12 +256,16 @@ cdef class MultiExpansion:
             sqnorms[:n] = self._sqnorms[:n]
         self._centers, self._coef, self._sqnorms = centers, coef, sqnorms
         self._kbuf = np.empty(capacity)
-        self._nbuf = np.empty(capacity)
+        nbuf = np.empty(capacity)
+        if n:
+            nbuf[:n] = self._nbuf[:n]
+        self._nbuf = nbuf
         self._wbuf = np.empty(capacity)
+        self._cbuf = np.empty(capacity)
         cdef double[:, ::1] c_view = centers, a_view = coef
         cdef double[::1] s_view = sqnorms, k_view = self._kbuf, n_view = self._nbuf
-        cdef double[::1] w_view = self._wbuf
-        self.wbuf = &w_view[0]
+        cdef double[::1] w_view = self._wbuf, cw_view = self._cbuf
+        self.wbuf, self.cbuf = &w_view[0], &cw_view[0]
         self.centers, self.coef = &c_view[0, 0], &a_view[0, 0]
         self.sqnorms, self.kbuf, self.nbuf = &s_view[0], &k_view[0], &n_view[0]
         self.kbuf_x = NULL
@@ -288,18 +296,12 @@ cdef class MultiExpansion:
 
     cdef void cscores(self, const double* x, double* out) noexcept nogil:
         """out[c] = f_c(x) (no offset), one kernel row for every class; leaves it in kbuf."""
-        cdef Py_ssize_t i, c, k = self.n_classes
-        cdef double v
-        cdef const double* row
-        memset(out, 0, k * sizeof(double))
+        cdef Py_ssize_t c, k = self.n_classes
         if self.n_support == 0:
+            memset(out, 0, k * sizeof(double))
             return
         self.cvalues(x)
-        for i in range(self.n_support):
-            v = self.kbuf[i]
-            row = self.coef + i * k
-            for c in range(k):
-                out[c] += v * row[c]
+        okl_rows_axpy(self.n_support, k, self.coef, self.kbuf, out)
         for c in range(k):
             out[c] *= self.scale
 
@@ -312,13 +314,24 @@ cdef class MultiExpansion:
             self.next_slot = 0
             self.scale = 1.0
             return
+        cdef double s = self.scale * factor
+        cdef Py_ssize_t i
         if cshrink_lazy(self.coef, self.n_support * self.n_classes, &self.scale,
                         factor) == RENORMALISED:
             self.n_rescale += 1
+            for i in range(self.n_support):     # the raw rows were multiplied by s
+                self.nbuf[i] *= s * s
 
     cdef double csqnorm_row(self, Py_ssize_t i) noexcept nogil:
-        return cdotk(self.coef + i * self.n_classes, self.coef + i * self.n_classes,
-                     self.n_classes)
+        """||coef[i]||^2 (raw), kept in nbuf by every write (`cwrite`, `cshrink`)."""
+        return self.nbuf[i]
+
+    def _norms(self):
+        """Recompute the kept row norms (after a restore or a rebuild)."""
+        cdef Py_ssize_t i
+        for i in range(self.n_support):
+            self.nbuf[i] = cdotk(self.coef + i * self.n_classes, self.coef + i * self.n_classes,
+                                 self.n_classes)
 
     cdef Py_ssize_t cvictim(self, double aa) noexcept nogil:
         """The slot that leaves if a centre of raw squared norm `aa` is added now (as
@@ -370,11 +383,9 @@ cdef class MultiExpansion:
         cdef Py_ssize_t n = self.n_support, d = self.n_features, k = self.n_classes
         cdef Py_ssize_t last = n - 1, m, partner, j
         cdef double h, loss
-        m = 0
-        for j in range(n):              # m: the least ||a_i||, the first on ties
-            self.nbuf[j] = self.csqnorm_row(j)
-            if self.nbuf[j] < self.nbuf[m]:
-                m = j
+        m = okl_merge_argmin(n, self.nbuf)      # the least ||a_i||, the first on ties
+        if m < 0:
+            m = 0
         if self.kbuf_ready and m == last:   # the newcomer: its row was computed to predict
             self.kbuf[last] = 1.0           # K(x, x), Gaussian
         else:
@@ -382,7 +393,8 @@ cdef class MultiExpansion:
         self.kbuf_ready = False
         self.kbuf_x = NULL
         partner = cmulti_merge_find(self.centers, self.coef, n, d, k, self.kernel.gamma,
-                                    self.kbuf, self.nbuf, m, self.wbuf, &h, self.abuf, &loss)
+                                    self.kbuf, self.nbuf, m, self.wbuf, self.cbuf, &h,
+                                    self.abuf, &loss)
         if partner >= 0:
             for j in range(d):
                 self.zbuf[j] = h * self.centers[m * d + j] + (1.0 - h) * self.centers[
@@ -401,6 +413,7 @@ cdef class MultiExpansion:
         memcpy(self.centers + slot * self.n_features, x, self.n_features * sizeof(double))
         self.sqnorms[slot] = xx
         memcpy(self.coef + slot * self.n_classes, c, self.n_classes * sizeof(double))
+        self.nbuf[slot] = cdotk(c, c, self.n_classes)
 
     # -- Python face ---------------------------------------------------------------------------
 
@@ -470,6 +483,7 @@ cdef class MultiExpansion:
         self.n_support, self.scale, self.n_rescale = n, scale, n_rescale
         self.next_slot, self.n_merges = next_slot, n_merges
         self.kbuf_x = NULL
+        self._norms()
 
     def get_state(self):
         """Scalars and arrays that rebuild this expansion exactly."""
@@ -496,6 +510,7 @@ cdef class MultiExpansion:
         self.n_rescale = state["n_rescale"]
         self.next_slot = state["next_slot"]
         self.n_merges = state.get("n_merges", 0)
+        self._norms()
         return self
 
     def __reduce__(self):
@@ -514,13 +529,14 @@ def multi_merge_find(const double[:, ::1] centers, const double[:, ::1] coef, do
     if coef.shape[0] != n or n < 1:
         raise ValueError("coef needs one row per centre (n >= 1).")
     az = np.zeros(k)
-    krow, work = np.empty(n), np.empty(n)
-    cdef double[::1] az_view = az, krow_view = krow, work_view = work
+    krow, work, cwork = np.empty(n), np.empty(n), np.empty(n)
+    cdef double[::1] az_view = az, krow_view = krow, work_view = work, cwork_view = cwork
     cdef KernelSpec spec = KernelSpec(Kernel.GAUSSIAN, gamma, 0.0, 3)
     norms = np.array([cdotk(&coef[j, 0], &coef[j, 0], k) for j in range(n)])
     cdef double[::1] norms_view = norms
     m = int(np.argmin(norms))
     ckernel_row(&spec, &centers[m, 0], &centers[0, 0], n, d, &krow_view[0])
     partner = cmulti_merge_find(&centers[0, 0], &coef[0, 0], n, d, k, gamma, &krow_view[0],
-                                &norms_view[0], m, &work_view[0], &h, &az_view[0], &loss)
+                                &norms_view[0], m, &work_view[0], &cwork_view[0], &h,
+                                &az_view[0], &loss)
     return int(m), int(partner), h, az, loss

@@ -30,10 +30,10 @@ def lower(A, B, C, kk):
     kk = kk if kk > 0.0 else 0.0
     T = A + B + 2.0 * C * kk
     det = (A * B - C * C) * (1.0 - kk * kk)
-    if not det > 0.0 or not T > 0.0:
-        return 0.0
+    det = det if det > 0.0 else 0.0
     disc = T * T - 4.0 * det
-    return 2.0 * det / (T + math.sqrt(disc if disc > 0.0 else 0.0))
+    disc = disc if disc > 0.0 else 0.0
+    return 2.0 * det / (T + math.sqrt(disc)) if T > 0.0 else 0.0
 
 
 def grid(A, B, C, kk):
@@ -87,14 +87,15 @@ def multi_merge_find(centers, coef, gamma, krow=None):
         return m, -1, 0.0, np.zeros(k), A
     if krow is None:
         krow = kernel_values(2, gamma, 3, 0.0, centers, centers[m])
-    bounds = np.array([np.inf if i == m else lower(A, norms[i], float(coef[m] @ coef[i]),
-                                                       float(krow[i])) for i in range(n)])
+    dots = coef @ coef[m]
+    bounds = np.array([lower(A, norms[i], float(dots[i]), float(krow[i])) for i in range(n)])
+    bounds[m] = np.inf
     first = int(np.argmin(bounds))
     best, best_D, best_j, best_B, best_C = -1, 0.0, 0, 0.0, 0.0
     for i in [first] + [i for i in range(n) if i not in (m, first)]:
         if i != first and not bounds[i] <= best_D * (1.0 + PRUNE_SLACK):
             continue
-        B, C = float(norms[i]), float(coef[m] @ coef[i])
+        B, C = float(norms[i]), float(dots[i])
         D, j = grid(A, B, C, float(krow[i]))
         if best < 0 or D < best_D or (D == best_D and i < best):
             best, best_D, best_j, best_B, best_C = i, D, j, B, C

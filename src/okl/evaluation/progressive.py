@@ -261,6 +261,10 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
     fused = isinstance(estimator, OnlineLearner)
     classifier = _is_classifier(estimator) or (classes is not None and not fused)
     discovers = fused and hasattr(estimator, "_align_scores")    # adds labels as they come
+    final = estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator
+    # a stream's first labels are the prior of the predictions; learners that add labels
+    # (okl's classifiers, also at the end of a StreamPipeline) are not told them as classes
+    tell_classes = classes is not None or y is not None or not hasattr(final, "_event_target")
     total = None
     if y is not None:
         y = np.asarray(y)
@@ -324,7 +328,7 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
     def learn(Xb, yb):
         """Predict-then-learn a piece; return the running metrics' sample values."""
         nonlocal fitted
-        kwargs = ({"classes": classes} if classifier and classes is not None
+        kwargs = ({"classes": classes} if classifier and classes is not None and tell_classes
                   and not hasattr(estimator, "classes_") else {})
         proba = None
         scores = None
