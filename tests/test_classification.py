@@ -8,7 +8,6 @@ import scipy.sparse as sp
 from scipy.special import expit
 from sklearn.base import clone
 from sklearn.datasets import make_moons
-from sklearn.multiclass import OneVsRestClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import okl
@@ -149,16 +148,15 @@ def test_progressive_validation_reports_error_and_loss(cls):
     assert result.error[-1] < 0.25 and clf.t_ == 1500
 
 
-@pytest.mark.parametrize("cls", [cls for cls in CLASSIFIERS if not cls._multiclass])
-def test_more_than_two_classes_point_to_one_vs_rest(cls):
+@pytest.mark.parametrize("cls", CLASSIFIERS)
+def test_more_than_two_classes_are_learned_natively(cls):
+    """Every okl classifier learns k classes itself (docs/multiclass.md, docs/multiclass-pa.md)."""
     X, y = stream(300, seed=8)
     y3 = y + (X[:, 2] > 0.5)
-    with pytest.raises(ValueError, match="OneVsRestClassifier"):
-        make(cls).fit(X, y3)
-    with pytest.raises(ValueError, match="Only binary classification is supported"):
-        make(cls).partial_fit(X, y3, classes=[0, 1, 2])
-    ovr = OneVsRestClassifier(make(cls)).fit(X, y3)
-    assert set(ovr.predict(X)) <= {0, 1, 2}
+    clf = make(cls).fit(X, y3)
+    assert clf._multiclass and list(clf.classes_) == [0, 1, 2]
+    assert clf.decision_function(X).shape == (300, 3)
+    assert set(clf.predict(X)) <= {0, 1, 2}
 
 
 # -- validation and atomic updates --------------------------------------------------------

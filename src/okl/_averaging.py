@@ -10,7 +10,7 @@ import numpy as np
 
 from okl._kernel_learners import PointwiseMixin
 from okl._engines import ENGINES, engine_of
-from okl._pa_models import KernelPAModel, LinearPAModel
+from okl._pa_models import KernelMultiPAModel, KernelPAModel, LinearMultiPAModel, LinearPAModel
 
 __all__ = ["average_models", "divergence"]
 
@@ -26,7 +26,8 @@ def _kind(model):
     if getattr(model, "approximation", None) is not None:
         return "features"
     if isinstance(model, RegularizedPAClassifier):
-        return "pa-linear" if isinstance(model._model, LinearPAModel) else "pa-kernel"
+        return ("pa-linear" if isinstance(model._model, (LinearPAModel, LinearMultiPAModel))
+                else "pa-kernel")
     if isinstance(model, CoefficientRegularizedClassifier):
         return "fixed-centres"
     if isinstance(model, PointwiseMixin):
@@ -181,10 +182,19 @@ def average_models(models):
         out.n_support_ = int(out._expansion.n_support)
     elif kind == "features":
         out._expansion = average_features([m._expansion for m in models])
+    elif kind == "pa-kernel" and isinstance(lead._model, KernelMultiPAModel):
+        expansion = average_expansions([m._model._on(m.engine) for m in models])
+        out._model = KernelMultiPAModel(expansion)
+        out._model.sq_norm = out._model.exact_sq_norm()     # docs/multiclass-pa.md
     elif kind == "pa-kernel":
         expansion = average_expansions([m._model._on(m.engine) for m in models])
         out._model = KernelPAModel(expansion)
         out._model.sq_norm = float(expansion.sq_norm())
+    elif kind == "pa-linear" and isinstance(lead._model, LinearMultiPAModel):
+        W = sum(m._model.coef for m in models) / k          # k >= 3 classes: W (k, d)
+        out._model = LinearMultiPAModel(*W.shape)
+        out._model.raw = np.ascontiguousarray(W, dtype=np.float64)
+        out._model.sq_norm = 2.0 * float(np.sum(W * W))     # docs/multiclass-pa.md
     elif kind == "pa-linear":
         w = sum(m._model.coef for m in models) / k
         out._model = LinearPAModel(len(w))
@@ -201,6 +211,8 @@ def average_models(models):
         state["coef"] = sum(s["scale"] * s["coef"] for s in states) / k
         state["scale"], state["n_rescale"] = 1.0, 0
         out._expansion = type(models[0]._engine_expansion()).from_state(state)
+        if "_coef_matrix" in lead.__dict__:                  # k >= 3 classes: A (m, k)
+            out._coef_matrix = sum(m._coef_matrix for m in models) / k
         out.kappa_max_ = max(m.kappa_max_ for m in models)
         out.norm_bound_ = max(m.norm_bound_ for m in models)
     return out

@@ -21,12 +21,16 @@ from okl._numpy.multikernel import NumpyMultiKernel
 ENGINES = {
     "cython": SimpleNamespace(expansion=KernelExpansion, linear=LinearModel,
                               pointwise=_pointwise.fit_chunk, coefreg=_coefreg.fit_chunk,
-                              pa_kernel=_pa.fit_kernel, pairwise=_pairwise,
+                              coefreg_multi=_coefreg.fit_multi_chunk,
+                              pa_kernel=_pa.fit_kernel, pa_multi_kernel=_pa.fit_multi_kernel,
+                              pairwise=_pairwise,
                               multi_expansion=MultiExpansion, multiclass=_multiclass.fit_chunk,
                               multikernel=MultiKernel),
     "numpy": SimpleNamespace(expansion=NumpyExpansion, linear=NumpyLinearModel,
                              pointwise=pointwise.fit_chunk, coefreg=coefreg.fit_chunk,
-                             pa_kernel=pa.fit_kernel, pairwise=pairwise,
+                             coefreg_multi=coefreg.fit_multi_chunk,
+                             pa_kernel=pa.fit_kernel, pa_multi_kernel=pa.fit_multi_kernel,
+                             pairwise=pairwise,
                              multi_expansion=NumpyMultiExpansion, multiclass=multiclass.fit_chunk,
                              multikernel=NumpyMultiKernel),
 }

@@ -14,6 +14,7 @@ from okl._engines import ENGINES, engine_of
 from okl._core import _pa
 from okl._feature_maps import NystroemFeatures, RandomFourierFeatures
 from okl._numpy import pa as _np_pa
+from okl._numpy.multiexpansion import insert_class
 from okl.kernels import KERNELS
 
 
@@ -57,6 +58,10 @@ class LinearPAModel:
             self.raw, self.scale, self.sq_norm = w, scale, sq_norm
         return failed
 
+    def to_multiclass(self):
+        """A `LinearMultiPAModel` with the same decisions: W = [-w/2, w/2]."""
+        return LinearMultiPAModel.from_binary(self)
+
     def decision(self, X):
         return self.scale * safe_sparse_dot(X, self.raw)
 
@@ -76,6 +81,101 @@ class LinearPAModel:
         self.raw = np.array(state["raw"], dtype=np.float64)
         self.scale, self.sq_norm = float(state["scale"]), float(state["sq_norm"])
         return self
+
+
+class LinearMultiPAModel:
+    """k classes: scores s = W x with W = scale * raw, shape (k, d); multiclass PA steps.
+
+    `sq_norm` is ``2 ||W||_F^2``, the binary model's ||w||^2 when k = 2 and
+    W = [-w/2, w/2] (docs/multiclass-pa.md): `from_binary` keeps it.
+    """
+
+    def __init__(self, n_classes, n_features):
+        self.raw = np.zeros((n_classes, n_features))
+        self.scale = 1.0
+        self.sq_norm = 0.0
+
+    @classmethod
+    def from_binary(cls, binary):
+        """The same decisions from a `LinearPAModel`: s_0 = -f/2, s_1 = f/2."""
+        self = cls(2, len(binary.raw))
+        self.raw = np.ascontiguousarray(np.outer([-0.5, 0.5], binary.raw))
+        self.scale, self.sq_norm = binary.scale, binary.sq_norm
+        return self
+
+    @property
+    def n_classes(self):
+        return self.raw.shape[0]
+
+    def with_class(self, position):
+        """A new model with a class at `position` (its row of W zero, the other scores kept);
+        self is left as it was, so a failed call that added it can undo it."""
+        new = type(self).from_state(self.get_state())
+        new.raw = np.ascontiguousarray(np.insert(self.raw, position, 0.0, axis=0))
+        return new
+
+    def checkpoint(self, n_new):
+        return self.raw, self.scale, self.sq_norm      # learn rebinds, never writes, raw
+
+    def restore(self, token):
+        self.raw, self.scale, self.sq_norm = token
+
+    def learn(self, X, y, rule, sigma, engine, scores, events, kxx=None):
+        """Run the chunk (y: class indices); return -1 or the first divergent step."""
+        w, scale = self.raw.copy(), self.scale
+        if rule[0] == _pa.Regularization.L1 and scale != 1.0:
+            w, scale = scale * w, 1.0
+        y = np.ascontiguousarray(y, dtype=np.intp)
+        if engine == "numpy":
+            result = _np_pa.fit_multi(w, scale, self.sq_norm, X, y, *rule, sigma, scores,
+                                      events, kxx)
+        elif sp.issparse(X):
+            result = _pa.fit_multi_csr(w, scale, self.sq_norm, X.data,
+                                       X.indices.astype(np.int32, copy=False),
+                                       X.indptr.astype(np.intp, copy=False),
+                                       y, *rule, sigma, scores, events)
+        else:
+            result = _pa.fit_multi_dense(w, scale, self.sq_norm, X, y, *rule, sigma, scores,
+                                         events, kxx)
+        failed, scale, sq_norm = result
+        if failed < 0:
+            self.raw, self.scale, self.sq_norm = w, scale, sq_norm
+        return failed
+
+    def decision(self, X):
+        return self.scale * np.asarray(safe_sparse_dot(X, self.raw.T))
+
+    def norm(self):
+        return float(np.sqrt(2.0) * self.scale * np.linalg.norm(self.raw))
+
+    @property
+    def coef(self):
+        return self.scale * self.raw
+
+    def get_state(self):
+        return dict(raw=self.raw.copy(), scale=self.scale, sq_norm=self.sq_norm)
+
+    @classmethod
+    def from_state(cls, state):
+        raw = np.array(state["raw"], dtype=np.float64)
+        self = cls(*raw.shape)
+        self.raw = np.ascontiguousarray(raw)
+        self.scale, self.sq_norm = float(state["scale"]), float(state["sq_norm"])
+        return self
+
+
+def is_multiclass(model):
+    """True for a model of k >= 2 score functions (a binary model has one)."""
+    return getattr(model, "n_classes", 0) > 0
+
+
+def with_classes(model, k):
+    """The model on k >= 3 classes: a binary model converted, (-f/2, f/2), then zero score
+    functions appended (a fresh model is all zero).  A new object; `model` is unchanged."""
+    new = model if is_multiclass(model) else model.to_multiclass()
+    while new.n_classes < k:
+        new = new.with_class(new.n_classes)
+    return new
 
 
 class KernelPAModel:
@@ -98,6 +198,21 @@ class KernelPAModel:
     def restore(self, token):
         self.expansion, undo, self.sq_norm = token
         self.expansion.restore(undo)
+
+    def to_multiclass(self):
+        """A `KernelMultiPAModel` with the same decisions: a_i -> (-a_i/2, a_i/2), the same
+        ||f||^2 (docs/multiclass-pa.md, section 4)."""
+        state = self.expansion.get_state()
+        a = state["scale"] * np.asarray(state["coef"], dtype=np.float64)
+        multi = {key: state[key] for key in ("n_features", "budget", "policy", "next_slot",
+                                             "kernel", "gamma", "degree", "coef0", "sqnorms")}
+        multi.update(n_classes=2, scale=1.0, n_rescale=0, n_merges=state.get("n_merges", 0),
+                     centers=np.asarray(state["centers"], dtype=np.float64).reshape(
+                         -1, state["n_features"]),
+                     coef=np.column_stack([-0.5 * a, 0.5 * a]))
+        engine = engine_of(self.expansion)
+        return KernelMultiPAModel(ENGINES[engine].multi_expansion.from_state(multi),
+                                  self.sq_norm)
 
     def learn(self, X, y, rule, sigma, engine, scores, events):
         failed, sq_norm = ENGINES[engine].pa_kernel(self._on(engine), self.sq_norm, X, y, *rule,
@@ -123,6 +238,70 @@ class KernelPAModel:
         self = cls(ENGINES[engine].expansion.from_state(state))
         self.sq_norm = sq_norm
         return self
+
+
+class KernelMultiPAModel:
+    """k classes: f = sum_i a_i K(x_i, .), a_i in R^k, one support set (a multi-output
+    expansion, whose budget policy decides which centre leaves).
+
+    `sq_norm` is ``2 sum_c ||f_c||_K^2`` (docs/multiclass-pa.md), carried by the loop
+    (exactly, for the L2 rule, which needs it) or NaN after a budget eviction under
+    the other rules, then computed when asked (`norm`).
+    """
+
+    def __init__(self, expansion, sq_norm=0.0):
+        self.expansion = expansion
+        self.sq_norm = sq_norm
+
+    @property
+    def n_classes(self):
+        return self.expansion.n_classes
+
+    def _on(self, engine):
+        cls = ENGINES[engine].multi_expansion
+        if not isinstance(self.expansion, cls):
+            self.expansion = cls.from_state(self.expansion.get_state())
+        return self.expansion
+
+    def with_class(self, position):
+        """A new model with a zero score function at `position`; self is unchanged."""
+        state = insert_class(self.expansion.get_state(), position)
+        return type(self)(type(self.expansion).from_state(state), self.sq_norm)
+
+    def checkpoint(self, n_new):
+        return self.expansion, self.expansion.checkpoint(n_new), self.sq_norm
+
+    def restore(self, token):
+        self.expansion, undo, self.sq_norm = token
+        self.expansion.restore(undo)
+
+    def learn(self, X, y, rule, sigma, engine, scores, events):
+        failed, sq_norm = ENGINES[engine].pa_multi_kernel(
+            self._on(engine), self.sq_norm, X, np.ascontiguousarray(y, dtype=np.intp), *rule,
+            scores, events)
+        if failed < 0:
+            self.sq_norm = sq_norm
+        return failed
+
+    def decision(self, X):
+        return self.expansion.predict(X)
+
+    def exact_sq_norm(self):
+        """2 sum_c ||f_c||_K^2 from the expansion, O(n^2 d)."""
+        return 2.0 * max(self.expansion.sq_norm(), 0.0)
+
+    def norm(self):
+        return float(np.sqrt(self.exact_sq_norm()))
+
+    def get_state(self):
+        return dict(self.expansion.get_state(), sq_norm=self.sq_norm,
+                    engine=engine_of(self.expansion))
+
+    @classmethod
+    def from_state(cls, state):
+        state = dict(state)
+        sq_norm, engine = float(state.pop("sq_norm")), state.pop("engine")
+        return cls(ENGINES[engine].multi_expansion.from_state(state), sq_norm)
 
 
 def kernel_diagonal(fmap, X):
@@ -158,6 +337,23 @@ class FeaturePAModel:
     def restore(self, token):
         self.linear.restore(token)
 
+    @property
+    def n_classes(self):
+        return self.linear.n_classes
+
+    def _with_linear(self, linear):
+        new = type(self).__new__(type(self))
+        new.fmap, new.linear = self.fmap, linear
+        return new
+
+    def to_multiclass(self):
+        """A new model: the binary weights w as the two-class W = [-w/2, w/2]
+        (docs/multiclass-pa.md, section 4)."""
+        return self._with_linear(LinearMultiPAModel.from_binary(self.linear))
+
+    def with_class(self, position):
+        return self._with_linear(self.linear.with_class(position))
+
     def learn(self, X, y, rule, sigma, engine, scores, events):
         kxx = kernel_diagonal(self.fmap, X) if isinstance(self.fmap, NystroemFeatures) else None
         return self.linear.learn(self.fmap.transform(X), y, rule, sigma, engine, scores, events,
@@ -180,8 +376,9 @@ class FeaturePAModel:
         fmap_cls = RandomFourierFeatures if fstate["kind"] == "fourier" else NystroemFeatures
         self = cls.__new__(cls)
         self.fmap = fmap_cls.from_state(fstate)
-        self.linear = LinearPAModel.from_state(
-            {k[7:]: v for k, v in state.items() if k.startswith("linear_")})
+        linear = {k[7:]: v for k, v in state.items() if k.startswith("linear_")}
+        kind = LinearMultiPAModel if np.ndim(linear["raw"]) == 2 else LinearPAModel
+        self.linear = kind.from_state(linear)
         return self
 
 
@@ -215,6 +412,29 @@ class NystroemPAModel:
     @property
     def sq_norm(self):
         return self.model.sq_norm
+
+    @property
+    def n_classes(self):
+        return self.model.n_classes     # AttributeError for a binary model
+
+    def exact_sq_norm(self):
+        return self.model.exact_sq_norm() if self.features is None else self.sq_norm
+
+    def _with(self, exact, features):
+        new = type(self).__new__(type(self))
+        new.n_components, new.exact, new.features = self.n_components, exact, features
+        return new
+
+    def to_multiclass(self):
+        """A new model with the same decisions on two classes (docs/multiclass-pa.md)."""
+        if self.features is None:
+            return self._with(self.exact.to_multiclass(), None)
+        return self._with(None, self.features.to_multiclass())
+
+    def with_class(self, position):
+        if self.features is None:
+            return self._with(self.exact.with_class(position), None)
+        return self._with(None, self.features.with_class(position))
 
     @property
     def kernel_params(self):
@@ -259,9 +479,16 @@ class NystroemPAModel:
         p = e.kernel_params
         fmap = NystroemFeatures(e.centers_, p["kernel"], p["gamma"], p["degree"], p["coef0"])
         features = FeaturePAModel(fmap)
-        w = fmap.weights_from_expansion(e.coef_)
-        features.linear.raw = np.ascontiguousarray(w)
-        features.linear.sq_norm = float(w @ w)
+        coef = e.coef_
+        if coef.ndim == 2:      # k classes: W (k, D), sq_norm 2 ||W||^2 (docs/multiclass-pa.md)
+            W = np.array([fmap.weights_from_expansion(column) for column in coef.T])
+            features.linear = LinearMultiPAModel(*W.shape)
+            features.linear.raw = np.ascontiguousarray(W)
+            features.linear.sq_norm = 2.0 * float(np.sum(W * W))
+        else:
+            w = fmap.weights_from_expansion(coef)
+            features.linear.raw = np.ascontiguousarray(w)
+            features.linear.sq_norm = float(w @ w)
         self.exact, self.features = None, features
 
     def decision(self, X):
@@ -285,8 +512,9 @@ class NystroemPAModel:
         self.n_components = int(state["n_components"])
         self.exact, self.features = None, None
         if state["phase"] == "exact":
-            self.exact = KernelPAModel.from_state(
-                {k[6:]: v for k, v in state.items() if k.startswith("exact_")})
+            exact = {k[6:]: v for k, v in state.items() if k.startswith("exact_")}
+            kind = KernelMultiPAModel if "n_classes" in exact else KernelPAModel
+            self.exact = kind.from_state(exact)
         else:
             self.features = FeaturePAModel.from_state(
                 {k: v for k, v in state.items() if k.startswith(("linear_", "fmap_"))})

@@ -328,7 +328,9 @@ class StateCheck:
             else ("kind", "kernel", "gamma", "degree", "coef0", "tol", "landmarks")
         check.keys(state, ("linear_raw", "linear_scale", "linear_sq_norm")
                    + tuple("fmap_" + k for k in fmap), "the feature model '_model'")
-        raw = check.array(state["linear_raw"], "_model.linear_raw", (None,))
+        k = len(self.out["classes_"])          # k >= 3: one row of weights per class
+        raw = check.array(state["linear_raw"], "_model.linear_raw",
+                          (k, None) if k >= 3 else (None,))
         scale = check.float(state["linear_scale"], "_model.linear_scale", 0.0, open_lo=True)
         with np.errstate(over="ignore"):
             if not np.all(np.isfinite(scale * raw)):
@@ -345,7 +347,7 @@ class StateCheck:
         if fourier:
             check.equal(state["fmap_n_components"], D, "_model.fmap_n_components")
             check.equal(state["fmap_n_features"], d, "_model.fmap_n_features")
-            check.equal(len(raw), D, "len(_model.linear_raw)")
+            check.equal(raw.shape[-1], D, "len(_model.linear_raw)")
             return dict(out, fmap_n_components=D, fmap_n_features=d,
                         fmap_W=check.array(state["fmap_W"], "_model.fmap_W", (d, D)),
                         fmap_b=check.array(state["fmap_b"], "_model.fmap_b", (D,)))
@@ -363,8 +365,8 @@ class StateCheck:
             check.fail("the Nystroem landmarks give no valid feature map")
         if not np.all(np.isfinite(built.components)):
             check.fail("the Nystroem landmarks give no valid feature map")
-        if len(raw) != built.n_components:
-            check.fail(f"_model.linear_raw has {len(raw)} weights for {built.n_components} "
+        if raw.shape[-1] != built.n_components:
+            check.fail(f"_model.linear_raw has {raw.shape[-1]} weights for {built.n_components} "
                        "Nystroem features")
         return dict(out, fmap_degree=int(est.degree), fmap_coef0=float(est.coef0),
                     fmap_tol=tol, fmap_landmarks=landmarks)

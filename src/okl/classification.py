@@ -15,13 +15,14 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.utils import check_array
 
-from okl._base import Diverged, OnlineLearner, params_changed
+from okl._base import Diverged, OnlineLearner, check_X, params_changed
 from okl._core._multiclass import MulticlassEvents
 from okl._core._multiexpansion import MultiExpansion
 from okl._feature_model import FeatureModel
 from okl._labels import LabelsMixin
 from okl._docstrings import shared_params
 from okl._engines import ENGINES
+from okl._feature_maps import kernel_matrix
 from okl._kernel_learners import KernelModelMixin, PointwiseMixin, expansion_class, warn_reset
 from okl._numpy.codes import MulticlassLoss
 from okl._numpy.pointwise import make_state
@@ -34,7 +35,9 @@ from okl._params import (
 from okl._persist import C_INT_MAX, loadable
 from okl.budgets import budget_code, resolve_budget_policy
 from okl.kernels import kernel_code
-from okl.losses import MARGIN_LOSSES, lipschitz_at_origin, loss_spec, slope_at_origin
+from okl.losses import (
+    MARGIN_LOSSES, lipschitz_at_origin, loss_spec, loss_value, slope_at_origin,
+)
 from okl.schedules import step_numbers, step_sizes
 
 
@@ -395,6 +398,15 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
     `predict_one`, `decision_function_one` (one-row `partial_fit` steps, same
     iterates; docs/streaming.md).
 
+    Any number of classes (okl._labels: fixed by `classes`, or added as the
+    stream shows them): with k >= 3 the model is a coefficient matrix A of
+    shape (m, k), scores ``s = A^T k(x)``, and the step is
+    ``A <- (1 - eta_t lam) A - (eta_t / 2) k_t g_t^T`` with g the gradient of
+    the softmax loss (``loss="logistic"``, which gives `predict_proba`) or of
+    phi on the margin ``s_y - max_{c != y} s_c`` (the other losses).  With two
+    classes it is the binary rule above, exactly; a binary model becomes
+    ``A = [-a/2, a/2]`` at the third class (docs/multiclass-pa.md, sections 4-5).
+
     Parameters
     ----------
     centers : array of shape (m, n_features) or None, default=None
@@ -430,8 +442,8 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
 
     Attributes
     ----------
-    classes_ : ndarray of shape (2,)
-        Sorted labels; classes_[1] is the positive class (y = +1).
+    classes_ : ndarray of shape (k,)
+        Sorted labels; with two, classes_[1] is the positive class (y = +1).
     n_features_in_ : int
     t_ : int
         Samples learned so far.
@@ -440,8 +452,9 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
     centers_ : ndarray of shape (<= m, n_features_in_)
         The centres that exist so far (all m once m samples were seen, or
         from the start when `centers` is given).
-    coef_ : ndarray of shape (len(centers_),)
-        The coefficients a (the true values, lazy scale applied).
+    coef_ : ndarray of shape (len(centers_),) or (len(centers_), k)
+        The coefficients a (the true values, lazy scale applied); with k >= 3
+        classes the matrix A.
     kappa_max_ : float
         max_s ||k_s||_2 over the steps seen: the corrected constant kappa.
     M_ : float
@@ -527,6 +540,7 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
             n_features=n_features, budget=0, policy=0, scale=1.0, n_rescale=0, next_slot=0,
             centers=centers, coef=np.zeros(len(centers)),
             sqnorms=np.einsum("ij,ij->i", centers, centers), **kernel))
+        self.__dict__.pop("_coef_matrix", None)     # k >= 3 classes: built by _learn
         self.t_ = 0
         self.kappa_max_ = 0.0
         self.norm_bound_ = 0.0
@@ -542,10 +556,23 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
                            step_numbers(self.t_, n))
         if not auto:
             warn_reset(self, eta_t, float(self.lam), step_numbers(self.t_, n))
-        scores, eta_used, kk = np.empty(n), np.empty(n), np.empty(n)
-        failed = ENGINES[self.engine].coefreg(
-            self._engine_expansion(), X, y, eta_t, float(self.lam), M if auto else 0.0,
-            self.n_centers_, loss_spec(self.loss), scores, eta_used, kk)
+        eta_used, kk = np.empty(n), np.empty(n)
+        A = self._multiclass_matrix()
+        if A is None:
+            scores = np.empty(n)
+            failed = ENGINES[self.engine].coefreg(
+                self._engine_expansion(), X, y, eta_t, float(self.lam), M if auto else 0.0,
+                self.n_centers_, loss_spec(self.loss), scores, eta_used, kk)
+        else:       # k classes: A (m, k), docs/multiclass-pa.md, section 5
+            A = A.copy()
+            scores = np.empty((n, A.shape[1]))
+            failed, scale = ENGINES[self.engine].coefreg_multi(
+                self._engine_expansion(), A, 1.0, X, np.ascontiguousarray(y, dtype=np.intp),
+                eta_t, float(self.lam), M if auto else 0.0, self.n_centers_,
+                loss_spec(self.loss), scores, eta_used, kk)
+            if failed < 0:
+                A *= scale
+                self._coef_matrix = A
         if failed >= 0:
             raise Diverged(failed, eta_used[failed])
         self.t_ += n
@@ -555,6 +582,43 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
         self.eta_ = float(eta_used[-1])
         return scores
 
+    _multiclass = True
+
+    def _add_class(self, position):
+        """A new class at `position` of classes_: a zero column of A.  At the third class
+        the binary model f = a.k first becomes A = [-a/2, a/2], the same decisions
+        (docs/multiclass-pa.md, section 4); the expansion keeps the centres, its coef 0.
+        New objects, so a failed call's undo restores the old ones."""
+        A = self.__dict__.get("_coef_matrix")
+        if A is None:
+            expansion = self._engine_expansion()
+            a = expansion.coef_
+            A = np.zeros((self.n_centers_, 2))
+            A[:len(a), 0], A[:len(a), 1] = -0.5 * a, 0.5 * a
+            state = expansion.get_state()
+            state.update(coef=np.zeros_like(state["coef"]), scale=1.0)
+            self._expansion = type(expansion).from_state(state)
+        self._coef_matrix = np.ascontiguousarray(np.insert(A, position, 0.0, axis=1))
+
+    def _multiclass_matrix(self):
+        """A of shape (m, k) when classes_ holds k >= 3 classes, else None (a fresh model
+        built before `classes_` was known starts at A = 0)."""
+        k = len(self.classes_)
+        if k >= 3 and "_coef_matrix" not in self.__dict__:
+            self._coef_matrix = np.zeros((self.n_centers_, k))
+        return self.__dict__.get("_coef_matrix")
+
+    def _decision(self, X):
+        """f(x), or the k scores A^T k(x) of every row of X (k >= 3)."""
+        if self.__dict__.get("_coef_matrix") is None:
+            return super()._decision(X)
+        X = check_X(self, X, reset=False)
+        e = self._engine_expansion()
+        p = e.kernel_params
+        centers = e.centers_
+        K = kernel_matrix(p["kernel"], p["gamma"], p["degree"], p["coef0"], X, centers)
+        return K @ self._coef_matrix[:len(centers)]
+
     def _check_state(self, check):
         """okl.load's checks of this learner's fitted state (see `OnlineLearner._check_state`)."""
         attrs, out, name = check.attrs, check.out, type(self).__name__
@@ -562,9 +626,15 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
         built = {}
         check.keys(attrs, ("n_features_in_", "t_", "classes_", "n_centers_", "kappa_max_",
                            "norm_bound_"), f"{name}'s attributes",
-                   optional=("M_", "eta_", "gamma_", "fixed_classes_"))
+                   optional=("M_", "eta_", "gamma_", "fixed_classes_", "_coef_matrix"))
         check.fitted_gamma()
+        check.binary_labels(max_classes=C_INT_MAX)
+        k = len(out["classes_"])
         m = out["n_centers_"] = check.int(attrs["n_centers_"], "n_centers_", 1, C_INT_MAX)
+        if k >= 3:              # the coefficient matrix A (docs/multiclass-pa.md, section 5)
+            out["_coef_matrix"] = check.array(attrs.get("_coef_matrix"), "_coef_matrix", (m, k))
+        elif "_coef_matrix" in attrs:
+            check.fail(f"_coef_matrix is stored for {k} classes; it exists from 3 on")
         check.floats("kappa_max_", "norm_bound_", lo=0.0)
         check.floats("M_", "eta_", lo=0.0, optional=True)
         kind, state = check.model("_expansion", ("KernelExpansion", "NumpyExpansion"))
@@ -579,7 +649,6 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
             check.fail(f"'_expansion' holds {n} centres, inconsistent with n_centers_ = {m} "
                        f"and t_ = {t}")
         built["_expansion"] = (kind, state)
-        check.binary_labels()
         return built
 
     def _fitted_with(self):
@@ -595,5 +664,22 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
 
     @property
     def coef_(self):
-        """The coefficients a_j of f = sum_j a_j K(c_j, .), aligned with centers_."""
-        return self.dual_coef_
+        """The coefficients a_j of f = sum_j a_j K(c_j, .), aligned with centers_; with
+        k >= 3 classes the rows of A, shape (len(centers_), k)."""
+        A = self.__dict__.get("_coef_matrix")
+        if A is None:
+            return self.dual_coef_
+        return A[:self._expansion.n_support].copy()
+
+    def _stream_loss(self, scores, y):
+        """phi(y f) of every prediction; with k >= 3 classes the softmax loss ("logistic")
+        or phi of the margin s_y - max_{c != y} s_c (docs/multiclass-pa.md, section 5)."""
+        scores = np.asarray(scores, dtype=np.float64)
+        if scores.ndim < 2 or self.loss in ("hinge", "logistic"):
+            return super()._stream_loss(scores, y)
+        scores = np.where(np.isfinite(scores), scores, 0.0)     # a class not yet known: 0
+        rows = np.arange(len(scores))
+        index = np.searchsorted(self.classes_, np.asarray(y))
+        wrong = scores.copy()
+        wrong[rows, index] = -np.inf
+        return loss_value(self.loss, scores[rows, index] - wrong.max(axis=1))

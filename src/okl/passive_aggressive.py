@@ -12,15 +12,18 @@ from okl._base import Diverged, OnlineLearner, check_X
 from okl._kernel_learners import KernelModelMixin, expansion_fitted_with
 from okl._sparse import check_csr
 from okl._feature_maps import RandomFourierFeatures
-from okl._pa_models import FeaturePAModel, KernelPAModel, LinearPAModel, NystroemPAModel
-from okl._labels import LabelsMixin
+from okl._pa_models import (
+    FeaturePAModel, KernelMultiPAModel, KernelPAModel, LinearMultiPAModel, LinearPAModel,
+    NystroemPAModel, is_multiclass, with_classes,
+)
+from okl._labels import LabelsMixin, multiclass_loss
 from okl._core._pa import Event, Regularization, Variant
 from okl._docstrings import shared_params
 from okl._params import (
     APPROXIMATION_CONSTRAINTS, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS, Interval,
     InvalidParameterError, Options, budget_constraints, kernel_constraints,
 )
-from okl._persist import loadable, prefixed, substate
+from okl._persist import C_INT_MAX, loadable, prefixed, substate
 from okl.budgets import budget_code, resolve_budget_policy
 from okl.kernels import KERNELS, kernel_row
 from okl.losses import loss_value
@@ -34,6 +37,9 @@ EMPTY_SET = {
     "l2": "beta * ||x||_2 < 1 (beta^2 K(x, x) < 1 for kernels): raise beta or scale X up",
     "l1": "beta * ||x||_inf < 1: raise beta or scale X up",
 }
+
+
+
 
 
 class InfeasibleUpdateWarning(UserWarning):
@@ -66,6 +72,16 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
     `n_infeasible_`, with one `InfeasibleUpdateWarning` per fit.
     ``truncate_sigma > 0`` then zeroes the smallest weights after each update
     (Section 3.3).
+
+    Any number of classes (okl._labels: fixed by `classes`, or added as the
+    stream shows them).  With k >= 3 the model scores each class, s = W x
+    (or ``sum_i a_i K(x_i, x)``, ``a_i`` in R^k, one support set), and the
+    single constraint is Crammer et al.'s multiclass one: the true class
+    beats the best wrong class r by 1.  Every rule above is then the binary
+    one on m = s_y - s_r with ``||f||^2 = 2 sum_c ||f_c||^2``, and updates
+    ``W <- cv W + (ca / 2) (e_y - e_r) x``; with two classes it is the binary
+    rule exactly, and a binary model becomes (-f/2, f/2) at the third class
+    (docs/multiclass-pa.md).
 
     The model has no intercept, as in the paper: f(x) = w.x (or f(x) =
     sum_i a_i K(x_i, x)); append a constant column to X to learn one.  These
@@ -137,8 +153,8 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
 
     Attributes
     ----------
-    classes_ : ndarray of shape (2,)
-        The labels; ``classes_[1]`` is the positive class (y = +1).
+    classes_ : ndarray of shape (k,)
+        The sorted labels; with two, ``classes_[1]`` is the positive class (y = +1).
     n_features_in_ : int
     t_ : int
         Samples learned so far.
@@ -147,17 +163,19 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
     n_infeasible_ : int
         Samples skipped because their constraint set was empty.
     sq_norm_ : float
-        ``||w||_2^2`` (``||f||_K^2`` for kernels), kept incrementally.
-    coef_ : ndarray of shape (1, n_features_in_)
-        The weights w (linear kernel only).
+        ``||w||_2^2`` (``||f||_K^2`` for kernels), kept incrementally; with
+        k >= 3 classes ``2 sum_c ||f_c||^2`` (docs/multiclass-pa.md).
+    coef_ : ndarray of shape (1, n_features_in_) or (k, n_features_in_)
+        The weights w, or W with k >= 3 classes (linear kernel only).
     n_support_ : int
         Number of support vectors (kernel models).
     support_vectors_, dual_coef_ : ndarray
-        f = sum_i dual_coef_[i] K(support_vectors_[i], .) (kernel models).
+        f = sum_i dual_coef_[i] K(support_vectors_[i], .) (kernel models);
+        dual_coef_ has one row of k coefficients per centre with k >= 3 classes.
 
     References
     ----------
-    See docs/algorithms.md, section 5.
+    See docs/algorithms.md, section 5, and docs/multiclass-pa.md (k classes).
 
     .. [1] J. Shen and T. G. Dietterich, "A family of large margin linear
        classifiers and its application in dynamic environments",
@@ -180,6 +198,8 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
     >>> bool(clf.sq_norm_ <= 2.0 ** 2 + 1e-9)
     True
     """
+
+    _multiclass = True          # k >= 3 classes natively (okl._labels)
 
     _parameter_constraints = {
         "regularization": [Options(*REGULARIZATIONS)],
@@ -293,13 +313,16 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
         check.keys(attrs, ("n_features_in_", "t_", "classes_", "n_updates_", "n_infeasible_"),
                    f"{name}'s attributes", optional=("gamma_", "fixed_classes_"))
         check.fitted_gamma(needed=self.kernel != "linear")
+        check.binary_labels(max_classes=C_INT_MAX)
+        k = len(out["classes_"])            # k >= 3: a model of k score functions
         out["n_updates_"] = check.int(attrs["n_updates_"], "n_updates_", 0, t)
         out["n_infeasible_"] = check.int(attrs["n_infeasible_"], "n_infeasible_", 0,
                                          t - out["n_updates_"])
         if self.kernel == "linear":
-            kind, state = check.model("_model", ("LinearPAModel",))
+            kind, state = check.model("_model", ("LinearMultiPAModel",) if k >= 3
+                                      else ("LinearPAModel",))
             check.keys(state, ("raw", "scale", "sq_norm"), "the linear model '_model'")
-            raw = check.array(state["raw"], "_model.raw", (d,))
+            raw = check.array(state["raw"], "_model.raw", (k, d) if k >= 3 else (d,))
             scale = check.float(state["scale"], "_model.scale", 0.0, open_lo=True)
             with np.errstate(over="ignore"):
                 if not np.all(np.isfinite(scale * raw)):
@@ -319,10 +342,13 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
                            optional=tuple(k for k in state if k.startswith("exact_")))
                 sq_norm = check.float(state.get("exact_sq_norm"), "_model.exact_sq_norm", 0.0)
                 engine = check.engine(state.get("exact_engine"), "_model.exact_engine")
-                rest = {k: v for k, v in substate(state, "exact_").items()
-                        if k not in ("sq_norm", "engine")}
+                rest = {key: v for key, v in substate(state, "exact_").items()
+                        if key not in ("sq_norm", "engine")}
                 policy = budget_code(resolve_budget_policy(self.budget_policy, self.kernel, name))
-                rest = check.fitted_expansion(rest, "_model.exact", 0, int(policy))
+                if k >= 3:
+                    rest = check.multi_expansion(rest, "_model.exact", 0, int(policy), k)
+                else:
+                    rest = check.fitted_expansion(rest, "_model.exact", 0, int(policy))
                 if len(rest["coef"]) >= D:
                     check.fail(f"the exact phase holds {len(rest['coef'])} centres; "
                                f"n_components = {D}")
@@ -334,26 +360,33 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
             else:
                 check.fail(f"_model.phase = {phase!r} is neither 'exact' nor 'linear'")
         else:
-            kind, state = check.model("_model", ("KernelPAModel",))
-            sq_norm = check.float(state.get("sq_norm"), "_model.sq_norm", 0.0)
+            kind, state = check.model("_model", ("KernelMultiPAModel",) if k >= 3
+                                      else ("KernelPAModel",))
+            sq_norm = state.get("sq_norm")
+            if not (k >= 3 and isinstance(sq_norm, float) and np.isnan(sq_norm)):
+                sq_norm = check.float(sq_norm, "_model.sq_norm", 0.0)   # NaN: not tracked
             engine = check.engine(state.get("engine"), "_model.engine")
-            rest = {k: v for k, v in state.items() if k not in ("sq_norm", "engine")}
+            rest = {key: v for key, v in state.items() if key not in ("sq_norm", "engine")}
             policy = int(budget_code(resolve_budget_policy(self.budget_policy, self.kernel, name)))
-            state = dict(check.fitted_expansion(rest, "_model", int(self.budget or 0), policy),
-                         sq_norm=sq_norm, engine=engine)
+            budget = int(self.budget or 0)
+            if k >= 3:          # one coefficient vector per centre
+                rest = check.multi_expansion(rest, "_model", budget, policy, k)
+            else:
+                rest = check.fitted_expansion(rest, "_model", budget, policy)
+            state = dict(rest, sq_norm=sq_norm, engine=engine)
         built["_model"] = (kind, state)
-        check.binary_labels()
         return built
 
     @classmethod
     def _state_classes(cls):
-        return (LinearPAModel, KernelPAModel, FeaturePAModel, NystroemPAModel)
+        return (LinearPAModel, KernelPAModel, FeaturePAModel, NystroemPAModel,
+                LinearMultiPAModel, KernelMultiPAModel)
 
     def _models(self):
         return (self._model,)
 
     def _fitted_with(self):
-        if isinstance(self._model, LinearPAModel):
+        if isinstance(self._model, (LinearPAModel, LinearMultiPAModel)):
             return [("kernel", "linear")]
         if isinstance(self._model, FeaturePAModel):
             fmap = self._model.fmap
@@ -368,7 +401,7 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
         return expansion_fitted_with(self, self._model.expansion)
 
     def _check_size(self):
-        if isinstance(self._model, KernelPAModel) and self.budget is None:
+        if isinstance(self._model, (KernelPAModel, KernelMultiPAModel)) and self.budget is None:
             expansion = self._model.expansion
             work = expansion.n_support * expansion.n_features
             _warnings.warn_size(
@@ -380,7 +413,11 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
 
     def _learn(self, X, y):
         n = X.shape[0]
-        scores = np.empty(n, dtype=np.float64)
+        if is_multiclass(self._multiclass_model()):     # y: class indices; scores (n, k)
+            y = np.ascontiguousarray(y, dtype=np.intp)
+            scores = np.empty((n, self._model.n_classes), dtype=np.float64)
+        else:
+            scores = np.empty(n, dtype=np.float64)
         events = np.empty(n, dtype=np.int8)
         rule = (int(REGULARIZATIONS[self.regularization]), int(VARIANTS[self.variant]),
                 float(self.C), float(self.alpha), float(self.beta), self.update == "mistake")
@@ -402,8 +439,33 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
         return scores
 
     def _stream_loss(self, scores, y):
-        """The hinge loss max(0, 1 - y f_t(x_t)) of every prediction (PA's loss)."""
-        return loss_value("hinge", self._encode(np.asarray(y)) * np.asarray(scores))
+        """The hinge loss max(0, 1 - m) of every prediction (PA's loss): m = y f_t(x_t), or
+        with k classes the margin s_y - max_{c != y} s_c (docs/multiclass-pa.md)."""
+        scores = np.asarray(scores, dtype=np.float64)
+        if scores.ndim == 2:        # a class unknown at a row scores 0 there (okl._labels)
+            return multiclass_loss("hinge", np.where(np.isfinite(scores), scores, 0.0),
+                                   np.searchsorted(self.classes_, np.asarray(y)))
+        if len(self.classes_) < 2:
+            return np.zeros(len(scores))
+        return loss_value("hinge", self._encode(np.asarray(y)) * scores)
+
+    def _add_class(self, position):
+        """A new class at `position` of classes_: a zero score function; at the third class
+        the binary model first becomes (-f/2, f/2), the same decisions and the same ||f||^2
+        (docs/multiclass-pa.md, section 4).  A new model object, so a failed call's undo
+        restores the old one."""
+        model = self._model
+        if not is_multiclass(model):
+            model = model.to_multiclass()
+        self._model = model.with_class(position)
+
+    def _multiclass_model(self):
+        """The model, on k >= 3 classes when classes_ holds them (a fresh model built binary
+        before `classes_` was known becomes k zero score functions)."""
+        k = len(self.classes_)
+        if k >= 3 and not is_multiclass(self._model):
+            self._model = with_classes(self._model, k)
+        return self._model
 
     # -- the fitted model ---------------------------------------------------------------------
 
@@ -424,16 +486,20 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
             raise AttributeError(f"{name} exists for exact kernel models only; with "
                                  f"approximation={self.approximation!r} the model is f(x) = "
                                  "<w, z(x)> on fixed-size features.")
-        if not isinstance(self._model, KernelPAModel):
+        if not isinstance(self._model, (KernelPAModel, KernelMultiPAModel)):
             raise AttributeError(f"{name} exists for kernel models only; a linear model is "
                                  "f(x) = coef_ . x.")
         return self._model.expansion
 
     @property
     def sq_norm_(self):
-        """||w||_2^2 (||f||_K^2 for kernels), kept incrementally."""
+        """||w||_2^2 (||f||_K^2 for kernels), kept incrementally; with k >= 3 classes
+        ``2 sum_c ||f_c||^2`` (docs/multiclass-pa.md), computed when not tracked."""
         check_is_fitted(self, "t_")
-        return self._model.sq_norm
+        sq_norm = self._model.sq_norm
+        if np.isnan(sq_norm):           # a multiclass kernel model after a budget eviction
+            return self._model.exact_sq_norm()
+        return sq_norm
 
     @property
     def n_support_(self):
@@ -452,8 +518,11 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
 
     @property
     def coef_(self):
-        """The weights w of f(x) = w.x, shape (1, n_features_in_) (linear kernel only)."""
+        """The weights w of f(x) = w.x, shape (1, n_features_in_), or W of the scores
+        s = W x, shape (k, n_features_in_) with k >= 3 classes (linear kernel only)."""
         check_is_fitted(self, "t_")
+        if isinstance(self._model, LinearMultiPAModel):
+            return self._model.coef
         if not isinstance(self._model, LinearPAModel):
             raise AttributeError(
                 "coef_ exists for kernel='linear' only; a kernel model is "

@@ -5,6 +5,7 @@ written on the true coefficients (no lazy scale).
 """
 import numpy as np
 
+from okl._numpy.codes import Loss
 from okl._numpy.losses import derivative
 
 
@@ -32,3 +33,49 @@ def fit_chunk(expansion, X, y, eta, lam, lipschitz, n_centers, loss, pred_out, e
                 return i
             a -= (step * g) * k
     return -1
+
+
+def gradient(loss, s, y):
+    """d loss / d s: the softmax's p - e_y ("logistic"), else phi'_-(s_y - s_r) (e_y - e_r)."""
+    k = len(s)
+    if int(loss["kind"]) == Loss.LOGISTIC:
+        p = np.exp(s - s.max())
+        g = p / p.sum()
+        g[y] -= 1.0
+        return g
+    g = np.zeros(k)
+    if k > 1:
+        r = int(np.argmax(np.where(np.arange(k) == y, -np.inf, s)))
+        g[y] = derivative(loss, s[y] - s[r])
+        g[r] = -g[y]
+    return g
+
+
+def fit_multi_chunk(expansion, A, scale, X, y, eta, lam, lipschitz, n_centers, loss,
+                    score_out, eta_out, kk_out):
+    """Twin of _core/_coefreg.pyx's `fit_multi_chunk` on the true coefficients A (m, k),
+    updated in place: A_{t+1} = (1 - eta_t lam) A_t - (eta_t / 2) k_t g_t^T.
+    Returns (failed, 1.0)."""
+    A *= scale
+    expansion.reserve(max(0, min(len(X), n_centers - expansion.n_support)))
+    for i, x in enumerate(X):
+        if expansion.n_support < n_centers:
+            expansion.add(x, 0.0)               # x_t is a centre from now on, A_j = 0
+        kv = expansion.values(x)
+        m = len(kv)
+        s = kv @ A[:m]
+        score_out[i] = s
+        if not np.all(np.isfinite(s)):
+            return i, 1.0
+        kk_out[i] = kv @ kv
+        step = eta[i]
+        if lipschitz > 0:
+            step = min(step, 1.0 / (lipschitz * kk_out[i] + lam))
+        eta_out[i] = step
+        g = gradient(loss, s, int(y[i]))
+        A *= max(1.0 - step * lam, 0.0)
+        h = -0.5 * step * g
+        if not np.all(np.isfinite(h)):
+            return i, 1.0
+        A[:m] += np.outer(kv, h)
+    return -1, 1.0

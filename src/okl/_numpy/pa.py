@@ -158,3 +158,102 @@ def fit_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake,
             ww = max(ww_new + expansion.norm_change, 0.0)
         event_out[i] = event
     return -1, ww
+
+
+def margin(s, y):
+    """(s_y - max_{c != y} s_c, r): r the first best wrong class (+inf, -1 when k < 2)."""
+    if len(s) < 2:
+        return np.inf, -1
+    wrong = np.where(np.arange(len(s)) == y, -np.inf, s)
+    r = int(np.argmax(wrong))
+    return s[y] - s[r], r
+
+
+def fit_multi(W, scale, ww, X, y, reg, variant, C, alpha, beta, mistake, sigma,
+              score_out, event_out, kxx=None):
+    """The multiclass loop of _core/_pa.pyx (`fit_multi_dense` / `fit_multi_csr`) on the
+    (k, d) weights W, updated in place; ww = 2 ||W||_F^2.  Returns (failed, 1.0, ww).
+
+    The step is the binary one on V = sqrt(2) W and the row (e_y - e_r) x / sqrt(2):
+    W_{t+1} = cv W_t + (ca / 2) (e_y - e_r) x (docs/multiclass-pa.md).
+    """
+    W *= scale
+    for i, x in enumerate(_rows(X)):
+        s = W @ x
+        score_out[i] = s
+        if not np.all(np.isfinite(s)):
+            return i, 1.0, ww
+        yi = int(y[i])
+        m, r = margin(s, yi)
+        event = Event.PASSIVE
+        if violated(mistake, m):
+            e = _exponent(x)
+            if reg == Regularization.L1:
+                e = 0 if -500 < e < 500 else e
+                a = np.zeros_like(W)
+                with np.errstate(over="ignore"):
+                    a[yi] = np.ldexp(x, -e)
+                    a[r] = -a[yi]
+                    new = projections.halfspace_l1_ball(W.ravel(), a.ravel(), np.ldexp(1.0, -e),
+                                                        beta)
+                if new is None:
+                    event = Event.INFEASIBLE
+                else:
+                    W[:] = new.reshape(W.shape)
+                    event, ww = Event.UPDATED, 2.0 * (new @ new)
+            else:
+                u = np.ldexp(x, -e)
+                uu = u @ u
+                uk = uu if kxx is None else np.ldexp(kxx[i], -2 * e)
+                event, cv, cas = scaled_coefs(reg, variant, C, alpha, beta, m, uk, e, ww)
+                if event == Event.UPDATED:
+                    with np.errstate(over="ignore", invalid="ignore"):
+                        ww_new = cv * cv * ww + 2.0 * cv * cas * np.ldexp(m, -e) + cas * cas * uu
+                    if not (np.isfinite(cas) and np.isfinite(ww_new)):
+                        return i, 1.0, ww
+                    ww = max(ww_new, 0.0)
+                    W *= cv
+                    W[yi] += 0.5 * cas * u
+                    W[r] -= 0.5 * cas * u
+            if event == Event.UPDATED and sigma > 0.0:
+                flat = projections.truncate_smallest(W.ravel(), 0.5 * sigma)
+                W[:] = flat.reshape(W.shape)
+                ww = 2.0 * (flat @ flat)
+        event_out[i] = event
+    return -1, 1.0, ww
+
+
+def fit_multi_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake,
+                     score_out, event_out):
+    """Twin of `fit_multi_kernel` of _core/_pa.pyx on a NumpyMultiExpansion; (failed, ww)."""
+    p = expansion.kernel_params
+    kernel = (p["kernel"], p["gamma"], p["degree"], p["coef0"])
+    k = expansion.n_classes
+    expansion.reserve(len(X))
+    for i, x in enumerate(X):
+        kxx = kernel_values(*kernel, x[None], x)[0]
+        s = expansion.scores(x)
+        score_out[i] = s
+        if not np.all(np.isfinite(s)):
+            return i, ww
+        yi = int(y[i])
+        m, r = margin(s, yi)
+        event = Event.PASSIVE
+        if violated(mistake, m):
+            event, cv, ca = coefs(reg, variant, C, alpha, beta, m, kxx, ww)
+        if event == Event.UPDATED:
+            ww_new = cv * cv * ww + 2.0 * cv * ca * m + ca * ca * kxx
+            expansion.shrink(cv)
+            before = expansion.n_support
+            a = np.zeros(k)
+            a[yi], a[r] = 0.5 * ca, -0.5 * ca
+            if not expansion.add(x, a):
+                return i, ww
+            if expansion.n_support > before:
+                ww = max(ww_new, 0.0) if np.isfinite(ww_new) else np.nan
+            elif reg == Regularization.L2:     # a budget eviction: the norm, exactly
+                ww = 2.0 * expansion.sq_norm()
+            else:
+                ww = np.nan
+        event_out[i] = event
+    return -1, ww
