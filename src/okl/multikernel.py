@@ -21,7 +21,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from okl import _locks, _warnings
 from okl._base import Diverged, OnlineLearner, check_X, one_row, params_changed
-from okl._binary import BinaryClassifierMixin
+from okl._labels import LabelsMixin
 from okl._core._multikernel import MultiKernel, MultiKernelEvents
 from okl._engines import ENGINES
 from okl._numpy.codes import StepSize
@@ -293,7 +293,7 @@ class MultiKernelMixin:
         d, t = out["n_features_in_"], out["t_"]
         labels = ("classes_",) if self._task == CLASSIFY else ()
         check.keys(attrs, ("n_features_in_", "t_", "n_support_", "seed_") + labels,
-                   f"{name}'s attributes", optional=("_row_keys",))
+                   f"{name}'s attributes", optional=("_row_keys", "fixed_classes_"))
         if "_row_keys" in attrs:
             keys = attrs["_row_keys"]
             if (not isinstance(keys, list) or len(keys) != d
@@ -364,7 +364,7 @@ def _with_params(cls):
 
 @loadable
 @_with_params
-class MultiKernelClassifier(MultiKernelMixin, BinaryClassifierMixin, ClassifierMixin,
+class MultiKernelClassifier(MultiKernelMixin, LabelsMixin, ClassifierMixin,
                             OnlineLearner):
     """Binary classification by many Gaussian kernel learners at once, combined by Hedge.
 
