@@ -63,8 +63,9 @@ def average_expansions(expansions):
     k = len(states)
     first = states[0]
     for s in states[1:]:
-        for name in ("n_features", "kernel", "gamma", "degree", "coef0", "budget", "policy"):
-            if s[name] != first[name]:
+        for name in ("n_features", "kernel", "gamma", "degree", "coef0", "nu", "budget",
+                     "policy"):
+            if s.get(name) != first.get(name):
                 raise ValueError(f"the expansions differ in {name} ({first[name]!r} and "
                                  f"{s[name]!r}): only models of the same kernel average.")
     order = [_age_order(s) for s in states]
@@ -80,7 +81,7 @@ def average_expansions(expansions):
         centers, coef = centers[keep], summed[inverse[keep]]
     cls = type(expansions[0])
     out = cls(first["n_features"], first["kernel"], first["gamma"], first["degree"],
-              first["coef0"], first["budget"], first["policy"])
+              first["coef0"], first["budget"], first["policy"], nu=first.get("nu", 1.5))
     out.reserve(len(coef) if not first["budget"] else min(len(coef), first["budget"]))
     for x, a in zip(centers, coef):
         out.add(np.ascontiguousarray(x), float(a))
@@ -235,7 +236,7 @@ def _function_divergence(model, reference, kind):
     if kind == "fixed-centres":
         from okl.kernels import kernel_matrix
         kp = {"kernel": model.kernel, "gamma": model.gamma, "degree": model.degree,
-              "coef0": model.coef0}
+              "coef0": model.coef0, "nu": getattr(model, "nu", 1.5)}
         c = mine.coef_ - ref.coef_
         return float(max(c @ kernel_matrix(mine.centers_, **kp) @ c, 0.0))
     a, b = mine.get_state(), ref.get_state()

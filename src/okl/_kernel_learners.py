@@ -60,6 +60,8 @@ def expansion_fitted_with(estimator, expansion):
     names = {int(row.code): name for name, row in KERNELS.items()}
     out = [("kernel", names.get(params["kernel"])), ("gamma", params["gamma"]),
            ("degree", params["degree"]), ("coef0", params["coef0"])]
+    if hasattr(estimator, "nu"):
+        out.append(("nu", params["nu"]))
     if hasattr(estimator, "budget"):
         out.append(("budget", expansion.budget or None))
     if hasattr(estimator, "budget_policy") and expansion.budget:
@@ -96,7 +98,7 @@ class KernelModelMixin:
         return expansion_class(self)(
             n_features, int(kernel_code(self.kernel)), float(self._kernel_gamma()),
             int(self.degree), float(self.coef0), int(getattr(self, "budget", None) or 0),
-            int(budget_code(policy)))
+            int(budget_code(policy)), nu=float(getattr(self, "nu", 1.5)))
 
     def _engine_expansion(self):
         """The expansion, converted if `engine` was changed since it was built."""
@@ -113,7 +115,8 @@ class KernelModelMixin:
         model = self._expansion
         if isinstance(model, FeatureModel):
             return [("kernel", model.kernel), ("gamma", model.gamma), ("degree", model.degree),
-                    ("coef0", model.coef0), ("approximation", model.approximation),
+                    ("coef0", model.coef0), ("nu", model.nu),
+                    ("approximation", model.approximation),
                     ("n_components", model.n_components)]
         return expansion_fitted_with(self, model)
 
@@ -256,7 +259,7 @@ class PointwiseMixin(KernelModelMixin):
             self._expansion = FeatureModel(
                 self.approximation, X.shape[1], self.kernel, int(kernel_code(self.kernel)),
                 float(self._kernel_gamma()), self.degree, self.coef0, self.n_components,
-                self.random_state, self.engine)
+                self.random_state, self.engine, getattr(self, "nu", 1.5))
         else:
             self._expansion = self._new_expansion(X.shape[1])
         self.t_ = 0

@@ -242,12 +242,12 @@ class StateCheck:
         name = f"the expansion {key!r}"
         self.keys(state, ("n_features", "budget", "policy", "scale", "n_rescale", "next_slot",
                            "kernel", "gamma", "degree", "coef0", "centers", "coef", "sqnorms"),
-                  name)
+                  name, optional=("nu",))           # saves before the Matern kernel lack nu
         self.equal(state["n_features"], d, f"{key}.n_features")
         self.equal(state["kernel"], int(kernel_code(kernel["kernel"])), f"{key}.kernel")
-        for field in ("gamma", "coef0"):
-            self.equal(self.float(state[field], f"{key}.{field}"), float(kernel[field]),
-                        f"{key}.{field}")
+        for field in ("gamma", "coef0", "nu"):
+            self.equal(self.float(state.get(field, 1.5), f"{key}.{field}"),
+                       float(kernel.get(field, 1.5)), f"{key}.{field}")
         self.equal(self.int(state["degree"], f"{key}.degree", 1, C_INT_MAX), int(kernel["degree"]),
                     f"{key}.degree")
         self.equal(self.int(state["budget"], f"{key}.budget", 0, C_INT_MAX), budget,
@@ -279,7 +279,7 @@ class StateCheck:
         """Check the state of a FeatureModel (okl._feature_model) against the estimator."""
         self.keys(state, ("approximation", "n_features", "kernel", "kernel_code", "gamma", "degree",
                            "coef0", "n_components", "engine", "phase"), "the feature model",
-                   optional=tuple(k for k in state
+                   optional=("nu",) + tuple(k for k in state
                                   if k.startswith(("linear_", "fmap_", "expansion_"))))
         self.equal(state["approximation"], self.est.approximation, "_expansion.approximation")
         self.equal(state["n_features"], d, "_expansion.n_features")
@@ -288,6 +288,8 @@ class StateCheck:
                    "_expansion.kernel_code")
         self.equal(self.float(state["gamma"], "_expansion.gamma"), float(gamma),
                     "_expansion.gamma")
+        self.equal(self.float(state.get("nu", 1.5), "_expansion.nu"),
+                   float(getattr(self.est, "nu", 1.5)), "_expansion.nu")
         D = self.int(state["n_components"], "_expansion.n_components", 1, C_INT_MAX)
         self.equal(D, self.est.n_components, "_expansion.n_components")
         self.engine(state["engine"], "_expansion.engine")
@@ -298,7 +300,7 @@ class StateCheck:
             est = self.est
             rest = self.expansion(rest, "_expansion.expansion", d,
                                   dict(kernel=est.kernel, gamma=est.gamma, degree=est.degree,
-                                       coef0=est.coef0), 0, 0)
+                                       coef0=est.coef0, nu=getattr(est, "nu", 1.5)), 0, 0)
             if len(rest["coef"]) != n_support or n_support >= D:
                 self.fail(f"the exact phase holds {len(rest['coef'])} centres; n_support_ = "
                            f"{n_support}, n_components = {D}")
@@ -327,7 +329,8 @@ class StateCheck:
         fmap = ("kind", "kernel", "gamma", "n_components", "n_features", "W", "b") if fourier \
             else ("kind", "kernel", "gamma", "degree", "coef0", "tol", "landmarks")
         check.keys(state, ("linear_raw", "linear_scale", "linear_sq_norm")
-                   + tuple("fmap_" + k for k in fmap), "the feature model '_model'")
+                   + tuple("fmap_" + k for k in fmap), "the feature model '_model'",
+                   optional=("fmap_nu",))
         raw = check.array(state["linear_raw"], "_model.linear_raw", (None,))
         scale = check.float(state["linear_scale"], "_model.linear_scale", 0.0, open_lo=True)
         with np.errstate(over="ignore"):
@@ -339,9 +342,11 @@ class StateCheck:
         gamma = float(self.out.get("gamma_", est.gamma))
         check.equal(check.float(state["fmap_gamma"], "_model.fmap_gamma"), gamma,
                     "_model.fmap_gamma")
+        nu = float(getattr(est, "nu", 1.5))
+        check.equal(check.float(state.get("fmap_nu", 1.5), "_model.fmap_nu"), nu, "_model.fmap_nu")
         out = dict(linear_raw=raw, linear_scale=scale, linear_sq_norm=sq_norm,
                    fmap_kind=est.approximation, fmap_kernel=int(kernel_code(est.kernel)),
-                   fmap_gamma=gamma)
+                   fmap_gamma=gamma, fmap_nu=nu)
         if fourier:
             check.equal(state["fmap_n_components"], D, "_model.fmap_n_components")
             check.equal(state["fmap_n_features"], d, "_model.fmap_n_features")
@@ -358,7 +363,7 @@ class StateCheck:
         try:                    # the map itself: K_LL's eigendecomposition, r <= D components
             with np.errstate(all="ignore"):
                 built = NystroemFeatures(landmarks, est.kernel, gamma, est.degree,
-                                         est.coef0, tol)
+                                         est.coef0, tol, nu)
         except (ValueError, ArithmeticError, np.linalg.LinAlgError):
             check.fail("the Nystroem landmarks give no valid feature map")
         if not np.all(np.isfinite(built.components)):
@@ -418,7 +423,7 @@ class StateCheck:
         """`expansion` against the estimator's kernel (gamma='scale': its fitted gamma_)."""
         est = self.est
         params = {"kernel": est.kernel, "gamma": est.gamma, "degree": est.degree,
-                  "coef0": est.coef0}
+                  "coef0": est.coef0, "nu": getattr(est, "nu", 1.5)}
         if isinstance(params["gamma"], str):
             if "gamma_" not in self.out:
                 self.fail("gamma='scale' needs the fitted gamma_")

@@ -25,7 +25,7 @@ from okl._params import (
     STEP_CONSTRAINTS, Interval, Options, budget_constraints, kernel_constraints,
 )
 from okl._persist import C_INT_MAX, loadable
-from okl.kernels import kernel_code
+from okl.kernels import kernel_code, kernel_params
 from okl.losses import MARGIN_LOSSES, lipschitz_at_origin, loss_spec, slope_at_origin
 from okl.schedules import step_numbers, step_sizes
 
@@ -66,6 +66,7 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
     {gamma}
     {degree}
     {coef0}
+    {nu}
     loss : {"hinge", "squared_hinge", "logistic", "least_squares", "exponential"}, default="hinge"
         Margin loss phi(m) of m = y f(x), with left derivatives; see `okl.losses`.
     lam : float >= 0, default=1e-3
@@ -159,7 +160,7 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
     #: expected_failed_checks=est.expected_failed_checks)``.
     expected_failed_checks = ONLINE_WEIGHT_CHECKS
 
-    def __init__(self, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0, loss="hinge",
+    def __init__(self, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0, nu=1.5, loss="hinge",
                  lam=1e-3, eta="auto", eta_decay=0.5, budget=None, budget_policy="auto",
                  approximation=None, n_components=100, random_state=None, fit_intercept=True,
                  classes=None, verbose=False, engine="cython"):
@@ -167,6 +168,7 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
+        self.nu = nu
         self.loss = loss
         self.lam = lam
         self.eta = eta
@@ -235,6 +237,7 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
     {gamma_plain}
     {degree}
     {coef0}
+    {nu}
     loss : {"hinge", "squared_hinge", "logistic", "least_squares", "exponential"}, default="hinge"
         Margin loss phi(m) of m = y f(x), with left derivatives (the paper's
         hinge-loss example is Corollary 3).
@@ -320,14 +323,15 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
     }
 
     def __init__(self, centers=None, n_centers=100, kernel="gaussian", gamma=1.0, degree=3,
-                 coef0=0.0, loss="hinge", lam=0.01, eta="auto", eta_decay=0.75, classes=None,
-                 verbose=False, engine="cython"):
+                 coef0=0.0, nu=1.5, loss="hinge", lam=0.01, eta="auto", eta_decay=0.75,
+                 classes=None, verbose=False, engine="cython"):
         self.centers = centers
         self.n_centers = n_centers
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
+        self.nu = nu
         self.loss = loss
         self.lam = lam
         self.eta = eta
@@ -339,8 +343,8 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
     def _start(self, X, y):
         n_features = X.shape[1]
         self._fit_gamma(X)
-        kernel = dict(kernel=int(kernel_code(self.kernel)), gamma=float(self._kernel_gamma()),
-                      degree=int(self.degree), coef0=float(self.coef0))
+        kernel = kernel_params(self.kernel, gamma=self._kernel_gamma(), degree=self.degree,
+                               coef0=self.coef0, nu=self.nu)
         if self.centers is None:
             centers = np.empty((0, n_features))
             self.n_centers_ = int(self.n_centers)
