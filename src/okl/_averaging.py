@@ -10,7 +10,7 @@ import numpy as np
 
 from okl._kernel_learners import PointwiseMixin
 from okl._engines import ENGINES, engine_of
-from okl._pa_models import KernelPAModel, LinearPAModel
+from okl._pa_models import FeaturePAModel, KernelPAModel, LinearPAModel
 
 __all__ = ["average_models", "divergence"]
 
@@ -19,14 +19,16 @@ __all__ = ["average_models", "divergence"]
 
 def _kind(model):
     """'expansion' (f = sum a_i K(x_i, .)), 'features' (f = <w, z(x)>), 'pa-linear',
-    'pa-kernel' or 'fixed-centres'."""
+    'pa-kernel', 'pa-features' (the PA's f = <w, z(x)>) or 'fixed-centres'."""
     from okl.classification import CoefficientRegularizedClassifier
     from okl.passive_aggressive import RegularizedPAClassifier
 
+    if isinstance(model, RegularizedPAClassifier):
+        if isinstance(model._model, LinearPAModel):
+            return "pa-linear"
+        return "pa-kernel" if isinstance(model._model, KernelPAModel) else "pa-features"
     if getattr(model, "approximation", None) is not None:
         return "features"
-    if isinstance(model, RegularizedPAClassifier):
-        return "pa-linear" if isinstance(model._model, LinearPAModel) else "pa-kernel"
     if isinstance(model, CoefficientRegularizedClassifier):
         return "fixed-centres"
     if isinstance(model, PointwiseMixin):
@@ -66,8 +68,8 @@ def average_expansions(expansions):
         for name in ("n_features", "kernel", "gamma", "degree", "coef0", "nu", "budget",
                      "policy"):
             if s.get(name) != first.get(name):
-                raise ValueError(f"the expansions differ in {name} ({first[name]!r} and "
-                                 f"{s[name]!r}): only models of the same kernel average.")
+                raise ValueError(f"the expansions differ in {name} ({first.get(name)!r} and "
+                                 f"{s.get(name)!r}): only models of the same kernel average.")
     order = [_age_order(s) for s in states]
     centers = np.concatenate([s["centers"][o] for s, o in zip(states, order)]).reshape(
         -1, first["n_features"])
@@ -88,21 +90,29 @@ def average_expansions(expansions):
     return out
 
 
+def _pa_features(model):
+    """The `FeaturePAModel` of a RegularizedPAClassifier with an approximation (None: NOGD's
+    exact phase)."""
+    return model if isinstance(model, FeaturePAModel) else model.features
+
+
 def _feature_weights(feature_models):
-    """The weight vectors of fixed-size feature models that share one feature map."""
-    first = feature_models[0]
+    """The weight vectors of fixed-size feature models that share one feature map
+    (`FeatureModel`s of the pointwise learners or `FeaturePAModel`s of the PA; None is a
+    Nystroem model still in its exact phase)."""
     for f in feature_models:
-        if f.linear is None:
+        if f is None or f.linear is None:
             raise ValueError(
                 "a Nystroem model averages once it holds its n_components landmarks; this one "
                 "is still in its exact phase. Learn more events before averaging.")
-        a, b = first.fmap.get_state(), f.fmap.get_state()
+        a, b = feature_models[0].fmap.get_state(), f.fmap.get_state()
         if a.keys() != b.keys() or not all(np.array_equal(a[key], b[key]) for key in a):
             raise ValueError(
                 "the feature models use different feature maps (random features need the same "
                 "random_state; Nystroem landmarks differ between workers), so their weights "
                 "cannot be averaged. Use approximation='fourier' with one random_state.")
-    return [np.asarray(f.linear.coef_, dtype=np.float64) for f in feature_models]
+    return [np.asarray(f.linear.coef if isinstance(f, FeaturePAModel) else f.linear.coef_,
+                       dtype=np.float64) for f in feature_models]
 
 
 def average_features(feature_models):
@@ -121,8 +131,10 @@ def average_models(models):
     ----------
     models : sequence of fitted estimators
         OnlineKernelRegressor, OnlineKernelClassifier, RegularizedPAClassifier
-        (linear or kernel) or CoefficientRegularizedClassifier with given
-        ``centers``; all of one class, with equal parameters and classes.
+        (linear, kernel, or with an approximation: one feature map, so one
+        ``random_state`` or shared Nystroem landmarks) or
+        CoefficientRegularizedClassifier with given ``centers``; all of one
+        class, with equal parameters and classes.
 
     Returns
     -------
@@ -184,6 +196,10 @@ def average_models(models):
         expansion = average_expansions([m._model._on(m.engine) for m in models])
         out._model = KernelPAModel(expansion)
         out._model.sq_norm = float(expansion.sq_norm())
+    elif kind == "pa-features":         # the mean weight vector on the shared feature map
+        w = sum(_feature_weights([_pa_features(m._model) for m in models])) / k
+        linear = _pa_features(out._model).linear
+        linear.raw, linear.scale, linear.sq_norm = np.array(w, dtype=np.float64), 1.0, float(w @ w)
     elif kind == "pa-linear":
         w = sum(m._model.coef for m in models) / k
         out._model = LinearPAModel(len(w))
@@ -225,6 +241,9 @@ def divergence(model, reference):
 def _function_divergence(model, reference, kind):
     if kind == "features":
         w, w_ref = _feature_weights([model._expansion, reference._expansion])
+        return float((w - w_ref) @ (w - w_ref))
+    if kind == "pa-features":
+        w, w_ref = _feature_weights([_pa_features(model._model), _pa_features(reference._model)])
         return float((w - w_ref) @ (w - w_ref))
     if kind == "pa-linear":
         d = model._model.coef - reference._model.coef
