@@ -11,6 +11,7 @@ import numpy as np
 from okl._kernel_learners import PointwiseMixin
 from okl._engines import ENGINES, engine_of
 from okl._pa_models import FeaturePAModel, KernelPAModel, LinearPAModel
+from okl.kernels import KERNEL_PARAMS
 
 __all__ = ["average_models", "divergence"]
 
@@ -65,8 +66,7 @@ def average_expansions(expansions):
     k = len(states)
     first = states[0]
     for s in states[1:]:
-        for name in ("n_features", "kernel", "gamma", "degree", "coef0", "nu", "budget",
-                     "policy"):
+        for name in ("n_features", "kernel", *KERNEL_PARAMS, "budget", "policy"):
             if s.get(name) != first.get(name):
                 raise ValueError(f"the expansions differ in {name} ({first.get(name)!r} and "
                                  f"{s.get(name)!r}): only models of the same kernel average.")
@@ -81,9 +81,9 @@ def average_expansions(expansions):
         np.add.at(summed, inverse, coef)
         keep = np.sort(index)                             # first appearance keeps the age order
         centers, coef = centers[keep], summed[inverse[keep]]
-    cls = type(expansions[0])
-    out = cls(first["n_features"], first["kernel"], first["gamma"], first["degree"],
-              first["coef0"], first["budget"], first["policy"], nu=first.get("nu", 1.5))
+    cls = type(expansions[0])         # empty, with the first one's kernel, budget and policy
+    out = cls.from_state(dict(first, scale=1.0, n_rescale=0, next_slot=0, coef=np.empty(0),
+                              centers=np.empty((0, first["n_features"])), sqnorms=np.empty(0)))
     out.reserve(len(coef) if not first["budget"] else min(len(coef), first["budget"]))
     for x, a in zip(centers, coef):
         out.add(np.ascontiguousarray(x), float(a))
@@ -254,8 +254,8 @@ def _function_divergence(model, reference, kind):
         mine, ref = model._engine_expansion(), reference._engine_expansion()
     if kind == "fixed-centres":
         from okl.kernels import kernel_matrix
-        kp = {"kernel": model.kernel, "gamma": model.gamma, "degree": model.degree,
-              "coef0": model.coef0, "nu": getattr(model, "nu", 1.5)}
+        kp = {name: getattr(model, name) for name in ("kernel", *KERNEL_PARAMS)
+              if hasattr(model, name)}
         c = mine.coef_ - ref.coef_
         return float(max(c @ kernel_matrix(mine.centers_, **kp) @ c, 0.0))
     a, b = mine.get_state(), ref.get_state()

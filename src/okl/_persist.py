@@ -19,7 +19,7 @@ import numpy as np
 from okl._feature_maps import NystroemFeatures
 from okl._numpy.codes import BudgetPolicy
 from okl._params import InvalidParameterError
-from okl.kernels import kernel_code
+from okl.kernels import KERNEL_PARAMS, kernel_code
 
 FORMAT = 1
 INT_MAX = 2 ** 62           # counters; array sizes are bounded by the file itself
@@ -245,11 +245,13 @@ class StateCheck:
                   name, optional=("nu",))           # saves before the Matern kernel lack nu
         self.equal(state["n_features"], d, f"{key}.n_features")
         self.equal(state["kernel"], int(kernel_code(kernel["kernel"])), f"{key}.kernel")
-        for field in ("gamma", "coef0", "nu"):
-            self.equal(self.float(state.get(field, 1.5), f"{key}.{field}"),
-                       float(kernel.get(field, 1.5)), f"{key}.{field}")
-        self.equal(self.int(state["degree"], f"{key}.degree", 1, C_INT_MAX), int(kernel["degree"]),
-                    f"{key}.degree")
+        for field, default in KERNEL_PARAMS.items():        # every kernel parameter, by name
+            if field == "degree":
+                self.equal(self.int(state["degree"], f"{key}.degree", 1, C_INT_MAX),
+                           int(kernel["degree"]), f"{key}.degree")
+            else:
+                self.equal(self.float(state.get(field, default), f"{key}.{field}"),
+                           float(kernel.get(field, default)), f"{key}.{field}")
         self.equal(self.int(state["budget"], f"{key}.budget", 0, C_INT_MAX), budget,
                     f"{key}.budget")
         self.equal(self.int(state["policy"], f"{key}.policy", 0, max(map(int, BudgetPolicy))),
@@ -298,9 +300,7 @@ class StateCheck:
                 self.fail("only a 'nystroem' feature model has an exact phase")
             rest = substate(state, "expansion_")
             est = self.est
-            rest = self.expansion(rest, "_expansion.expansion", d,
-                                  dict(kernel=est.kernel, gamma=est.gamma, degree=est.degree,
-                                       coef0=est.coef0, nu=getattr(est, "nu", 1.5)), 0, 0)
+            rest = self.expansion(rest, "_expansion.expansion", d, self.kernel_of(est), 0, 0)
             if len(rest["coef"]) != n_support or n_support >= D:
                 self.fail(f"the exact phase holds {len(rest['coef'])} centres; n_support_ = "
                            f"{n_support}, n_components = {D}")
@@ -421,14 +421,18 @@ class StateCheck:
 
     def fitted_expansion(self, state, key, budget, policy):
         """`expansion` against the estimator's kernel (gamma='scale': its fitted gamma_)."""
-        est = self.est
-        params = {"kernel": est.kernel, "gamma": est.gamma, "degree": est.degree,
-                  "coef0": est.coef0, "nu": getattr(est, "nu", 1.5)}
+        params = self.kernel_of(self.est)
         if isinstance(params["gamma"], str):
             if "gamma_" not in self.out:
                 self.fail("gamma='scale' needs the fitted gamma_")
             params["gamma"] = self.out["gamma_"]
         return self.expansion(state, key, self.out["n_features_in_"], params, budget, policy)
+
+    @staticmethod
+    def kernel_of(est):
+        """The estimator's kernel and its parameters (those it has; `KERNEL_PARAMS`), by name."""
+        return dict({name: getattr(est, name) for name in KERNEL_PARAMS if hasattr(est, name)},
+                    kernel=est.kernel)
 
     def fitted_gamma(self, needed=True):
         """gamma_, stored exactly when gamma="scale" set it (`needed`: the kernel uses gamma)."""

@@ -25,7 +25,6 @@ from okl._params import (
     STEP_CONSTRAINTS, Interval, Options, budget_constraints, kernel_constraints,
 )
 from okl._persist import C_INT_MAX, loadable
-from okl.kernels import kernel_code, kernel_params
 from okl.losses import MARGIN_LOSSES, lipschitz_at_origin, loss_spec, slope_at_origin
 from okl.schedules import step_numbers, step_sizes
 
@@ -343,8 +342,7 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
     def _start(self, X, y):
         n_features = X.shape[1]
         self._fit_gamma(X)
-        kernel = kernel_params(self.kernel, gamma=self._kernel_gamma(), degree=self.degree,
-                               coef0=self.coef0, nu=self.nu)
+        kernel = self._kernel_params()
         if self.centers is None:
             centers = np.empty((0, n_features))
             self.n_centers_ = int(self.n_centers)
