@@ -8,7 +8,11 @@ learn", as progressive validation and a live stream do.  Labels:
 - "cython": okl's fused loop, ``partial_fit`` on the K rows at once (the
   predictions come out of the same loop); the reference of the ratios;
 - "event": ``predict_one(x)`` + ``learn_one(x, y)`` on a 1-D float64 row;
-  "event-dict": the same with a dict of feature name -> value; "okl-river":
+  "event-dict": the same with a dict of feature name -> value; "event-list",
+  "event-f32", "event-F": a Python list, a float32 row, a row of a
+  Fortran-ordered X (non-contiguous), in the group "one event row types" whose
+  reference is "event" (any row type should cost at most 1.5x a ready row);
+  "okl-river":
   the same through ``okl.river.to_river`` (river's protocol, dicts);
 - "row": ``predict(X[i:i+1])`` + ``partial_fit(X[i:i+1], y[i:i+1])`` on a ready
   C-contiguous float64 row; "row-list", "row-f32", "row-F": the same with a
@@ -119,6 +123,35 @@ def test_okl_one_event(benchmark, task, d, form):
             predict_one(x)
             learn_one(x, target)
     run(benchmark, task, d, form, loop)
+    assert est.n_support_ == M
+
+
+@pytest.mark.parametrize("d", [5, 20])
+@pytest.mark.parametrize("task", TASKS)
+@pytest.mark.parametrize("form", ["event", "event-list", "event-f32", "event-F", "event-dict"])
+def test_okl_event_row_types(benchmark, task, d, form):
+    est, X, y = warm_okl(task, d)
+    predict_one, learn_one = one_event_api(est)
+    if form == "event-dict":
+        est._row_keys = tuple(f"x{j}" for j in range(d))     # as if the first event was a dict
+        rows = dict_events(X, d)
+    elif form == "event-list":
+        rows = X.tolist()
+    elif form == "event-f32":
+        rows = list(X.astype(np.float32))
+    elif form == "event-F":
+        rows = list(np.asfortranarray(X))
+    else:
+        rows = list(X)
+    labels = y.tolist()
+
+    def loop():
+        for x, target in zip(rows, labels):
+            predict_one(x)
+            learn_one(x, target)
+    benchmark.group = f"one event row types {task:<14} d={d:<2d} m={M}"
+    benchmark.extra_info.update(label=form, steps=K, ref="event")
+    benchmark.pedantic(loop, rounds=7, iterations=1, warmup_rounds=1)
     assert est.n_support_ == M
 
 

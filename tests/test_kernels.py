@@ -4,6 +4,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
+from sklearn.gaussian_process.kernels import Matern
+
 from okl.kernels import KERNELS, kernel_diag, kernel_matrix
 
 rng = np.random.default_rng(0)
@@ -18,6 +20,9 @@ def direct(x, u, kernel, gamma, degree, coef0):
         return (gamma * (x @ u) + coef0) ** degree
     if kernel == "gaussian":
         return np.exp(-gamma * np.sum((x - u) ** 2))
+    if kernel == "matern":          # length scale 1 / sqrt(2 gamma), nu = 1.5 (the default)
+        return Matern(length_scale=1.0 / np.sqrt(2.0 * gamma), nu=1.5)(x[None], u[None])[0, 0]
+    assert kernel == "laplacian"
     return np.exp(-gamma * np.sum(np.abs(x - u)))
 
 

@@ -10,7 +10,10 @@ import numpy as np
 
 from okl._kernel_learners import PointwiseMixin
 from okl._engines import ENGINES, engine_of
-from okl._pa_models import KernelMultiPAModel, KernelPAModel, LinearMultiPAModel, LinearPAModel
+from okl._pa_models import (
+    FeaturePAModel, KernelMultiPAModel, KernelPAModel, LinearMultiPAModel, LinearPAModel,
+)
+from okl.kernels import KERNEL_PARAMS
 
 __all__ = ["average_models", "divergence"]
 
@@ -19,15 +22,17 @@ __all__ = ["average_models", "divergence"]
 
 def _kind(model):
     """'expansion' (f = sum a_i K(x_i, .)), 'features' (f = <w, z(x)>), 'pa-linear',
-    'pa-kernel' or 'fixed-centres'."""
+    'pa-kernel', 'pa-features' (the PA's f = <w, z(x)>) or 'fixed-centres'."""
     from okl.classification import CoefficientRegularizedClassifier
     from okl.passive_aggressive import RegularizedPAClassifier
 
+    if isinstance(model, RegularizedPAClassifier):
+        if isinstance(model._model, (LinearPAModel, LinearMultiPAModel)):
+            return "pa-linear"
+        return ("pa-kernel" if isinstance(model._model, (KernelPAModel, KernelMultiPAModel))
+                else "pa-features")
     if getattr(model, "approximation", None) is not None:
         return "features"
-    if isinstance(model, RegularizedPAClassifier):
-        return ("pa-linear" if isinstance(model._model, (LinearPAModel, LinearMultiPAModel))
-                else "pa-kernel")
     if isinstance(model, CoefficientRegularizedClassifier):
         return "fixed-centres"
     if isinstance(model, PointwiseMixin):
@@ -64,10 +69,10 @@ def average_expansions(expansions):
     k = len(states)
     first = states[0]
     for s in states[1:]:
-        for name in ("n_features", "kernel", "gamma", "degree", "coef0", "budget", "policy"):
-            if s[name] != first[name]:
-                raise ValueError(f"the expansions differ in {name} ({first[name]!r} and "
-                                 f"{s[name]!r}): only models of the same kernel average.")
+        for name in ("n_features", "kernel", *KERNEL_PARAMS, "budget", "policy"):
+            if s.get(name) != first.get(name):
+                raise ValueError(f"the expansions differ in {name} ({first.get(name)!r} and "
+                                 f"{s.get(name)!r}): only models of the same kernel average.")
     order = [_age_order(s) for s in states]
     centers = np.concatenate([s["centers"][o] for s, o in zip(states, order)]).reshape(
         -1, first["n_features"])
@@ -79,31 +84,40 @@ def average_expansions(expansions):
         np.add.at(summed, inverse, coef)
         keep = np.sort(index)                             # first appearance keeps the age order
         centers, coef = centers[keep], summed[inverse[keep]]
-    cls = type(expansions[0])
-    classes = (first["n_classes"],) if "n_classes" in first else ()   # multi-output (k classes)
-    out = cls(first["n_features"], *classes, first["kernel"], first["gamma"], first["degree"],
-              first["coef0"], first["budget"], first["policy"])
+    cls = type(expansions[0])         # empty, with the first one's kernel, budget and policy
+    multi = "n_classes" in first      # a multi-output expansion (k classes): coefficient vectors
+    out = cls.from_state(dict(first, scale=1.0, n_rescale=0, next_slot=0,
+                              coef=np.empty((0,) + np.shape(first["coef"])[1:]),
+                              centers=np.empty((0, first["n_features"])), sqnorms=np.empty(0)))
     out.reserve(len(coef) if not first["budget"] else min(len(coef), first["budget"]))
     for x, a in zip(centers, coef):
-        out.add(np.ascontiguousarray(x), np.ascontiguousarray(a) if classes else float(a))
+        out.add(np.ascontiguousarray(x), np.ascontiguousarray(a) if multi else float(a))
     return out
 
 
+def _pa_features(model):
+    """The `FeaturePAModel` of a RegularizedPAClassifier with an approximation (None: NOGD's
+    exact phase)."""
+    return model if isinstance(model, FeaturePAModel) else model.features
+
+
 def _feature_weights(feature_models):
-    """The weight vectors of fixed-size feature models that share one feature map."""
-    first = feature_models[0]
+    """The weight vectors of fixed-size feature models that share one feature map
+    (`FeatureModel`s of the pointwise learners or `FeaturePAModel`s of the PA; None is a
+    Nystroem model still in its exact phase)."""
     for f in feature_models:
-        if f.linear is None:
+        if f is None or f.linear is None:
             raise ValueError(
                 "a Nystroem model averages once it holds its n_components landmarks; this one "
                 "is still in its exact phase. Learn more events before averaging.")
-        a, b = first.fmap.get_state(), f.fmap.get_state()
+        a, b = feature_models[0].fmap.get_state(), f.fmap.get_state()
         if a.keys() != b.keys() or not all(np.array_equal(a[key], b[key]) for key in a):
             raise ValueError(
                 "the feature models use different feature maps (random features need the same "
                 "random_state; Nystroem landmarks differ between workers), so their weights "
                 "cannot be averaged. Use approximation='fourier' with one random_state.")
-    return [np.asarray(f.linear.coef_, dtype=np.float64) for f in feature_models]
+    return [np.asarray(f.linear.coef if isinstance(f, FeaturePAModel) else f.linear.coef_,
+                       dtype=np.float64) for f in feature_models]
 
 
 def average_features(feature_models):
@@ -122,8 +136,10 @@ def average_models(models):
     ----------
     models : sequence of fitted estimators
         OnlineKernelRegressor, OnlineKernelClassifier, RegularizedPAClassifier
-        (linear or kernel) or CoefficientRegularizedClassifier with given
-        ``centers``; all of one class, with equal parameters and classes.
+        (linear, kernel, or with an approximation: one feature map, so one
+        ``random_state`` or shared Nystroem landmarks) or
+        CoefficientRegularizedClassifier with given ``centers``; all of one
+        class, with equal parameters and classes.
 
     Returns
     -------
@@ -194,7 +210,13 @@ def average_models(models):
         W = sum(m._model.coef for m in models) / k          # k >= 3 classes: W (k, d)
         out._model = LinearMultiPAModel(*W.shape)
         out._model.raw = np.ascontiguousarray(W, dtype=np.float64)
-        out._model.sq_norm = 2.0 * float(np.sum(W * W))     # docs/multiclass-pa.md
+        out._model.sq_norm = _pa_sq_norm(W)
+    elif kind == "pa-features":         # the mean weight vector on the shared feature map
+        w = sum(_feature_weights([_pa_features(m._model) for m in models])) / k
+        linear = _pa_features(out._model).linear
+        w = np.array(w, dtype=np.float64)    # (k, D) for k >= 3 classes, ||f||^2 = 2 ||W||^2
+        linear.raw, linear.scale = w, 1.0
+        linear.sq_norm = _pa_sq_norm(w)
     elif kind == "pa-linear":
         w = sum(m._model.coef for m in models) / k
         out._model = LinearPAModel(len(w))
@@ -235,21 +257,28 @@ def divergence(model, reference):
     return offset + _function_divergence(model, reference, kind)
 
 
+def _pa_sq_norm(w):
+    """||w||^2 of a PA's weights; 2 ||W||_F^2 for k >= 3 classes (docs/multiclass-pa.md)."""
+    return float(np.sum(w * w)) * (2.0 if w.ndim == 2 else 1.0)
+
+
 def _function_divergence(model, reference, kind):
     if kind == "features":
         w, w_ref = _feature_weights([model._expansion, reference._expansion])
         return float((w - w_ref) @ (w - w_ref))
+    if kind == "pa-features":
+        w, w_ref = _feature_weights([_pa_features(model._model), _pa_features(reference._model)])
+        return _pa_sq_norm(w - w_ref)
     if kind == "pa-linear":
-        d = model._model.coef - reference._model.coef
-        return float(d @ d)
+        return _pa_sq_norm(model._model.coef - reference._model.coef)
     if kind == "pa-kernel":
         mine, ref = model._model.expansion, reference._model.expansion
     else:
         mine, ref = model._engine_expansion(), reference._engine_expansion()
     if kind == "fixed-centres":
         from okl.kernels import kernel_matrix
-        kp = {"kernel": model.kernel, "gamma": model.gamma, "degree": model.degree,
-              "coef0": model.coef0}
+        kp = {name: getattr(model, name) for name in ("kernel", *KERNEL_PARAMS)
+              if hasattr(model, name)}
         c = mine.coef_ - ref.coef_
         return float(max(c @ kernel_matrix(mine.centers_, **kp) @ c, 0.0))
     a, b = mine.get_state(), ref.get_state()

@@ -10,7 +10,7 @@ import textwrap
 
 PARAMS = {
     "kernel": """\
-kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default="gaussian"
+kernel : {"gaussian", "laplacian", "matern", "polynomial", "linear"}, default="gaussian"
     See `okl.kernels`.""",
     "gamma": """\
 gamma : float or "scale", default=1.0
@@ -30,6 +30,11 @@ degree : int, default=3
     "coef0": """\
 coef0 : float, default=0.0
     Constant added to <x, u> (linear, polynomial).""",
+    "nu": """\
+nu : {0.5, 1.5, 2.5}, default=1.5
+    Smoothness of the Matern kernel (its RKHS is the Sobolev space of order
+    nu + n_features / 2): 0.5 is exp(-sqrt(2 gamma) ||x - u||), 2.5 is
+    close to the Gaussian; other kernels ignore it (`okl.kernels`).""",
     "budget": """\
 budget : int or None, default=None
     Maximum number of centres; None is unbounded.""",
@@ -46,7 +51,7 @@ budget_policy : {"auto", "merge", "oldest", "smallest"}, default="auto"
 approximation : {None, "fourier", "nystroem"}, default=None
     A fixed-size model instead of the growing kernel expansion, with the
     same steps and loss: "fourier" learns on `n_components` random Fourier
-    features (FOGD; Gaussian and Laplacian kernels), "nystroem" runs the
+    features (FOGD; Gaussian, Laplacian and Matern kernels), "nystroem" runs the
     exact rule until it holds `n_components` centres, then continues on
     Nystroem features of those centres from the same function (NOGD).
     Per step O(n_components d), whatever the length of the stream

@@ -21,7 +21,8 @@ from threadpoolctl import ThreadpoolController
 
 from okl._core._kernels import Kernel
 from okl._core._linear import fourier_rows
-from okl.kernels import KERNELS
+from okl._numpy.kernels import matern
+from okl.kernels import KERNELS, kernel_params
 
 CHUNK_ROWS = 256        # rows per matrix product: a block of CHUNK_ROWS x D stays in cache
 
@@ -70,23 +71,28 @@ class RandomFourierFeatures:
 
     Gaussian exp(-gamma ||x - u||_2^2): W_ij ~ N(0, 2 gamma); Laplacian
     exp(-gamma ||x - u||_1): W_ij ~ Cauchy(0, gamma) (the Fourier transform of
-    exp(-gamma |t|) per coordinate); b_j ~ U[0, 2 pi).  z(x) . z(u) is an
+    exp(-gamma |t|) per coordinate); Matern: each column of W a multivariate
+    Student-t of 2 nu degrees of freedom and scale sqrt(2 gamma); b_j ~ U[0, 2 pi).
+    The sampler is the kernel's row in `okl.kernels`.  z(x) . z(u) is an
     unbiased estimate of K(x, u) with variance <= 2 / D per pair.
 
     Parameters
     ----------
-    kernel : {"gaussian", "laplacian"} or a `Kernel` code
+    kernel : {"gaussian", "laplacian", "matern"} or a `Kernel` code
     gamma : float > 0
     n_components : int, the dimension D
     random_state : None, int, numpy Generator or RandomState
+    nu : float, Matern's smoothness
 
     References
     ----------
     Rahimi and Recht, NIPS 2007; Lu, Hoi, Wang, Zhao and Liu, JMLR 17, 2016 (FOGD).
     """
 
-    def __init__(self, kernel="gaussian", gamma=1.0, n_components=100, random_state=None):
+    def __init__(self, kernel="gaussian", gamma=1.0, n_components=100, random_state=None,
+                 nu=1.5):
         self.kernel = int(_kernel_row(kernel, "Random Fourier features", fourier=True).code)
+        self.nu = float(nu)
         if not gamma > 0:
             raise ValueError(f"gamma must be > 0 for random Fourier features; got {gamma}.")
         if not isinstance(n_components, Integral) or n_components < 1:
@@ -103,7 +109,7 @@ class RandomFourierFeatures:
         rng = _rng(self.random_state)
         shape = (int(n_features), self.n_components)
         W = _kernel_row(self.kernel, "Random Fourier features", fourier=True).fourier(
-            rng, self.gamma, shape)
+            rng, kernel_params(self.kernel, gamma=self.gamma, nu=self.nu), shape)
         self.W = np.ascontiguousarray(W)
         self.b = rng.uniform(0.0, 2.0 * np.pi, size=self.n_components)
         self.n_features = int(n_features)
@@ -121,20 +127,21 @@ class RandomFourierFeatures:
 
     def get_state(self):
         """Scalars and arrays that rebuild this map exactly (okl.save writes them)."""
-        return dict(kind="fourier", kernel=self.kernel, gamma=self.gamma,
+        return dict(kind="fourier", kernel=self.kernel, gamma=self.gamma, nu=self.nu,
                     n_components=self.n_components, n_features=self.n_features,
                     W=self.W.copy(), b=self.b.copy())
 
     @classmethod
     def from_state(cls, state):
-        self = cls(int(state["kernel"]), float(state["gamma"]), int(state["n_components"]))
+        self = cls(int(state["kernel"]), float(state["gamma"]), int(state["n_components"]),
+                   nu=float(state.get("nu", 1.5)))
         self.n_features = int(state["n_features"])
         self.W = np.ascontiguousarray(state["W"], dtype=np.float64)
         self.b = np.ascontiguousarray(state["b"], dtype=np.float64)
         return self
 
 
-def kernel_matrix(kernel, gamma, degree, coef0, X, L):
+def kernel_matrix(kernel, gamma, degree, coef0, X, L, nu=1.5):
     """K(X_i, L_j) for every pair, per chunk of rows (the Gaussian by a matrix product)."""
     X = np.ascontiguousarray(X, dtype=np.float64)
     L = np.ascontiguousarray(L, dtype=np.float64)
@@ -146,6 +153,9 @@ def kernel_matrix(kernel, gamma, degree, coef0, X, L):
             block[:] = cdist(Xc, L, "cityblock")
             block *= -gamma
             np.exp(block, out=block)
+            continue
+        if kernel == Kernel.MATERN:
+            block[:] = matern(nu, gamma, cdist(Xc, L, "sqeuclidean"))
             continue
         np.dot(Xc, L.T, out=block)
         if kernel == Kernel.GAUSSIAN:
@@ -181,8 +191,9 @@ class NystroemFeatures:
     """
 
     def __init__(self, landmarks, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0,
-                 tol=1e-12):
+                 tol=1e-12, nu=1.5):
         self.kernel = int(_kernel_row(kernel, "Nystroem features").code)
+        self.nu = float(nu)
         self.gamma, self.degree, self.coef0 = float(gamma), int(degree), float(coef0)
         self.tol = float(tol)
         L = np.ascontiguousarray(landmarks, dtype=np.float64)
@@ -191,7 +202,7 @@ class NystroemFeatures:
         self.landmarks = L
         self.n_features = L.shape[1]
         with _one_blas_thread():
-            K = kernel_matrix(self.kernel, self.gamma, self.degree, self.coef0, L, L)
+            K = kernel_matrix(self.kernel, self.gamma, self.degree, self.coef0, L, L, self.nu)
             K = 0.5 * (K + K.T)
             lam, U = np.linalg.eigh(K)
         top = lam[-1] if len(lam) else 0.0
@@ -211,7 +222,7 @@ class NystroemFeatures:
         with _one_blas_thread():
             for lo in range(0, len(X), CHUNK_ROWS):
                 k = kernel_matrix(self.kernel, self.gamma, self.degree, self.coef0,
-                                  X[lo:lo + CHUNK_ROWS], self.landmarks)
+                                  X[lo:lo + CHUNK_ROWS], self.landmarks, self.nu)
                 np.dot(k, self.components, out=out[lo:lo + CHUNK_ROWS])
         return out
 
@@ -228,9 +239,10 @@ class NystroemFeatures:
 
     def get_state(self):
         return dict(kind="nystroem", kernel=self.kernel, gamma=self.gamma, degree=self.degree,
-                    coef0=self.coef0, tol=self.tol, landmarks=self.landmarks.copy())
+                    coef0=self.coef0, nu=self.nu, tol=self.tol, landmarks=self.landmarks.copy())
 
     @classmethod
     def from_state(cls, state):
         return cls(state["landmarks"], int(state["kernel"]), float(state["gamma"]),
-                   int(state["degree"]), float(state["coef0"]), float(state["tol"]))
+                   int(state["degree"]), float(state["coef0"]), float(state["tol"]),
+                   float(state.get("nu", 1.5)))

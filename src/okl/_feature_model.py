@@ -28,20 +28,21 @@ class FeatureModel:
     """f(x) = <w, z(x)> on a fixed-size feature map (after NOGD's exact phase for Nystroem)."""
 
     def __init__(self, approximation, n_features, kernel, kernel_code, gamma, degree, coef0,
-                 n_components, random_state, engine):
+                 n_components, random_state, engine, nu=1.5):
         self.approximation = approximation
         self.n_features, self.n_components = int(n_features), int(n_components)
         self.kernel, self.kernel_code = kernel, int(kernel_code)
         self.gamma, self.degree, self.coef0 = float(gamma), int(degree), float(coef0)
+        self.nu = float(nu)
         self.engine = engine
         self.fmap, self.linear, self.expansion = None, None, None
         if approximation == "fourier":
-            self.fmap = RandomFourierFeatures(kernel, gamma, n_components, random_state)
+            self.fmap = RandomFourierFeatures(kernel, gamma, n_components, random_state, nu)
             self.fmap.fit(n_features)
             self.linear = ENGINES[engine].linear(n_components)
         else:
             self.expansion = ENGINES[engine].expansion(n_features, kernel_code, gamma, degree,
-                                                       coef0)
+                                                       coef0, nu=self.nu)
 
     # -- the learner's view ------------------------------------------------------------------
 
@@ -93,7 +94,8 @@ class FeatureModel:
             if self.expansion.n_support >= self.n_components:
                 self._switch()
         if start < n:
-            kdiag = kernel_diag(X[start:], self.kernel, self.gamma, self.degree, self.coef0)
+            kdiag = kernel_diag(X[start:], self.kernel, self.gamma, self.degree, self.coef0,
+                                self.nu)
             failed, state = loop(self.linear, self.fmap.transform(X[start:]), y[start:],
                                  schedule, loss, state, scores[start:], rows(weight, start, n),
                                  rows(eta, start, n), kdiag)
@@ -105,7 +107,7 @@ class FeatureModel:
         """From the exact expansion over D centres to Nystroem features on them (same f)."""
         e = self.expansion
         self.fmap = NystroemFeatures(e.centers_, self.kernel_code, self.gamma, self.degree,
-                                     self.coef0)
+                                     self.coef0, nu=self.nu)
         self.linear = ENGINES[self.engine].linear(self.fmap.n_components)
         self.linear.set_coef(self.fmap.weights_from_expansion(e.coef_))
         self.expansion = None
@@ -142,7 +144,8 @@ class FeatureModel:
     def get_state(self):
         state = dict(approximation=self.approximation, n_features=self.n_features,
                      kernel=self.kernel, kernel_code=self.kernel_code, gamma=self.gamma,
-                     degree=self.degree, coef0=self.coef0, n_components=self.n_components,
+                     degree=self.degree, coef0=self.coef0, nu=self.nu,
+                     n_components=self.n_components,
                      engine=self.engine, phase="linear" if self.linear is not None else "exact")
         if self.linear is not None:
             for key, value in self.linear.get_state().items():
@@ -162,6 +165,7 @@ class FeatureModel:
         for key in ("n_features", "kernel_code", "degree", "n_components"):
             setattr(self, key, int(state[key]))
         self.gamma, self.coef0 = float(state["gamma"]), float(state["coef0"])
+        self.nu = float(state.get("nu", 1.5))
         self.fmap, self.linear, self.expansion = None, None, None
 
         def part(prefix):

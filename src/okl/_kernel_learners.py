@@ -23,7 +23,7 @@ from okl._numpy.expansion import NumpyExpansion
 from okl._numpy.pointwise import make_schedule, make_state
 from okl._params import InvalidParameterError, validate_params
 from okl.budgets import budget_code, default_budget_policy, resolve_budget_policy
-from okl.kernels import KERNELS, kernel_code, kernel_row
+from okl.kernels import KERNEL_PARAMS, KERNELS, kernel_code, kernel_params, kernel_row
 from okl.schedules import step_sizes
 
 
@@ -60,6 +60,8 @@ def expansion_fitted_with(estimator, expansion):
     names = {int(row.code): name for name, row in KERNELS.items()}
     out = [("kernel", names.get(params["kernel"])), ("gamma", params["gamma"]),
            ("degree", params["degree"]), ("coef0", params["coef0"])]
+    if hasattr(estimator, "nu"):
+        out.append(("nu", params["nu"]))
     if hasattr(estimator, "budget"):
         out.append(("budget", expansion.budget or None))
     if hasattr(estimator, "budget_policy") and expansion.budget:
@@ -90,13 +92,19 @@ class KernelModelMixin:
         else:
             self.__dict__.pop("gamma_", None)
 
+    def _kernel_params(self):
+        """The kernel as the loops take it, by name (`okl.kernels.kernel_params`): its code
+        and every kernel parameter this learner has, gamma as fitted."""
+        return kernel_params(self.kernel, **dict(
+            {name: getattr(self, name) for name in KERNEL_PARAMS if hasattr(self, name)},
+            gamma=self._kernel_gamma()))
+
     def _new_expansion(self, n_features):
         policy = resolve_budget_policy(getattr(self, "budget_policy", "oldest"), self.kernel,
                                        type(self).__name__)
         return expansion_class(self)(
-            n_features, int(kernel_code(self.kernel)), float(self._kernel_gamma()),
-            int(self.degree), float(self.coef0), int(getattr(self, "budget", None) or 0),
-            int(budget_code(policy)))
+            n_features, budget=int(getattr(self, "budget", None) or 0),
+            policy=int(budget_code(policy)), **self._kernel_params())
 
     def _engine_expansion(self):
         """The expansion, converted if `engine` was changed since it was built."""
@@ -113,7 +121,8 @@ class KernelModelMixin:
         model = self._expansion
         if isinstance(model, FeatureModel):
             return [("kernel", model.kernel), ("gamma", model.gamma), ("degree", model.degree),
-                    ("coef0", model.coef0), ("approximation", model.approximation),
+                    ("coef0", model.coef0), ("nu", model.nu),
+                    ("approximation", model.approximation),
                     ("n_components", model.n_components)]
         return expansion_fitted_with(self, model)
 
@@ -256,7 +265,7 @@ class PointwiseMixin(KernelModelMixin):
             self._expansion = FeatureModel(
                 self.approximation, X.shape[1], self.kernel, int(kernel_code(self.kernel)),
                 float(self._kernel_gamma()), self.degree, self.coef0, self.n_components,
-                self.random_state, self.engine)
+                self.random_state, self.engine, getattr(self, "nu", 1.5))
         else:
             self._expansion = self._new_expansion(X.shape[1])
         self.t_ = 0

@@ -15,7 +15,7 @@ from okl._core import _pa
 from okl._feature_maps import NystroemFeatures, RandomFourierFeatures
 from okl._numpy import pa as _np_pa
 from okl._numpy.multiexpansion import insert_class
-from okl.kernels import KERNELS
+from okl.kernels import KERNELS, kernel_params
 
 
 
@@ -308,7 +308,8 @@ def kernel_diagonal(fmap, X):
     """K(x, x) for every row of X, with the kernel of the Nystroem map `fmap`."""
     row = next(r for r in KERNELS.values() if int(r.code) == fmap.kernel)
     return np.ascontiguousarray(
-        row.diag(np.einsum("ij,ij->i", X, X), fmap.gamma, fmap.degree, fmap.coef0),
+        row.diag(np.einsum("ij,ij->i", X, X), kernel_params(
+            fmap.kernel, gamma=fmap.gamma, degree=fmap.degree, coef0=fmap.coef0, nu=fmap.nu)),
         dtype=np.float64)
 
 
@@ -438,11 +439,11 @@ class NystroemPAModel:
 
     @property
     def kernel_params(self):
-        """kernel (code), gamma, degree, coef0."""
+        """kernel (code), gamma, degree, coef0, nu."""
         if self.features is None:
             return self.exact.expansion.kernel_params
         f = self.features.fmap
-        return dict(kernel=f.kernel, gamma=f.gamma, degree=f.degree, coef0=f.coef0)
+        return kernel_params(f.kernel, gamma=f.gamma, degree=f.degree, coef0=f.coef0, nu=f.nu)
 
     def checkpoint(self, n_new):
         return (self.exact, None if self.exact is None else self.exact.checkpoint(n_new),
@@ -477,7 +478,8 @@ class NystroemPAModel:
         """From the D centres of the exact phase to Nystroem features on them (same f)."""
         e = self.exact.expansion
         p = e.kernel_params
-        fmap = NystroemFeatures(e.centers_, p["kernel"], p["gamma"], p["degree"], p["coef0"])
+        fmap = NystroemFeatures(e.centers_, p["kernel"], p["gamma"], p["degree"], p["coef0"],
+                                nu=p["nu"])
         features = FeaturePAModel(fmap)
         coef = e.coef_
         if coef.ndim == 2:      # k classes: W (k, D), sq_norm 2 ||W||^2 (docs/multiclass-pa.md)

@@ -19,7 +19,7 @@ import numpy as np
 from okl._feature_maps import NystroemFeatures
 from okl._numpy.codes import BudgetPolicy
 from okl._params import InvalidParameterError
-from okl.kernels import kernel_code
+from okl.kernels import KERNEL_PARAMS, kernel_code
 
 FORMAT = 1
 INT_MAX = 2 ** 62           # counters; array sizes are bounded by the file itself
@@ -242,14 +242,16 @@ class StateCheck:
         name = f"the expansion {key!r}"
         self.keys(state, ("n_features", "budget", "policy", "scale", "n_rescale", "next_slot",
                            "kernel", "gamma", "degree", "coef0", "centers", "coef", "sqnorms"),
-                  name)
+                  name, optional=("nu",))           # saves before the Matern kernel lack nu
         self.equal(state["n_features"], d, f"{key}.n_features")
         self.equal(state["kernel"], int(kernel_code(kernel["kernel"])), f"{key}.kernel")
-        for field in ("gamma", "coef0"):
-            self.equal(self.float(state[field], f"{key}.{field}"), float(kernel[field]),
-                        f"{key}.{field}")
-        self.equal(self.int(state["degree"], f"{key}.degree", 1, C_INT_MAX), int(kernel["degree"]),
-                    f"{key}.degree")
+        for field, default in KERNEL_PARAMS.items():        # every kernel parameter, by name
+            if field == "degree":
+                self.equal(self.int(state["degree"], f"{key}.degree", 1, C_INT_MAX),
+                           int(kernel["degree"]), f"{key}.degree")
+            else:
+                self.equal(self.float(state.get(field, default), f"{key}.{field}"),
+                           float(kernel.get(field, default)), f"{key}.{field}")
         self.equal(self.int(state["budget"], f"{key}.budget", 0, C_INT_MAX), budget,
                     f"{key}.budget")
         self.equal(self.int(state["policy"], f"{key}.policy", 0, max(map(int, BudgetPolicy))),
@@ -279,7 +281,7 @@ class StateCheck:
         """Check the state of a FeatureModel (okl._feature_model) against the estimator."""
         self.keys(state, ("approximation", "n_features", "kernel", "kernel_code", "gamma", "degree",
                            "coef0", "n_components", "engine", "phase"), "the feature model",
-                   optional=tuple(k for k in state
+                   optional=("nu",) + tuple(k for k in state
                                   if k.startswith(("linear_", "fmap_", "expansion_"))))
         self.equal(state["approximation"], self.est.approximation, "_expansion.approximation")
         self.equal(state["n_features"], d, "_expansion.n_features")
@@ -288,6 +290,8 @@ class StateCheck:
                    "_expansion.kernel_code")
         self.equal(self.float(state["gamma"], "_expansion.gamma"), float(gamma),
                     "_expansion.gamma")
+        self.equal(self.float(state.get("nu", 1.5), "_expansion.nu"),
+                   float(getattr(self.est, "nu", 1.5)), "_expansion.nu")
         D = self.int(state["n_components"], "_expansion.n_components", 1, C_INT_MAX)
         self.equal(D, self.est.n_components, "_expansion.n_components")
         self.engine(state["engine"], "_expansion.engine")
@@ -296,9 +300,7 @@ class StateCheck:
                 self.fail("only a 'nystroem' feature model has an exact phase")
             rest = substate(state, "expansion_")
             est = self.est
-            rest = self.expansion(rest, "_expansion.expansion", d,
-                                  dict(kernel=est.kernel, gamma=est.gamma, degree=est.degree,
-                                       coef0=est.coef0), 0, 0)
+            rest = self.expansion(rest, "_expansion.expansion", d, self.kernel_of(est), 0, 0)
             if len(rest["coef"]) != n_support or n_support >= D:
                 self.fail(f"the exact phase holds {len(rest['coef'])} centres; n_support_ = "
                            f"{n_support}, n_components = {D}")
@@ -327,7 +329,8 @@ class StateCheck:
         fmap = ("kind", "kernel", "gamma", "n_components", "n_features", "W", "b") if fourier \
             else ("kind", "kernel", "gamma", "degree", "coef0", "tol", "landmarks")
         check.keys(state, ("linear_raw", "linear_scale", "linear_sq_norm")
-                   + tuple("fmap_" + k for k in fmap), "the feature model '_model'")
+                   + tuple("fmap_" + k for k in fmap), "the feature model '_model'",
+                   optional=("fmap_nu",))
         k = len(self.out["classes_"])          # k >= 3: one row of weights per class
         raw = check.array(state["linear_raw"], "_model.linear_raw",
                           (k, None) if k >= 3 else (None,))
@@ -341,9 +344,11 @@ class StateCheck:
         gamma = float(self.out.get("gamma_", est.gamma))
         check.equal(check.float(state["fmap_gamma"], "_model.fmap_gamma"), gamma,
                     "_model.fmap_gamma")
+        nu = float(getattr(est, "nu", 1.5))
+        check.equal(check.float(state.get("fmap_nu", 1.5), "_model.fmap_nu"), nu, "_model.fmap_nu")
         out = dict(linear_raw=raw, linear_scale=scale, linear_sq_norm=sq_norm,
                    fmap_kind=est.approximation, fmap_kernel=int(kernel_code(est.kernel)),
-                   fmap_gamma=gamma)
+                   fmap_gamma=gamma, fmap_nu=nu)
         if fourier:
             check.equal(state["fmap_n_components"], D, "_model.fmap_n_components")
             check.equal(state["fmap_n_features"], d, "_model.fmap_n_features")
@@ -360,7 +365,7 @@ class StateCheck:
         try:                    # the map itself: K_LL's eigendecomposition, r <= D components
             with np.errstate(all="ignore"):
                 built = NystroemFeatures(landmarks, est.kernel, gamma, est.degree,
-                                         est.coef0, tol)
+                                         est.coef0, tol, nu)
         except (ValueError, ArithmeticError, np.linalg.LinAlgError):
             check.fail("the Nystroem landmarks give no valid feature map")
         if not np.all(np.isfinite(built.components)):
@@ -418,9 +423,7 @@ class StateCheck:
 
     def fitted_expansion(self, state, key, budget, policy):
         """`expansion` against the estimator's kernel (gamma='scale': its fitted gamma_)."""
-        est = self.est
-        params = {"kernel": est.kernel, "gamma": est.gamma, "degree": est.degree,
-                  "coef0": est.coef0}
+        params = self.kernel_of(self.est)
         if isinstance(params["gamma"], str):
             if "gamma_" not in self.out:
                 self.fail("gamma='scale' needs the fitted gamma_")
@@ -443,6 +446,12 @@ class StateCheck:
             if not np.all(np.isfinite(out["scale"] * coef)):
                 self.fail(f"{key}.scale times {key}.coef is not finite")
         return dict(out, coef=coef, n_classes=k, n_merges=merges)
+
+    @staticmethod
+    def kernel_of(est):
+        """The estimator's kernel and its parameters (those it has; `KERNEL_PARAMS`), by name."""
+        return dict({name: getattr(est, name) for name in KERNEL_PARAMS if hasattr(est, name)},
+                    kernel=est.kernel)
 
     def fitted_gamma(self, needed=True):
         """gamma_, stored exactly when gamma="scale" set it (`needed`: the kernel uses gamma)."""

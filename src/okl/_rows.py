@@ -22,7 +22,7 @@ from numbers import Real
 
 import numpy as np
 
-from okl._core._event import dict_row
+from okl._core._event import array_row, dict_row
 
 UNKNOWN_FEATURES = ("error", "ignore")
 _F64 = np.dtype(np.float64)
@@ -144,6 +144,10 @@ def check_row(owner, x, check_finite=True):
         return _dict_row(owner, x, n_features, check_finite)
     if isinstance(x, Mapping):
         return _dict_row(owner, x, n_features, check_finite)
+    if n_features is not None and (type(x) is list or type(x) is np.ndarray) and (
+            row := array_row(x, n_features)) is not None and (
+            not check_finite or np.isfinite(row).all()):
+        return row, None            # a list of numbers, a float32 or strided row: one C pass
     if not (type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 1
             and x.flags.c_contiguous):
         if isinstance(x, (str, bytes)):

@@ -89,6 +89,7 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
     {gamma}
     {degree}
     {coef0}
+    {nu}
     loss : {"hinge", "squared_hinge", "logistic", "least_squares", "exponential"}, default="hinge"
         Margin loss phi(m) of m = y f(x), with left derivatives; see `okl.losses`.
         With more than two classes "hinge" (Crammer-Singer) or "logistic"
@@ -193,7 +194,7 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
     #: expected_failed_checks=est.expected_failed_checks)``.
     expected_failed_checks = ONLINE_WEIGHT_CHECKS
 
-    def __init__(self, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0, loss="hinge",
+    def __init__(self, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0, nu=1.5, loss="hinge",
                  lam=1e-3, eta="auto", eta_decay=0.5, budget=None, budget_policy="auto",
                  approximation=None, n_components=100, random_state=None, fit_intercept=True,
                  classes=None, verbose=False, engine="cython"):
@@ -201,6 +202,7 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
+        self.nu = nu
         self.loss = loss
         self.lam = lam
         self.eta = eta
@@ -418,6 +420,7 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
     {gamma_plain}
     {degree}
     {coef0}
+    {nu}
     loss : {"hinge", "squared_hinge", "logistic", "least_squares", "exponential"}, default="hinge"
         Margin loss phi(m) of m = y f(x), with left derivatives (the paper's
         hinge-loss example is Corollary 3).
@@ -504,14 +507,15 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
     }
 
     def __init__(self, centers=None, n_centers=100, kernel="gaussian", gamma=1.0, degree=3,
-                 coef0=0.0, loss="hinge", lam=0.01, eta="auto", eta_decay=0.75, classes=None,
-                 verbose=False, engine="cython"):
+                 coef0=0.0, nu=1.5, loss="hinge", lam=0.01, eta="auto", eta_decay=0.75,
+                 classes=None, verbose=False, engine="cython"):
         self.centers = centers
         self.n_centers = n_centers
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
+        self.nu = nu
         self.loss = loss
         self.lam = lam
         self.eta = eta
@@ -523,8 +527,7 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
     def _start(self, X, y):
         n_features = X.shape[1]
         self._fit_gamma(X)
-        kernel = dict(kernel=int(kernel_code(self.kernel)), gamma=float(self._kernel_gamma()),
-                      degree=int(self.degree), coef0=float(self.coef0))
+        kernel = self._kernel_params()
         if self.centers is None:
             centers = np.empty((0, n_features))
             self.n_centers_ = int(self.n_centers)

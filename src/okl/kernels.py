@@ -1,7 +1,14 @@
 """Kernels by name: one row per kernel, the Python face of the Cython `Kernel` enum.
 
 Yang writes the Gaussian with sigma: gamma = 1 / (2 sigma^2); Smale-Yao with c:
-gamma = 1 / c^2.  See docs/algorithms.md, section 0.2.
+gamma = 1 / c^2.  The Matern kernel of smoothness `nu` (0.5, 1.5 or 2.5, in
+closed form) has length scale 1 / sqrt(2 gamma), so that it tends to the
+Gaussian of the same gamma as nu grows and gamma="scale" fits both;
+``s = sqrt(4 nu gamma) ||x - u||_2``.  See docs/algorithms.md, section 0.2.
+
+The kernel parameters travel by name, as one dict (`kernel_params`: the
+kernel's code and gamma, degree, coef0, nu), to the expansions, the feature
+maps and the `KernelSpec` of the compiled loops.
 
 References
 ----------
@@ -34,27 +41,44 @@ class KernelRow:
     code: Kernel
     formula: str            # K(x, u)
     sup: str                # C_K^2 = sup_x K(x, x)
-    diag: Callable          # (||x||^2 per row, gamma, degree, coef0) -> K(x, x)
+    diag: Callable          # (||x||^2 per row, kernel_params dict) -> K(x, x)
     # a width kernel, K(x, u) = k(gamma * distance): gamma="scale" and the spread check apply
     width: bool = False
-    # (rng, gamma, shape) -> frequencies drawn from the kernel's spectral density (Bochner),
-    # for random Fourier features; None: the kernel has no sampler, approximation="fourier"
-    # refuses it
+    # (rng, kernel_params dict, shape) -> frequencies drawn from the kernel's spectral density
+    # (Bochner), for random Fourier features; None: the kernel has no sampler,
+    # approximation="fourier" refuses it
     fourier: Optional[Callable] = None
+
+
+def _matern_frequencies(rng, p, shape):
+    """Multivariate Student-t of 2 nu degrees of freedom, scale sqrt(2 gamma), one per column."""
+    nu = p["nu"]
+    z = rng.normal(0.0, np.sqrt(2.0 * p["gamma"]), size=shape)
+    return z / np.sqrt(rng.chisquare(2.0 * nu, size=shape[1]) / (2.0 * nu))
+
+
+def _ones(xx, p):
+    return np.ones_like(xx)
 
 
 KERNELS = {row.name: row for row in (
     KernelRow("linear", Kernel.LINEAR, "<x, u> + coef0", "max ||x||^2 + coef0 (data)",
-              lambda xx, gamma, degree, coef0: xx + coef0),
+              lambda xx, p: xx + p["coef0"]),
     KernelRow("polynomial", Kernel.POLYNOMIAL, "(gamma <x, u> + coef0)^degree", "data dependent",
-              lambda xx, gamma, degree, coef0: (gamma * xx + coef0) ** degree),
-    KernelRow("gaussian", Kernel.GAUSSIAN, "exp(-gamma ||x - u||_2^2)", "1",
-              lambda xx, gamma, degree, coef0: np.ones_like(xx), width=True,
-              fourier=lambda rng, gamma, shape: rng.normal(0.0, np.sqrt(2.0 * gamma), size=shape)),
-    KernelRow("laplacian", Kernel.LAPLACIAN, "exp(-gamma ||x - u||_1)", "1",
-              lambda xx, gamma, degree, coef0: np.ones_like(xx), width=True,
-              fourier=lambda rng, gamma, shape: gamma * rng.standard_cauchy(size=shape)),
+              lambda xx, p: (p["gamma"] * xx + p["coef0"]) ** p["degree"]),
+    KernelRow("gaussian", Kernel.GAUSSIAN, "exp(-gamma ||x - u||_2^2)", "1", _ones, width=True,
+              fourier=lambda rng, p, shape: rng.normal(0.0, np.sqrt(2.0 * p["gamma"]), size=shape)),
+    KernelRow("laplacian", Kernel.LAPLACIAN, "exp(-gamma ||x - u||_1)", "1", _ones, width=True,
+              fourier=lambda rng, p, shape: p["gamma"] * rng.standard_cauchy(size=shape)),
+    KernelRow("matern", Kernel.MATERN,
+              "exp(-s) {1, 1 + s, 1 + s + s^2/3} (nu = 0.5, 1.5, 2.5)", "1", _ones, width=True,
+              fourier=_matern_frequencies),
 )}
+
+#: the smoothness values of the Matern kernel (closed forms; docs/algorithms.md, section 0.2)
+MATERN_NU = (0.5, 1.5, 2.5)
+#: the kernel parameters and their defaults; `kernel_params` gives them to the loops by name
+KERNEL_PARAMS = dict(gamma=1.0, degree=3, coef0=0.0, nu=1.5)
 
 
 def _table():
@@ -83,21 +107,38 @@ def kernel_code(name):
     return kernel_row(name).code
 
 
+def kernel_params(kernel, **params):
+    """The parameters the loops take, by name: the kernel's code and gamma, degree, coef0, nu.
+
+    `kernel` is a name or a code; a parameter not given takes its default
+    (`KERNEL_PARAMS`), so an estimator without a kernel's own parameter still
+    builds its spec.
+    """
+    code = int(kernel) if not isinstance(kernel, str) else int(kernel_code(kernel))
+    out = dict(kernel=code)
+    for name, default in KERNEL_PARAMS.items():
+        value = params.get(name, default)
+        out[name] = int(value) if name == "degree" else float(value)
+    return out
+
+
 def _as_rows(X):
     X = np.ascontiguousarray(X, dtype=np.float64)
     return X.reshape(1, -1) if X.ndim == 1 else X
 
 
-def kernel_matrix(X, U=None, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0):
+def kernel_matrix(X, U=None, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0, nu=1.5):
     """Gram matrix ``K[i, j] = K(X[i], U[j])`` (U defaults to X), computed in Cython."""
     X = _as_rows(X)
     U = X if U is None else _as_rows(U)
     if X.shape[1] != U.shape[1]:
         raise ValueError(f"X has {X.shape[1]} features but U has {U.shape[1]}.")
-    return _kernel_matrix(X, U, int(kernel_code(kernel)), float(gamma), int(degree), float(coef0))
+    return _kernel_matrix(X, U, int(kernel_code(kernel)), float(gamma), int(degree), float(coef0),
+                          float(nu))
 
 
-def kernel_diag(X, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0):
+def kernel_diag(X, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0, nu=1.5):
     """``K(x, x)`` for every row of X; its running maximum is C_K^2 on the stream."""
     X = _as_rows(X)
-    return kernel_row(kernel).diag(np.einsum("ij,ij->i", X, X), gamma, degree, coef0)
+    return kernel_row(kernel).diag(np.einsum("ij,ij->i", X, X), kernel_params(
+        kernel, gamma=gamma, degree=degree, coef0=coef0, nu=nu))

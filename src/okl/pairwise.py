@@ -114,11 +114,12 @@ class PairwiseLearner(OnlineLearner):
         ``f(x, x') = g(x) - g(x')`` with g a kernel expansion.  "metric":
         ``((x - x').(u - u'))^2``, so ``f = (x - x')^T M (x - x')`` with M
         symmetric (fitted `metric_`).
-    kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default="gaussian"
+    kernel : {"gaussian", "laplacian", "matern", "polynomial", "linear"}, default="gaussian"
         Base kernel k of ``pair_kernel="difference"``; see `okl.kernels`.
     gamma, degree, coef0 : float or "scale", int, float, default=1.0, 3, 0.0
         Parameters of the base kernel.  gamma="scale" is ``1 / (n_features X.var())``
         of the first chunk (scikit-learn's SVC rule), kept in `gamma_`.
+    {nu}
     eta : float > 0 or "auto", default="auto"
         eta_1 of the step ``eta_t = eta_1 (t-1)^-theta`` (t = 1 is the first
         sample; the paper's ``eta_{t+1} = eta_1 t^-theta``).  "auto" is the
@@ -217,7 +218,7 @@ class PairwiseLearner(OnlineLearner):
     _running_moments = True
 
     def __init__(self, reducer="sign", loss="hinge", p=2.0, pair_kernel="linear",
-                 kernel="gaussian", gamma=1.0, degree=3, coef0=0.0, eta="auto", theta=None,
+                 kernel="gaussian", gamma=1.0, degree=3, coef0=0.0, nu=1.5, eta="auto", theta=None,
                  buffer=None, random_state=None, verbose=False, engine="cython"):
         self.reducer = reducer
         self.loss = loss
@@ -227,6 +228,7 @@ class PairwiseLearner(OnlineLearner):
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
+        self.nu = nu
         self.eta = eta
         self.theta = theta
         self.buffer = buffer
@@ -319,7 +321,7 @@ class PairwiseLearner(OnlineLearner):
                 f"theta={self.theta}); pass a number eta, or theta=None for (q+2)/(q+3).")
 
     # what the first call fixes (engine may change; random_state is spent on the seed)
-    _FROZEN = ("reducer", "loss", "p", "pair_kernel", "kernel", "gamma", "degree", "coef0",
+    _FROZEN = ("reducer", "loss", "p", "pair_kernel", "kernel", "gamma", "degree", "coef0", "nu",
                "eta", "theta", "buffer")
 
     def _frozen_params(self):
@@ -372,7 +374,7 @@ class PairwiseLearner(OnlineLearner):
         else:
             self._model = DifferencePairModel(ENGINES[self.engine].expansion(
                 d, int(kernel_code(self.kernel)), float(gamma), int(self.degree),
-                float(self.coef0)), self.buffer)
+                float(self.coef0), nu=float(self.nu)), self.buffer)
 
     def _targets(self, y, classes, first):
         """y as float64: real targets, or class codes (index in classes_) for "dissimilar"."""

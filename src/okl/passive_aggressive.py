@@ -120,13 +120,14 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
         After each update, sort ``|w_i|`` ascending and zero the longest prefix
         whose squares sum below truncate_sigma (Section 3.3; Theorem 3.4 bounds
         the cost).  0 keeps every weight.  Linear kernel only.
-    kernel : {"linear", "polynomial", "gaussian", "laplacian"}, default="linear"
+    kernel : {"linear", "polynomial", "gaussian", "laplacian", "matern"}, default="linear"
         See `okl.kernels`.  "linear" learns the weight vector w directly.
     {gamma_plain}
     degree : int >= 1, default=3
         Polynomial degree.
     coef0 : float >= 0, default=0.0
         Constant of the polynomial kernel; 0 for "linear" (no intercept).
+    {nu}
     budget : int or None, default=None
         Maximum number of support vectors of a kernel model.  None is unbounded.
     budget_policy : {"auto", "merge", "oldest", "smallest"}, default="auto"
@@ -139,7 +140,7 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
         A fixed-size kernel model, with ``||w||^2`` kept exactly in the
         feature space and O(n_components d) per step whatever the stream's
         length (docs/budget.md).  "fourier": the PA rules on `n_components`
-        random Fourier features (Gaussian and Laplacian kernels).
+        random Fourier features (Gaussian, Laplacian and Matern kernels).
         "nystroem" (NOGD): the exact kernel PA until it holds `n_components`
         support vectors, then Nystroem features with those as landmarks,
         starting from the same function; each step is the exact kernel step
@@ -218,7 +219,7 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
 
     def __init__(self, regularization="none", variant="PA", C=1.0, alpha=0.1, beta=1.0,
                  update="margin", truncate_sigma=0.0, kernel="linear", gamma=1.0, degree=3,
-                 coef0=0.0, budget=None, budget_policy="auto", approximation=None,
+                 coef0=0.0, nu=1.5, budget=None, budget_policy="auto", approximation=None,
                  n_components=100, random_state=None, classes=None, verbose=False,
                  engine="cython"):
         self.regularization = regularization
@@ -232,6 +233,7 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
+        self.nu = nu
         self.budget = budget
         self.classes = classes
         self.budget_policy = budget_policy
@@ -296,7 +298,7 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
         elif self.approximation == "fourier":
             self._model = FeaturePAModel(RandomFourierFeatures(
                 self.kernel, self._kernel_gamma(), self.n_components,
-                self.random_state).fit(X.shape[1]))
+                self.random_state, self.nu).fit(X.shape[1]))
         elif self.approximation == "nystroem":      # NOGD: exact until n_components centres
             self._model = NystroemPAModel(self._new_expansion(X.shape[1]), self.n_components)
         else:
@@ -391,13 +393,14 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
         if isinstance(self._model, FeaturePAModel):
             fmap = self._model.fmap
             return [("approximation", "fourier"), ("gamma", float(fmap.gamma)),
-                    ("n_components", fmap.n_components)]
+                    ("nu", fmap.nu), ("n_components", fmap.n_components)]
         if isinstance(self._model, NystroemPAModel):
             names = {int(row.code): name for name, row in KERNELS.items()}
             p = self._model.kernel_params
             return [("approximation", "nystroem"), ("kernel", names[int(p["kernel"])]),
                     ("gamma", float(p["gamma"])), ("degree", int(p["degree"])),
-                    ("coef0", float(p["coef0"])), ("n_components", self._model.n_components)]
+                    ("coef0", float(p["coef0"])), ("nu", p["nu"]),
+                    ("n_components", self._model.n_components)]
         return expansion_fitted_with(self, self._model.expansion)
 
     def _check_size(self):

@@ -43,6 +43,7 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
     coef0 : float, default=0.0
         Constant added to <x, u> (linear, polynomial); >= 0 keeps K positive
         semi-definite.  ``kernel="linear", coef0=1`` is Adaline (Smale-Yao 6.1).
+    {nu}
     loss : {"squared", "absolute", "epsilon_insensitive", "pinball", "huber"}, default="squared"
         Residual loss of u = f(x) - y; squared is u^2/2.  See `okl.losses`.
     quantile : float in (0, 1), default=0.5
@@ -138,7 +139,7 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
     #: expected_failed_checks=est.expected_failed_checks)``.
     expected_failed_checks = ONLINE_WEIGHT_CHECKS
 
-    def __init__(self, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0, loss="squared",
+    def __init__(self, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0, nu=1.5, loss="squared",
                  quantile=0.5, epsilon=0.0, lam=1e-3, lam_decay=0.0, eta="auto",
                  eta_decay=0.6, budget=None, budget_policy="auto", approximation=None,
                  n_components=100, random_state=None, fit_intercept=True, verbose=False,
@@ -147,6 +148,7 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
+        self.nu = nu
         self.loss = loss
         self.quantile = quantile
         self.epsilon = epsilon

@@ -36,3 +36,51 @@ def dict_row(dict x, tuple keys):
             return None
         i += 1
     return row
+
+
+def array_row(object x, cnp.npy_intp d):
+    """`x` as a new C-contiguous float64 row of `d` values, when it is a list of Python floats
+    or ints, or a 1-D float32 / float64 array of any stride (a row of a Fortran-ordered X);
+    None otherwise (the caller takes the general path, which names what is wrong).
+
+    One pass in C, for the rows a stream hands `learn_one` besides a ready float64 row.
+    """
+    cdef cnp.npy_intp i, stride
+    cdef char* data
+    cdef object value
+    cdef double* out
+    cdef cnp.ndarray a
+    if type(x) is list:
+        if len(<list>x) != d or d == 0:
+            return None
+        row = cnp.PyArray_EMPTY(1, &d, cnp.NPY_DOUBLE, 0)
+        out = <double*>cnp.PyArray_DATA(<cnp.ndarray>row)
+        for i in range(d):
+            value = (<list>x)[i]
+            if PyFloat_CheckExact(value):
+                out[i] = PyFloat_AS_DOUBLE(value)
+            elif PyLong_CheckExact(value) and -2 ** 53 <= value <= 2 ** 53:
+                out[i] = <double>value
+            else:
+                return None
+        return row
+    if type(x) is not cnp.ndarray:
+        return None
+    a = <cnp.ndarray>x
+    if (cnp.PyArray_NDIM(a) != 1 or cnp.PyArray_DIM(a, 0) != d or d == 0
+            or not cnp.PyArray_ISNOTSWAPPED(a) or not cnp.PyArray_ISALIGNED(a)):
+        return None
+    stride, data = cnp.PyArray_STRIDE(a, 0), <char*>cnp.PyArray_DATA(a)
+    if cnp.PyArray_TYPE(a) == cnp.NPY_DOUBLE:
+        row = cnp.PyArray_EMPTY(1, &d, cnp.NPY_DOUBLE, 0)
+        out = <double*>cnp.PyArray_DATA(<cnp.ndarray>row)
+        for i in range(d):
+            out[i] = (<double*>(data + i * stride))[0]
+        return row
+    if cnp.PyArray_TYPE(a) == cnp.NPY_FLOAT:
+        row = cnp.PyArray_EMPTY(1, &d, cnp.NPY_DOUBLE, 0)
+        out = <double*>cnp.PyArray_DATA(<cnp.ndarray>row)
+        for i in range(d):
+            out[i] = (<float*>(data + i * stride))[0]
+        return row
+    return None

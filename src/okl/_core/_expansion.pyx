@@ -24,7 +24,7 @@ cdef class KernelExpansion:
     n_features : int
     kernel : int
         A `Kernel` code.
-    gamma, degree, coef0 : float
+    gamma, degree, coef0, nu : float
         Kernel parameters (see `okl.kernels`).
     budget : int
         Maximum number of centres, 0 for no limit.
@@ -35,7 +35,7 @@ cdef class KernelExpansion:
 
     def __init__(self, Py_ssize_t n_features, int kernel, double gamma=1.0,
                  int degree=3, double coef0=0.0, Py_ssize_t budget=0,
-                 int policy=OLDEST):
+                 int policy=OLDEST, double nu=1.5):
         if n_features < 1:
             raise ValueError(f"n_features must be >= 1, got {n_features}.")
         if budget < 0:
@@ -46,7 +46,7 @@ cdef class KernelExpansion:
             raise ValueError("The merge budget policy needs the 'gaussian' kernel; use "
                              "budget_policy='oldest' or 'smallest' with this kernel.")
         self.n_features = n_features
-        self.kernel = KernelSpec(<Kernel>kernel, gamma, coef0, degree)
+        self.kernel = KernelSpec(<Kernel>kernel, gamma, coef0, degree, nu)
         self.budget = budget
         self.policy = policy
         self.scale = 1.0
@@ -321,7 +321,7 @@ cdef class KernelExpansion:
     @property
     def kernel_params(self):
         return dict(kernel=int(self.kernel.kind), gamma=self.kernel.gamma,
-                    degree=int(self.kernel.degree), coef0=self.kernel.coef0)
+                    degree=int(self.kernel.degree), coef0=self.kernel.coef0, nu=self.kernel.nu)
 
     # -- undo for atomic chunks ----------------------------------------------------
 
@@ -391,7 +391,7 @@ cdef class KernelExpansion:
     def from_state(cls, state):
         cdef KernelExpansion self = cls(
             state["n_features"], state["kernel"], state["gamma"], state["degree"],
-            state["coef0"], state["budget"], state["policy"])
+            state["coef0"], state["budget"], state["policy"], state.get("nu", 1.5))
         n = len(state["coef"])
         self.reserve(n)
         self._centers[:n] = state["centers"]

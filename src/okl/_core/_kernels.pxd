@@ -1,7 +1,7 @@
 # Kernels: the enum (the single source of truth for kernel codes) and the
 # inline point functions that every loop calls.  A loop over centres switches
 # on `kind` once, outside the loop, and then calls the matching helper.
-from libc.math cimport NAN
+from libc.math cimport NAN, sqrt
 
 
 cdef extern from "_simd.h" nogil:
@@ -18,6 +18,7 @@ cpdef enum Kernel:
     POLYNOMIAL = 1    # (gamma <x, u> + coef0) ** degree
     GAUSSIAN = 2      # exp(-gamma ||x - u||_2^2)
     LAPLACIAN = 3     # exp(-gamma ||x - u||_1)
+    MATERN = 4        # Matern of smoothness nu and length scale 1 / sqrt(2 gamma)
 
 
 cdef struct KernelSpec:
@@ -25,6 +26,7 @@ cdef struct KernelSpec:
     double gamma
     double coef0
     int degree
+    double nu          # Matern's smoothness: 0.5, 1.5 or 2.5
 
 
 cdef inline double cpowi(double base, int n) noexcept nogil:
@@ -42,11 +44,34 @@ cdef inline double cdot(const double* x, const double* u, Py_ssize_t d) noexcept
     return okl_dot(d, x, u)
 
 
+cdef inline void cmatern(double nu, double gamma, Py_ssize_t n, double* kb) noexcept nogil:
+    """kb[i] <- Matern_nu(s), s = sqrt(4 nu gamma kb[i]), from squared distances kb[i].
+
+    Half-integer nu has the closed form exp(-s) times a polynomial in s:
+    1, 1 + s, 1 + s + s^2 / 3 for nu = 0.5, 1.5, 2.5 (docs/algorithms.md,
+    section 0.2).  Another nu gives NaN, which every caller reports.
+    """
+    cdef Py_ssize_t i
+    cdef double c = 4.0 * nu * gamma, s, poly
+    for i in range(n):
+        s = sqrt(c * kb[i])
+        if nu == 0.5:
+            poly = 1.0
+        elif nu == 1.5:
+            poly = 1.0 + s
+        elif nu == 2.5:
+            poly = 1.0 + s + s * s / 3.0
+        else:
+            poly = NAN
+        # beyond s = 708 the value is below 1e-300: 0 (also for s = inf, where poly * 0 is NaN)
+        kb[i] = 0.0 if s > 708.0 else poly * okl_exp_nonpos(-s)
+
+
 cdef inline void ckernel_row(const KernelSpec* k, const double* x, const double* C,
                              Py_ssize_t n, Py_ssize_t d, double* kb) noexcept nogil:
     """kb[i] = K(C[i], x) for the n rows of C: the one place kernel values are computed.
 
-    The Gaussian and Laplacian sum their distances directly, so points far from
+    The Gaussian, Laplacian and Matern sum their distances directly, so points far from
     the origin lose no digits and far-apart points give K = 0, not 1; a NaN
     stays NaN.  An unknown kind gives NaN, which every caller reports.
     """
@@ -59,6 +84,9 @@ cdef inline void ckernel_row(const KernelSpec* k, const double* x, const double*
     elif k.kind == LAPLACIAN:
         okl_l1dists(n, d, C, x, kb)
         okl_exp_scaled(n, k.gamma, kb)
+    elif k.kind == MATERN:
+        okl_sqdists(n, d, C, x, kb)
+        cmatern(k.nu, k.gamma, n, kb)
     elif k.kind == LINEAR:
         okl_dots(n, d, C, x, kb)
         for i in range(n):
@@ -86,6 +114,6 @@ cdef inline double cself(const KernelSpec* k, double xx) noexcept nogil:
         return xx + k.coef0
     if k.kind == POLYNOMIAL:
         return cpowi(k.gamma * xx + k.coef0, k.degree)
-    if k.kind == GAUSSIAN or k.kind == LAPLACIAN:
+    if k.kind == GAUSSIAN or k.kind == LAPLACIAN or k.kind == MATERN:
         return 1.0
     return NAN

@@ -24,7 +24,7 @@ from libc.string cimport memcmp, memcpy
 
 from okl._core._kernels cimport cdot, cself
 from okl._core._losses cimport LossSpec, cgradient
-from okl._core._expansion cimport KernelExpansion
+from okl._core._expansion cimport MERGE, KernelExpansion
 from okl._core._linear cimport LinearModel
 from okl._core._signals cimport cinterrupted, craise_pending
 
@@ -323,9 +323,11 @@ cdef class PointwiseEvents:
         st.t, st.ck2, st.b = t, ck2, b
         st.eta_t = st.lam_t = st.eta_try = NAN
         st.reset_t = st.reset_eta = st.reset_lam = 0.0
-        if weight != 0.0 and e.n_support == e.capacity and not (
-                e.budget and e.n_support >= e.budget):
-            e.reserve(1)                 # moves the buffers; the model is unchanged
+        if weight != 0.0 and e.n_support == e.capacity and (
+                not e.budget or e.n_support < e.budget or e.policy == MERGE):
+            # moves the buffers, the model unchanged; a full MERGE budget needs slot B for
+            # the newcomer until the merge (`reserve` caps the room at B + 1)
+            e.reserve(1)
         status = cstep(e, &x[0], xx, cself(&e.kernel, xx), cself(&e.kernel, xx), f, y, weight,
                        eta_given, &self.loss, &self.schedule, &st)
         if status == DIVERGED:

@@ -12,6 +12,7 @@ class Kernel(IntEnum):
     POLYNOMIAL = 1    # (gamma <x, u> + coef0) ** degree
     GAUSSIAN = 2      # exp(-gamma ||x - u||_2^2)
     LAPLACIAN = 3     # exp(-gamma ||x - u||_1)
+    MATERN = 4        # Matern of smoothness nu and length scale 1 / sqrt(2 gamma)
 
 
 class Loss(IntEnum):

@@ -20,10 +20,10 @@ class NumpyExpansion:
     n_rescale = 0
 
     def __init__(self, n_features, kernel, gamma=1.0, degree=3, coef0=0.0,
-                 budget=0, policy=BudgetPolicy.OLDEST):
+                 budget=0, policy=BudgetPolicy.OLDEST, nu=1.5):
         self.n_features = n_features
         self.kernel_params = dict(kernel=int(kernel), gamma=float(gamma),
-                                  degree=int(degree), coef0=float(coef0))
+                                  degree=int(degree), coef0=float(coef0), nu=float(nu))
         self.budget, self.policy = budget, int(policy)
         if self.policy == BudgetPolicy.MERGE:
             check_kernel(kernel)
@@ -51,8 +51,7 @@ class NumpyExpansion:
         """K(centers[i], x) for every centre."""
         n = self.n_support
         k = self.kernel_params
-        return kernel_values(k["kernel"], k["gamma"], k["degree"], k["coef0"],
-                             self._centers[:n], x)
+        return kernel_values(k, self._centers[:n], x)
 
     def predict_one(self, x):
         if self.n_support == 0:
@@ -92,8 +91,7 @@ class NumpyExpansion:
         k = self.kernel_params
         if slot == NEWCOMER:
             if self.track_norm:     # as KernelExpansion.cadd
-                kxx = kernel_values(k["kernel"], k["gamma"], k["degree"], k["coef0"], x[None, :],
-                                    x)[0]
+                kxx = kernel_values(k, x[None, :], x)[0]
                 self.norm_change = -a * (a * kxx + 2.0 * self.predict_one(x))
             return True
         if slot == NO_EVICTION:
@@ -103,8 +101,7 @@ class NumpyExpansion:
             if self.track_norm:
                 x_o = self._centers[slot]
                 r = self._coef[slot]
-                k_o, k_x = kernel_values(k["kernel"], k["gamma"], k["degree"], k["coef0"],
-                                         np.stack([x_o, x]), x_o)
+                k_o, k_x = kernel_values(k, np.stack([x_o, x]), x_o)
                 self.norm_change = r * (r * k_o - 2.0 * (self.predict_one(x_o) + a * k_x))
             if self.policy == BudgetPolicy.OLDEST:
                 self.next_slot = (slot + 1) % self.budget
@@ -177,7 +174,7 @@ class NumpyExpansion:
     def from_state(cls, state):
         p = state
         self = cls(p["n_features"], p["kernel"], p["gamma"], p["degree"], p["coef0"],
-                   p["budget"], p["policy"])
+                   p["budget"], p["policy"], p.get("nu", 1.5))
         self._centers = np.array(p["centers"], dtype=np.float64).reshape(-1, p["n_features"])
         self._coef = p["scale"] * np.asarray(p["coef"], dtype=np.float64)
         self._sqnorms = np.array(p["sqnorms"], dtype=np.float64)

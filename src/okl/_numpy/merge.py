@@ -107,7 +107,7 @@ def merge_find(centers, coef, gamma):
     same[m] = False
     if not same.any():
         return m, -1, 0.0, 0.0, cm * cm
-    k = kernel_values(int(Kernel.GAUSSIAN), gamma, 3, 0.0, centers, centers[m])
+    k = kernel_values(dict(kernel=int(Kernel.GAUSSIAN), gamma=gamma), centers, centers[m])
     am = abs(cm)
     r = np.where(same, rho(am / (am + np.abs(coef)), k), np.inf)
     first = int(np.argmin(r))                     # the first on ties, as okl_merge_argmin

@@ -132,10 +132,9 @@ def fit_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake,
     `norm_change` (as fit_kernel of _core/_pa.pyx).
     """
     p = expansion.kernel_params
-    kernel = (p["kernel"], p["gamma"], p["degree"], p["coef0"])
 
     def K(u, v):
-        return kernel_values(*kernel, u[None], v)[0]
+        return kernel_values(p, u[None], v)[0]
 
     expansion.reserve(len(X))
     expansion.track_norm = True

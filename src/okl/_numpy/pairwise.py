@@ -92,8 +92,7 @@ def difference_chunk(g, idx, yh, s, gram, m, X, y, eta, slot, reducer, loss):
         n_c = g.n_support
         kx = g.values(x)                              # k(c, x_t) for every centre c
         gx = float(g._coef[:n_c] @ kx) if n_c else 0.0
-        kself = float(kernel_values(k["kernel"], k["gamma"], k["degree"], k["coef0"],
-                                    x[None], x)[0])                    # k(x_t, x_t)
+        kself = float(kernel_values(k, x[None], x)[0])                    # k(x_t, x_t)
         G = dgx = c = 0.0
         if m > 0:
             kvec = kx[idx[:m]]

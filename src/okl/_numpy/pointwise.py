@@ -89,8 +89,7 @@ def fit_chunk(model, X, y, schedule, loss, state, pred_out, weight=None, eta=Non
             if linear:
                 kxx, kself = kdiag[i], float(x @ x)
             else:
-                kxx = kself = float(kernel_values(k["kernel"], k["gamma"], k["degree"],
-                                                  k["coef0"], x[None, :], x)[0])
+                kxx = kself = float(kernel_values(k, x[None, :], x)[0])
             w = 1.0 if weight is None else weight[i]
             if step(model, x, kxx, kself, f, y[i], w, np.nan if eta is None else eta[i],
                     loss, schedule, st) == DIVERGED:
