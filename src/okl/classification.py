@@ -34,7 +34,6 @@ from okl._params import (
 )
 from okl._persist import C_INT_MAX, loadable
 from okl.budgets import budget_code, resolve_budget_policy
-from okl.kernels import kernel_code
 from okl.losses import (
     MARGIN_LOSSES, lipschitz_at_origin, loss_spec, loss_value, slope_at_origin,
 )

@@ -221,7 +221,7 @@ cdef class MultiExpansion:
 
     def __init__(self, Py_ssize_t n_features, Py_ssize_t n_classes, int kernel,
                  double gamma=1.0, int degree=3, double coef0=0.0, Py_ssize_t budget=0,
-                 int policy=OLDEST):
+                 int policy=OLDEST, double nu=1.5):
         if n_features < 1 or n_classes < 1:
             raise ValueError(f"n_features and n_classes must be >= 1, got {n_features}, "
                              f"{n_classes}.")
@@ -233,7 +233,7 @@ cdef class MultiExpansion:
             raise ValueError("The merge budget policy needs the 'gaussian' kernel; use "
                              "budget_policy='oldest' or 'smallest' with this kernel.")
         self.n_features, self.n_classes = n_features, n_classes
-        self.kernel = KernelSpec(<Kernel>kernel, gamma, coef0, degree)
+        self.kernel = KernelSpec(<Kernel>kernel, gamma, coef0, degree, nu)
         self.budget, self.policy = budget, policy
         self.scale = 1.0
         self.n_support = self.n_rescale = self.next_slot = self.n_merges = 0
@@ -465,7 +465,7 @@ cdef class MultiExpansion:
     @property
     def kernel_params(self):
         return dict(kernel=int(self.kernel.kind), gamma=self.kernel.gamma,
-                    degree=int(self.kernel.degree), coef0=self.kernel.coef0)
+                    degree=int(self.kernel.degree), coef0=self.kernel.coef0, nu=self.kernel.nu)
 
     # -- undo, state --------------------------------------------------------------------------
 
@@ -498,7 +498,8 @@ cdef class MultiExpansion:
     def from_state(cls, state):
         cdef MultiExpansion self = cls(
             state["n_features"], state["n_classes"], state["kernel"], state["gamma"],
-            state["degree"], state["coef0"], state["budget"], state["policy"])
+            state["degree"], state["coef0"], state["budget"], state["policy"],
+            state.get("nu", 1.5))
         coef = np.asarray(state["coef"], dtype=np.float64).reshape(-1, state["n_classes"])
         n = len(coef)
         self.reserve(n)
@@ -531,7 +532,7 @@ def multi_merge_find(const double[:, ::1] centers, const double[:, ::1] coef, do
     az = np.zeros(k)
     krow, work, cwork = np.empty(n), np.empty(n), np.empty(n)
     cdef double[::1] az_view = az, krow_view = krow, work_view = work, cwork_view = cwork
-    cdef KernelSpec spec = KernelSpec(Kernel.GAUSSIAN, gamma, 0.0, 3)
+    cdef KernelSpec spec = KernelSpec(Kernel.GAUSSIAN, gamma, 0.0, 3, 1.5)
     norms = np.array([cdotk(&coef[j, 0], &coef[j, 0], k) for j in range(n)])
     cdef double[::1] norms_view = norms
     m = int(np.argmin(norms))

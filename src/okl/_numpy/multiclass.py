@@ -68,8 +68,7 @@ def fit_chunk(model, X, y, schedule_, loss, state, b, pred_out, weight=None, eta
         for i, x in enumerate(X):
             s = model.scores(x) + b
             pred_out[i] = s
-            kxx = float(kernel_values(k["kernel"], k["gamma"], k["degree"], k["coef0"],
-                                      x[None, :], x)[0])
+            kxx = float(kernel_values(k, x[None, :], x)[0])
             w = 1.0 if weight is None else weight[i]
             if step(model, x, kxx, s, int(y[i]), w, np.nan if eta is None else eta[i], loss,
                     schedule_, st, b) == DIVERGED:

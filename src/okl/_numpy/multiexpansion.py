@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from okl._numpy.codes import BudgetPolicy
+from okl._numpy.codes import BudgetPolicy, Kernel
 from okl._numpy.kernels import kernel_values
 from okl._numpy.merge import check_kernel
 
@@ -86,7 +86,7 @@ def multi_merge_find(centers, coef, gamma, krow=None):
     if A == 0.0 or n < 2:
         return m, -1, 0.0, np.zeros(k), A
     if krow is None:
-        krow = kernel_values(2, gamma, 3, 0.0, centers, centers[m])
+        krow = kernel_values(dict(kernel=int(Kernel.GAUSSIAN), gamma=gamma), centers, centers[m])
     dots = coef @ coef[m]
     bounds = np.array([lower(A, norms[i], float(dots[i]), float(krow[i])) for i in range(n)])
     bounds[m] = np.inf
@@ -132,10 +132,10 @@ class NumpyMultiExpansion:
     n_rescale = 0
 
     def __init__(self, n_features, n_classes, kernel, gamma=1.0, degree=3, coef0=0.0,
-                 budget=0, policy=BudgetPolicy.OLDEST):
+                 budget=0, policy=BudgetPolicy.OLDEST, nu=1.5):
         self.n_features, self.n_classes = n_features, n_classes
         self.kernel_params = dict(kernel=int(kernel), gamma=float(gamma),
-                                  degree=int(degree), coef0=float(coef0))
+                                  degree=int(degree), coef0=float(coef0), nu=float(nu))
         self.budget, self.policy = budget, int(policy)
         if self.policy == BudgetPolicy.MERGE:
             check_kernel(kernel)
@@ -159,9 +159,7 @@ class NumpyMultiExpansion:
             self._sqnorms = np.concatenate([self._sqnorms, np.empty(grow)])
 
     def values(self, x):
-        k = self.kernel_params
-        return kernel_values(k["kernel"], k["gamma"], k["degree"], k["coef0"],
-                             self._centers[:self.n_support], x)
+        return kernel_values(self.kernel_params, self._centers[:self.n_support], x)
 
     def scores(self, x):
         """The k scores f_c(x) (no offset)."""
@@ -262,7 +260,7 @@ class NumpyMultiExpansion:
     def from_state(cls, state):
         p = state
         self = cls(p["n_features"], p["n_classes"], p["kernel"], p["gamma"], p["degree"],
-                   p["coef0"], p["budget"], p["policy"])
+                   p["coef0"], p["budget"], p["policy"], p.get("nu", 1.5))
         self._centers = np.array(p["centers"], dtype=np.float64).reshape(-1, p["n_features"])
         self._coef = p["scale"] * np.asarray(p["coef"], dtype=np.float64).reshape(
             -1, p["n_classes"])
@@ -291,6 +289,7 @@ def from_binary(state, position):
     coef = np.insert(np.column_stack([-0.5 * a, 0.5 * a]), position, 0.0, axis=1)
     out = {key: state[key] for key in ("n_features", "budget", "policy", "next_slot",
                                        "kernel", "gamma", "degree", "coef0")}
+    out["nu"] = state.get("nu", 1.5)
     return dict(out, n_classes=3, scale=1.0, n_rescale=0, n_merges=0,
                 centers=np.asarray(state["centers"], dtype=np.float64),
                 coef=coef, sqnorms=np.asarray(state["sqnorms"], dtype=np.float64))

@@ -251,7 +251,6 @@ class NumpyMultiKernel:
         return self._coef[:, :self.n_support].copy()
 
     def get_state(self):
-        n = self.n_support
         return dict(n_features=self.n_features, gammas=self.gammas.copy(),
                     width_of=self.width_of.astype(np.int64), eta_scales=self.eta_scales.copy(),
                     auto=self.auto, budget=self.budget, policy=self.policy,

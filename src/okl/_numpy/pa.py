@@ -226,11 +226,10 @@ def fit_multi_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake,
                      score_out, event_out):
     """Twin of `fit_multi_kernel` of _core/_pa.pyx on a NumpyMultiExpansion; (failed, ww)."""
     p = expansion.kernel_params
-    kernel = (p["kernel"], p["gamma"], p["degree"], p["coef0"])
     k = expansion.n_classes
     expansion.reserve(len(X))
     for i, x in enumerate(X):
-        kxx = kernel_values(*kernel, x[None], x)[0]
+        kxx = kernel_values(p, x[None], x)[0]
         s = expansion.scores(x)
         score_out[i] = s
         if not np.all(np.isfinite(s)):
