@@ -206,7 +206,7 @@ class KernelPAModel:
         a = state["scale"] * np.asarray(state["coef"], dtype=np.float64)
         multi = {key: state[key] for key in ("n_features", "budget", "policy", "next_slot",
                                              "kernel", "gamma", "degree", "coef0", "sqnorms")}
-        multi.update(n_classes=2, scale=1.0, n_rescale=0, n_merges=state.get("n_merges", 0),
+        multi.update(nu=state.get("nu", 1.5), n_classes=2, scale=1.0, n_rescale=0, n_merges=state.get("n_merges", 0),
                      centers=np.asarray(state["centers"], dtype=np.float64).reshape(
                          -1, state["n_features"]),
                      coef=np.column_stack([-0.5 * a, 0.5 * a]))
