@@ -70,17 +70,35 @@ def test_a_weight_scales_the_gradient_of_its_step():
     assert est.dual_coef_[0] == pytest.approx(-0.3 * 2.5 * (0.0 - y[0]), rel=1e-15)
 
 
-def test_the_offset_is_norma_s_rule():
-    X, y = stream(3, offset=40.0)
+def test_the_regressor_s_offset_is_the_running_mean_of_the_targets():
+    X, y = stream(300, offset=40.0)
+    w = np.random.default_rng(2).uniform(0, 2, len(X))
+    w[::5] = 0.0
     est = OnlineKernelRegressor(gamma=0.5, eta=0.3, eta_decay=0.0, lam=0.1)
-    scores = est._progressive_scores(X, y)
-    b = 0.0
-    for f, target in zip(scores, y):
-        b -= 0.3 * (f - target)           # b_{t+1} = b_t - eta_t g_t, no shrink
+    est._progressive_scores(X, y, sample_weight=w)
+    b, t = 0.0, 0
+    for target, wi in zip(y, w):
+        if wi > 0:
+            t += 1
+            b += (target - b) * min(1.0, wi / t)
     assert est.intercept_ == pytest.approx(b, rel=1e-14)
+    first = OnlineKernelRegressor(gamma=0.5).fit(X[:1], y[:1])
+    assert first.intercept_ == y[0] and first.n_support_ == 0     # the residual y_1 - b_2 = 0
     paper = OnlineKernelRegressor(gamma=0.5, eta=0.3, eta_decay=0.0, lam=0.1,
                                   fit_intercept=False).fit(X, y)
     assert paper.intercept_ == 0.0
+
+
+def test_the_classifier_s_offset_is_norma_s_rule():
+    X, y = stream(300)
+    labels = (y > 0.4).astype(int)
+    est = OnlineKernelClassifier(gamma=0.5, eta=0.3, eta_decay=0.0, lam=0.1, fit_intercept=True)
+    scores = est._progressive_scores(X, labels, classes=[0, 1])
+    b = 0.0
+    for f, label in zip(scores, 2.0 * labels - 1.0):
+        b -= 0.3 * (-label if label * f < 1.0 else 0.0)     # b_{t+1} = b_t - eta_t g_t
+    assert est.intercept_ == pytest.approx(b, rel=1e-14)
+    assert OnlineKernelClassifier(gamma=0.5).fit(X, labels).intercept_ == 0.0   # the default
 
 
 def test_the_intercept_fixes_an_uncentred_target():

@@ -20,6 +20,7 @@ from okl._engines import ENGINES
 from okl._feature_model import FeatureModel
 from okl._gamma import scale_gamma, warn_spread
 from okl._numpy.expansion import NumpyExpansion
+from okl._numpy.codes import Offset
 from okl._numpy.pointwise import make_schedule, make_state
 from okl._params import InvalidParameterError, validate_params
 from okl.budgets import budget_code, default_budget_policy, resolve_budget_policy
@@ -272,7 +273,14 @@ class PointwiseMixin(KernelModelMixin):
         return make_schedule(kind, eta if kind == StepSize.POWER else 0.0, self.eta_decay,
                              self.lam, getattr(self, "lam_decay", 0.0),
                              self._auto_lipschitz() if kind == StepSize.AUTO else 1.0,
-                             getattr(self, "fit_intercept", False))
+                             self._offset())
+
+    def _offset(self):
+        """How the offset b learns (docs/defaults.md, section 1): the running mean of the
+        targets for a regressor, the gradient step for a classifier."""
+        if not getattr(self, "fit_intercept", False):
+            return Offset.FIXED
+        return Offset.STEP if is_classifier(self) else Offset.MEAN
 
     def _step_state(self):
         """The counters a step reads (the `StepState` of okl._core._pointwise), as a dict."""

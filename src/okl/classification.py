@@ -89,7 +89,7 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
     {approximation}
     {n_components}
     {random_state}
-    {fit_intercept}
+    {fit_intercept_margin}
     {classes}
     {verbose}
     {engine}
@@ -161,7 +161,7 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
 
     def __init__(self, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0, loss="hinge",
                  lam=1e-3, eta="auto", eta_decay=0.5, budget=None, budget_policy="auto",
-                 approximation=None, n_components=100, random_state=None, fit_intercept=True,
+                 approximation=None, n_components=100, random_state=None, fit_intercept=False,
                  classes=None, verbose=False, engine="cython"):
         self.kernel = kernel
         self.gamma = gamma

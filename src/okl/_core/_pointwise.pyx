@@ -4,7 +4,9 @@ One step predicts f_t(x_t) = b_t + (model part), then
     f_{t+1} = (1 - lam_t eta_t) f_t - eta_t w_t g_t K(x_t, .),   b_{t+1} = b_t - eta_t w_t g_t
 with g_t = V'_-(f_t(x_t) - y_t) for a residual loss and
 g_t = y_t phi'_-(y_t f_t(x_t)) for a margin loss (y_t in {-1, +1}).  The
-offset b (section 7.1) is learned when the schedule says `intercept`; the
+offset b follows the schedule's `intercept` (docs/defaults.md, section 1): the running
+mean of the targets, the kernel part then stepping on y_t - b_{t+1} (MEAN, the regressors),
+or the gradient step above (STEP, section 7.1); the
 weight w_t (section 7.2) scales the gradient, and a step of weight 0 is
 skipped (predicted; the model, t and C_K^2 do not change).  eta_t and lam_t
 come from the schedule of step t (`cschedule`, the formulas of
@@ -40,6 +42,12 @@ cpdef enum StepSize:
     GIVEN = 2       # eta_t given per row (a callable's values)
 
 
+cpdef enum Offset:
+    FIXED = 0       # b stays as it is (fit_intercept=False)
+    MEAN = 1        # b_{t+1} = b_t + min(1, w_t / t) (y_t - b_t): the running mean of the targets
+    STEP = 2        # b_{t+1} = b_t - eta_t w_t g_t
+
+
 cdef struct Schedule:
     int kind            # a StepSize
     double eta
@@ -47,7 +55,7 @@ cdef struct Schedule:
     double lam
     double lam_decay
     double lipschitz    # M of the auto step
-    bint intercept      # learn the offset b
+    int intercept       # how the offset b learns: an Offset
 
 
 cdef struct StepState:
@@ -85,6 +93,14 @@ cdef inline void cschedule(const Schedule* s, double t, double ck2, double eta_g
         eta_t[0] = s.eta * decay
 
 
+cdef inline double coffset(const Schedule* s, double b, double y, double w,
+                           double t) noexcept nogil:
+    """b_{t+1} of a MEAN offset (docs/defaults.md, section 1); b for the others."""
+    if s.intercept == MEAN:
+        return b + (y - b) * (w / t if w < t else 1.0)
+    return b
+
+
 cdef inline int cstep(Model model, const double* x, double xx, double kxx, double kself,
                       double f, double y, double w, double eta_given, const LossSpec* loss,
                       const Schedule* s, StepState* st) noexcept nogil:
@@ -105,10 +121,13 @@ cdef inline int cstep(Model model, const double* x, double xx, double kxx, doubl
         return DIVERGED
     if w == 0.0:
         return SKIPPED
-    g = w * cgradient(loss, y, f)
+    # a MEAN offset moves first: the kernel part steps on the residual against b_{t+1}
+    b_next = coffset(s, st.b, y, w, t)
+    g = w * cgradient(loss, y, f - st.b + b_next)
     factor = 1.0 - lam_t * eta_t
     a = -eta_t * g
-    b_next = st.b - eta_t * g if s.intercept else st.b
+    if s.intercept == STEP:
+        b_next = st.b - eta_t * g
     scale_next = model.scale * factor
     if factor <= 0.0 or scale_next < 1e-9 or scale_next > 1e9:
         scale_next = 1.0            # what the lazy shrink leaves (_lazy.pxd)

@@ -40,6 +40,12 @@ class StepSize(IntEnum):
     GIVEN = 2     # one step size per row
 
 
+class Offset(IntEnum):
+    FIXED = 0     # b does not learn (fit_intercept=False)
+    MEAN = 1      # the running mean of the targets
+    STEP = 2      # the gradient step b - eta_t w_t g_t
+
+
 class Reducer(IntEnum):
     SIGN = 0
     DIFFERENCE = 1

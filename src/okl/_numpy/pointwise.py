@@ -8,20 +8,22 @@ chunk is returned, as in Cython.
 """
 import numpy as np
 
-from okl._numpy.codes import StepSize
+from okl._numpy.codes import Offset, StepSize
 from okl._numpy.kernels import kernel_values
 from okl._numpy.losses import gradient
 
 AUTO, POWER, GIVEN = StepSize.AUTO, StepSize.POWER, StepSize.GIVEN
+FIXED, MEAN, STEP = Offset.FIXED, Offset.MEAN, Offset.STEP
 TAKEN, SKIPPED, DIVERGED = 0, 1, 2
 
 
 def make_schedule(kind=GIVEN, eta=0.0, eta_decay=0.0, lam=0.0, lam_decay=0.0, lipschitz=1.0,
-                  intercept=False):
+                  intercept=FIXED):
     """The `Schedule` fields: eta_t = eta t^-eta_decay (POWER), 1/(lam_t + L C_K^2) t^-eta_decay
-    (AUTO) or given per row (GIVEN); lam_t = lam t^-lam_decay; `intercept` learns b."""
+    (AUTO) or given per row (GIVEN); lam_t = lam t^-lam_decay; `intercept` (an `Offset`) says
+    how b learns."""
     return dict(kind=int(kind), eta=float(eta), eta_decay=float(eta_decay), lam=float(lam),
-                lam_decay=float(lam_decay), lipschitz=float(lipschitz), intercept=bool(intercept))
+                lam_decay=float(lam_decay), lipschitz=float(lipschitz), intercept=int(intercept))
 
 
 def make_state(t=0, ck2=0.0, b=0.0):
@@ -42,6 +44,13 @@ def schedule(s, t, ck2, eta_given=np.nan):
     return s["eta"] * decay, lam_t
 
 
+def offset(s, b, y, w, t):
+    """b_{t+1} of a MEAN offset (docs/defaults.md, section 1); b for the others."""
+    if s["intercept"] == MEAN:
+        return b + (y - b) * (w / t if w < t else 1.0)
+    return b
+
+
 def step(model, x, kxx, kself, f, y, w, eta_given, loss, s, st):
     """One step from f = f_t(x_t): TAKEN, SKIPPED (w = 0) or DIVERGED (nothing changed).
 
@@ -58,10 +67,13 @@ def step(model, x, kxx, kself, f, y, w, eta_given, loss, s, st):
         return DIVERGED
     if w == 0.0:
         return SKIPPED
-    g = w * gradient(loss, y, f)
+    # a MEAN offset moves first: the kernel part steps on the residual against b_{t+1}
+    b_next = offset(s, st["b"], y, w, t)
+    g = w * gradient(loss, y, f - st["b"] + b_next)
     factor = 1.0 - lam_t * eta_t
     a = -eta_t * g
-    b_next = st["b"] - eta_t * g if s["intercept"] else st["b"]
+    if s["intercept"] == STEP:
+        b_next = st["b"] - eta_t * g
     if not (np.isfinite(a) and np.isfinite(b_next)):
         return DIVERGED
     if g != 0.0 and not np.isfinite(factor * (f - st["b"]) + a * kself + b_next):
