@@ -113,7 +113,7 @@ def test_the_intercept_fixes_an_uncentred_target():
 
 @pytest.mark.parametrize("make", [
     lambda: OnlineKernelClassifier(classes=["a", "b"]),
-    lambda: CoefficientRegularizedClassifier(n_centers=10, classes=["a", "b"]),
+    lambda: CoefficientRegularizedClassifier(n_centers=10, classes=["a", "b"], gamma=1.0),
     lambda: RegularizedPAClassifier(classes=["b", "a"]),
 ])
 def test_constructor_classes_start_a_stream_and_give_a_prior(make):
@@ -140,20 +140,20 @@ def test_gamma_scale_and_the_warning():
     X = rng.normal(1000.0, 300.0, (400, 4))
     y = np.sin(X[:, 0] / 300.0)
     with pytest.warns(KernelScaleWarning, match="gamma='scale'"):
-        OnlineKernelRegressor().partial_fit(X[:50], y[:50])
+        OnlineKernelRegressor(gamma=1.0).partial_fit(X[:50], y[:50])
     with warnings.catch_warnings():
         warnings.simplefilter("error", KernelScaleWarning)
-        est = OnlineKernelRegressor(gamma="scale").partial_fit(X[:50], y[:50])
+        est = OnlineKernelRegressor().partial_fit(X[:50], y[:50])     # the default: "scale"
     assert est.gamma_ == pytest.approx(1.0 / (4 * X[:50].var()), rel=1e-12)
     est.partial_fit(X[50:], y[50:])
-    assert est.gamma_ == pytest.approx(1.0 / (4 * X[:50].var()), rel=1e-12)  # fixed by chunk 1
+    assert est.gamma_ == pytest.approx(1.0 / (4 * X[:100].var()), rel=1e-12)  # after the warm-up
     assert est._expansion.kernel_params["gamma"] == est.gamma_
-    with pytest.raises(ValueError, match="at least 2 rows"):
-        OnlineKernelRegressor(gamma="scale").learn_one(X[0], y[0])
-    fresh = OnlineKernelRegressor(gamma="scale")
-    with pytest.raises(ValueError):
-        fresh.learn_one(X[0], y[0])
-    assert not hasattr(fresh, "t_")
+    fresh = OnlineKernelRegressor()
+    fresh.learn_one(X[0], y[0])                          # usable from the first event
+    assert fresh.gamma_ == pytest.approx(1.0 / (4 * X[:1].var()), rel=1e-12)
+    pa = RegularizedPAClassifier(kernel="gaussian", classes=[0, 1])
+    pa.learn_one(X[0], 1)                                # a first chunk of one row: 1 / d
+    assert pa.gamma_ == 0.25
 
 
 def test_set_params_between_events_is_validated_and_used():

@@ -13,17 +13,21 @@ PARAMS = {
 kernel : {"gaussian", "laplacian", "polynomial", "linear"}, default="gaussian"
     See `okl.kernels`.""",
     "gamma": """\
-gamma : float or "scale", default=1.0
+gamma : float or "scale", default="scale"
     Kernel width (gaussian, laplacian) or scale of <x, u> (polynomial).
-    "scale" is ``1 / (n_features X.var())`` of the first chunk (scikit-learn's
-    SVC rule; a first call of one row raises), kept in `gamma_`.  A
-    `KernelScaleWarning` names the cure when the first samples' kernel
+    "scale" is scikit-learn's SVC rule ``1 / (n_features X.var())`` over the
+    events learned so far, from the first one: the width follows the data
+    for the first 100 events, then stays (with `approximation`, the first
+    chunk's; docs/defaults.md, section 2); kept in `gamma_`.  With a number,
+    a `KernelScaleWarning` names the cure when the first samples' kernel
     values are all ~0 or all ~1.""",
     "gamma_plain": """\
-gamma : float or "scale", default=1.0
+gamma : float or "scale", default="scale"
     Kernel width (gaussian, laplacian) or scale of <x, u> (polynomial).
     "scale" is ``1 / (n_features X.var())`` of the first chunk (scikit-learn's
-    SVC rule; a first call of one row raises), kept in `gamma_`.""",
+    SVC rule; a first chunk of one row gives ``1 / n_features``, the rule's
+    value on standardised features; docs/defaults.md, section 2), kept in
+    `gamma_`.""",
     "degree": """\
 degree : int, default=3
     Polynomial degree.""",

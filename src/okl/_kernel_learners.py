@@ -18,7 +18,7 @@ from okl._core._expansion import KernelExpansion
 from okl._core._pointwise import PointwiseEvents, StepSize
 from okl._engines import ENGINES
 from okl._feature_model import FeatureModel
-from okl._gamma import scale_gamma, warn_spread
+from okl._gamma import WidthMoments, scale_gamma, warn_spread
 from okl._numpy.expansion import NumpyExpansion
 from okl._numpy.codes import Offset
 from okl._numpy.pointwise import make_schedule, make_state
@@ -185,11 +185,22 @@ class PointwiseMixin(KernelModelMixin):
         labels = ("classes_",) if is_classifier(self) else ()
         check.keys(attrs, ("n_features_in_", "t_", "ck2_", "n_support_") + labels,
                    f"{name}'s attributes",
-                   optional=("eta_", "lam_", "intercept_", "gamma_", "_row_keys"))
+                   optional=("eta_", "lam_", "intercept_", "gamma_", "_row_keys",
+                             "_width_moments"))
         check.floats("ck2_", lo=0.0)
         check.floats("eta_", "lam_", lo=0.0, optional=True)
         check.floats("intercept_", optional=True)                 # the offset b (docs/streaming.md)
+        out.setdefault("intercept_", 0.0)
         check.fitted_gamma()
+        if "_width_moments" in attrs:                        # gamma="scale" still warming up
+            moments = attrs["_width_moments"]
+            if (not isinstance(self.gamma, str) or not isinstance(moments, list)
+                    or len(moments) != 3 or not all(isinstance(v, (int, float)) and np.isfinite(v)
+                                                    for v in moments)
+                    or not 0 <= moments[0] < WidthMoments.warmup() or moments[2] < 0):
+                check.fail("_width_moments must be [rows < the warm-up, mean, m2 >= 0] of "
+                           "gamma='scale'")
+            out["_width_moments"] = [float(v) for v in moments]
         if "_row_keys" in attrs:                             # the feature order of dict events
             keys = attrs["_row_keys"]
             if (not isinstance(keys, list) or len(keys) != d
@@ -251,8 +262,14 @@ class PointwiseMixin(KernelModelMixin):
 
     def _start(self, X, y):
         name = type(self).__name__
-        self._fit_gamma(X)
-        warn_spread(X, self.kernel, float(self._kernel_gamma()), name, stacklevel=5)
+        self.__dict__.pop("_width_moments", None)
+        if isinstance(self.gamma, str) and getattr(self, "approximation", None) is None:
+            # gamma="scale" follows the events of the warm-up (`_learn`, docs/defaults.md)
+            self._width_moments = [0.0, 0.0, 0.0]
+            self.gamma_ = 1.0 / X.shape[1]
+        else:
+            self._fit_gamma(X)
+            warn_spread(X, self.kernel, float(self._kernel_gamma()), name, stacklevel=5)
         if getattr(self, "approximation", None) is not None:
             self._expansion = FeatureModel(
                 self.approximation, X.shape[1], self.kernel, int(kernel_code(self.kernel)),
@@ -295,6 +312,37 @@ class PointwiseMixin(KernelModelMixin):
         d["n_support_"] = int(d["_expansion"].n_support)
 
     def _learn(self, X, y, weight=None):
+        """The rows in order; during gamma="scale"'s warm-up one at a time, each row learned
+        with the width of the rows before it, then taken into the width."""
+        if "_width_moments" not in self.__dict__:
+            return self._learn_rows(X, y, weight)
+        moments = WidthMoments(*self._width_moments)
+        parts, i, n = [], 0, X.shape[0]
+        while i < n and moments.warming:
+            rows = slice(i, i + 1)
+            parts.append(self._learn_rows(X[rows], y[rows], None if weight is None else weight[rows]))
+            if weight is None or weight[i] != 0.0:         # then x_i moves the width
+                moments.add(X[i])
+                self._set_width(moments.gamma(X.shape[1]))
+                self._width_moments = [moments.rows, moments.mean, moments.m2]
+            i += 1
+        if not moments.warming:
+            del self._width_moments                         # the width stays from now on
+        if i < n:
+            parts.append(self._learn_rows(X[i:], y[i:], None if weight is None else weight[i:]))
+        return np.concatenate(parts)
+
+    def _set_width(self, gamma):
+        """Give the expansion the width gamma (its centres and coefficients unchanged)."""
+        if gamma == self.gamma_:
+            return
+        self.gamma_ = gamma
+        expansion = self._engine_expansion()
+        state = expansion.get_state()
+        state["gamma"] = float(gamma)
+        self._expansion = type(expansion).from_state(state)
+
+    def _learn_rows(self, X, y, weight=None):
         n = X.shape[0]
         eta = None
         if callable(self.eta):          # the callable's step sizes at the steps the rows take
@@ -342,7 +390,8 @@ class PointwiseMixin(KernelModelMixin):
         if events is not None and events.matches(self):
             return events
         if not ("ck2_" in self.__dict__ and self.engine == "cython"
-                and type(self.__dict__.get("_expansion")) is KernelExpansion):
+                and type(self.__dict__.get("_expansion")) is KernelExpansion
+                and "_width_moments" not in self.__dict__):
             return None
         if params_changed(self):
             return None

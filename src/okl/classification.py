@@ -159,7 +159,7 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
     #: expected_failed_checks=est.expected_failed_checks)``.
     expected_failed_checks = ONLINE_WEIGHT_CHECKS
 
-    def __init__(self, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0, loss="hinge",
+    def __init__(self, kernel="gaussian", gamma="scale", degree=3, coef0=0.0, loss="hinge",
                  lam=1e-3, eta="auto", eta_decay=0.5, budget=None, budget_policy="auto",
                  approximation=None, n_components=100, random_state=None, fit_intercept=False,
                  classes=None, verbose=False, engine="cython"):
@@ -319,7 +319,7 @@ class CoefficientRegularizedClassifier(KernelModelMixin, BinaryClassifierMixin,
         **CLASSES_CONSTRAINTS,
     }
 
-    def __init__(self, centers=None, n_centers=100, kernel="gaussian", gamma=1.0, degree=3,
+    def __init__(self, centers=None, n_centers=100, kernel="gaussian", gamma="scale", degree=3,
                  coef0=0.0, loss="hinge", lam=0.01, eta="auto", eta_decay=0.75, classes=None,
                  verbose=False, engine="cython"):
         self.centers = centers

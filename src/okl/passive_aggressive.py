@@ -197,7 +197,7 @@ class RegularizedPAClassifier(KernelModelMixin, BinaryClassifierMixin, Classifie
     }
 
     def __init__(self, regularization="none", variant="PA", C=1.0, alpha=0.1, beta=1.0,
-                 update="margin", truncate_sigma=0.0, kernel="linear", gamma=1.0, degree=3,
+                 update="margin", truncate_sigma=0.0, kernel="linear", gamma="scale", degree=3,
                  coef0=0.0, budget=None, budget_policy="auto", approximation=None,
                  n_components=100, random_state=None, classes=None, verbose=False,
                  engine="cython"):
