@@ -35,8 +35,11 @@ degree : int, default=3
 coef0 : float, default=0.0
     Constant added to <x, u> (linear, polynomial).""",
     "budget": """\
-budget : int or None, default=None
-    Maximum number of centres; None is unbounded.""",
+budget : int, "auto" or None, default="auto"
+    Maximum number of centres.  "auto" keeps 500 (with `approximation`, the
+    fixed-size model needs none), so that a step costs the same however
+    long the stream (docs/defaults.md, section 3); None is the papers'
+    exact, unbounded expansion.""",
     "budget_policy": """\
 budget_policy : {"auto", "merge", "oldest", "smallest"}, default="auto"
     What happens when a new centre would exceed the budget.  "merge"

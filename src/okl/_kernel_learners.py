@@ -23,7 +23,9 @@ from okl._numpy.expansion import NumpyExpansion
 from okl._numpy.codes import Offset
 from okl._numpy.pointwise import make_schedule, make_state
 from okl._params import InvalidParameterError, validate_params
-from okl.budgets import budget_code, default_budget_policy, resolve_budget_policy
+from okl.budgets import (
+    DEFAULT_BUDGET, budget_code, default_budget_policy, resolve_budget, resolve_budget_policy,
+)
 from okl.kernels import KERNELS, kernel_code, kernel_row
 from okl.schedules import step_sizes
 
@@ -62,7 +64,10 @@ def expansion_fitted_with(estimator, expansion):
     out = [("kernel", names.get(params["kernel"])), ("gamma", params["gamma"]),
            ("degree", params["degree"]), ("coef0", params["coef0"])]
     if hasattr(estimator, "budget"):
-        out.append(("budget", expansion.budget or None))
+        budget = expansion.budget or None
+        if estimator.budget == "auto" and budget == DEFAULT_BUDGET:
+            budget = "auto"         # what "auto" resolved to: unchanged
+        out.append(("budget", budget))
     if hasattr(estimator, "budget_policy") and expansion.budget:
         policies = {int(code): name for name, code in BUDGET_POLICIES.items()}
         name = policies[int(expansion.policy)]
@@ -91,12 +96,17 @@ class KernelModelMixin:
         else:
             self.__dict__.pop("gamma_", None)
 
+    def _budget(self):
+        """The centres the expansion keeps (budget="auto" resolved), or None: unbounded."""
+        return resolve_budget(getattr(self, "budget", None),
+                              getattr(self, "approximation", None) is None)
+
     def _new_expansion(self, n_features):
         policy = resolve_budget_policy(getattr(self, "budget_policy", "oldest"), self.kernel,
                                        type(self).__name__)
         return expansion_class(self)(
             n_features, int(kernel_code(self.kernel)), float(self._kernel_gamma()),
-            int(self.degree), float(self.coef0), int(getattr(self, "budget", None) or 0),
+            int(self.degree), float(self.coef0), int(self._budget() or 0),
             int(budget_code(policy)))
 
     def _engine_expansion(self):
@@ -119,7 +129,7 @@ class KernelModelMixin:
         return expansion_fitted_with(self, model)
 
     def _check_size(self):
-        if getattr(self, "budget", 0) is None and not isinstance(self._expansion, FeatureModel):
+        if self._budget() is None and not isinstance(self._expansion, FeatureModel):
             expansion = self._expansion
             work = expansion.n_support * expansion.n_features
             _warnings.warn_size(
@@ -215,7 +225,8 @@ class PointwiseMixin(KernelModelMixin):
                                    out.get("gamma_", self.gamma))
         else:
             policy = budget_code(resolve_budget_policy(self.budget_policy, self.kernel, name))
-            state = check.fitted_expansion(state, "_expansion", int(self.budget or 0), int(policy))
+            state = check.fitted_expansion(state, "_expansion", int(self._budget() or 0),
+                                           int(policy))
         if kind != "FeatureModel" and len(state["coef"]) != out["n_support_"]:
             check.fail(f"n_support_ = {out['n_support_']} but '_expansion' holds "
                        f"{len(state['coef'])} centres")
@@ -230,7 +241,8 @@ class PointwiseMixin(KernelModelMixin):
 
     def _validate_params(self):
         super()._validate_params()
-        if getattr(self, "approximation", None) is not None and self.budget is not None:
+        if (getattr(self, "approximation", None) is not None
+                and resolve_budget(self.budget, False) is not None):
             raise InvalidParameterError(
                 f"approximation={self.approximation!r} is a fixed-size model of n_components "
                 f"features; budget={self.budget} applies to the exact kernel expansion. Set "

@@ -141,7 +141,7 @@ def budget_constraints():
     """budget and budget_policy, from the policies of `okl.budgets`."""
     from okl.budgets import BUDGET_POLICIES
     return {
-        "budget": [NONE, Interval(Integral, 1, None, closed="left")],
+        "budget": [NONE, Interval(Integral, 1, None, closed="left"), Options("auto")],
         "budget_policy": [Options("auto", *BUDGET_POLICIES)],
     }
 

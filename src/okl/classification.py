@@ -160,7 +160,7 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
     expected_failed_checks = ONLINE_WEIGHT_CHECKS
 
     def __init__(self, kernel="gaussian", gamma="scale", degree=3, coef0=0.0, loss="hinge",
-                 lam=1e-3, eta="auto", eta_decay=0.5, budget=None, budget_policy="auto",
+                 lam=1e-3, eta="auto", eta_decay=0.5, budget="auto", budget_policy="auto",
                  approximation=None, n_components=100, random_state=None, fit_intercept=False,
                  classes=None, verbose=False, engine="cython"):
         self.kernel = kernel

@@ -140,7 +140,7 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
 
     def __init__(self, kernel="gaussian", gamma="scale", degree=3, coef0=0.0, loss="squared",
                  quantile=0.5, epsilon=0.0, lam=1e-3, lam_decay=0.0, eta="auto",
-                 eta_decay=0.6, budget=None, budget_policy="auto", approximation=None,
+                 eta_decay=0.6, budget="auto", budget_policy="auto", approximation=None,
                  n_components=100, random_state=None, fit_intercept=True, verbose=False,
                  engine="cython"):
         self.kernel = kernel
