@@ -1,0 +1,166 @@
+"""The defaults, measured (docs/defaults.md): every estimator untuned against its best width.
+
+    python bench/defaults.py table    # progressive accuracy / RMSE, defaults vs tuned, river beside
+    python bench/defaults.py cost     # us per event of a 1e5-event stream, d = 20, with the defaults
+    python bench/defaults.py step     # progressive error of eta="auto" against the default step
+
+Streams (scikit-learn's bundled data): digits (0-4 vs 5-9, d = 64), breast cancer (d = 30) and
+diabetes (regression, d = 10), each shuffled once (seed 0) and standardised online with
+okl's OnlineStandardScaler (each event is scaled by the moments of the events up to and
+including it, as a StreamPipeline does), then one progressive pass: every event is predicted
+by the model of the events before it, then learned.  "tuned" is fit_intercept=False (where the
+estimator has it) with the width gamma of the grid (1 / d) * 2^k, k = -3 ... 5, that was best in
+hindsight on that stream.  river's LogisticRegression, LinearRegression, PAClassifier and
+PARegressor run untuned on the same scaled events (river is a bench-only dependency).
+"""
+import sys
+import time
+import warnings
+
+import numpy as np
+from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits
+
+from okl import (
+    CoefficientRegularizedClassifier, OnlineKernelClassifier, OnlineKernelRegressor,
+    RegularizedPAClassifier,
+)
+from okl.evaluation import progressive_validation
+from okl.preprocessing import OnlineStandardScaler
+
+GRID = 2.0 ** np.arange(-3, 6)
+
+
+def streams():
+    """{name: (Z, y, task)}: shuffled once, scaled online."""
+    out = {}
+    for name, (X, y), task in (
+            ("digits", load_digits(return_X_y=True), "classification"),
+            ("cancer", load_breast_cancer(return_X_y=True), "classification"),
+            ("diabetes", load_diabetes(return_X_y=True), "regression")):
+        order = np.random.default_rng(0).permutation(len(X))
+        X, y = X[order], y[order]
+        if name == "digits":
+            y = (y >= 5).astype(int)
+        scaler = OnlineStandardScaler()
+        Z = np.empty_like(X, dtype=np.float64)
+        for i, x in enumerate(X):
+            scaler.learn_one(x)
+            Z[i] = scaler.transform_one(x)
+        out[name] = (Z, y, task)
+    return out
+
+
+CLASSIFIERS = {
+    "OnlineKernelClassifier": lambda **kw: OnlineKernelClassifier(**kw),
+    "OnlineKernelClassifier(logistic)": lambda **kw: OnlineKernelClassifier(loss="logistic",
+                                                                            **kw),
+    "CoefficientRegularizedClassifier": lambda **kw: CoefficientRegularizedClassifier(**kw),
+    "RegularizedPAClassifier(gaussian)": lambda **kw: RegularizedPAClassifier(
+        kernel="gaussian", **kw),
+}
+REGRESSORS = {
+    "OnlineKernelRegressor": lambda **kw: OnlineKernelRegressor(**kw),
+    "OnlineKernelRegressor(pinball)": lambda **kw: OnlineKernelRegressor(loss="pinball", **kw),
+}
+
+
+def score(est, Z, y, task):
+    """Progressive accuracy (classification) or RMSE (regression) of one pass."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = progressive_validation(est, Z, y)
+    if task == "classification":
+        return 1.0 - result.error[-1]
+    return float(np.sqrt(result.error[-1]))
+
+
+def river_score(model, Z, y, task):
+    hits, sq = 0, 0.0
+    for z, target in zip(Z, y):
+        x = dict(enumerate(z))
+        p = model.predict_one(x)
+        if task == "classification":
+            hits += int(p == bool(target)) if p is not None else 0
+            model.learn_one(x, bool(target))
+        else:
+            sq += ((p or 0.0) - target) ** 2
+            model.learn_one(x, float(target))
+    return hits / len(y) if task == "classification" else float(np.sqrt(sq / len(y)))
+
+
+def has_intercept(make):
+    return "fit_intercept" in make().get_params()
+
+
+def table():
+    data = streams()
+    rows = []
+    for name, (Z, y, task) in data.items():
+        learners = CLASSIFIERS if task == "classification" else REGRESSORS
+        better = max if task == "classification" else min
+        d = Z.shape[1]
+        for label, make in learners.items():
+            default = score(make(), Z, y, task)
+            extra = dict(fit_intercept=False) if has_intercept(make) else {}
+            tuned = {g: score(make(gamma=float(g / d), **extra), Z, y, task) for g in GRID}
+            best = better(tuned, key=tuned.get)
+            rows.append((name, label, default, tuned[best], f"{best:g}/d"))
+        try:
+            from river import linear_model
+        except ImportError:
+            continue
+        if task == "classification":
+            refs = {"river LogisticRegression": linear_model.LogisticRegression(),
+                    "river PAClassifier": linear_model.PAClassifier()}
+        else:
+            refs = {"river LinearRegression": linear_model.LinearRegression(),
+                    "river PARegressor": linear_model.PARegressor()}
+        for label, model in refs.items():
+            rows.append((name, label, river_score(model, Z, y, task), None, "-"))
+    print("| stream | estimator | defaults | fit_intercept=False, best gamma | best gamma |")
+    print("|---|---|---|---|---|")
+    for name, label, default, tuned, best in rows:
+        metric = "RMSE" if name == "diabetes" else "acc"
+        tuned = "-" if tuned is None else f"{tuned:.4f}"
+        print(f"| {name} ({metric}) | {label} | {default:.4f} | {tuned} | {best} |")
+
+
+def cost(n=100_000, d=20, block=1000):
+    """us per event (predict_one + learn_one) with the defaults, block by block."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, d))
+    y = np.sin(X[:, 0]) + X[:, 1] * X[:, 2] + 0.1 * rng.normal(size=n)
+    est = OnlineKernelRegressor()
+    times = []
+    for lo in range(0, n, block):
+        start = time.perf_counter()
+        for i in range(lo, lo + block):
+            est.predict_one(X[i])
+            est.learn_one(X[i], y[i])
+        times.append((time.perf_counter() - start) / block * 1e6)
+    print(f"OnlineKernelRegressor() on {n} events, d = {d}, one at a time: "
+          f"{est.n_support_} centres at the end (budget {est.budget!r})")
+    print("events | us per event")
+    for k in (0, 1, 2, 5, 10, 20, 50, len(times) - 1):
+        print(f"{k * block}-{(k + 1) * block} | {times[k]:.1f}")
+    print(f"first 1000 after the warm-up (events 1000-2000): {times[1]:.1f} us; "
+          f"last 1000: {times[-1]:.1f} us; ratio {times[-1] / times[1]:.2f}")
+
+
+def step():
+    """Progressive error of eta="auto" (the papers' step) against the default step."""
+    data = streams()
+    print("| stream | estimator | eta='auto' | default |")
+    print("|---|---|---|---|")
+    for name, (Z, y, task) in data.items():
+        learners = CLASSIFIERS if task == "classification" else REGRESSORS
+        for label, make in learners.items():
+            if "eta" not in make().get_params():
+                continue
+            auto = score(make(eta="auto"), Z, y, task)
+            default = score(make(), Z, y, task)
+            print(f"| {name} | {label} | {auto:.4f} | {default:.4f} |")
+
+
+if __name__ == "__main__":
+    {"table": table, "cost": cost, "step": step}[sys.argv[1] if len(sys.argv) > 1 else "table"]()
