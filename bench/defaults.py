@@ -10,7 +10,8 @@ okl's OnlineStandardScaler (each event is scaled by the moments of the events up
 including it, as a StreamPipeline does), then one progressive pass: every event is predicted
 by the model of the events before it, then learned.  "tuned" is fit_intercept=False (where the
 estimator has it) with the width gamma of the grid (1 / d) * 2^k, k = -3 ... 5, that was best in
-hindsight on that stream.  river's LogisticRegression, LinearRegression, PAClassifier and
+hindsight on that stream; "previous defaults" is gamma=1, budget=None and NORMA's offset step
+(the defaults before docs/defaults.md).  river's LogisticRegression, LinearRegression, PAClassifier and
 PARegressor run untuned on the same scaled events (river is a bench-only dependency).
 """
 import sys
@@ -92,6 +93,19 @@ def has_intercept(make):
     return "fit_intercept" in make().get_params()
 
 
+def previous(make):
+    """The previous defaults: gamma=1, no budget, NORMA's offset step (regressor included)."""
+    from okl._numpy.codes import Offset
+    est = make(gamma=1.0)
+    params = est.get_params()
+    if "budget" in params:
+        est.set_params(budget=None)
+    if "fit_intercept" in params:
+        est.set_params(fit_intercept=True)
+        est._offset = lambda: Offset.STEP           # the rule every pointwise learner had
+    return est
+
+
 def table():
     data = streams()
     rows = []
@@ -101,10 +115,11 @@ def table():
         d = Z.shape[1]
         for label, make in learners.items():
             default = score(make(), Z, y, task)
+            before = score(previous(make), Z, y, task)
             extra = dict(fit_intercept=False) if has_intercept(make) else {}
             tuned = {g: score(make(gamma=float(g / d), **extra), Z, y, task) for g in GRID}
             best = better(tuned, key=tuned.get)
-            rows.append((name, label, default, tuned[best], f"{best:g}/d"))
+            rows.append((name, label, before, default, tuned[best], f"{best:g}/d"))
         try:
             from river import linear_model
         except ImportError:
@@ -116,13 +131,15 @@ def table():
             refs = {"river LinearRegression": linear_model.LinearRegression(),
                     "river PARegressor": linear_model.PARegressor()}
         for label, model in refs.items():
-            rows.append((name, label, river_score(model, Z, y, task), None, "-"))
-    print("| stream | estimator | defaults | fit_intercept=False, best gamma | best gamma |")
-    print("|---|---|---|---|---|")
-    for name, label, default, tuned, best in rows:
+            rows.append((name, label, None, river_score(model, Z, y, task), None, "-"))
+    print("| stream | estimator | previous defaults | defaults | fit_intercept=False, best gamma "
+          "| best gamma |")
+    print("|---|---|---|---|---|---|")
+    for name, label, before, default, tuned, best in rows:
         metric = "RMSE" if name == "diabetes" else "acc"
+        before = "-" if before is None else f"{before:.4f}"
         tuned = "-" if tuned is None else f"{tuned:.4f}"
-        print(f"| {name} ({metric}) | {label} | {default:.4f} | {tuned} | {best} |")
+        print(f"| {name} ({metric}) | {label} | {before} | {default:.4f} | {tuned} | {best} |")
 
 
 def cost(n=100_000, d=20, block=1000):
