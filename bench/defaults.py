@@ -3,6 +3,7 @@
     python bench/defaults.py table    # progressive accuracy / RMSE, defaults vs tuned, river beside
     python bench/defaults.py cost     # us per event of a 1e5-event stream, d = 20, with the defaults
     python bench/defaults.py intercept  # the offset on the issue's streams
+    python bench/defaults.py step     # eta="auto" against candidate default steps
 
 Streams (scikit-learn's bundled data): digits (0-4 vs 5-9, d = 64), breast cancer (d = 30) and
 diabetes (regression, d = 10), each shuffled once (seed 0) and standardised online with
@@ -194,6 +195,42 @@ def intercept():
           f"{rmse['default'] / rmse['centred target']:.2f}x")
 
 
+def step():
+    """eta="auto" against two candidate defaults, on the streams of `table` (docs/defaults.md, 4).
+
+    Bounded-derivative regression losses: the auto step times the running mean absolute
+    deviation of the targets before step t (the step then moves f in units of y).  The hinge
+    classifier: c times the auto step.  Both given as a callable eta (the papers' auto step computed
+    here for the Gaussian kernel, C_K = 1).
+    """
+    data = streams()
+    Z, y, _ = data["diabetes"]
+    n = len(y)
+    mean = np.cumsum(y) / np.arange(1, n + 1)
+    dev = np.abs(y - np.concatenate([[0.0], mean[:-1]]))
+    mad = np.concatenate([[1.0], np.cumsum(dev)[:-1] / np.arange(1, n)])
+    print("| stream | estimator | eta='auto' | candidate | candidate's error |")
+    print("|---|---|---|---|---|")
+    for loss in ("pinball", "absolute", "huber"):
+        kw = dict(epsilon=1.0) if loss == "huber" else {}
+        auto = score(OnlineKernelRegressor(loss=loss, **kw), Z, y, "regression")
+        scaled = score(OnlineKernelRegressor(
+            loss=loss, eta=lambda t: mad[t - 1] * t ** -0.6 / (1 + 1e-3), **kw), Z, y,
+            "regression")
+        print(f"| diabetes (RMSE) | OnlineKernelRegressor({loss}) | {auto:.2f} | auto x MAD(y) "
+              f"| {scaled:.2f} |")
+    for name in ("digits", "cancer"):
+        Z, y, _ = data[name]
+        for loss in ("hinge",):     # M = 1: the auto step is t^-1/2 / (1 + lam)
+            auto = score(OnlineKernelClassifier(loss=loss), Z, y, "classification")
+            for c in (2, 4, 8):
+                scaled = score(OnlineKernelClassifier(
+                    loss=loss, eta=lambda t, c=c: c * t ** -0.5 / (1 + 1e-3)), Z, y,
+                    "classification")
+                print(f"| {name} (acc) | OnlineKernelClassifier({loss}) | {auto:.4f} | "
+                      f"{c} x auto | {scaled:.4f} |")
+
+
 if __name__ == "__main__":
-    {"table": table, "cost": cost, "intercept": intercept}[
+    {"table": table, "cost": cost, "intercept": intercept, "step": step}[
         sys.argv[1] if len(sys.argv) > 1 else "table"]()
