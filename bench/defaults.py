@@ -3,7 +3,7 @@
     python bench/defaults.py table    # progressive accuracy / RMSE, defaults vs tuned, river beside
     python bench/defaults.py cost     # us per event of a 1e5-event stream, d = 20, with the defaults
     python bench/defaults.py intercept  # the offset on the issue's streams
-    python bench/defaults.py step     # eta="auto" against candidate default steps
+    python bench/defaults.py step     # the default step against eta="auto"
 
 Streams (scikit-learn's bundled data): digits (0-4 vs 5-9, d = 64), breast cancer (d = 30) and
 diabetes (regression, d = 10), each shuffled once (seed 0) and standardised online with
@@ -196,39 +196,43 @@ def intercept():
 
 
 def step():
-    """eta="auto" against two candidate defaults, on the streams of `table` (docs/defaults.md, 4).
+    """The default step against eta="auto" (docs/defaults.md, section 4).
 
-    Bounded-derivative regression losses: the auto step times the running mean absolute
-    deviation of the targets before step t (the step then moves f in units of y).  The hinge
-    classifier: c times the auto step.  Both given as a callable eta (the papers' auto step computed
-    here for the Gaussian kernel, C_K = 1).
+    Regressors: eta="scaled" (the default) against the papers' eta="auto" on diabetes and
+    on the README's demo stream (okl._demo, 578 events, gamma = 2 as the demo; pinball loss of
+    the progressive predictions).  The hinge classifier keeps eta="auto"; c times it is shown
+    for the record.
     """
+    from okl._demo import make_stream
+    from okl.losses import loss_value
     data = streams()
+    print("| stream | estimator | eta='auto' | default (eta='scaled') |")
+    print("|---|---|---|---|")
     Z, y, _ = data["diabetes"]
-    n = len(y)
-    mean = np.cumsum(y) / np.arange(1, n + 1)
-    dev = np.abs(y - np.concatenate([[0.0], mean[:-1]]))
-    mad = np.concatenate([[1.0], np.cumsum(dev)[:-1] / np.arange(1, n)])
-    print("| stream | estimator | eta='auto' | candidate | candidate's error |")
-    print("|---|---|---|---|---|")
-    for loss in ("pinball", "absolute", "huber"):
-        kw = dict(epsilon=1.0) if loss == "huber" else {}
-        auto = score(OnlineKernelRegressor(loss=loss, **kw), Z, y, "regression")
-        scaled = score(OnlineKernelRegressor(
-            loss=loss, eta=lambda t: mad[t - 1] * t ** -0.6 / (1 + 1e-3), **kw), Z, y,
-            "regression")
-        print(f"| diabetes (RMSE) | OnlineKernelRegressor({loss}) | {auto:.2f} | auto x MAD(y) "
-              f"| {scaled:.2f} |")
+    for loss in ("pinball", "absolute", "epsilon_insensitive", "huber", "squared"):
+        kw = dict(epsilon=1.0) if loss in ("huber", "epsilon_insensitive") else {}
+        auto = score(OnlineKernelRegressor(loss=loss, eta="auto", **kw), Z, y, "regression")
+        default = score(OnlineKernelRegressor(loss=loss, **kw), Z, y, "regression")
+        print(f"| diabetes (RMSE) | OnlineKernelRegressor({loss}) | {auto:.2f} | {default:.2f} |")
+    X, y = make_stream(578, seed=0)
+    for tau in (0.1, 0.5, 0.9):
+        pin = []
+        for eta in ("auto", "scaled"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                est = OnlineKernelRegressor(loss="pinball", quantile=tau, gamma=2.0, eta=eta)
+                f = progressive_validation(est, X, y).predictions
+            pin.append(loss_value("pinball", f - y, tau=tau).mean())
+        print(f"| demo, 578 events (pinball loss) | OnlineKernelRegressor(pinball, quantile={tau}) "
+              f"| {pin[0]:.4f} | {pin[1]:.4f} |")
+    print("\n| stream | OnlineKernelClassifier (hinge) | eta='auto' (default) | 2x | 4x | 8x |")
+    print("|---|---|---|---|---|---|")
     for name in ("digits", "cancer"):
         Z, y, _ = data[name]
-        for loss in ("hinge",):     # M = 1: the auto step is t^-1/2 / (1 + lam)
-            auto = score(OnlineKernelClassifier(loss=loss), Z, y, "classification")
-            for c in (2, 4, 8):
-                scaled = score(OnlineKernelClassifier(
-                    loss=loss, eta=lambda t, c=c: c * t ** -0.5 / (1 + 1e-3)), Z, y,
-                    "classification")
-                print(f"| {name} (acc) | OnlineKernelClassifier({loss}) | {auto:.4f} | "
-                      f"{c} x auto | {scaled:.4f} |")
+        accs = [score(OnlineKernelClassifier(
+            eta="auto" if c == 1 else (lambda t, c=c: c * t ** -0.5 / (1 + 1e-3))), Z, y,
+            "classification") for c in (1, 2, 4, 8)]
+        print(f"| {name} (acc) | | " + " | ".join(f"{a:.4f}" for a in accs) + " |")
 
 
 if __name__ == "__main__":

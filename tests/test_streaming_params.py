@@ -188,3 +188,24 @@ def test_okl_save_keeps_the_offset_and_the_dict_features(tmp_path):
     assert okl.load(tmp_path / "s.npz").gamma_ == scaled.gamma_
     event = {"c": 0.1, "a": 0.2, "b": 0.3}
     assert again.predict_one(event) == est.predict_one(event)
+
+
+def test_the_default_step_is_the_auto_step_grown_to_the_targets_scale():
+    X, y = stream(200)
+    y = 10.0 * y + 5.0
+    est = OnlineKernelRegressor(loss="absolute", gamma=0.5).fit(X, y)
+    b = dev = 0.0
+    for t, target in enumerate(y, 1):
+        scale = max(1.0, dev / (t - 1)) if t > 1 else 1.0
+        eta = t ** -0.6 / (1e-3 + 1.0) * scale
+        b += (target - b) / t
+        dev += abs(target - b)
+    assert est.eta_ == pytest.approx(eta, rel=1e-12) and scale > 3.0
+    assert est.dev_ == pytest.approx(dev, rel=1e-12)
+    paper = OnlineKernelRegressor(loss="absolute", gamma=0.5, eta="auto").fit(X, y)
+    assert paper.eta_ == pytest.approx(200 ** -0.6 / (1e-3 + 1.0), rel=1e-12)
+    squared = OnlineKernelRegressor(gamma=0.5).fit(X, y)         # its step grows with y already
+    assert squared.eta_ == pytest.approx(200 ** -0.6 / (1e-3 + 1.0), rel=1e-12)
+    for engine in ("numpy",):
+        other = OnlineKernelRegressor(loss="absolute", gamma=0.5, engine=engine).fit(X, y)
+        np.testing.assert_allclose(other.dual_coef_, est.dual_coef_, rtol=0, atol=1e-10)

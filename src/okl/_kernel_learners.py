@@ -196,9 +196,9 @@ class PointwiseMixin(KernelModelMixin):
         check.keys(attrs, ("n_features_in_", "t_", "ck2_", "n_support_") + labels,
                    f"{name}'s attributes",
                    optional=("eta_", "lam_", "intercept_", "gamma_", "_row_keys",
-                             "_width_moments"))
+                             "_width_moments", "dev_"))
         check.floats("ck2_", lo=0.0)
-        check.floats("eta_", "lam_", lo=0.0, optional=True)
+        check.floats("eta_", "lam_", "dev_", lo=0.0, optional=True)
         check.floats("intercept_", optional=True)                 # the offset b (docs/streaming.md)
         out.setdefault("intercept_", 0.0)
         check.fitted_gamma()
@@ -266,6 +266,10 @@ class PointwiseMixin(KernelModelMixin):
         check_is_fitted(self, "t_")
         return self._expansion.n_features_out
 
+    def _scaled_step(self):
+        """Whether eta="scaled" scales the auto step (the regressor's bounded losses)."""
+        return False
+
     def _auto_lipschitz(self):
         """M in the auto step 1 / ((lam_t + M C_K^2) t**eta_decay); 1 unless a loss needs more."""
         return 1.0
@@ -293,15 +297,19 @@ class PointwiseMixin(KernelModelMixin):
         self.ck2_ = 0.0
         self.n_support_ = 0
         self.intercept_ = 0.0
+        self.dev_ = 0.0
 
     def _schedule(self):
         """The `Schedule` of the steps (okl._core._pointwise), as a dict."""
         eta = self.eta
         kind = (StepSize.AUTO if isinstance(eta, str) else StepSize.GIVEN if callable(eta)
                 else StepSize.POWER)
+        if eta == "scaled" and self._scaled_step():
+            kind = StepSize.SCALED
         return make_schedule(kind, eta if kind == StepSize.POWER else 0.0, self.eta_decay,
                              self.lam, getattr(self, "lam_decay", 0.0),
-                             self._auto_lipschitz() if kind == StepSize.AUTO else 1.0,
+                             self._auto_lipschitz() if kind in (StepSize.AUTO, StepSize.SCALED)
+                             else 1.0,
                              self._offset())
 
     def _offset(self):
@@ -313,14 +321,14 @@ class PointwiseMixin(KernelModelMixin):
 
     def _step_state(self):
         """The counters a step reads (the `StepState` of okl._core._pointwise), as a dict."""
-        return make_state(self.t_, self.ck2_, self.intercept_)
+        return make_state(self.t_, self.ck2_, self.intercept_, self.__dict__.get("dev_", 0.0))
 
-    def _store_step(self, t, ck2, eta_t, lam_t, b):
+    def _store_step(self, t, ck2, eta_t, lam_t, b, dev):
         """Keep what the steps returned (t_ counts the steps taken)."""
         d = self.__dict__
         if t != d["t_"]:
             d["eta_"], d["lam_"] = eta_t, lam_t
-        d["t_"], d["ck2_"], d["intercept_"] = int(t), ck2, b
+        d["t_"], d["ck2_"], d["intercept_"], d["dev_"] = int(t), ck2, b, dev
         d["n_support_"] = int(d["_expansion"].n_support)
 
     def _learn(self, X, y, weight=None):
@@ -374,7 +382,8 @@ class PointwiseMixin(KernelModelMixin):
             raise Diverged(failed, eta_try if np.isfinite(eta_try) else None)
         if state["reset_t"]:
             warn_reset(self, state["reset_eta"], state["reset_lam"], state["reset_t"])
-        self._store_step(state["t"], state["ck2"], state["eta_t"], state["lam_t"], state["b"])
+        self._store_step(state["t"], state["ck2"], state["eta_t"], state["lam_t"], state["b"],
+                         state["dev"])
         return scores
 
     def _learn_event(self, events, row, y, weight=1.0):
@@ -383,10 +392,10 @@ class PointwiseMixin(KernelModelMixin):
         eta = np.nan
         if callable(self.eta) and weight != 0.0:       # the callable's step at step t + 1
             eta = float(step_sizes(self.eta, 0.0, np.array([d["t_"] + 1.0]))[0])
-        f, taken, t, ck2, eta_t, lam_t, b, _ = events.learn(
-            row, y, weight, d["t_"], d["ck2_"], d["intercept_"], eta)
+        f, taken, t, ck2, eta_t, lam_t, b, _, dev = events.learn(
+            row, y, weight, d["t_"], d["ck2_"], d["intercept_"], eta, d.get("dev_", 0.0))
         if taken:
-            self._store_step(t, ck2, eta_t, lam_t, b)
+            self._store_step(t, ck2, eta_t, lam_t, b, dev)
         return f
 
     def _compiled_events(self, cache):

@@ -150,6 +150,11 @@ STEP_CONSTRAINTS = {
     "eta": [Interval(Real, 0, None, closed="neither"), Options("auto"), CALLABLE],
     "eta_decay": [Interval(Real, 0, None, closed="left")],
 }
+# the pointwise learners also take eta="scaled" (docs/defaults.md, section 4)
+POINTWISE_STEP_CONSTRAINTS = {
+    **STEP_CONSTRAINTS,
+    "eta": [Interval(Real, 0, None, closed="neither"), Options("auto", "scaled"), CALLABLE],
+}
 ENGINE_CONSTRAINTS = {"engine": [Options("cython", "numpy")],
                       "verbose": [BOOL, NONE]}
 

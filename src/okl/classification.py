@@ -22,7 +22,8 @@ from okl._kernel_learners import KernelModelMixin, PointwiseMixin, expansion_cla
 from okl._params import (
     APPROXIMATION_CONSTRAINTS, ARRAY_2D, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS,
     INTERCEPT_CONSTRAINTS, NONE, ONLINE_WEIGHT_CHECKS,
-    STEP_CONSTRAINTS, Interval, Options, budget_constraints, kernel_constraints,
+    POINTWISE_STEP_CONSTRAINTS, STEP_CONSTRAINTS, Interval, Options, budget_constraints,
+    kernel_constraints,
 )
 from okl._persist import C_INT_MAX, loadable
 from okl.kernels import kernel_code
@@ -146,7 +147,7 @@ class OnlineKernelClassifier(PointwiseMixin, BinaryClassifierMixin, ClassifierMi
         **kernel_constraints(),
         "loss": [Options(*MARGIN_LOSSES)],
         "lam": [Interval(Real, 0, None, closed="left")],
-        **STEP_CONSTRAINTS,
+        **POINTWISE_STEP_CONSTRAINTS,
         **budget_constraints(),
         **APPROXIMATION_CONSTRAINTS,
         **ENGINE_CONSTRAINTS,

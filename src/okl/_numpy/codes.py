@@ -38,6 +38,7 @@ class StepSize(IntEnum):
     AUTO = 0      # 1 / (lam_t + L C_K^2), times t^-eta_decay
     POWER = 1     # eta t^-eta_decay
     GIVEN = 2     # one step size per row
+    SCALED = 3    # AUTO times max(1, the mean |y_s - b_{s+1}| of the steps before)
 
 
 class Offset(IntEnum):
