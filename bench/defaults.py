@@ -11,7 +11,7 @@ okl's OnlineStandardScaler (each event is scaled by the moments of the events up
 including it, as a StreamPipeline does), then one progressive pass: every event is predicted
 by the model of the events before it, then learned.  "tuned" is fit_intercept=False (where the
 estimator has it) with the width gamma of the grid (1 / d) * 2^k, k = -3 ... 5, that was best in
-hindsight on that stream; "previous defaults" is gamma=1, budget=None and NORMA's offset step
+hindsight on that stream; "previous defaults" is gamma=1, budget=None, eta="auto" and NORMA's offset step
 (the defaults before docs/defaults.md).  river's LogisticRegression, LinearRegression, PAClassifier and
 PARegressor run untuned on the same scaled events (river is a bench-only dependency).
 """
@@ -95,10 +95,13 @@ def has_intercept(make):
 
 
 def previous(make):
-    """The previous defaults: gamma=1, no budget, NORMA's offset step (regressor included)."""
+    """The previous defaults: gamma=1, no budget, NORMA's offset step (regressor included),
+    eta="auto"."""
     from okl._numpy.codes import Offset
     est = make(gamma=1.0)
     params = est.get_params()
+    if "eta" in params:
+        est.set_params(eta="auto")
     if "budget" in params:
         est.set_params(budget=None)
     if "fit_intercept" in params:
