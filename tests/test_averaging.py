@@ -34,9 +34,10 @@ def classification_stream(seed, n=600):
 
 
 LEARNERS = {
-    "regressor": (OnlineKernelRegressor(gamma=0.5), regression_stream),
+    "regressor": (OnlineKernelRegressor(gamma=0.5, budget=None), regression_stream),
     "budget": (OnlineKernelRegressor(gamma=0.5, budget=40), regression_stream),
-    "classifier": (OnlineKernelClassifier(gamma=0.5, lam=0.01), classification_stream),
+    "classifier": (OnlineKernelClassifier(gamma=0.5, lam=0.01, budget=None),
+                   classification_stream),
     "pa-kernel": (RegularizedPAClassifier(kernel="gaussian", gamma=0.5), classification_stream),
     "pa-linear": (RegularizedPAClassifier(kernel="linear", variant="PA-I"),
                   classification_stream),

@@ -21,7 +21,7 @@ def test_size_warning_names_budget_and_approximation(monkeypatch):
     monkeypatch.setattr(guard, "EXPANSION_WORK", 40)
     X, y = np.random.default_rng(0).normal(size=(30, 2)), np.arange(30.0)
     with pytest.warns(SizeWarning, match=r"budget=B.*approximation='fourier'"):
-        OnlineKernelRegressor().fit(X, y)
+        OnlineKernelRegressor(budget=None).fit(X, y)
 
 
 def test_auto_policy_is_not_a_changed_parameter():

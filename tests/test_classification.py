@@ -36,6 +36,7 @@ def make(cls, **params):
     """A small model of either class (40 stream centres for Tian-Sheng)."""
     if cls is CoefficientRegularizedClassifier:
         params.setdefault("n_centers", 40)
+        params.setdefault("gamma", 1.0)    # a width of the first chunk would depend on the chunks
     return cls(**params)
 
 

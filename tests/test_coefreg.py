@@ -115,7 +115,8 @@ def test_auto_step_is_the_corrected_step(loss):
     """eta_t = min(t**-theta / lam, 1 / (M ||k_t||^2 + lam)) with M of the loss."""
     X, y = stream(300, seed=3)
     lam, theta = 0.05, 0.75
-    clf = CoefficientRegularizedClassifier(n_centers=30, loss=loss, lam=lam, eta_decay=theta)
+    clf = CoefficientRegularizedClassifier(n_centers=30, loss=loss, lam=lam, eta_decay=theta,
+                                           gamma=1.0)
     clf.fit(X[:299], y[:299])
     clf.partial_fit(X[299:], y[299:])
     k = kernel_matrix(X[299:], clf.centers_)[0]

@@ -14,6 +14,7 @@ from okl._numpy import codes
 @pytest.mark.parametrize("compiled, pure", [
     (_kernels.Kernel, codes.Kernel), (_losses.Loss, codes.Loss),
     (_expansion.BudgetPolicy, codes.BudgetPolicy), (_pointwise.StepSize, codes.StepSize),
+    (_pointwise.Offset, codes.Offset),
     (_pairwise.Reducer, codes.Reducer), (_pa.Event, codes.Event),
     (_pa.Regularization, codes.Regularization), (_pa.Variant, codes.Variant)])
 def test_the_numpy_codes_are_the_cython_enums(compiled, pure):

@@ -141,7 +141,8 @@ def test_csv_stream_dict_events_and_arrays_agree(tmp_path):
 
 def test_print_every_lines(capsys):
     X, y = regression_data(250)
-    progressive_validation(OnlineKernelRegressor(), X, y, print_every=100, metrics=["mae"])
+    progressive_validation(OnlineKernelRegressor(fit_intercept=False), X, y, print_every=100,
+                           metrics=["mae"])
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split()[:3] == ["average", "since", "samples"] and "(mae)" in lines[0]
     table = [line.split() for line in lines[1:]]

@@ -37,7 +37,7 @@ def test_lazy_scale_renormalises_and_matches_a_dense_update():
 def test_shrink_factor_at_or_below_zero_gives_exact_zeros(engine, eta):
     X, y = stream(20)
     est = OnlineKernelRegressor(lam=1.0, eta=eta, eta_decay=0.0, fit_intercept=False,
-                                engine=engine)
+                                gamma=1.0, engine=engine)
     scores = est._progressive_scores(X, y)
     # the old model is wiped exactly at every step: one centre, the newest
     assert est.n_support_ == 1

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 from sklearn.svm import SVC
 
-from okl._gamma import KernelScaleWarning, scale_gamma, spread_message, warn_spread
+from okl import OnlineKernelClassifier, OnlineKernelRegressor
+from okl._gamma import WARMUP, KernelScaleWarning, scale_gamma, spread_message, warn_spread
 
 
 def test_scale_gamma_is_scikit_learns_svc_rule():
@@ -14,8 +15,7 @@ def test_scale_gamma_is_scikit_learns_svc_rule():
     svc = SVC(gamma="scale").fit(X, y)
     assert scale_gamma(X, "Est") == pytest.approx(svc._gamma, rel=1e-12)
     assert scale_gamma(np.ones((5, 2)), "Est") == 1.0
-    with pytest.raises(ValueError, match="at least 2 rows.*OnlineStandardScaler"):
-        scale_gamma(X[:1], "Est")
+    assert scale_gamma(X[:1], "Est") == 1 / 3          # one row: the standardised value
 
 
 def test_the_warning_names_the_cure_for_both_ends():
@@ -58,21 +58,69 @@ def test_every_kernel_learner_takes_gamma_scale(name, params):
     X = rng.normal(size=(200, 4)) * 3.0
     y = (X[:, 0] * X[:, 1] > 0).astype(float)
     scaled = getattr(okl, name)(gamma="scale", **params).fit(X[:120], y[:120])
-    gamma = scale_gamma(X[:120], name)
-    assert scaled.gamma_ == gamma
+    warming = name.startswith("OnlineKernel") and "approximation" not in params
+    gamma = scale_gamma(X[:WARMUP] if warming else X[:120], name)
+    assert scaled.gamma_ == pytest.approx(gamma, rel=1e-12)
     fixed = getattr(okl, name)(gamma=gamma, **params).fit(X[:120], y[:120])
     scaled.partial_fit(X[120:], y[120:])
     fixed.partial_fit(X[120:], y[120:])
 
     def f(est):
         return est.score_samples(X) if name == "PairwiseLearner" else est.predict(X)
-    np.testing.assert_array_equal(f(scaled), f(fixed))                  # the same model
+    if not warming:
+        np.testing.assert_array_equal(f(scaled), f(fixed))              # the same model
     buffer = io.BytesIO()
     okl.save(scaled, buffer)
     buffer.seek(0)
     loaded = okl.load(buffer)
-    assert loaded.gamma == "scale" and loaded.gamma_ == gamma
+    assert loaded.gamma == "scale" and loaded.gamma_ == scaled.gamma_
     np.testing.assert_array_equal(f(loaded), f(scaled))
-    scaled.set_params(gamma=2 * gamma)                       # the fitted width cannot change
+    scaled.set_params(gamma=2 * scaled.gamma_)               # the fitted width cannot change
     with pytest.raises(ValueError, match="gamma"):
         scaled.partial_fit(X[:5], y[:5])
+
+
+@pytest.mark.parametrize("make", [OnlineKernelRegressor, OnlineKernelClassifier])
+def test_scale_follows_the_events_of_the_warm_up_then_stays(make):
+    import io
+
+    import okl
+    rng = np.random.default_rng(3)
+    X = rng.normal(2.0, 4.0, (160, 3))
+    y = (X[:, 0] * X[:, 1] > 4).astype(float)
+    w = rng.uniform(0.5, 2.0, len(X))
+    w[[3, 40]] = 0.0                                    # a skipped row does not count
+    kept = np.flatnonzero(w > 0)
+    assert make().gamma == "scale"                     # the default
+    if make is OnlineKernelClassifier:
+        def make(**kw):
+            return OnlineKernelClassifier(classes=[0.0, 1.0], **kw)
+    est = make().fit(X[:1], y[:1])
+    assert est.gamma_ == pytest.approx(1 / (3 * X[:1].var()), rel=1e-12)
+    assert make().fit(X[:2], y[:2]).n_support_ <= 2
+    for t in (2, 17, 99):
+        est = make().fit(X[:t], y[:t], sample_weight=w[:t])
+        assert est.gamma_ == pytest.approx(scale_gamma(X[kept[kept < t]]), rel=1e-12)
+    chunk = make().fit(X, y, sample_weight=w)
+    assert chunk.gamma_ == pytest.approx(scale_gamma(X[kept[:WARMUP]]), rel=1e-12)
+    assert "_width_moments" not in chunk.__dict__
+    events = make()
+    for i in range(50):
+        events.learn_one(X[i], y[i], sample_weight=w[i])
+    buffer = io.BytesIO()
+    okl.save(events, buffer)                           # saved in the middle of the warm-up
+    buffer.seek(0)
+    events = okl.load(buffer)
+    for i in range(50, len(X)):
+        events.learn_one(X[i], y[i], sample_weight=w[i])
+    numpy = make(engine="numpy").fit(X, y, sample_weight=w)
+    for other in (events, numpy):
+        assert other.gamma_ == pytest.approx(chunk.gamma_, rel=1e-12)
+        np.testing.assert_allclose(other.dual_coef_, chunk.dual_coef_, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(other.decision_function(X) if hasattr(chunk, 'classes_')
+                                   else other.predict(X),
+                                   chunk.decision_function(X) if hasattr(chunk, 'classes_')
+                                   else chunk.predict(X), rtol=0, atol=1e-10)
+    gamma = chunk.gamma_
+    chunk.partial_fit(X, y)
+    assert chunk.gamma_ == gamma                       # frozen after the warm-up

@@ -139,7 +139,7 @@ def test_a_huge_finite_row_is_learned_as_partial_fit_learns_it():
 
 def test_divergence_and_unseen_labels_leave_the_model_as_it_was():
     X, y = stream(30)
-    est = OnlineKernelRegressor(kernel="linear", coef0=1.0, eta=1e200, eta_decay=0.0)
+    est = OnlineKernelRegressor(kernel="linear", coef0=1.0, eta=1e200, eta_decay=0.0, gamma=1.0)
     est.partial_fit(X[:1], y[:1])
     before = state(est)
     with pytest.raises(FloatingPointError, match="diverged at step t=2"):

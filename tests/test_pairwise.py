@@ -117,8 +117,9 @@ def test_engines_agree_with_a_reservoir(pair_kernel):
 
 def test_engine_switch_midstream():
     X, y, _ = make_stream(400, seed=4)
-    ref = PairwiseLearner(pair_kernel="difference", eta=0.5).fit(X, y)
-    est = PairwiseLearner(pair_kernel="difference", eta=0.5).partial_fit(X[:200], y[:200])
+    ref = PairwiseLearner(pair_kernel="difference", eta=0.5, gamma=1.0).fit(X, y)
+    est = PairwiseLearner(pair_kernel="difference", eta=0.5, gamma=1.0).partial_fit(X[:200],
+                                                                                    y[:200])
     est.set_params(engine="numpy").partial_fit(X[200:300], y[200:300])
     est.set_params(engine="cython").partial_fit(X[300:], y[300:])
     assert np.max(np.abs(est.dual_coef_ - ref.dual_coef_)) <= 1e-10

@@ -395,7 +395,8 @@ def test_labels_and_progressive_validation():
 
 
 @pytest.mark.parametrize("params", [dict(regularization="l1", beta=4.0, truncate_sigma=0.01),
-                                    dict(regularization="l2", kernel="laplacian", budget=30)],
+                                    dict(regularization="l2", kernel="laplacian", budget=30,
+                                         gamma=1.0)],
                          ids=str)
 def test_pickle_and_okl_save_round_trip(params, tmp_path):
     X, y = make_stream(n=300, d=5)

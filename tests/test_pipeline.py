@@ -124,9 +124,9 @@ def test_classifier_defers_until_two_labels_and_matches_partial_fit():
 
 @pytest.mark.parametrize("make", [
     lambda: OnlineKernelClassifier(),
-    lambda: CoefficientRegularizedClassifier(n_centers=10),
+    lambda: CoefficientRegularizedClassifier(n_centers=10, gamma=1.0),
     lambda: RegularizedPAClassifier(),
-    lambda: RegularizedPAClassifier(kernel="gaussian", regularization="l2", beta=3.0),
+    lambda: RegularizedPAClassifier(kernel="gaussian", regularization="l2", beta=3.0, gamma=1.0),
 ])
 def test_every_classifier_streams_through_the_adapter(make):
     X, y = classification()

@@ -156,9 +156,9 @@ def test_a_failed_first_call_leaves_an_unfitted_model():
 
 @pytest.mark.parametrize("params, message", [
     (dict(eta=-1), "The 'eta' parameter of OnlineKernelRegressor must be a float in (0, inf), "
-                   "'auto' or a callable. Got -1 instead."),
+                   "a str among {'auto', 'scaled'} or a callable. Got -1 instead."),
     (dict(kernel="rbf"), "The 'kernel' parameter"),
-    (dict(budget=0), "The 'budget' parameter of OnlineKernelRegressor must be None or an int in [1, inf)"),
+    (dict(budget=0), "The 'budget' parameter of OnlineKernelRegressor must be None, an int in [1, inf) or 'auto'"),
     (dict(quantile=1.0), "The 'quantile' parameter"),
     (dict(loss="huber"), "loss='huber' takes its threshold delta from epsilon"),
 ])

@@ -124,7 +124,7 @@ CHILD = textwrap.dedent("""
     X = rng.normal(size=(n, 20))
     yc, yr = (X[:, 0] > 0).astype(int), X[:, 0]
     est, y, kw = {
-        "pointwise": (OnlineKernelRegressor(), yr, {}),
+        "pointwise": (OnlineKernelRegressor(budget=None), yr, {}),
         "pa": (RegularizedPAClassifier(kernel="gaussian", regularization="l2", beta=50.0), yc,
                {"classes": [0, 1]}),
         "coefreg": (CoefficientRegularizedClassifier(n_centers=n // 4), yc, {"classes": [0, 1]}),
@@ -223,7 +223,7 @@ def test_an_unbudgeted_model_warns_once_when_it_grows_large(monkeypatch):
     import okl._warnings
     monkeypatch.setattr(okl._warnings, "EXPANSION_WORK", 200 * 3)
     X = np.random.default_rng(0).normal(size=(500, 3))
-    est = OnlineKernelRegressor()
+    est = OnlineKernelRegressor(budget=None)
     with pytest.warns(UserWarning, match="budget=") as caught:
         for lo in range(0, 500, 50):
             est.partial_fit(X[lo:lo + 50], X[lo:lo + 50, 0])

@@ -160,7 +160,7 @@ def test_gaussian_kernel_in_the_learning_loop_is_exact_near_large_offsets(engine
     X = np.array([[1e6, 2e6], [1e6 + 0.01, 2e6 - 0.02], [1e6 - 0.03, 2e6]])
     y = np.array([1.0, -1.0, 0.5])
     est = OnlineKernelRegressor(eta=0.5, eta_decay=0.0, lam=0.0, engine=engine,
-                                fit_intercept=False).fit(X, y)
+                                fit_intercept=False, gamma=1.0).fit(X, y)
     a = np.zeros(3)                      # the exact iterates, by hand
     for t in range(3):
         f = sum(a[j] * _gaussian(X[j], X[t], 1.0) for j in range(t))
@@ -185,7 +185,7 @@ def test_classifiers_see_exact_kernels_at_large_offsets(make):
 def test_pairwise_difference_kernel_is_exact_at_large_offsets():
     X = np.array([[1e7, 0.0], [1e7 + 0.01, 0.0], [1e7, 0.02], [1e7 - 0.01, 0.01]])
     y = np.array([0.0, 1.0, 2.0, 3.0])
-    kw = dict(pair_kernel="difference", eta=0.5, theta=0.5)
+    kw = dict(pair_kernel="difference", eta=0.5, theta=0.5, gamma=1.0)
     fast = PairwiseLearner(**kw).fit(X, y)
     ref = PairwiseLearner(engine="numpy", **kw).fit(X - [1e7, 0.0], y)
     np.testing.assert_allclose(fast.score_samples(X), ref.score_samples(X - [1e7, 0.0]),

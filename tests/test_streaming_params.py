@@ -70,17 +70,35 @@ def test_a_weight_scales_the_gradient_of_its_step():
     assert est.dual_coef_[0] == pytest.approx(-0.3 * 2.5 * (0.0 - y[0]), rel=1e-15)
 
 
-def test_the_offset_is_norma_s_rule():
-    X, y = stream(3, offset=40.0)
+def test_the_regressor_s_offset_is_the_running_mean_of_the_targets():
+    X, y = stream(300, offset=40.0)
+    w = np.random.default_rng(2).uniform(0, 2, len(X))
+    w[::5] = 0.0
     est = OnlineKernelRegressor(gamma=0.5, eta=0.3, eta_decay=0.0, lam=0.1)
-    scores = est._progressive_scores(X, y)
-    b = 0.0
-    for f, target in zip(scores, y):
-        b -= 0.3 * (f - target)           # b_{t+1} = b_t - eta_t g_t, no shrink
+    est._progressive_scores(X, y, sample_weight=w)
+    b, t = 0.0, 0
+    for target, wi in zip(y, w):
+        if wi > 0:
+            t += 1
+            b += (target - b) * min(1.0, wi / t)
     assert est.intercept_ == pytest.approx(b, rel=1e-14)
+    first = OnlineKernelRegressor(gamma=0.5).fit(X[:1], y[:1])
+    assert first.intercept_ == y[0] and first.n_support_ == 0     # the residual y_1 - b_2 = 0
     paper = OnlineKernelRegressor(gamma=0.5, eta=0.3, eta_decay=0.0, lam=0.1,
                                   fit_intercept=False).fit(X, y)
     assert paper.intercept_ == 0.0
+
+
+def test_the_classifier_s_offset_is_norma_s_rule():
+    X, y = stream(300)
+    labels = (y > 0.4).astype(int)
+    est = OnlineKernelClassifier(gamma=0.5, eta=0.3, eta_decay=0.0, lam=0.1, fit_intercept=True)
+    scores = est._progressive_scores(X, labels, classes=[0, 1])
+    b = 0.0
+    for f, label in zip(scores, 2.0 * labels - 1.0):
+        b -= 0.3 * (-label if label * f < 1.0 else 0.0)     # b_{t+1} = b_t - eta_t g_t
+    assert est.intercept_ == pytest.approx(b, rel=1e-14)
+    assert OnlineKernelClassifier(gamma=0.5).fit(X, labels).intercept_ == 0.0   # the default
 
 
 def test_the_intercept_fixes_an_uncentred_target():
@@ -95,7 +113,7 @@ def test_the_intercept_fixes_an_uncentred_target():
 
 @pytest.mark.parametrize("make", [
     lambda: OnlineKernelClassifier(classes=["a", "b"]),
-    lambda: CoefficientRegularizedClassifier(n_centers=10, classes=["a", "b"]),
+    lambda: CoefficientRegularizedClassifier(n_centers=10, classes=["a", "b"], gamma=1.0),
     lambda: RegularizedPAClassifier(classes=["b", "a"]),
 ])
 def test_constructor_classes_start_a_stream_and_give_a_prior(make):
@@ -122,20 +140,20 @@ def test_gamma_scale_and_the_warning():
     X = rng.normal(1000.0, 300.0, (400, 4))
     y = np.sin(X[:, 0] / 300.0)
     with pytest.warns(KernelScaleWarning, match="gamma='scale'"):
-        OnlineKernelRegressor().partial_fit(X[:50], y[:50])
+        OnlineKernelRegressor(gamma=1.0).partial_fit(X[:50], y[:50])
     with warnings.catch_warnings():
         warnings.simplefilter("error", KernelScaleWarning)
-        est = OnlineKernelRegressor(gamma="scale").partial_fit(X[:50], y[:50])
+        est = OnlineKernelRegressor().partial_fit(X[:50], y[:50])     # the default: "scale"
     assert est.gamma_ == pytest.approx(1.0 / (4 * X[:50].var()), rel=1e-12)
     est.partial_fit(X[50:], y[50:])
-    assert est.gamma_ == pytest.approx(1.0 / (4 * X[:50].var()), rel=1e-12)  # fixed by chunk 1
+    assert est.gamma_ == pytest.approx(1.0 / (4 * X[:100].var()), rel=1e-12)  # after the warm-up
     assert est._expansion.kernel_params["gamma"] == est.gamma_
-    with pytest.raises(ValueError, match="at least 2 rows"):
-        OnlineKernelRegressor(gamma="scale").learn_one(X[0], y[0])
-    fresh = OnlineKernelRegressor(gamma="scale")
-    with pytest.raises(ValueError):
-        fresh.learn_one(X[0], y[0])
-    assert not hasattr(fresh, "t_")
+    fresh = OnlineKernelRegressor()
+    fresh.learn_one(X[0], y[0])                          # usable from the first event
+    assert fresh.gamma_ == pytest.approx(1.0 / (4 * X[:1].var()), rel=1e-12)
+    pa = RegularizedPAClassifier(kernel="gaussian", classes=[0, 1])
+    pa.learn_one(X[0], 1)                                # a first chunk of one row: 1 / d
+    assert pa.gamma_ == 0.25
 
 
 def test_set_params_between_events_is_validated_and_used():
@@ -170,3 +188,24 @@ def test_okl_save_keeps_the_offset_and_the_dict_features(tmp_path):
     assert okl.load(tmp_path / "s.npz").gamma_ == scaled.gamma_
     event = {"c": 0.1, "a": 0.2, "b": 0.3}
     assert again.predict_one(event) == est.predict_one(event)
+
+
+def test_the_default_step_is_the_auto_step_grown_to_the_targets_scale():
+    X, y = stream(200)
+    y = 10.0 * y + 5.0
+    est = OnlineKernelRegressor(loss="absolute", gamma=0.5).fit(X, y)
+    b = dev = 0.0
+    for t, target in enumerate(y, 1):
+        scale = max(1.0, dev / (t - 1)) if t > 1 else 1.0
+        eta = t ** -0.6 / (1e-3 + 1.0) * scale
+        b += (target - b) / t
+        dev += abs(target - b)
+    assert est.eta_ == pytest.approx(eta, rel=1e-12) and scale > 3.0
+    assert est.dev_ == pytest.approx(dev, rel=1e-12)
+    paper = OnlineKernelRegressor(loss="absolute", gamma=0.5, eta="auto").fit(X, y)
+    assert paper.eta_ == pytest.approx(200 ** -0.6 / (1e-3 + 1.0), rel=1e-12)
+    squared = OnlineKernelRegressor(gamma=0.5).fit(X, y)         # its step grows with y already
+    assert squared.eta_ == pytest.approx(200 ** -0.6 / (1e-3 + 1.0), rel=1e-12)
+    for engine in ("numpy",):
+        other = OnlineKernelRegressor(loss="absolute", gamma=0.5, engine=engine).fit(X, y)
+        np.testing.assert_allclose(other.dual_coef_, est.dual_coef_, rtol=0, atol=1e-10)

@@ -13,17 +13,21 @@ PARAMS = {
 kernel : {"gaussian", "laplacian", "matern", "polynomial", "linear"}, default="gaussian"
     See `okl.kernels`.""",
     "gamma": """\
-gamma : float or "scale", default=1.0
+gamma : float or "scale", default="scale"
     Kernel width (gaussian, laplacian) or scale of <x, u> (polynomial).
-    "scale" is ``1 / (n_features X.var())`` of the first chunk (scikit-learn's
-    SVC rule; a first call of one row raises), kept in `gamma_`.  A
-    `KernelScaleWarning` names the cure when the first samples' kernel
+    "scale" is scikit-learn's SVC rule ``1 / (n_features X.var())`` over the
+    events learned so far, from the first one: the width follows the data
+    for the first 100 events, then stays (with `approximation`, the first
+    chunk's; docs/defaults.md, section 2); kept in `gamma_`.  With a number,
+    a `KernelScaleWarning` names the cure when the first samples' kernel
     values are all ~0 or all ~1.""",
     "gamma_plain": """\
-gamma : float or "scale", default=1.0
+gamma : float or "scale", default="scale"
     Kernel width (gaussian, laplacian) or scale of <x, u> (polynomial).
     "scale" is ``1 / (n_features X.var())`` of the first chunk (scikit-learn's
-    SVC rule; a first call of one row raises), kept in `gamma_`.""",
+    SVC rule; a first chunk of one row gives ``1 / n_features``, the rule's
+    value on standardised features; docs/defaults.md, section 2), kept in
+    `gamma_`.""",
     "degree": """\
 degree : int, default=3
     Polynomial degree.""",
@@ -36,8 +40,11 @@ nu : {0.5, 1.5, 2.5}, default=1.5
     nu + n_features / 2): 0.5 is exp(-sqrt(2 gamma) ||x - u||), 2.5 is
     close to the Gaussian; other kernels ignore it (`okl.kernels`).""",
     "budget": """\
-budget : int or None, default=None
-    Maximum number of centres; None is unbounded.""",
+budget : int, "auto" or None, default="auto"
+    Maximum number of centres.  "auto" keeps 500 (with `approximation`, the
+    fixed-size model needs none), so that a step costs the same however
+    long the stream (docs/defaults.md, section 3); None is the papers'
+    exact, unbounded expansion.""",
     "budget_policy": """\
 budget_policy : {"auto", "merge", "oldest", "smallest"}, default="auto"
     What happens when a new centre would exceed the budget.  "merge"
@@ -64,10 +71,19 @@ random_state : int or None, default=None
     Seed of the random Fourier features.""",
     "fit_intercept": """\
 fit_intercept : bool, default=True
+    Learn an offset b, ``f(x) = b + sum_i a_i K(x_i, x)``: b is the running
+    mean of the targets, ``b_{t+1} = b_t + min(1, w_t / t) (y_t - b_t)``,
+    and the kernel part steps on the residual ``y_t - b_{t+1}``
+    (docs/defaults.md, section 1).  ``fit_intercept=False`` gives exactly
+    the papers' iterates.""",
+    "fit_intercept_margin": """\
+fit_intercept : bool, default=False
     Learn an unregularized offset b, ``f(x) = b + sum_i a_i K(x_i, x)``, by
     NORMA's rule ``b_{t+1} = b_t - eta_t w_t g_t`` (the kernel part's
-    gradient and step, no shrink; docs/algorithms.md, section 7.1).
-    ``fit_intercept=False`` gives exactly the papers' iterates.""",
+    gradient and step, no shrink; docs/algorithms.md, section 7.1).  Off by
+    default: on standardised real streams it never helped and cost up to
+    0.38 accuracy (docs/defaults.md, section 1).  ``fit_intercept=False``
+    gives exactly the papers' iterates.""",
     "verbose": """\
 verbose : bool or None, default=False
     Show a progress bar (with an ETA) while learning chunks of more than

@@ -5,8 +5,10 @@ nothing useful and says nothing: with features of scale 1000 and gamma = 1
 every K(x_i, x_j) of distinct points is 0 (each point is its own island, and
 held-out R^2 is 0); with tiny features every K is 1 (one constant function).
 `scale_gamma` is scikit-learn's SVC rule ``gamma = 1 / (n_features Var(X))``
-on the first chunk; `spread_warning` looks at the first samples' kernel
-values and names the cure.
+on the first chunk; `WidthMoments` is the same rule over the events seen so
+far (the pointwise learners' warm-up, docs/defaults.md, section 2);
+`spread_warning` looks at the first samples' kernel values and names the
+cure.
 """
 import warnings
 
@@ -20,21 +22,65 @@ NEAR_ONE = 0.999
 SPREAD_SAMPLES = 50
 
 
-def scale_gamma(X, name):
+# events over which the pointwise learners' gamma="scale" follows the data, then stays
+WARMUP = 100
+
+
+def scale_gamma(X, name=None):
     """``1 / (n_features * X.var())`` of the first chunk (scikit-learn's SVC gamma="scale").
 
-    A chunk of one row has no variance: raise, naming the alternatives.
-    A constant chunk (variance 0) gives 1.0, as scikit-learn does.
+    A first chunk of one row has no variance to go by: it gives ``1 / n_features``,
+    the rule's value on standardised features (var = 1).  A constant chunk
+    (variance 0) gives 1.0, as scikit-learn does.
     """
     X = np.asarray(X, dtype=np.float64)
     if X.shape[0] < 2:
-        raise ValueError(
-            f"{name}(gamma='scale') sets gamma = 1 / (n_features * X.var()) from the first "
-            f"chunk, which needs at least 2 rows; the first call had {X.shape[0]}. Start the "
-            "stream with partial_fit on a few rows, pass a number (e.g. gamma=1 / n_features "
-            "for standardized features), or put okl.preprocessing.OnlineStandardScaler first.")
+        return 1.0 / X.shape[1]
     var = float(X.var())
     return 1.0 / (X.shape[1] * var) if var > 0 else 1.0
+
+
+class WidthMoments:
+    """gamma="scale" from the first event: ``1 / (d Var)`` over the entries of the rows so far.
+
+    Welford's running mean and sum of squared deviations over the d entries of
+    every row learned (the variance scikit-learn's ``X.var()`` takes of the rows
+    so far), for the first `WARMUP` rows; then the width stays.  One row gives
+    the variance of its own entries; a variance of 0 gives ``1 / d`` before the
+    second row and 1.0 after (scikit-learn's constant-data value).
+    """
+
+    def __init__(self, rows=0.0, mean=0.0, m2=0.0):
+        self.rows, self.mean, self.m2 = float(rows), float(mean), float(m2)
+
+    @staticmethod
+    def warmup():
+        return WARMUP
+
+    @property
+    def warming(self):
+        return self.rows < WARMUP
+
+    def add(self, x):
+        """Take the row x (its d entries) into the moments; a row they cannot hold
+        (entries so large that the squares overflow) does not count."""
+        x = np.asarray(x, dtype=np.float64)
+        d = x.size
+        n = self.rows * d
+        with np.errstate(over="ignore", invalid="ignore"):
+            row_mean = float(x.mean())
+            delta = row_mean - self.mean
+            m2 = self.m2 + float(((x - row_mean) ** 2).sum()) + delta * delta * n * d / (n + d)
+            mean = self.mean + delta * d / (n + d)
+        if np.isfinite(m2) and np.isfinite(mean):
+            self.m2, self.mean, self.rows = m2, mean, self.rows + 1.0
+
+    def gamma(self, d):
+        """``1 / (d Var)`` of the rows taken so far."""
+        var = self.m2 / (self.rows * d) if self.rows else 0.0
+        if var > 0:
+            return 1.0 / (d * var)
+        return 1.0 / d if self.rows <= 1 else 1.0
 
 
 def spread_message(X, kernel, gamma, name):

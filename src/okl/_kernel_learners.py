@@ -18,11 +18,14 @@ from okl._core._expansion import KernelExpansion
 from okl._core._pointwise import PointwiseEvents, StepSize
 from okl._engines import ENGINES
 from okl._feature_model import FeatureModel
-from okl._gamma import scale_gamma, warn_spread
+from okl._gamma import WidthMoments, scale_gamma, warn_spread
 from okl._numpy.expansion import NumpyExpansion
+from okl._numpy.codes import Offset
 from okl._numpy.pointwise import make_schedule, make_state
 from okl._params import InvalidParameterError, validate_params
-from okl.budgets import budget_code, default_budget_policy, resolve_budget_policy
+from okl.budgets import (
+    DEFAULT_BUDGET, budget_code, default_budget_policy, resolve_budget, resolve_budget_policy,
+)
 from okl.kernels import KERNEL_PARAMS, KERNELS, kernel_code, kernel_params, kernel_row
 from okl.schedules import step_sizes
 
@@ -63,7 +66,10 @@ def expansion_fitted_with(estimator, expansion):
     if hasattr(estimator, "nu"):
         out.append(("nu", params["nu"]))
     if hasattr(estimator, "budget"):
-        out.append(("budget", expansion.budget or None))
+        budget = expansion.budget or None
+        if estimator.budget == "auto" and budget == DEFAULT_BUDGET:
+            budget = "auto"         # what "auto" resolved to: unchanged
+        out.append(("budget", budget))
     if hasattr(estimator, "budget_policy") and expansion.budget:
         policies = {int(code): name for name, code in BUDGET_POLICIES.items()}
         name = policies[int(expansion.policy)]
@@ -99,11 +105,16 @@ class KernelModelMixin:
             {name: getattr(self, name) for name in KERNEL_PARAMS if hasattr(self, name)},
             gamma=self._kernel_gamma()))
 
+    def _budget(self):
+        """The centres the expansion keeps (budget="auto" resolved), or None: unbounded."""
+        return resolve_budget(getattr(self, "budget", None),
+                              getattr(self, "approximation", None) is None)
+
     def _new_expansion(self, n_features):
         policy = resolve_budget_policy(getattr(self, "budget_policy", "oldest"), self.kernel,
                                        type(self).__name__)
         return expansion_class(self)(
-            n_features, budget=int(getattr(self, "budget", None) or 0),
+            n_features, budget=int(self._budget() or 0),
             policy=int(budget_code(policy)), **self._kernel_params())
 
     def _engine_expansion(self):
@@ -127,7 +138,7 @@ class KernelModelMixin:
         return expansion_fitted_with(self, model)
 
     def _check_size(self):
-        if getattr(self, "budget", 0) is None and not isinstance(self._expansion, FeatureModel):
+        if self._budget() is None and not isinstance(self._expansion, FeatureModel):
             expansion = self._expansion
             work = expansion.n_support * expansion.n_features
             _warnings.warn_size(
@@ -193,11 +204,22 @@ class PointwiseMixin(KernelModelMixin):
         labels = ("classes_",) if is_classifier(self) else ()
         check.keys(attrs, ("n_features_in_", "t_", "ck2_", "n_support_") + labels,
                    f"{name}'s attributes",
-                   optional=("eta_", "lam_", "intercept_", "gamma_", "_row_keys", "fixed_classes_"))
+                   optional=("eta_", "lam_", "intercept_", "gamma_", "_row_keys",
+                             "fixed_classes_", "_width_moments", "dev_"))
         check.floats("ck2_", lo=0.0)
-        check.floats("eta_", "lam_", lo=0.0, optional=True)
+        check.floats("eta_", "lam_", "dev_", lo=0.0, optional=True)
         check.floats("intercept_", optional=True)                 # the offset b (docs/streaming.md)
+        out.setdefault("intercept_", 0.0)
         check.fitted_gamma()
+        if "_width_moments" in attrs:                        # gamma="scale" still warming up
+            moments = attrs["_width_moments"]
+            if (not isinstance(self.gamma, str) or not isinstance(moments, list)
+                    or len(moments) != 3 or not all(isinstance(v, (int, float)) and np.isfinite(v)
+                                                    for v in moments)
+                    or not 0 <= moments[0] < WidthMoments.warmup() or moments[2] < 0):
+                check.fail("_width_moments must be [rows < the warm-up, mean, m2 >= 0] of "
+                           "gamma='scale'")
+            out["_width_moments"] = [float(v) for v in moments]
         if "_row_keys" in attrs:                             # the feature order of dict events
             keys = attrs["_row_keys"]
             if (not isinstance(keys, list) or len(keys) != d
@@ -212,7 +234,8 @@ class PointwiseMixin(KernelModelMixin):
                                    out.get("gamma_", self.gamma))
         else:
             policy = budget_code(resolve_budget_policy(self.budget_policy, self.kernel, name))
-            state = check.fitted_expansion(state, "_expansion", int(self.budget or 0), int(policy))
+            state = check.fitted_expansion(state, "_expansion", int(self._budget() or 0),
+                                           int(policy))
         if kind != "FeatureModel" and len(state["coef"]) != out["n_support_"]:
             check.fail(f"n_support_ = {out['n_support_']} but '_expansion' holds "
                        f"{len(state['coef'])} centres")
@@ -227,7 +250,8 @@ class PointwiseMixin(KernelModelMixin):
 
     def _validate_params(self):
         super()._validate_params()
-        if getattr(self, "approximation", None) is not None and self.budget is not None:
+        if (getattr(self, "approximation", None) is not None
+                and resolve_budget(self.budget, False) is not None):
             raise InvalidParameterError(
                 f"approximation={self.approximation!r} is a fixed-size model of n_components "
                 f"features; budget={self.budget} applies to the exact kernel expansion. Set "
@@ -251,6 +275,10 @@ class PointwiseMixin(KernelModelMixin):
         check_is_fitted(self, "t_")
         return self._expansion.n_features_out
 
+    def _scaled_step(self):
+        """Whether eta="scaled" scales the auto step (the regressor's bounded losses)."""
+        return False
+
     def _auto_lipschitz(self):
         """M in the auto step 1 / ((lam_t + M C_K^2) t**eta_decay); 1 unless a loss needs more."""
         return 1.0
@@ -259,8 +287,14 @@ class PointwiseMixin(KernelModelMixin):
 
     def _start(self, X, y):
         name = type(self).__name__
-        self._fit_gamma(X)
-        warn_spread(X, self.kernel, float(self._kernel_gamma()), name, stacklevel=5)
+        self.__dict__.pop("_width_moments", None)
+        if isinstance(self.gamma, str) and getattr(self, "approximation", None) is None:
+            # gamma="scale" follows the events of the warm-up (`_learn`, docs/defaults.md)
+            self._width_moments = [0.0, 0.0, 0.0]
+            self.gamma_ = 1.0 / X.shape[1]
+        else:
+            self._fit_gamma(X)
+            warn_spread(X, self.kernel, float(self._kernel_gamma()), name, stacklevel=5)
         if getattr(self, "approximation", None) is not None:
             self._expansion = FeatureModel(
                 self.approximation, X.shape[1], self.kernel, int(kernel_code(self.kernel)),
@@ -272,30 +306,72 @@ class PointwiseMixin(KernelModelMixin):
         self.ck2_ = 0.0
         self.n_support_ = 0
         self.intercept_ = 0.0
+        self.dev_ = 0.0
 
     def _schedule(self):
         """The `Schedule` of the steps (okl._core._pointwise), as a dict."""
         eta = self.eta
         kind = (StepSize.AUTO if isinstance(eta, str) else StepSize.GIVEN if callable(eta)
                 else StepSize.POWER)
+        if eta == "scaled" and self._scaled_step():
+            kind = StepSize.SCALED
         return make_schedule(kind, eta if kind == StepSize.POWER else 0.0, self.eta_decay,
                              self.lam, getattr(self, "lam_decay", 0.0),
-                             self._auto_lipschitz() if kind == StepSize.AUTO else 1.0,
-                             getattr(self, "fit_intercept", False))
+                             self._auto_lipschitz() if kind in (StepSize.AUTO, StepSize.SCALED)
+                             else 1.0,
+                             self._offset())
+
+    def _offset(self):
+        """How the offset b learns (docs/defaults.md, section 1): the running mean of the
+        targets for a regressor, the gradient step for a classifier."""
+        if not getattr(self, "fit_intercept", False):
+            return Offset.FIXED
+        return Offset.STEP if is_classifier(self) else Offset.MEAN
 
     def _step_state(self):
         """The counters a step reads (the `StepState` of okl._core._pointwise), as a dict."""
-        return make_state(self.t_, self.ck2_, self.intercept_)
+        return make_state(self.t_, self.ck2_, self.intercept_, self.__dict__.get("dev_", 0.0))
 
-    def _store_step(self, t, ck2, eta_t, lam_t, b):
+    def _store_step(self, t, ck2, eta_t, lam_t, b, dev):
         """Keep what the steps returned (t_ counts the steps taken)."""
         d = self.__dict__
         if t != d["t_"]:
             d["eta_"], d["lam_"] = eta_t, lam_t
-        d["t_"], d["ck2_"], d["intercept_"] = int(t), ck2, b
+        d["t_"], d["ck2_"], d["intercept_"], d["dev_"] = int(t), ck2, b, dev
         d["n_support_"] = int(d["_expansion"].n_support)
 
     def _learn(self, X, y, weight=None):
+        """The rows in order; during gamma="scale"'s warm-up one at a time, each row learned
+        with the width of the rows before it, then taken into the width."""
+        if "_width_moments" not in self.__dict__:
+            return self._learn_rows(X, y, weight)
+        moments = WidthMoments(*self._width_moments)
+        parts, i, n = [], 0, X.shape[0]
+        while i < n and moments.warming:
+            rows = slice(i, i + 1)
+            parts.append(self._learn_rows(X[rows], y[rows], None if weight is None else weight[rows]))
+            if weight is None or weight[i] != 0.0:         # then x_i moves the width
+                moments.add(X[i])
+                self._set_width(moments.gamma(X.shape[1]))
+                self._width_moments = [moments.rows, moments.mean, moments.m2]
+            i += 1
+        if not moments.warming:
+            del self._width_moments                         # the width stays from now on
+        if i < n:
+            parts.append(self._learn_rows(X[i:], y[i:], None if weight is None else weight[i:]))
+        return np.concatenate(parts)
+
+    def _set_width(self, gamma):
+        """Give the expansion the width gamma (its centres and coefficients unchanged)."""
+        if gamma == self.gamma_:
+            return
+        self.gamma_ = gamma
+        expansion = self._engine_expansion()
+        state = expansion.get_state()
+        state["gamma"] = float(gamma)
+        self._expansion = type(expansion).from_state(state)
+
+    def _learn_rows(self, X, y, weight=None):
         n = X.shape[0]
         eta = None
         if callable(self.eta):          # the callable's step sizes at the steps the rows take
@@ -315,7 +391,8 @@ class PointwiseMixin(KernelModelMixin):
             raise Diverged(failed, eta_try if np.isfinite(eta_try) else None)
         if state["reset_t"]:
             warn_reset(self, state["reset_eta"], state["reset_lam"], state["reset_t"])
-        self._store_step(state["t"], state["ck2"], state["eta_t"], state["lam_t"], state["b"])
+        self._store_step(state["t"], state["ck2"], state["eta_t"], state["lam_t"], state["b"],
+                         state["dev"])
         return scores
 
     def _learn_event(self, events, row, y, weight=1.0):
@@ -324,10 +401,10 @@ class PointwiseMixin(KernelModelMixin):
         eta = np.nan
         if callable(self.eta) and weight != 0.0:       # the callable's step at step t + 1
             eta = float(step_sizes(self.eta, 0.0, np.array([d["t_"] + 1.0]))[0])
-        f, taken, t, ck2, eta_t, lam_t, b, _ = events.learn(
-            row, y, weight, d["t_"], d["ck2_"], d["intercept_"], eta)
+        f, taken, t, ck2, eta_t, lam_t, b, _, dev = events.learn(
+            row, y, weight, d["t_"], d["ck2_"], d["intercept_"], eta, d.get("dev_", 0.0))
         if taken:
-            self._store_step(t, ck2, eta_t, lam_t, b)
+            self._store_step(t, ck2, eta_t, lam_t, b, dev)
         return f
 
     def _compiled_events(self, cache):
@@ -343,7 +420,8 @@ class PointwiseMixin(KernelModelMixin):
         if events is not None and events.matches(self):
             return events
         if not ("ck2_" in self.__dict__ and self.engine == "cython"
-                and type(self.__dict__.get("_expansion")) is KernelExpansion):
+                and type(self.__dict__.get("_expansion")) is KernelExpansion
+                and "_width_moments" not in self.__dict__):
             return None
         if params_changed(self):
             return None

@@ -143,7 +143,7 @@ def budget_constraints():
     """budget and budget_policy, from the policies of `okl.budgets`."""
     from okl.budgets import BUDGET_POLICIES
     return {
-        "budget": [NONE, Interval(Integral, 1, None, closed="left")],
+        "budget": [NONE, Interval(Integral, 1, None, closed="left"), Options("auto")],
         "budget_policy": [Options("auto", *BUDGET_POLICIES)],
     }
 
@@ -151,6 +151,11 @@ def budget_constraints():
 STEP_CONSTRAINTS = {
     "eta": [Interval(Real, 0, None, closed="neither"), Options("auto"), CALLABLE],
     "eta_decay": [Interval(Real, 0, None, closed="left")],
+}
+# the pointwise learners also take eta="scaled" (docs/defaults.md, section 4)
+POINTWISE_STEP_CONSTRAINTS = {
+    **STEP_CONSTRAINTS,
+    "eta": [Interval(Real, 0, None, closed="neither"), Options("auto", "scaled"), CALLABLE],
 }
 ENGINE_CONSTRAINTS = {"engine": [Options("cython", "numpy")],
                       "verbose": [BOOL, NONE]}

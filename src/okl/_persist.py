@@ -131,7 +131,8 @@ def _read(path, source):
     except ModelFileError:
         raise
     except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile, zipfile.LargeZipFile,
-            NotImplementedError, MemoryError, OverflowError, UnicodeError) as exc:
+            NotImplementedError, MemoryError, OverflowError, UnicodeError,
+            RuntimeError) as exc:         # RuntimeError: a member flagged as encrypted
         if isinstance(exc, (FileNotFoundError, IsADirectoryError, PermissionError)):
             raise
         reason = ("numpy could read it only as a pickle, and okl never unpickles"

@@ -3,7 +3,9 @@
 One row per policy; the choice itself is made in `KernelExpansion.cvictim`
 (and its NumPy twin); "merge" in `KernelExpansion.cmerge` (docs/budget.md).
 "auto", the learners' default, is "merge" for the Gaussian kernel and
-"oldest" otherwise.  See docs/algorithms.md, section 3.
+"oldest" otherwise.  See docs/algorithms.md, section 3.  The default
+``budget="auto"`` keeps `DEFAULT_BUDGET` centres (docs/defaults.md, section 3);
+``budget=None`` gives the papers' exact, growing expansion.
 """
 from okl._core._expansion import BudgetPolicy
 
@@ -24,6 +26,17 @@ def budget_code(name):
 
 
 MERGE_KERNELS = ("gaussian",)
+
+# centres an expansion keeps under budget="auto" (docs/defaults.md, section 3)
+DEFAULT_BUDGET = 500
+
+
+def resolve_budget(budget, expansion=True):
+    """The centres a learner keeps: budget="auto" is `DEFAULT_BUDGET` for a kernel
+    expansion (`expansion`) and None for a fixed-size model; any other value as given."""
+    if isinstance(budget, str):
+        return DEFAULT_BUDGET if expansion else None
+    return budget
 
 
 def default_budget_policy(kernel):

@@ -30,7 +30,8 @@ from okl._numpy.multiexpansion import NumpyMultiExpansion, from_binary, insert_c
 from okl._params import (
     APPROXIMATION_CONSTRAINTS, ARRAY_2D, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS,
     INTERCEPT_CONSTRAINTS, NONE, ONLINE_WEIGHT_CHECKS,
-    STEP_CONSTRAINTS, Interval, Options, budget_constraints, kernel_constraints,
+    POINTWISE_STEP_CONSTRAINTS, STEP_CONSTRAINTS, Interval, Options, budget_constraints,
+    kernel_constraints,
 )
 from okl._persist import C_INT_MAX, loadable
 from okl.budgets import budget_code, resolve_budget_policy
@@ -114,7 +115,7 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
     {approximation}
     {n_components}
     {random_state}
-    {fit_intercept}
+    {fit_intercept_margin}
     {classes}
     {verbose}
     {engine}
@@ -180,7 +181,7 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         **kernel_constraints(),
         "loss": [Options(*MARGIN_LOSSES)],
         "lam": [Interval(Real, 0, None, closed="left")],
-        **STEP_CONSTRAINTS,
+        **POINTWISE_STEP_CONSTRAINTS,
         **budget_constraints(),
         **APPROXIMATION_CONSTRAINTS,
         **ENGINE_CONSTRAINTS,
@@ -193,10 +194,10 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
     #: expected_failed_checks=est.expected_failed_checks)``.
     expected_failed_checks = ONLINE_WEIGHT_CHECKS
 
-    def __init__(self, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0, nu=1.5, loss="hinge",
-                 lam=1e-3, eta="auto", eta_decay=0.5, budget=None, budget_policy="auto",
-                 approximation=None, n_components=100, random_state=None, fit_intercept=True,
-                 classes=None, verbose=False, engine="cython"):
+    def __init__(self, kernel="gaussian", gamma="scale", degree=3, coef0=0.0, nu=1.5,
+                 loss="hinge", lam=1e-3, eta="auto", eta_decay=0.5, budget="auto",
+                 budget_policy="auto", approximation=None, n_components=100, random_state=None,
+                 fit_intercept=False, classes=None, verbose=False, engine="cython"):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -505,7 +506,7 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
         **CLASSES_CONSTRAINTS,
     }
 
-    def __init__(self, centers=None, n_centers=100, kernel="gaussian", gamma=1.0, degree=3,
+    def __init__(self, centers=None, n_centers=100, kernel="gaussian", gamma="scale", degree=3,
                  coef0=0.0, nu=1.5, loss="hinge", lam=0.01, eta="auto", eta_decay=0.75,
                  classes=None, verbose=False, engine="cython"):
         self.centers = centers

@@ -116,9 +116,10 @@ class PairwiseLearner(OnlineLearner):
         symmetric (fitted `metric_`).
     kernel : {"gaussian", "laplacian", "matern", "polynomial", "linear"}, default="gaussian"
         Base kernel k of ``pair_kernel="difference"``; see `okl.kernels`.
-    gamma, degree, coef0 : float or "scale", int, float, default=1.0, 3, 0.0
+    gamma, degree, coef0 : float or "scale", int, float, default="scale", 3, 0.0
         Parameters of the base kernel.  gamma="scale" is ``1 / (n_features X.var())``
-        of the first chunk (scikit-learn's SVC rule), kept in `gamma_`.
+        of the first chunk (scikit-learn's SVC rule; a first chunk of one row gives
+        ``1 / n_features``; docs/defaults.md, section 2), kept in `gamma_`.
     {nu}
     eta : float > 0 or "auto", default="auto"
         eta_1 of the step ``eta_t = eta_1 (t-1)^-theta`` (t = 1 is the first
@@ -218,7 +219,8 @@ class PairwiseLearner(OnlineLearner):
     _running_moments = True
 
     def __init__(self, reducer="sign", loss="hinge", p=2.0, pair_kernel="linear",
-                 kernel="gaussian", gamma=1.0, degree=3, coef0=0.0, nu=1.5, eta="auto", theta=None,
+                 kernel="gaussian", gamma="scale", degree=3, coef0=0.0, nu=1.5, eta="auto",
+                 theta=None,
                  buffer=None, random_state=None, verbose=False, engine="cython"):
         self.reducer = reducer
         self.loss = loss

@@ -218,7 +218,7 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
     }
 
     def __init__(self, regularization="none", variant="PA", C=1.0, alpha=0.1, beta=1.0,
-                 update="margin", truncate_sigma=0.0, kernel="linear", gamma=1.0, degree=3,
+                 update="margin", truncate_sigma=0.0, kernel="linear", gamma="scale", degree=3,
                  coef0=0.0, nu=1.5, budget=None, budget_policy="auto", approximation=None,
                  n_components=100, random_state=None, classes=None, verbose=False,
                  engine="cython"):

@@ -9,13 +9,15 @@ from okl._kernel_learners import PointwiseMixin
 from okl._docstrings import shared_params
 from okl._params import (
     APPROXIMATION_CONSTRAINTS, ENGINE_CONSTRAINTS, INTERCEPT_CONSTRAINTS,
-    ONLINE_WEIGHT_CHECKS, STEP_CONSTRAINTS, Interval, InvalidParameterError, Options,
+    ONLINE_WEIGHT_CHECKS, POINTWISE_STEP_CONSTRAINTS, Interval, InvalidParameterError, Options,
     budget_constraints, kernel_constraints,
 )
 from okl._persist import loadable
 from okl.losses import RESIDUAL_LOSSES, loss_spec, loss_value
 
 REGRESSION_LOSSES = tuple(name for name in RESIDUAL_LOSSES if name != "power")
+# residual losses whose derivative is bounded: eta="scaled" multiplies their auto step
+BOUNDED_DERIVATIVE = ("absolute", "epsilon_insensitive", "pinball", "huber")
 
 
 @loadable
@@ -57,11 +59,15 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
     lam_decay : float >= 0, default=0.0
         0 keeps lam fixed (Smale-Yao; Yang's partially online scheme).  Yang's
         fully online presets: `okl.schedules.yang_exponents`.
-    eta : float > 0, "auto" or callable, default="auto"
+    eta : float > 0, "scaled", "auto" or callable, default="scaled"
         Step size.  "auto" is ``1 / ((lam_t + C_K^2) t**eta_decay)``: for the
         squared loss and a kernel with constant C_K (Gaussian, Laplacian) and
         fixed lam, exactly Smale-Yao's Theorem A step (docs/algorithms.md,
-        sections 1-2 discuss Yang's schedules).  A float gives ``eta * t**-eta_decay``; a callable maps the
+        sections 1-2 discuss Yang's schedules).  "scaled" is "auto" for the
+        squared loss and, for the losses whose derivative is bounded (absolute,
+        epsilon_insensitive, pinball, huber), "auto" times the mean
+        ``|y_s - b_{s+1}|`` of the steps before when it exceeds 1, so that the
+        step moves f in units of a large target (docs/defaults.md, section 4).  A float gives ``eta * t**-eta_decay``; a callable maps the
         array of step numbers t (from 1) to step sizes.  See `okl.schedules`.
     eta_decay : float >= 0, default=0.6
         Exponent of the step size: Smale-Yao's theta in (1/2, 1), Yang's alpha
@@ -89,6 +95,8 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
         C_K^2, the running maximum of K(x, x) over the stream.
     eta_, lam_ : float
         The step size and regularization of the most recent step.
+    dev_ : float
+        The sum of w_t |y_t - b_{t+1}| over the steps (the scale of eta="scaled").
     intercept_ : float
         The offset b (0 with fit_intercept=False).
     gamma_ : float
@@ -127,7 +135,7 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
         "epsilon": [Interval(Real, 0, None, closed="left")],
         "lam": [Interval(Real, 0, None, closed="left")],
         "lam_decay": [Interval(Real, 0, None, closed="left")],
-        **STEP_CONSTRAINTS,
+        **POINTWISE_STEP_CONSTRAINTS,
         **budget_constraints(),
         **APPROXIMATION_CONSTRAINTS,
         **ENGINE_CONSTRAINTS,
@@ -139,9 +147,9 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
     #: expected_failed_checks=est.expected_failed_checks)``.
     expected_failed_checks = ONLINE_WEIGHT_CHECKS
 
-    def __init__(self, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0, nu=1.5, loss="squared",
-                 quantile=0.5, epsilon=0.0, lam=1e-3, lam_decay=0.0, eta="auto",
-                 eta_decay=0.6, budget=None, budget_policy="auto", approximation=None,
+    def __init__(self, kernel="gaussian", gamma="scale", degree=3, coef0=0.0, nu=1.5,
+                 loss="squared", quantile=0.5, epsilon=0.0, lam=1e-3, lam_decay=0.0, eta="scaled",
+                 eta_decay=0.6, budget="auto", budget_policy="auto", approximation=None,
                  n_components=100, random_state=None, fit_intercept=True, verbose=False,
                  engine="cython"):
         self.kernel = kernel
@@ -188,6 +196,10 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
         """
         self._progressive_scores(X, y, sample_weight=sample_weight)
         return self
+
+    def _scaled_step(self):
+        """eta="scaled" scales the auto step when the loss derivative is bounded."""
+        return self.loss in BOUNDED_DERIVATIVE
 
     def _loss_spec(self):
         return loss_spec(self.loss, tau=self.quantile, eps=self.epsilon, delta=self.epsilon)

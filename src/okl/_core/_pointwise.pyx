@@ -4,7 +4,9 @@ One step predicts f_t(x_t) = b_t + (model part), then
     f_{t+1} = (1 - lam_t eta_t) f_t - eta_t w_t g_t K(x_t, .),   b_{t+1} = b_t - eta_t w_t g_t
 with g_t = V'_-(f_t(x_t) - y_t) for a residual loss and
 g_t = y_t phi'_-(y_t f_t(x_t)) for a margin loss (y_t in {-1, +1}).  The
-offset b (section 7.1) is learned when the schedule says `intercept`; the
+offset b follows the schedule's `intercept` (docs/defaults.md, section 1): the running
+mean of the targets, the kernel part then stepping on y_t - b_{t+1} (MEAN, the regressors),
+or the gradient step above (STEP, section 7.1); the
 weight w_t (section 7.2) scales the gradient, and a step of weight 0 is
 skipped (predicted; the model, t and C_K^2 do not change).  eta_t and lam_t
 come from the schedule of step t (`cschedule`, the formulas of
@@ -19,7 +21,7 @@ would leave a non-finite model changes nothing.  Three callers share it:
 """
 import numpy as np
 
-from libc.math cimport NAN, isfinite, pow
+from libc.math cimport NAN, fabs, isfinite, pow
 from libc.string cimport memcmp, memcpy
 
 from okl._core._kernels cimport cdot, cself
@@ -38,6 +40,13 @@ cpdef enum StepSize:
     AUTO = 0        # eta_t = t**-eta_decay / (lam_t + M C_K^2), the papers' admissible step
     POWER = 1       # eta_t = eta t**-eta_decay
     GIVEN = 2       # eta_t given per row (a callable's values)
+    SCALED = 3      # the AUTO step times max(1, the mean |y_s - b_{s+1}| of the steps before t)
+
+
+cpdef enum Offset:
+    FIXED = 0       # b stays as it is (fit_intercept=False)
+    MEAN = 1        # b_{t+1} = b_t + min(1, w_t / t) (y_t - b_t): the running mean of the targets
+    STEP = 2        # b_{t+1} = b_t - eta_t w_t g_t
 
 
 cdef struct Schedule:
@@ -47,13 +56,14 @@ cdef struct Schedule:
     double lam
     double lam_decay
     double lipschitz    # M of the auto step
-    bint intercept      # learn the offset b
+    int intercept       # how the offset b learns: an Offset
 
 
 cdef struct StepState:
     double t            # steps taken (a zero weight does not count)
     double ck2          # C_K^2, the running max of K(x_s, x_s) over the steps taken
     double b            # the offset
+    double dev          # the sum of w_s |y_s - b_{s+1}| over the steps taken (sigma_t of SCALED)
     double eta_t        # the schedule of the last step taken
     double lam_t
     double eta_try      # eta_t of the last step tried (NaN for a zero weight)
@@ -69,20 +79,31 @@ cdef enum:
 
 
 cdef inline void cschedule(const Schedule* s, double t, double ck2, double eta_given,
-                           double* eta_t, double* lam_t) noexcept nogil:
-    """eta_t and lam_t of step t (C_K^2 = ck2 after the step's own K(x_t, x_t))."""
+                           double* eta_t, double* lam_t, double dev=0.0) noexcept nogil:
+    """eta_t and lam_t of step t (C_K^2 = ck2 after the step's own K(x_t, x_t); dev: the
+    state's sum of |y_s - b_{s+1}| over the t - 1 steps before, for SCALED)."""
     cdef double decay
     lam_t[0] = s.lam if s.lam_decay == 0.0 else s.lam * pow(t, -s.lam_decay)
     if s.kind == GIVEN:
         eta_t[0] = eta_given
         return
     decay = 1.0 if s.eta_decay == 0.0 else pow(t, -s.eta_decay)
-    if s.kind == AUTO:
+    if s.kind == AUTO or s.kind == SCALED:
         # lam_t + M C_K^2 = 0 only while every K(x_s, x_s) is 0 and lam = 0: the step is moot
         eta_t[0] = decay / (lam_t[0] + s.lipschitz * ck2) if lam_t[0] + s.lipschitz * ck2 > 0.0 \
             else decay
+        if s.kind == SCALED and dev > t - 1.0:     # the targets' scale, when above 1
+            eta_t[0] *= dev / (t - 1.0)
     else:
         eta_t[0] = s.eta * decay
+
+
+cdef inline double coffset(const Schedule* s, double b, double y, double w,
+                           double t) noexcept nogil:
+    """b_{t+1} of a MEAN offset (docs/defaults.md, section 1); b for the others."""
+    if s.intercept == MEAN:
+        return b + (y - b) * (w / t if w < t else 1.0)
+    return b
 
 
 cdef inline int cstep(Model model, const double* x, double xx, double kxx, double kself,
@@ -99,16 +120,19 @@ cdef inline int cstep(Model model, const double* x, double xx, double kxx, doubl
     if w != 0.0:
         t = st.t + 1.0
         ck2 = kxx if kxx > st.ck2 else st.ck2
-        cschedule(s, t, ck2, eta_given, &eta_t, &lam_t)
+        cschedule(s, t, ck2, eta_given, &eta_t, &lam_t, st.dev)
         st.eta_try = eta_t
     if not isfinite(f):
         return DIVERGED
     if w == 0.0:
         return SKIPPED
-    g = w * cgradient(loss, y, f)
+    # a MEAN offset moves first: the kernel part steps on the residual against b_{t+1}
+    b_next = coffset(s, st.b, y, w, t)
+    g = w * cgradient(loss, y, f - st.b + b_next)
     factor = 1.0 - lam_t * eta_t
     a = -eta_t * g
-    b_next = st.b - eta_t * g if s.intercept else st.b
+    if s.intercept == STEP:
+        b_next = st.b - eta_t * g
     scale_next = model.scale * factor
     if factor <= 0.0 or scale_next < 1e-9 or scale_next > 1e9:
         scale_next = 1.0            # what the lazy shrink leaves (_lazy.pxd)
@@ -123,6 +147,7 @@ cdef inline int cstep(Model model, const double* x, double xx, double kxx, doubl
     if factor <= 0.0 and st.reset_t == 0.0:
         st.reset_t, st.reset_eta, st.reset_lam = t, eta_t, lam_t
     st.t, st.ck2, st.eta_t, st.lam_t, st.b = t, ck2, eta_t, lam_t, b_next
+    st.dev += w * fabs(y - b_next)
     return TAKEN
 
 
@@ -304,13 +329,14 @@ cdef class PointwiseEvents:
         return f
 
     def learn(self, const double[::1] x, double y, double weight, double t, double ck2,
-              double b, double eta_given=NAN):
+              double b, double eta_given=NAN, double dev=0.0):
         """Predict f_t(x_t), then take step t + 1.
 
         `y` is the target, or the label as -1.0 / +1.0 for a margin loss; a
-        weight 0 skips the event; `eta_given` is eta_t of a GIVEN schedule.  Returns (f_t(x_t), taken, t, C_K^2, eta_t,
-        lam_t, b, reset) after the step, reset = (t, eta_t, lam_t) of a step
-        that emptied the model, else None.  Raises, leaving the model as it
+        weight 0 skips the event; `eta_given` is eta_t of a GIVEN schedule; `dev`
+        the state's sum of |y_s - b_{s+1}| (SCALED).  Returns (f_t(x_t), taken, t,
+        C_K^2, eta_t, lam_t, b, reset, dev) after the step, reset = (t, eta_t, lam_t)
+        of a step that emptied the model, else None.  Raises, leaving the model as it
         was, on NaN/inf in x or divergence.
         """
         cdef double xx = 0.0, f = NAN
@@ -320,7 +346,7 @@ cdef class PointwiseEvents:
         if x.shape[0] == e.n_features:
             f = self._f(&x[0], &xx, t) + b
         self._check(x, xx, f, "learned")
-        st.t, st.ck2, st.b = t, ck2, b
+        st.t, st.ck2, st.b, st.dev = t, ck2, b, dev
         st.eta_t = st.lam_t = st.eta_try = NAN
         st.reset_t = st.reset_eta = st.reset_lam = 0.0
         if weight != 0.0 and e.n_support == e.capacity and (
@@ -337,4 +363,4 @@ cdef class PointwiseEvents:
                 "data; use eta='auto', a smaller eta or a larger eta_decay, or scale X (e.g. "
                 "with okl.preprocessing.OnlineStandardScaler). The model is left as it was.")
         return (f, status == TAKEN, st.t, st.ck2, st.eta_t, st.lam_t, st.b,
-                (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None)
+                (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None, st.dev)

@@ -39,6 +39,13 @@ class StepSize(IntEnum):
     AUTO = 0      # 1 / (lam_t + L C_K^2), times t^-eta_decay
     POWER = 1     # eta t^-eta_decay
     GIVEN = 2     # one step size per row
+    SCALED = 3    # AUTO times max(1, the mean |y_s - b_{s+1}| of the steps before)
+
+
+class Offset(IntEnum):
+    FIXED = 0     # b does not learn (fit_intercept=False)
+    MEAN = 1      # the running mean of the targets
+    STEP = 2      # the gradient step b - eta_t w_t g_t
 
 
 class Reducer(IntEnum):
