@@ -211,15 +211,7 @@ class PointwiseMixin(KernelModelMixin):
         check.floats("intercept_", optional=True)                 # the offset b (docs/streaming.md)
         out.setdefault("intercept_", 0.0)
         check.fitted_gamma()
-        if "_width_moments" in attrs:                        # gamma="scale" still warming up
-            moments = attrs["_width_moments"]
-            if (not isinstance(self.gamma, str) or not isinstance(moments, list)
-                    or len(moments) != 3 or not all(isinstance(v, (int, float)) and np.isfinite(v)
-                                                    for v in moments)
-                    or not 0 <= moments[0] < WidthMoments.warmup() or moments[2] < 0):
-                check.fail("_width_moments must be [rows < the warm-up, mean, m2 >= 0] of "
-                           "gamma='scale'")
-            out["_width_moments"] = [float(v) for v in moments]
+        self._check_width_moments(check)
         if "_row_keys" in attrs:                             # the feature order of dict events
             keys = attrs["_row_keys"]
             if (not isinstance(keys, list) or len(keys) != d
@@ -243,6 +235,18 @@ class PointwiseMixin(KernelModelMixin):
         if labels:
             check.binary_labels()
         return built
+
+    def _check_width_moments(self, check):
+        """okl.load's check of gamma="scale"'s warm-up moments, when the file has them."""
+        if "_width_moments" in check.attrs:                  # gamma="scale" still warming up
+            moments = check.attrs["_width_moments"]
+            if (not isinstance(self.gamma, str) or not isinstance(moments, list)
+                    or len(moments) != 3 or not all(isinstance(v, (int, float)) and np.isfinite(v)
+                                                    for v in moments)
+                    or not 0 <= moments[0] < WidthMoments.warmup() or moments[2] < 0):
+                check.fail("_width_moments must be [rows < the warm-up, mean, m2 >= 0] of "
+                           "gamma='scale'")
+            check.out["_width_moments"] = [float(v) for v in moments]
 
     @classmethod
     def _state_classes(cls):

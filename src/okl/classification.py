@@ -293,9 +293,9 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
             return model
         return super()._engine_expansion()
 
-    def _learn(self, X, y, weight=None):
+    def _learn_rows(self, X, y, weight=None):
         if not self._is_multi():
-            return super()._learn(X, y, weight)
+            return super()._learn_rows(X, y, weight)
         n, k = X.shape[0], len(self.classes_)
         eta = None
         if callable(self.eta):
@@ -314,8 +314,22 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
             raise Diverged(failed, eta_try if np.isfinite(eta_try) else None)
         if state["reset_t"]:
             warn_reset(self, state["reset_eta"], state["reset_lam"], state["reset_t"])
-        self._store_step(state["t"], state["ck2"], state["eta_t"], state["lam_t"], b)
+        self._store_step(state["t"], state["ck2"], state["eta_t"], state["lam_t"], b,
+                         self.__dict__.get("dev_", 0.0))
         return scores
+
+    def _learn_event(self, events, row, y, weight=1.0):
+        if not self._is_multi():
+            return super()._learn_event(events, row, y, weight)
+        d = self.__dict__
+        eta = np.nan
+        if callable(self.eta) and weight != 0.0:       # the callable's step at step t + 1
+            eta = float(step_sizes(self.eta, 0.0, np.array([d["t_"] + 1.0]))[0])
+        f, taken, t, ck2, eta_t, lam_t, b, _ = events.learn(
+            row, y, weight, d["t_"], d["ck2_"], d["intercept_"], eta)
+        if taken:
+            self._store_step(t, ck2, eta_t, lam_t, b, d.get("dev_", 0.0))
+        return f
 
     def _compiled_events(self, cache):
         if len(self.__dict__.get("classes_", ())) < 2:
@@ -325,7 +339,8 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         events = cache[0]
         if events is not None and events.matches(self):
             return events
-        if not (self.engine == "cython" and type(self._expansion) is MultiExpansion):
+        if not (self.engine == "cython" and type(self._expansion) is MultiExpansion
+                and "_width_moments" not in self.__dict__):
             return None
         if params_changed(self):
             return None
@@ -351,13 +366,15 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         t = out["t_"]
         check.keys(attrs, ("n_features_in_", "t_", "ck2_", "n_support_", "classes_",
                            "intercept_"), f"{name}'s attributes",
-                   optional=("eta_", "lam_", "gamma_", "_row_keys", "fixed_classes_"))
+                   optional=("eta_", "lam_", "gamma_", "_row_keys", "fixed_classes_", "dev_",
+                             "_width_moments"))
         check.binary_labels(max_classes=C_INT_MAX)
         k = len(out["classes_"])
         if self.loss not in MULTICLASS_LOSSES:
             check.fail(f"loss={self.loss!r} has no multiclass model, yet classes_ holds {k}")
         check.floats("ck2_", lo=0.0)
-        check.floats("eta_", "lam_", lo=0.0, optional=True)
+        check.floats("eta_", "lam_", "dev_", lo=0.0, optional=True)
+        self._check_width_moments(check)
         out["intercept_"] = check.array(attrs["intercept_"], "intercept_", (k,))
         check.fitted_gamma()
         if "_row_keys" in attrs:
@@ -369,7 +386,7 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         out["n_support_"] = check.int(attrs["n_support_"], "n_support_", 0, t)
         kind, state = check.model("_expansion", ("MultiExpansion", "NumpyMultiExpansion"))
         policy = budget_code(resolve_budget_policy(self.budget_policy, self.kernel, name))
-        state = check.multi_expansion(state, "_expansion", int(self.budget or 0), int(policy), k)
+        state = check.multi_expansion(state, "_expansion", int(self._budget() or 0), int(policy), k)
         if len(state["coef"]) != out["n_support_"]:
             check.fail(f"n_support_ = {out['n_support_']} but '_expansion' holds "
                        f"{len(state['coef'])} centres")

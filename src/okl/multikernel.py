@@ -28,6 +28,7 @@ from okl._numpy.codes import StepSize
 from okl._numpy.multikernel import (
     CLASSIFY, DETERMINISTIC, REGRESS, STOCHASTIC, NumpyMultiKernel, make_hedge,
 )
+from okl._numpy.codes import Offset
 from okl._numpy.pointwise import make_schedule
 from okl._params import (
     BOOL, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS, INTERCEPT_CONSTRAINTS, NONE,
@@ -137,7 +138,14 @@ class MultiKernelMixin:
         kind = StepSize.AUTO if isinstance(self.eta, str) else StepSize.POWER
         return make_schedule(kind, 0.0 if kind == StepSize.AUTO else self.eta, self.eta_decay,
                              self.lam, 0.0, self._auto_lipschitz() if kind == StepSize.AUTO
-                             else 1.0, self.fit_intercept)
+                             else 1.0, self._offset())
+
+    def _offset(self):
+        """How the offsets b learn, as for the single learners (docs/defaults.md, section 1):
+        the running mean of the targets (regression), the gradient step (classification)."""
+        if not self.fit_intercept:
+            return Offset.FIXED
+        return Offset.STEP if self._task == CLASSIFY else Offset.MEAN
 
     def _hedge(self):
         return make_hedge(self.beta, STOCHASTIC if self.combination == "stochastic"

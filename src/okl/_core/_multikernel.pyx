@@ -55,7 +55,12 @@ cdef struct Schedule:
     double lam
     double lam_decay
     double lipschitz
-    bint intercept
+    int intercept       # how the offsets b learn: an Offset of okl._core._pointwise
+
+
+cdef enum:
+    OFFSET_MEAN = 1     # the Offset codes of okl._core._pointwise
+    OFFSET_STEP = 2
 
 
 cdef struct Hedge:
@@ -313,10 +318,15 @@ cdef class MultiKernel:
         new_scale = self.loss_scale
         for k in range(K):
             eta = eta_t * self.eta_scales[k]
-            self.g[k] = w * cgradient(loss, y, self.f[k])
+            # a MEAN offset moves first: the kernel part steps on the residual against b_{t+1}
+            self.bnext[k] = self.b[k]
+            if s.intercept == OFFSET_MEAN:
+                self.bnext[k] = self.b[k] + (y - self.b[k]) * (w / t if w < t else 1.0)
+            self.g[k] = w * cgradient(loss, y, self.f[k] - self.b[k] + self.bnext[k])
             self.factor[k] = 1.0 - lam_t * eta
             self.a[k] = -eta * self.g[k]
-            self.bnext[k] = self.b[k] - eta * self.g[k] if s.intercept else self.b[k]
+            if s.intercept == OFFSET_STEP:
+                self.bnext[k] = self.b[k] - eta * self.g[k]
             scale_next = self.scale[k] * self.factor[k]
             if self.factor[k] <= 0.0 or scale_next < 1e-9 or scale_next > 1e9:
                 scale_next = 1.0

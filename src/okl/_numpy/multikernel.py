@@ -16,6 +16,7 @@ its running maximum) and the seed of the stochastic draws.
 """
 import numpy as np
 
+from okl._numpy.codes import Offset
 from okl._numpy.losses import gradient, value
 from okl._numpy.merge import merge_find
 from okl._numpy.pointwise import DIVERGED, SKIPPED, TAKEN, schedule
@@ -157,10 +158,14 @@ class NumpyMultiKernel:
         ck2 = max(self.ck2, 1.0)
         eta_t, lam_t = schedule(s, t, ck2)
         eta = eta_t * self.eta_scales
-        g = w * np.array([gradient(loss, y, fk) for fk in f])
+        b_next = self.b.copy()        # a MEAN offset moves first (docs/defaults.md, section 1)
+        if s["intercept"] == Offset.MEAN:
+            b_next = self.b + (y - self.b) * (w / t if w < t else 1.0)
+        g = w * np.array([gradient(loss, y, fk) for fk in f - self.b + b_next])
         factor = 1.0 - lam_t * eta
         a = -eta * g
-        b_next = self.b - eta * g if s["intercept"] else self.b.copy()
+        if s["intercept"] == Offset.STEP:
+            b_next = self.b - eta * g
         if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b_next))):
             return DIVERGED
         if not np.all(np.isfinite(factor * (f - self.b) + a + b_next)):
