@@ -261,7 +261,7 @@ def test_sklearn_protocol():
                  "learner__gamma"):
         assert name in params
     copy_ = clone(est).set_params(learner__gamma=2.0, sync_every=7)
-    assert copy_.learner.gamma == 2.0 and copy_.sync_every == 7 and est.learner.gamma == 1.0
+    assert copy_.learner.gamma == 2.0 and copy_.sync_every == 7 and est.learner.gamma == "scale"
     assert is_classifier(est) and is_regressor(AveragedLearner(OnlineKernelRegressor()))
     with pytest.raises(NotFittedError):
         est.predict(np.zeros((1, 2)))
@@ -293,17 +293,22 @@ def test_random_feature_models_average_their_weights():
     X, y = rng.normal(size=(600, 3)), np.sin(rng.normal(size=600))
 
     def make(seed):
-        return OnlineKernelRegressor(approximation="fourier", n_components=50, random_state=seed)
+        return OnlineKernelRegressor(approximation="fourier", n_components=50, random_state=seed,
+                                     gamma=0.5)
     models = [make(3).fit(X[i::2], y[i::2]) for i in range(2)]
     avg = average_models(models)
     np.testing.assert_allclose(avg.predict(X), (models[0].predict(X) + models[1].predict(X)) / 2,
                                atol=1e-12)
     assert divergence(models[0], models[1]) > 0 and divergence(models[0], models[0]) == 0
-    nystroem = [OnlineKernelRegressor(approximation="nystroem", n_components=20).fit(X[i::2],
-                                                                                     y[i::2])
+    nystroem = [OnlineKernelRegressor(approximation="nystroem", n_components=20,
+                                      gamma=0.5).fit(X[i::2], y[i::2])
                 for i in range(2)]                      # each worker's own landmarks
     with pytest.raises(ValueError, match="different feature maps"):
         average_models(nystroem)
+    scaled = [OnlineKernelRegressor(gamma="scale", budget=None).fit(X[i::2] * (i + 1), y[i::2])
+              for i in range(2)]                        # each its own width
+    with pytest.raises(ValueError, match="widths differ"):
+        average_models(scaled)
 
 
 # ---- Dask collections and files: partitions learned where they live -------------------------

@@ -114,8 +114,9 @@ def _feature_weights(feature_models):
         if a.keys() != b.keys() or not all(np.array_equal(a[key], b[key]) for key in a):
             raise ValueError(
                 "the feature models use different feature maps (random features need the same "
-                "random_state; Nystroem landmarks differ between workers), so their weights "
-                "cannot be averaged. Use approximation='fourier' with one random_state.")
+                "random_state and a numeric gamma; Nystroem landmarks differ between workers), "
+                "so their weights cannot be averaged. Use approximation='fourier' with one "
+                "random_state and a number as gamma.")
     return [np.asarray(f.linear.coef if isinstance(f, FeaturePAModel) else f.linear.coef_,
                        dtype=np.float64) for f in feature_models]
 
@@ -177,6 +178,12 @@ def average_models(models):
         if repr(m.get_params(deep=False)) != repr(params):
             raise ValueError("average_models needs models with equal parameters; "
                              f"{m.get_params(deep=False)} differs from {params}.")
+        if m.__dict__.get("gamma_") != models[0].__dict__.get("gamma_"):
+            raise ValueError(
+                f"the models' kernel widths differ (gamma_ {models[0].__dict__.get('gamma_')} "
+                f"and {m.__dict__.get('gamma_')}): gamma='scale' takes each model's width from "
+                "its own events, and functions of different widths do not average. Pass a "
+                "number as gamma (e.g. the gamma_ of a model fitted on a sample).")
         if hasattr(m, "classes_") and not np.array_equal(m.classes_, models[0].classes_):
             raise ValueError(f"the models' classes differ ({models[0].classes_.tolist()} and "
                              f"{m.classes_.tolist()}).")
