@@ -13,11 +13,12 @@ non-finite model changes nothing.  Callers: `fit_chunk` (a chunk, nogil) and
 """
 import numpy as np
 
-from libc.math cimport NAN, exp, isfinite, pow
+from libc.math cimport NAN, exp, isfinite
 from libc.string cimport memcmp, memcpy
 
 from okl._core._kernels cimport cdot, cself
 from okl._core._multiexpansion cimport MultiExpansion
+from okl._core._pointwise cimport GIVEN, Schedule, cschedule
 from okl._core._signals cimport cinterrupted, craise_pending
 
 
@@ -27,22 +28,9 @@ cpdef enum MulticlassLoss:
 
 
 cdef enum:
-    AUTO = 0        # StepSize codes of _pointwise.pyx
-    POWER = 1
-    GIVEN = 2
     TAKEN = 0
     SKIPPED = 1
     DIVERGED = 2
-
-
-cdef struct MSchedule:      # the fields of _pointwise.Schedule
-    int kind
-    double eta
-    double eta_decay
-    double lam
-    double lam_decay
-    double lipschitz
-    bint intercept
 
 
 cdef struct MState:         # _pointwise.StepState without b (a vector here, passed apart)
@@ -54,21 +42,6 @@ cdef struct MState:         # _pointwise.StepState without b (a vector here, pas
     double reset_t
     double reset_eta
     double reset_lam
-
-
-cdef inline void mschedule(const MSchedule* s, double t, double ck2, double eta_given,
-                           double* eta_t, double* lam_t) noexcept nogil:
-    cdef double decay
-    lam_t[0] = s.lam if s.lam_decay == 0.0 else s.lam * pow(t, -s.lam_decay)
-    if s.kind == GIVEN:
-        eta_t[0] = eta_given
-        return
-    decay = 1.0 if s.eta_decay == 0.0 else pow(t, -s.eta_decay)
-    if s.kind == AUTO:
-        eta_t[0] = decay / (lam_t[0] + s.lipschitz * ck2) if lam_t[0] + s.lipschitz * ck2 > 0.0 \
-            else decay
-    else:
-        eta_t[0] = s.eta * decay
 
 
 cdef inline bint cgradient(int loss, const double* s, Py_ssize_t y, Py_ssize_t k, double w,
@@ -100,7 +73,7 @@ cdef inline bint cgradient(int loss, const double* s, Py_ssize_t y, Py_ssize_t k
 
 
 cdef int cmstep(MultiExpansion model, const double* x, double xx, double kxx, const double* s,
-                Py_ssize_t y, double w, double eta_given, int loss, const MSchedule* sch,
+                Py_ssize_t y, double w, double eta_given, int loss, const Schedule* sch,
                 MState* st, double* b, double* g, double* a) noexcept nogil:
     """One step from the scores s = f_t(x_t) + b: TAKEN, SKIPPED (w = 0) or DIVERGED.
 
@@ -113,7 +86,7 @@ cdef int cmstep(MultiExpansion model, const double* x, double xx, double kxx, co
     if w != 0.0:
         t = st.t + 1.0
         ck2 = kxx if kxx > st.ck2 else st.ck2
-        mschedule(sch, t, ck2, eta_given, &eta_t, &lam_t)
+        cschedule(sch, t, ck2, eta_given, &eta_t, &lam_t)
         st.eta_try = eta_t
     for j in range(k):
         if not isfinite(s[j]):
@@ -147,7 +120,7 @@ cdef int cmstep(MultiExpansion model, const double* x, double xx, double kxx, co
 def fit_chunk(MultiExpansion model,
               const double[:, ::1] X,       # IN (n, d)
               const Py_ssize_t[::1] y,      # IN (n,) class indices in [0, k)
-              MSchedule schedule,
+              Schedule schedule,
               int loss,                     # a MulticlassLoss
               MState state,
               double[::1] b,                # IN/OUT (k,) the offsets
@@ -216,7 +189,7 @@ cdef class MulticlassEvents:
     the same row and model ("predict, then learn" costs one kernel row).
     """
     cdef MultiExpansion expansion
-    cdef MSchedule schedule
+    cdef Schedule schedule
     cdef int loss
     cdef object name
     cdef tuple names, values
@@ -225,7 +198,7 @@ cdef class MulticlassEvents:
     cdef double last_xx, last_scale, last_t
     cdef Py_ssize_t last_n, last_slot, last_rescale
 
-    def __init__(self, MultiExpansion expansion, MSchedule schedule, int loss, str name,
+    def __init__(self, MultiExpansion expansion, Schedule schedule, int loss, str name,
                  tuple names=()):
         self.expansion = expansion
         self.schedule, self.loss = schedule, loss

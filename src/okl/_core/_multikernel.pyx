@@ -12,7 +12,7 @@ its first write.  The NumPy twin is `okl._numpy.multikernel`.
 """
 import numpy as np
 
-from libc.math cimport NAN, exp, isfinite, log, pow
+from libc.math cimport NAN, exp, isfinite, log
 from libc.stdint cimport uint64_t
 from libc.string cimport memcmp, memcpy
 
@@ -20,6 +20,7 @@ from okl._core._kernels cimport cdot, okl_exp_scaled, okl_sqdists
 from okl._core._lazy cimport RENORMALISED, cshrink_lazy
 from okl._core._losses cimport LossSpec, cgradient, closs
 from okl._core._merge cimport cmerge_find, cmerge_point
+from okl._core._pointwise cimport AUTO, MEAN, POWER, STEP, Schedule, cschedule
 from okl._core._signals cimport cinterrupted, craise_pending
 from okl._numpy.multikernel import doublings
 
@@ -43,24 +44,6 @@ cdef enum:
     TAKEN = 0
     SKIPPED = 1
     DIVERGED = 2
-    AUTO = 0
-    POWER = 1
-
-
-# the fields of `_pointwise.Schedule` (okl._numpy.pointwise.make_schedule); GIVEN is not taken
-cdef struct Schedule:
-    int kind
-    double eta
-    double eta_decay
-    double lam
-    double lam_decay
-    double lipschitz
-    int intercept       # how the offsets b learn: an Offset of okl._core._pointwise
-
-
-cdef enum:
-    OFFSET_MEAN = 1     # the Offset codes of okl._core._pointwise
-    OFFSET_STEP = 2
 
 
 cdef struct Hedge:
@@ -68,19 +51,6 @@ cdef struct Hedge:
     int combination
     int task
     uint64_t seed
-
-
-cdef inline void cschedule(const Schedule* s, double t, double ck2, double* eta_t,
-                           double* lam_t) noexcept nogil:
-    """eta_t and lam_t of step t: `_pointwise.cschedule` for the AUTO and POWER kinds."""
-    cdef double decay
-    lam_t[0] = s.lam if s.lam_decay == 0.0 else s.lam * pow(t, -s.lam_decay)
-    decay = 1.0 if s.eta_decay == 0.0 else pow(t, -s.eta_decay)
-    if s.kind == AUTO:
-        eta_t[0] = decay / (lam_t[0] + s.lipschitz * ck2) if lam_t[0] + s.lipschitz * ck2 > 0.0 \
-            else decay
-    else:
-        eta_t[0] = s.eta * decay
 
 
 cdef inline double cuniform(uint64_t seed, double t) noexcept nogil:
@@ -314,18 +284,18 @@ cdef class MultiKernel:
             return SKIPPED
         t = self.t + 1.0
         ck2 = self.ck2 if self.ck2 > 1.0 else 1.0
-        cschedule(s, t, ck2, &eta_t, &lam_t)
+        cschedule(s, t, ck2, NAN, &eta_t, &lam_t)
         new_scale = self.loss_scale
         for k in range(K):
             eta = eta_t * self.eta_scales[k]
             # a MEAN offset moves first: the kernel part steps on the residual against b_{t+1}
             self.bnext[k] = self.b[k]
-            if s.intercept == OFFSET_MEAN:
+            if s.intercept == MEAN:
                 self.bnext[k] = self.b[k] + (y - self.b[k]) * (w / t if w < t else 1.0)
             self.g[k] = w * cgradient(loss, y, self.f[k] - self.b[k] + self.bnext[k])
             self.factor[k] = 1.0 - lam_t * eta
             self.a[k] = -eta * self.g[k]
-            if s.intercept == OFFSET_STEP:
+            if s.intercept == STEP:
                 self.bnext[k] = self.b[k] - eta * self.g[k]
             scale_next = self.scale[k] * self.factor[k]
             if self.factor[k] <= 0.0 or scale_next < 1e-9 or scale_next > 1e9:

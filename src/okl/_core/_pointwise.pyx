@@ -31,79 +31,15 @@ from okl._core._linear cimport LinearModel
 from okl._core._signals cimport cinterrupted, craise_pending
 
 
-ctypedef fused Model:
-    KernelExpansion
-    LinearModel
-
-
-cpdef enum StepSize:
-    AUTO = 0        # eta_t = t**-eta_decay / (lam_t + M C_K^2), the papers' admissible step
-    POWER = 1       # eta_t = eta t**-eta_decay
-    GIVEN = 2       # eta_t given per row (a callable's values)
-    SCALED = 3      # the AUTO step times max(1, the mean |y_s - b_{s+1}| of the steps before t)
-
-
-cpdef enum Offset:
-    FIXED = 0       # b stays as it is (fit_intercept=False)
-    MEAN = 1        # b_{t+1} = b_t + min(1, w_t / t) (y_t - b_t): the running mean of the targets
-    STEP = 2        # b_{t+1} = b_t - eta_t w_t g_t
-
-
-cdef struct Schedule:
-    int kind            # a StepSize
-    double eta
-    double eta_decay
-    double lam
-    double lam_decay
-    double lipschitz    # M of the auto step
-    int intercept       # how the offset b learns: an Offset
-
-
-cdef struct StepState:
-    double t            # steps taken (a zero weight does not count)
-    double ck2          # C_K^2, the running max of K(x_s, x_s) over the steps taken
-    double b            # the offset
-    double dev          # the sum of w_s |y_s - b_{s+1}| over the steps taken (sigma_t of SCALED)
-    double eta_t        # the schedule of the last step taken
-    double lam_t
-    double eta_try      # eta_t of the last step tried (NaN for a zero weight)
-    double reset_t      # the first step with 1 - lam_t eta_t <= 0, or 0
-    double reset_eta
-    double reset_lam
-
-
 cdef enum:
     TAKEN = 0
     SKIPPED = 1
     DIVERGED = 2
 
 
-cdef inline void cschedule(const Schedule* s, double t, double ck2, double eta_given,
-                           double* eta_t, double* lam_t, double dev=0.0) noexcept nogil:
-    """eta_t and lam_t of step t (C_K^2 = ck2 after the step's own K(x_t, x_t); dev: the
-    state's sum of |y_s - b_{s+1}| over the t - 1 steps before, for SCALED)."""
-    cdef double decay
-    lam_t[0] = s.lam if s.lam_decay == 0.0 else s.lam * pow(t, -s.lam_decay)
-    if s.kind == GIVEN:
-        eta_t[0] = eta_given
-        return
-    decay = 1.0 if s.eta_decay == 0.0 else pow(t, -s.eta_decay)
-    if s.kind == AUTO or s.kind == SCALED:
-        # lam_t + M C_K^2 = 0 only while every K(x_s, x_s) is 0 and lam = 0: the step is moot
-        eta_t[0] = decay / (lam_t[0] + s.lipschitz * ck2) if lam_t[0] + s.lipschitz * ck2 > 0.0 \
-            else decay
-        if s.kind == SCALED and dev > t - 1.0:     # the targets' scale, when above 1
-            eta_t[0] *= dev / (t - 1.0)
-    else:
-        eta_t[0] = s.eta * decay
-
-
-cdef inline double coffset(const Schedule* s, double b, double y, double w,
-                           double t) noexcept nogil:
-    """b_{t+1} of a MEAN offset (docs/defaults.md, section 1); b for the others."""
-    if s.intercept == MEAN:
-        return b + (y - b) * (w / t if w < t else 1.0)
-    return b
+ctypedef fused Model:
+    KernelExpansion
+    LinearModel
 
 
 cdef inline int cstep(Model model, const double* x, double xx, double kxx, double kself,
