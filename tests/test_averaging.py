@@ -103,12 +103,12 @@ def test_average_of_linear_pa_is_the_mean_weight():
 
 def test_coefficient_regularized_needs_shared_centres():
     X = classification_stream(1, 200)[0]
-    free = [CoefficientRegularizedClassifier(n_centers=10).fit(*classification_stream(s, 100))
-            for s in (1, 2)]
+    free = [CoefficientRegularizedClassifier(n_centers=10, gamma=0.5).fit(
+        *classification_stream(s, 100)) for s in (1, 2)]
     with pytest.raises(ValueError, match="centers"):
         average_models(free)
-    shared = [CoefficientRegularizedClassifier(centers=X[:10]).fit(*classification_stream(s, 100))
-              for s in (1, 2)]
+    shared = [CoefficientRegularizedClassifier(centers=X[:10], gamma=0.5).fit(
+        *classification_stream(s, 100)) for s in (1, 2)]
     average = average_models(shared)
     np.testing.assert_allclose(average.coef_, (shared[0].coef_ + shared[1].coef_) / 2,
                                atol=1e-15)
