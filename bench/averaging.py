@@ -25,7 +25,8 @@ import time
 import numpy as np
 
 from okl import OnlineKernelClassifier, OnlineKernelRegressor
-from okl.distributed import AveragedLearner, _import_distributed
+from okl.distributed import AveragedLearner
+from okl.distributed.tasks import import_distributed
 
 D_FEATURES = 20
 Y_MEAN, Y_STD = 14.41, 4.99        # Friedman #1 target (noise 1), to standardise
@@ -110,7 +111,7 @@ def main():
     parser.add_argument("--models", nargs="+", default=["kernel", "fourier"])
     parser.add_argument("--tasks", nargs="+", default=["classification", "regression"])
     args = parser.parse_args()
-    distributed = _import_distributed()
+    distributed = import_distributed()
     k, S = args.workers, args.sync_every
     print(f"n = {args.n:,} events, d = {D_FEATURES}, {k} workers, sync_every = {S:,}; "
           f"{os.cpu_count()} cores; load average now {os.getloadavg()[0]:.2f}", flush=True)
