@@ -318,19 +318,6 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
                          self.__dict__.get("dev_", 0.0))
         return scores
 
-    def _learn_event(self, events, row, y, weight=1.0):
-        if not self._is_multi():
-            return super()._learn_event(events, row, y, weight)
-        d = self.__dict__
-        eta = np.nan
-        if callable(self.eta) and weight != 0.0:       # the callable's step at step t + 1
-            eta = float(step_sizes(self.eta, 0.0, np.array([d["t_"] + 1.0]))[0])
-        f, taken, t, ck2, eta_t, lam_t, b, _ = events.learn(
-            row, y, weight, d["t_"], d["ck2_"], d["intercept_"], eta)
-        if taken:
-            self._store_step(t, ck2, eta_t, lam_t, b, d.get("dev_", 0.0))
-        return f
-
     def _compiled_events(self, cache):
         if len(self.__dict__.get("classes_", ())) < 2:
             return None                 # one class: nothing is learned (okl._labels)

@@ -268,10 +268,12 @@ cdef class MulticlassEvents:
         return out
 
     def learn(self, const double[::1] x, double y, double weight, double t, double ck2,
-              const double[::1] b, double eta_given=NAN):
+              const double[::1] b, double eta_given=NAN, double dev=0.0):
         """Predict the scores, then take step t + 1 (y: the class index as a float).
 
-        Returns (scores, taken, t, C_K^2, eta_t, lam_t, b after, reset); raises,
+        Returns (scores, taken, t, C_K^2, eta_t, lam_t, b after, reset, dev), the
+        arguments and results of `PointwiseEvents.learn` (dev, the SCALED step's sum, passes
+        through: a classifier's step does not use it); raises,
         leaving the model as it was, on NaN/inf in x or divergence.
         """
         cdef MultiExpansion e = self.expansion
@@ -305,4 +307,4 @@ cdef class MulticlassEvents:
                 "data; use eta='auto', a smaller eta or a larger eta_decay, or scale X (e.g. "
                 "with okl.preprocessing.OnlineStandardScaler). The model is left as it was.")
         return (s_arr, status == TAKEN, st.t, st.ck2, st.eta_t, st.lam_t, b_arr,
-                (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None)
+                (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None, dev)
