@@ -16,6 +16,7 @@ import numpy as np
 from libc.math cimport NAN, exp, isfinite
 from libc.string cimport memcmp, memcpy
 
+from okl._core._expansion cimport MERGE
 from okl._core._kernels cimport cdot, cself
 from okl._core._multiexpansion cimport MultiExpansion
 from okl._core._pointwise cimport GIVEN, Schedule, cschedule
@@ -295,8 +296,10 @@ cdef class MulticlassEvents:
         st.t, st.ck2 = t, ck2
         st.eta_t = st.lam_t = st.eta_try = NAN
         st.reset_t = st.reset_eta = st.reset_lam = 0.0
-        if weight != 0.0 and e.n_support == e.capacity and not (
-                e.budget and e.n_support >= e.budget):
+        if weight != 0.0 and e.n_support == e.capacity and (
+                not e.budget or e.n_support < e.budget or e.policy == MERGE):
+            # moves the buffers, the model unchanged; a full MERGE budget needs slot B for
+            # the newcomer until the merge (`reserve` caps the room at B + 1)
             e.reserve(1)
         status = cmstep(e, &x[0], xx, cself(&e.kernel, xx), &s[0], yi, weight, eta_given,
                         self.loss, &self.schedule, &st, &bn[0], &self.g[0], &self.a[0])
