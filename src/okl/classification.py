@@ -468,7 +468,9 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
         The local Lipschitz constant M of phi'_- at the origin for `loss`.
     norm_bound_ : float
         ``|phi'_-(0)| kappa_max_ / lam``: the bound of ||coef_|| (Theorem 3,
-        corrected), guaranteed under eta="auto".
+        corrected), guaranteed under eta="auto"; on k >= 3 classes the bound of
+        ``sqrt(2) ||coef_||_F`` (for the softmax, ``|phi'_-(0)|`` becomes
+        ``sqrt((k - 1) / (2k))``).
     eta_ : float
         The step size of the most recent step.
 
@@ -585,9 +587,17 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
         self.t_ += n
         self.M_ = M
         self.kappa_max_ = max(self.kappa_max_, float(np.sqrt(kk.max())))
-        self.norm_bound_ = abs(slope_at_origin(self.loss)) * self.kappa_max_ / self.lam
+        self.norm_bound_ = self._gradient_at_zero() * self.kappa_max_ / self.lam
         self.eta_ = float(eta_used[-1])
         return scores
+
+    def _gradient_at_zero(self):
+        """G / ||k_t||, the loss gradient at the zero model per unit kernel row: |phi'_-(0)|,
+        or sqrt((k - 1) / (2k)) for the softmax on k >= 3 classes (docs/multiclass-pa.md, 5)."""
+        k = len(self.classes_)
+        if k >= 3 and self.loss == "logistic":
+            return float(np.sqrt((k - 1) / (2.0 * k)))
+        return abs(slope_at_origin(self.loss))
 
     _multiclass = True
 
