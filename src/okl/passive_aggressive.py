@@ -8,7 +8,7 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from okl import _locks, _warnings
-from okl._base import Diverged, OnlineLearner, check_X
+from okl._base import Diverged, OnlineLearner, check_X, params_changed
 from okl._kernel_learners import KernelModelMixin, expansion_fitted_with
 from okl._sparse import check_csr
 from okl._feature_maps import RandomFourierFeatures
@@ -17,7 +17,9 @@ from okl._pa_models import (
     NystroemPAModel, is_multiclass, with_classes,
 )
 from okl._labels import LabelsMixin, multiclass_loss
-from okl._core._pa import Event, Regularization, Variant
+from okl._core._expansion import KernelExpansion
+from okl._core._multiexpansion import MultiExpansion
+from okl._core._pa import Event, EventsKind, PAEvents, Regularization, Variant
 from okl._docstrings import shared_params
 from okl._params import (
     APPROXIMATION_CONSTRAINTS, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS, Interval,
@@ -422,9 +424,7 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
         else:
             scores = np.empty(n, dtype=np.float64)
         events = np.empty(n, dtype=np.int8)
-        rule = (int(REGULARIZATIONS[self.regularization]), int(VARIANTS[self.variant]),
-                float(self.C), float(self.alpha), float(self.beta), self.update == "mistake")
-        failed = self._model.learn(X, y, rule, float(self.truncate_sigma), self.engine,
+        failed = self._model.learn(X, y, self._rule(), float(self.truncate_sigma), self.engine,
                                    scores, events)
         if failed >= 0:
             raise Diverged(failed)
@@ -440,6 +440,67 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
                 InfeasibleUpdateWarning, stacklevel=4)
         self.n_infeasible_ += int(skipped.size)
         return scores
+
+    def _rule(self):
+        """(reg, variant, C, alpha, beta, mistake), as the loops of okl._core._pa take it."""
+        return (int(REGULARIZATIONS[self.regularization]), int(VARIANTS[self.variant]),
+                float(self.C), float(self.alpha), float(self.beta), self.update == "mistake")
+
+    # -- one event (okl._one_event) ---------------------------------------------------------
+
+    def _compiled_events(self, cache):
+        """The `PAEvents` of this fitted learner on the cython engine, or None (the one-row
+        partial_fit path: the NumPy engine, the feature approximations, a new label).
+
+        `cache` is a one-element list holding the last one built; it serves while
+        the estimator holds the very model and parameter objects it was built with
+        (a partial_fit on a linear model rebinds its weights: a new one is built).
+        """
+        events = cache[0]
+        if events is not None and events.matches(self):
+            return events
+        d = self.__dict__
+        model, k = d.get("_model"), len(d.get("classes_", ()))
+        if not ("t_" in d and self.engine == "cython" and k >= 2) or params_changed(self):
+            return None
+        kind = type(model)
+        if kind is LinearPAModel and k == 2:
+            code = EventsKind.LINEAR
+            if self.regularization == "l1" and model.scale != 1.0:
+                return None                 # partial_fit first takes the scale into w
+        elif kind is LinearMultiPAModel and k == model.n_classes:
+            code = EventsKind.MULTI_LINEAR
+            if self.regularization == "l1" and model.scale != 1.0:
+                return None
+        elif kind is KernelPAModel and k == 2 and type(model.expansion) is KernelExpansion:
+            code = EventsKind.KERNEL
+        elif (kind is KernelMultiPAModel and k == model.n_classes
+              and type(model.expansion) is MultiExpansion):
+            code = EventsKind.MULTI_KERNEL
+        else:
+            return None
+        names = ("_model",) + tuple(name for name in self.get_params(deep=False) if name in d)
+        events = cache[0] = PAEvents(int(code), model, self._rule(), float(self.truncate_sigma),
+                                     type(self).__name__, self._divergence_cure, names)
+        events.bind(self)
+        return events
+
+    def _learn_event(self, events, row, y, weight=1.0):
+        """One event through the compiled step (`okl._core._pa.PAEvents`); f_t(x_t)."""
+        f, event = events.learn(row, y, self.t_)
+        d = self.__dict__
+        if event == Event.UPDATED:
+            d["n_updates_"] += 1
+        elif event == Event.INFEASIBLE:     # the model did not change: a raised warning undoes all
+            if not d["n_infeasible_"]:
+                warnings.warn(
+                    f"The sample at step t={d['t_'] + 1} had an empty constraint set, "
+                    f"{EMPTY_SET[self.regularization]}. It was skipped and is counted in "
+                    "n_infeasible_; this warning is shown once per fit.",
+                    InfeasibleUpdateWarning, stacklevel=5)
+            d["n_infeasible_"] += 1
+        d["t_"] += 1
+        return f
 
     def _stream_loss(self, scores, y):
         """The hinge loss max(0, 1 - m) of every prediction (PA's loss): m = y f_t(x_t), or
