@@ -379,7 +379,8 @@ cdef inline int ckernel_step(KernelExpansion e, const double* x, double xx, doub
     if ev != UPDATED:
         return ev
     c = ca * y
-    if not isfinite(c / cscale_after(e.scale, cv)):    # what `cadd` would refuse
+    # what `cadd` would refuse; a centre whose ||x||^2 overflows has no finite kernel value
+    if not (isfinite(c / cscale_after(e.scale, cv)) and isfinite(xx)):
         return DIVERGED
     ww_new = cv * cv * ww[0] + 2.0 * cv * ca * m + ca * ca * kxx
     e.cshrink(cv)
@@ -642,7 +643,8 @@ cdef inline int cmulti_kernel_step(MultiExpansion e, const double* x, double xx,
         ev = ccoefs(s, m, kxx, ww[0], &cv, &ca)
     if ev != UPDATED:
         return ev
-    if not isfinite(0.5 * ca / cscale_after(e.scale, cv)):     # what `cadd` would refuse
+    # what `cadd` would refuse; a centre whose ||x||^2 overflows has no finite kernel value
+    if not (isfinite(0.5 * ca / cscale_after(e.scale, cv)) and isfinite(xx)):
         return DIVERGED
     ww_new = cv * cv * ww[0] + 2.0 * cv * ca * m + ca * ca * kxx
     e.cshrink(cv)

@@ -149,6 +149,8 @@ def fit_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake,
         if violated(mistake, m):
             event, cv, ca = coefs(reg, variant, C, alpha, beta, m, kxx, ww)
         if event == Event.UPDATED:
+            if not np.isfinite(x @ x):      # ||x||^2 overflows: no kernel value of it is finite
+                return i, ww
             c = ca * y[i]
             ww_new = cv * cv * ww + 2.0 * cv * ca * m + ca * ca * kxx
             expansion.shrink(cv)
@@ -242,6 +244,8 @@ def fit_multi_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake,
         if violated(mistake, m):
             event, cv, ca = coefs(reg, variant, C, alpha, beta, m, kxx, ww)
         if event == Event.UPDATED:
+            if not np.isfinite(x @ x):      # ||x||^2 overflows: no kernel value of it is finite
+                return i, ww
             ww_new = cv * cv * ww + 2.0 * cv * ca * m + ca * ca * kxx
             expansion.shrink(cv)
             before = expansion.n_support
