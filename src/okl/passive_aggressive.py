@@ -39,9 +39,7 @@ EMPTY_SET = {
     "l2": "beta * ||x||_2 < 1 (beta^2 K(x, x) < 1 for kernels): raise beta or scale X up",
     "l1": "beta * ||x||_inf < 1: raise beta or scale X up",
 }
-
-
-
+_UPDATED, _INFEASIBLE = int(Event.UPDATED), int(Event.INFEASIBLE)     # one event's codes
 
 
 class InfeasibleUpdateWarning(UserWarning):
@@ -88,8 +86,8 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
     The model has no intercept, as in the paper: f(x) = w.x (or f(x) =
     sum_i a_i K(x_i, x)); append a constant column to X to learn one.  These
     are exactly the paper's iterates.  One event at a time: `learn_one`,
-    `predict_one`, `decision_function_one` (one-row `partial_fit` steps, same
-    iterates; docs/streaming.md).
+    `predict_one`, `decision_function_one` (a compiled step on the cython
+    engine, the iterates of `partial_fit`; docs/multiclass-pa.md, section 7).
 
     Linear models (``kernel="linear"``) keep the weights as ``scale * w``, so
     the shrinks of "objective" and "l2" cost O(1) and a row of a scipy CSR
@@ -487,11 +485,11 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
 
     def _learn_event(self, events, row, y, weight=1.0):
         """One event through the compiled step (`okl._core._pa.PAEvents`); f_t(x_t)."""
-        f, event = events.learn(row, y, self.t_)
         d = self.__dict__
-        if event == Event.UPDATED:
+        f, event = events.learn(row, y, d["t_"])
+        if event == _UPDATED:
             d["n_updates_"] += 1
-        elif event == Event.INFEASIBLE:     # the model did not change: a raised warning undoes all
+        elif event == _INFEASIBLE:          # the model did not change: a raised warning undoes all
             if not d["n_infeasible_"]:
                 warnings.warn(
                     f"The sample at step t={d['t_'] + 1} had an empty constraint set, "
@@ -558,7 +556,8 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
     @property
     def sq_norm_(self):
         """||w||_2^2 (||f||_K^2 for kernels), kept incrementally; with k >= 3 classes
-        ``2 sum_c ||f_c||^2`` (docs/multiclass-pa.md), computed when not tracked."""
+        ``2 sum_c ||f_c||^2`` (docs/multiclass-pa.md); computed if a model saved by an older
+        okl did not track it."""
         check_is_fitted(self, "t_")
         sq_norm = self._model.sq_norm
         if np.isnan(sq_norm):           # a multiclass kernel model after a budget eviction
