@@ -39,7 +39,7 @@ EMPTY_SET = {
     "l2": "beta * ||x||_2 < 1 (beta^2 K(x, x) < 1 for kernels): raise beta or scale X up",
     "l1": "beta * ||x||_inf < 1: raise beta or scale X up",
 }
-_UPDATED, _INFEASIBLE = int(Event.UPDATED), int(Event.INFEASIBLE)     # one event's codes
+_INFEASIBLE = int(Event.INFEASIBLE)     # one event's code
 
 
 class InfeasibleUpdateWarning(UserWarning):
@@ -484,20 +484,21 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
         return events
 
     def _learn_event(self, events, row, y, weight=1.0):
-        """One event through the compiled step (`okl._core._pa.PAEvents`); f_t(x_t)."""
+        """One event through the compiled step (`okl._core._pa.PAEvents`); f_t(x_t).
+
+        The step moves `t_` and `n_updates_` itself; an infeasible step changes
+        nothing, so its warning (which may raise) comes before it is counted.
+        """
         d = self.__dict__
-        f, event = events.learn(row, y, d["t_"])
-        if event == _UPDATED:
-            d["n_updates_"] += 1
-        elif event == _INFEASIBLE:          # the model did not change: a raised warning undoes all
+        f, event = events.learn(row, y, d)
+        if event == _INFEASIBLE:
             if not d["n_infeasible_"]:
                 warnings.warn(
                     f"The sample at step t={d['t_'] + 1} had an empty constraint set, "
                     f"{EMPTY_SET[self.regularization]}. It was skipped and is counted in "
                     "n_infeasible_; this warning is shown once per fit.",
                     InfeasibleUpdateWarning, stacklevel=5)
-            d["n_infeasible_"] += 1
-        d["t_"] += 1
+            events.skipped(d)
         return f
 
     def _stream_loss(self, scores, y):

@@ -917,10 +917,14 @@ cdef class PAEvents:
         self._scores(x, t)
         return self._result()
 
-    def learn(self, const double[::1] x, double y, double t):
+    def learn(self, const double[::1] x, double y, dict counters):
         """Predict f_t(x_t), then take step t + 1; return (f_t(x_t), Event).
 
-        `y` is the label as -1.0 / +1.0 (two classes) or the class index.  Raises,
+        `y` is the label as -1.0 / +1.0 (two classes) or the class index.
+        `counters` is the estimator's ``__dict__``: its ``t_`` (and ``n_updates_``)
+        move here, in the same C call as the step, for a PASSIVE or UPDATED step (no
+        signal can land between the model and its counters); an INFEASIBLE step
+        changes nothing, and the caller warns, then calls `skipped`.  Raises,
         leaving the model as it was, on a bad row or label, or a divergent step.
         """
         cdef Py_ssize_t c, yi = <Py_ssize_t>y
@@ -928,6 +932,8 @@ cdef class PAEvents:
         cdef int ev
         cdef Row row
         cdef const double* xp = &self.last_row[0]
+        steps = counters["t_"]
+        cdef double t = steps
         if self.kind == MULTI_LINEAR or self.kind == MULTI_KERNEL:
             if not (0 <= yi < self.k and yi == y):
                 raise ValueError(f"y = {y} is not a class index in [0, {self.k}).")
@@ -973,7 +979,15 @@ cdef class PAEvents:
         if ev == UPDATED:
             self.model.sq_norm = ww
             self.has_last = False
+            counters["n_updates_"] = counters["n_updates_"] + 1
+        if ev != INFEASIBLE:
+            counters["t_"] = steps + 1
         return result, ev
+
+    def skipped(self, dict counters):
+        """Count an INFEASIBLE step: ``t_`` and ``n_infeasible_`` in one C call."""
+        counters["n_infeasible_"] = counters["n_infeasible_"] + 1
+        counters["t_"] = counters["t_"] + 1
 
     cdef _diverged(self, double t):
         raise FloatingPointError(
