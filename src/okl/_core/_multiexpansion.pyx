@@ -420,7 +420,7 @@ cdef class MultiExpansion:
         """B + 1 centres -> B: merge the least ||a_m|| into its best partner, or remove it."""
         cdef Py_ssize_t n = self.n_support, d = self.n_features, k = self.n_classes
         cdef Py_ssize_t last = n - 1, m, partner, j
-        cdef double h, loss
+        cdef double h, loss, fm, fn, fz
         m = okl_merge_argmin(n, self.nbuf)      # the least ||a_i||, the first on ties
         if m < 0:
             m = 0
@@ -440,17 +440,15 @@ cdef class MultiExpansion:
         if self.track_norm:
             # sum_c ||f'_c||^2 - ||f_c||^2 = 2 (a_z.f(z) - a_m.f(x_m) - a_n.f(x_n)) + the
             # degradation for a merge, ||a_m||^2 K(x_m, x_m) - 2 a_m.f(x_m) for a removal
-            # (f: the B + 1 centres; raw units), as KernelExpansion.cmerge
+            # (f: the B + 1 centres; raw units), as KernelExpansion.cmerge; kbuf still
+            # holds K(centers, x_m), which the search only read
+            fm = self.cweighted(NULL, self.coef + m * k, n)
             if partner >= 0:
-                self.norm_change = 2.0 * (
-                    self.cweighted(self.zbuf, self.abuf, n)
-                    - self.cweighted(self.centers + m * d, self.coef + m * k, n)
-                    - self.cweighted(self.centers + partner * d, self.coef + partner * k, n)
-                ) + loss
+                fz = self.cweighted(self.zbuf, self.abuf, n)
+                fn = self.cweighted(self.centers + partner * d, self.coef + partner * k, n)
+                self.norm_change = 2.0 * (fz - fm - fn) + loss
             else:
-                self.norm_change = (self.nbuf[m] * cself(&self.kernel, self.sqnorms[m])
-                                    - 2.0 * self.cweighted(self.centers + m * d,
-                                                           self.coef + m * k, n))
+                self.norm_change = self.nbuf[m] * cself(&self.kernel, self.sqnorms[m]) - 2.0 * fm
             self.norm_change *= self.scale * self.scale
         if partner >= 0:
             self.cwrite(partner, self.zbuf, cdot(self.zbuf, self.zbuf, d), self.abuf)
