@@ -16,6 +16,11 @@ span, the linear loop takes the rows' K(x, x) (`kxx`): the step coefficients
 are the exact kernel step's, and the update adds its projection ca y z(x)
 (docs/budget.md, section 2), so a row far from every landmark (||z(x)|| ~ 0)
 gets no huge step l / ||z(x)||^2.
+
+Each model has one step, an inline function from f_t(x_t) (`clinear_step`,
+`cmulti_linear_step`, `ckernel_step`, `cmulti_kernel_step`) that checks
+everything before its first write; the chunk loops and the one-event
+`PAEvents.learn` both call it (docs/multiclass-pa.md, section 7).
 """
 import numpy as np
 
