@@ -3,8 +3,9 @@
 Every benchmark runs K events through a warm model (the kernel models hold
 m = 100 centres, budget 100, so m stays fixed; d = 20) and reports the median
 time per event (``extra_info["steps"] = K``).  Each event is "predict, then
-learn", as progressive validation and a live stream do.  Groups: linear and
-kernel (Gaussian, budget 100, each budget policy), two classes and k = 10.
+learn", as progressive validation and a live stream do.  Groups: linear,
+kernel (Gaussian, budget 100, each budget policy) and 200 random Fourier
+features, two classes and k = 10.
 Labels:
 
 - "cython": the fused loop, ``partial_fit`` on the K rows at once (its
@@ -33,6 +34,8 @@ MODELS = {
     "merge": dict(kernel="gaussian", gamma=0.05, budget=M, budget_policy="merge"),
     "oldest": dict(kernel="gaussian", gamma=0.05, budget=M, budget_policy="oldest"),
     "smallest": dict(kernel="gaussian", gamma=0.05, budget=M, budget_policy="smallest"),
+    "fourier": dict(kernel="gaussian", gamma=0.05, approximation="fourier", n_components=200,
+                    random_state=0),
 }
 LAYOUTS = ["event", "event-dict", "event-list", "event-f32", "event-F", "event-before"]
 
@@ -60,13 +63,14 @@ def warm(model, k, dicts=False):
             est.learn_one(dict(zip(names(), row.tolist())), label)
     else:
         est.partial_fit(X[:2000], y[:2000])
-    if model != "linear":
+    if model in ("merge", "oldest", "smallest"):
         assert est.n_support_ == M
     return est, X[2000:], y[2000:]
 
 
 def run(benchmark, model, k, label, loop):
-    benchmark.group = f"PA one event {model:<8} k={k:<2d} d={D} m={M if model != 'linear' else 0}"
+    size = {"linear": "", "fourier": " D=200"}.get(model, f" m={M}")
+    benchmark.group = f"PA one event {model:<8} k={k:<2d} d={D}{size}"
     benchmark.extra_info.update(label=label, steps=K)
     benchmark.pedantic(loop, rounds=7, iterations=1, warmup_rounds=1)
 

@@ -89,6 +89,27 @@ def test_kernel_events_equal_partial_fit(rule, budget, k):
     check_events_equal_partial_fit(dict(rule, kernel="gaussian", gamma=0.1, **budget), k, n)
 
 
+@pytest.mark.parametrize("k", [2, 10])
+@pytest.mark.parametrize("rule", [dict(variant="PA-I", C=0.5),
+                                  dict(regularization="l2", beta=3.0)], ids=str)
+def test_fourier_features_events_equal_partial_fit(rule, k):
+    """approximation="fourier": the linear step on z(x), computed in the compiled step."""
+    check_events_equal_partial_fit(dict(rule, kernel="gaussian", gamma=0.1,
+                                        approximation="fourier", n_components=64,
+                                        random_state=0), k, 1500)
+
+
+@pytest.mark.parametrize("k", [2, 4])
+def test_nystroem_events_take_the_one_row_path(k):
+    """approximation="nystroem" has no compiled step (two phases): the same iterates anyway."""
+    X, y = stream(300, k)
+    params = dict(kernel="gaussian", gamma=0.1, approximation="nystroem", n_components=20,
+                  classes=list(range(k)))
+    ours, _, _ = events_run(RegularizedPAClassifier(**params), X, y)
+    assert ours._one_event()._fast() is None
+    assert_same(ours, RegularizedPAClassifier(**params).partial_fit(X, y))
+
+
 @pytest.mark.parametrize("k", [2, 5])
 def test_polynomial_kernel_events(k):
     check_events_equal_partial_fit(dict(kernel="polynomial", degree=2, coef0=1.0, gamma=0.1,
@@ -127,8 +148,10 @@ def test_row_types_give_the_same_iterates(params, k):
                                     dict(truncate_sigma=0.01),
                                     dict(kernel="gaussian", gamma=0.1, budget=20),
                                     dict(kernel="gaussian", gamma=0.1, budget=20,
-                                         budget_policy="oldest")],
-                         ids=["linear", "l1", "truncate", "merge", "oldest"])
+                                         budget_policy="oldest"),
+                                    dict(kernel="gaussian", gamma=0.1, approximation="fourier",
+                                         n_components=32, random_state=0)],
+                         ids=["linear", "l1", "truncate", "merge", "oldest", "fourier"])
 @pytest.mark.parametrize("k", [2, 4])
 def test_bad_row_leaves_the_model_as_it_was(params, k):
     X, y = stream(200, k, d=4)

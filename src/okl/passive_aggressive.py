@@ -448,7 +448,7 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
 
     def _compiled_events(self, cache):
         """The `PAEvents` of this fitted learner on the cython engine, or None (the one-row
-        partial_fit path: the NumPy engine, the feature approximations, a new label).
+        partial_fit path: the NumPy engine, approximation="nystroem", a new label).
 
         `cache` is a one-element list holding the last one built; it serves while
         the estimator holds the very model and parameter objects it was built with
@@ -461,6 +461,9 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
         model, k = d.get("_model"), len(d.get("classes_", ()))
         if not ("t_" in d and self.engine == "cython" and k >= 2) or params_changed(self):
             return None
+        fmap = None
+        if type(model) is FeaturePAModel and type(model.fmap) is RandomFourierFeatures:
+            fmap, model = model.fmap, model.linear      # the linear step on z(x)
         kind = type(model)
         if kind is LinearPAModel and k == 2:
             code = EventsKind.LINEAR
@@ -479,7 +482,7 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
             return None
         names = ("_model",) + tuple(name for name in self.get_params(deep=False) if name in d)
         events = cache[0] = PAEvents(int(code), model, self._rule(), float(self.truncate_sigma),
-                                     type(self).__name__, self._divergence_cure, names)
+                                     type(self).__name__, self._divergence_cure, names, fmap)
         events.bind(self)
         return events
 

@@ -37,6 +37,11 @@ from okl._core._signals cimport cinterrupted, craise_pending
 from okl._core._projections cimport AbsIndex, chalfspace_l1, chalfspace_l2, ctruncate_smallest
 
 
+cdef extern from "_cos.h" nogil:
+    void okl_fourier_rows(Py_ssize_t n, Py_ssize_t d, Py_ssize_t D, const double* X,
+                          const double* W, const double* b, double c, double* Z)
+
+
 cpdef enum Event:
     PASSIVE = 0       # the update condition does not hold: w_{t+1} = w_t
     UPDATED = 1
@@ -769,8 +774,9 @@ cdef class PAEvents:
     ----------
     kind : EventsKind
     model : LinearPAModel, LinearMultiPAModel, KernelPAModel or KernelMultiPAModel
-        The estimator's `_model`; `learn` writes its weights (or expansion) in
-        place and its `scale` / `sq_norm` attributes.
+        The estimator's `_model` (or the linear model of its random Fourier
+        features); `learn` writes its weights (or expansion) in place and its
+        `scale` / `sq_norm` attributes.
     rule : tuple
         (reg, variant, C, alpha, beta, mistake), as the chunk loops take it.
     sigma : float
@@ -779,6 +785,9 @@ cdef class PAEvents:
         The estimator's class name and the end of the divergence message.
     names : tuple of str
         The estimator attributes `matches` compares (the model and the parameters).
+    fmap : RandomFourierFeatures, optional
+        A linear model on the features z(x) = sqrt(2 / D) cos(x W + b) of each
+        row (``approximation="fourier"``), computed as its `transform` does.
     """
     cdef readonly int kind
     cdef object model, raw, name, cure
@@ -789,6 +798,11 @@ cdef class PAEvents:
     cdef Py_ssize_t d, k
     cdef tuple names, values
     cdef double[::1] w, last_row, last_s, a, a_work, work
+    cdef double[::1] last_x, fb           # random Fourier features: the row x, the phases b
+    cdef double[:, ::1] fW                # (n_in, D) frequencies
+    cdef double fc                        # sqrt(2 / D)
+    cdef Py_ssize_t n_in                  # the row's width (d, or n_in with features)
+    cdef bint fourier
     cdef AbsIndex* pairs
     cdef bint has_last
     cdef double last_xx, last_t, last_scale
@@ -801,7 +815,7 @@ cdef class PAEvents:
         free(self.pairs)
 
     def __init__(self, int kind, model, tuple rule, double sigma, str name, str cure,
-                 tuple names=()):
+                 tuple names=(), fmap=None):
         reg, variant, C, alpha, beta, mistake = rule
         self.spec = PASpec(<Regularization>reg, <Variant>variant, C, alpha, beta, mistake)
         self.kind, self.model, self.sigma = kind, model, sigma
@@ -835,6 +849,17 @@ cdef class PAEvents:
             model.sq_norm = cmulti_ww(self.mexpansion, model.sq_norm)
         else:
             raise ValueError(f"unknown kind {kind}.")
+        self.fourier = fmap is not None
+        self.n_in = self.d
+        if self.fourier:
+            if kind != LINEAR and kind != MULTI_LINEAR:
+                raise ValueError("random Fourier features feed a linear model.")
+            self.fW = np.ascontiguousarray(fmap.W, dtype=np.float64)
+            self.fb = np.ascontiguousarray(fmap.b, dtype=np.float64)
+            if self.fW.shape[1] != self.d or self.fb.shape[0] != self.d:
+                raise ValueError("the features and the weights disagree.")
+            self.n_in, self.fc = self.fW.shape[0], np.sqrt(2.0 / self.d)
+            self.last_x = np.empty(self.n_in)
         self.last_row = np.empty(self.d)
         self.last_s = np.empty(self.k)
         self.a = np.zeros(self.k)
@@ -875,12 +900,13 @@ cdef class PAEvents:
     cdef int _scores(self, const double[::1] x, double t) except -1:
         """The scores of row x into last_s (kept for the next call on the same row and model);
         raises on a row of the wrong width or with NaN/inf."""
-        cdef Py_ssize_t c, n = 0, slot = 0, rescale = 0, d = self.d
+        cdef Py_ssize_t c, n = 0, slot = 0, rescale = 0, d = self.d, d_in = self.n_in
         cdef double scale, xx
         cdef Row row
-        if x.shape[0] != d:
+        cdef double* seen = &self.last_x[0] if self.fourier else &self.last_row[0]
+        if x.shape[0] != d_in:
             raise ValueError(f"X has {x.shape[0]} features, but {self.name} is expecting "
-                             f"{d} features as input.")
+                             f"{d_in} features as input.")
         scale = self._scale()
         if self.kind == KERNEL:
             n, slot, rescale = (self.expansion.n_support, self.expansion.next_slot,
@@ -891,14 +917,17 @@ cdef class PAEvents:
         if (self.has_last and t == self.last_t and scale == self.last_scale
                 and n == self.last_n and slot == self.last_slot
                 and rescale == self.last_rescale
-                and memcmp(&x[0], &self.last_row[0], d * sizeof(double)) == 0):
+                and memcmp(&x[0], seen, d_in * sizeof(double)) == 0):
             return 0
         self.has_last = False
-        memcpy(&self.last_row[0], &x[0], d * sizeof(double))
-        xx = cdot(&self.last_row[0], &self.last_row[0], d)
-        if not row_is_finite(&self.last_row[0], d, xx):
+        memcpy(seen, &x[0], d_in * sizeof(double))
+        xx = cdot(seen, seen, d_in)
+        if not row_is_finite(seen, d_in, xx):
             raise ValueError(f"{self.name} got a row with NaN or inf: {np.asarray(x)[:10]}; "
                              "non-finite values cannot be learned or predicted.")
+        if self.fourier:            # z(x) into last_row, as RandomFourierFeatures.transform
+            okl_fourier_rows(1, d_in, d, seen, &self.fW[0, 0], &self.fb[0], self.fc,
+                             &self.last_row[0])
         if self.kind == KERNEL:
             self.last_s[0] = self.expansion.cpredict(&self.last_row[0])
         elif self.kind == MULTI_KERNEL:
