@@ -28,7 +28,7 @@ cdef class MultiExpansion:
     cdef double* zbuf                        # (n_features,) the merged point
     cdef double* abuf                        # (n_classes,) the merged coefficient vector
     cdef public bint track_norm              # compute norm_change (the kernel PA tracks ||f||_K)
-    cdef readonly double norm_change         # what the budget took from sum_c ||f_c||_K^2 in the last cadd
+    cdef readonly double norm_change         # what the last cadd's budget took from sum_c ||f_c||^2
 
     cdef _allocate(self, Py_ssize_t capacity)
     cdef void cvalues(self, const double* x) noexcept nogil

@@ -396,7 +396,8 @@ cdef class MultiExpansion:
             if self.track_norm:     # r = coef[slot] leaves; f + a K(x, .) at its centre
                 x_o = self.centers + slot * d
                 dot = (self.cweighted(x_o, self.coef + slot * k, self.n_support)
-                       + ckernel(&self.kernel, x, x_o, d) * cdotk(self.abuf, self.coef + slot * k, k))
+                       + ckernel(&self.kernel, x, x_o, d)
+                       * cdotk(self.abuf, self.coef + slot * k, k))
                 self.norm_change = self.scale * self.scale * (
                     self.nbuf[slot] * cself(&self.kernel, self.sqnorms[slot]) - 2.0 * dot)
             if self.policy == OLDEST:
