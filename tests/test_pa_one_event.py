@@ -319,3 +319,56 @@ def test_set_params_and_reload_rebuild_the_step(tmp_path):
     for x, label in zip(X[10:], y[10:].tolist()):
         again.learn_one(x, label)
     assert_same(again, ref)
+
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+def test_untracked_norm_of_an_older_model_is_recomputed(engine):
+    """A multiclass kernel model saved when sq_norm was NaN after an eviction (older okl):
+    the next step, chunk or event, starts from the exact norm."""
+    X, y = stream(300, 4, d=3, seed=6)
+    params = dict(kernel="gaussian", gamma=0.3, budget=15, regularization="l2", beta=3.0,
+                  classes=[0, 1, 2, 3], engine=engine)
+    ref = RegularizedPAClassifier(**params).partial_fit(X, y)
+    for split in ("chunk", "event"):
+        est = RegularizedPAClassifier(**params).partial_fit(X[:200], y[:200])
+        est._model.sq_norm = float("nan")
+        if split == "chunk":
+            est.partial_fit(X[200:], y[200:])
+        else:
+            for x, label in zip(X[200:], y[200:].tolist()):
+                est.learn_one(x, label)
+        assert est._model.sq_norm == pytest.approx(est._model.exact_sq_norm(), rel=1e-9)
+        np.testing.assert_allclose(est.decision_function(X), ref.decision_function(X),
+                                   rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("params", [dict(), dict(kernel="gaussian", gamma=0.1, budget=20)],
+                         ids=["linear", "kernel"])
+def test_threads_share_one_model(params):
+    """Threads calling learn_one / predict_one on one model: every event is learned once, the
+    model stays finite (the estimator's lock serialises the compiled step)."""
+    import threading
+    X, y = stream(2000, 5, d=6, seed=7)
+    est = RegularizedPAClassifier(**params, classes=list(range(5))).partial_fit(X[:10], y[:10])
+    errors = []
+
+    def worker(rows):
+        try:
+            for i in rows:
+                est.predict_one(X[i])
+                est.learn_one(X[i], int(y[i]))
+                est.decision_function_one(X[(i * 7) % len(X)])
+        except BaseException as error:      # noqa: BLE001 - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=worker, args=(range(10 + j, 2000, 4),))
+               for j in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert est.t_ == 2000
+    assert np.all(np.isfinite(est.decision_function(X)))
+    assert est._model.sq_norm == pytest.approx(
+        est.rkhs_norm() ** 2 if "kernel" not in params else est._model.exact_sq_norm(), rel=1e-9)
