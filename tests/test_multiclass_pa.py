@@ -483,11 +483,57 @@ def test_kernel_engines_same_iterates(reg, variant, budget, policy):
     assert np.max(np.abs(m1.expansion.coef_ - m2.expansion.coef_)) <= 1e-10
     assert np.count_nonzero(e1 == Event.UPDATED) > 20
     exact = m1.exact_sq_norm()
-    if reg == "l2" or budget == 0:      # tracked where the rule needs it, or nothing left
-        assert m1.sq_norm == pytest.approx(exact, rel=1e-9)
-        assert m2.sq_norm == pytest.approx(exact, rel=1e-9)
+    # tracked under every rule and policy: incrementally (cython), recomputed (numpy)
+    assert m1.sq_norm == pytest.approx(exact, rel=1e-9)
+    assert m2.sq_norm == pytest.approx(exact, rel=1e-9)
     if reg == "l2" and budget == 0:        # (an eviction may leave the ball until the next step)
         assert exact <= 3.0 ** 2 * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("policy", ["oldest", "smallest", "merge"])
+def test_multi_expansion_reports_what_an_eviction_takes(policy):
+    """norm_change = sum_c ||f'_c||^2 - ||(f + a K(x, .))_c||^2 exactly, for every policy and
+    every kind of eviction (the newcomer dropped, a centre removed, a merge), so the kernel
+    PA carries ||f||^2 in O(n (d + k)) per eviction instead of recomputing it in O(n^2)."""
+    rng = np.random.default_rng(12)
+    k, d, budget = 4, 3, 6
+    e = MultiExpansion(d, k, int(kernel_code("gaussian")), 0.4, budget=budget,
+                       policy=int(budget_code(policy)))
+    e.track_norm = True
+    seen = 0
+    for step in range(200):
+        x = rng.standard_normal(d) * (0.3 if step % 3 else 1.5)
+        a = rng.standard_normal(k) * rng.choice([0.01, 1.0, 5.0])
+        if step % 5 == 4:
+            e.shrink(0.7)
+        before = e.sq_norm()
+        f_x = e.predict(x[None])[0]
+        full = before + 2.0 * a @ f_x + a @ a       # ||f + a K(x, .)||^2, K(x, x) = 1
+        n = e.n_support
+        e.add(x, a)
+        if n == budget:
+            seen += 1
+        assert e.sq_norm() - full == pytest.approx(e.norm_change, abs=1e-9 * max(1.0, full))
+    assert seen > 150
+
+
+@pytest.mark.parametrize("policy", ["oldest", "smallest", "merge"])
+@pytest.mark.parametrize("reg", ["none", "objective", "l2"])
+def test_kernel_sq_norm_stays_exact_through_evictions(policy, reg):
+    """The estimator's sq_norm_ is the carried value (never NaN), equal to the exact norm after
+    every event of a stream with a full budget."""
+    rng = np.random.default_rng(13)
+    X = rng.standard_normal((600, 4))
+    y = rng.integers(0, 5, 600)
+    est = RegularizedPAClassifier(kernel="gaussian", gamma=0.3, budget=20, budget_policy=policy,
+                                  regularization=reg, beta=3.0, classes=list(range(5)))
+    for i, (x, label) in enumerate(zip(X, y.tolist())):
+        est.learn_one(x, label)
+        if i % 50 == 49:
+            carried = est._model.sq_norm
+            assert np.isfinite(carried)
+            assert carried == pytest.approx(est._model.exact_sq_norm(), rel=1e-9)
+    assert est.n_support_ == 20
 
 
 @pytest.mark.parametrize("reg, variant", RULES[:5])
@@ -510,8 +556,7 @@ def test_kernel_two_classes_give_the_binary_iterates(reg, variant, budget, polic
     s, ev_m = run(multi, X[40:], y[40:], r, engine)
     np.testing.assert_array_equal(ev_m, ev_b[40:])
     assert np.max(np.abs((s[:, 1] - s[:, 0]) - f[40:])) <= 1e-10
-    if reg == "l2" or budget == 0:
-        assert multi.sq_norm == pytest.approx(binary.sq_norm, rel=1e-9)
+    assert multi.sq_norm == pytest.approx(binary.sq_norm, rel=1e-9)
 
 
 @pytest.mark.parametrize("budget, policy", [(None, "auto"), (30, "merge"), (30, "oldest")])

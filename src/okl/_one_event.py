@@ -270,7 +270,7 @@ class EventAdapter:
                 and x.flags.c_contiguous):
             x, _ = self.schema.row(x, check_finite=False)      # the compiled step checks
         est = self.estimator
-        return events.predict(x, est.t_, est.intercept_)
+        return events.predict(x, est.t_, getattr(est, "intercept_", None))
 
     def predict_one(self, x):
         est = self.estimator

@@ -244,9 +244,9 @@ class KernelMultiPAModel:
     """k classes: f = sum_i a_i K(x_i, .), a_i in R^k, one support set (a multi-output
     expansion, whose budget policy decides which centre leaves).
 
-    `sq_norm` is ``2 sum_c ||f_c||_K^2`` (docs/multiclass-pa.md), carried by the loop
-    (exactly, for the L2 rule, which needs it) or NaN after a budget eviction under
-    the other rules, then computed when asked (`norm`).
+    `sq_norm` is ``2 sum_c ||f_c||_K^2`` (docs/multiclass-pa.md), carried exactly by the
+    loop through every step and budget eviction (NaN only in a model saved by an older
+    okl; the next step recomputes it).
     """
 
     def __init__(self, expansion, sq_norm=0.0):

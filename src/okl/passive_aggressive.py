@@ -8,7 +8,7 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from okl import _locks, _warnings
-from okl._base import Diverged, OnlineLearner, check_X
+from okl._base import Diverged, OnlineLearner, check_X, params_changed
 from okl._kernel_learners import KernelModelMixin, expansion_fitted_with
 from okl._sparse import check_csr
 from okl._feature_maps import RandomFourierFeatures
@@ -17,7 +17,9 @@ from okl._pa_models import (
     NystroemPAModel, is_multiclass, with_classes,
 )
 from okl._labels import LabelsMixin, multiclass_loss
-from okl._core._pa import Event, Regularization, Variant
+from okl._core._expansion import KernelExpansion
+from okl._core._multiexpansion import MultiExpansion
+from okl._core._pa import Event, EventsKind, PAEvents, Regularization, Variant
 from okl._docstrings import shared_params
 from okl._params import (
     APPROXIMATION_CONSTRAINTS, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS, Interval,
@@ -37,9 +39,7 @@ EMPTY_SET = {
     "l2": "beta * ||x||_2 < 1 (beta^2 K(x, x) < 1 for kernels): raise beta or scale X up",
     "l1": "beta * ||x||_inf < 1: raise beta or scale X up",
 }
-
-
-
+_INFEASIBLE = int(Event.INFEASIBLE)     # one event's code
 
 
 class InfeasibleUpdateWarning(UserWarning):
@@ -86,8 +86,8 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
     The model has no intercept, as in the paper: f(x) = w.x (or f(x) =
     sum_i a_i K(x_i, x)); append a constant column to X to learn one.  These
     are exactly the paper's iterates.  One event at a time: `learn_one`,
-    `predict_one`, `decision_function_one` (one-row `partial_fit` steps, same
-    iterates; docs/streaming.md).
+    `predict_one`, `decision_function_one` (a compiled step on the cython
+    engine, the iterates of `partial_fit`; docs/multiclass-pa.md, section 7).
 
     Linear models (``kernel="linear"``) keep the weights as ``scale * w``, so
     the shrinks of "objective" and "l2" cost O(1) and a row of a scipy CSR
@@ -422,9 +422,7 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
         else:
             scores = np.empty(n, dtype=np.float64)
         events = np.empty(n, dtype=np.int8)
-        rule = (int(REGULARIZATIONS[self.regularization]), int(VARIANTS[self.variant]),
-                float(self.C), float(self.alpha), float(self.beta), self.update == "mistake")
-        failed = self._model.learn(X, y, rule, float(self.truncate_sigma), self.engine,
+        failed = self._model.learn(X, y, self._rule(), float(self.truncate_sigma), self.engine,
                                    scores, events)
         if failed >= 0:
             raise Diverged(failed)
@@ -440,6 +438,71 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
                 InfeasibleUpdateWarning, stacklevel=4)
         self.n_infeasible_ += int(skipped.size)
         return scores
+
+    def _rule(self):
+        """(reg, variant, C, alpha, beta, mistake), as the loops of okl._core._pa take it."""
+        return (int(REGULARIZATIONS[self.regularization]), int(VARIANTS[self.variant]),
+                float(self.C), float(self.alpha), float(self.beta), self.update == "mistake")
+
+    # -- one event (okl._one_event) ---------------------------------------------------------
+
+    def _compiled_events(self, cache):
+        """The `PAEvents` of this fitted learner on the cython engine, or None (the one-row
+        partial_fit path: the NumPy engine, approximation="nystroem", a new label).
+
+        `cache` is a one-element list holding the last one built; it serves while
+        the estimator holds the very model and parameter objects it was built with
+        (a partial_fit on a linear model rebinds its weights: a new one is built).
+        """
+        events = cache[0]
+        if events is not None and events.matches(self):
+            return events
+        d = self.__dict__
+        model, k = d.get("_model"), len(d.get("classes_", ()))
+        if not ("t_" in d and self.engine == "cython" and k >= 2) or params_changed(self):
+            return None
+        fmap = None
+        if type(model) is FeaturePAModel and type(model.fmap) is RandomFourierFeatures:
+            fmap, model = model.fmap, model.linear      # the linear step on z(x)
+        kind = type(model)
+        if kind is LinearPAModel and k == 2:
+            code = EventsKind.LINEAR
+            if self.regularization == "l1" and model.scale != 1.0:
+                return None                 # partial_fit first takes the scale into w
+        elif kind is LinearMultiPAModel and k == model.n_classes:
+            code = EventsKind.MULTI_LINEAR
+            if self.regularization == "l1" and model.scale != 1.0:
+                return None
+        elif kind is KernelPAModel and k == 2 and type(model.expansion) is KernelExpansion:
+            code = EventsKind.KERNEL
+        elif (kind is KernelMultiPAModel and k == model.n_classes
+              and type(model.expansion) is MultiExpansion):
+            code = EventsKind.MULTI_KERNEL
+        else:
+            return None
+        names = ("_model",) + tuple(name for name in self.get_params(deep=False) if name in d)
+        events = cache[0] = PAEvents(int(code), model, self._rule(), float(self.truncate_sigma),
+                                     type(self).__name__, self._divergence_cure, names, fmap)
+        events.bind(self)
+        return events
+
+    def _learn_event(self, events, row, y, weight=1.0):
+        """One event through the compiled step (`okl._core._pa.PAEvents`); f_t(x_t).
+
+        The step moves `t_` and `n_updates_` itself; an infeasible step changes
+        nothing, so its warning (which may raise) comes before it is counted.
+        """
+        d = self.__dict__
+        f, event = events.learn(row, y, d)
+        if event == _INFEASIBLE:
+            if not d["n_infeasible_"]:
+                warnings.warn(
+                    f"The sample at step t={d['t_'] + 1} had an empty constraint set, "
+                    f"{EMPTY_SET[self.regularization]}. It was skipped and is counted in "
+                    "n_infeasible_; this warning is shown once per fit.",
+                    InfeasibleUpdateWarning, stacklevel=5)
+            events.skipped(d)
+        return f
 
     def _stream_loss(self, scores, y):
         """The hinge loss max(0, 1 - m) of every prediction (PA's loss): m = y f_t(x_t), or
@@ -497,7 +560,8 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
     @property
     def sq_norm_(self):
         """||w||_2^2 (||f||_K^2 for kernels), kept incrementally; with k >= 3 classes
-        ``2 sum_c ||f_c||^2`` (docs/multiclass-pa.md), computed when not tracked."""
+        ``2 sum_c ||f_c||^2`` (docs/multiclass-pa.md); computed if a model saved by an older
+        okl did not track it."""
         check_is_fitted(self, "t_")
         sq_norm = self._model.sq_norm
         if np.isnan(sq_norm):           # a multiclass kernel model after a budget eviction

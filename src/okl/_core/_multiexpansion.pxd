@@ -27,6 +27,8 @@ cdef class MultiExpansion:
     cdef bint kbuf_ready                     # cadd -> cmerge: kbuf holds K(centers[i], newcomer)
     cdef double* zbuf                        # (n_features,) the merged point
     cdef double* abuf                        # (n_classes,) the merged coefficient vector
+    cdef public bint track_norm              # compute norm_change (the kernel PA tracks ||f||_K)
+    cdef readonly double norm_change         # what the last cadd's budget took from sum_c ||f_c||^2
 
     cdef _allocate(self, Py_ssize_t capacity)
     cdef void cvalues(self, const double* x) noexcept nogil
@@ -35,6 +37,7 @@ cdef class MultiExpansion:
     cdef double csqnorm_row(self, Py_ssize_t i) noexcept nogil
     cdef Py_ssize_t cvictim(self, double aa) noexcept nogil
     cdef bint cadd(self, const double* x, double xx, const double* a) noexcept nogil
+    cdef double cweighted(self, const double* y, const double* v, Py_ssize_t n) noexcept nogil
     cdef void cmerge(self) noexcept nogil
     cdef void cwrite(self, Py_ssize_t slot, const double* x, double xx,
                      const double* c) noexcept nogil

@@ -13,7 +13,9 @@ from libc.math cimport INFINITY, exp, isfinite, sqrt
 from libc.string cimport memcpy, memset
 
 from okl._core._expansion cimport MERGE, NEWCOMER, NO_EVICTION, OLDEST, SMALLEST
-from okl._core._kernels cimport Kernel, KernelSpec, cdot, ckernel_row, okl_dots, okl_sqdists
+from okl._core._kernels cimport (
+    Kernel, KernelSpec, cdot, ckernel, ckernel_row, cself, okl_dots, okl_sqdists,
+)
 from okl._core._lazy cimport RENORMALISED, cshrink_lazy
 
 
@@ -239,6 +241,8 @@ cdef class MultiExpansion:
         self.n_support = self.n_rescale = self.next_slot = self.n_merges = 0
         self.capacity = 0
         self.kbuf_ready = False
+        self.track_norm = False
+        self.norm_change = 0.0
         self._zbuf = np.empty(n_features)
         self._abuf = np.empty(n_classes)
         cdef double[::1] z_view = self._zbuf, a_view = self._abuf
@@ -352,14 +356,23 @@ cdef class MultiExpansion:
         return slot
 
     cdef bint cadd(self, const double* x, double xx, const double* a) noexcept nogil:
-        """f <- f + a K(x, .) (a in R^k), within the budget; False when a / scale is not finite."""
-        cdef Py_ssize_t slot, c, k = self.n_classes
-        cdef double aa = 0.0
+        """f <- f + a K(x, .) (a in R^k), within the budget; False when a / scale is not finite.
+
+        With `track_norm`, `norm_change` = sum_c ||f'_c||^2 - ||(f + a K(x, .))_c||^2
+        for the model f' the budget leaves (as `KernelExpansion.cadd`): 0 with
+        room, -(2 a.f(x) + ||a||^2 K(x, x)) when the newcomer is dropped,
+        ||r||^2 K(x_o, x_o) - 2 r.(f + a K(x, .))(x_o) when r K(x_o, .) is
+        removed, the merge's own change (`cmerge`); O(n (d + k)) per eviction.
+        """
+        cdef Py_ssize_t slot, c, k = self.n_classes, d = self.n_features
+        cdef double aa = 0.0, dot
+        cdef const double* x_o
         for c in range(k):
             self.abuf[c] = a[c] / self.scale
             if not isfinite(self.abuf[c]):
                 return False
             aa += self.abuf[c] * self.abuf[c]
+        self.norm_change = 0.0
         if self.policy == MERGE and self.budget and self.n_support >= self.budget:
             # kbuf still holds K(centers[i], x) when the step predicted at this x
             self.kbuf_ready = x == self.kbuf_x and self.kbuf_n == self.n_support
@@ -369,20 +382,46 @@ cdef class MultiExpansion:
             return True
         slot = self.cvictim(aa)
         if slot == NEWCOMER:
+            if self.track_norm:     # kbuf holds K(centers, x) when the step predicted at this x
+                if not (x == self.kbuf_x and self.kbuf_n == self.n_support):
+                    self.cvalues(x)
+                dot = self.cweighted(NULL, self.abuf, self.n_support)
+                self.norm_change = -self.scale * self.scale * (
+                    aa * cself(&self.kernel, xx) + 2.0 * dot)
             return True
         if slot == NO_EVICTION:
             slot = self.n_support
             self.n_support += 1
-        elif self.policy == OLDEST:
-            self.next_slot = (slot + 1) % self.budget
+        else:
+            if self.track_norm:     # r = coef[slot] leaves; f + a K(x, .) at its centre
+                x_o = self.centers + slot * d
+                dot = (self.cweighted(x_o, self.coef + slot * k, self.n_support)
+                       + ckernel(&self.kernel, x, x_o, d)
+                       * cdotk(self.abuf, self.coef + slot * k, k))
+                self.norm_change = self.scale * self.scale * (
+                    self.nbuf[slot] * cself(&self.kernel, self.sqnorms[slot]) - 2.0 * dot)
+            if self.policy == OLDEST:
+                self.next_slot = (slot + 1) % self.budget
         self.cwrite(slot, x, xx, self.abuf)
         return True
+
+    cdef double cweighted(self, const double* y, const double* v, Py_ssize_t n) noexcept nogil:
+        """sum_{i < n} K(centers[i], y) <coef[i], v> (raw units), one kernel row; y NULL: the
+        row already in kbuf."""
+        cdef Py_ssize_t i, k = self.n_classes
+        cdef double total = 0.0
+        if y != NULL:
+            ckernel_row(&self.kernel, y, self.centers, n, self.n_features, self.kbuf)
+            self.kbuf_x = NULL
+        for i in range(n):
+            total += self.kbuf[i] * cdotk(self.coef + i * k, v, k)
+        return total
 
     cdef void cmerge(self) noexcept nogil:
         """B + 1 centres -> B: merge the least ||a_m|| into its best partner, or remove it."""
         cdef Py_ssize_t n = self.n_support, d = self.n_features, k = self.n_classes
         cdef Py_ssize_t last = n - 1, m, partner, j
-        cdef double h, loss
+        cdef double h, loss, fm, fn, fz
         m = okl_merge_argmin(n, self.nbuf)      # the least ||a_i||, the first on ties
         if m < 0:
             m = 0
@@ -399,6 +438,20 @@ cdef class MultiExpansion:
             for j in range(d):
                 self.zbuf[j] = h * self.centers[m * d + j] + (1.0 - h) * self.centers[
                     partner * d + j]
+        if self.track_norm:
+            # sum_c ||f'_c||^2 - ||f_c||^2 = 2 (a_z.f(z) - a_m.f(x_m) - a_n.f(x_n)) + the
+            # degradation for a merge, ||a_m||^2 K(x_m, x_m) - 2 a_m.f(x_m) for a removal
+            # (f: the B + 1 centres; raw units), as KernelExpansion.cmerge; kbuf still
+            # holds K(centers, x_m), which the search only read
+            fm = self.cweighted(NULL, self.coef + m * k, n)
+            if partner >= 0:
+                fz = self.cweighted(self.zbuf, self.abuf, n)
+                fn = self.cweighted(self.centers + partner * d, self.coef + partner * k, n)
+                self.norm_change = 2.0 * (fz - fm - fn) + loss
+            else:
+                self.norm_change = self.nbuf[m] * cself(&self.kernel, self.sqnorms[m]) - 2.0 * fm
+            self.norm_change *= self.scale * self.scale
+        if partner >= 0:
             self.cwrite(partner, self.zbuf, cdot(self.zbuf, self.zbuf, d), self.abuf)
             self.n_merges += 1
         if m != last:

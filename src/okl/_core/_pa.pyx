@@ -16,20 +16,30 @@ span, the linear loop takes the rows' K(x, x) (`kxx`): the step coefficients
 are the exact kernel step's, and the update adds its projection ca y z(x)
 (docs/budget.md, section 2), so a row far from every landmark (||z(x)|| ~ 0)
 gets no huge step l / ||z(x)||^2.
+
+Each model has one step, an inline function from f_t(x_t) (`clinear_step`,
+`cmulti_linear_step`, `ckernel_step`, `cmulti_kernel_step`) that checks
+everything before its first write; the chunk loops and the one-event
+`PAEvents.learn` both call it (docs/multiclass-pa.md, section 7).
 """
 import numpy as np
 
 from libc.math cimport INFINITY, NAN, fabs, fmax, fmin, frexp, isfinite, ldexp
 from libc.stdlib cimport calloc, free
-from libc.string cimport memset
+from libc.string cimport memcmp, memcpy, memset
 from scipy.linalg.cython_blas cimport ddot, daxpy
 
-from okl._core._kernels cimport cdot, ckernel_row, cself
-from okl._core._expansion cimport KernelExpansion
+from okl._core._kernels cimport cdot, cself
+from okl._core._expansion cimport MERGE, KernelExpansion
 from okl._core._multiexpansion cimport MultiExpansion
 from okl._core._lazy cimport cshrink_lazy
 from okl._core._signals cimport cinterrupted, craise_pending
 from okl._core._projections cimport AbsIndex, chalfspace_l1, chalfspace_l2, ctruncate_smallest
+
+
+cdef extern from "_cos.h" nogil:
+    void okl_fourier_rows(Py_ssize_t n, Py_ssize_t d, Py_ssize_t D, const double* X,
+                          const double* W, const double* b, double c, double* Z)
 
 
 cpdef enum Event:
@@ -68,6 +78,19 @@ cdef struct Row:      # one input row: dense (idx == NULL, nnz = d) or CSR
 
 cdef enum:
     INTERRUPTED = -2  # clinear's status when a signal handler raised
+    DIVERGED = 3      # a step's status: the model would not be finite (nothing was written)
+
+
+cdef inline double cscale_after(double scale, double factor) noexcept nogil:
+    """The scale `cshrink_lazy` (and the expansions' `cshrink`) leave after f <- factor f:
+    a step checks its new coefficient against it before its first write."""
+    cdef double s
+    if factor == 1.0:
+        return scale
+    if factor <= 0.0:
+        return 1.0
+    s = scale * factor
+    return 1.0 if (s < 1e-9 or s > 1e9) else s
 
 
 # -- the scalar step, shared by the linear and kernel loops ----------------------------
@@ -210,6 +233,45 @@ cdef Event cl1_step(double* w, double* ww, const Row* r, double y, double beta, 
     return UPDATED
 
 
+cdef inline int clinear_step(double* w, double* scale, double* ww, Py_ssize_t d,
+                             const Row* r, double y, double f, const PASpec* s, double sigma,
+                             const double* kxx, double* a_work, double* work,
+                             AbsIndex* pairs) noexcept nogil:
+    """One step from f = f_t(x_t) (finite) on the weights w = scale * raw: an Event, or
+    DIVERGED with nothing written.  The one step of the chunk loop `clinear` and of
+    `PAEvents.learn`.  `kxx` (or NULL): K(x, x), replacing ||x||^2 in the coefficients."""
+    cdef double m = y * f, uu, cv, ca, c, ww_new
+    cdef int e
+    cdef int ev = PASSIVE
+    if not cviolated(s, m):
+        return PASSIVE
+    if s.reg == L1:
+        ev = cl1_step(w, ww, r, y, s.beta, d, a_work, work)
+    else:
+        # x = 2^e u with max |u_j| in [1/2, 1): ||x||^2 = 4^e ||u||^2 never
+        # overflows nor underflows, and w + ca y x = w + (ca 2^e) y u
+        e = crow_exponent(r)
+        uu = ldexp(crow_sqnorm(r), -2 * e) if -500 < e < 500 else crow_sqnorm_scaled(r, e)
+        ev = cscaled_coefs(s, m, uu if kxx == NULL else ldexp(kxx[0], -2 * e), e,
+                           ww[0], &cv, &ca)
+        if ev == UPDATED:
+            ww_new = cv * cv * ww[0] + 2.0 * cv * ca * ldexp(m, -e) + ca * ca * uu
+            c = ca * y / cscale_after(scale[0], cv)
+            if not (isfinite(ww_new) and isfinite(c)):
+                return DIVERGED
+            if cv != 1.0:
+                cshrink_lazy(w, d, scale, cv)
+            if -500 < e < 500:
+                crow_axpy(r, ldexp(c, -e), w)
+            else:
+                crow_axpy_scaled(r, c, e, w)
+            ww[0] = fmax(ww_new, 0.0)
+    if ev == UPDATED and sigma > 0.0:
+        ww[0] = scale[0] * scale[0] * ctruncate_smallest(
+            w, d, sigma / (scale[0] * scale[0]), pairs)
+    return ev
+
+
 cdef Py_ssize_t clinear(double* w, double* scale, double* ww, Py_ssize_t d, bint sparse,
                         const double* data, const int* indices, const Py_ssize_t* indptr,
                         const double* y, Py_ssize_t n, const PASpec* s, double sigma,
@@ -220,9 +282,8 @@ cdef Py_ssize_t clinear(double* w, double* scale, double* ww, Py_ssize_t d, bint
     replace ||x||^2 in the step coefficients, not in ||w||^2."""
     cdef Py_ssize_t i, done = 0
     cdef Row r
-    cdef double f, m, uu, cv, ca, c, ww_new
-    cdef int e
-    cdef Event ev
+    cdef double f
+    cdef int ev
     for i in range(n):
         if sparse:
             r = Row(data + indptr[i], indices + indptr[i], indptr[i + 1] - indptr[i])
@@ -234,35 +295,10 @@ cdef Py_ssize_t clinear(double* w, double* scale, double* ww, Py_ssize_t d, bint
         score_out[i] = f
         if not isfinite(f):
             return i
-        m = y[i] * f
-        ev = PASSIVE
-        if cviolated(s, m):
-            if s.reg == L1:
-                ev = cl1_step(w, ww, &r, y[i], s.beta, d, a_work, work)
-            else:
-                # x = 2^e u with max |u_j| in [1/2, 1): ||x||^2 = 4^e ||u||^2 never
-                # overflows nor underflows, and w + ca y x = w + (ca 2^e) y u
-                e = crow_exponent(&r)
-                uu = ldexp(crow_sqnorm(&r), -2 * e) if -500 < e < 500 else crow_sqnorm_scaled(&r, e)
-                ev = cscaled_coefs(s, m, uu if kxx == NULL else ldexp(kxx[i], -2 * e), e,
-                                   ww[0], &cv, &ca)
-                if ev == UPDATED:
-                    ww_new = cv * cv * ww[0] + 2.0 * cv * ca * ldexp(m, -e) + ca * ca * uu
-                    if not isfinite(ww_new):
-                        return i
-                    if cv != 1.0:
-                        cshrink_lazy(w, d, scale, cv)
-                    c = ca * y[i] / scale[0]
-                    if not isfinite(c):
-                        return i
-                    if -500 < e < 500:
-                        crow_axpy(&r, ldexp(c, -e), w)
-                    else:
-                        crow_axpy_scaled(&r, c, e, w)
-                    ww[0] = fmax(ww_new, 0.0)
-            if ev == UPDATED and sigma > 0.0:
-                ww[0] = scale[0] * scale[0] * ctruncate_smallest(
-                    w, d, sigma / (scale[0] * scale[0]), pairs)
+        ev = clinear_step(w, scale, ww, d, &r, y[i], f, s, sigma,
+                          NULL if kxx == NULL else kxx + i, a_work, work, pairs)
+        if ev == DIVERGED:
+            return i
         event_out[i] = ev
     return -1
 
@@ -337,23 +373,44 @@ def fit_csr(double[::1] w, double scale, double ww,
 
 # -- kernel expansions ------------------------------------------------------------
 
+cdef inline int ckernel_step(KernelExpansion e, const double* x, double xx, double kxx,
+                             double f, double y, const PASpec* s, double* ww) noexcept nogil:
+    """One step from f = f_t(x_t) (finite) on f = sum_i a_i K(x_i, .): an Event, or
+    DIVERGED with nothing written.  The one step of `fit_kernel` and `PAEvents.learn`.
+
+    ||f||_K^2 is carried exactly: the step's own change, plus what the budget
+    took, which the expansion reports whatever its policy (`norm_change` of
+    `KernelExpansion.cadd`, docs/budget.md; `e.track_norm` must be set).
+    """
+    cdef double m = y * f, cv, ca, c, ww_new
+    cdef int ev = PASSIVE
+    if cviolated(s, m):
+        ev = ccoefs(s, m, kxx, ww[0], &cv, &ca)
+    if ev != UPDATED:
+        return ev
+    c = ca * y
+    # what `cadd` would refuse; a centre whose ||x||^2 overflows has no finite kernel value
+    if not (isfinite(c / cscale_after(e.scale, cv)) and isfinite(xx)):
+        return DIVERGED
+    ww_new = cv * cv * ww[0] + 2.0 * cv * ca * m + ca * ca * kxx
+    e.cshrink(cv)
+    e.cadd(x, xx, c)
+    ww[0] = fmax(ww_new + e.norm_change, 0.0)
+    return UPDATED
+
+
 def fit_kernel(KernelExpansion expansion,
                double ww,                     # IN ||f||_K^2
                const double[:, ::1] X, const double[::1] y,
                int reg, int variant, double C, double alpha, double beta, bint mistake,
                double[::1] score_out, signed char[::1] event_out):
-    """The loop for f = sum_i a_i K(x_i, .); return (failed, ww).
-
-    ||f||_K^2 is carried exactly: the step's own change, plus what the budget
-    took, which the expansion reports whatever its policy (`norm_change` of
-    `KernelExpansion.cadd`, docs/budget.md).
-    """
+    """The loop for f = sum_i a_i K(x_i, .); return (failed, ww) (see `ckernel_step`)."""
     cdef PASpec s = PASpec(<Regularization>reg, <Variant>variant, C, alpha, beta, mistake)
     cdef Py_ssize_t i, n = X.shape[0], d = X.shape[1], failed = -1, work = 0
     cdef bint interrupted = False
     cdef const double* x
-    cdef double xx, kxx, f, m, cv, ca, c, ww_new
-    cdef Event ev
+    cdef double xx, f
+    cdef int ev
     if d != expansion.n_features:
         raise ValueError(f"X has {d} columns, the expansion {expansion.n_features}.")
     if reg == L1:
@@ -367,24 +424,15 @@ def fit_kernel(KernelExpansion expansion,
                 break
             x = &X[i, 0]
             xx = cdot(x, x, d)
-            kxx = cself(&expansion.kernel, xx)
             f = expansion.cpredict(x)
             score_out[i] = f
             if not isfinite(f):
                 failed = i
                 break
-            m = y[i] * f
-            ev = PASSIVE
-            if cviolated(&s, m):
-                ev = ccoefs(&s, m, kxx, ww, &cv, &ca)
-            if ev == UPDATED:
-                c = ca * y[i]
-                ww_new = cv * cv * ww + 2.0 * cv * ca * m + ca * ca * kxx
-                expansion.cshrink(cv)
-                if not expansion.cadd(x, xx, c):
-                    failed = i
-                    break
-                ww = fmax(ww_new + expansion.norm_change, 0.0)
+            ev = ckernel_step(expansion, x, xx, cself(&expansion.kernel, xx), f, y[i], &s, &ww)
+            if ev == DIVERGED:
+                failed = i
+                break
             event_out[i] = ev
     if interrupted:
         craise_pending()
@@ -415,6 +463,64 @@ cdef inline double cmargin(const double* s, Py_ssize_t k, Py_ssize_t y,
     return s[y] - top
 
 
+cdef inline int cmulti_linear_step(double* w, double* scale, double* ww, Py_ssize_t k,
+                                   Py_ssize_t d, const Row* row, Py_ssize_t yi,
+                                   const double* sc, const PASpec* s, double sigma,
+                                   const double* kxx, double* a_work, double* work,
+                                   AbsIndex* pairs) noexcept nogil:
+    """One step from the scores sc (finite) on the (k, d) weights W = scale * raw: an
+    Event, or DIVERGED with nothing written.  The one step of `cmulti_linear` and
+    `PAEvents.learn`."""
+    cdef Py_ssize_t c, r, kd = k * d
+    cdef double m, uu, cv, ca, h, ww_new
+    cdef int e
+    cdef bint ok
+    cdef int ev = PASSIVE
+    m = cmargin(sc, k, yi, &r)
+    if not cviolated(s, m):
+        return PASSIVE
+    e = crow_exponent(row)
+    if s.reg == L1:     # the projection of the flat W onto {a.W >= 1, ||W||_1 <= beta}
+        if -500 < e < 500:
+            e = 0
+        for c in range(row.nnz):
+            h = ldexp(row.val[c], -e)
+            a_work[yi * d + (c if row.idx == NULL else row.idx[c])] = h
+            a_work[r * d + (c if row.idx == NULL else row.idx[c])] = -h
+        ok = chalfspace_l1(w, a_work, kd, ldexp(1.0, -e), s.beta, w, work)
+        for c in range(row.nnz):
+            a_work[yi * d + (c if row.idx == NULL else row.idx[c])] = 0.0
+            a_work[r * d + (c if row.idx == NULL else row.idx[c])] = 0.0
+        if ok:
+            ev = UPDATED
+            ww[0] = 2.0 * cdot(w, w, kd)
+        else:
+            ev = INFEASIBLE
+    else:
+        uu = (ldexp(crow_sqnorm(row), -2 * e) if -500 < e < 500
+              else crow_sqnorm_scaled(row, e))
+        ev = cscaled_coefs(s, m, uu if kxx == NULL else ldexp(kxx[0], -2 * e), e,
+                           ww[0], &cv, &ca)
+        if ev == UPDATED:
+            ww_new = cv * cv * ww[0] + 2.0 * cv * ca * ldexp(m, -e) + ca * ca * uu
+            h = 0.5 * ca / cscale_after(scale[0], cv)
+            if not (isfinite(ww_new) and isfinite(h)):
+                return DIVERGED
+            if cv != 1.0:
+                cshrink_lazy(w, kd, scale, cv)
+            if -500 < e < 500:
+                crow_axpy(row, ldexp(h, -e), w + yi * d)
+                crow_axpy(row, -ldexp(h, -e), w + r * d)
+            else:
+                crow_axpy_scaled(row, h, e, w + yi * d)
+                crow_axpy_scaled(row, -h, e, w + r * d)
+            ww[0] = fmax(ww_new, 0.0)
+    if ev == UPDATED and sigma > 0.0:
+        ww[0] = 2.0 * scale[0] * scale[0] * ctruncate_smallest(
+            w, kd, 0.5 * sigma / (scale[0] * scale[0]), pairs)
+    return ev
+
+
 cdef Py_ssize_t cmulti_linear(double* w, double* scale, double* ww, Py_ssize_t k,
                               Py_ssize_t d, bint sparse, const double* data,
                               const int* indices, const Py_ssize_t* indptr,
@@ -423,13 +529,10 @@ cdef Py_ssize_t cmulti_linear(double* w, double* scale, double* ww, Py_ssize_t k
                               double* score_out, signed char* event_out) noexcept nogil:
     """The multiclass loop over n rows; w is (k, d) raw weights (W = scale * w).
     Returns -1, the first divergent step, or INTERRUPTED."""
-    cdef Py_ssize_t i, c, r, yi, done = 0, kd = k * d
+    cdef Py_ssize_t i, c, done = 0, kd = k * d
     cdef Row row
-    cdef double m, uu, cv, ca, h, ww_new
     cdef double* s_i
-    cdef int e
-    cdef bint ok
-    cdef Event ev
+    cdef int ev
     for i in range(n):
         if sparse:
             row = Row(data + indptr[i], indices + indptr[i], indptr[i + 1] - indptr[i])
@@ -442,51 +545,10 @@ cdef Py_ssize_t cmulti_linear(double* w, double* scale, double* ww, Py_ssize_t k
             s_i[c] = scale[0] * crow_dot(&row, w + c * d)
             if not isfinite(s_i[c]):
                 return i
-        yi = y[i]
-        m = cmargin(s_i, k, yi, &r)
-        ev = PASSIVE
-        if cviolated(s, m):
-            e = crow_exponent(&row)
-            if s.reg == L1:     # the projection of the flat W onto {a.W >= 1, ||W||_1 <= beta}
-                if -500 < e < 500:
-                    e = 0
-                for c in range(row.nnz):
-                    h = ldexp(row.val[c], -e)
-                    a_work[yi * d + (c if row.idx == NULL else row.idx[c])] = h
-                    a_work[r * d + (c if row.idx == NULL else row.idx[c])] = -h
-                ok = chalfspace_l1(w, a_work, kd, ldexp(1.0, -e), s.beta, w, work)
-                for c in range(row.nnz):
-                    a_work[yi * d + (c if row.idx == NULL else row.idx[c])] = 0.0
-                    a_work[r * d + (c if row.idx == NULL else row.idx[c])] = 0.0
-                if ok:
-                    ev = UPDATED
-                    ww[0] = 2.0 * cdot(w, w, kd)
-                else:
-                    ev = INFEASIBLE
-            else:
-                uu = (ldexp(crow_sqnorm(&row), -2 * e) if -500 < e < 500
-                      else crow_sqnorm_scaled(&row, e))
-                ev = cscaled_coefs(s, m, uu if kxx == NULL else ldexp(kxx[i], -2 * e), e,
-                                   ww[0], &cv, &ca)
-                if ev == UPDATED:
-                    ww_new = cv * cv * ww[0] + 2.0 * cv * ca * ldexp(m, -e) + ca * ca * uu
-                    if not isfinite(ww_new):
-                        return i
-                    if cv != 1.0:
-                        cshrink_lazy(w, kd, scale, cv)
-                    h = 0.5 * ca / scale[0]
-                    if not isfinite(h):
-                        return i
-                    if -500 < e < 500:
-                        crow_axpy(&row, ldexp(h, -e), w + yi * d)
-                        crow_axpy(&row, -ldexp(h, -e), w + r * d)
-                    else:
-                        crow_axpy_scaled(&row, h, e, w + yi * d)
-                        crow_axpy_scaled(&row, -h, e, w + r * d)
-                    ww[0] = fmax(ww_new, 0.0)
-            if ev == UPDATED and sigma > 0.0:
-                ww[0] = 2.0 * scale[0] * scale[0] * ctruncate_smallest(
-                    w, kd, 0.5 * sigma / (scale[0] * scale[0]), pairs)
+        ev = cmulti_linear_step(w, scale, ww, k, d, &row, y[i], s_i, s, sigma,
+                                NULL if kxx == NULL else kxx + i, a_work, work, pairs)
+        if ev == DIVERGED:
+            return i
         event_out[i] = ev
     return -1
 
@@ -572,22 +634,50 @@ def fit_multi_csr(double[:, ::1] w, double scale, double ww,
 
 # -- multiclass kernel expansions -------------------------------------------------------
 
-cdef double cmulti_sqnorm(MultiExpansion e, double* row) noexcept nogil:
-    """sum_c ||f_c||_K^2 = sum_ij K(c_i, c_j) <a_i, a_j>, O(n^2 (d + k)); row: n doubles."""
-    cdef Py_ssize_t i, j, c, n = e.n_support, d = e.n_features, k = e.n_classes
-    cdef double total = 0.0, acc
-    for i in range(n):
-        ckernel_row(&e.kernel, e.centers + i * d, e.centers, n, d, row)
-        for j in range(n):
-            acc = 0.0
-            for c in range(k):
-                acc += e.coef[i * k + c] * e.coef[j * k + c]
-            total += row[j] * acc
-    return e.scale * e.scale * total
+cdef inline int cmulti_kernel_step(MultiExpansion e, const double* x, double xx, double kxx,
+                                   const double* sc, Py_ssize_t yi, const PASpec* s,
+                                   double* ww, double* a) noexcept nogil:
+    """One step from the scores sc (finite) on f = sum_i a_i K(x_i, .), a_i in R^k: an
+    Event, or DIVERGED with nothing written.  The one step of `fit_multi_kernel` and
+    `PAEvents.learn`.  a: k doubles of work, zero between calls.
+
+    ww = 2 sum_c ||f_c||_K^2 is carried exactly: the step's own change plus what
+    the budget took (`norm_change` of `MultiExpansion.cadd`, whatever the policy;
+    `e.track_norm` must be set), O(1) with room and O(n (d + k)) per eviction.
+    """
+    cdef Py_ssize_t r
+    cdef double m, cv, ca, ww_new
+    cdef int ev = PASSIVE
+    m = cmargin(sc, e.n_classes, yi, &r)
+    if cviolated(s, m):
+        ev = ccoefs(s, m, kxx, ww[0], &cv, &ca)
+    if ev != UPDATED:
+        return ev
+    # what `cadd` would refuse; a centre whose ||x||^2 overflows has no finite kernel value
+    if not (isfinite(0.5 * ca / cscale_after(e.scale, cv)) and isfinite(xx)):
+        return DIVERGED
+    ww_new = cv * cv * ww[0] + 2.0 * cv * ca * m + ca * ca * kxx
+    e.cshrink(cv)
+    a[yi] = 0.5 * ca
+    a[r] = -0.5 * ca
+    e.cadd(x, xx, a)
+    a[yi] = 0.0
+    a[r] = 0.0
+    ww_new += 2.0 * e.norm_change
+    ww[0] = fmax(ww_new, 0.0) if isfinite(ww_new) else NAN
+    return UPDATED
+
+
+cdef double cmulti_ww(MultiExpansion e, double ww):
+    """ww, or 2 sum_c ||f_c||_K^2 from the expansion when ww is NaN (a model saved when
+    it was not tracked), O(n^2 (d + k))."""
+    if ww == ww:
+        return ww
+    return 2.0 * max(e.sq_norm(), 0.0)
 
 
 def fit_multi_kernel(MultiExpansion expansion,
-                     double ww,                  # IN 2 sum_c ||f_c||_K^2, or NaN (unknown)
+                     double ww,                  # IN 2 sum_c ||f_c||_K^2 (NaN: recomputed)
                      const double[:, ::1] X,
                      const Py_ssize_t[::1] y,    # IN (n,) class indices in [0, k)
                      int reg, int variant, double C, double alpha, double beta, bint mistake,
@@ -596,20 +686,17 @@ def fit_multi_kernel(MultiExpansion expansion,
     """The multiclass loop for f = sum_i a_i K(x_i, .), a_i in R^k; return (failed, ww).
 
     The step is the binary one on m = s_y - s_r (docs/multiclass-pa.md):
-    f_{t+1} = cv f_t + (ca / 2) (e_y - e_r) K(x_t, .).  ww is needed by the L2
-    rule only: it is carried through each step and recomputed exactly after a
-    budget eviction; the other rules return NaN after an eviction (the model
-    computes ||f||^2 when asked).
+    f_{t+1} = cv f_t + (ca / 2) (e_y - e_r) K(x_t, .) (`cmulti_kernel_step`).
     """
     cdef PASpec s = PASpec(<Regularization>reg, <Variant>variant, C, alpha, beta, mistake)
-    cdef Py_ssize_t i, c, r, yi, before, n = X.shape[0], d = X.shape[1], k = expansion.n_classes
+    cdef Py_ssize_t i, c, n = X.shape[0], d = X.shape[1], k = expansion.n_classes
     cdef Py_ssize_t failed = -1, work = 0
     cdef bint interrupted = False, finite
     cdef const double* x
-    cdef double xx, kxx, m, cv, ca, ww_new
+    cdef double xx
     cdef double* sc
-    cdef double[::1] a, row
-    cdef Event ev
+    cdef double[::1] a
+    cdef int ev
     if d != expansion.n_features:
         raise ValueError(f"X has {d} columns, the expansion {expansion.n_features}.")
     if reg == L1:
@@ -621,9 +708,10 @@ def fit_multi_kernel(MultiExpansion expansion,
             raise ValueError(f"class index {y[i]} outside [0, {k}).")
     if n == 0:
         return -1, ww
+    ww = cmulti_ww(expansion, ww)
     expansion.reserve(n)
+    expansion.track_norm = True         # the budget reports its change of sum_c ||f_c||^2
     a = np.zeros(k)
-    row = np.zeros(expansion.capacity + 1)
     with nogil:
         for i in range(n):
             if cinterrupted(&work, expansion.n_support * (d + k)):
@@ -631,7 +719,6 @@ def fit_multi_kernel(MultiExpansion expansion,
                 break
             x = &X[i, 0]
             xx = cdot(x, x, d)
-            kxx = cself(&expansion.kernel, xx)
             sc = &score_out[i, 0]
             expansion.cscores(x, sc)
             finite = True
@@ -641,29 +728,302 @@ def fit_multi_kernel(MultiExpansion expansion,
             if not finite:
                 failed = i
                 break
-            yi = y[i]
-            m = cmargin(sc, k, yi, &r)
-            ev = PASSIVE
-            if cviolated(&s, m):
-                ev = ccoefs(&s, m, kxx, ww, &cv, &ca)
-            if ev == UPDATED:
-                ww_new = cv * cv * ww + 2.0 * cv * ca * m + ca * ca * kxx
-                expansion.cshrink(cv)
-                before = expansion.n_support
-                a[yi] = 0.5 * ca
-                a[r] = -0.5 * ca
-                if not expansion.cadd(x, xx, &a[0]):
-                    failed = i
-                    break
-                a[yi] = 0.0
-                a[r] = 0.0
-                if expansion.n_support > before:
-                    ww = fmax(ww_new, 0.0) if isfinite(ww_new) else NAN
-                elif s.reg == L2:          # a budget eviction: the norm, exactly
-                    ww = 2.0 * cmulti_sqnorm(expansion, &row[0])
-                else:
-                    ww = NAN
+            ev = cmulti_kernel_step(expansion, x, xx, cself(&expansion.kernel, xx), sc, y[i],
+                                    &s, &ww, &a[0])
+            if ev == DIVERGED:
+                failed = i
+                break
             event_out[i] = ev
     if interrupted:
         craise_pending()
     return failed, ww
+
+
+# -- one event at a time ------------------------------------------------------------------
+
+cpdef enum EventsKind:
+    LINEAR = 0          # LinearPAModel: w = scale * raw, (d,)
+    MULTI_LINEAR = 1    # LinearMultiPAModel: W = scale * raw, (k, d)
+    KERNEL = 2          # KernelPAModel on a KernelExpansion
+    MULTI_KERNEL = 3    # KernelMultiPAModel on a MultiExpansion
+
+
+cdef inline bint row_is_finite(const double* x, Py_ssize_t d, double xx) noexcept nogil:
+    cdef Py_ssize_t j
+    if isfinite(xx):
+        return True
+    for j in range(d):                  # ||x||^2 overflowed, or x holds NaN/inf
+        if not isfinite(x[j]):
+            return False
+    return True
+
+
+cdef class PAEvents:
+    """One-event predict and learn for `RegularizedPAClassifier`, on the model's own buffers.
+
+    `learn` predicts, then takes the very step of the chunk loops
+    (`clinear_step`, `cmulti_linear_step`, `ckernel_step`,
+    `cmulti_kernel_step`), so its iterates are those of `partial_fit` on the
+    same rows.  The last prediction is kept with a fingerprint of the model
+    and a copy of the row, so "predict, then learn" costs one prediction (one
+    kernel row), and a merging budget reuses that row.  A step checks
+    everything before its first write: a row with NaN/inf or a divergent step
+    raises and leaves the model as it was.
+
+    Parameters
+    ----------
+    kind : EventsKind
+    model : LinearPAModel, LinearMultiPAModel, KernelPAModel or KernelMultiPAModel
+        The estimator's `_model` (or the linear model of its random Fourier
+        features); `learn` writes its weights (or expansion) in place and its
+        `scale` / `sq_norm` attributes.
+    rule : tuple
+        (reg, variant, C, alpha, beta, mistake), as the chunk loops take it.
+    sigma : float
+        The truncation threshold (linear models), 0 for none.
+    name, cure : str
+        The estimator's class name and the end of the divergence message.
+    names : tuple of str
+        The estimator attributes `matches` compares (the model and the parameters).
+    fmap : RandomFourierFeatures, optional
+        A linear model on the features z(x) = sqrt(2 / D) cos(x W + b) of each
+        row (``approximation="fourier"``), computed as its `transform` does.
+    """
+    cdef readonly int kind
+    cdef object model, raw, name, cure
+    cdef KernelExpansion expansion
+    cdef MultiExpansion mexpansion
+    cdef PASpec spec
+    cdef double sigma
+    cdef Py_ssize_t d, k
+    cdef tuple names, values
+    cdef double[::1] w, last_row, last_s, a, a_work, work
+    cdef double[::1] last_x, fb           # random Fourier features: the row x, the phases b
+    cdef double[:, ::1] fW                # (n_in, D) frequencies
+    cdef double fc                        # sqrt(2 / D)
+    cdef Py_ssize_t n_in                  # the row's width (d, or n_in with features)
+    cdef bint fourier
+    cdef AbsIndex* pairs
+    cdef bint has_last
+    cdef double last_xx, last_t, last_scale
+    cdef Py_ssize_t last_n, last_slot, last_rescale
+
+    def __cinit__(self):
+        self.pairs = NULL
+
+    def __dealloc__(self):
+        free(self.pairs)
+
+    def __init__(self, int kind, model, tuple rule, double sigma, str name, str cure,
+                 tuple names=(), fmap=None):
+        reg, variant, C, alpha, beta, mistake = rule
+        self.spec = PASpec(<Regularization>reg, <Variant>variant, C, alpha, beta, mistake)
+        self.kind, self.model, self.sigma = kind, model, sigma
+        self.name, self.cure, self.names = name, cure, names
+        self.values = tuple([model] + [None] * (len(names) - 1))
+        self.k = 1
+        if kind == LINEAR or kind == MULTI_LINEAR:
+            self.raw = model.raw
+            if not (self.raw.flags.c_contiguous and self.raw.flags.writeable
+                    and self.raw.dtype == np.float64):
+                raise ValueError("the weights must be a writeable C-contiguous float64 array.")
+            if kind == MULTI_LINEAR:
+                self.k, self.d = self.raw.shape[0], self.raw.shape[1]
+            else:
+                self.d = self.raw.shape[0]
+            self.w = self.raw.reshape(-1)
+            if reg == L1 and model.scale != 1.0:
+                raise ValueError("the L1 step needs unscaled weights (scale = 1).")
+        elif kind == KERNEL:
+            if reg == L1:
+                raise ValueError("the L1 constraint needs the linear kernel.")
+            self.expansion = model.expansion
+            self.expansion.track_norm = True
+            self.d = self.expansion.n_features
+        elif kind == MULTI_KERNEL:
+            if reg == L1:
+                raise ValueError("the L1 constraint needs the linear kernel.")
+            self.mexpansion = model.expansion
+            self.mexpansion.track_norm = True
+            self.d, self.k = self.mexpansion.n_features, self.mexpansion.n_classes
+            model.sq_norm = cmulti_ww(self.mexpansion, model.sq_norm)
+        else:
+            raise ValueError(f"unknown kind {kind}.")
+        self.fourier = fmap is not None
+        self.n_in = self.d
+        if self.fourier:
+            if kind != LINEAR and kind != MULTI_LINEAR:
+                raise ValueError("random Fourier features feed a linear model.")
+            self.fW = np.ascontiguousarray(fmap.W, dtype=np.float64)
+            self.fb = np.ascontiguousarray(fmap.b, dtype=np.float64)
+            if self.fW.shape[1] != self.d or self.fb.shape[0] != self.d:
+                raise ValueError("the features and the weights disagree.")
+            self.n_in, self.fc = self.fW.shape[0], np.sqrt(2.0 / self.d)
+            self.last_x = np.empty(self.n_in)
+        self.last_row = np.empty(self.d)
+        self.last_s = np.empty(self.k)
+        self.a = np.zeros(self.k)
+        n = self.k * self.d
+        self.a_work = np.zeros(n + 1 if reg == L1 else 1)
+        self.work = np.zeros(n + 1 if reg == L1 else 1)
+        if sigma > 0.0:
+            self.pairs = <AbsIndex*>calloc(n + 1, sizeof(AbsIndex))
+            if self.pairs == NULL:
+                raise MemoryError()
+        self.has_last = False
+
+    def bind(self, est):
+        """Remember the objects est holds under `names` (instance attributes), for `matches`."""
+        self.values = tuple([est.__dict__.get(name) for name in self.names])
+
+    cpdef bint matches(self, est):
+        """est holds the very objects this step was built from (its model, its weights or
+        expansion, its parameters)."""
+        cdef dict attrs = est.__dict__
+        cdef Py_ssize_t i
+        for i in range(len(self.names)):
+            if attrs.get(self.names[i], self) is not self.values[i]:
+                return False
+        if self.kind == LINEAR or self.kind == MULTI_LINEAR:
+            return self.model.raw is self.raw
+        if self.kind == KERNEL:
+            return self.model.expansion is self.expansion
+        return self.model.expansion is self.mexpansion
+
+    cdef double _scale(self):
+        if self.kind == KERNEL:
+            return self.expansion.scale
+        if self.kind == MULTI_KERNEL:
+            return self.mexpansion.scale
+        return self.model.scale
+
+    cdef int _scores(self, const double[::1] x, double t) except -1:
+        """The scores of row x into last_s (kept for the next call on the same row and model);
+        raises on a row of the wrong width or with NaN/inf."""
+        cdef Py_ssize_t c, n = 0, slot = 0, rescale = 0, d = self.d, d_in = self.n_in
+        cdef double scale, xx
+        cdef Row row
+        cdef double* seen = &self.last_x[0] if self.fourier else &self.last_row[0]
+        if x.shape[0] != d_in:
+            raise ValueError(f"X has {x.shape[0]} features, but {self.name} is expecting "
+                             f"{d_in} features as input.")
+        scale = self._scale()
+        if self.kind == KERNEL:
+            n, slot, rescale = (self.expansion.n_support, self.expansion.next_slot,
+                                self.expansion.n_rescale)
+        elif self.kind == MULTI_KERNEL:
+            n, slot, rescale = (self.mexpansion.n_support, self.mexpansion.next_slot,
+                                self.mexpansion.n_rescale)
+        if (self.has_last and t == self.last_t and scale == self.last_scale
+                and n == self.last_n and slot == self.last_slot
+                and rescale == self.last_rescale
+                and memcmp(&x[0], seen, d_in * sizeof(double)) == 0):
+            return 0
+        self.has_last = False
+        memcpy(seen, &x[0], d_in * sizeof(double))
+        xx = cdot(seen, seen, d_in)
+        if not row_is_finite(seen, d_in, xx):
+            raise ValueError(f"{self.name} got a row with NaN or inf: {np.asarray(x)[:10]}; "
+                             "non-finite values cannot be learned or predicted.")
+        if self.fourier:            # z(x) into last_row, as RandomFourierFeatures.transform
+            okl_fourier_rows(1, d_in, d, seen, &self.fW[0, 0], &self.fb[0], self.fc,
+                             &self.last_row[0])
+        if self.kind == KERNEL:
+            self.last_s[0] = self.expansion.cpredict(&self.last_row[0])
+        elif self.kind == MULTI_KERNEL:
+            self.mexpansion.cscores(&self.last_row[0], &self.last_s[0])
+        else:
+            row = Row(&self.last_row[0], NULL, d)
+            for c in range(self.k):
+                self.last_s[c] = scale * crow_dot(&row, &self.w[c * d])
+        self.last_xx, self.last_t, self.last_scale = xx, t, scale
+        self.last_n, self.last_slot, self.last_rescale = n, slot, rescale
+        self.has_last = True
+        return 0
+
+    cdef _result(self):
+        return self.last_s[0] if self.kind == LINEAR or self.kind == KERNEL \
+            else np.array(self.last_s)
+
+    def predict(self, const double[::1] x, double t, b=None):
+        """f(x) for one row (k scores with k >= 3 classes); t: the learner's t_, for the
+        cache; b: unused (the model has no intercept)."""
+        self._scores(x, t)
+        return self._result()
+
+    def learn(self, const double[::1] x, double y, dict counters):
+        """Predict f_t(x_t), then take step t + 1; return (f_t(x_t), Event).
+
+        `y` is the label as -1.0 / +1.0 (two classes) or the class index.
+        `counters` is the estimator's ``__dict__``: its ``t_`` (and ``n_updates_``)
+        move here, in the same C call as the step, for a PASSIVE or UPDATED step (no
+        signal can land between the model and its counters); an INFEASIBLE step
+        changes nothing, and the caller warns, then calls `skipped`.  Raises,
+        leaving the model as it was, on a bad row or label, or a divergent step.
+        """
+        cdef Py_ssize_t c, yi = <Py_ssize_t>y
+        cdef double scale, ww, xx
+        cdef int ev
+        cdef Row row
+        cdef const double* xp = &self.last_row[0]
+        steps = counters["t_"]
+        cdef double t = steps
+        if self.kind == MULTI_LINEAR or self.kind == MULTI_KERNEL:
+            if not (0 <= yi < self.k and yi == y):
+                raise ValueError(f"y = {y} is not a class index in [0, {self.k}).")
+        elif not (y == 1.0 or y == -1.0):
+            raise ValueError(f"y = {y} is not -1 or +1.")
+        if self.kind == KERNEL and self.expansion.n_support == self.expansion.capacity and (
+                not self.expansion.budget or self.expansion.n_support < self.expansion.budget
+                or self.expansion.policy == MERGE):
+            self.expansion.reserve(1)       # moves the buffers, the model unchanged
+        elif self.kind == MULTI_KERNEL and self.mexpansion.n_support == self.mexpansion.capacity \
+                and (not self.mexpansion.budget
+                     or self.mexpansion.n_support < self.mexpansion.budget
+                     or self.mexpansion.policy == MERGE):
+            self.mexpansion.reserve(1)
+        self._scores(x, t)
+        result = self._result()
+        for c in range(self.k):
+            if not isfinite(self.last_s[c]):
+                self._diverged(t)
+        ww = self.model.sq_norm
+        xx = self.last_xx
+        if self.kind == KERNEL:
+            ev = ckernel_step(self.expansion, xp, xx, cself(&self.expansion.kernel, xx),
+                              self.last_s[0], y, &self.spec, &ww)
+        elif self.kind == MULTI_KERNEL:
+            ev = cmulti_kernel_step(self.mexpansion, xp, xx, cself(&self.mexpansion.kernel, xx),
+                                    &self.last_s[0], yi, &self.spec, &ww, &self.a[0])
+        else:
+            scale = self.model.scale
+            row = Row(xp, NULL, self.d)
+            if self.kind == LINEAR:
+                ev = clinear_step(&self.w[0], &scale, &ww, self.d, &row, y, self.last_s[0],
+                                  &self.spec, self.sigma, NULL, &self.a_work[0], &self.work[0],
+                                  self.pairs)
+            else:
+                ev = cmulti_linear_step(&self.w[0], &scale, &ww, self.k, self.d, &row, yi,
+                                        &self.last_s[0], &self.spec, self.sigma, NULL,
+                                        &self.a_work[0], &self.work[0], self.pairs)
+            if ev == UPDATED:
+                self.model.scale = scale
+        if ev == DIVERGED:
+            self._diverged(t)
+        if ev == UPDATED:
+            self.model.sq_norm = ww
+            self.has_last = False
+            counters["n_updates_"] = counters["n_updates_"] + 1
+        if ev != INFEASIBLE:
+            counters["t_"] = steps + 1
+        return result, ev
+
+    def skipped(self, dict counters):
+        """Count an INFEASIBLE step: ``t_`` and ``n_infeasible_`` in one C call."""
+        counters["n_infeasible_"] = counters["n_infeasible_"] + 1
+        counters["t_"] = counters["t_"] + 1
+
+    cdef _diverged(self, double t):
+        raise FloatingPointError(
+            f"{self.name} diverged at step t={<Py_ssize_t>t + 1}: the model would no longer "
+            f"be finite. {self.cure[0].upper()}{self.cure[1:]}. The model is left as it was.")

@@ -149,6 +149,8 @@ def fit_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake,
         if violated(mistake, m):
             event, cv, ca = coefs(reg, variant, C, alpha, beta, m, kxx, ww)
         if event == Event.UPDATED:
+            if not np.isfinite(x @ x):      # ||x||^2 overflows: no kernel value of it is finite
+                return i, ww
             c = ca * y[i]
             ww_new = cv * cv * ww + 2.0 * cv * ca * m + ca * ca * kxx
             expansion.shrink(cv)
@@ -227,6 +229,8 @@ def fit_multi_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake,
     """Twin of `fit_multi_kernel` of _core/_pa.pyx on a NumpyMultiExpansion; (failed, ww)."""
     p = expansion.kernel_params
     k = expansion.n_classes
+    if len(X) and np.isnan(ww):         # a model saved when ww was not tracked
+        ww = 2.0 * max(expansion.sq_norm(), 0.0)
     expansion.reserve(len(X))
     for i, x in enumerate(X):
         kxx = kernel_values(p, x[None], x)[0]
@@ -240,6 +244,8 @@ def fit_multi_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake,
         if violated(mistake, m):
             event, cv, ca = coefs(reg, variant, C, alpha, beta, m, kxx, ww)
         if event == Event.UPDATED:
+            if not np.isfinite(x @ x):      # ||x||^2 overflows: no kernel value of it is finite
+                return i, ww
             ww_new = cv * cv * ww + 2.0 * cv * ca * m + ca * ca * kxx
             expansion.shrink(cv)
             before = expansion.n_support
@@ -249,9 +255,7 @@ def fit_multi_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake,
                 return i, ww
             if expansion.n_support > before:
                 ww = max(ww_new, 0.0) if np.isfinite(ww_new) else np.nan
-            elif reg == Regularization.L2:     # a budget eviction: the norm, exactly
-                ww = 2.0 * expansion.sq_norm()
-            else:
-                ww = np.nan
+            else:       # a budget eviction: the norm, exactly (the Cython loop: incrementally)
+                ww = 2.0 * max(expansion.sq_norm(), 0.0)
         event_out[i] = event
     return -1, ww
