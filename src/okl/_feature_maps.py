@@ -20,7 +20,7 @@ from scipy.spatial.distance import cdist
 from threadpoolctl import ThreadpoolController
 
 from okl._core._kernels import Kernel
-from okl._core._linear import fourier_rows
+from okl._core._linear import FeatureRow, fourier_rows
 from okl._numpy.kernels import matern
 from okl.kernels import KERNELS, kernel_params
 
@@ -125,6 +125,12 @@ class RandomFourierFeatures:
         fourier_rows(X, self.W, self.b, np.sqrt(2.0 / D), out)
         return out
 
+    def row_map(self):
+        """The compiled map of one row (`okl._core._linear.FeatureRow`): the same z as
+        `transform`, bit for bit."""
+        return FeatureRow.fourier(self.W, self.b, dict(kind=self.kernel, gamma=self.gamma,
+                                                       coef0=0.0, degree=1, nu=self.nu))
+
     def get_state(self):
         """Scalars and arrays that rebuild this map exactly (okl.save writes them)."""
         return dict(kind="fourier", kernel=self.kernel, gamma=self.gamma, nu=self.nu,
@@ -225,6 +231,13 @@ class NystroemFeatures:
                                   X[lo:lo + CHUNK_ROWS], self.landmarks, self.nu)
                 np.dot(k, self.components, out=out[lo:lo + CHUNK_ROWS])
         return out
+
+    def row_map(self):
+        """The compiled map of one row (`okl._core._linear.FeatureRow`): `transform`'s z
+        up to the last bits of its blocked products."""
+        return FeatureRow.nystroem(self.landmarks, self.components, dict(
+            kind=self.kernel, gamma=self.gamma, coef0=self.coef0, degree=self.degree,
+            nu=self.nu))
 
     def weights_from_expansion(self, coef):
         """w = Lambda_r^{1/2} U_r^T a, so <w, z(x)> = k_L(x)^T U_r U_r^T a.

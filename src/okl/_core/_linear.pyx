@@ -4,6 +4,9 @@ With a feature map z (random Fourier or Nystroem, `okl._feature_maps`) the
 pointwise rule of docs/algorithms.md, sections 1-3, acts on f(x) = b + <w, z(x)>;
 the step itself is `okl._core._pointwise`'s, which this model serves through
 `cpredict`, `cshrink` (O(1): w = scale w_raw) and `cadd`.  Per step O(D), whatever t.
+`FeatureRow` maps one row to its features in C (the one-event step,
+`_pointwise.FeatureEvents`): the Fourier map is the very function of the chunks'
+`fourier_rows`, so both give the same z bit for bit.
 
 References
 ----------
@@ -12,9 +15,10 @@ Lu, Hoi, Wang, Zhao and Liu, "Large scale online kernel learning", JMLR 17,
 """
 import numpy as np
 
-from libc.math cimport isfinite
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from libc.math cimport isfinite, sqrt
 
-from okl._core._kernels cimport cdot
+from okl._core._kernels cimport KernelSpec, cdot, ckernel_row, okl_dots
 from okl._core._lazy cimport RENORMALISED, cshrink_lazy
 
 
@@ -129,6 +133,72 @@ cdef class LinearModel:
 
     def __reduce__(self):
         return (_rebuild, (self.get_state(),))
+
+
+cdef class FeatureRow:
+    """z(x) of one row, in C, into a buffer the caller owns (no allocation per row).
+
+    `FeatureRow.fourier(W, b, kernel)`: z = sqrt(2 / D) cos(x W + b), the chunks' own
+    function.  `FeatureRow.nystroem(landmarks, components, kernel)`: z = k_L(x) C, the
+    kernel row of x against the B landmarks times C (B, r), summed in the same order
+    for every row (it may differ from the chunks' blocked matrix product in the last
+    bits).  `kernel` is the learner's `KernelSpec` (a dict: kind, gamma, coef0,
+    degree, nu).
+    """
+
+    def __dealloc__(self):
+        PyMem_Free(self.kbuf)
+
+    @staticmethod
+    def fourier(const double[:, ::1] W, const double[::1] b, KernelSpec kernel):
+        cdef FeatureRow self = FeatureRow.__new__(FeatureRow)
+        if b.shape[0] != W.shape[1]:
+            raise ValueError("FeatureRow.fourier: W (d, D) and b (D,) disagree.")
+        self.kind, self.kernel = 0, kernel
+        self.n_features, self.n_components, self.n_landmarks = W.shape[0], W.shape[1], 0
+        self.keep = (W, b)
+        self.W, self.b = &W[0, 0], &b[0]
+        self.c = sqrt(2.0 / self.n_components)
+        return self
+
+    @staticmethod
+    def nystroem(const double[:, ::1] landmarks, const double[:, ::1] components,
+                 KernelSpec kernel):
+        cdef FeatureRow self = FeatureRow.__new__(FeatureRow)
+        if components.shape[0] != landmarks.shape[0]:
+            raise ValueError("FeatureRow.nystroem: landmarks (B, d) and components (B, r) "
+                             "disagree.")
+        self.kind, self.kernel = 1, kernel
+        self.n_features, self.n_landmarks = landmarks.shape[1], landmarks.shape[0]
+        self.n_components = components.shape[1]
+        # C^T (r, B), so that z_j = <C[:, j], k_L(x)> is one SIMD dot per feature
+        cdef const double[:, ::1] ct = np.ascontiguousarray(np.asarray(components).T)
+        self.keep = (landmarks, ct)
+        self.W, self.components = &landmarks[0, 0], &ct[0, 0]
+        self.kbuf = <double*>PyMem_Malloc(self.n_landmarks * sizeof(double))
+        if self.kbuf == NULL:
+            raise MemoryError()
+        return self
+
+    cdef void cmap(self, const double* x, double* z) noexcept nogil:
+        """z <- z(x)."""
+        cdef Py_ssize_t r = self.n_components
+        if self.kind == 0:
+            okl_fourier_rows(1, self.n_features, r, x, self.W, self.b, self.c, z)
+            return
+        ckernel_row(&self.kernel, x, self.W, self.n_landmarks, self.n_features, self.kbuf)
+        okl_dots(r, self.n_landmarks, self.components, self.kbuf, z)
+
+    def transform(self, const double[:, ::1] X):
+        """z of every row (a test's view of `cmap`)."""
+        if X.shape[1] != self.n_features:
+            raise ValueError(f"X has {X.shape[1]} columns, the map {self.n_features}.")
+        Z = np.empty((X.shape[0], self.n_components))
+        cdef double[:, ::1] out = Z
+        cdef Py_ssize_t i
+        for i in range(X.shape[0]):
+            self.cmap(&X[i, 0], &out[i, 0])
+        return Z
 
 
 def _rebuild(state):
