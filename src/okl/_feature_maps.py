@@ -240,7 +240,8 @@ class NystroemFeatures:
             nu=self.nu))
 
     def weights_from_expansion(self, coef):
-        """w = Lambda_r^{1/2} U_r^T a, so <w, z(x)> = k_L(x)^T U_r U_r^T a.
+        """w = Lambda_r^{1/2} U_r^T a, so <w, z(x)> = k_L(x)^T U_r U_r^T a (a (B, k): one
+        column of w per class).
 
         That is f(x) = sum_i a_i K(L_i, x) exactly when no eigenvalue was
         dropped; otherwise a is first projected on the kept eigenvectors, which
@@ -248,7 +249,8 @@ class NystroemFeatures:
         ||w||^2 is the RKHS norm^2 of the projected f.
         """
         a = np.asarray(coef, dtype=np.float64)
-        return np.sqrt(self.eigenvalues) * (self.eigenvectors.T @ a)
+        root = np.sqrt(self.eigenvalues)
+        return (root if a.ndim == 1 else root[:, None]) * (self.eigenvectors.T @ a)
 
     def get_state(self):
         return dict(kind="nystroem", kernel=self.kernel, gamma=self.gamma, degree=self.degree,

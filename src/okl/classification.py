@@ -245,7 +245,9 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
     _multiclass = True
 
     def _is_multi(self):
-        return isinstance(self.__dict__.get("_expansion"), MULTI_EXPANSIONS)
+        model = self.__dict__.get("_expansion")
+        return isinstance(model, MULTI_EXPANSIONS) or (isinstance(model, FeatureModel)
+                                                      and model.n_classes >= 3)
 
     def _add_class(self, position):
         """A zero column at `position` for a new class; the binary model converts exactly
@@ -257,11 +259,12 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
                 f"The multiclass losses are {sorted(MULTICLASS_LOSSES)} (Crammer-Singer's hinge "
                 "and the softmax); use one of them, or fix `classes` to two labels.")
         model = self._expansion
-        if isinstance(model, FeatureModel):
-            raise ValueError(
-                f"{name}(approximation={self.approximation!r}) learns two classes; the stream "
-                "shows a third. Use the exact expansion with a budget (budget=B) for more "
-                "classes.")
+        if isinstance(model, FeatureModel):     # the weight matrix W (k, D): a zero row
+            self._expansion = self._engine_expansion().with_class(position)
+            b = np.asarray(self.intercept_, dtype=np.float64)
+            self.intercept_ = np.insert(b if b.ndim else np.array([-0.5, 0.5]) * float(b),
+                                        position, 0.0)
+            return
         multi = ENGINES[self.engine].multi_expansion if self.engine in ENGINES else None
         if multi is None:
             expansion_class(self)               # names the bad engine
@@ -284,6 +287,8 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
 
     def _engine_expansion(self):
         model = self.__dict__.get("_expansion")
+        if isinstance(model, FeatureModel):
+            return model
         if isinstance(model, MULTI_EXPANSIONS):
             cls = ENGINES[self.engine].multi_expansion if self.engine in ENGINES else None
             if cls is None:
@@ -296,6 +301,7 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
     def _learn_rows(self, X, y, weight=None):
         if not self._is_multi():
             return super()._learn_rows(X, y, weight)
+        model = self._engine_expansion()
         n, k = X.shape[0], len(self.classes_)
         eta = None
         if callable(self.eta):
@@ -306,9 +312,12 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         b = np.array(self.intercept_, dtype=np.float64)
         state = make_state(self.t_, self.ck2_)
         del state["b"]                          # the offsets b travel apart, as an array
-        failed, state = ENGINES[self.engine].multiclass(
-            self._engine_expansion(), X, np.ascontiguousarray(y, dtype=np.intp),
-            self._schedule(), int(MULTICLASS_LOSSES[self.loss]), state, b, scores, weight, eta)
+        args = (X, np.ascontiguousarray(y, dtype=np.intp), self._schedule(),
+                int(MULTICLASS_LOSSES[self.loss]), state, b, scores, weight, eta)
+        if isinstance(model, FeatureModel):
+            failed, state = model.learn_multi(self.engine, *args)
+        else:
+            failed, state = ENGINES[self.engine].multiclass(model, *args)
         if failed >= 0:
             eta_try = state["eta_try"]
             raise Diverged(failed, eta_try if np.isfinite(eta_try) else None)
@@ -371,7 +380,12 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
                 check.fail("_row_keys must list the names of the n_features_in_ features")
             out["_row_keys"] = tuple(keys)
         out["n_support_"] = check.int(attrs["n_support_"], "n_support_", 0, t)
-        kind, state = check.model("_expansion", ("MultiExpansion", "NumpyMultiExpansion"))
+        kind, state = check.model("_expansion", ("MultiExpansion", "NumpyMultiExpansion",
+                                                 "FeatureModel"))
+        if kind == "FeatureModel":      # the weight matrix W (k, D) (docs/multiclass.md, 6)
+            state = check.features(state, out["n_features_in_"], out["n_support_"],
+                                   out.get("gamma_", self.gamma), n_classes=k)
+            return {"_expansion": (kind, state)}
         policy = budget_code(resolve_budget_policy(self.budget_policy, self.kernel, name))
         state = check.multi_expansion(state, "_expansion", int(self._budget() or 0), int(policy), k)
         if len(state["coef"]) != out["n_support_"]:

@@ -27,3 +27,16 @@ cdef class FeatureRow:
     cdef double* kbuf                       # Nystroem's kernel row (B,)
 
     cdef void cmap(self, const double* x, double* z) noexcept nogil
+
+
+cdef class MultiLinearModel:
+    # s(z) = scale * W_raw z, W_raw (n_classes, n_components): a feature model of k classes
+    cdef readonly Py_ssize_t n_classes, n_components
+    cdef readonly double scale
+    cdef readonly Py_ssize_t n_rescale
+    cdef object _W
+    cdef double* W
+
+    cdef void cscores(self, const double* z, double* out) noexcept nogil
+    cdef void cshrink(self, double factor) noexcept nogil
+    cdef bint cadd(self, const double* z, double zz, const double* a) noexcept nogil

@@ -203,3 +203,98 @@ cdef class FeatureRow:
 
 def _rebuild(state):
     return LinearModel.from_state(state)
+
+
+cdef class MultiLinearModel:
+    """s(z) = scale * W_raw z in R^k: the weight matrix W (k, D) of a feature model of k >= 3
+    classes, lazily scaled as `LinearModel` (docs/multiclass.md, section 6).  It serves
+    the multiclass step (`_multiclass.cmstep`) through `cscores`, `cshrink` and `cadd`."""
+
+    def __init__(self, Py_ssize_t n_classes, Py_ssize_t n_components):
+        if n_classes < 1 or n_components < 1:
+            raise ValueError(f"n_classes and n_components must be >= 1, got {n_classes} and "
+                             f"{n_components}.")
+        self.n_classes, self.n_components = n_classes, n_components
+        self._W = np.zeros((n_classes, n_components), dtype=np.float64)
+        cdef double[:, ::1] view = self._W
+        self.W = &view[0, 0]
+        self.scale = 1.0
+        self.n_rescale = 0
+
+    @property
+    def coef_(self):
+        """W = scale * W_raw, shape (k, D) (a copy)."""
+        return self.scale * self._W
+
+    def predict(self, const double[:, ::1] Z):
+        """The k scores of every feature row, shape (n, k)."""
+        if Z.shape[1] != self.n_components:
+            raise ValueError(f"Z has {Z.shape[1]} columns, the model {self.n_components}.")
+        return self.scale * (np.asarray(Z) @ self._W.T)
+
+    def sq_norm(self):
+        """||W||_F^2: the squared norm of the vector-valued f."""
+        return float(self.scale * self.scale * np.sum(self._W * self._W))
+
+    def checkpoint(self):
+        return (self._W.copy(), self.scale, self.n_rescale)
+
+    def restore(self, state):
+        W, self.scale, self.n_rescale = state
+        self._W[:] = W
+
+    def get_state(self):
+        return dict(n_classes=self.n_classes, n_components=self.n_components, w=self._W.copy(),
+                    scale=self.scale, n_rescale=self.n_rescale)
+
+    @classmethod
+    def from_state(cls, state):
+        W = np.asarray(state["w"], dtype=np.float64)
+        cdef MultiLinearModel self = cls(int(state["n_classes"]), int(state["n_components"]))
+        self._W[:] = W.reshape(self.n_classes, self.n_components)
+        self.scale = float(state["scale"])
+        self.n_rescale = int(state["n_rescale"])
+        return self
+
+    def set_coef(self, W):
+        """Start from given weights (k, D) (NOGD's switch, an average)."""
+        W = np.asarray(W, dtype=np.float64)
+        if W.shape != (self.n_classes, self.n_components):
+            raise ValueError(f"W has shape {W.shape}, the model "
+                             f"{(self.n_classes, self.n_components)}.")
+        self._W[:] = W
+        self.scale = 1.0
+
+    cdef void cscores(self, const double* z, double* out) noexcept nogil:
+        """out <- scale W_raw z."""
+        cdef Py_ssize_t c, D = self.n_components
+        for c in range(self.n_classes):
+            out[c] = self.scale * cdot(self.W + c * D, z, D)
+
+    cdef void cshrink(self, double factor) noexcept nogil:
+        """W <- factor W in O(1); factor <= 0 sets W = 0 exactly."""
+        if factor != 1.0 and cshrink_lazy(self.W, self.n_classes * self.n_components,
+                                          &self.scale, factor) == RENORMALISED:
+            self.n_rescale += 1
+
+    cdef bint cadd(self, const double* z, double zz, const double* a) noexcept nogil:
+        """W <- W + a z^T; False (and no change) when some a_c / scale is not finite."""
+        cdef Py_ssize_t c, j, D = self.n_components
+        cdef double ac
+        cdef double* row
+        for c in range(self.n_classes):
+            if not isfinite(a[c] / self.scale):
+                return False
+        for c in range(self.n_classes):
+            ac, row = a[c] / self.scale, self.W + c * D
+            if ac != 0.0:
+                for j in range(D):
+                    row[j] += ac * z[j]
+        return True
+
+    def __reduce__(self):
+        return (_rebuild_multi, (self.get_state(),))
+
+
+def _rebuild_multi(state):
+    return MultiLinearModel.from_state(state)
