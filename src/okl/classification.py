@@ -16,7 +16,8 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils import check_array
 
 from okl._base import Diverged, OnlineLearner, check_X, params_changed
-from okl._core._multiclass import MulticlassEvents
+from okl._core._linear import MultiLinearModel
+from okl._core._multiclass import MulticlassEvents, MultiFeatureEvents
 from okl._core._multiexpansion import MultiExpansion
 from okl._feature_model import FeatureModel
 from okl._labels import LabelsMixin
@@ -335,16 +336,24 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         events = cache[0]
         if events is not None and events.matches(self):
             return events
-        if not (self.engine == "cython" and type(self._expansion) is MultiExpansion
+        model = self._expansion
+        features = (type(model) is FeatureModel and model.engine == "cython"
+                    and type(model.linear) is MultiLinearModel)
+        if not (self.engine == "cython" and (type(model) is MultiExpansion or features)
                 and "_width_moments" not in self.__dict__):
             return None
         if params_changed(self):
             return None
         names = ("_expansion",) + tuple(name for name in self.get_params(deep=False)
                                         if name in self.__dict__)
-        events = cache[0] = MulticlassEvents(
-            self._expansion, self._schedule(), int(MULTICLASS_LOSSES[self.loss]),
-            type(self).__name__, names)
+        if features:        # the weight matrix on features (docs/multiclass.md, section 6)
+            events = MultiFeatureEvents(model, model.fmap.row_map(), self._schedule(),
+                                        int(MULTICLASS_LOSSES[self.loss]), type(self).__name__,
+                                        names)
+        else:
+            events = MulticlassEvents(model, self._schedule(), int(MULTICLASS_LOSSES[self.loss]),
+                                      type(self).__name__, names)
+        cache[0] = events
         events.bind(self)
         return events
 

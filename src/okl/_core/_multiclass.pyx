@@ -20,7 +20,7 @@ from libc.string cimport memcmp, memcpy
 
 from okl._core._expansion cimport MERGE
 from okl._core._kernels cimport cdot, cself
-from okl._core._linear cimport MultiLinearModel
+from okl._core._linear cimport FeatureRow, MultiLinearModel
 from okl._core._multiexpansion cimport MultiExpansion
 from okl._core._pointwise cimport GIVEN, Schedule, cschedule
 from okl._core._signals cimport cinterrupted, craise_pending
@@ -327,6 +327,113 @@ cdef class MulticlassEvents:
             # the newcomer until the merge (`reserve` caps the room at B + 1)
             e.reserve(1)
         status = cmstep(e, &x[0], xx, cself(&e.kernel, xx), cself(&e.kernel, xx), &s[0], yi,
+                        weight, eta_given, self.loss, &self.schedule, &st, &bn[0], &self.g[0],
+                        &self.a[0])
+        if status == DIVERGED:
+            raise FloatingPointError(
+                f"{self.name} diverged at step t={<Py_ssize_t>t + 1} (eta_t={st.eta_try:.3g}): "
+                "the model would no longer be finite. The step size is too large for this "
+                "data; use eta='auto', a smaller eta or a larger eta_decay, or scale X (e.g. "
+                "with okl.preprocessing.OnlineStandardScaler). The model is left as it was.")
+        return (s_arr, status == TAKEN, st.t, st.ck2, st.eta_t, st.lam_t, b_arr,
+                (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None, dev)
+
+
+cdef class MultiFeatureEvents:
+    """One-event predict and learn on the weight matrix of a feature model of k classes.
+
+    The row's features z(x) are computed in C (`_linear.FeatureRow`) into a buffer
+    kept with a copy of the row ("predict, then learn" maps it once), then `cmstep`
+    takes the chunk loop's step on the `MultiLinearModel`.  Arguments and results
+    are those of `MulticlassEvents`; `matches` also asks that the feature model still
+    holds this weight matrix and map.
+    """
+    cdef MultiLinearModel linear
+    cdef FeatureRow rowmap
+    cdef object model, fmap
+    cdef Schedule schedule
+    cdef int loss
+    cdef object name
+    cdef tuple names, values
+    cdef double[::1] z, last_row, g, a
+    cdef bint has_last
+    cdef double last_xx, last_zz
+
+    def __init__(self, model, FeatureRow rowmap, Schedule schedule, int loss, str name,
+                 tuple names=()):
+        self.model, self.linear, self.fmap = model, model.linear, model.fmap
+        if rowmap.n_components != self.linear.n_components:
+            raise ValueError("MultiFeatureEvents: the map and the weights disagree.")
+        self.rowmap = rowmap
+        self.schedule, self.loss = schedule, loss
+        self.name, self.names = name, names
+        self.values = tuple([model] + [None] * (len(names) - 1))
+        self.z = np.empty(rowmap.n_components)
+        self.last_row = np.empty(rowmap.n_features)
+        self.g = np.empty(self.linear.n_classes)
+        self.a = np.empty(self.linear.n_classes)
+        self.has_last = False
+
+    def bind(self, est):
+        self.values = tuple([est.__dict__.get(name) for name in self.names])
+
+    cpdef bint matches(self, est):
+        cdef dict attrs = est.__dict__
+        cdef Py_ssize_t i
+        for i in range(len(self.names)):
+            if attrs.get(self.names[i], self) is not self.values[i]:
+                return False
+        return self.model.linear is self.linear and self.model.fmap is self.fmap
+
+    cdef _scores(self, const double[::1] x, const double[::1] b, double* out, str action):
+        """out <- the k scores <W_c, z(x)> + b_c (z cached with the row)."""
+        cdef Py_ssize_t j, d = self.rowmap.n_features, k = self.linear.n_classes
+        cdef double xx
+        if x.shape[0] != d:
+            raise ValueError(f"X has {x.shape[0]} features, but {self.name} is expecting "
+                             f"{d} features as input.")
+        if b.shape[0] != k:
+            raise ValueError("intercept_ does not match the classes.")
+        if not (self.has_last and memcmp(&x[0], &self.last_row[0], d * sizeof(double)) == 0):
+            xx = cdot(&x[0], &x[0], d)
+            if not row_is_finite(&x[0], d, xx):
+                raise ValueError(f"{self.name} got a row with NaN or inf: "
+                                 f"{np.asarray(x)[:10]}; non-finite values cannot be {action}.")
+            self.has_last = False
+            self.rowmap.cmap(&x[0], &self.z[0])
+            self.last_zz = cdot(&self.z[0], &self.z[0], self.rowmap.n_components)
+            memcpy(&self.last_row[0], &x[0], d * sizeof(double))
+            self.last_xx, self.has_last = xx, True
+        self.linear.cscores(&self.z[0], out)
+        for j in range(k):
+            out[j] += b[j]
+
+    def predict(self, const double[::1] x, double t, const double[::1] b):
+        """The k scores W z(x) + b for one row."""
+        out = np.empty(self.linear.n_classes)
+        cdef double[::1] o = out
+        self._scores(x, b, &o[0], "predicted")
+        return out
+
+    def learn(self, const double[::1] x, double y, double weight, double t, double ck2,
+              const double[::1] b, double eta_given=NAN, double dev=0.0):
+        """Predict the scores, then take step t + 1: `MulticlassEvents.learn`'s arguments and
+        results.  Raises, leaving the model as it was, on NaN/inf in x or divergence."""
+        cdef Py_ssize_t k = self.linear.n_classes, yi = <Py_ssize_t>y
+        cdef MState st
+        cdef int status
+        if not (0 <= yi < k and yi == y):
+            raise ValueError(f"y = {y} is not a class index in [0, {k}).")
+        s_arr = np.empty(k)
+        cdef double[::1] s = s_arr
+        self._scores(x, b, &s[0], "learned")
+        b_arr = np.array(b)
+        cdef double[::1] bn = b_arr
+        st.t, st.ck2 = t, ck2
+        st.eta_t = st.lam_t = st.eta_try = NAN
+        st.reset_t = st.reset_eta = st.reset_lam = 0.0
+        status = cmstep(self.linear, &self.z[0], self.last_zz,
+                        cself(&self.rowmap.kernel, self.last_xx), self.last_zz, &s[0], yi,
                         weight, eta_given, self.loss, &self.schedule, &st, &bn[0], &self.g[0],
                         &self.a[0])
         if status == DIVERGED:
