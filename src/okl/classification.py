@@ -16,6 +16,8 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils import check_array
 
 from okl._base import Diverged, OnlineLearner, check_X, params_changed
+from okl._core._coefreg import CoefRegEvents
+from okl._core._expansion import KernelExpansion
 from okl._core._linear import MultiLinearModel
 from okl._core._multiclass import MulticlassEvents, MultiFeatureEvents
 from okl._core._multiexpansion import MultiExpansion
@@ -611,6 +613,57 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
         self.norm_bound_ = abs(slope_at_origin(self.loss)) * self.kappa_max_ / self.lam
         self.eta_ = float(eta_used[-1])
         return scores
+
+    # -- one event (docs/streaming.md): the chunk loops' step, compiled ------------------------
+
+    def _compiled_events(self, cache):
+        """The `CoefRegEvents` of this fitted classifier on the cython engine, or None; cached
+        in `cache` while the estimator holds the very objects it was built from."""
+        events = cache[0]
+        if events is not None and events.matches(self):
+            return events
+        d = self.__dict__
+        if not ("kappa_max_" in d and len(d.get("classes_", ())) >= 2
+                and self.engine == "cython" and type(d.get("_expansion")) is KernelExpansion):
+            return None
+        if params_changed(self):
+            return None
+        auto = isinstance(self.eta, str)
+        M = _finite_lipschitz(self) if auto else 0.0
+        A = self._multiclass_matrix()
+        names = ("_expansion",) + (() if A is None else ("_coef_matrix",)) + tuple(
+            name for name in self.get_params(deep=False) if name in d)
+        events = cache[0] = CoefRegEvents(
+            d["_expansion"], A, float(self.lam),
+            1.0 / self.lam if auto else (0.0 if callable(self.eta) else float(self.eta)),
+            float(self.eta_decay), M, self.n_centers_, loss_spec(self.loss),
+            type(self).__name__, names)
+        events.bind(self)
+        return events
+
+    def _learn_event(self, events, row, y, weight=1.0):
+        """One event through `CoefRegEvents.learn`; its prediction (f or the k scores)."""
+        d = self.__dict__
+        eta = np.nan
+        if callable(self.eta):
+            eta = float(step_sizes(self.eta, self.eta_decay,
+                                   step_numbers(d["t_"], 1))[0])
+        out, eta_t, kk = events.learn(row, y, d["t_"], eta)
+        if not isinstance(self.eta, str) and eta_t * self.lam >= 1.0:
+            warn_reset(self, np.array([eta_t]), float(self.lam), np.array([d["t_"] + 1]))
+        d["t_"] += 1
+        kappa = float(np.sqrt(kk))
+        if kappa > d["kappa_max_"]:
+            d["kappa_max_"] = kappa
+            d["norm_bound_"] = abs(slope_at_origin(self.loss)) * kappa / self.lam
+        d["eta_"] = eta_t
+        return out
+
+    @property
+    def intercept_(self):
+        """0: the paper's iterates have no offset (one per class with k >= 3)."""
+        k = len(self.__dict__.get("classes_", ()))
+        return np.zeros(k) if k >= 3 else 0.0
 
     _multiclass = True
 
