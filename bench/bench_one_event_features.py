@@ -15,6 +15,7 @@ D = 200-500, d = 64) and <= 5 us (CoefReg, m = 100, d = 20); docs/streaming.md
 has the figures.
 
     python -m pytest bench/bench_one_event_features.py --benchmark-only
+    python bench/bench_one_event_features.py --cost     # interleaved rounds, min / median
 """
 import numpy as np
 import pytest
@@ -131,7 +132,35 @@ def digits_accuracy():
                   f"{correct / (len(X) - 1):.3f}")
 
 
+def cost(rounds=15):
+    """Per event, min / median over interleaved rounds: the fused loop and one event at a time
+    on the same warm model (a loaded machine moves medians; the min is the machine's floor)."""
+    import copy
+    import time
+    for model, D, d, k in CASES:
+        est, X, y = warm(model, D, d, k)
+        rows, labels = list(X), y.tolist()
+        fused, one = [], []
+        for _ in range(rounds):
+            a, b = copy.deepcopy(est), copy.deepcopy(est)
+            start = time.perf_counter()
+            a.partial_fit(X, y)
+            fused.append((time.perf_counter() - start) / K)
+            predict_one, learn_one = b.predict_one, b.learn_one
+            start = time.perf_counter()
+            for x, target in zip(rows, labels):
+                predict_one(x)
+                learn_one(x, target)
+            one.append((time.perf_counter() - start) / K)
+        f, e = np.array(fused) * 1e6, np.array(one) * 1e6
+        print(f"{model:8s} D={D:3d} d={d:2d} k={k:2d}  fused {f.min():5.2f} / {np.median(f):5.2f} us"
+              f"  one event {e.min():5.2f} / {np.median(e):5.2f} us  ratio "
+              f"{e.min() / f.min():4.2f} / {np.median(e) / np.median(f):4.2f}")
+
+
 if __name__ == "__main__":
     import sys
     if "--digits" in sys.argv:
         digits_accuracy()
+    if "--cost" in sys.argv:
+        cost()
