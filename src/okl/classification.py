@@ -79,7 +79,9 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
     `predict_proba`): ``f_{t+1} = (1 - eta_t lam) f_t - eta_t g_t K(x_t, .)``.
     A label seen for the first time adds a class (unless `classes` fixes
     them); with two classes the model is exactly the binary one, converted
-    exactly at the third (docs/multiclass.md).
+    exactly at the third (docs/multiclass.md).  With `approximation`, the
+    k-class model is a weight matrix W (k, D) on the features, the same step
+    (docs/multiclass.md, section 6).
 
     One event at a time: `learn_one(x, y, sample_weight=1.0)`, `predict_one(x)`
     (the prior before any learning), `decision_function_one(x)`,
