@@ -177,3 +177,16 @@ def test_set_params_and_a_restore_rebuild_the_step():
     ref.set_params(engine="cython")
     ref.partial_fit(X[53:54], y[53:54])
     assert_same(est, ref)
+
+
+@pytest.mark.parametrize("approx", ["fourier", "nystroem"])
+def test_weights_and_a_callable_step_take_the_chunk_step(approx):
+    X, y = stream()
+    w = np.random.default_rng(1).choice([0.0, 0.5, 2.0], size=len(X))
+    params = dict(APPROX[approx], eta=lambda t: 0.3 / np.sqrt(t), eta_decay=0.0,
+                  fit_intercept=True)
+    ours = OnlineKernelRegressor(**params)
+    for xi, yi, wi in zip(X, y, w):
+        ours.learn_one(xi, yi, sample_weight=wi)
+    assert isinstance(ours._compiled_events([None]), FeatureEvents)
+    assert_same(ours, OnlineKernelRegressor(**params).partial_fit(X, y, sample_weight=w))
