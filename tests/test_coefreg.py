@@ -322,3 +322,20 @@ def test_a_divergent_event_leaves_coefreg_as_it_was():
             est.learn_one(X[i], y[i])
     _assert_same(est, before)
     assert len(est.centers_) == len(before.centers_)
+
+
+def test_events_discover_classes_as_partial_fit_does():
+    X, y = _events_stream(4)
+    labels = np.array(["w", "x", "y", "z"])[y]
+    order = np.argsort(y == 2, kind="stable")            # "y" arrives last
+    X, labels = X[order], labels[order]
+    params = dict(n_centers=30, gamma=0.5, loss="logistic")
+    ours, ref = (CoefficientRegularizedClassifier(**params),
+                 CoefficientRegularizedClassifier(**params))
+    for i, (xi, li) in enumerate(zip(X, labels)):
+        ours.learn_one(xi, li)
+        ref.partial_fit(X[i:i + 1], labels[i:i + 1])
+    assert ours.classes_.tolist() == ["w", "x", "y", "z"]
+    _assert_same(ours, ref)
+    assert ours.predict_proba_one(X[0]) == pytest.approx(
+        dict(zip(ref.classes_.tolist(), ref.predict_proba(X[:1])[0])), abs=1e-12)

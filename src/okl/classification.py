@@ -643,6 +643,11 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
         events.bind(self)
         return events
 
+    def _loss_spec(self):
+        """The loss as the compiled step takes it (its presence lets a one-row `partial_fit`
+        take the one-event step, `okl._base.OnlineLearner._one_row`)."""
+        return loss_spec(self.loss)
+
     def _learn_event(self, events, row, y, weight=1.0):
         """One event through `CoefRegEvents.learn`; its prediction (f or the k scores)."""
         d = self.__dict__
