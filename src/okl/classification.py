@@ -9,6 +9,7 @@ CoefficientRegularizedClassifier
     update of all m coefficients per step, and a step size that provably keeps
     the coefficients bounded.
 """
+import math
 from numbers import Integral, Real
 
 import numpy as np
@@ -651,15 +652,18 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
     def _learn_event(self, events, row, y, weight=1.0):
         """One event through `CoefRegEvents.learn`; its prediction (f or the k scores)."""
         d = self.__dict__
-        eta = np.nan
-        if callable(self.eta):
-            eta = float(step_sizes(self.eta, self.eta_decay,
-                                   step_numbers(d["t_"], 1))[0])
-        out, eta_t, kk = events.learn(row, y, d["t_"], eta)
-        if not isinstance(self.eta, str) and eta_t * self.lam >= 1.0:
-            warn_reset(self, np.array([eta_t]), float(self.lam), np.array([d["t_"] + 1]))
+        eta = self.eta
+        if type(eta) is str:
+            out, eta_t, kk = events.learn(row, y, d["t_"])
+        else:
+            given = math.nan
+            if callable(eta):
+                given = float(step_sizes(eta, self.eta_decay, step_numbers(d["t_"], 1))[0])
+            out, eta_t, kk = events.learn(row, y, d["t_"], given)
+            if eta_t * self.lam >= 1.0:
+                warn_reset(self, np.array([eta_t]), float(self.lam), np.array([d["t_"] + 1]))
         d["t_"] += 1
-        kappa = float(np.sqrt(kk))
+        kappa = math.sqrt(kk)
         if kappa > d["kappa_max_"]:
             d["kappa_max_"] = kappa
             d["norm_bound_"] = abs(slope_at_origin(self.loss)) * kappa / self.lam
