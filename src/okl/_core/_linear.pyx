@@ -18,8 +18,14 @@ import numpy as np
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.math cimport isfinite, sqrt
 
-from okl._core._kernels cimport KernelSpec, cdot, ckernel_row, okl_dots
+from okl._core._kernels cimport (
+    GAUSSIAN, LINEAR, POLYNOMIAL, Kernel, KernelSpec, cdot, ckernel_row, cpowi, okl_exp_scaled,
+)
 from okl._core._lazy cimport RENORMALISED, cshrink_lazy
+
+
+cdef extern from "_rowmat.h" nogil:
+    void okl_row_times(Py_ssize_t n, Py_ssize_t D, const double* x, const double* W, double* z)
 
 
 cdef extern from "_cos.h" nogil:
@@ -140,9 +146,10 @@ cdef class FeatureRow:
 
     `FeatureRow.fourier(W, b, kernel)`: z = sqrt(2 / D) cos(x W + b), the chunks' own
     function.  `FeatureRow.nystroem(landmarks, components, kernel)`: z = k_L(x) C, the
-    kernel row of x against the B landmarks times C (B, r), summed in the same order
-    for every row (it may differ from the chunks' blocked matrix product in the last
-    bits).  `kernel` is the learner's `KernelSpec` (a dict: kind, gamma, coef0,
+    kernel row of x against the B landmarks (from x L^T, as the chunks compute it, for
+    the Gaussian, linear and polynomial kernels) times C (B, r), both products in
+    blocks of columns (`_rowmat.h`); it may differ from the chunks' BLAS products in
+    the last bits.  `kernel` is the learner's `KernelSpec` (a dict: kind, gamma, coef0,
     degree, nu).
     """
 
@@ -171,10 +178,13 @@ cdef class FeatureRow:
         self.kind, self.kernel = 1, kernel
         self.n_features, self.n_landmarks = landmarks.shape[1], landmarks.shape[0]
         self.n_components = components.shape[1]
-        # C^T (r, B), so that z_j = <C[:, j], k_L(x)> is one SIMD dot per feature
-        cdef const double[:, ::1] ct = np.ascontiguousarray(np.asarray(components).T)
-        self.keep = (landmarks, ct)
-        self.W, self.components = &landmarks[0, 0], &ct[0, 0]
+        # the Gaussian, linear and polynomial rows from x L^T in blocks of columns (as the
+        # chunks' matrix products), with ||l_i||^2; the others sum distances (ckernel_row)
+        cdef const double[:, ::1] lt = np.ascontiguousarray(np.asarray(landmarks).T)
+        cdef const double[::1] ll = np.einsum("ij,ij->i", landmarks, landmarks)
+        self.keep = (landmarks, components, lt, ll)
+        self.W, self.components = &landmarks[0, 0], &components[0, 0]
+        self.lt, self.ll = &lt[0, 0], &ll[0]
         self.kbuf = <double*>PyMem_Malloc(self.n_landmarks * sizeof(double))
         if self.kbuf == NULL:
             raise MemoryError()
@@ -186,8 +196,27 @@ cdef class FeatureRow:
         if self.kind == 0:
             okl_fourier_rows(1, self.n_features, r, x, self.W, self.b, self.c, z)
             return
-        ckernel_row(&self.kernel, x, self.W, self.n_landmarks, self.n_features, self.kbuf)
-        okl_dots(r, self.n_landmarks, self.components, self.kbuf, z)
+        cdef Py_ssize_t i, B = self.n_landmarks
+        cdef double xx, v
+        cdef Kernel kind = self.kernel.kind
+        if kind == GAUSSIAN or kind == LINEAR or kind == POLYNOMIAL:
+            okl_row_times(self.n_features, B, x, self.lt, self.kbuf)
+            if kind == GAUSSIAN:
+                xx = cdot(x, x, self.n_features)
+                for i in range(B):
+                    v = -2.0 * self.kbuf[i] + xx + self.ll[i]
+                    self.kbuf[i] = 0.0 if v < 0.0 else v       # a NaN stays NaN
+                okl_exp_scaled(B, self.kernel.gamma, self.kbuf)
+            elif kind == LINEAR:
+                for i in range(B):
+                    self.kbuf[i] += self.kernel.coef0
+            else:
+                for i in range(B):
+                    self.kbuf[i] = cpowi(self.kernel.gamma * self.kbuf[i] + self.kernel.coef0,
+                                         self.kernel.degree)
+        else:
+            ckernel_row(&self.kernel, x, self.W, B, self.n_features, self.kbuf)
+        okl_row_times(B, r, self.kbuf, self.components, z)
 
     def transform(self, const double[:, ::1] X):
         """z of every row (a test's view of `cmap`)."""
