@@ -14,6 +14,10 @@ APPROX = {
                           gamma=0.3, degree=2, coef0=1.0),
     "fourier-laplacian": dict(approximation="fourier", n_components=60, kernel="laplacian",
                               gamma=0.4, random_state=1),
+    "nystroem-laplacian": dict(approximation="nystroem", n_components=25, kernel="laplacian",
+                               gamma=0.4),
+    "nystroem-linear": dict(approximation="nystroem", n_components=4, kernel="linear",
+                            coef0=1.0),
 }
 
 
