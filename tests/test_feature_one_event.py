@@ -194,3 +194,19 @@ def test_weights_and_a_callable_step_take_the_chunk_step(approx):
         ours.learn_one(xi, yi, sample_weight=wi)
     assert isinstance(ours._compiled_events([None]), FeatureEvents)
     assert_same(ours, OnlineKernelRegressor(**params).partial_fit(X, y, sample_weight=w))
+
+
+@pytest.mark.parametrize("kernel, params", [
+    ("gaussian", dict(gamma=0.3)), ("laplacian", dict(gamma=0.3)), ("matern", dict(gamma=0.3)),
+    ("linear", dict(coef0=1.0)), ("polynomial", dict(gamma=0.5, degree=3, coef0=1.0))])
+def test_the_compiled_row_map_is_the_chunk_map(kernel, params):
+    from okl._feature_maps import NystroemFeatures, RandomFourierFeatures
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(50, 6))
+    maps = [NystroemFeatures(X[:37], kernel, **params)]
+    if kernel in ("gaussian", "laplacian", "matern"):
+        maps.append(RandomFourierFeatures(kernel, params["gamma"], 70, 0).fit(6))
+    for fmap in maps:
+        Z = fmap.row_map().transform(X)
+        exact = isinstance(fmap, RandomFourierFeatures)        # the very same function
+        np.testing.assert_allclose(Z, fmap.transform(X), rtol=0, atol=0 if exact else 1e-12)
