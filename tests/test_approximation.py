@@ -120,3 +120,14 @@ def test_gamma_scale_feature_model_round_trips(tmp_path):
         X, X[:, 0])
     okl.save(est, tmp_path / "m.okl")
     np.testing.assert_array_equal(okl.load(tmp_path / "m.okl").predict(X), est.predict(X))
+
+
+def test_a_pickled_matern_fourier_model_draws_its_own_frequencies_again():
+    import pickle
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 3))
+    y = np.sin(X[:, 0])
+    est = OnlineKernelRegressor(kernel="matern", nu=0.5, approximation="fourier",
+                                n_components=30, gamma=0.5, random_state=4).fit(X, y)
+    back = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(back.predict(X), est.predict(X))

@@ -237,3 +237,105 @@ def test_tian_sheng_example_runs(tmp_path):
     assert len(rows) == 3
     assert all(0.0 <= float(row[2]) <= 0.5 for row in rows)     # corollary 3 error
     assert out.exists() == (importlib.util.find_spec("matplotlib") is not None)
+
+
+# -- one event at a time (docs/streaming.md): the chunk loops' step, compiled -------------------
+
+def _events_stream(k, n=260, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    if k == 2:
+        return X, (X[:, 0] * X[:, 1] > 0).astype(int)
+    return X, np.argmax(X[:, :k - 1] @ rng.normal(size=(k - 1, k)), axis=1)
+
+
+def _assert_same(a, b):
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(a.centers_, b.centers_, rtol=0, atol=0)
+    for name in ("t_", "kappa_max_", "norm_bound_", "eta_", "M_"):
+        assert getattr(a, name) == pytest.approx(getattr(b, name), rel=1e-12), name
+
+
+COEFREG_EVENTS = [
+    dict(k=2, loss="hinge"), dict(k=2, loss="logistic", eta=0.5, eta_decay=0.5),
+    dict(k=2, loss="squared_hinge", eta=lambda t: 1.0 / (1.0 + t)),
+    dict(k=4, loss="hinge"), dict(k=4, loss="logistic"),
+    dict(k=3, loss="least_squares", eta=0.2),
+]
+
+
+@pytest.mark.parametrize("case", COEFREG_EVENTS, ids=str)
+@pytest.mark.parametrize("given", [False, True])
+def test_events_take_the_chunk_step(case, given):
+    from okl._core._coefreg import CoefRegEvents
+    case = dict(case)
+    k = case.pop("k")
+    X, y = _events_stream(k)
+    params = dict(case, n_centers=30, gamma=0.5, lam=0.05, classes=list(range(k)))
+    if given:
+        params["centers"] = X[::9][:30]
+    ours = CoefficientRegularizedClassifier(**params)
+    preds = []
+    for i, (xi, yi) in enumerate(zip(X, y)):
+        preds.append(ours.decision_function_one(xi) if i else None)
+        ours.learn_one(xi, yi)
+    assert isinstance(ours._compiled_events([None]), CoefRegEvents)
+    _assert_same(ours, CoefficientRegularizedClassifier(**params).partial_fit(X, y))
+    ref = CoefficientRegularizedClassifier(**params)
+    ref.partial_fit(X[:1], y[:1])
+    for i in range(1, len(X)):
+        np.testing.assert_allclose(preds[i], ref.decision_function(X[i:i + 1])[0], rtol=0,
+                                   atol=1e-12)
+        ref.partial_fit(X[i:i + 1], y[i:i + 1])
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_bad_events_leave_coefreg_as_it_was(k):
+    import copy
+    X, y = _events_stream(k)
+    est = CoefficientRegularizedClassifier(n_centers=30, gamma=0.5, classes=list(range(k)))
+    est.partial_fit(X[:10], y[:10])
+    est.learn_one(X[10], y[10])                 # the compiled step exists
+    before = copy.deepcopy(est)
+    for x in (np.array([np.nan, 0, 0, 0]), np.array([0, np.inf, 0, 0]), np.zeros(3)):
+        with pytest.raises(ValueError):
+            est.learn_one(x, y[0])
+        with pytest.raises(ValueError):
+            est.predict_one(x)
+    with pytest.raises(ValueError):
+        est.learn_one(X[11], 7)                # outside the fixed classes
+    _assert_same(est, before)
+    assert len(est.centers_) == 11
+
+
+@pytest.mark.filterwarnings("ignore:.*cannot shrink past zero")
+def test_a_divergent_event_leaves_coefreg_as_it_was():
+    import copy
+    X, y = _events_stream(2)
+    est = CoefficientRegularizedClassifier(n_centers=30, gamma=0.5, eta=1e200, eta_decay=0.0,
+                                           lam=1e-12, loss="squared_hinge", classes=[0, 1])
+    est.partial_fit(X[:3], y[:3])
+    est.learn_one(X[3], y[3])
+    with pytest.raises(FloatingPointError, match="left as it was"):
+        for i in range(4, 60):
+            before = copy.deepcopy(est)
+            est.learn_one(X[i], y[i])
+    _assert_same(est, before)
+    assert len(est.centers_) == len(before.centers_)
+
+
+def test_events_discover_classes_as_partial_fit_does():
+    X, y = _events_stream(4)
+    labels = np.array(["w", "x", "y", "z"])[y]
+    order = np.argsort(y == 2, kind="stable")            # "y" arrives last
+    X, labels = X[order], labels[order]
+    params = dict(n_centers=30, gamma=0.5, loss="logistic")
+    ours, ref = (CoefficientRegularizedClassifier(**params),
+                 CoefficientRegularizedClassifier(**params))
+    for i, (xi, li) in enumerate(zip(X, labels)):
+        ours.learn_one(xi, li)
+        ref.partial_fit(X[i:i + 1], labels[i:i + 1])
+    assert ours.classes_.tolist() == ["w", "x", "y", "z"]
+    _assert_same(ours, ref)
+    assert ours.predict_proba_one(X[0]) == pytest.approx(
+        dict(zip(ref.classes_.tolist(), ref.predict_proba(X[:1])[0])), abs=1e-12)

@@ -9,12 +9,12 @@ from types import SimpleNamespace
 
 from okl._core import _coefreg, _multiclass, _pa, _pairwise, _pointwise
 from okl._core._expansion import KernelExpansion
-from okl._core._linear import LinearModel
+from okl._core._linear import LinearModel, MultiLinearModel
 from okl._core._multiexpansion import MultiExpansion
 from okl._core._multikernel import MultiKernel
 from okl._numpy import coefreg, multiclass, pa, pairwise, pointwise
 from okl._numpy.expansion import NumpyExpansion
-from okl._numpy.linear import NumpyLinearModel
+from okl._numpy.linear import NumpyLinearModel, NumpyMultiLinearModel
 from okl._numpy.multiexpansion import NumpyMultiExpansion
 from okl._numpy.multikernel import NumpyMultiKernel
 
@@ -25,6 +25,7 @@ ENGINES = {
                               pa_kernel=_pa.fit_kernel, pa_multi_kernel=_pa.fit_multi_kernel,
                               pairwise=_pairwise,
                               multi_expansion=MultiExpansion, multiclass=_multiclass.fit_chunk,
+                              multi_linear=MultiLinearModel,
                               multikernel=MultiKernel),
     "numpy": SimpleNamespace(expansion=NumpyExpansion, linear=NumpyLinearModel,
                              pointwise=pointwise.fit_chunk, coefreg=coefreg.fit_chunk,
@@ -32,6 +33,7 @@ ENGINES = {
                              pa_kernel=pa.fit_kernel, pa_multi_kernel=pa.fit_multi_kernel,
                              pairwise=pairwise,
                              multi_expansion=NumpyMultiExpansion, multiclass=multiclass.fit_chunk,
+                             multi_linear=NumpyMultiLinearModel,
                              multikernel=NumpyMultiKernel),
 }
 
@@ -39,6 +41,7 @@ ENGINES = {
 def engine_of(model):
     """The name of the engine whose expansion or linear model `model` is."""
     for name, engine in ENGINES.items():
-        if isinstance(model, (engine.expansion, engine.linear, engine.multi_expansion)):
+        if isinstance(model, (engine.expansion, engine.linear, engine.multi_expansion,
+                              engine.multi_linear)):
             return name
     raise TypeError(f"{type(model).__name__} belongs to no engine")

@@ -20,7 +20,7 @@ from scipy.spatial.distance import cdist
 from threadpoolctl import ThreadpoolController
 
 from okl._core._kernels import Kernel
-from okl._core._linear import fourier_rows
+from okl._core._linear import FeatureRow, fourier_rows
 from okl._numpy.kernels import matern
 from okl.kernels import KERNELS, kernel_params
 
@@ -125,6 +125,12 @@ class RandomFourierFeatures:
         fourier_rows(X, self.W, self.b, np.sqrt(2.0 / D), out)
         return out
 
+    def row_map(self):
+        """The compiled map of one row (`okl._core._linear.FeatureRow`): the same z as
+        `transform`, bit for bit."""
+        return FeatureRow.fourier(self.W, self.b, dict(kind=self.kernel, gamma=self.gamma,
+                                                       coef0=0.0, degree=1, nu=self.nu))
+
     def get_state(self):
         """Scalars and arrays that rebuild this map exactly (okl.save writes them)."""
         return dict(kind="fourier", kernel=self.kernel, gamma=self.gamma, nu=self.nu,
@@ -226,8 +232,16 @@ class NystroemFeatures:
                 np.dot(k, self.components, out=out[lo:lo + CHUNK_ROWS])
         return out
 
+    def row_map(self):
+        """The compiled map of one row (`okl._core._linear.FeatureRow`): `transform`'s z
+        up to the last bits of its blocked products."""
+        return FeatureRow.nystroem(self.landmarks, self.components, dict(
+            kind=self.kernel, gamma=self.gamma, coef0=self.coef0, degree=self.degree,
+            nu=self.nu))
+
     def weights_from_expansion(self, coef):
-        """w = Lambda_r^{1/2} U_r^T a, so <w, z(x)> = k_L(x)^T U_r U_r^T a.
+        """w = Lambda_r^{1/2} U_r^T a, so <w, z(x)> = k_L(x)^T U_r U_r^T a (a (B, k): one
+        column of w per class).
 
         That is f(x) = sum_i a_i K(L_i, x) exactly when no eigenvalue was
         dropped; otherwise a is first projected on the kept eigenvectors, which
@@ -235,7 +249,8 @@ class NystroemFeatures:
         ||w||^2 is the RKHS norm^2 of the projected f.
         """
         a = np.asarray(coef, dtype=np.float64)
-        return np.sqrt(self.eigenvalues) * (self.eigenvectors.T @ a)
+        root = np.sqrt(self.eigenvalues)
+        return (root if a.ndim == 1 else root[:, None]) * (self.eigenvectors.T @ a)
 
     def get_state(self):
         return dict(kind="nystroem", kernel=self.kernel, gamma=self.gamma, degree=self.degree,

@@ -6,7 +6,10 @@ expansion until it holds D centres, then Nystroem features on those centres
 as landmarks, starting from the weights that give the same function (NOGD;
 docs/budget.md, section 2).  Either way the same schedules and losses as the
 exact learner, O(D d) per step whatever t, and the template's checkpoint,
-restore and state protocol.
+restore and state protocol.  With k >= 3 classes the weights are a matrix W (k, D)
+(`MultiLinearModel`) and the step is the multiclass one of the kernel model, the
+exact phase a `MultiExpansion` (docs/multiclass.md, section 6); `with_class`
+adds a class.
 
 References
 ----------
@@ -15,10 +18,14 @@ Lu, Hoi, Wang, Zhao and Liu, "Large scale online kernel learning", JMLR 17,
 NIPS 2007.
 """
 
+import copy
 from numbers import Integral
+
+import numpy as np
 
 from okl._engines import ENGINES
 from okl._feature_maps import NystroemFeatures, RandomFourierFeatures
+from okl._numpy.multiexpansion import from_binary, insert_class
 from okl.kernels import kernel_diag
 
 APPROXIMATIONS = ("fourier", "nystroem")
@@ -58,15 +65,48 @@ class FeatureModel:
         """The features of the linear model (r <= D for Nystroem), or 0 in the exact phase."""
         return 0 if self.linear is None else self.fmap.n_components
 
+    @property
+    def n_classes(self):
+        """k of a multiclass model (W of k rows), 0 for a binary or real-valued f."""
+        part = self.linear if self.linear is not None else self.expansion
+        return int(getattr(part, "n_classes", 0))
+
+    def _classes(self, engine):
+        """(linear class, expansion class) of `engine` for this model's number of outputs."""
+        e = ENGINES[engine]
+        return (e.multi_linear, e.multi_expansion) if self.n_classes else (e.linear, e.expansion)
+
     def _on(self, engine):
         """Convert the parts to `engine` (the estimator's engine may change between calls)."""
         if engine == self.engine:
             return
+        linear, expansion = self._classes(engine)
         if self.linear is not None:
-            self.linear = ENGINES[engine].linear.from_state(self.linear.get_state())
+            self.linear = linear.from_state(self.linear.get_state())
         if self.expansion is not None:
-            self.expansion = ENGINES[engine].expansion.from_state(self.expansion.get_state())
+            self.expansion = expansion.from_state(self.expansion.get_state())
         self.engine = engine
+
+    def with_class(self, position):
+        """A new model with a class at `position` (its weights a zero row; at the third class
+        the binary f becomes the scores (-f/2, f/2), as `okl._labels` does for kernels).
+        The parts are new objects, so the template's undo keeps the old model."""
+        out = copy.copy(self)
+        e = ENGINES[self.engine]
+        if self.linear is not None:
+            if self.n_classes:
+                W = np.insert(self.linear.coef_, position, 0.0, axis=0)
+            else:
+                w = self.linear.coef_
+                W = np.insert(np.vstack([-0.5 * w, 0.5 * w]), position, 0.0, axis=0)
+            out.linear = e.multi_linear(W.shape[0], W.shape[1])
+            out.linear.set_coef(W)
+        else:
+            state = self.expansion.get_state()
+            state = (insert_class(state, position) if self.n_classes
+                     else from_binary(state, position))
+            out.expansion = e.multi_expansion.from_state(state)
+        return out
 
     def learn(self, engine, X, y, schedule, loss, state, scores, weight=None, eta=None):
         """Predict-then-update over the rows: (first divergent row or -1, the state after).
@@ -103,13 +143,48 @@ class FeatureModel:
                 return start + failed, state
         return -1, state
 
+    def learn_multi(self, engine, X, y, schedule, loss, state, b, scores, weight=None, eta=None):
+        """`learn` with k >= 3 classes: the arguments of `_multiclass.fit_chunk` (y class
+        indices, `loss` a MulticlassLoss code, the offsets b (k,) updated in place)."""
+        self._on(engine)
+        loop = ENGINES[engine].multiclass
+        start, n = 0, len(X)
+
+        def rows(a, lo, hi):
+            return None if a is None else a[lo:hi]
+        while self.linear is None and start < n:
+            stop = min(n, start + max(self.n_components - self.expansion.n_support, 1))
+            failed, state = loop(self.expansion, X[start:stop], y[start:stop], schedule, loss,
+                                 state, b, scores[start:stop], rows(weight, start, stop),
+                                 rows(eta, start, stop))
+            if failed >= 0:
+                return start + failed, state
+            start = stop
+            if self.expansion.n_support >= self.n_components:
+                self._switch()
+        if start < n:
+            kdiag = kernel_diag(X[start:], self.kernel, self.gamma, self.degree, self.coef0,
+                                self.nu)
+            failed, state = loop(self.linear, self.fmap.transform(X[start:]), y[start:],
+                                 schedule, loss, state, b, scores[start:],
+                                 rows(weight, start, n), rows(eta, start, n), kdiag)
+            if failed >= 0:
+                return start + failed, state
+        return -1, state
+
     def _switch(self):
         """From the exact expansion over D centres to Nystroem features on them (same f)."""
         e = self.expansion
         self.fmap = NystroemFeatures(e.centers_, self.kernel_code, self.gamma, self.degree,
                                      self.coef0, nu=self.nu)
-        self.linear = ENGINES[self.engine].linear(self.fmap.n_components)
-        self.linear.set_coef(self.fmap.weights_from_expansion(e.coef_))
+        linear, _ = self._classes(self.engine)
+        coef = np.asarray(e.coef_, dtype=np.float64)
+        if coef.ndim == 2:          # k classes: each column of the (n, k) coefficients
+            self.linear = linear(coef.shape[1], self.fmap.n_components)
+            self.linear.set_coef(self.fmap.weights_from_expansion(coef).T)
+        else:
+            self.linear = linear(self.fmap.n_components)
+            self.linear.set_coef(self.fmap.weights_from_expansion(coef))
         self.expansion = None
 
     def predict(self, X):
@@ -170,19 +245,24 @@ class FeatureModel:
 
         def part(prefix):
             return {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
+        e = ENGINES[self.engine]
         if state["phase"] == "linear":
-            self.linear = ENGINES[self.engine].linear.from_state(part("linear_"))
+            linear = part("linear_")
+            self.linear = (e.multi_linear if "n_classes" in linear else e.linear).from_state(
+                linear)
             fstate = part("fmap_")
             if "seed" in fstate:            # a pickle: the map is drawn again from its seed
                 self.fmap = RandomFourierFeatures(
-                    self.kernel, self.gamma, self.n_components, fstate["seed"])
+                    self.kernel, self.gamma, self.n_components, fstate["seed"], self.nu)
                 self.fmap.fit(self.n_features)
             else:
                 fmap_cls = (RandomFourierFeatures if fstate["kind"] == "fourier"
                             else NystroemFeatures)
                 self.fmap = fmap_cls.from_state(fstate)
         else:
-            self.expansion = ENGINES[self.engine].expansion.from_state(part("expansion_"))
+            expansion = part("expansion_")
+            self.expansion = (e.multi_expansion if "n_classes" in expansion
+                              else e.expansion).from_state(expansion)
         return self
 
     def __reduce__(self):

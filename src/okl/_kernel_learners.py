@@ -15,7 +15,8 @@ from sklearn.utils.validation import check_is_fitted
 from okl import _locks, _warnings
 from okl._base import Diverged, params_changed, check_X, one_row
 from okl._core._expansion import KernelExpansion
-from okl._core._pointwise import PointwiseEvents, StepSize
+from okl._core._linear import LinearModel
+from okl._core._pointwise import FeatureEvents, PointwiseEvents, StepSize
 from okl._engines import ENGINES
 from okl._feature_model import FeatureModel
 from okl._gamma import WidthMoments, scale_gamma, warn_spread
@@ -412,7 +413,8 @@ class PointwiseMixin(KernelModelMixin):
         return f
 
     def _compiled_events(self, cache):
-        """The `PointwiseEvents` of this fitted learner on the cython engine, or None.
+        """The `PointwiseEvents` (or, on features, `FeatureEvents`) of this fitted learner on
+        the cython engine, or None.
 
         `cache` is a one-element list holding the last one built; it serves while
         the estimator holds the very expansion and parameter objects it was built
@@ -423,15 +425,25 @@ class PointwiseMixin(KernelModelMixin):
         events = cache[0]
         if events is not None and events.matches(self):
             return events
+        model = self.__dict__.get("_expansion")
         if not ("ck2_" in self.__dict__ and self.engine == "cython"
-                and type(self.__dict__.get("_expansion")) is KernelExpansion
                 and "_width_moments" not in self.__dict__):
+            return None
+        if type(model) is FeatureModel:     # its features once they exist (FeatureEvents)
+            if not (model.engine == "cython" and type(model.linear) is LinearModel):
+                return None
+        elif type(model) is not KernelExpansion:
             return None
         if params_changed(self):
             return None
         names = ("_expansion",) + tuple(name for name in self.get_params(deep=False)
                                         if name in self.__dict__)
-        events = cache[0] = PointwiseEvents(
-            self._expansion, self._schedule(), self._loss_spec(), type(self).__name__, names)
+        if type(model) is FeatureModel:
+            events = FeatureEvents(model, model.fmap.row_map(), self._schedule(),
+                                   self._loss_spec(), type(self).__name__, names)
+        else:
+            events = PointwiseEvents(model, self._schedule(), self._loss_spec(),
+                                     type(self).__name__, names)
+        cache[0] = events
         events.bind(self)
         return events

@@ -278,8 +278,10 @@ class StateCheck:
         self.int(state["next_slot"], f"{key}.next_slot", 0, ring - 1)
         return dict(state, centers=centers, coef=coef, sqnorms=sqnorms)
 
-    def features(self, state, d, n_support, gamma):
-        """Check the state of a FeatureModel (okl._feature_model) against the estimator."""
+    def features(self, state, d, n_support, gamma, n_classes=0):
+        """Check the state of a FeatureModel (okl._feature_model) against the estimator;
+        `n_classes` k >= 3: its weights are a matrix W (k, D), its exact phase k-valued."""
+        k = n_classes if n_classes >= 3 else 0
         self.keys(state, ("approximation", "n_features", "kernel", "kernel_code", "gamma", "degree",
                            "coef0", "n_components", "engine", "phase"), "the feature model",
                    optional=("nu",) + tuple(k for k in state
@@ -301,15 +303,32 @@ class StateCheck:
                 self.fail("only a 'nystroem' feature model has an exact phase")
             rest = substate(state, "expansion_")
             est = self.est
-            rest = self.expansion(rest, "_expansion.expansion", d, self.kernel_of(est), 0, 0)
+            if k:
+                rest = self.multi_expansion(rest, "_expansion.expansion", 0, 0, k)
+                self.equal(int(rest["n_features"]), d, "_expansion.expansion.n_features")
+            else:
+                rest = self.expansion(rest, "_expansion.expansion", d, self.kernel_of(est), 0, 0)
             if len(rest["coef"]) != n_support or n_support >= D:
                 self.fail(f"the exact phase holds {len(rest['coef'])} centres; n_support_ = "
                            f"{n_support}, n_components = {D}")
         elif state["phase"] == "linear":
             if n_support != 0:
                 self.fail(f"n_support_ = {n_support} but a feature model has no support vectors")
-            w = self.array(state.get("linear_w"), "_expansion.linear_w", (None,))
-            r = len(w)
+            if k:
+                self.equal(self.int(state.get("linear_n_classes"), "_expansion.linear_n_classes",
+                                    3, C_INT_MAX), k, "_expansion.linear_n_classes")
+                w = self.array(state.get("linear_w"), "_expansion.linear_w", (k, None))
+                r = w.shape[1]
+                self.equal(self.int(state.get("linear_n_components"),
+                                    "_expansion.linear_n_components", 1, C_INT_MAX), r,
+                           "_expansion.linear_n_components")
+            else:
+                if "linear_n_classes" in state:
+                    self.fail("_expansion holds a weight matrix of "
+                              f"{state['linear_n_classes']} classes; classes_ holds "
+                              f"{n_classes}")
+                w = self.array(state.get("linear_w"), "_expansion.linear_w", (None,))
+                r = len(w)
             if state["approximation"] == "fourier":
                 self.equal(r, D, "len(_expansion.linear_w)")
                 self.array(state.get("fmap_W"), "_expansion.fmap_W", (d, D))

@@ -9,6 +9,7 @@ CoefficientRegularizedClassifier
     update of all m coefficients per step, and a step size that provably keeps
     the coefficients bounded.
 """
+import math
 from numbers import Integral, Real
 
 import numpy as np
@@ -16,7 +17,10 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils import check_array
 
 from okl._base import Diverged, OnlineLearner, check_X, params_changed
-from okl._core._multiclass import MulticlassEvents
+from okl._core._coefreg import CoefRegEvents
+from okl._core._expansion import KernelExpansion
+from okl._core._linear import MultiLinearModel
+from okl._core._multiclass import MulticlassEvents, MultiFeatureEvents
 from okl._core._multiexpansion import MultiExpansion
 from okl._feature_model import FeatureModel
 from okl._labels import LabelsMixin
@@ -76,7 +80,9 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
     `predict_proba`): ``f_{t+1} = (1 - eta_t lam) f_t - eta_t g_t K(x_t, .)``.
     A label seen for the first time adds a class (unless `classes` fixes
     them); with two classes the model is exactly the binary one, converted
-    exactly at the third (docs/multiclass.md).
+    exactly at the third (docs/multiclass.md).  With `approximation`, the
+    k-class model is a weight matrix W (k, D) on the features, the same step
+    (docs/multiclass.md, section 6).
 
     One event at a time: `learn_one(x, y, sample_weight=1.0)`, `predict_one(x)`
     (the prior before any learning), `decision_function_one(x)`,
@@ -245,7 +251,9 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
     _multiclass = True
 
     def _is_multi(self):
-        return isinstance(self.__dict__.get("_expansion"), MULTI_EXPANSIONS)
+        model = self.__dict__.get("_expansion")
+        return isinstance(model, MULTI_EXPANSIONS) or (isinstance(model, FeatureModel)
+                                                      and model.n_classes >= 3)
 
     def _add_class(self, position):
         """A zero column at `position` for a new class; the binary model converts exactly
@@ -257,11 +265,12 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
                 f"The multiclass losses are {sorted(MULTICLASS_LOSSES)} (Crammer-Singer's hinge "
                 "and the softmax); use one of them, or fix `classes` to two labels.")
         model = self._expansion
-        if isinstance(model, FeatureModel):
-            raise ValueError(
-                f"{name}(approximation={self.approximation!r}) learns two classes; the stream "
-                "shows a third. Use the exact expansion with a budget (budget=B) for more "
-                "classes.")
+        if isinstance(model, FeatureModel):     # the weight matrix W (k, D): a zero row
+            self._expansion = self._engine_expansion().with_class(position)
+            b = np.asarray(self.intercept_, dtype=np.float64)
+            self.intercept_ = np.insert(b if b.ndim else np.array([-0.5, 0.5]) * float(b),
+                                        position, 0.0)
+            return
         multi = ENGINES[self.engine].multi_expansion if self.engine in ENGINES else None
         if multi is None:
             expansion_class(self)               # names the bad engine
@@ -284,6 +293,8 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
 
     def _engine_expansion(self):
         model = self.__dict__.get("_expansion")
+        if isinstance(model, FeatureModel):
+            return model
         if isinstance(model, MULTI_EXPANSIONS):
             cls = ENGINES[self.engine].multi_expansion if self.engine in ENGINES else None
             if cls is None:
@@ -296,6 +307,7 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
     def _learn_rows(self, X, y, weight=None):
         if not self._is_multi():
             return super()._learn_rows(X, y, weight)
+        model = self._engine_expansion()
         n, k = X.shape[0], len(self.classes_)
         eta = None
         if callable(self.eta):
@@ -306,9 +318,12 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         b = np.array(self.intercept_, dtype=np.float64)
         state = make_state(self.t_, self.ck2_)
         del state["b"]                          # the offsets b travel apart, as an array
-        failed, state = ENGINES[self.engine].multiclass(
-            self._engine_expansion(), X, np.ascontiguousarray(y, dtype=np.intp),
-            self._schedule(), int(MULTICLASS_LOSSES[self.loss]), state, b, scores, weight, eta)
+        args = (X, np.ascontiguousarray(y, dtype=np.intp), self._schedule(),
+                int(MULTICLASS_LOSSES[self.loss]), state, b, scores, weight, eta)
+        if isinstance(model, FeatureModel):
+            failed, state = model.learn_multi(self.engine, *args)
+        else:
+            failed, state = ENGINES[self.engine].multiclass(model, *args)
         if failed >= 0:
             eta_try = state["eta_try"]
             raise Diverged(failed, eta_try if np.isfinite(eta_try) else None)
@@ -326,16 +341,24 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         events = cache[0]
         if events is not None and events.matches(self):
             return events
-        if not (self.engine == "cython" and type(self._expansion) is MultiExpansion
+        model = self._expansion
+        features = (type(model) is FeatureModel and model.engine == "cython"
+                    and type(model.linear) is MultiLinearModel)
+        if not (self.engine == "cython" and (type(model) is MultiExpansion or features)
                 and "_width_moments" not in self.__dict__):
             return None
         if params_changed(self):
             return None
         names = ("_expansion",) + tuple(name for name in self.get_params(deep=False)
                                         if name in self.__dict__)
-        events = cache[0] = MulticlassEvents(
-            self._expansion, self._schedule(), int(MULTICLASS_LOSSES[self.loss]),
-            type(self).__name__, names)
+        if features:        # the weight matrix on features (docs/multiclass.md, section 6)
+            events = MultiFeatureEvents(model, model.fmap.row_map(), self._schedule(),
+                                        int(MULTICLASS_LOSSES[self.loss]), type(self).__name__,
+                                        names)
+        else:
+            events = MulticlassEvents(model, self._schedule(), int(MULTICLASS_LOSSES[self.loss]),
+                                      type(self).__name__, names)
+        cache[0] = events
         events.bind(self)
         return events
 
@@ -371,7 +394,12 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
                 check.fail("_row_keys must list the names of the n_features_in_ features")
             out["_row_keys"] = tuple(keys)
         out["n_support_"] = check.int(attrs["n_support_"], "n_support_", 0, t)
-        kind, state = check.model("_expansion", ("MultiExpansion", "NumpyMultiExpansion"))
+        kind, state = check.model("_expansion", ("MultiExpansion", "NumpyMultiExpansion",
+                                                 "FeatureModel"))
+        if kind == "FeatureModel":      # the weight matrix W (k, D) (docs/multiclass.md, 6)
+            state = check.features(state, out["n_features_in_"], out["n_support_"],
+                                   out.get("gamma_", self.gamma), n_classes=k)
+            return {"_expansion": (kind, state)}
         policy = budget_code(resolve_budget_policy(self.budget_policy, self.kernel, name))
         state = check.multi_expansion(state, "_expansion", int(self._budget() or 0), int(policy), k)
         if len(state["coef"]) != out["n_support_"]:
@@ -598,6 +626,65 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
         if k >= 3 and self.loss == "logistic":
             return float(np.sqrt((k - 1) / (2.0 * k)))
         return abs(slope_at_origin(self.loss))
+
+    # -- one event (docs/streaming.md): the chunk loops' step, compiled ------------------------
+
+    def _compiled_events(self, cache):
+        """The `CoefRegEvents` of this fitted classifier on the cython engine, or None; cached
+        in `cache` while the estimator holds the very objects it was built from."""
+        events = cache[0]
+        if events is not None and events.matches(self):
+            return events
+        d = self.__dict__
+        if not ("kappa_max_" in d and len(d.get("classes_", ())) >= 2
+                and self.engine == "cython" and type(d.get("_expansion")) is KernelExpansion):
+            return None
+        if params_changed(self):
+            return None
+        auto = isinstance(self.eta, str)
+        M = _finite_lipschitz(self) if auto else 0.0
+        A = self._multiclass_matrix()
+        names = ("_expansion",) + (() if A is None else ("_coef_matrix",)) + tuple(
+            name for name in self.get_params(deep=False) if name in d)
+        events = cache[0] = CoefRegEvents(
+            d["_expansion"], A, float(self.lam),
+            1.0 / self.lam if auto else (0.0 if callable(self.eta) else float(self.eta)),
+            float(self.eta_decay), M, self.n_centers_, loss_spec(self.loss),
+            type(self).__name__, names)
+        events.bind(self)
+        return events
+
+    def _loss_spec(self):
+        """The loss as the compiled step takes it (its presence lets a one-row `partial_fit`
+        take the one-event step, `okl._base.OnlineLearner._one_row`)."""
+        return loss_spec(self.loss)
+
+    def _learn_event(self, events, row, y, weight=1.0):
+        """One event through `CoefRegEvents.learn`; its prediction (f or the k scores)."""
+        d = self.__dict__
+        eta = self.eta
+        if type(eta) is str:
+            out, eta_t, kk = events.learn(row, y, d["t_"])
+        else:
+            given = math.nan
+            if callable(eta):
+                given = float(step_sizes(eta, self.eta_decay, step_numbers(d["t_"], 1))[0])
+            out, eta_t, kk = events.learn(row, y, d["t_"], given)
+            if eta_t * self.lam >= 1.0:
+                warn_reset(self, np.array([eta_t]), float(self.lam), np.array([d["t_"] + 1]))
+        d["t_"] += 1
+        kappa = math.sqrt(kk)
+        if kappa > d["kappa_max_"]:
+            d["kappa_max_"] = kappa
+            d["norm_bound_"] = self._gradient_at_zero() * kappa / self.lam
+        d["eta_"] = eta_t
+        return out
+
+    @property
+    def intercept_(self):
+        """0: the paper's iterates have no offset (one per class with k >= 3)."""
+        k = len(self.__dict__.get("classes_", ()))
+        return np.zeros(k) if k >= 3 else 0.0
 
     _multiclass = True
 

@@ -5,17 +5,86 @@ f_a(x) = a . k(x), and every step updates all m coefficients,
     a_{t+1} = (1 - eta_t lam) a_t - eta_t phi'_-(y_t f_{a_t}(x_t)) y_t k_t.
 The model is a KernelExpansion whose centres never change once placed; its
 lazy scale makes the shrink O(1), so a step is one pass over the centres for
-k_t (BLAS + vectorised exp) and one O(m) axpy for the gradient.
+k_t (vectorised exp) and one O(m) axpy for the gradient.
+
+The step is written once per model, `cstep` (binary) and `cmstep` (k classes, a
+matrix A): the chunk loops and `CoefRegEvents` (one event, no allocation) call
+them.  A step checks everything before its first write (the newcomer becomes a
+centre only then), so a refused step changes nothing.
 """
 import numpy as np
 
-from libc.math cimport exp, fmin, isfinite
+from libc.math cimport NAN, exp, fmin, isfinite, pow
+from libc.string cimport memcmp, memcpy
 
-from okl._core._kernels cimport cdot
+from okl._core._kernels cimport cdot, ckernel_row, cself
 from okl._core._lazy cimport cshrink_lazy
 from okl._core._losses cimport LOGISTIC, Loss, LossSpec, cdloss
 from okl._core._expansion cimport KernelExpansion
 from okl._core._signals cimport cinterrupted, craise_pending
+
+
+cdef enum:
+    TAKEN = 0
+    DIVERGED = 2
+
+
+cdef inline double cnext_scale(double scale, double factor) noexcept nogil:
+    """The scale `cshrink_lazy` leaves after a shrink by factor."""
+    scale *= factor
+    if factor <= 0.0 or scale < 1e-9 or scale > 1e9:
+        return 1.0
+    return scale
+
+
+cdef inline double ckk(KernelExpansion e, const double* x, double xx, bint ready, double* kb,
+                       Py_ssize_t n_centers, double* kx) noexcept nogil:
+    """||k_t||^2 with the newcomer's K(x, x) when x becomes a centre; fills kb[:m] unless
+    `ready` (kb[:m] = K(c_j, x) of the m centres already)."""
+    cdef Py_ssize_t m = e.n_support
+    cdef double kk
+    if not ready and m:
+        ckernel_row(&e.kernel, x, e.centers, m, e.n_features, kb)
+    kk = cdot(kb, kb, m) if m else 0.0
+    kx[0] = 0.0
+    if m < n_centers:
+        kx[0] = cself(&e.kernel, xx)
+        kk += kx[0] * kx[0]
+    return kk
+
+
+cdef int cstep(KernelExpansion e, const double* x, double xx, double y, double eta_t,
+               double lam, double lipschitz, Py_ssize_t n_centers, const LossSpec* spec,
+               bint ready, double* kb, double* f_out, double* eta_out,
+               double* kk_out) noexcept nogil:
+    """One binary step on the row x (label y = +-1): TAKEN or DIVERGED (nothing changed).
+
+    kb (room for m + 1) holds K(c_j, x) (computed here unless `ready`); f_out gets
+    f_t(x_t), eta_out the eta_t used, kk_out ||k_t||^2.
+    """
+    cdef Py_ssize_t m = e.n_support
+    cdef double f, kk, kx, step, g, factor
+    kk = ckk(e, x, xx, ready, kb, n_centers, &kx)
+    f = e.scale * cdot(e.coef, kb, m) if m else 0.0
+    f_out[0] = f
+    if not (isfinite(f) and isfinite(kx)):
+        return DIVERGED
+    kk_out[0] = kk
+    step = eta_t
+    if lipschitz > 0.0:
+        step = fmin(step, 1.0 / (lipschitz * kk + lam))
+    eta_out[0] = step
+    g = y * cdloss(spec, y * f)
+    factor = 1.0 - step * lam
+    if g != 0.0 and not isfinite(step * g / cnext_scale(e.scale, factor)):
+        return DIVERGED
+    e.cshrink_coef(factor)              # <= 0: a = 0, centres kept
+    if m < n_centers:
+        e.cadd(x, xx, 0.0)              # x_t is a centre from now on, a_j = 0
+        kb[m] = kx
+    if g != 0.0:
+        e.caxpy_coef(-step * g, kb)
+    return TAKEN
 
 
 def fit_chunk(KernelExpansion expansion,
@@ -35,8 +104,6 @@ def fit_chunk(KernelExpansion expansion,
     cdef Py_ssize_t failed = -1, work = 0
     cdef bint interrupted = False
     cdef const double* x
-    cdef double xx, f, kk, step, g
-    cdef double* kb
     if d != expansion.n_features:
         raise ValueError(f"X has {d} columns, the expansion {expansion.n_features}.")
     expansion.reserve(max(0, min(n, n_centers - expansion.n_support)))
@@ -46,29 +113,11 @@ def fit_chunk(KernelExpansion expansion,
                 interrupted = True
                 break
             x = &X[i, 0]
-            xx = cdot(x, x, d)
-            if expansion.n_support < n_centers:
-                expansion.cadd(x, xx, 0.0)      # x_t is a centre from now on, a_j = 0
-            f = expansion.cpredict(x)           # leaves k_t in kbuf
-            pred_out[i] = f
-            if not isfinite(f):
+            if cstep(expansion, x, cdot(x, x, d), y[i], eta[i], lam, lipschitz, n_centers,
+                     &spec, False, expansion.kbuf, &pred_out[i], &eta_out[i],
+                     &kk_out[i]) == DIVERGED:
                 failed = i
                 break
-            kb = expansion.kbuf
-            kk = cdot(kb, kb, expansion.n_support)
-            kk_out[i] = kk
-            step = eta[i]
-            if lipschitz > 0.0:
-                step = fmin(step, 1.0 / (lipschitz * kk + lam))
-            eta_out[i] = step
-            g = y[i] * cdloss(&spec, y[i] * f)
-            expansion.cshrink_coef(1.0 - step * lam)     # <= 0: a = 0, centres kept
-            if g == 0.0:
-                continue
-            if not isfinite(step * g / expansion.scale):
-                failed = i
-                break
-            expansion.caxpy_coef(-step * g, kb)
     if interrupted:
         craise_pending()
     return failed
@@ -110,6 +159,52 @@ cdef void cgrad(const LossSpec* L, const double* s, Py_ssize_t k, Py_ssize_t y,
         g[r] = -top
 
 
+cdef int cmstep(KernelExpansion e, double* a, Py_ssize_t rows, Py_ssize_t k, double* scale,
+                const double* x, double xx, Py_ssize_t y, double eta_t, double lam,
+                double lipschitz, Py_ssize_t n_centers, const LossSpec* spec, bint ready,
+                double* kb, double* s, double* g, double* eta_out,
+                double* kk_out) noexcept nogil:
+    """One step of k classes on A = scale * a (rows x k, row j the centre j): TAKEN or
+    DIVERGED (nothing changed).  s gets the scores before the step, g is work (k)."""
+    cdef Py_ssize_t j, c, m = e.n_support
+    cdef double kk, kx, step, factor, h, scale_next
+    kk = ckk(e, x, xx, ready, kb, n_centers, &kx)
+    for c in range(k):
+        s[c] = 0.0
+    for j in range(m):
+        for c in range(k):
+            s[c] += kb[j] * a[j * k + c]
+    for c in range(k):
+        s[c] *= scale[0]
+        if not isfinite(s[c]):
+            return DIVERGED
+    if not isfinite(kx):
+        return DIVERGED
+    kk_out[0] = kk
+    step = eta_t
+    if lipschitz > 0.0:
+        step = fmin(step, 1.0 / (lipschitz * kk + lam))
+    eta_out[0] = step
+    cgrad(spec, s, k, y, g)
+    factor = 1.0 - step * lam
+    scale_next = cnext_scale(scale[0], factor)
+    for c in range(k):
+        if g[c] != 0.0 and not isfinite(-0.5 * step * g[c] / scale_next):
+            return DIVERGED
+    if m < n_centers:
+        e.cadd(x, xx, 0.0)              # x_t is a centre from now on, A_j = 0
+        kb[m] = kx
+        m += 1
+    cshrink_lazy(a, rows * k, scale, factor)
+    for c in range(k):
+        if g[c] == 0.0:
+            continue
+        h = -0.5 * step * g[c] / scale[0]
+        for j in range(m):
+            a[j * k + c] += h * kb[j]
+    return TAKEN
+
+
 def fit_multi_chunk(KernelExpansion expansion,  # IN/OUT the centres (its coef stays 0)
                     double[:, ::1] A,           # IN/OUT (>= m, k) raw coefficients
                     double scale,               # IN A_true = scale * A
@@ -121,15 +216,11 @@ def fit_multi_chunk(KernelExpansion expansion,  # IN/OUT the centres (its coef s
                     double[::1] eta_out, double[::1] kk_out):
     """The multiclass chunk; return (failed, scale), failed = -1 or the first divergent step."""
     cdef LossSpec spec = loss
-    cdef Py_ssize_t i, j, c, n = X.shape[0], d = X.shape[1], k = A.shape[1]
-    cdef Py_ssize_t m, failed = -1, work = 0
-    cdef bint interrupted = False, finite
+    cdef Py_ssize_t i, n = X.shape[0], d = X.shape[1], k = A.shape[1]
+    cdef Py_ssize_t failed = -1, work = 0
+    cdef bint interrupted = False
     cdef double[::1] g
     cdef const double* x
-    cdef double xx, kk, step, h, acc
-    cdef double* kb
-    cdef double* s
-    cdef double* a = &A[0, 0] if A.shape[0] * k > 0 else NULL
     if d != expansion.n_features:
         raise ValueError(f"X has {d} columns, the expansion {expansion.n_features}.")
     if A.shape[0] < n_centers or score_out.shape[0] != n or score_out.shape[1] != k:
@@ -137,9 +228,9 @@ def fit_multi_chunk(KernelExpansion expansion,  # IN/OUT the centres (its coef s
     for i in range(n):
         if not 0 <= y[i] < k:
             raise ValueError(f"class index {y[i]} outside [0, {k}).")
-    if n == 0:
+    if n == 0 or k == 0:
         return -1, scale
-    g = np.zeros(max(k, 1))
+    g = np.zeros(k)
     expansion.reserve(max(0, min(n, n_centers - expansion.n_support)))
     with nogil:
         for i in range(n):
@@ -147,46 +238,161 @@ def fit_multi_chunk(KernelExpansion expansion,  # IN/OUT the centres (its coef s
                 interrupted = True
                 break
             x = &X[i, 0]
-            xx = cdot(x, x, d)
-            if expansion.n_support < n_centers:
-                expansion.cadd(x, xx, 0.0)      # x_t is a centre from now on, A_j = 0
-            expansion.cvalues(x)
-            kb = expansion.kbuf
-            m = expansion.n_support
-            s = &score_out[i, 0]
-            for c in range(k):
-                s[c] = 0.0
-            for j in range(m):
-                for c in range(k):
-                    s[c] += kb[j] * a[j * k + c]
-            finite = True
-            for c in range(k):
-                s[c] *= scale
-                if not isfinite(s[c]):
-                    finite = False
-            if not finite:
+            if cmstep(expansion, &A[0, 0], A.shape[0], k, &scale, x, cdot(x, x, d), y[i],
+                      eta[i], lam, lipschitz, n_centers, &spec, False, expansion.kbuf,
+                      &score_out[i, 0], &g[0], &eta_out[i], &kk_out[i]) == DIVERGED:
                 failed = i
-                break
-            kk = cdot(kb, kb, m)
-            kk_out[i] = kk
-            step = eta[i]
-            if lipschitz > 0.0:
-                step = fmin(step, 1.0 / (lipschitz * kk + lam))
-            eta_out[i] = step
-            if k > 0:
-                cgrad(&spec, s, k, y[i], &g[0])
-                cshrink_lazy(a, A.shape[0] * k, &scale, 1.0 - step * lam)
-            for c in range(k):
-                if g[c] == 0.0:
-                    continue
-                h = -0.5 * step * g[c] / scale
-                if not isfinite(h):
-                    failed = i
-                    break
-                for j in range(m):
-                    a[j * k + c] += h * kb[j]
-            if failed >= 0:
                 break
     if interrupted:
         craise_pending()
     return failed, scale
+
+
+cdef class CoefRegEvents:
+    """One-event predict and learn for `CoefficientRegularizedClassifier` (either model).
+
+    `learn` takes the chunk loops' own step (`cstep`, or `cmstep` on the estimator's
+    matrix A, in place).  The kernel row of the last prediction is kept with a copy
+    of the row and a fingerprint of the model (t, n_support, scale, n_rescale):
+    "predict, then learn" computes k_t once.
+
+    Parameters
+    ----------
+    expansion : KernelExpansion
+        The centres (and the binary coefficients).
+    A : ndarray of shape (n_centers, k) or None
+        The coefficient matrix of k >= 3 classes (true values), updated in place.
+    lam, eta, eta_decay, lipschitz : float
+        The estimator's lam, its step (eta <= 0: a callable's eta_t is passed to
+        `learn`), and M > 0 of eta="auto" (0: no cap).
+    n_centers : int
+    loss : dict
+        The `LossSpec` fields.
+    name : str
+    names : tuple of str
+        The estimator attributes `matches` compares.
+    """
+    cdef KernelExpansion expansion
+    cdef object A_obj
+    cdef double[:, ::1] A
+    cdef Py_ssize_t k, n_centers
+    cdef double lam, eta, eta_decay, lipschitz
+    cdef LossSpec loss
+    cdef object name
+    cdef tuple names, values
+    cdef double[::1] kb, last_row, s, g
+    cdef bint has_last
+    cdef double last_t, last_scale, last_f
+    cdef Py_ssize_t last_n, last_rescale
+
+    def __init__(self, KernelExpansion expansion, A, double lam, double eta, double eta_decay,
+                 double lipschitz, Py_ssize_t n_centers, LossSpec loss, str name,
+                 tuple names=()):
+        self.expansion = expansion
+        self.A_obj = A
+        self.k = 0
+        if A is not None:
+            self.A = A
+            self.k = self.A.shape[1]
+            if self.A.shape[0] < n_centers:
+                raise ValueError(f"A has {self.A.shape[0]} rows for {n_centers} centres.")
+        self.lam, self.eta, self.eta_decay, self.lipschitz = lam, eta, eta_decay, lipschitz
+        self.n_centers, self.loss = n_centers, loss
+        self.name, self.names = name, names
+        self.values = tuple([expansion] + [None] * (len(names) - 1))
+        self.kb = np.empty(max(n_centers, expansion.n_support) + 1)
+        self.last_row = np.empty(expansion.n_features)
+        self.s = np.empty(max(self.k, 1))
+        self.g = np.empty(max(self.k, 1))
+        self.has_last = False
+
+    def bind(self, est):
+        self.values = tuple([est.__dict__.get(name) for name in self.names])
+
+    cpdef bint matches(self, est):
+        cdef dict attrs = est.__dict__
+        cdef Py_ssize_t i
+        for i in range(len(self.names)):
+            if attrs.get(self.names[i], self) is not self.values[i]:
+                return False
+        return True
+
+    cdef bint _ready(self, const double[::1] x, double t):
+        """Whether kb holds k(x) of this very row and model (the last prediction's)."""
+        cdef KernelExpansion e = self.expansion
+        return (self.has_last and t == self.last_t and e.n_support == self.last_n
+                and e.scale == self.last_scale and e.n_rescale == self.last_rescale
+                and memcmp(&x[0], &self.last_row[0], x.shape[0] * sizeof(double)) == 0)
+
+    cdef _check(self, const double[::1] x, str action):
+        cdef Py_ssize_t j, d = self.expansion.n_features
+        if x.shape[0] != d:
+            raise ValueError(f"X has {x.shape[0]} features, but {self.name} is expecting "
+                             f"{d} features as input.")
+        for j in range(d):
+            if not isfinite(x[j]):
+                raise ValueError(f"{self.name} got a row with NaN or inf: "
+                                 f"{np.asarray(x)[:10]}; non-finite values cannot be {action}.")
+
+    cdef void _remember(self, const double[::1] x, double t):
+        cdef KernelExpansion e = self.expansion
+        memcpy(&self.last_row[0], &x[0], x.shape[0] * sizeof(double))
+        self.last_t, self.last_n, self.last_scale = t, e.n_support, e.scale
+        self.last_rescale, self.has_last = e.n_rescale, True
+
+    def predict(self, const double[::1] x, double t, b=None):
+        """f(x) (binary) or the k scores A^T k(x) of one row (b: unused, no offset)."""
+        cdef KernelExpansion e = self.expansion
+        cdef Py_ssize_t j, c, m = e.n_support, k = self.k
+        cdef double f
+        self._check(x, "predicted")
+        if not self._ready(x, t):
+            if m:
+                ckernel_row(&e.kernel, &x[0], e.centers, m, e.n_features, &self.kb[0])
+            self._remember(x, t)
+        if k == 0:
+            return e.scale * cdot(e.coef, &self.kb[0], m) if m else 0.0
+        out = np.zeros(k)
+        cdef double[::1] o = out
+        for j in range(m):
+            for c in range(k):
+                o[c] += self.kb[j] * self.A[j, c]
+        return out
+
+    def learn(self, const double[::1] x, double y, double t, double eta_given=NAN):
+        """Predict, then take step t + 1 (y: +-1.0, or the class index as a float; eta_given:
+        eta_t of a callable eta).  Returns (f or the scores, eta_t, ||k_t||^2); raises,
+        leaving the model as it was, on NaN/inf in x or divergence."""
+        cdef KernelExpansion e = self.expansion
+        cdef Py_ssize_t i, yi = <Py_ssize_t>y, d = e.n_features
+        cdef double eta_t, f = NAN, eta_used = NAN, kk = NAN, scale = 1.0
+        cdef bint ready
+        cdef int status
+        self._check(x, "learned")
+        if self.k and not (0 <= yi < self.k and yi == y):
+            raise ValueError(f"y = {y} is not a class index in [0, {self.k}).")
+        eta_t = eta_given if self.eta <= 0.0 else self.eta * pow(t + 1.0, -self.eta_decay)
+        ready = self._ready(x, t)
+        if e.n_support < self.n_centers and e.n_support == e.capacity:
+            e.reserve(1)
+        if self.k == 0:
+            status = cstep(e, &x[0], cdot(&x[0], &x[0], d), y, eta_t, self.lam, self.lipschitz,
+                           self.n_centers, &self.loss, ready, &self.kb[0], &f, &eta_used, &kk)
+            out = f
+        else:
+            status = cmstep(e, &self.A[0, 0], self.A.shape[0], self.k, &scale, &x[0],
+                            cdot(&x[0], &x[0], d), yi, eta_t, self.lam, self.lipschitz,
+                            self.n_centers, &self.loss, ready, &self.kb[0], &self.s[0],
+                            &self.g[0], &eta_used, &kk)
+            out = np.asarray(self.s[:self.k]).copy()
+            if status == TAKEN and scale != 1.0:       # A = scale * a, as the chunk leaves it
+                for i in range(self.A.shape[0] * self.k):
+                    (&self.A[0, 0])[i] *= scale
+        self.has_last = False
+        if status == DIVERGED:
+            raise FloatingPointError(
+                f"{self.name} diverged at step t={<Py_ssize_t>t + 1} (eta_t={eta_used:.3g}): "
+                "the coefficients would no longer be finite. The explicit step size is too "
+                "large for this data; use eta='auto' (whose steps keep ||a_t|| bounded), a "
+                "smaller eta or a larger eta_decay. The model is left as it was.")
+        return out, eta_used, kk

@@ -4,6 +4,9 @@ With a feature map z (random Fourier or Nystroem, `okl._feature_maps`) the
 pointwise rule of docs/algorithms.md, sections 1-3, acts on f(x) = b + <w, z(x)>;
 the step itself is `okl._core._pointwise`'s, which this model serves through
 `cpredict`, `cshrink` (O(1): w = scale w_raw) and `cadd`.  Per step O(D), whatever t.
+`FeatureRow` maps one row to its features in C (the one-event step,
+`_pointwise.FeatureEvents`): the Fourier map is the very function of the chunks'
+`fourier_rows`, so both give the same z bit for bit.
 
 References
 ----------
@@ -12,10 +15,17 @@ Lu, Hoi, Wang, Zhao and Liu, "Large scale online kernel learning", JMLR 17,
 """
 import numpy as np
 
-from libc.math cimport isfinite
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from libc.math cimport isfinite, sqrt
 
-from okl._core._kernels cimport cdot
+from okl._core._kernels cimport (
+    GAUSSIAN, LINEAR, POLYNOMIAL, Kernel, KernelSpec, cdot, ckernel_row, cpowi, okl_exp_scaled,
+)
 from okl._core._lazy cimport RENORMALISED, cshrink_lazy
+
+
+cdef extern from "_rowmat.h" nogil:
+    void okl_row_times(Py_ssize_t n, Py_ssize_t D, const double* x, const double* W, double* z)
 
 
 cdef extern from "_cos.h" nogil:
@@ -131,5 +141,189 @@ cdef class LinearModel:
         return (_rebuild, (self.get_state(),))
 
 
+cdef class FeatureRow:
+    """z(x) of one row, in C, into a buffer the caller owns (no allocation per row).
+
+    `FeatureRow.fourier(W, b, kernel)`: z = sqrt(2 / D) cos(x W + b), the chunks' own
+    function.  `FeatureRow.nystroem(landmarks, components, kernel)`: z = k_L(x) C, the
+    kernel row of x against the B landmarks (from x L^T, as the chunks compute it, for
+    the Gaussian, linear and polynomial kernels) times C (B, r), both products in
+    blocks of columns (`_rowmat.h`); it may differ from the chunks' BLAS products in
+    the last bits.  `kernel` is the learner's `KernelSpec` (a dict: kind, gamma, coef0,
+    degree, nu).
+    """
+
+    def __dealloc__(self):
+        PyMem_Free(self.kbuf)
+
+    @staticmethod
+    def fourier(const double[:, ::1] W, const double[::1] b, KernelSpec kernel):
+        cdef FeatureRow self = FeatureRow.__new__(FeatureRow)
+        if b.shape[0] != W.shape[1]:
+            raise ValueError("FeatureRow.fourier: W (d, D) and b (D,) disagree.")
+        self.kind, self.kernel = 0, kernel
+        self.n_features, self.n_components, self.n_landmarks = W.shape[0], W.shape[1], 0
+        self.keep = (W, b)
+        self.W, self.b = &W[0, 0], &b[0]
+        self.c = sqrt(2.0 / self.n_components)
+        return self
+
+    @staticmethod
+    def nystroem(const double[:, ::1] landmarks, const double[:, ::1] components,
+                 KernelSpec kernel):
+        cdef FeatureRow self = FeatureRow.__new__(FeatureRow)
+        if components.shape[0] != landmarks.shape[0]:
+            raise ValueError("FeatureRow.nystroem: landmarks (B, d) and components (B, r) "
+                             "disagree.")
+        self.kind, self.kernel = 1, kernel
+        self.n_features, self.n_landmarks = landmarks.shape[1], landmarks.shape[0]
+        self.n_components = components.shape[1]
+        # the Gaussian, linear and polynomial rows from x L^T in blocks of columns (as the
+        # chunks' matrix products), with ||l_i||^2; the others sum distances (ckernel_row)
+        cdef const double[:, ::1] lt = np.ascontiguousarray(np.asarray(landmarks).T)
+        cdef const double[::1] ll = np.einsum("ij,ij->i", landmarks, landmarks)
+        self.keep = (landmarks, components, lt, ll)
+        self.W, self.components = &landmarks[0, 0], &components[0, 0]
+        self.lt, self.ll = &lt[0, 0], &ll[0]
+        self.kbuf = <double*>PyMem_Malloc(self.n_landmarks * sizeof(double))
+        if self.kbuf == NULL:
+            raise MemoryError()
+        return self
+
+    cdef void cmap(self, const double* x, double* z) noexcept nogil:
+        """z <- z(x)."""
+        cdef Py_ssize_t r = self.n_components
+        if self.kind == 0:
+            okl_fourier_rows(1, self.n_features, r, x, self.W, self.b, self.c, z)
+            return
+        cdef Py_ssize_t i, B = self.n_landmarks
+        cdef double xx, v
+        cdef Kernel kind = self.kernel.kind
+        if kind == GAUSSIAN or kind == LINEAR or kind == POLYNOMIAL:
+            okl_row_times(self.n_features, B, x, self.lt, self.kbuf)
+            if kind == GAUSSIAN:
+                xx = cdot(x, x, self.n_features)
+                for i in range(B):
+                    v = -2.0 * self.kbuf[i] + xx + self.ll[i]
+                    self.kbuf[i] = 0.0 if v < 0.0 else v       # a NaN stays NaN
+                okl_exp_scaled(B, self.kernel.gamma, self.kbuf)
+            elif kind == LINEAR:
+                for i in range(B):
+                    self.kbuf[i] += self.kernel.coef0
+            else:
+                for i in range(B):
+                    self.kbuf[i] = cpowi(self.kernel.gamma * self.kbuf[i] + self.kernel.coef0,
+                                         self.kernel.degree)
+        else:
+            ckernel_row(&self.kernel, x, self.W, B, self.n_features, self.kbuf)
+        okl_row_times(B, r, self.kbuf, self.components, z)
+
+    def transform(self, const double[:, ::1] X):
+        """z of every row (a test's view of `cmap`)."""
+        if X.shape[1] != self.n_features:
+            raise ValueError(f"X has {X.shape[1]} columns, the map {self.n_features}.")
+        Z = np.empty((X.shape[0], self.n_components))
+        cdef double[:, ::1] out = Z
+        cdef Py_ssize_t i
+        for i in range(X.shape[0]):
+            self.cmap(&X[i, 0], &out[i, 0])
+        return Z
+
+
 def _rebuild(state):
     return LinearModel.from_state(state)
+
+
+cdef class MultiLinearModel:
+    """s(z) = scale * W_raw z in R^k: the weight matrix W (k, D) of a feature model of k >= 3
+    classes, lazily scaled as `LinearModel` (docs/multiclass.md, section 6).  It serves
+    the multiclass step (`_multiclass.cmstep`) through `cscores`, `cshrink` and `cadd`."""
+
+    def __init__(self, Py_ssize_t n_classes, Py_ssize_t n_components):
+        if n_classes < 1 or n_components < 1:
+            raise ValueError(f"n_classes and n_components must be >= 1, got {n_classes} and "
+                             f"{n_components}.")
+        self.n_classes, self.n_components = n_classes, n_components
+        self._W = np.zeros((n_classes, n_components), dtype=np.float64)
+        cdef double[:, ::1] view = self._W
+        self.W = &view[0, 0]
+        self.scale = 1.0
+        self.n_rescale = 0
+
+    @property
+    def coef_(self):
+        """W = scale * W_raw, shape (k, D) (a copy)."""
+        return self.scale * self._W
+
+    def predict(self, const double[:, ::1] Z):
+        """The k scores of every feature row, shape (n, k)."""
+        if Z.shape[1] != self.n_components:
+            raise ValueError(f"Z has {Z.shape[1]} columns, the model {self.n_components}.")
+        return self.scale * (np.asarray(Z) @ self._W.T)
+
+    def sq_norm(self):
+        """||W||_F^2: the squared norm of the vector-valued f."""
+        return float(self.scale * self.scale * np.sum(self._W * self._W))
+
+    def checkpoint(self):
+        return (self._W.copy(), self.scale, self.n_rescale)
+
+    def restore(self, state):
+        W, self.scale, self.n_rescale = state
+        self._W[:] = W
+
+    def get_state(self):
+        return dict(n_classes=self.n_classes, n_components=self.n_components, w=self._W.copy(),
+                    scale=self.scale, n_rescale=self.n_rescale)
+
+    @classmethod
+    def from_state(cls, state):
+        W = np.asarray(state["w"], dtype=np.float64)
+        cdef MultiLinearModel self = cls(int(state["n_classes"]), int(state["n_components"]))
+        self._W[:] = W.reshape(self.n_classes, self.n_components)
+        self.scale = float(state["scale"])
+        self.n_rescale = int(state["n_rescale"])
+        return self
+
+    def set_coef(self, W):
+        """Start from given weights (k, D) (NOGD's switch, an average)."""
+        W = np.asarray(W, dtype=np.float64)
+        if W.shape != (self.n_classes, self.n_components):
+            raise ValueError(f"W has shape {W.shape}, the model "
+                             f"{(self.n_classes, self.n_components)}.")
+        self._W[:] = W
+        self.scale = 1.0
+
+    cdef void cscores(self, const double* z, double* out) noexcept nogil:
+        """out <- scale W_raw z."""
+        cdef Py_ssize_t c, D = self.n_components
+        for c in range(self.n_classes):
+            out[c] = self.scale * cdot(self.W + c * D, z, D)
+
+    cdef void cshrink(self, double factor) noexcept nogil:
+        """W <- factor W in O(1); factor <= 0 sets W = 0 exactly."""
+        if factor != 1.0 and cshrink_lazy(self.W, self.n_classes * self.n_components,
+                                          &self.scale, factor) == RENORMALISED:
+            self.n_rescale += 1
+
+    cdef bint cadd(self, const double* z, double zz, const double* a) noexcept nogil:
+        """W <- W + a z^T; False (and no change) when some a_c / scale is not finite."""
+        cdef Py_ssize_t c, j, D = self.n_components
+        cdef double ac
+        cdef double* row
+        for c in range(self.n_classes):
+            if not isfinite(a[c] / self.scale):
+                return False
+        for c in range(self.n_classes):
+            ac, row = a[c] / self.scale, self.W + c * D
+            if ac != 0.0:
+                for j in range(D):
+                    row[j] += ac * z[j]
+        return True
+
+    def __reduce__(self):
+        return (_rebuild_multi, (self.get_state(),))
+
+
+def _rebuild_multi(state):
+    return MultiLinearModel.from_state(state)

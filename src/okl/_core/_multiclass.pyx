@@ -8,8 +8,10 @@ centre is added) or the softmax cross-entropy (g = p - e_y).  eta_t and lam_t
 are those of the binary step (`cschedule` of _pointwise.pyx, written again here
 with the same formulas; the NumPy twin of both is okl/_numpy/pointwise.schedule).
 A step checks everything before its first write: a step that would leave a
-non-finite model changes nothing.  Callers: `fit_chunk` (a chunk, nogil) and
-`MulticlassEvents` (one event).  The NumPy twin is okl/_numpy/multiclass.py.
+non-finite model changes nothing.  The model is a `MultiExpansion` or, for the
+random Fourier and Nystroem models, the weight matrix `_linear.MultiLinearModel` on
+feature rows (section 6).  Callers: `fit_chunk` (a chunk, nogil, either model),
+`MulticlassEvents` (one event) and `MultiFeatureEvents` (one event on features).  The NumPy twin is okl/_numpy/multiclass.py.
 """
 import numpy as np
 
@@ -18,6 +20,7 @@ from libc.string cimport memcmp, memcpy
 
 from okl._core._expansion cimport MERGE
 from okl._core._kernels cimport cdot, cself
+from okl._core._linear cimport FeatureRow, MultiLinearModel
 from okl._core._multiexpansion cimport MultiExpansion
 from okl._core._pointwise cimport GIVEN, Schedule, cschedule
 from okl._core._signals cimport cinterrupted, craise_pending
@@ -32,6 +35,11 @@ cdef enum:
     TAKEN = 0
     SKIPPED = 1
     DIVERGED = 2
+
+
+ctypedef fused MModel:          # the kernel expansion, or the weight matrix on features
+    MultiExpansion
+    MultiLinearModel
 
 
 cdef struct MState:         # _pointwise.StepState without b (a vector here, passed apart)
@@ -73,12 +81,15 @@ cdef inline bint cgradient(int loss, const double* s, Py_ssize_t y, Py_ssize_t k
     return True
 
 
-cdef int cmstep(MultiExpansion model, const double* x, double xx, double kxx, const double* s,
-                Py_ssize_t y, double w, double eta_given, int loss, const Schedule* sch,
-                MState* st, double* b, double* g, double* a) noexcept nogil:
+cdef int cmstep(MModel model, const double* x, double xx, double kxx, double kself,
+                const double* s, Py_ssize_t y, double w, double eta_given, int loss,
+                const Schedule* sch, MState* st, double* b, double* g, double* a) noexcept nogil:
     """One step from the scores s = f_t(x_t) + b: TAKEN, SKIPPED (w = 0) or DIVERGED.
 
-    b (k) is updated in place when the step is taken; g, a: work (k).
+    x is the row the model adds (a centre, or a feature row z), xx = <x, x>; kxx =
+    K(x_t, x_t) of the learner's kernel (for C_K^2), kself the model's own K(x, x)
+    (xx for feature rows).  b (k) is updated in place when the step is taken; g, a:
+    work (k).
     """
     cdef Py_ssize_t j, k = model.n_classes
     cdef double t = 0.0, ck2 = 0.0, eta_t = NAN, lam_t = NAN, factor, scale_next, bj
@@ -104,7 +115,7 @@ cdef int cmstep(MultiExpansion model, const double* x, double xx, double kxx, co
         bj = b[j] - eta_t * g[j] if sch.intercept else b[j]
         if not (isfinite(a[j] / scale_next) and isfinite(bj)):
             return DIVERGED
-        if add and not isfinite(factor * (s[j] - b[j]) + a[j] * kxx + bj):
+        if add and not isfinite(factor * (s[j] - b[j]) + a[j] * kself + bj):
             return DIVERGED
     model.cshrink(factor)
     if add:
@@ -118,8 +129,8 @@ cdef int cmstep(MultiExpansion model, const double* x, double xx, double kxx, co
     return TAKEN
 
 
-def fit_chunk(MultiExpansion model,
-              const double[:, ::1] X,       # IN (n, d)
+def fit_chunk(MModel model,
+              const double[:, ::1] X,       # IN (n, d) rows (feature rows z for a MultiLinearModel)
               const Py_ssize_t[::1] y,      # IN (n,) class indices in [0, k)
               Schedule schedule,
               int loss,                     # a MulticlassLoss
@@ -127,15 +138,22 @@ def fit_chunk(MultiExpansion model,
               double[::1] b,                # IN/OUT (k,) the offsets
               double[:, ::1] pred_out,      # OUT (n, k) f_t(x_t) + b_t, before each update
               const double[::1] weight=None,
-              const double[::1] eta=None):
+              const double[::1] eta=None,
+              const double[::1] kdiag=None):    # IN (n,) K(x_t, x_t) (needed on features)
     """Run the chunk: (index of the first step that diverged or -1, the state after)."""
     cdef Py_ssize_t i, j, n = X.shape[0], d = X.shape[1], k = model.n_classes
     cdef Py_ssize_t failed = -1, work = 0
     cdef bint interrupted = False
     cdef const double* x
     cdef double xx, kxx, w = 1.0, eta_i = NAN
-    if d != model.n_features:
-        raise ValueError(f"X has {d} columns, the expansion {model.n_features}.")
+    if MModel is MultiExpansion:
+        if d != model.n_features:
+            raise ValueError(f"X has {d} columns, the expansion {model.n_features}.")
+    else:
+        if d != model.n_components:
+            raise ValueError(f"Z has {d} columns, the model {model.n_components}.")
+        if kdiag is None or kdiag.shape[0] != n:
+            raise ValueError("A MultiLinearModel needs kdiag, K(x_t, x_t) of every row.")
     if y.shape[0] != n or pred_out.shape[0] != n or pred_out.shape[1] != k or b.shape[0] != k:
         raise ValueError("X, y, b and pred_out do not match the expansion.")
     for i in range(n):
@@ -147,10 +165,12 @@ def fit_chunk(MultiExpansion model,
         raise ValueError("A GIVEN schedule needs eta, one value per row.")
     g_arr, a_arr = np.empty(k), np.empty(k)
     cdef double[::1] g = g_arr, a = a_arr
-    model.reserve(n)
+    if MModel is MultiExpansion:
+        model.reserve(n)
     with nogil:
         for i in range(n):
-            if cinterrupted(&work, model.n_support * (d + k)):
+            if cinterrupted(&work, (model.n_support * (d + k)) if MModel is MultiExpansion
+                            else d * k):
                 interrupted = True
                 break
             x = &X[i, 0]
@@ -162,9 +182,14 @@ def fit_chunk(MultiExpansion model,
                 w = weight[i]
             if eta is not None:
                 eta_i = eta[i]
-            kxx = cself(&model.kernel, xx)
-            if cmstep(model, x, xx, kxx, &pred_out[i, 0], y[i], w, eta_i, loss, &schedule,
-                      &state, &b[0], &g[0], &a[0]) == DIVERGED:
+            if MModel is MultiExpansion:
+                kxx = cself(&model.kernel, xx)
+                if cmstep(model, x, xx, kxx, kxx, &pred_out[i, 0], y[i], w, eta_i, loss,
+                          &schedule, &state, &b[0], &g[0], &a[0]) == DIVERGED:
+                    failed = i
+                    break
+            elif cmstep(model, x, xx, kdiag[i], xx, &pred_out[i, 0], y[i], w, eta_i, loss,
+                        &schedule, &state, &b[0], &g[0], &a[0]) == DIVERGED:
                 failed = i
                 break
     if interrupted:
@@ -301,8 +326,116 @@ cdef class MulticlassEvents:
             # moves the buffers, the model unchanged; a full MERGE budget needs slot B for
             # the newcomer until the merge (`reserve` caps the room at B + 1)
             e.reserve(1)
-        status = cmstep(e, &x[0], xx, cself(&e.kernel, xx), &s[0], yi, weight, eta_given,
-                        self.loss, &self.schedule, &st, &bn[0], &self.g[0], &self.a[0])
+        status = cmstep(e, &x[0], xx, cself(&e.kernel, xx), cself(&e.kernel, xx), &s[0], yi,
+                        weight, eta_given, self.loss, &self.schedule, &st, &bn[0], &self.g[0],
+                        &self.a[0])
+        if status == DIVERGED:
+            raise FloatingPointError(
+                f"{self.name} diverged at step t={<Py_ssize_t>t + 1} (eta_t={st.eta_try:.3g}): "
+                "the model would no longer be finite. The step size is too large for this "
+                "data; use eta='auto', a smaller eta or a larger eta_decay, or scale X (e.g. "
+                "with okl.preprocessing.OnlineStandardScaler). The model is left as it was.")
+        return (s_arr, status == TAKEN, st.t, st.ck2, st.eta_t, st.lam_t, b_arr,
+                (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None, dev)
+
+
+cdef class MultiFeatureEvents:
+    """One-event predict and learn on the weight matrix of a feature model of k classes.
+
+    The row's features z(x) are computed in C (`_linear.FeatureRow`) into a buffer
+    kept with a copy of the row ("predict, then learn" maps it once), then `cmstep`
+    takes the chunk loop's step on the `MultiLinearModel`.  Arguments and results
+    are those of `MulticlassEvents`; `matches` also asks that the feature model still
+    holds this weight matrix and map.
+    """
+    cdef MultiLinearModel linear
+    cdef FeatureRow rowmap
+    cdef object model, fmap
+    cdef Schedule schedule
+    cdef int loss
+    cdef object name
+    cdef tuple names, values
+    cdef double[::1] z, last_row, g, a
+    cdef bint has_last
+    cdef double last_xx, last_zz
+
+    def __init__(self, model, FeatureRow rowmap, Schedule schedule, int loss, str name,
+                 tuple names=()):
+        self.model, self.linear, self.fmap = model, model.linear, model.fmap
+        if rowmap.n_components != self.linear.n_components:
+            raise ValueError("MultiFeatureEvents: the map and the weights disagree.")
+        self.rowmap = rowmap
+        self.schedule, self.loss = schedule, loss
+        self.name, self.names = name, names
+        self.values = tuple([model] + [None] * (len(names) - 1))
+        self.z = np.empty(rowmap.n_components)
+        self.last_row = np.empty(rowmap.n_features)
+        self.g = np.empty(self.linear.n_classes)
+        self.a = np.empty(self.linear.n_classes)
+        self.has_last = False
+
+    def bind(self, est):
+        self.values = tuple([est.__dict__.get(name) for name in self.names])
+
+    cpdef bint matches(self, est):
+        cdef dict attrs = est.__dict__
+        cdef Py_ssize_t i
+        for i in range(len(self.names)):
+            if attrs.get(self.names[i], self) is not self.values[i]:
+                return False
+        return self.model.linear is self.linear and self.model.fmap is self.fmap
+
+    cdef _scores(self, const double[::1] x, const double[::1] b, double* out, str action):
+        """out <- the k scores <W_c, z(x)> + b_c (z cached with the row)."""
+        cdef Py_ssize_t j, d = self.rowmap.n_features, k = self.linear.n_classes
+        cdef double xx
+        if x.shape[0] != d:
+            raise ValueError(f"X has {x.shape[0]} features, but {self.name} is expecting "
+                             f"{d} features as input.")
+        if b.shape[0] != k:
+            raise ValueError("intercept_ does not match the classes.")
+        if not (self.has_last and memcmp(&x[0], &self.last_row[0], d * sizeof(double)) == 0):
+            xx = cdot(&x[0], &x[0], d)
+            if not row_is_finite(&x[0], d, xx):
+                raise ValueError(f"{self.name} got a row with NaN or inf: "
+                                 f"{np.asarray(x)[:10]}; non-finite values cannot be {action}.")
+            self.has_last = False
+            self.rowmap.cmap(&x[0], &self.z[0])
+            self.last_zz = cdot(&self.z[0], &self.z[0], self.rowmap.n_components)
+            memcpy(&self.last_row[0], &x[0], d * sizeof(double))
+            self.last_xx, self.has_last = xx, True
+        self.linear.cscores(&self.z[0], out)
+        for j in range(k):
+            out[j] += b[j]
+
+    def predict(self, const double[::1] x, double t, const double[::1] b):
+        """The k scores W z(x) + b for one row."""
+        out = np.empty(self.linear.n_classes)
+        cdef double[::1] o = out
+        self._scores(x, b, &o[0], "predicted")
+        return out
+
+    def learn(self, const double[::1] x, double y, double weight, double t, double ck2,
+              const double[::1] b, double eta_given=NAN, double dev=0.0):
+        """Predict the scores, then take step t + 1: `MulticlassEvents.learn`'s arguments and
+        results.  Raises, leaving the model as it was, on NaN/inf in x or divergence."""
+        cdef Py_ssize_t k = self.linear.n_classes, yi = <Py_ssize_t>y
+        cdef MState st
+        cdef int status
+        if not (0 <= yi < k and yi == y):
+            raise ValueError(f"y = {y} is not a class index in [0, {k}).")
+        s_arr = np.empty(k)
+        cdef double[::1] s = s_arr
+        self._scores(x, b, &s[0], "learned")
+        b_arr = np.array(b)
+        cdef double[::1] bn = b_arr
+        st.t, st.ck2 = t, ck2
+        st.eta_t = st.lam_t = st.eta_try = NAN
+        st.reset_t = st.reset_eta = st.reset_lam = 0.0
+        status = cmstep(self.linear, &self.z[0], self.last_zz,
+                        cself(&self.rowmap.kernel, self.last_xx), self.last_zz, &s[0], yi,
+                        weight, eta_given, self.loss, &self.schedule, &st, &bn[0], &self.g[0],
+                        &self.a[0])
         if status == DIVERGED:
             raise FloatingPointError(
                 f"{self.name} diverged at step t={<Py_ssize_t>t + 1} (eta_t={st.eta_try:.3g}): "

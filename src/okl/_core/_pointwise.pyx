@@ -15,9 +15,11 @@ come from the schedule of step t (`cschedule`, the formulas of
 `cstep` is that step for either model: a `KernelExpansion` (the exact
 learners, the budgets) or a `LinearModel` on feature rows (random Fourier or
 Nystroem features).  It checks everything before its first write: a step that
-would leave a non-finite model changes nothing.  Three callers share it:
-`fit_chunk` (the nogil loop of a chunk, either model) and
-`PointwiseEvents.learn` (one event, O(m d), no allocation).
+would leave a non-finite model changes nothing.  Its callers:
+`fit_chunk` (the nogil loop of a chunk, either model),
+`PointwiseEvents.learn` (one event, O(m d), no allocation) and
+`FeatureEvents.learn` (one event of a feature model: the row's features in C,
+`_linear.FeatureRow`, then the same step).
 """
 import numpy as np
 
@@ -27,7 +29,7 @@ from libc.string cimport memcmp, memcpy
 from okl._core._kernels cimport cdot, cself
 from okl._core._losses cimport LossSpec, cgradient
 from okl._core._expansion cimport MERGE, KernelExpansion
-from okl._core._linear cimport LinearModel
+from okl._core._linear cimport FeatureRow, LinearModel
 from okl._core._signals cimport cinterrupted, craise_pending
 
 
@@ -291,6 +293,111 @@ cdef class PointwiseEvents:
             # the newcomer until the merge (`reserve` caps the room at B + 1)
             e.reserve(1)
         status = cstep(e, &x[0], xx, cself(&e.kernel, xx), cself(&e.kernel, xx), f, y, weight,
+                       eta_given, &self.loss, &self.schedule, &st)
+        if status == DIVERGED:
+            raise FloatingPointError(
+                f"{self.name} diverged at step t={<Py_ssize_t>t + 1} (eta_t={st.eta_try:.3g}): "
+                "the model would no longer be finite. The step size is too large for this "
+                "data; use eta='auto', a smaller eta or a larger eta_decay, or scale X (e.g. "
+                "with okl.preprocessing.OnlineStandardScaler). The model is left as it was.")
+        return (f, status == TAKEN, st.t, st.ck2, st.eta_t, st.lam_t, st.b,
+                (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None, st.dev)
+
+
+cdef class FeatureEvents:
+    """One-event predict and learn for a feature model (`okl._feature_model.FeatureModel`).
+
+    The row's features z(x) are computed in C into a buffer of this object
+    (`FeatureRow.cmap`), then `cstep` takes the step on the `LinearModel`, as the
+    chunk loop does on the same features.  The features of the last row are kept
+    with a copy of the row: "predict, then learn" maps the row once (the map is
+    fixed, so z stays valid; f = <w, z> is recomputed, O(D)).  Same arguments and
+    results as `PointwiseEvents`; `matches` also asks that the feature model still
+    holds this linear model and map (Nystroem's switch, a restore, an engine change
+    build a new one).
+    """
+    cdef LinearModel linear
+    cdef FeatureRow rowmap
+    cdef object model, fmap
+    cdef Schedule schedule
+    cdef LossSpec loss
+    cdef object name
+    cdef tuple names, values
+    cdef double[::1] z, last_row
+    cdef bint has_last
+    cdef double last_xx, last_zz
+
+    def __init__(self, model, FeatureRow rowmap, Schedule schedule, LossSpec loss, str name,
+                 tuple names=()):
+        self.model, self.linear, self.fmap = model, model.linear, model.fmap
+        if rowmap.n_components != self.linear.n_components:
+            raise ValueError("FeatureEvents: the map and the linear model disagree.")
+        self.rowmap = rowmap
+        self.schedule, self.loss = schedule, loss
+        self.name, self.names = name, names
+        self.values = tuple([model] + [None] * (len(names) - 1))
+        self.z = np.empty(rowmap.n_components)
+        self.last_row = np.empty(rowmap.n_features)
+        self.has_last = False
+
+    def bind(self, est):
+        """Remember the objects est holds under `names` (instance attributes), for `matches`."""
+        self.values = tuple([est.__dict__.get(name) for name in self.names])
+
+    cpdef bint matches(self, est):
+        """est holds the objects this step was built from, and its model this map and weights."""
+        cdef dict attrs = est.__dict__
+        cdef Py_ssize_t i
+        for i in range(len(self.names)):
+            if attrs.get(self.names[i], self) is not self.values[i]:
+                return False
+        return self.model.linear is self.linear and self.model.fmap is self.fmap
+
+    cdef inline bint _features(self, const double* x, double* xx_out):
+        """z(x) into self.z (with the cache); False for a non-finite row."""
+        cdef Py_ssize_t d = self.rowmap.n_features
+        cdef double xx
+        if self.has_last and memcmp(x, &self.last_row[0], d * sizeof(double)) == 0:
+            xx_out[0] = self.last_xx
+            return True
+        xx = cdot(x, x, d)
+        xx_out[0] = xx
+        if not row_is_finite(x, d, xx):
+            return False
+        self.has_last = False
+        self.rowmap.cmap(x, &self.z[0])
+        self.last_zz = cdot(&self.z[0], &self.z[0], self.rowmap.n_components)
+        memcpy(&self.last_row[0], x, d * sizeof(double))
+        self.last_xx = xx
+        self.has_last = True
+        return True
+
+    cdef inline double _f(self, const double[::1] x, double b, str action) except? -1.0:
+        cdef double xx
+        if x.shape[0] != self.rowmap.n_features:
+            raise ValueError(f"X has {x.shape[0]} features, but {self.name} is expecting "
+                             f"{self.rowmap.n_features} features as input.")
+        if not self._features(&x[0], &xx):
+            raise ValueError(f"{self.name} got a row with NaN or inf: {np.asarray(x)[:10]}; "
+                             f"non-finite values cannot be {action}.")
+        return self.linear.cpredict(&self.z[0]) + b
+
+    def predict(self, const double[::1] x, double t, double b):
+        """f(x) = b + <w, z(x)> for one row (t: unused, the signature of `PointwiseEvents`)."""
+        return self._f(x, b, "predicted")
+
+    def learn(self, const double[::1] x, double y, double weight, double t, double ck2,
+              double b, double eta_given=NAN, double dev=0.0):
+        """Predict f_t(x_t), then take step t + 1: `PointwiseEvents.learn`'s arguments and
+        results.  Raises, leaving the model as it was, on NaN/inf in x or divergence."""
+        cdef double f = self._f(x, b, "learned")
+        cdef StepState st
+        cdef int status
+        st.t, st.ck2, st.b, st.dev = t, ck2, b, dev
+        st.eta_t = st.lam_t = st.eta_try = NAN
+        st.reset_t = st.reset_eta = st.reset_lam = 0.0
+        status = cstep(self.linear, &self.z[0], self.last_zz,
+                       cself(&self.rowmap.kernel, self.last_xx), self.last_zz, f, y, weight,
                        eta_given, &self.loss, &self.schedule, &st)
         if status == DIVERGED:
             raise FloatingPointError(

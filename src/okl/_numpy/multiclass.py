@@ -29,8 +29,12 @@ def gradient(loss, s, y, w):
     return w * p, True
 
 
-def step(model, x, kxx, s, y, w, eta_given, loss, sch, st, b):
-    """One step from the scores s = f_t(x_t) + b: TAKEN, SKIPPED or DIVERGED (nothing changed)."""
+def step(model, x, kxx, s, y, w, eta_given, loss, sch, st, b, kself=None):
+    """One step from the scores s = f_t(x_t) + b: TAKEN, SKIPPED or DIVERGED (nothing changed).
+
+    kxx = K(x_t, x_t) (for C_K^2); kself the model's own K(x, x), <z, z> for a feature row
+    (kxx when None)."""
+    kself = kxx if kself is None else kself
     st["eta_try"] = np.nan
     if w != 0.0:
         t = st["t"] + 1.0
@@ -47,7 +51,7 @@ def step(model, x, kxx, s, y, w, eta_given, loss, sch, st, b):
     b_next = b - eta_t * g if sch["intercept"] else b.copy()
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b_next))):
         return DIVERGED
-    if add and not np.all(np.isfinite(factor * (s - b) + a * kxx + b_next)):
+    if add and not np.all(np.isfinite(factor * (s - b) + a * kself + b_next)):
         return DIVERGED
     model.shrink(factor)
     if add:
@@ -59,18 +63,26 @@ def step(model, x, kxx, s, y, w, eta_given, loss, sch, st, b):
     return TAKEN
 
 
-def fit_chunk(model, X, y, schedule_, loss, state, b, pred_out, weight=None, eta=None):
-    """Predict-then-update over the rows: (first divergent row or -1, the state after)."""
+def fit_chunk(model, X, y, schedule_, loss, state, b, pred_out, weight=None, eta=None,
+              kdiag=None):
+    """Predict-then-update over the rows: (first divergent row or -1, the state after).
+
+    On feature rows (a `NumpyMultiLinearModel`) kdiag gives K(x_t, x_t) of every row."""
     st = dict(state)
-    model.reserve(len(X))
-    k = model.kernel_params
+    features = kdiag is not None
+    if not features:
+        model.reserve(len(X))
+        k = model.kernel_params
     with np.errstate(over="ignore", invalid="ignore"):
         for i, x in enumerate(X):
             s = model.scores(x) + b
             pred_out[i] = s
-            kxx = float(kernel_values(k, x[None, :], x)[0])
+            if features:
+                kxx, kself = float(kdiag[i]), float(x @ x)
+            else:
+                kxx = kself = float(kernel_values(k, x[None, :], x)[0])
             w = 1.0 if weight is None else weight[i]
             if step(model, x, kxx, s, int(y[i]), w, np.nan if eta is None else eta[i], loss,
-                    schedule_, st, b) == DIVERGED:
+                    schedule_, st, b, kself) == DIVERGED:
                 return i, st
     return -1, st
