@@ -246,10 +246,15 @@ def test_bad_input_leaves_the_model_unchanged(engine):
         clf.learn_one(bad[3], 1)
     with pytest.raises(ValueError):
         clf.partial_fit(X[:5, :2], y[:5])
-    with pytest.raises(ValueError):
-        clf.partial_fit(X[:5], np.array([0, 1, 2, 0, 1]))
     _same_state(before, _state(clf))
     assert clf.t_ == t
+    # a third class where the loss has no multiclass form
+    clf = MultiKernelClassifier(loss="squared_hinge", engine=engine, budget=40).fit(X, y)
+    before = _state(clf)
+    with pytest.raises(ValueError, match="multiclass losses"):
+        clf.partial_fit(X[:5], np.array([0, 1, 2, 0, 1]))
+    _same_state(before, _state(clf))
+    np.testing.assert_array_equal(clf.classes_, [0, 1])
     reg = MultiKernelRegressor(engine=engine, eta=50.0, eta_decay=0.0, lam=0.0)
     reg.fit(X[:2], np.array([0.0, 1.0]))
     before = _state(reg)
