@@ -219,6 +219,8 @@ class MultiKernelMixin:
         return out
 
     def _compiled_events(self, cache):
+        if self._task == CLASSIFY and len(self.__dict__.get("classes_", ())) < 2:
+            return None                 # one class: nothing is learned (okl._labels)
         events = cache[0]
         if events is not None and events.matches(self):
             return events

@@ -68,6 +68,12 @@ cdef struct Hedge:
     uint64_t seed
 
 
+# A leader's coefficient vector of squared norm <= NEGLIGIBLE times its largest is not used by it:
+# every partner then merges it at a degradation of rounding size, so the choice among them would be
+# rounding's; the centre is removed instead (docs/multikernel.md, section 8).
+cdef double NEGLIGIBLE = 1e-12
+
+
 cdef inline Py_ssize_t cargmax(const double* s, Py_ssize_t C) noexcept nogil:
     """The first of the largest of s[0..C)."""
     cdef Py_ssize_t c, best = 0
@@ -501,21 +507,25 @@ cdef class MultiKernel:
         of its two terms onto its own K_k(z, .), coefficient vector by vector."""
         cdef Py_ssize_t N = self.n_support, d = self.n_features, cap = self.capacity
         cdef Py_ssize_t C = self.n_outputs, i, k, c, ref = self.cleader(), m, n, last = N - 1
-        cdef double h = 0.0, loss = 0.0, dist, g, gs = self.cgamma_scale(), v, em, en
+        cdef double h = 0.0, loss = 0.0, dist, g, gs = self.cgamma_scale(), v, em, en, top = 0.0
         cdef const double* block = self.coef + ref * cap * C
         for i in range(N):
             v = 0.0
             for c in range(C):
                 v += block[i * C + c] * block[i * C + c]
             self.mnorm[i] = v
+            if v > top:
+                top = v
         m = okl_merge_argmin(N, self.mnorm)
         if m < 0:
             m = 0
-        g = self.gammas[self.width_of[ref]] * gs
-        okl_sqdists(N, d, self.centers, self.centers + m * d, self.sq)
-        okl_exp_scaled(N, g, self.sq)       # K_ref(x_i, x_m)
-        n = cmulti_merge_find(self.centers, block, N, d, C, g, self.sq, self.mnorm, m,
-                              self.mbound, self.mdot, &h, self.az, &loss)
+        n = -1                  # the leader does not use x_m (NEGLIGIBLE): remove it
+        if self.mnorm[m] > NEGLIGIBLE * top:
+            g = self.gammas[self.width_of[ref]] * gs
+            okl_sqdists(N, d, self.centers, self.centers + m * d, self.sq)
+            okl_exp_scaled(N, g, self.sq)       # K_ref(x_i, x_m)
+            n = cmulti_merge_find(self.centers, block, N, d, C, g, self.sq, self.mnorm, m,
+                                  self.mbound, self.mdot, &h, self.az, &loss)
         if n >= 0:
             dist = 0.0
             for i in range(d):

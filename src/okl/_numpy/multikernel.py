@@ -32,6 +32,7 @@ OLDEST, SMALLEST, MERGE = 0, 1, 2
 DETERMINISTIC, STOCHASTIC = 0, 1
 CLASSIFY, REGRESS = 0, 1
 _MASK = (1 << 64) - 1
+NEGLIGIBLE = 1e-12      # a leader's ||a_m||^2 below this times its largest: x_m is removed
 
 
 def make_hedge(beta=0.8, combination=DETERMINISTIC, task=CLASSIFY, seed=0):
@@ -282,8 +283,11 @@ class NumpyMultiKernel:
             m, n, h, _, _ = merge_find(self._centers[:N], self._coef[ref, :N],
                                        self.gammas[self.width_of[ref]] * gs)
         else:               # the vector merge of the multi-output expansion, m = argmin ||a_i||
-            m, n, h, _, _ = multi_merge_find(self._centers[:N], self._coef[ref, :N],
-                                             self.gammas[self.width_of[ref]] * gs)
+            norms = np.array([row @ row for row in self._coef[ref, :N]])
+            m, n, h = int(np.argmin(norms)), -1, 0.0
+            if norms[m] > NEGLIGIBLE * norms.max():     # else the leader does not use x_m
+                m, n, h, _, _ = multi_merge_find(self._centers[:N], self._coef[ref, :N],
+                                                 self.gammas[self.width_of[ref]] * gs)
         if n >= 0:
             D = float(((self._centers[m] - self._centers[n]) ** 2).sum())
             g = self.gammas[self.width_of] * gs
