@@ -21,7 +21,7 @@ from libc.stdint cimport uint64_t
 from libc.string cimport memcmp, memcpy
 
 from okl._core._kernels cimport cdot, okl_exp_scaled, okl_sqdists
-from okl._core._lazy cimport RENORMALISED, cshrink_lazy
+from okl._core._lazy cimport KEPT, RENORMALISED, Rescale, cshrink_lazy
 from okl._core._losses cimport LOGISTIC, LossSpec, cgradient, closs
 from okl._core._merge cimport cmerge_find, cmerge_point
 from okl._core._multiclass cimport HINGE as MC_HINGE, LOGISTIC as MC_LOGISTIC
@@ -122,7 +122,7 @@ cdef class MultiKernel:
     cdef readonly bint auto
     cdef readonly double t, ck2, eta_t, lam_t, n_seen, loss_scale
     cdef object _doublings, _gammas, _width_of, _eta_scales, _scale, _b, _q, _mean, _m2
-    cdef object _centers, _coef, _sq, _kb, _work, _z, _mwork, _az
+    cdef object _centers, _coef, _sq, _kb, _work, _z, _mwork, _az, _rn
     cdef double* gammas
     cdef Py_ssize_t* width_of
     cdef int* doublings            # (n_widths,) p > 0: gammas[j] = 2^p gammas[j - 1] exactly
@@ -143,6 +143,7 @@ cdef class MultiKernel:
     cdef double* factor            # (K,)
     cdef double* z                 # (K,) Hedge losses
     cdef double* zbuf              # (d,) the merged point
+    cdef double* rn                # (K, capacity) with C outputs: ||raw coef[k, i, :]||^2, kept
     cdef double* mnorm             # (capacity,) merge work with C outputs: row norms, bounds, dots
     cdef double* mbound
     cdef double* mdot
@@ -194,6 +195,15 @@ cdef class MultiKernel:
         self.eta_t = self.lam_t = NAN
         self._allocate(16 if budget == 0 else min(16, self.room()))
 
+    cdef inline void cnorm_row(self, Py_ssize_t k, Py_ssize_t i) noexcept nogil:
+        """rn[k, i] = ||raw coef[k, i, :]||^2 (C outputs)."""
+        cdef Py_ssize_t c, C = self.n_outputs
+        cdef const double* row = self.coef + (k * self.capacity + i) * C
+        cdef double v = 0.0
+        for c in range(C):
+            v += row[c] * row[c]
+        self.rn[k * self.capacity + i] = v
+
     cpdef Py_ssize_t room(self):
         """Slots a full budget needs: B, or B + 1 under MERGE (the newcomer's, until the merge)."""
         return self.budget + 1 if self.policy == MERGE else self.budget
@@ -209,6 +219,12 @@ cdef class MultiKernel:
         self._sq = np.empty(capacity)
         self._kb = np.empty((self.n_widths, capacity))
         self._mwork = np.empty((3, capacity if self.n_outputs > 1 else 1))
+        rn = np.empty((K, capacity if self.n_outputs > 1 else 1))
+        if n and self.n_outputs > 1:
+            rn[:, :n] = self._rn[:, :n]
+        self._rn = rn
+        cdef double[:, ::1] rv = rn
+        self.rn = &rv[0, 0]
         cdef double[:, ::1] cv = centers, kv = self._kb, mv = self._mwork
         cdef double[:, :, ::1] av = coef
         cdef double[::1] qv = self._sq
@@ -324,7 +340,7 @@ cdef class MultiKernel:
 
     cdef Py_ssize_t cvictim(self) noexcept nogil:
         """The slot the new column takes: NO_EVICTION, NEWCOMER or a slot to replace."""
-        cdef Py_ssize_t i, j, k, slot = 0, n = self.n_support, cap = self.capacity
+        cdef Py_ssize_t i, k, slot = 0, n = self.n_support, cap = self.capacity
         cdef Py_ssize_t C = self.n_outputs
         cdef double best = 0.0, new = 0.0, c
         cdef double* row
@@ -335,11 +351,16 @@ cdef class MultiKernel:
         for i in range(n):              # the column norms, row by row (sq is free now)
             self.sq[i] = 0.0
         for k in range(self.n_learners):
-            row = self.coef + k * cap * C
+            if C > 1:                   # the kept row norms: K n work, not K n C
+                c = self.scale[k] * self.scale[k]
+                row = self.rn + k * cap
+                for i in range(n):
+                    self.sq[i] += c * row[i]
+                continue
+            row = self.coef + k * cap
             for i in range(n):
-                for j in range(C):
-                    c = self.scale[k] * row[i * C + j]
-                    self.sq[i] += c * c
+                c = self.scale[k] * row[i]
+                self.sq[i] += c * c
         for i in range(n):
             if i == 0 or self.sq[i] < best:
                 best, slot = self.sq[i], i
@@ -355,6 +376,7 @@ cdef class MultiKernel:
         cdef Py_ssize_t C = self.n_outputs, yi = <Py_ssize_t>y if self.n_outputs > 1 else 0
         cdef double t, ck2, eta_t, lam_t, eta, scale_next, total, lossk, new_scale, delta
         cdef bint add = False, all_reset = True, moves
+        cdef Rescale rescale
         cdef int mloss = MC_LOGISTIC if loss.kind == LOGISTIC else MC_HINGE
         for k in range(K * C):
             if not isfinite(self.f[k]):
@@ -428,8 +450,11 @@ cdef class MultiKernel:
                 self.scale[k] = 1.0
         else:
             for k in range(K):
-                cshrink_lazy(self.coef + k * cap * C, self.n_support * C, &self.scale[k],
-                             self.factor[k])
+                rescale = cshrink_lazy(self.coef + k * cap * C, self.n_support * C,
+                                       &self.scale[k], self.factor[k])
+                if C > 1 and rescale != KEPT:   # raw was rescaled or zeroed (rare)
+                    for slot in range(self.n_support):
+                        self.cnorm_row(k, slot)
         if add:
             slot = self.cvictim()
             if slot != NEWCOMER:
@@ -442,6 +467,8 @@ cdef class MultiKernel:
                 for k in range(K):
                     for c in range(C):
                         self.coef[(k * cap + slot) * C + c] = self.a[k * C + c] / self.scale[k]
+                    if C > 1:
+                        self.cnorm_row(k, slot)
                 if self.budget and self.policy == MERGE and self.n_support > self.budget:
                     if C == 1:
                         self.cmerge()
@@ -538,12 +565,14 @@ cdef class MultiKernel:
                 for c in range(C):
                     self.coef[(k * cap + n) * C + c] = (self.coef[(k * cap + m) * C + c] * em
                                                         + self.coef[(k * cap + n) * C + c] * en)
+                self.cnorm_row(k, n)
             memcpy(self.centers + n * d, self.zbuf, d * sizeof(double))
         if m != last:
             memcpy(self.centers + m * d, self.centers + last * d, d * sizeof(double))
             for k in range(self.n_learners):
                 memcpy(self.coef + (k * cap + m) * C, self.coef + (k * cap + last) * C,
                        C * sizeof(double))
+                self.rn[k * cap + m] = self.rn[k * cap + last]
         self.n_support = last
 
     cdef void cpredict(self, const Hedge* h, double* out) noexcept nogil:
@@ -657,6 +686,11 @@ cdef class MultiKernel:
         self.reserve(n)
         self._centers[:n] = np.asarray(p["centers"], dtype=np.float64).reshape(n, self.n_features)
         self._coef[:, :n] = coef
+        cdef Py_ssize_t k, i
+        if self.n_outputs > 1:          # the kept row norms, by the rule of every write
+            for k in range(self.n_learners):
+                for i in range(n):
+                    self.cnorm_row(k, i)
         self.n_support, self.next_slot = n, int(p["next_slot"])
         self._scale[:] = p["scale"]
         self._b[:] = np.ravel(p["b"])
