@@ -23,7 +23,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from okl import _locks, _warnings
 from okl._base import Diverged, OnlineLearner, check_X, one_row, params_changed
-from okl._labels import LabelsMixin, _is_logistic
+from okl._labels import LabelsMixin
 from okl._core._multikernel import MultiKernel, MultiKernelEvents
 from okl._engines import ENGINES
 from okl._numpy.codes import StepSize
@@ -437,6 +437,8 @@ class MultiKernelClassifier(MultiKernelMixin, LabelsMixin, ClassifierMixin,
        classification", Machine Learning 90(2):289-316, 2013.
     .. [3] J. Kivinen, A. J. Smola and R. C. Williamson, "Online learning
        with kernels", IEEE Transactions on Signal Processing 52(8), 2004.
+    .. [4] K. Crammer and Y. Singer, "On the algorithmic implementation of
+       multiclass kernel-based vector machines", JMLR 2:265-292, 2001.
 
     Examples
     --------
@@ -535,7 +537,7 @@ class MultiKernelClassifier(MultiKernelMixin, LabelsMixin, ClassifierMixin,
             return np.column_stack([1.0 - p, p])
         return np.einsum("nkc,k->nc", softmax(F, axis=2), q)
 
-    @available_if(_is_logistic)
+    @available_if(lambda self: self.loss == "logistic")
     def predict_proba(self, X):
         """P(class | x): the Hedge mixture of the learners' probabilities (loss="logistic").
 
@@ -548,7 +550,7 @@ class MultiKernelClassifier(MultiKernelMixin, LabelsMixin, ClassifierMixin,
             return np.ones((len(check_X(self, X, reset=False)), 1))
         return self._mixture(self.learner_decisions(X))
 
-    @available_if(_is_logistic)
+    @available_if(lambda self: self.loss == "logistic")
     def predict_log_proba(self, X):
         """The logarithm of `predict_proba`."""
         with np.errstate(divide="ignore"):
