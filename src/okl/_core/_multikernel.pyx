@@ -2,8 +2,10 @@
 
 Learner k has the width ``gammas[width_of[k]]`` (times the running scale
 1 / tr(Cov) of the inputs when `auto`), the step ``eta_scales[k] eta_t`` and
-its own offsets b_k; its coefficients are block k of the (learners x centres
-x outputs) array, each block with a lazy scale (`_lazy.pxd`).  One output
+its own offsets b_k; its coefficients are block k of the (learners x outputs
+x centres) array, each block with a lazy scale (`_lazy.pxd`): a score is one
+SIMD dot product of a coefficient row with the width's kernel row (the state
+and the NumPy twin hold (learners x centres x outputs)).  One output
 (binary classification, regression) is f_k(x) in R; n_outputs = C >= 3 are
 the scores of C classes (docs/multiclass.md), learner k a multiclass NORMA
 learner whose centre i holds a coefficient vector of C values.  One event
@@ -35,9 +37,6 @@ from okl._numpy.multikernel import doublings
 cdef extern from "_merge.h" nogil:
     Py_ssize_t okl_merge_argmin(Py_ssize_t n, const double* w)
 
-
-cdef extern from "_multi.h" nogil:
-    void okl_rows_axpy(Py_ssize_t n, Py_ssize_t k, const double* A, const double* w, double* out)
 
 
 cpdef enum Combination:
@@ -122,7 +121,7 @@ cdef class MultiKernel:
     cdef readonly bint auto
     cdef readonly double t, ck2, eta_t, lam_t, n_seen, loss_scale
     cdef object _doublings, _gammas, _width_of, _eta_scales, _scale, _b, _q, _mean, _m2
-    cdef object _centers, _coef, _sq, _kb, _work, _z, _mwork, _az, _rn
+    cdef object _centers, _coef, _sq, _kb, _work, _z, _mwork, _az, _rn, _mblock
     cdef double* gammas
     cdef Py_ssize_t* width_of
     cdef int* doublings            # (n_widths,) p > 0: gammas[j] = 2^p gammas[j - 1] exactly
@@ -133,7 +132,8 @@ cdef class MultiKernel:
     cdef double* mean              # (d,) running mean (auto)
     cdef double* m2                # (d,) running sums of squared deviations (auto)
     cdef double* centers           # (capacity, d)
-    cdef double* coef              # (K, capacity, C) raw, block k times scale[k]
+    cdef double* coef              # (K, C, capacity) raw, block k times scale[k]
+    cdef double* mblock            # (capacity, C) the leader's block, centre-major, to merge
     cdef double* sq                # (capacity,) squared distances to x
     cdef double* kb                # (n_widths, capacity) kernel rows
     cdef double* f                 # work: (K, C) f_k(x), then the step's values
@@ -198,10 +198,10 @@ cdef class MultiKernel:
     cdef inline void cnorm_row(self, Py_ssize_t k, Py_ssize_t i) noexcept nogil:
         """rn[k, i] = ||raw coef[k, i, :]||^2 (C outputs)."""
         cdef Py_ssize_t c, C = self.n_outputs
-        cdef const double* row = self.coef + (k * self.capacity + i) * C
+        cdef const double* col = self.coef + k * C * self.capacity + i
         cdef double v = 0.0
         for c in range(C):
-            v += row[c] * row[c]
+            v += col[c * self.capacity] * col[c * self.capacity]
         self.rn[k * self.capacity + i] = v
 
     cpdef Py_ssize_t room(self):
@@ -211,14 +211,17 @@ cdef class MultiKernel:
     cdef _allocate(self, Py_ssize_t capacity):
         cdef Py_ssize_t n = self.n_support, d = self.n_features, K = self.n_learners
         centers = np.empty((capacity, d))
-        coef = np.empty((K, capacity, self.n_outputs))
+        coef = np.empty((K, self.n_outputs, capacity))
         if n:
             centers[:n] = self._centers[:n]
-            coef[:, :n] = self._coef[:, :n]
+            coef[:, :, :n] = self._coef[:, :, :n]
         self._centers, self._coef = centers, coef
         self._sq = np.empty(capacity)
         self._kb = np.empty((self.n_widths, capacity))
         self._mwork = np.empty((3, capacity if self.n_outputs > 1 else 1))
+        self._mblock = np.empty((capacity if self.n_outputs > 1 else 1, self.n_outputs))
+        cdef double[:, ::1] bv = self._mblock
+        self.mblock = &bv[0, 0]
         rn = np.empty((K, capacity if self.n_outputs > 1 else 1))
         if n and self.n_outputs > 1:
             rn[:, :n] = self._rn[:, :n]
@@ -287,11 +290,11 @@ cdef class MultiKernel:
                 self.f[k] = self.scale[k] * cdot(self.coef + k * cap,
                                                  self.kb + self.width_of[k] * cap, n) + self.b[k]
             return
-        for k in range(self.n_learners):    # the scores of MultiExpansion.cscores, per learner
-            okl_rows_axpy(n, C, self.coef + k * cap * C, self.kb + self.width_of[k] * cap,
-                          self.f + k * C)
+        for k in range(self.n_learners):    # one dot product per (learner, class)
             for c in range(C):
-                self.f[k * C + c] = self.f[k * C + c] * self.scale[k] + self.b[k * C + c]
+                self.f[k * C + c] = self.scale[k] * cdot(
+                    self.coef + (k * C + c) * cap, self.kb + self.width_of[k] * cap, n
+                ) + self.b[k * C + c]
 
     cdef void cvote(self, const Hedge* h, double* out) noexcept nogil:
         """With C classes, out[c] = the Hedge weight of the learners whose scores f[k, :]
@@ -450,8 +453,10 @@ cdef class MultiKernel:
                 self.scale[k] = 1.0
         else:
             for k in range(K):
-                rescale = cshrink_lazy(self.coef + k * cap * C, self.n_support * C,
-                                       &self.scale[k], self.factor[k])
+                # block k: C rows of `cap`, the first n_support of each in use
+                rescale = cshrink_lazy(self.coef + k * cap * C,
+                                       (C - 1) * cap + self.n_support, &self.scale[k],
+                                       self.factor[k])
                 if C > 1 and rescale != KEPT:   # raw was rescaled or zeroed (rare)
                     for slot in range(self.n_support):
                         self.cnorm_row(k, slot)
@@ -466,7 +471,7 @@ cdef class MultiKernel:
                 memcpy(self.centers + slot * d, x, d * sizeof(double))
                 for k in range(K):
                     for c in range(C):
-                        self.coef[(k * cap + slot) * C + c] = self.a[k * C + c] / self.scale[k]
+                        self.coef[(k * C + c) * cap + slot] = self.a[k * C + c] / self.scale[k]
                     if C > 1:
                         self.cnorm_row(k, slot)
                 if self.budget and self.policy == MERGE and self.n_support > self.budget:
@@ -535,11 +540,12 @@ cdef class MultiKernel:
         cdef Py_ssize_t N = self.n_support, d = self.n_features, cap = self.capacity
         cdef Py_ssize_t C = self.n_outputs, i, k, c, ref = self.cleader(), m, n, last = N - 1
         cdef double h = 0.0, loss = 0.0, dist, g, gs = self.cgamma_scale(), v, em, en, top = 0.0
-        cdef const double* block = self.coef + ref * cap * C
+        cdef const double* block = self.mblock
         for i in range(N):
             v = 0.0
             for c in range(C):
-                v += block[i * C + c] * block[i * C + c]
+                self.mblock[i * C + c] = self.coef[(ref * C + c) * cap + i]
+                v += self.mblock[i * C + c] * self.mblock[i * C + c]
             self.mnorm[i] = v
             if v > top:
                 top = v
@@ -563,15 +569,15 @@ cdef class MultiKernel:
                 em = exp(-g * (1.0 - h) * (1.0 - h) * dist)
                 en = exp(-g * h * h * dist)
                 for c in range(C):
-                    self.coef[(k * cap + n) * C + c] = (self.coef[(k * cap + m) * C + c] * em
-                                                        + self.coef[(k * cap + n) * C + c] * en)
+                    self.coef[(k * C + c) * cap + n] = (self.coef[(k * C + c) * cap + m] * em
+                                                        + self.coef[(k * C + c) * cap + n] * en)
                 self.cnorm_row(k, n)
             memcpy(self.centers + n * d, self.zbuf, d * sizeof(double))
         if m != last:
             memcpy(self.centers + m * d, self.centers + last * d, d * sizeof(double))
             for k in range(self.n_learners):
-                memcpy(self.coef + (k * cap + m) * C, self.coef + (k * cap + last) * C,
-                       C * sizeof(double))
+                for c in range(C):
+                    self.coef[(k * C + c) * cap + m] = self.coef[(k * C + c) * cap + last]
                 self.rn[k * cap + m] = self.rn[k * cap + last]
         self.n_support = last
 
@@ -653,8 +659,8 @@ cdef class MultiKernel:
     @property
     def coef_(self):
         """(learners, n_support) coefficients, (learners, n_support, C) with C classes."""
-        coef = self._scale[:, None, None] * self._coef[:, :self.n_support]
-        return coef[:, :, 0] if self.n_outputs == 1 else coef
+        coef = self._scale[:, None, None] * self._coef[:, :, :self.n_support]
+        return coef[:, 0] if self.n_outputs == 1 else coef.transpose(0, 2, 1).copy()
 
     @property
     def q_(self):
@@ -672,8 +678,9 @@ cdef class MultiKernel:
                     width_of=self._width_of.astype(np.int64), eta_scales=self._eta_scales.copy(),
                     auto=bool(self.auto), budget=self.budget, policy=self.policy,
                     next_slot=self.next_slot, centers=self.centers_,
-                    coef=self._coef[:, :n, 0].copy() if self.n_outputs == 1 else
-                    self._coef[:, :n].copy(), scale=self._scale.copy(), b=self.b_,
+                    coef=self._coef[:, 0, :n].copy() if self.n_outputs == 1 else
+                    self._coef[:, :, :n].transpose(0, 2, 1).copy(), scale=self._scale.copy(),
+                    b=self.b_,
                     q=self._q.copy(), t=self.t, ck2=self.ck2, eta_t=self.eta_t,
                     lam_t=self.lam_t, n_seen=self.n_seen, mean=self._mean.copy(),
                     m2=self._m2.copy(), loss_scale=self.loss_scale, n_outputs=self.n_outputs)
@@ -685,7 +692,7 @@ cdef class MultiKernel:
         self.n_support = 0
         self.reserve(n)
         self._centers[:n] = np.asarray(p["centers"], dtype=np.float64).reshape(n, self.n_features)
-        self._coef[:, :n] = coef
+        self._coef[:, :, :n] = coef.transpose(0, 2, 1)
         cdef Py_ssize_t k, i
         if self.n_outputs > 1:          # the kept row norms, by the rule of every write
             for k in range(self.n_learners):
