@@ -131,12 +131,8 @@ class NumpyMultiKernel:
         kb = self.kernel_rows(x)
         if self.n_outputs == 1:
             return np.einsum("ki,ki->k", self._coef[:, :n], kb[self.width_of]) + self.b
-        out = np.zeros((self.n_learners, self.n_outputs))
-        for k in range(self.n_learners):        # the rows in order, as okl_rows_axpy
-            row = kb[self.width_of[k]]
-            for i in range(n):
-                out[k] += row[i] * self._coef[k, i]
-        return out + self.b
+        # one dot product per (learner, class), as the compiled class-major loop
+        return np.einsum("ki,kic->kc", kb[self.width_of], self._coef[:, :n]) + self.b
 
     def combine(self, f, hedge, t):
         """The combined prediction of the learners' values f at step t: a float, or with C
