@@ -323,6 +323,8 @@ def standardized_stream(name):
     elif name == "digits":
         X, y = load_digits(return_X_y=True)
         y = (y >= 5).astype(int)
+    elif name == "digits_10":
+        X, y = load_digits(return_X_y=True)
     else:
         X, y = load_diabetes(return_X_y=True)
     order = np.random.default_rng(0).permutation(len(X))
@@ -342,7 +344,7 @@ def progressive_quality(est, Z, y):
     return float(np.sqrt(np.mean((progressive(est, Z, y) - y) ** 2)))
 
 
-@pytest.mark.parametrize("name", ["breast_cancer", "digits", "diabetes"])
+@pytest.mark.parametrize("name", ["breast_cancer", "digits", "digits_10", "diabetes"])
 def test_defaults_match_the_best_single_width_in_hindsight(name):
     Z, y = standardized_stream(name)
     d = Z.shape[1]

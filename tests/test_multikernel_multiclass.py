@@ -80,17 +80,18 @@ TWIN_CASES = [
     dict(budget=50, budget_policy="smallest", combination="stochastic", random_state=2),
     dict(loss="logistic", budget=50, budget_policy="oldest", eta_scales=[0.5, 2.0],
          fit_intercept=False),
+    dict(budget=60, budget_policy="merge", beta=0.5),
 ]
 
 
 @pytest.mark.parametrize("params", TWIN_CASES)
 def test_engine_twins(params):
-    X, y = rings_stream(1500, seed=3)
+    X, y = rings_stream(3000, seed=3)
     fits = []
     for engine in ("cython", "numpy"):
         est = MultiKernelClassifier(engine=engine, gammas=[0.1, 0.2, 0.4, 1.6, 5.0], **params)
-        scores = [est._progressive_scores(X[:600], y[:600], reset=True),
-                  est._progressive_scores(X[600:], y[600:])]
+        scores = [est._progressive_scores(X[:1200], y[:1200], reset=True),
+                  est._progressive_scores(X[1200:], y[1200:])]
         fits.append((est, scores))
     (a, sa), (b, sb) = fits
     for u, v in zip(sa, sb):
