@@ -285,11 +285,6 @@ cdef class MultiKernel:
                     for r in range(p):
                         v = v * v
                     row[i] = v
-        if C == 1:
-            for k in range(self.n_learners):
-                self.f[k] = self.scale[k] * cdot(self.coef + k * cap,
-                                                 self.kb + self.width_of[k] * cap, n) + self.b[k]
-            return
         for k in range(self.n_learners):    # one dot product per (learner, class)
             for c in range(C):
                 self.f[k * C + c] = self.scale[k] * cdot(
