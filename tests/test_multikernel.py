@@ -246,10 +246,15 @@ def test_bad_input_leaves_the_model_unchanged(engine):
         clf.learn_one(bad[3], 1)
     with pytest.raises(ValueError):
         clf.partial_fit(X[:5, :2], y[:5])
-    with pytest.raises(ValueError):
-        clf.partial_fit(X[:5], np.array([0, 1, 2, 0, 1]))
     _same_state(before, _state(clf))
     assert clf.t_ == t
+    # a third class where the loss has no multiclass form
+    clf = MultiKernelClassifier(loss="squared_hinge", engine=engine, budget=40).fit(X, y)
+    before = _state(clf)
+    with pytest.raises(ValueError, match="multiclass losses"):
+        clf.partial_fit(X[:5], np.array([0, 1, 2, 0, 1]))
+    _same_state(before, _state(clf))
+    np.testing.assert_array_equal(clf.classes_, [0, 1])
     reg = MultiKernelRegressor(engine=engine, eta=50.0, eta_decay=0.0, lam=0.0)
     reg.fit(X[:2], np.array([0.0, 1.0]))
     before = _state(reg)
@@ -318,6 +323,8 @@ def standardized_stream(name):
     elif name == "digits":
         X, y = load_digits(return_X_y=True)
         y = (y >= 5).astype(int)
+    elif name == "digits_10":
+        X, y = load_digits(return_X_y=True)
     else:
         X, y = load_diabetes(return_X_y=True)
     order = np.random.default_rng(0).permutation(len(X))
@@ -337,7 +344,7 @@ def progressive_quality(est, Z, y):
     return float(np.sqrt(np.mean((progressive(est, Z, y) - y) ** 2)))
 
 
-@pytest.mark.parametrize("name", ["breast_cancer", "digits", "diabetes"])
+@pytest.mark.parametrize("name", ["breast_cancer", "digits", "digits_10", "diabetes"])
 def test_defaults_match_the_best_single_width_in_hindsight(name):
     Z, y = standardized_stream(name)
     d = Z.shape[1]

@@ -1,7 +1,8 @@
 """Online multiple kernel learning: many Gaussian widths in one pass, combined by Hedge.
 
 MultiKernelClassifier
-    K NORMA classifiers (one per width and step scale) on one support set;
+    K NORMA classifiers (one per width and step scale) on one support set,
+    binary or multiclass (a score per class and learner, docs/multiclass.md);
     the prediction is their Hedge-weighted vote, or the vote of one learner
     drawn with probability q_k (Jin, Hoi and Yang 2010; Hoi, Jin, Zhao and
     Yang 2013).
@@ -15,6 +16,7 @@ docs/multikernel.md derives the rule, its bound and the defaults.
 from numbers import Integral, Real
 
 import numpy as np
+from scipy.special import expit, softmax
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
@@ -34,8 +36,8 @@ from okl._params import (
     BOOL, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS, INTERCEPT_CONSTRAINTS, NONE,
     ONLINE_WEIGHT_CHECKS, Interval, InvalidParameterError, Kind, Options,
 )
-from okl._persist import loadable
-from okl.classification import _finite_lipschitz
+from okl._persist import C_INT_MAX, loadable
+from okl.classification import MULTICLASS_LOSSES, _finite_lipschitz
 from okl.losses import MARGIN_LOSSES, loss_spec, loss_value
 from okl.regression import REGRESSION_LOSSES
 
@@ -199,14 +201,14 @@ class MultiKernelMixin:
         self.__dict__["n_support_"] = int(model.n_support)
 
     def _learn(self, X, y, weight=None):
-        scores = np.empty(X.shape[0], dtype=np.float64)
         model = self._engine_model()
+        scores = np.empty((X.shape[0], model.n_outputs), dtype=np.float64)
         failed = model.learn(X, np.ascontiguousarray(y, dtype=np.float64), weight,
                              self._schedule(), self._loss_spec(), self._hedge(), scores)
         if failed >= 0:
             raise Diverged(failed)
         self._store()
-        return scores
+        return scores[:, 0] if model.n_outputs == 1 else scores
 
     # -- one event (the compiled step, as okl._kernel_learners.PointwiseMixin) ----------
 
@@ -217,6 +219,8 @@ class MultiKernelMixin:
         return out
 
     def _compiled_events(self, cache):
+        if self._task == CLASSIFY and len(self.__dict__.get("classes_", ())) < 2:
+            return None                 # one class: nothing is learned (okl._labels)
         events = cache[0]
         if events is not None and events.matches(self):
             return events
@@ -270,7 +274,8 @@ class MultiKernelMixin:
 
     @property
     def intercept_(self):
-        """The offsets b_k of the learners."""
+        """The offsets b_k of the learners: (learners,), or (learners, classes) with 3 or
+        more classes."""
         check_is_fitted(self, "t_")
         return np.array(self._model.get_state()["b"])
 
@@ -282,12 +287,14 @@ class MultiKernelMixin:
 
     @property
     def dual_coef_(self):
-        """(learners, n_support_): f_k = sum_i dual_coef_[k, i] K_k(support_vectors_[i], .)."""
+        """(learners, n_support_): f_k = sum_i dual_coef_[k, i] K_k(support_vectors_[i], .);
+        (learners, n_support_, classes) with 3 or more classes."""
         check_is_fitted(self, "t_")
         return self._model.coef_
 
     def learner_decisions(self, X):
-        """(rows, learners): every learner's own f_k(x), aligned with `weights_`."""
+        """(rows, learners): every learner's own f_k(x), aligned with `weights_`;
+        (rows, learners, classes) scores with 3 or more classes."""
         check_is_fitted(self, "t_")
         with _locks.locked(self):
             X = check_X(self, X, reset=False)
@@ -302,6 +309,11 @@ class MultiKernelMixin:
         labels = ("classes_",) if self._task == CLASSIFY else ()
         check.keys(attrs, ("n_features_in_", "t_", "n_support_", "seed_") + labels,
                    f"{name}'s attributes", optional=("_row_keys", "fixed_classes_"))
+        if labels:
+            check.binary_labels(max_classes=C_INT_MAX)
+            if len(out["classes_"]) >= 3 and self.loss not in MULTICLASS_LOSSES:
+                check.fail(f"loss={self.loss!r} has no multiclass model, yet classes_ holds "
+                           f"{len(out['classes_'])}")
         if "_row_keys" in attrs:
             keys = attrs["_row_keys"]
             if (not isinstance(keys, list) or len(keys) != d
@@ -315,7 +327,7 @@ class MultiKernelMixin:
         check.keys(state, ("n_features", "gammas", "width_of", "eta_scales", "auto", "budget",
                            "policy", "next_slot", "centers", "coef", "scale", "b", "q", "t",
                            "ck2", "eta_t", "lam_t", "n_seen", "mean", "m2", "loss_scale"),
-                   "the model '_model'")
+                   "the model '_model'", optional=("n_outputs",))
         check.equal(state["n_features"], d, "_model.n_features")
         check.equal(state["auto"], auto, "_model.auto")
         check.equal(state["budget"], int(self.budget or 0), "_model.budget")
@@ -326,7 +338,11 @@ class MultiKernelMixin:
                 and np.array_equal(check.array(state["eta_scales"], "_model.eta_scales", (K,)),
                                    scales)):
             check.fail("the model's widths and step scales differ from the parameters")
-        coef = check.array(state["coef"], "_model.coef", (K, None))
+        C = len(out["classes_"]) if labels and len(out.get("classes_", ())) >= 3 else 1
+        n_outputs = state.get("n_outputs", 1)
+        if not (isinstance(n_outputs, (int, np.integer)) and n_outputs == C):
+            check.fail(f"_model.n_outputs is {n_outputs!r}; the classes need {C}")
+        coef = check.array(state["coef"], "_model.coef", (K, None) + ((C,) if C > 1 else ()))
         n = coef.shape[1]
         if n != check.int(attrs["n_support_"], "n_support_", 0, t) or (self.budget and
                                                                         n > self.budget):
@@ -335,7 +351,7 @@ class MultiKernelMixin:
         scale = check.array(state["scale"], "_model.scale", (K,))
         if np.any(scale <= 0):
             check.fail("_model.scale must be > 0")
-        check.array(state["b"], "_model.b", (K,))
+        check.array(state["b"], "_model.b", (K,) + ((C,) if C > 1 else ()))
         q = check.array(state["q"], "_model.q", (K,))
         if np.any(q < 0) or not abs(q.sum() - 1.0) < 1e-9:
             check.fail("_model.q must be weights >= 0 summing to 1")
@@ -355,8 +371,6 @@ class MultiKernelMixin:
         ring = self.budget if (self.budget and self.budget_policy == "oldest"
                                and n == self.budget) else 1
         check.int(state["next_slot"], "_model.next_slot", 0, ring - 1)
-        if labels:
-            check.binary_labels()
         return {"_model": (kind, dict(state, centers=centers, coef=coef))}
 
 
@@ -374,31 +388,36 @@ def _with_params(cls):
 @_with_params
 class MultiKernelClassifier(MultiKernelMixin, LabelsMixin, ClassifierMixin,
                             OnlineLearner):
-    """Binary classification by many Gaussian kernel learners at once, combined by Hedge.
+    """Classification by many Gaussian kernel learners at once, combined by Hedge.
 
     Every (width, step scale) pair is a NORMA learner (the step of
     `OnlineKernelClassifier`) on one shared support set: an event computes
     the squared distances to the centres once and one exponential per
     (centre, width).  Learner k's weight q_k is multiplied by beta at each of
-    its mistakes; the prediction is the sign of the weighted vote
-    ``sum_k q_k sign(f_k(x))`` (the deterministic rule, whose mistakes are at
-    most ``(ln K + M_best ln(1/beta)) / ln(2 / (1 + beta))``), or the sign of
-    one learner drawn with probability q_k (the stochastic rule).  With one
-    width and one step scale it is `OnlineKernelClassifier` with the same
+    its mistakes; the prediction is the label of the weighted vote (with two
+    classes the sign of ``sum_k q_k sign(f_k(x))``; with more, the class of
+    largest ``sum_k q_k [argmax_c f_k(x)_c = class]``: the deterministic rule,
+    whose mistakes are at most ``(ln K + M_best ln(1/beta)) / ln(2 / (1 +
+    beta))``), or the label of one learner drawn with probability q_k (the
+    stochastic rule).  Labels are discovered on the stream as by
+    `OnlineKernelClassifier`: a third class turns every learner into a
+    multiclass learner (a score per class, docs/multiclass.md) exactly.  With
+    one width and one step scale it is `OnlineKernelClassifier` with the same
     parameters, iterate for iterate.  One event at a time: `learn_one`,
     `predict_one`, `decision_function_one` (same iterates as `partial_fit`).
 
     Parameters
     ----------
     loss : {"hinge", "squared_hinge", "logistic", "least_squares", "exponential"}, default="hinge"
-        The margin loss of every learner.
+        The margin loss of every learner; with three classes or more "hinge"
+        (Crammer-Singer) or "logistic" (softmax).
 %s
-    classes : array of two labels or None, default=None
+    classes : array of labels or None, default=None
         Fixes `classes_` at the start of a stream.
 
     Attributes
     ----------
-    classes_ : ndarray of shape (2,)
+    classes_ : ndarray of shape (n_classes,)
     t_ : int
         Samples learned so far.
     n_support_ : int
@@ -418,6 +437,8 @@ class MultiKernelClassifier(MultiKernelMixin, LabelsMixin, ClassifierMixin,
        classification", Machine Learning 90(2):289-316, 2013.
     .. [3] J. Kivinen, A. J. Smola and R. C. Williamson, "Online learning
        with kernels", IEEE Transactions on Signal Processing 52(8), 2004.
+    .. [4] K. Crammer and Y. Singer, "On the algorithmic implementation of
+       multiclass kernel-based vector machines", JMLR 2:265-292, 2001.
 
     Examples
     --------
@@ -430,6 +451,7 @@ class MultiKernelClassifier(MultiKernelMixin, LabelsMixin, ClassifierMixin,
     """
 
     _task = CLASSIFY
+    _multiclass = True
     _parameter_constraints = {**_CONSTRAINTS, "loss": [Options(*MARGIN_LOSSES)],
                               **CLASSES_CONSTRAINTS}
     expected_failed_checks = ONLINE_WEIGHT_CHECKS
@@ -473,13 +495,76 @@ class MultiKernelClassifier(MultiKernelMixin, LabelsMixin, ClassifierMixin,
         """The combined learner's mistakes (0 / 1) over the stream."""
         return (self._predictions(scores) != np.asarray(y)).astype(np.float64)
 
-    @available_if(lambda self: False)
-    def predict_proba(self, X):
-        """Not offered: the Hedge vote is not a probability."""
+    # -- multiclass (docs/multiclass.md; docs/multikernel.md, section 8) -----------------
 
-    @available_if(lambda self: False)
+    def _add_class(self, position):
+        """A zero score at `position` for a new class in every learner; the binary learners
+        convert exactly (s = (-f/2, f/2), b likewise; docs/multiclass.md, section 3)."""
+        if self.loss not in MULTICLASS_LOSSES:
+            raise ValueError(
+                f"{type(self).__name__}(loss={self.loss!r}) learns two classes; the stream "
+                f"shows a third. The multiclass losses are {sorted(MULTICLASS_LOSSES)} "
+                "(Crammer-Singer's hinge and the softmax); use one of them, or fix `classes` "
+                "to two labels.")
+        model = self._model
+        state = model.get_state()
+        coef, b = np.asarray(state["coef"]), np.asarray(state["b"])
+        if model.n_outputs == 1:            # (-f/2, f/2) and the new zero score
+            coef = np.insert(np.stack([-0.5 * coef, 0.5 * coef], axis=2), position, 0.0,
+                             axis=2)
+            b = np.insert(np.stack([-0.5 * b, 0.5 * b], axis=1), position, 0.0, axis=1)
+        else:
+            coef = np.insert(coef, position, 0.0, axis=2)
+            b = np.insert(b, position, 0.0, axis=1)
+        self._model = type(model).from_state(dict(state, coef=coef, b=b,
+                                                  n_outputs=b.shape[1]))
+
+    def _validate_params(self):
+        super()._validate_params()
+        model = self.__dict__.get("_model")
+        if model is not None and model.n_outputs > 1 and self.loss not in MULTICLASS_LOSSES:
+            raise ValueError(
+                f"{type(self).__name__} holds a model of {len(self.classes_)} classes, and "
+                f"loss={self.loss!r} has no multiclass form: use one of "
+                f"{sorted(MULTICLASS_LOSSES)}, or call fit to start again.")
+
+    def _mixture(self, F):
+        """The Hedge mixture sum_k q_k P_k(class | x) of the learners' values F: (rows, K)
+        f_k (the logistic s(f_k) of classes_[1]), or (rows, K, C) scores (the softmax)."""
+        q = self.weights_
+        if F.ndim == 2:
+            p = expit(F) @ q
+            return np.column_stack([1.0 - p, p])
+        return np.einsum("nkc,k->nc", softmax(F, axis=2), q)
+
+    @available_if(lambda self: self.loss == "logistic")
+    def predict_proba(self, X):
+        """P(class | x): the Hedge mixture of the learners' probabilities (loss="logistic").
+
+        ``sum_k q_k P_k(class | x)``, P_k the logistic s(f_k) with two classes,
+        the softmax of learner k's scores with more (docs/multikernel.md,
+        section 8).  Its largest class can differ from the vote's `predict`.
+        """
+        check_is_fitted(self, "t_")
+        if len(self.classes_) == 1:
+            return np.ones((len(check_X(self, X, reset=False)), 1))
+        return self._mixture(self.learner_decisions(X))
+
+    @available_if(lambda self: self.loss == "logistic")
     def predict_log_proba(self, X):
-        """Not offered: the Hedge vote is not a probability."""
+        """The logarithm of `predict_proba`."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
+
+    def _event_proba(self, f):
+        """{label: probability} of the event just predicted by the one-event path (the learners'
+        values of that row are the compiled path's)."""
+        labels = self._labels_list()
+        if len(labels) == 1:
+            return {labels[0]: 1.0}
+        events = self._one_event()._fast()
+        p = self._mixture(events.learner_values()[None])[0]
+        return dict(zip(labels, p.tolist()))
 
 
 @loadable

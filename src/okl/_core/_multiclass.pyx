@@ -15,7 +15,7 @@ feature rows (section 6).  Callers: `fit_chunk` (a chunk, nogil, either model),
 """
 import numpy as np
 
-from libc.math cimport NAN, exp, isfinite
+from libc.math cimport NAN, isfinite
 from libc.string cimport memcmp, memcpy
 
 from okl._core._expansion cimport MERGE
@@ -24,11 +24,6 @@ from okl._core._linear cimport FeatureRow, MultiLinearModel
 from okl._core._multiexpansion cimport MultiExpansion
 from okl._core._pointwise cimport GIVEN, Schedule, cschedule
 from okl._core._signals cimport cinterrupted, craise_pending
-
-
-cpdef enum MulticlassLoss:
-    HINGE = 0       # Crammer-Singer
-    LOGISTIC = 1    # softmax cross-entropy
 
 
 cdef enum:
@@ -51,34 +46,6 @@ cdef struct MState:         # _pointwise.StepState without b (a vector here, pas
     double reset_t
     double reset_eta
     double reset_lam
-
-
-cdef inline bint cgradient(int loss, const double* s, Py_ssize_t y, Py_ssize_t k, double w,
-                           double* g) noexcept nogil:
-    """g = w * (the loss gradient at the scores s, true class y); False when g = 0."""
-    cdef Py_ssize_t j, r = -1
-    cdef double top, total
-    if loss == HINGE:
-        for j in range(k):
-            g[j] = 0.0
-            if j != y and (r < 0 or s[j] > s[r]):
-                r = j
-        if not 1.0 - s[y] + s[r] > 0.0:
-            return False
-        g[y] = -w
-        g[r] = w
-        return True
-    top = s[0]
-    for j in range(1, k):
-        if s[j] > top:
-            top = s[j]
-    total = 0.0
-    for j in range(k):
-        g[j] = exp(s[j] - top)
-        total += g[j]
-    for j in range(k):
-        g[j] = w * (g[j] / total - (1.0 if j == y else 0.0))
-    return True
 
 
 cdef int cmstep(MModel model, const double* x, double xx, double kxx, double kself,

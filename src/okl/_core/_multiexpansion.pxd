@@ -41,3 +41,12 @@ cdef class MultiExpansion:
     cdef void cmerge(self) noexcept nogil
     cdef void cwrite(self, Py_ssize_t slot, const double* x, double xx,
                      const double* c) noexcept nogil
+
+
+# The merge search with vector coefficients (docs/multiclass.md, section 5), also taken by the
+# multi-kernel classifier's merge (_multikernel.pyx) on its leading learner's coefficients.
+cdef Py_ssize_t cmulti_merge_find(const double* centers, const double* coef, Py_ssize_t n,
+                                  Py_ssize_t d, Py_ssize_t k, double gamma, const double* krow,
+                                  const double* norms, Py_ssize_t m, double* work,
+                                  double* cwork, double* h_out, double* az_out,
+                                  double* loss_out) noexcept nogil

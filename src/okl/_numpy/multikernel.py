@@ -5,7 +5,11 @@ See docs/multikernel.md.
 K Gaussian learners share one support set: learner k has the width
 ``gammas[width_of[k]]`` (times the running scale when `auto`), the step
 ``eta_scales[k] eta_t`` and its own offset b_k; its coefficients are row k of
-the (learners x centres) matrix `coef`.  Each event computes the squared
+the (learners x centres) matrix `coef`.  With ``n_outputs = C >= 3`` classes
+each learner is a multiclass learner (docs/multiclass.md): `coef` is
+(learners x centres x C), `b` (learners x C), y the class index, the step
+that of `okl._numpy.multiclass` and the merge `multi_merge_find` of the
+multi-output expansion.  Each event computes the squared
 distances to the centres once and one exponential per (centre, width), takes
 the NORMA step of every learner (the step of `okl._numpy.pointwise`) and the
 Hedge update of the weights `q` (Jin, Hoi and Yang 2010; Hoi, Jin, Zhao and
@@ -18,13 +22,17 @@ import numpy as np
 
 from okl._numpy.codes import Offset
 from okl._numpy.losses import gradient, value
+from okl._numpy.codes import Loss, MulticlassLoss
 from okl._numpy.merge import merge_find
+from okl._numpy.multiclass import gradient as multi_gradient
+from okl._numpy.multiexpansion import multi_merge_find
 from okl._numpy.pointwise import DIVERGED, SKIPPED, TAKEN, schedule
 
 OLDEST, SMALLEST, MERGE = 0, 1, 2
 DETERMINISTIC, STOCHASTIC = 0, 1
 CLASSIFY, REGRESS = 0, 1
 _MASK = (1 << 64) - 1
+NEGLIGIBLE = 1e-12      # a leader's ||a_m||^2 below this times its largest: x_m is removed
 
 
 def make_hedge(beta=0.8, combination=DETERMINISTIC, task=CLASSIFY, seed=0):
@@ -57,17 +65,21 @@ class NumpyMultiKernel:
     """K Gaussian kernel learners on one support set, combined by Hedge weights."""
 
     def __init__(self, n_features, gammas, width_of, eta_scales, auto=False, budget=0,
-                 policy=OLDEST):
+                 policy=OLDEST, n_outputs=1):
         self.n_features = int(n_features)
         self.gammas = np.array(gammas, dtype=np.float64)
         self.width_of = np.array(width_of, dtype=np.intp)
         self.eta_scales = np.array(eta_scales, dtype=np.float64)
         self.auto, self.budget, self.policy = bool(auto), int(budget), int(policy)
         K = len(self.width_of)
+        self.n_outputs = int(n_outputs)
+        if self.n_outputs < 1 or self.n_outputs == 2:
+            raise ValueError(f"n_outputs is 1 (a scalar f) or the number of classes >= 3, "
+                             f"not {n_outputs}.")
         self.n_support, self.next_slot = 0, 0
         self._centers = np.empty((0, self.n_features))
-        self._coef = np.empty((K, 0))
-        self.b = np.zeros(K)
+        self._coef = np.empty((K, 0) if self.n_outputs == 1 else (K, 0, self.n_outputs))
+        self.b = np.zeros(K) if self.n_outputs == 1 else np.zeros((K, self.n_outputs))
         self.q = np.full(K, 1.0 / K)
         self.t, self.ck2, self.eta_t, self.lam_t = 0.0, 0.0, np.nan, np.nan
         self.n_seen, self.mean, self.m2 = 0.0, np.zeros(self.n_features), np.zeros(self.n_features)
@@ -93,7 +105,8 @@ class NumpyMultiKernel:
         grow = need - self._centers.shape[0]
         if grow > 0:
             self._centers = np.vstack([self._centers, np.empty((grow, self.n_features))])
-            self._coef = np.hstack([self._coef, np.empty((self.n_learners, grow))])
+            self._coef = np.concatenate(
+                [self._coef, np.empty((self.n_learners, grow) + self._coef.shape[2:])], axis=1)
 
     def kernel_rows(self, x):
         """(widths, n_support) K_j(centers[i], x): one distance per centre, one exp per width."""
@@ -111,15 +124,31 @@ class NumpyMultiKernel:
         return rows
 
     def decisions_one(self, x):
-        """f_k(x) of every learner."""
+        """f_k(x) of every learner: (K,), or (K, C) class scores."""
         n = self.n_support
         if n == 0:
             return self.b.copy()
         kb = self.kernel_rows(x)
-        return np.einsum("ki,ki->k", self._coef[:, :n], kb[self.width_of]) + self.b
+        if self.n_outputs == 1:
+            return np.einsum("ki,ki->k", self._coef[:, :n], kb[self.width_of]) + self.b
+        # one dot product per (learner, class), as the compiled class-major loop
+        return np.einsum("ki,kic->kc", kb[self.width_of], self._coef[:, :n]) + self.b
 
     def combine(self, f, hedge, t):
-        """The combined prediction of the learners' values f at step t."""
+        """The combined prediction of the learners' values f at step t: a float, or with C
+        classes the Hedge weight of the learners voting for each class (one drawn learner's
+        class, e_c, for the stochastic rule)."""
+        if self.n_outputs > 1:
+            votes = np.argmax(f, axis=1)
+            out = np.zeros(self.n_outputs)
+            if hedge["combination"] == STOCHASTIC:
+                u = uniform(hedge["seed"], t) * self.q.sum()
+                k = int(np.searchsorted(np.cumsum(self.q), u, side="right"))
+                out[votes[min(k, len(f) - 1)]] = 1.0
+                return out
+            for k in range(len(f)):             # the order of the compiled sum
+                out[votes[k]] += self.q[k]
+            return out
         classify = hedge["task"] == CLASSIFY
         values = np.where(f > 0.0, 1.0, -1.0) if classify else f
         if hedge["combination"] == STOCHASTIC:
@@ -132,10 +161,12 @@ class NumpyMultiKernel:
         return out
 
     def predict(self, X, hedge):
-        return np.array([self.combine(self.decisions_one(x), hedge, self.t) for x in X])
+        out = np.array([self.combine(self.decisions_one(x), hedge, self.t) for x in X])
+        return out.reshape((len(X),) if self.n_outputs == 1 else (len(X), self.n_outputs))
 
     def decisions(self, X):
-        return np.array([self.decisions_one(x) for x in X]).reshape(len(X), self.n_learners)
+        out = np.array([self.decisions_one(x) for x in X])
+        return out.reshape((len(X), self.n_learners) + self.b.shape[1:])
 
     def _victim(self, a):
         n = self.n_support
@@ -143,9 +174,13 @@ class NumpyMultiKernel:
             return -1                       # MERGE adds first, then merges
         if self.policy == OLDEST:
             return self.next_slot
-        norms = (self._coef[:, :n] ** 2).sum(axis=0)
+        coef = self._coef[:, :n].reshape(self.n_learners, n, -1)
+        norms = np.zeros(n)
+        for k in range(self.n_learners):         # the order of the compiled sums
+            for c in range(coef.shape[2]):
+                norms += coef[k, :, c] ** 2
         slot = int(np.argmin(norms))
-        return -2 if float(a @ a) <= norms[slot] else slot
+        return -2 if float(np.sum(a.ravel() ** 2)) <= norms[slot] else slot
 
     def step(self, x, y, w, f, s, loss, hedge):
         """The step of every learner and the Hedge update from f = (f_k(x_t)): TAKEN, SKIPPED
@@ -158,6 +193,8 @@ class NumpyMultiKernel:
         ck2 = max(self.ck2, 1.0)
         eta_t, lam_t = schedule(s, t, ck2)
         eta = eta_t * self.eta_scales
+        if self.n_outputs > 1:
+            return self._multi_step(x, int(y), w, f, s, loss, hedge, t, ck2, eta_t, lam_t, eta)
         b_next = self.b.copy()        # a MEAN offset moves first (docs/defaults.md, section 1)
         if s["intercept"] == Offset.MEAN:
             b_next = self.b + (y - self.b) * (w / t if w < t else 1.0)
@@ -179,6 +216,29 @@ class NumpyMultiKernel:
                 return DIVERGED
             self.loss_scale = max(self.loss_scale, float(losses.max()))
             z = losses / self.loss_scale if self.loss_scale > 0.0 else np.zeros_like(losses)
+        return self._write(x, z, hedge, factor, a, np.any(g != 0.0), b_next, t, ck2, eta_t,
+                           lam_t)
+
+    def _multi_step(self, x, y, w, f, s, loss, hedge, t, ck2, eta_t, lam_t, eta):
+        """The multiclass step of every learner (`okl._numpy.multiclass.step`, each with its
+        own step scale) from the (K, C) scores f."""
+        mloss = MulticlassLoss.LOGISTIC if loss["kind"] == Loss.LOGISTIC else MulticlassLoss.HINGE
+        factor = 1.0 - lam_t * eta
+        g, moves = np.zeros_like(f), np.zeros(len(f), dtype=bool)
+        for k in range(len(f)):
+            g[k], moves[k] = multi_gradient(mloss, f[k], y, w)
+        a = -eta[:, None] * g
+        b_next = self.b - eta[:, None] * g if s["intercept"] == Offset.STEP else self.b.copy()
+        if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b_next))):
+            return DIVERGED
+        if not np.all(np.isfinite(factor[:, None] * (f - self.b) + a + b_next)[moves]):
+            return DIVERGED
+        z = (np.argmax(f, axis=1) != y).astype(np.float64)
+        return self._write(x, z, hedge, factor, a, bool(np.any(moves)), b_next, t, ck2, eta_t,
+                           lam_t)
+
+    def _write(self, x, z, hedge, factor, a, add, b_next, t, ck2, eta_t, lam_t):
+        """The writes of a step that passed its checks: Hedge, shrink, the new centre."""
         q = self.q * np.exp(z * np.log(hedge["beta"]))
         self.q = q / q.sum()
         # the learners' steps on the shared support set
@@ -186,8 +246,9 @@ class NumpyMultiKernel:
         if np.all(factor <= 0.0):
             self.n_support = self.next_slot = 0
         else:
-            self._coef[:, :n] *= np.maximum(factor, 0.0)[:, None]
-        if np.any(g != 0.0):
+            shrink = np.maximum(factor, 0.0)
+            self._coef[:, :n] *= shrink.reshape((-1,) + (1,) * (self._coef.ndim - 1))
+        if add:
             self.reserve(1)
             slot = self._victim(a)
             if slot != -2:
@@ -214,13 +275,22 @@ class NumpyMultiKernel:
         N = self.n_support
         ref = int(np.flatnonzero(self.q >= self.q.max() * (1.0 - 1e-9))[0])   # ties within 1e-9
         gs = self.gamma_scale()
-        m, n, h, _, _ = merge_find(self._centers[:N], self._coef[ref, :N],
-                                   self.gammas[self.width_of[ref]] * gs)
+        if self.n_outputs == 1:
+            m, n, h, _, _ = merge_find(self._centers[:N], self._coef[ref, :N],
+                                       self.gammas[self.width_of[ref]] * gs)
+        else:               # the vector merge of the multi-output expansion, m = argmin ||a_i||
+            norms = np.array([row @ row for row in self._coef[ref, :N]])
+            m, n, h = int(np.argmin(norms)), -1, 0.0
+            if norms[m] > NEGLIGIBLE * norms.max():     # else the leader does not use x_m
+                m, n, h, _, _ = multi_merge_find(self._centers[:N], self._coef[ref, :N],
+                                                 self.gammas[self.width_of[ref]] * gs)
         if n >= 0:
             D = float(((self._centers[m] - self._centers[n]) ** 2).sum())
             g = self.gammas[self.width_of] * gs
-            self._coef[:, n] = (self._coef[:, m] * np.exp(-g * (1.0 - h) * (1.0 - h) * D)
-                                + self._coef[:, n] * np.exp(-g * h * h * D))
+            em, en = np.exp(-g * (1.0 - h) * (1.0 - h) * D), np.exp(-g * h * h * D)
+            if self.n_outputs > 1:
+                em, en = em[:, None], en[:, None]
+            self._coef[:, n] = self._coef[:, m] * em + self._coef[:, n] * en
             self._centers[n] = h * self._centers[m] + (1.0 - h) * self._centers[n]
         last = N - 1
         if m != last:
@@ -263,17 +333,22 @@ class NumpyMultiKernel:
                     scale=np.ones(self.n_learners), b=self.b.copy(), q=self.q.copy(),
                     t=self.t, ck2=self.ck2, eta_t=self.eta_t, lam_t=self.lam_t,
                     n_seen=self.n_seen, mean=self.mean.copy(), m2=self.m2.copy(),
-                    loss_scale=self.loss_scale)
+                    loss_scale=self.loss_scale, n_outputs=self.n_outputs)
 
     @classmethod
     def from_state(cls, p):
         self = cls(p["n_features"], p["gammas"], p["width_of"], p["eta_scales"], p["auto"],
-                   p["budget"], p["policy"])
-        coef = np.asarray(p["coef"], dtype=np.float64).reshape(self.n_learners, -1)
-        self._coef = np.asarray(p["scale"], dtype=np.float64)[:, None] * coef
+                   p["budget"], p["policy"], int(p.get("n_outputs", 1)))
+        C = self.n_outputs
+        n = np.size(p["centers"]) // self.n_features
+        coef = np.asarray(p["coef"], dtype=np.float64).reshape(
+            (self.n_learners, n) + ((C,) if C > 1 else ()))
+        scale = np.asarray(p["scale"], dtype=np.float64)
+        self._coef = scale.reshape((-1,) + (1,) * (coef.ndim - 1)) * coef
         self._centers = np.array(p["centers"], dtype=np.float64).reshape(-1, self.n_features)
         self.n_support, self.next_slot = coef.shape[1], int(p["next_slot"])
-        self.b, self.q = np.array(p["b"], dtype=np.float64), np.array(p["q"], dtype=np.float64)
+        self.b = np.array(p["b"], dtype=np.float64).reshape(self.b.shape)
+        self.q = np.array(p["q"], dtype=np.float64)
         self.t, self.ck2 = float(p["t"]), float(p["ck2"])
         self.eta_t, self.lam_t = float(p["eta_t"]), float(p["lam_t"])
         self.n_seen, self.loss_scale = float(p["n_seen"]), float(p["loss_scale"])
