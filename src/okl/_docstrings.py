@@ -24,10 +24,11 @@ gamma : float or "scale", default="scale"
     "gamma_plain": """\
 gamma : float or "scale", default="scale"
     Kernel width (gaussian, laplacian) or scale of <x, u> (polynomial).
-    "scale" is ``1 / (n_features X.var())`` of the first chunk (scikit-learn's
-    SVC rule; a first chunk of one row gives ``1 / n_features``, the rule's
-    value on standardised features; docs/defaults.md, section 2), kept in
-    `gamma_`.""",
+    "scale" is ``4 / (n_features X.var())`` of the first chunk: four times
+    scikit-learn's SVC rule, the width that learns best with few centres per
+    region (a first chunk of one row takes the variance of its entries, and
+    ``4 / n_features`` when they are equal; docs/defaults.md, section 2), kept
+    in `gamma_`.""",
     "degree": """\
 degree : int, default=3
     Polynomial degree.""",

@@ -94,7 +94,8 @@ class KernelModelMixin:
     def _fit_gamma(self, X):
         """gamma_ from the first chunk when gamma="scale" (`okl._gamma.scale_gamma`)."""
         if isinstance(self.gamma, str):
-            self.gamma_ = scale_gamma(X, type(self).__name__)
+            self.gamma_ = scale_gamma(X, type(self).__name__,
+                                      getattr(self, "_width_factor", 1.0))
         else:
             self.__dict__.pop("gamma_", None)
 

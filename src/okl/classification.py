@@ -21,6 +21,7 @@ from okl._core._multiexpansion import MultiExpansion
 from okl._feature_model import FeatureModel
 from okl._labels import LabelsMixin
 from okl._docstrings import shared_params
+from okl._gamma import LOCAL_FACTOR
 from okl._engines import ENGINES
 from okl._feature_maps import kernel_matrix
 from okl._kernel_learners import KernelModelMixin, PointwiseMixin, expansion_class, warn_reset
@@ -418,8 +419,9 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
     centers : array of shape (m, n_features) or None, default=None
         The centres c_j.  None takes the first `n_centers` stream points; a
         centre exists (with a_j = 0) from the step that sees it.
-    n_centers : int, default=100
-        m when `centers` is None; ignored otherwise.
+    n_centers : int, default=500
+        m when `centers` is None; ignored otherwise (500, as budget="auto" of
+        the pointwise learners: docs/defaults.md, section 2).
     {kernel}
     {gamma_plain}
     {degree}
@@ -428,9 +430,9 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
     loss : {"hinge", "squared_hinge", "logistic", "least_squares", "exponential"}, default="hinge"
         Margin loss phi(m) of m = y f(x), with left derivatives (the paper's
         hinge-loss example is Corollary 3).
-    lam : float > 0, default=0.01
+    lam : float > 0, default=1e-3
         Coefficient regularization lam (Corollary 3 takes lam = T**-gamma for
-        a stream of T samples).
+        a stream of T samples; docs/defaults.md, section 2).
     eta : float > 0, "auto" or callable, default="auto"
         Step size.  A float gives exactly ``eta * t**-eta_decay`` (the paper's
         ``1 / (mu t**theta)`` with eta = 1/mu).  "auto" is the corrected step
@@ -498,6 +500,7 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
     True
     """
 
+    _width_factor = LOCAL_FACTOR    # gamma="scale": 4 / (d Var), docs/defaults.md, section 2
     _parameter_constraints = {
         "centers": [NONE, ARRAY_2D],
         "n_centers": [Interval(Integral, 1, None, closed="left")],
@@ -510,8 +513,8 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
         **CLASSES_CONSTRAINTS,
     }
 
-    def __init__(self, centers=None, n_centers=100, kernel="gaussian", gamma="scale", degree=3,
-                 coef0=0.0, nu=1.5, loss="hinge", lam=0.01, eta="auto", eta_decay=0.75,
+    def __init__(self, centers=None, n_centers=500, kernel="gaussian", gamma="scale", degree=3,
+                 coef0=0.0, nu=1.5, loss="hinge", lam=1e-3, eta="auto", eta_decay=0.75,
                  classes=None, verbose=False, engine="cython"):
         self.centers = centers
         self.n_centers = n_centers
