@@ -304,7 +304,7 @@ def prior_shift(st, t, y, h, k=3.0, rate=0.01):
 #: taken at) from the state st, step t, label y in {-1, 1}, kernel part h = h_t(x_t) and b_t.
 #: "step" designs move b by -rate eta_t g after the kernel part's gradient g.
 OFFSET_DESIGNS = {
-    "none (the default)": None,
+    "none": None,
     "NORMA's step (fit_intercept=True)": ("step", 1.0),
     "step 0.01 eta_t (river's intercept_lr)": ("step", 0.01),
     "label mean (as the regressor's MEAN)": lambda st, t, y, h, b: (
@@ -360,23 +360,26 @@ def intercept():
              ("prior 0.5 -> 0.9 -> 0.2 (generated, d = 5)", *shifted_prior_stream(), 1.0),
              ("prior 0.1 -> 0.5 -> 0.9 (generated, d = 5)",
               *shifted_prior_stream(rates=(0.1, 0.5, 0.9), seed=1), 0.2)]
-    print("| stream | gamma | OnlineKernelClassifier(fit_intercept=False) | "
-          + " | ".join(OFFSET_DESIGNS) + " |")
-    print("|---|---|---|" + "---|" * len(OFFSET_DESIGNS))
+    print("| stream | gamma | OnlineKernelClassifier(fit_intercept=False) | default "
+          "(fit_intercept='prior') | " + " | ".join(OFFSET_DESIGNS) + " |")
+    print("|---|---|---|---|" + "---|" * len(OFFSET_DESIGNS))
     for name, X, y, gamma in cases:
         order = (np.random.default_rng(0).permutation(len(X)) if "generated" not in name
                  else np.arange(len(X)))                    # the prior's shift is its order
         X, y = StandardScaler().fit_transform(X[order]), np.asarray(y)[order].astype(int)
-        library = score(OnlineKernelClassifier(gamma=gamma, budget=None), X, y, "classification")
+        library = [score(OnlineKernelClassifier(gamma=gamma, budget=None, **kw), X, y,
+                         "classification") for kw in (dict(fit_intercept=False), {})]
         accs = [offset_run(X, y, gamma, design) for design in OFFSET_DESIGNS.values()]
-        print(f"| {name} | {gamma} | {library:.4f} | " + " | ".join(f"{a:.4f}" for a in accs)
-              + " |")
+        print(f"| {name} | {gamma} | " + " | ".join(f"{a:.4f}" for a in library + accs) + " |")
     Z, y = online_scaled(*shifted_prior_stream(), shuffle=False)
     print("\nThe generated stream scaled online, the library's defaults: progressive accuracy "
           + ", ".join(f"{label} {score(make(), Z, y, 'classification'):.4f}" for label, make in (
               ("OnlineKernelClassifier()", OnlineKernelClassifier),
+              ("fit_intercept=False", lambda: OnlineKernelClassifier(fit_intercept=False)),
               ("fit_intercept=True", lambda: OnlineKernelClassifier(fit_intercept=True)),
               ("loss='logistic'", lambda: OnlineKernelClassifier(loss="logistic")),
+              ("loss='logistic', fit_intercept=False",
+               lambda: OnlineKernelClassifier(loss="logistic", fit_intercept=False)),
               ("loss='logistic', fit_intercept=True",
                lambda: OnlineKernelClassifier(loss="logistic", fit_intercept=True)))))
     rng = np.random.default_rng(0)

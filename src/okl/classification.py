@@ -29,7 +29,7 @@ from okl._numpy.codes import MulticlassLoss
 from okl._numpy.pointwise import make_state
 from okl._numpy.multiexpansion import NumpyMultiExpansion, from_binary, insert_class
 from okl._params import (
-    APPROXIMATION_CONSTRAINTS, ARRAY_2D, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS,
+    APPROXIMATION_CONSTRAINTS, ARRAY_2D, BOOL, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS,
     INTERCEPT_CONSTRAINTS, NONE, ONLINE_WEIGHT_CHECKS,
     POINTWISE_STEP_CONSTRAINTS, STEP_CONSTRAINTS, Interval, Options, budget_constraints,
     kernel_constraints,
@@ -187,6 +187,7 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         **APPROXIMATION_CONSTRAINTS,
         **ENGINE_CONSTRAINTS,
         **INTERCEPT_CONSTRAINTS,
+        "fit_intercept": [BOOL, Options("prior")],
         **CLASSES_CONSTRAINTS,
     }
 
@@ -198,7 +199,7 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
     def __init__(self, kernel="gaussian", gamma="scale", degree=3, coef0=0.0, nu=1.5,
                  loss="hinge", lam=1e-3, eta="auto", eta_decay=0.5, budget="auto",
                  budget_policy="auto", approximation=None, n_components=100, random_state=None,
-                 fit_intercept=False, classes=None, verbose=False, engine="cython"):
+                 fit_intercept="prior", classes=None, verbose=False, engine="cython"):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -355,7 +356,7 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         check.keys(attrs, ("n_features_in_", "t_", "ck2_", "n_support_", "classes_",
                            "intercept_"), f"{name}'s attributes",
                    optional=("eta_", "lam_", "gamma_", "_row_keys", "fixed_classes_", "dev_",
-                             "_width_moments"))
+                             "_width_moments", "_prior_state"))
         check.binary_labels(max_classes=C_INT_MAX)
         k = len(out["classes_"])
         if self.loss not in MULTICLASS_LOSSES:
@@ -363,6 +364,7 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         check.floats("ck2_", lo=0.0)
         check.floats("eta_", "lam_", "dev_", lo=0.0, optional=True)
         self._check_width_moments(check)
+        self._check_prior_state(check)
         out["intercept_"] = check.array(attrs["intercept_"], "intercept_", (k,))
         check.fitted_gamma()
         if "_row_keys" in attrs:

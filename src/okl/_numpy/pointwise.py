@@ -56,6 +56,47 @@ def offset(s, b, y, w, t):
     return b
 
 
+# the prior-shift offset of the binary classifier (docs/defaults.md, section 1)
+PRIOR_RATE = 0.01       # the recent labels' mean forgets at this rate
+PRIOR_NOISE = 3.0       # the soft threshold, in standard deviations of that mean
+
+
+def prior_offset(state):
+    """b = S(recent - ybar) hbar of the prior-shift state ``(n, ybar, recent, hbar)``
+    (`prior_offsets`): 0 while the recent labels' mean is within `PRIOR_NOISE` of its
+    standard deviations on a stationary stream."""
+    _, ybar, recent, hbar = state
+    noise = PRIOR_NOISE * np.sqrt(PRIOR_RATE / (2.0 - PRIOR_RATE) * max(1.0 - ybar * ybar, 0.0))
+    shift = recent - ybar
+    return float(np.copysign(max(abs(shift) - noise, 0.0), shift) * hbar)
+
+
+def prior_offsets(state, h, y, weight=None):
+    """The prior-shift offset over a chunk: (b_t of every row, the state after).
+
+    `state` is ``(n, ybar, recent, hbar)``: the steps counted, the mean of their
+    labels y in {-1, 1}, that mean forgetting at `PRIOR_RATE`, and the mean
+    ``|h_s(x_s)|`` of the kernel part before each step.  Row t is predicted with
+    ``b_t = prior_offset(state)``, then counted (a zero weight is not, and a
+    weight w counts as w events, capped at replacing the means).  The kernel
+    part never sees b: it steps on h, the papers' iterates.  Both engines call
+    this function, so they agree exactly.
+    """
+    n, ybar, recent, hbar = state
+    b_out = np.empty(len(h))
+    for i in range(len(h)):
+        b_out[i] = prior_offset((n, ybar, recent, hbar))
+        w = 1.0 if weight is None else float(weight[i])
+        if w == 0.0:
+            continue
+        n += 1.0
+        rate = w / n if w < n else 1.0
+        ybar += rate * (float(y[i]) - ybar)
+        recent += max(rate, min(PRIOR_RATE * w, 1.0)) * (float(y[i]) - recent)
+        hbar += rate * (abs(float(h[i])) - hbar)
+    return b_out, (n, ybar, recent, hbar)
+
+
 def step(model, x, kxx, kself, f, y, w, eta_given, loss, s, st):
     """One step from f = f_t(x_t): TAKEN, SKIPPED (w = 0) or DIVERGED (nothing changed).
 
