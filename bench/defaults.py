@@ -311,7 +311,7 @@ OFFSET_DESIGNS = {
         (m := _mean(st, "y", y, 1.0 / t)), h + m),
     "label mean, forgetting at rate 0.01": lambda st, t, y, h, b: (
         (m := _mean(st, "y", y, max(1.0 / t, 0.01))), h + m),
-    "label mean times the mean |h|": lambda st, t, y, h, b: (
+    "label mean times the mean abs(h)": lambda st, t, y, h, b: (
         (m := _mean(st, "y", y, 1.0 / t) * _mean(st, "h", abs(h), 1.0 / t)), h + m),
     "0.1 label mean, decision only": lambda st, t, y, h, b: (
         0.1 * _mean(st, "y", y, 1.0 / t), h),
