@@ -127,3 +127,17 @@ def test_a_failed_call_leaves_the_offset_as_it_was():
     okl.save(est, loaded)
     loaded.seek(0)
     assert okl.load(loaded)._prior_state == est._prior_state
+
+
+def test_averaged_models_pool_the_prior_state():
+    from okl._averaging import average_models
+    X, y = shifted(900)
+    a = OnlineKernelClassifier(gamma=0.3, classes=[0, 1]).fit(X[:600], y[:600])
+    b = OnlineKernelClassifier(gamma=0.3, classes=[0, 1]).fit(X[600:], y[600:])
+    out = average_models([a, b])
+    n = np.array([a._prior_state[0], b._prior_state[0]])
+    assert out._prior_state[0] == n.sum()
+    for j in (1, 2, 3):
+        assert out._prior_state[j] == pytest.approx(
+            (n[0] * a._prior_state[j] + n[1] * b._prior_state[j]) / n.sum(), rel=1e-12)
+    assert out.intercept_ == prior_offset(out._prior_state)
