@@ -22,7 +22,7 @@ from okl._gamma import WidthMoments, scale_gamma, warn_spread
 from okl._numpy.expansion import NumpyExpansion
 from okl._numpy.codes import Offset
 from okl._numpy.pointwise import (
-    make_schedule, make_state, prior_offset, prior_offsets,
+    make_schedule, make_state, prior_count, prior_offset, prior_offsets,
 )
 from okl._params import InvalidParameterError, validate_params
 from okl.budgets import (
@@ -356,7 +356,7 @@ class PointwiseMixin(KernelModelMixin):
         section 1): the kernel part steps without it, b is added to its predictions.  A
         model of three classes or more keeps its offsets fixed (one per class)."""
         return (getattr(self, "fit_intercept", False) == "prior"
-                and np.ndim(self.__dict__.get("intercept_", 0.0)) == 0)
+                and not isinstance(self.__dict__.get("intercept_"), np.ndarray))
 
     def _step_state(self):
         """The counters a step reads (the `StepState` of okl._core._pointwise), as a dict."""
@@ -451,8 +451,12 @@ class PointwiseMixin(KernelModelMixin):
             d.get("dev_", 0.0))
         if taken:
             self._store_step(t, ck2, eta_t, lam_t, b, dev)
-            if prior:
-                return float(self._follow_prior(np.array([f]), (y,), (weight,))[0])
+            if prior:               # the offset predicted this event, then the event counts
+                b = d["intercept_"]
+                state = d["_prior_state"] = prior_count(
+                    d.get("_prior_state", (0.0, 0.0, 0.0, 0.0)), f, y, weight)
+                d["intercept_"] = prior_offset(state)
+                return f + b
         return f + d["intercept_"] if prior else f
 
     def _compiled_events(self, cache):
