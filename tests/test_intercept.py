@@ -141,3 +141,20 @@ def test_averaged_models_pool_the_prior_state():
         assert out._prior_state[j] == pytest.approx(
             (n[0] * a._prior_state[j] + n[1] * b._prior_state[j]) / n.sum(), rel=1e-12)
     assert out.intercept_ == prior_offset(out._prior_state)
+
+
+def test_with_a_third_class_the_offsets_stay_as_the_binary_model_left_them():
+    X, y = shifted(900)
+    est = OnlineKernelClassifier(gamma=0.3).fit(X, y)
+    b = est.intercept_
+    assert b != 0.0
+    third = np.full(40, 2)
+    est.partial_fit(X[:40] + 3.0, third)                  # a third label: k = 3 offsets
+    np.testing.assert_array_equal(est.intercept_, [-0.5 * b, 0.5 * b, 0.0])
+    est.partial_fit(X[:200], y[:200])
+    np.testing.assert_array_equal(est.intercept_, [-0.5 * b, 0.5 * b, 0.0])     # fixed
+    buffer = io.BytesIO()
+    okl.save(est, buffer)
+    buffer.seek(0)
+    loaded = okl.load(buffer)
+    np.testing.assert_array_equal(loaded.decision_function(X), est.decision_function(X))
