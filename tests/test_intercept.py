@@ -158,3 +158,24 @@ def test_with_a_third_class_the_offsets_stay_as_the_binary_model_left_them():
     buffer.seek(0)
     loaded = okl.load(buffer)
     np.testing.assert_array_equal(loaded.decision_function(X), est.decision_function(X))
+
+
+def test_fit_intercept_true_is_normas_offset_step():
+    """b_{t+1} = b_t - eta_t g_t beside the kernel part's step (docs/algorithms.md, 7.1),
+    written out: the previous default, one parameter away."""
+    X, y = shifted(300)
+    gamma, lam = 0.3, 1e-3
+    est = OnlineKernelClassifier(fit_intercept=True, gamma=gamma, lam=lam, budget=None,
+                                 classes=[0, 1]).fit(X, y)
+    centres, coef, b = [], [], 0.0
+    for t, (x, label) in enumerate(zip(X, np.where(y > 0, 1.0, -1.0)), 1):
+        h = sum(a * np.exp(-gamma * np.sum((c - x) ** 2)) for c, a in zip(centres, coef))
+        eta = t ** -0.5 / (lam + 1.0)
+        g = -label if label * (h + b) <= 1.0 else 0.0
+        coef = [a * (1.0 - lam * eta) for a in coef]
+        if g:
+            centres.append(x)
+            coef.append(-eta * g)
+        b -= eta * g
+    assert est.intercept_ == pytest.approx(b, abs=1e-10)
+    np.testing.assert_allclose(est.dual_coef_, coef, rtol=0, atol=1e-10)
