@@ -222,7 +222,10 @@ def pairwise(data):
 
 def widths():
     """gamma="scale" of the first-chunk learners against their width grid, one event at a
-    time (docs/defaults.md, section 2): five streams, two of them multiclass."""
+    time (docs/defaults.md, section 2): five streams, three of them multiclass.  "before" is
+    gamma = 1/d (the rule on standardised rows) with the previous CoefficientRegularized
+    defaults (100 centres, lam = 1e-2); "100 centres" is its defaults with n_centers=100.
+    OnlineKernelClassifier (the rule itself, over its warm-up) is shown for comparison."""
     from sklearn.datasets import load_iris, load_wine
     digits = load_digits(return_X_y=True)
     sets = {"digits 0-4 vs 5-9": (digits[0], (digits[1] >= 5).astype(int)),
@@ -230,11 +233,15 @@ def widths():
             "breast cancer": load_breast_cancer(return_X_y=True),
             "wine (3 classes)": load_wine(return_X_y=True),
             "iris (3 classes)": load_iris(return_X_y=True)}
-    learners = {"RegularizedPAClassifier(gaussian)": _pa,
-                "CoefficientRegularizedClassifier": CoefficientRegularizedClassifier}
-    print("| stream | estimator | defaults | " + " | ".join(f"{g:g}/d" for g in GRID)
+    learners = {"RegularizedPAClassifier(gaussian)": (_pa, {}, None),
+                "CoefficientRegularizedClassifier": (CoefficientRegularizedClassifier,
+                                                     dict(n_centers=100, lam=0.01),
+                                                     dict(n_centers=100)),
+                "OnlineKernelClassifier": (OnlineKernelClassifier, {}, None)}
+    print("| stream | estimator | before | defaults | 100 centres | "
+          + " | ".join(f"{g:g}/d" for g in GRID)
           + " | river LogisticRegression | river KNNClassifier |")
-    print("|---|---|---|" + "---|" * len(GRID) + "---|---|")
+    print("|---|---|---|---|---|" + "---|" * len(GRID) + "---|---|")
     for name, (X, y) in sets.items():
         Z, y = online_scaled(X, y)
         d = Z.shape[1]
@@ -244,11 +251,13 @@ def widths():
             peers["river LogisticRegression"] = linear_model.SoftmaxRegression()
         ref = [f"{river_score(peers[k], Z, y, 'classification', labels=True):.4f}"
                if k in peers else "-" for k in ("river LogisticRegression", "river KNNClassifier")]
-        for label, make in learners.items():
-            accs = [score(make(gamma=float(g / d)), Z, y, "classification", 1) for g in GRID]
-            print(f"| {name} | {label} | "
-                  f"{score(make(), Z, y, 'classification', 1):.4f} | "
-                  + " | ".join(f"{a:.4f}" for a in accs) + " | " + " | ".join(ref) + " |")
+        for label, (make, before, fewer) in learners.items():
+            def run(**kw):
+                return f"{score(make(**kw), Z, y, 'classification', 1):.4f}"
+            accs = [run(gamma=float(g / d)) for g in GRID]
+            print(f"| {name} | {label} | {run(gamma=1.0 / d, **before)} | {run()} | "
+                  f"{run(**fewer) if fewer else '-'} | " + " | ".join(accs) + " | "
+                  + " | ".join(ref) + " |")
 
 
 def cost(n=100_000, d=20, block=1000):
