@@ -1,9 +1,12 @@
 """The defaults, measured (docs/defaults.md): every estimator untuned against its best width.
 
-    python bench/defaults.py table    # progressive accuracy / RMSE, defaults vs tuned, river beside
-    python bench/defaults.py cost     # us per event of a 1e5-event stream, d = 20, with the defaults
-    python bench/defaults.py intercept  # the offset on the issue's streams
-    python bench/defaults.py step     # the default step against eta="auto"
+    python bench/defaults.py table      # every estimator: defaults vs fit_intercept=False and
+                                        # the best width, river's peers beside; PairwiseLearner
+    python bench/defaults.py widths     # the first-chunk learners' width: five streams, one
+                                        # event at a time
+    python bench/defaults.py cost       # us per event of a 1e5-event stream, d = 20, defaults
+    python bench/defaults.py intercept  # the classifier's offset designs; the regressor's offset
+    python bench/defaults.py step       # the default step against eta="auto"
 
 Streams (scikit-learn's bundled data): digits (0-4 vs 5-9, d = 64), breast cancer (d = 30) and
 diabetes (regression, d = 10), each shuffled once (seed 0) and standardised online with
@@ -11,9 +14,10 @@ okl's OnlineStandardScaler (each event is scaled by the moments of the events up
 including it, as a StreamPipeline does), then one progressive pass: every event is predicted
 by the model of the events before it, then learned.  "tuned" is fit_intercept=False (where the
 estimator has it) with the width gamma of the grid (1 / d) * 2^k, k = -3 ... 5, that was best in
-hindsight on that stream; "previous defaults" is gamma=1, budget=None, eta="auto" and NORMA's offset step
-(the defaults before docs/defaults.md).  river's LogisticRegression, LinearRegression, PAClassifier and
-PARegressor run untuned on the same scaled events (river is a bench-only dependency).
+hindsight on that stream; "gamma=1 (before)" is gamma=1, budget=None, eta="auto" and NORMA's
+offset step (the defaults before docs/defaults.md).  river's LogisticRegression,
+LinearRegression, PA and k-nearest-neighbour models run untuned on the same scaled events (river
+is a bench-only dependency; its data sets are never used).
 """
 import sys
 import time
@@ -23,13 +27,25 @@ import numpy as np
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits
 
 from okl import (
-    CoefficientRegularizedClassifier, OnlineKernelClassifier, OnlineKernelRegressor,
-    RegularizedPAClassifier,
+    CoefficientRegularizedClassifier, MultiKernelClassifier, MultiKernelRegressor,
+    OnlineKernelClassifier, OnlineKernelRegressor, RegularizedPAClassifier,
 )
 from okl.evaluation import progressive_validation
 from okl.preprocessing import OnlineStandardScaler
 
 GRID = 2.0 ** np.arange(-3, 6)
+
+
+def online_scaled(X, y, shuffle=True):
+    """Shuffled once (seed 0), each event scaled by the moments of the events up to it."""
+    order = np.random.default_rng(0).permutation(len(X)) if shuffle else np.arange(len(X))
+    X, y = X[order], np.asarray(y)[order]
+    scaler = OnlineStandardScaler()
+    Z = np.empty_like(X, dtype=np.float64)
+    for i, x in enumerate(X):
+        scaler.learn_one(x)
+        Z[i] = scaler.transform_one(x)
+    return Z, y
 
 
 def streams():
@@ -39,51 +55,63 @@ def streams():
             ("digits", load_digits(return_X_y=True), "classification"),
             ("cancer", load_breast_cancer(return_X_y=True), "classification"),
             ("diabetes", load_diabetes(return_X_y=True), "regression")):
-        order = np.random.default_rng(0).permutation(len(X))
-        X, y = X[order], y[order]
         if name == "digits":
             y = (y >= 5).astype(int)
-        scaler = OnlineStandardScaler()
-        Z = np.empty_like(X, dtype=np.float64)
-        for i, x in enumerate(X):
-            scaler.learn_one(x)
-            Z[i] = scaler.transform_one(x)
-        out[name] = (Z, y, task)
+        out[name] = (*online_scaled(X, y), task)
     return out
 
 
+def _pa(**kw):
+    return RegularizedPAClassifier(kernel="gaussian", **kw)
+
+
+def _multikernel(make):
+    """A multi-kernel learner: "gamma" is one width (gammas=[gamma]); budget "auto" as the others
+    have none of its own."""
+    def build(gamma=None, **kw):
+        return make(**kw) if gamma is None else make(gammas=[gamma], **kw)
+    return build
+
+
+#: label -> (constructor taking the estimator's keywords, the previous defaults' keywords)
 CLASSIFIERS = {
-    "OnlineKernelClassifier": lambda **kw: OnlineKernelClassifier(**kw),
-    "OnlineKernelClassifier(logistic)": lambda **kw: OnlineKernelClassifier(loss="logistic",
-                                                                            **kw),
-    "CoefficientRegularizedClassifier": lambda **kw: CoefficientRegularizedClassifier(**kw),
-    "RegularizedPAClassifier(gaussian)": lambda **kw: RegularizedPAClassifier(
-        kernel="gaussian", **kw),
+    "OnlineKernelClassifier": (OnlineKernelClassifier, {}),
+    "OnlineKernelClassifier(logistic)": (
+        lambda **kw: OnlineKernelClassifier(loss="logistic", **kw), {}),
+    "RegularizedPAClassifier(linear)": (RegularizedPAClassifier, None),
+    "RegularizedPAClassifier(gaussian)": (_pa, {}),
+    "CoefficientRegularizedClassifier": (CoefficientRegularizedClassifier,
+                                         dict(n_centers=100, lam=0.01)),
+    "MultiKernelClassifier": (_multikernel(MultiKernelClassifier), None),
 }
 REGRESSORS = {
-    "OnlineKernelRegressor": lambda **kw: OnlineKernelRegressor(**kw),
-    "OnlineKernelRegressor(pinball)": lambda **kw: OnlineKernelRegressor(loss="pinball", **kw),
+    "OnlineKernelRegressor": (OnlineKernelRegressor, {}),
+    "OnlineKernelRegressor(pinball)": (lambda **kw: OnlineKernelRegressor(loss="pinball", **kw),
+                                       {}),
+    "MultiKernelRegressor": (_multikernel(MultiKernelRegressor), None),
 }
 
 
-def score(est, Z, y, task):
+def score(est, Z, y, task, chunk_size=1000):
     """Progressive accuracy (classification) or RMSE (regression) of one pass."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        result = progressive_validation(est, Z, y)
+        result = progressive_validation(est, Z, y, chunk_size=chunk_size)
     if task == "classification":
         return 1.0 - result.error[-1]
     return float(np.sqrt(result.error[-1]))
 
 
-def river_score(model, Z, y, task):
+def river_score(model, Z, y, task, labels=False):
+    """river's progressive score on the same events (labels: the raw labels, else bool)."""
     hits, sq = 0, 0.0
     for z, target in zip(Z, y):
         x = dict(enumerate(z))
         p = model.predict_one(x)
         if task == "classification":
-            hits += int(p == bool(target)) if p is not None else 0
-            model.learn_one(x, bool(target))
+            target = target if labels else bool(target)
+            hits += int(p == target) if p is not None else 0
+            model.learn_one(x, target)
         else:
             sq += ((p or 0.0) - target) ** 2
             model.learn_one(x, float(target))
@@ -94,11 +122,16 @@ def has_intercept(make):
     return "fit_intercept" in make().get_params()
 
 
-def previous(make):
+def has_width(make):
+    params = make().get_params()
+    return "gamma" in params and params.get("kernel", "gaussian") != "linear" or "gammas" in params
+
+
+def previous(make, extra):
     """The previous defaults: gamma=1, no budget, NORMA's offset step (regressor included),
-    eta="auto"."""
+    eta="auto", and `extra` (CoefficientRegularizedClassifier: n_centers=100, lam=0.01)."""
     from okl._numpy.codes import Offset
-    est = make(gamma=1.0)
+    est = make(gamma=1.0, **extra)
     params = est.get_params()
     if "eta" in params:
         est.set_params(eta="auto")
@@ -110,33 +143,43 @@ def previous(make):
     return est
 
 
+def river_peers(task):
+    """river's untuned peers (bench-only dependency): a linear model, PA, k nearest neighbours."""
+    try:
+        from river import linear_model, neighbors
+    except ImportError:
+        return {}
+    if task == "classification":
+        return {"river LogisticRegression": linear_model.LogisticRegression(),
+                "river PAClassifier": linear_model.PAClassifier(),
+                "river KNNClassifier": neighbors.KNNClassifier()}
+    return {"river LinearRegression": linear_model.LinearRegression(),
+            "river PARegressor": linear_model.PARegressor(),
+            "river KNNRegressor": neighbors.KNNRegressor()}
+
+
 def table():
+    """Every estimator with its defaults, against fit_intercept=False and the best width."""
     data = streams()
     rows = []
     for name, (Z, y, task) in data.items():
         learners = CLASSIFIERS if task == "classification" else REGRESSORS
         better = max if task == "classification" else min
         d = Z.shape[1]
-        for label, make in learners.items():
+        for label, (make, extra) in learners.items():
             default = score(make(), Z, y, task)
-            before = score(previous(make), Z, y, task)
-            extra = dict(fit_intercept=False) if has_intercept(make) else {}
-            tuned = {g: score(make(gamma=float(g / d), **extra), Z, y, task) for g in GRID}
-            best = better(tuned, key=tuned.get)
-            rows.append((name, label, before, default, tuned[best], f"{best:g}/d"))
-        try:
-            from river import linear_model
-        except ImportError:
-            continue
-        if task == "classification":
-            refs = {"river LogisticRegression": linear_model.LogisticRegression(),
-                    "river PAClassifier": linear_model.PAClassifier()}
-        else:
-            refs = {"river LinearRegression": linear_model.LinearRegression(),
-                    "river PARegressor": linear_model.PARegressor()}
-        for label, model in refs.items():
+            before = None if extra is None else score(previous(make, extra), Z, y, task)
+            fixed = dict(fit_intercept=False) if has_intercept(make) else {}
+            if has_width(make):
+                tuned = {g: score(make(gamma=float(g / d), **fixed), Z, y, task) for g in GRID}
+                best = better(tuned, key=tuned.get)
+                rows.append((name, label, before, default, tuned[best], f"{best:g}/d"))
+            else:
+                rows.append((name, label, before, default,
+                             score(make(**fixed), Z, y, task) if fixed else None, "-"))
+        for label, model in river_peers(task).items():
             rows.append((name, label, None, river_score(model, Z, y, task), None, "-"))
-    print("| stream | estimator | previous defaults | defaults | fit_intercept=False, best gamma "
+    print("| stream | estimator | gamma=1 (before) | defaults | fit_intercept=False, best gamma "
           "| best gamma |")
     print("|---|---|---|---|---|---|")
     for name, label, before, default, tuned, best in rows:
@@ -144,6 +187,77 @@ def table():
         before = "-" if before is None else f"{before:.4f}"
         tuned = "-" if tuned is None else f"{tuned:.4f}"
         print(f"| {name} ({metric}) | {label} | {before} | {default:.4f} | {tuned} | {best} |")
+    print("\nThe multi-kernel learners' own widths (gammas='auto'), with and without their offset:")
+    for name, (Z, y, task) in data.items():
+        make = MultiKernelClassifier if task == "classification" else MultiKernelRegressor
+        print(f"{name}: {make.__name__}() {score(make(), Z, y, task):.4f}, fit_intercept=False "
+              f"{score(make(fit_intercept=False), Z, y, task):.4f}")
+    pairwise(data)
+
+
+def pairwise(data):
+    """PairwiseLearner (it ranks pairs; progressive validation does not apply): learned one
+    event at a time on the first half of each stream, ranking error on the second half."""
+    from okl import PairwiseLearner
+    from okl.evaluation import ranking_error
+
+    def run(**kw):
+        est = PairwiseLearner(buffer=200, random_state=0, **kw)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for i in range(half):
+                est.partial_fit(Z[i:i + 1], y[i:i + 1])
+        return ranking_error(est, Z[half:], y[half:])
+
+    print("\n| stream (ranking error, second half) | defaults (pair_kernel='linear') "
+          "| pair_kernel='difference', gamma='scale' | difference, best gamma | best gamma |")
+    print("|---|---|---|---|---|")
+    for name, (Z, y, _) in data.items():
+        half, d = len(Z) // 2, Z.shape[1]
+        tuned = {g: run(pair_kernel="difference", gamma=float(g / d)) for g in GRID}
+        best = min(tuned, key=tuned.get)
+        print(f"| {name} | {run():.4f} | {run(pair_kernel='difference'):.4f} | "
+              f"{tuned[best]:.4f} | {best:g}/d |")
+
+
+def widths():
+    """gamma="scale" of the first-chunk learners against their width grid, one event at a
+    time (docs/defaults.md, section 2): five streams, three of them multiclass.  "before" is
+    gamma = 1/d (the rule on standardised rows) with the previous CoefficientRegularized
+    defaults (100 centres, lam = 1e-2); "100 centres" is its defaults with n_centers=100.
+    OnlineKernelClassifier (the rule itself, over its warm-up) is shown for comparison."""
+    from sklearn.datasets import load_iris, load_wine
+    digits = load_digits(return_X_y=True)
+    sets = {"digits 0-4 vs 5-9": (digits[0], (digits[1] >= 5).astype(int)),
+            "digits (10 classes)": digits,
+            "breast cancer": load_breast_cancer(return_X_y=True),
+            "wine (3 classes)": load_wine(return_X_y=True),
+            "iris (3 classes)": load_iris(return_X_y=True)}
+    learners = {"RegularizedPAClassifier(gaussian)": (_pa, {}, None),
+                "CoefficientRegularizedClassifier": (CoefficientRegularizedClassifier,
+                                                     dict(n_centers=100, lam=0.01),
+                                                     dict(n_centers=100)),
+                "OnlineKernelClassifier": (OnlineKernelClassifier, {}, None)}
+    print("| stream | estimator | before | defaults | 100 centres | "
+          + " | ".join(f"{g:g}/d" for g in GRID)
+          + " | river LogisticRegression | river KNNClassifier |")
+    print("|---|---|---|---|---|" + "---|" * len(GRID) + "---|---|")
+    for name, (X, y) in sets.items():
+        Z, y = online_scaled(X, y)
+        d = Z.shape[1]
+        peers = river_peers("classification")
+        if len(np.unique(y)) > 2 and peers:
+            from river import linear_model
+            peers["river LogisticRegression"] = linear_model.SoftmaxRegression()
+        ref = [f"{river_score(peers[k], Z, y, 'classification', labels=True):.4f}"
+               if k in peers else "-" for k in ("river LogisticRegression", "river KNNClassifier")]
+        for label, (make, before, fewer) in learners.items():
+            def run(**kw):
+                return f"{score(make(**kw), Z, y, 'classification', 1):.4f}"
+            accs = [run(gamma=float(g / d)) for g in GRID]
+            print(f"| {name} | {label} | {run(gamma=1.0 / d, **before)} | {run()} | "
+                  f"{run(**fewer) if fewer else '-'} | " + " | ".join(accs) + " | "
+                  + " | ".join(ref) + " |")
 
 
 def cost(n=100_000, d=20, block=1000):
@@ -168,23 +282,115 @@ def cost(n=100_000, d=20, block=1000):
           f"last 1000: {times[-1]:.1f} us; ratio {times[-1] / times[1]:.2f}")
 
 
+def shifted_prior_stream(n=3000, d=5, rates=(0.5, 0.9, 0.2), seed=0):
+    """A generated stream whose positive rate goes through `rates` (equal parts of the stream);
+    the classes differ in the mean of x_1 and in the sign of x_2 x_3."""
+    rng = np.random.default_rng(seed)
+    y = (rng.uniform(size=n) < np.repeat(rates, n // len(rates))).astype(int)
+    X = rng.normal(size=(n, d))
+    X[:, 0] += np.where(y == 1, 0.75, -0.75)
+    X[:, 1] += np.where(y == 1, 0.5, -0.5) * np.sign(X[:, 2])
+    return X, y
+
+
+def _mean(st, key, value, rate):
+    st[key] = st.get(key, 0.0) + (value - st.get(key, 0.0)) * rate
+    return st[key]
+
+
+def prior_shift(st, t, y, h, k=3.0, rate=0.01):
+    """The label prior's recent shift, soft-thresholded at k noise levels, in the units of the
+    kernel part: (mean of the recent labels - mean of all labels), less k times the standard
+    deviation of the recent mean on a stationary stream, times the mean |h| so far."""
+    recent = _mean(st, "recent", y, max(1.0 / t, rate))
+    prior = _mean(st, "y", y, 1.0 / t)
+    noise = k * np.sqrt(rate / (2.0 - rate) * max(1.0 - prior * prior, 0.0))
+    shift = recent - prior
+    return np.sign(shift) * max(abs(shift) - noise, 0.0) * _mean(st, "h", abs(h), 1.0 / t)
+
+
+#: Offsets for the hinge classifier, as (b_{t+1}, the value the kernel part's gradient is
+#: taken at) from the state st, step t, label y in {-1, 1}, kernel part h = h_t(x_t) and b_t.
+#: "step" designs move b by -rate eta_t g after the kernel part's gradient g.
+OFFSET_DESIGNS = {
+    "none": None,
+    "NORMA's step (fit_intercept=True)": ("step", 1.0),
+    "step 0.01 eta_t (river's intercept_lr)": ("step", 0.01),
+    "label mean (as the regressor's MEAN)": lambda st, t, y, h, b: (
+        (m := _mean(st, "y", y, 1.0 / t)), h + m),
+    "label mean, forgetting at rate 0.01": lambda st, t, y, h, b: (
+        (m := _mean(st, "y", y, max(1.0 / t, 0.01))), h + m),
+    "label mean times the mean abs(h)": lambda st, t, y, h, b: (
+        (m := _mean(st, "y", y, 1.0 / t) * _mean(st, "h", abs(h), 1.0 / t)), h + m),
+    "0.1 label mean, decision only": lambda st, t, y, h, b: (
+        0.1 * _mean(st, "y", y, 1.0 / t), h),
+    "prior shift (prior_shift)": lambda st, t, y, h, b: (
+        (m := prior_shift(st, t, y, h)), h + m),
+    "prior shift, decision only": lambda st, t, y, h, b: (prior_shift(st, t, y, h), h),
+}
+
+
+def offset_run(Z, y, gamma, design, lam=1e-3):
+    """Progressive accuracy of the hinge classifier with an offset design: the papers' step
+    (eta="auto", Gaussian kernel, no budget) written out, so that design None gives exactly
+    OnlineKernelClassifier(fit_intercept=False)'s iterates (the bench prints both)."""
+    labels = np.where(np.asarray(y) > 0, 1.0, -1.0)
+    centres, coef = np.empty_like(Z), np.empty(len(Z))
+    m, b, st, hits = 0, 0.0, {}, 0
+    for t, (x, yt) in enumerate(zip(Z, labels), 1):
+        h = float(coef[:m] @ np.exp(-gamma * ((centres[:m] - x) ** 2).sum(axis=1)))
+        hits += (h + b > 0) == (yt > 0)
+        eta = t ** -0.5 / (lam + 1.0)
+        if design is None or isinstance(design, tuple):
+            b_next, v = b, h + b
+        else:
+            b_next, v = design(st, t, yt, h, b)
+        g = -yt if yt * v <= 1.0 else 0.0
+        coef[:m] *= 1.0 - lam * eta
+        if g:
+            centres[m], coef[m] = x, -eta * g
+            m += 1
+        if isinstance(design, tuple):
+            b_next = b - design[1] * eta * g
+        b = b_next
+    return hits / len(Z)
+
+
 def intercept():
-    """The issue's intercept streams: batch-standardised inputs, lam = 1e-3, no budget."""
+    """The classifier's offset designs on the issue's streams (batch-standardised inputs,
+    lam = 1e-3, no budget) and on a stream whose label prior shifts; then the regressor's."""
     from sklearn.preprocessing import StandardScaler
-    print("| stream | gamma | fit_intercept=False | fit_intercept=True (NORMA's offset) | default |")
-    print("|---|---|---|---|---|")
     digits = load_digits(return_X_y=True)
-    cases = (("digits 0-4 vs 5-9", digits[0], digits[1] >= 5, (0.1, 0.03)),
-             ("breast cancer", *load_breast_cancer(return_X_y=True), (0.1,)),
-             ("digits 0 vs rest (10% positive)", digits[0], digits[1] == 0, (0.1, 0.03)))
-    for name, X, y, gammas in cases:
-        order = np.random.default_rng(0).permutation(len(X))
+    cases = [("digits 0-4 vs 5-9", digits[0], digits[1] >= 5, 0.1),
+             ("digits 0-4 vs 5-9", digits[0], digits[1] >= 5, 0.03),
+             ("breast cancer", *load_breast_cancer(return_X_y=True), 0.1),
+             ("digits 0 vs rest (10% positive)", digits[0], digits[1] == 0, 0.1),
+             ("prior 0.5 -> 0.9 -> 0.2 (generated, d = 5)", *shifted_prior_stream(), 0.2),
+             ("prior 0.5 -> 0.9 -> 0.2 (generated, d = 5)", *shifted_prior_stream(), 1.0),
+             ("prior 0.1 -> 0.5 -> 0.9 (generated, d = 5)",
+              *shifted_prior_stream(rates=(0.1, 0.5, 0.9), seed=1), 0.2)]
+    print("| stream | gamma | OnlineKernelClassifier(fit_intercept=False) | default "
+          "(fit_intercept='prior') | " + " | ".join(OFFSET_DESIGNS) + " |")
+    print("|---|---|---|---|" + "---|" * len(OFFSET_DESIGNS))
+    for name, X, y, gamma in cases:
+        order = (np.random.default_rng(0).permutation(len(X)) if "generated" not in name
+                 else np.arange(len(X)))                    # the prior's shift is its order
         X, y = StandardScaler().fit_transform(X[order]), np.asarray(y)[order].astype(int)
-        for gamma in gammas:
-            accs = [score(OnlineKernelClassifier(gamma=gamma, budget=None, **kw), X, y,
-                          "classification")
-                    for kw in (dict(fit_intercept=False), dict(fit_intercept=True), {})]
-            print(f"| {name} | {gamma} | " + " | ".join(f"{a:.4f}" for a in accs) + " |")
+        library = [score(OnlineKernelClassifier(gamma=gamma, budget=None, **kw), X, y,
+                         "classification") for kw in (dict(fit_intercept=False), {})]
+        accs = [offset_run(X, y, gamma, design) for design in OFFSET_DESIGNS.values()]
+        print(f"| {name} | {gamma} | " + " | ".join(f"{a:.4f}" for a in library + accs) + " |")
+    Z, y = online_scaled(*shifted_prior_stream(), shuffle=False)
+    print("\nThe generated stream scaled online, the library's defaults: progressive accuracy "
+          + ", ".join(f"{label} {score(make(), Z, y, 'classification'):.4f}" for label, make in (
+              ("OnlineKernelClassifier()", OnlineKernelClassifier),
+              ("fit_intercept=False", lambda: OnlineKernelClassifier(fit_intercept=False)),
+              ("fit_intercept=True", lambda: OnlineKernelClassifier(fit_intercept=True)),
+              ("loss='logistic'", lambda: OnlineKernelClassifier(loss="logistic")),
+              ("loss='logistic', fit_intercept=False",
+               lambda: OnlineKernelClassifier(loss="logistic", fit_intercept=False)),
+              ("loss='logistic', fit_intercept=True",
+               lambda: OnlineKernelClassifier(loss="logistic", fit_intercept=True)))))
     rng = np.random.default_rng(0)
     X = rng.uniform(-2, 2, (3500, 2))
     y = np.sin(2 * X[:, 0]) + 0.1 * rng.normal(size=3500) + 40.0
@@ -239,5 +445,5 @@ def step():
 
 
 if __name__ == "__main__":
-    {"table": table, "cost": cost, "intercept": intercept, "step": step}[
+    {"table": table, "widths": widths, "cost": cost, "intercept": intercept, "step": step}[
         sys.argv[1] if len(sys.argv) > 1 else "table"]()

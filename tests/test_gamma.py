@@ -6,7 +6,9 @@ import pytest
 from sklearn.svm import SVC
 
 from okl import OnlineKernelClassifier, OnlineKernelRegressor
-from okl._gamma import WARMUP, KernelScaleWarning, scale_gamma, spread_message, warn_spread
+from okl._gamma import (
+    LOCAL_FACTOR, WARMUP, KernelScaleWarning, scale_gamma, spread_message, warn_spread,
+)
 
 
 def test_scale_gamma_is_scikit_learns_svc_rule():
@@ -15,7 +17,9 @@ def test_scale_gamma_is_scikit_learns_svc_rule():
     svc = SVC(gamma="scale").fit(X, y)
     assert scale_gamma(X, "Est") == pytest.approx(svc._gamma, rel=1e-12)
     assert scale_gamma(np.ones((5, 2)), "Est") == 1.0
-    assert scale_gamma(X[:1], "Est") == 1 / 3          # one row: the standardised value
+    assert scale_gamma(X[:1], "Est") == 1 / (3 * X[:1].var())      # one row: its entries
+    assert scale_gamma(np.zeros((1, 3)), "Est") == 1 / 3   # equal entries: the standardised value
+    assert scale_gamma(X, "Est", 4.0) == pytest.approx(4 * svc._gamma, rel=1e-12)
 
 
 def test_the_warning_names_the_cure_for_both_ends():
@@ -59,7 +63,9 @@ def test_every_kernel_learner_takes_gamma_scale(name, params):
     y = (X[:, 0] * X[:, 1] > 0).astype(float)
     scaled = getattr(okl, name)(gamma="scale", **params).fit(X[:120], y[:120])
     warming = name.startswith("OnlineKernel") and "approximation" not in params
-    gamma = scale_gamma(X[:WARMUP] if warming else X[:120], name)
+    factor = LOCAL_FACTOR if name in ("RegularizedPAClassifier",
+                                      "CoefficientRegularizedClassifier") else 1.0
+    gamma = scale_gamma(X[:WARMUP] if warming else X[:120], name, factor)
     assert scaled.gamma_ == pytest.approx(gamma, rel=1e-12)
     fixed = getattr(okl, name)(gamma=gamma, **params).fit(X[:120], y[:120])
     scaled.partial_fit(X[120:], y[120:])
@@ -124,3 +130,24 @@ def test_scale_follows_the_events_of_the_warm_up_then_stays(make):
     gamma = chunk.gamma_
     chunk.partial_fit(X, y)
     assert chunk.gamma_ == gamma                       # frozen after the warm-up
+
+
+@pytest.mark.parametrize("name", ["RegularizedPAClassifier", "CoefficientRegularizedClassifier"])
+def test_local_learners_take_four_times_the_rule_and_a_first_row_its_own_scale(name):
+    import okl
+    rng = np.random.default_rng(1)
+    X = rng.normal(0.0, 300.0, (60, 5))                # raw features far from unit scale
+    y = (X[:, 0] > 0).astype(int)
+    params = dict(kernel="gaussian") if name == "RegularizedPAClassifier" else {}
+    chunk = getattr(okl, name)(**params).fit(X, y)
+    assert chunk.gamma_ == pytest.approx(LOCAL_FACTOR / (5 * X.var()), rel=1e-12)
+    events = getattr(okl, name)(classes=[0, 1], **params)
+    events.learn_one(X[0], y[0])                        # a first chunk of one row
+    assert events.gamma_ == pytest.approx(LOCAL_FACTOR / (5 * X[0].var()), rel=1e-12)
+    assert 1e-6 < events.gamma_ < 1e-3                  # on the data's scale, not 4 / d
+
+
+def test_coefficient_regularized_defaults():
+    from okl import CoefficientRegularizedClassifier
+    params = CoefficientRegularizedClassifier().get_params()
+    assert (params["n_centers"], params["lam"], params["gamma"]) == (500, 1e-3, "scale")

@@ -152,8 +152,8 @@ def test_gamma_scale_and_the_warning():
     fresh.learn_one(X[0], y[0])                          # usable from the first event
     assert fresh.gamma_ == pytest.approx(1.0 / (4 * X[:1].var()), rel=1e-12)
     pa = RegularizedPAClassifier(kernel="gaussian", classes=[0, 1])
-    pa.learn_one(X[0], 1)                                # a first chunk of one row: 1 / d
-    assert pa.gamma_ == 0.25
+    pa.learn_one(X[0], 1)                   # a first chunk of one row: its entries' variance
+    assert pa.gamma_ == pytest.approx(4.0 / (4 * X[:1].var()), rel=1e-12)   # 4 times the rule
 
 
 def test_set_params_between_events_is_validated_and_used():

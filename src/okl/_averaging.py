@@ -10,6 +10,7 @@ import numpy as np
 
 from okl._kernel_learners import PointwiseMixin
 from okl._engines import ENGINES, engine_of
+from okl._numpy.pointwise import prior_offset
 from okl._pa_models import (
     FeaturePAModel, KernelMultiPAModel, KernelPAModel, LinearMultiPAModel, LinearPAModel,
 )
@@ -154,7 +155,9 @@ def average_models(models):
         has seen the most events, so that ``partial_fit`` continues the
         step-size schedule of one learner that had seen every event.
         Counters (``n_updates_``, ``n_infeasible_``) are summed; an offset
-        ``intercept_`` is averaged.
+        ``intercept_`` is averaged (the prior-shift offset of
+        ``fit_intercept="prior"`` pools the models' means, weighted by their
+        counts, and is read from them).
 
     References
     ----------
@@ -197,6 +200,12 @@ def average_models(models):
     if "intercept_" in lead.__dict__:                          # the offset b averages too
         b = np.mean([m.__dict__.get("intercept_", 0.0) for m in models], axis=0)
         out.intercept_ = b if np.ndim(b) else float(b)         # one per class (multiclass)
+    if "_prior_state" in lead.__dict__:         # the prior-shift offset: the models' means pooled
+        n = np.array([m.__dict__.get("_prior_state", (0.0,) * 4)[0] for m in models])
+        means = np.array([m.__dict__.get("_prior_state", (0.0,) * 4)[1:] for m in models])
+        pooled = means.T @ n / n.sum() if n.sum() > 0 else means.mean(axis=0)
+        out._prior_state = (float(n.sum()), *(float(v) for v in pooled))
+        out.intercept_ = prior_offset(out._prior_state)
     for name in ("n_updates_", "n_infeasible_"):
         if hasattr(lead, name):
             setattr(out, name, int(sum(getattr(m, name) for m in models)))

@@ -24,10 +24,11 @@ gamma : float or "scale", default="scale"
     "gamma_plain": """\
 gamma : float or "scale", default="scale"
     Kernel width (gaussian, laplacian) or scale of <x, u> (polynomial).
-    "scale" is ``1 / (n_features X.var())`` of the first chunk (scikit-learn's
-    SVC rule; a first chunk of one row gives ``1 / n_features``, the rule's
-    value on standardised features; docs/defaults.md, section 2), kept in
-    `gamma_`.""",
+    "scale" is ``4 / (n_features X.var())`` of the first chunk: four times
+    scikit-learn's SVC rule, the width that learns best with few centres per
+    region (a first chunk of one row takes the variance of its entries, and
+    ``4 / n_features`` when they are equal; docs/defaults.md, section 2), kept
+    in `gamma_`.""",
     "degree": """\
 degree : int, default=3
     Polynomial degree.""",
@@ -77,13 +78,18 @@ fit_intercept : bool, default=True
     (docs/defaults.md, section 1).  ``fit_intercept=False`` gives exactly
     the papers' iterates.""",
     "fit_intercept_margin": """\
-fit_intercept : bool, default=False
-    Learn an unregularized offset b, ``f(x) = b + sum_i a_i K(x_i, x)``, by
-    NORMA's rule ``b_{t+1} = b_t - eta_t w_t g_t`` (the kernel part's
-    gradient and step, no shrink; docs/algorithms.md, section 7.1).  Off by
-    default: on standardised real streams it never helped and cost up to
-    0.38 accuracy (docs/defaults.md, section 1).  ``fit_intercept=False``
-    gives exactly the papers' iterates.""",
+fit_intercept : "prior" or bool, default="prior"
+    The offset b of ``f(x) = b + sum_i a_i K(x_i, x)``.  "prior" follows a
+    shift of the label prior: ``b_t = S(r_t - ybar_t) hbar_t``, the recent
+    labels' mean (forgetting at rate 0.01) less their mean, soft-thresholded
+    at three standard deviations of a stationary stream's, in units of the
+    mean ``|h_s(x_s)|`` of the kernel part; the kernel part steps without b,
+    so on a stationary stream (b = 0) the model is the papers' (binary; with
+    three classes or more b stays as the binary model left it).  True is
+    NORMA's step ``b_{t+1} = b_t - eta_t w_t g_t`` (docs/algorithms.md,
+    section 7.1), which cost up to 0.38 accuracy on standardised real
+    streams.  ``fit_intercept=False`` gives exactly the papers' iterates
+    (docs/defaults.md, section 1).""",
     "verbose": """\
 verbose : bool or None, default=False
     Show a progress bar (with an ETA) while learning chunks of more than

@@ -22,22 +22,33 @@ NEAR_ONE = 0.999
 SPREAD_SAMPLES = 50
 
 
+# the width factor of the learners with a first-chunk width and few centres per region
+# (RegularizedPAClassifier, CoefficientRegularizedClassifier): docs/defaults.md, section 2
+LOCAL_FACTOR = 4.0
+
 # events over which the pointwise learners' gamma="scale" follows the data, then stays
 WARMUP = 100
 
 
-def scale_gamma(X, name=None):
-    """``1 / (n_features * X.var())`` of the first chunk (scikit-learn's SVC gamma="scale").
+def scale_gamma(X, name=None, factor=1.0):
+    """``factor / (n_features * X.var())`` of the first chunk (factor 1: scikit-learn's SVC
+    gamma="scale").
 
-    A first chunk of one row has no variance to go by: it gives ``1 / n_features``,
-    the rule's value on standardised features (var = 1).  A constant chunk
+    The learners that take the rule on a first chunk and keep few centres per
+    region (`LOCAL_FACTOR`) pass a factor of their own: docs/defaults.md,
+    section 2.  A first chunk of one row gives the variance of its own entries
+    (as `WidthMoments` does), and ``factor / n_features``, the rule's value on
+    standardised features, when they are all equal.  A constant chunk
     (variance 0) gives 1.0, as scikit-learn does.
     """
     X = np.asarray(X, dtype=np.float64)
-    if X.shape[0] < 2:
-        return 1.0 / X.shape[1]
-    var = float(X.var())
-    return 1.0 / (X.shape[1] * var) if var > 0 else 1.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        var = float(X.var())
+    if not np.isfinite(var):
+        var = 0.0
+    if var > 0:
+        return factor / (X.shape[1] * var)
+    return factor / X.shape[1] if X.shape[0] < 2 else 1.0
 
 
 class WidthMoments:

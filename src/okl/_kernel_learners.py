@@ -22,7 +22,9 @@ from okl._feature_model import FeatureModel
 from okl._gamma import WidthMoments, scale_gamma, warn_spread
 from okl._numpy.expansion import NumpyExpansion
 from okl._numpy.codes import Offset
-from okl._numpy.pointwise import make_schedule, make_state
+from okl._numpy.pointwise import (
+    make_schedule, make_state, prior_count, prior_offset, prior_offsets,
+)
 from okl._params import InvalidParameterError, validate_params
 from okl.budgets import (
     DEFAULT_BUDGET, budget_code, default_budget_policy, resolve_budget, resolve_budget_policy,
@@ -95,7 +97,8 @@ class KernelModelMixin:
     def _fit_gamma(self, X):
         """gamma_ from the first chunk when gamma="scale" (`okl._gamma.scale_gamma`)."""
         if isinstance(self.gamma, str):
-            self.gamma_ = scale_gamma(X, type(self).__name__)
+            self.gamma_ = scale_gamma(X, type(self).__name__,
+                                      getattr(self, "_width_factor", 1.0))
         else:
             self.__dict__.pop("gamma_", None)
 
@@ -206,11 +209,12 @@ class PointwiseMixin(KernelModelMixin):
         check.keys(attrs, ("n_features_in_", "t_", "ck2_", "n_support_") + labels,
                    f"{name}'s attributes",
                    optional=("eta_", "lam_", "intercept_", "gamma_", "_row_keys",
-                             "fixed_classes_", "_width_moments", "dev_"))
+                             "fixed_classes_", "_width_moments", "dev_", "_prior_state"))
         check.floats("ck2_", lo=0.0)
         check.floats("eta_", "lam_", "dev_", lo=0.0, optional=True)
         check.floats("intercept_", optional=True)                 # the offset b (docs/streaming.md)
         out.setdefault("intercept_", 0.0)
+        self._check_prior_state(check)
         check.fitted_gamma()
         self._check_width_moments(check)
         if "_row_keys" in attrs:                             # the feature order of dict events
@@ -236,6 +240,18 @@ class PointwiseMixin(KernelModelMixin):
         if labels:
             check.binary_labels()
         return built
+
+    def _check_prior_state(self, check):
+        """okl.load's check of the prior-shift offset's state (fit_intercept="prior")."""
+        if "_prior_state" in check.attrs:
+            state = check.attrs["_prior_state"]
+            if (getattr(self, "fit_intercept", False) != "prior"
+                    or not isinstance(state, (list, tuple)) or len(state) != 4
+                    or not all(isinstance(v, (int, float)) and np.isfinite(v) for v in state)
+                    or state[0] < 0 or abs(state[1]) > 1 or abs(state[2]) > 1 or state[3] < 0):
+                check.fail("_prior_state must be [n >= 0, |ybar| <= 1, |recent| <= 1, hbar >= 0] "
+                           "of fit_intercept='prior'")
+            check.out["_prior_state"] = tuple(float(v) for v in state)
 
     def _check_width_moments(self, check):
         """okl.load's check of gamma="scale"'s warm-up moments, when the file has them."""
@@ -312,6 +328,7 @@ class PointwiseMixin(KernelModelMixin):
         self.n_support_ = 0
         self.intercept_ = 0.0
         self.dev_ = 0.0
+        self.__dict__.pop("_prior_state", None)
 
     def _schedule(self):
         """The `Schedule` of the steps (okl._core._pointwise), as a dict."""
@@ -327,22 +344,34 @@ class PointwiseMixin(KernelModelMixin):
                              self._offset())
 
     def _offset(self):
-        """How the offset b learns (docs/defaults.md, section 1): the running mean of the
-        targets for a regressor, the gradient step for a classifier."""
-        if not getattr(self, "fit_intercept", False):
+        """How the offset b learns in the step (docs/defaults.md, section 1): the running mean
+        of the targets for a regressor, the gradient step for a classifier; the prior-shift
+        offset moves outside the step (`_prior`)."""
+        fit = getattr(self, "fit_intercept", False)
+        if fit is False or fit == "prior":
             return Offset.FIXED
         return Offset.STEP if is_classifier(self) else Offset.MEAN
 
+    def _prior(self):
+        """Whether b is the prior-shift offset (fit_intercept="prior", docs/defaults.md,
+        section 1): the kernel part steps without it, b is added to its predictions.  A
+        model of three classes or more keeps its offsets fixed (one per class)."""
+        return (getattr(self, "fit_intercept", False) == "prior"
+                and not isinstance(self.__dict__.get("intercept_"), np.ndarray))
+
     def _step_state(self):
         """The counters a step reads (the `StepState` of okl._core._pointwise), as a dict."""
-        return make_state(self.t_, self.ck2_, self.intercept_, self.__dict__.get("dev_", 0.0))
+        return make_state(self.t_, self.ck2_, 0.0 if self._prior() else self.intercept_,
+                          self.__dict__.get("dev_", 0.0))
 
     def _store_step(self, t, ck2, eta_t, lam_t, b, dev):
         """Keep what the steps returned (t_ counts the steps taken)."""
         d = self.__dict__
         if t != d["t_"]:
             d["eta_"], d["lam_"] = eta_t, lam_t
-        d["t_"], d["ck2_"], d["intercept_"], d["dev_"] = int(t), ck2, b, dev
+        d["t_"], d["ck2_"], d["dev_"] = int(t), ck2, dev
+        if not self._prior():           # the prior-shift offset is kept by `_follow_prior`
+            d["intercept_"] = b
         d["n_support_"] = int(d["_expansion"].n_support)
 
     def _learn(self, X, y, weight=None):
@@ -398,7 +427,18 @@ class PointwiseMixin(KernelModelMixin):
             warn_reset(self, state["reset_eta"], state["reset_lam"], state["reset_t"])
         self._store_step(state["t"], state["ck2"], state["eta_t"], state["lam_t"], state["b"],
                          state["dev"])
+        if self._prior():
+            scores = self._follow_prior(scores, y, weight)
         return scores
+
+    def _follow_prior(self, h, y, weight=None):
+        """The predictions h_t(x_t) + b_t of the prior-shift offset over the rows learned
+        (`okl._numpy.pointwise.prior_offsets`, both engines); keeps its state and intercept_."""
+        b, state = prior_offsets(self.__dict__.get("_prior_state", (0.0, 0.0, 0.0, 0.0)), h, y,
+                                 weight)
+        self._prior_state = state
+        self.intercept_ = prior_offset(state)
+        return h + b
 
     def _learn_event(self, events, row, y, weight=1.0):
         """One event through the compiled step (`_core._pointwise.PointwiseEvents`); f_t(x_t)."""
@@ -406,11 +446,19 @@ class PointwiseMixin(KernelModelMixin):
         eta = np.nan
         if callable(self.eta) and weight != 0.0:       # the callable's step at step t + 1
             eta = float(step_sizes(self.eta, 0.0, np.array([d["t_"] + 1.0]))[0])
+        prior = self._prior()
         f, taken, t, ck2, eta_t, lam_t, b, _, dev = events.learn(
-            row, y, weight, d["t_"], d["ck2_"], d["intercept_"], eta, d.get("dev_", 0.0))
+            row, y, weight, d["t_"], d["ck2_"], 0.0 if prior else d["intercept_"], eta,
+            d.get("dev_", 0.0))
         if taken:
             self._store_step(t, ck2, eta_t, lam_t, b, dev)
-        return f
+            if prior:               # the offset predicted this event, then the event counts
+                b = d["intercept_"]
+                state = d["_prior_state"] = prior_count(
+                    d.get("_prior_state", (0.0, 0.0, 0.0, 0.0)), f, y, weight)
+                d["intercept_"] = prior_offset(state)
+                return f + b
+        return f + d["intercept_"] if prior else f
 
     def _compiled_events(self, cache):
         """The `PointwiseEvents` (or, on features, `FeatureEvents`) of this fitted learner on

@@ -25,6 +25,7 @@ from okl._core._multiexpansion import MultiExpansion
 from okl._feature_model import FeatureModel
 from okl._labels import LabelsMixin
 from okl._docstrings import shared_params
+from okl._gamma import LOCAL_FACTOR
 from okl._engines import ENGINES
 from okl._feature_maps import kernel_matrix
 from okl._kernel_learners import KernelModelMixin, PointwiseMixin, expansion_class, warn_reset
@@ -32,7 +33,7 @@ from okl._numpy.codes import MulticlassLoss
 from okl._numpy.pointwise import make_state
 from okl._numpy.multiexpansion import NumpyMultiExpansion, from_binary, insert_class
 from okl._params import (
-    APPROXIMATION_CONSTRAINTS, ARRAY_2D, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS,
+    APPROXIMATION_CONSTRAINTS, ARRAY_2D, BOOL, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS,
     INTERCEPT_CONSTRAINTS, NONE, ONLINE_WEIGHT_CHECKS,
     POINTWISE_STEP_CONSTRAINTS, STEP_CONSTRAINTS, Interval, Options, budget_constraints,
     kernel_constraints,
@@ -192,6 +193,7 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         **APPROXIMATION_CONSTRAINTS,
         **ENGINE_CONSTRAINTS,
         **INTERCEPT_CONSTRAINTS,
+        "fit_intercept": [BOOL, Options("prior")],
         **CLASSES_CONSTRAINTS,
     }
 
@@ -203,7 +205,7 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
     def __init__(self, kernel="gaussian", gamma="scale", degree=3, coef0=0.0, nu=1.5,
                  loss="hinge", lam=1e-3, eta="auto", eta_decay=0.5, budget="auto",
                  budget_policy="auto", approximation=None, n_components=100, random_state=None,
-                 fit_intercept=False, classes=None, verbose=False, engine="cython"):
+                 fit_intercept="prior", classes=None, verbose=False, engine="cython"):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -377,7 +379,7 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         check.keys(attrs, ("n_features_in_", "t_", "ck2_", "n_support_", "classes_",
                            "intercept_"), f"{name}'s attributes",
                    optional=("eta_", "lam_", "gamma_", "_row_keys", "fixed_classes_", "dev_",
-                             "_width_moments"))
+                             "_width_moments", "_prior_state"))
         check.binary_labels(max_classes=C_INT_MAX)
         k = len(out["classes_"])
         if self.loss not in MULTICLASS_LOSSES:
@@ -385,6 +387,7 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         check.floats("ck2_", lo=0.0)
         check.floats("eta_", "lam_", "dev_", lo=0.0, optional=True)
         self._check_width_moments(check)
+        self._check_prior_state(check)
         out["intercept_"] = check.array(attrs["intercept_"], "intercept_", (k,))
         check.fitted_gamma()
         if "_row_keys" in attrs:
@@ -446,8 +449,9 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
     centers : array of shape (m, n_features) or None, default=None
         The centres c_j.  None takes the first `n_centers` stream points; a
         centre exists (with a_j = 0) from the step that sees it.
-    n_centers : int, default=100
-        m when `centers` is None; ignored otherwise.
+    n_centers : int, default=500
+        m when `centers` is None; ignored otherwise (500, as budget="auto" of
+        the pointwise learners: docs/defaults.md, section 2).
     {kernel}
     {gamma_plain}
     {degree}
@@ -456,9 +460,9 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
     loss : {"hinge", "squared_hinge", "logistic", "least_squares", "exponential"}, default="hinge"
         Margin loss phi(m) of m = y f(x), with left derivatives (the paper's
         hinge-loss example is Corollary 3).
-    lam : float > 0, default=0.01
+    lam : float > 0, default=1e-3
         Coefficient regularization lam (Corollary 3 takes lam = T**-gamma for
-        a stream of T samples).
+        a stream of T samples; docs/defaults.md, section 2).
     eta : float > 0, "auto" or callable, default="auto"
         Step size.  A float gives exactly ``eta * t**-eta_decay`` (the paper's
         ``1 / (mu t**theta)`` with eta = 1/mu).  "auto" is the corrected step
@@ -528,6 +532,7 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
     True
     """
 
+    _width_factor = LOCAL_FACTOR    # gamma="scale": 4 / (d Var), docs/defaults.md, section 2
     _parameter_constraints = {
         "centers": [NONE, ARRAY_2D],
         "n_centers": [Interval(Integral, 1, None, closed="left")],
@@ -540,8 +545,8 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
         **CLASSES_CONSTRAINTS,
     }
 
-    def __init__(self, centers=None, n_centers=100, kernel="gaussian", gamma="scale", degree=3,
-                 coef0=0.0, nu=1.5, loss="hinge", lam=0.01, eta="auto", eta_decay=0.75,
+    def __init__(self, centers=None, n_centers=500, kernel="gaussian", gamma="scale", degree=3,
+                 coef0=0.0, nu=1.5, loss="hinge", lam=1e-3, eta="auto", eta_decay=0.75,
                  classes=None, verbose=False, engine="cython"):
         self.centers = centers
         self.n_centers = n_centers

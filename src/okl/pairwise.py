@@ -118,8 +118,8 @@ class PairwiseLearner(OnlineLearner):
         Base kernel k of ``pair_kernel="difference"``; see `okl.kernels`.
     gamma, degree, coef0 : float or "scale", int, float, default="scale", 3, 0.0
         Parameters of the base kernel.  gamma="scale" is ``1 / (n_features X.var())``
-        of the first chunk (scikit-learn's SVC rule; a first chunk of one row gives
-        ``1 / n_features``; docs/defaults.md, section 2), kept in `gamma_`.
+        of the first chunk (scikit-learn's SVC rule; a first chunk of one row takes the
+        variance of its entries; docs/defaults.md, section 2), kept in `gamma_`.
     {nu}
     eta : float > 0 or "auto", default="auto"
         eta_1 of the step ``eta_t = eta_1 (t-1)^-theta`` (t = 1 is the first

@@ -21,6 +21,7 @@ from okl._core._expansion import KernelExpansion
 from okl._core._multiexpansion import MultiExpansion
 from okl._core._pa import Event, EventsKind, PAEvents, Regularization, Variant
 from okl._docstrings import shared_params
+from okl._gamma import LOCAL_FACTOR
 from okl._params import (
     APPROXIMATION_CONSTRAINTS, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS, Interval,
     InvalidParameterError, Options, budget_constraints, kernel_constraints,
@@ -200,6 +201,7 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
     True
     """
 
+    _width_factor = LOCAL_FACTOR    # gamma="scale": 4 / (d Var), docs/defaults.md, section 2
     _multiclass = True          # k >= 3 classes natively (okl._labels)
 
     _parameter_constraints = {

@@ -6,6 +6,8 @@ model (a `NumpyExpansion`, or a `NumpyLinearModel` on feature rows), and
 Cython loop takes as structs (fields named as there); the state after the
 chunk is returned, as in Cython.
 """
+import math
+
 import numpy as np
 
 from okl._numpy.codes import Offset, StepSize
@@ -54,6 +56,52 @@ def offset(s, b, y, w, t):
     if s["intercept"] == MEAN:
         return b + (y - b) * (w / t if w < t else 1.0)
     return b
+
+
+# the prior-shift offset of the binary classifier (docs/defaults.md, section 1)
+PRIOR_RATE = 0.01       # the recent labels' mean forgets at this rate
+PRIOR_NOISE = 3.0       # the soft threshold, in standard deviations of that mean
+
+
+def prior_offset(state):
+    """b = S(recent - ybar) hbar of the prior-shift state ``(n, ybar, recent, hbar)``
+    (`prior_offsets`): 0 while the recent labels' mean is within `PRIOR_NOISE` of its
+    standard deviations on a stationary stream."""
+    _, ybar, recent, hbar = state
+    noise = PRIOR_NOISE * math.sqrt(PRIOR_RATE / (2.0 - PRIOR_RATE) * max(1.0 - ybar * ybar, 0.0))
+    shift = recent - ybar
+    return math.copysign(max(abs(shift) - noise, 0.0), shift) * hbar
+
+
+def prior_count(state, h, y, w):
+    """The prior-shift state after a step of weight w > 0 on label y with kernel part h: a
+    weight counts as w events, capped at replacing the means."""
+    n, ybar, recent, hbar = state
+    n += 1.0
+    rate = w / n if w < n else 1.0
+    return (n, ybar + rate * (y - ybar),
+            recent + max(rate, min(PRIOR_RATE * w, 1.0)) * (y - recent),
+            hbar + rate * (abs(h) - hbar))
+
+
+def prior_offsets(state, h, y, weight=None):
+    """The prior-shift offset over a chunk: (b_t of every row, the state after).
+
+    `state` is ``(n, ybar, recent, hbar)``: the steps counted, the mean of their
+    labels y in {-1, 1}, that mean forgetting at `PRIOR_RATE`, and the mean
+    ``|h_s(x_s)|`` of the kernel part before each step.  Row t is predicted with
+    ``b_t = prior_offset(state)``, then counted (`prior_count`; a zero weight is
+    not).  The kernel part never sees b: it steps on h, the papers' iterates.
+    Both engines and the one-event step call these functions, so they agree
+    exactly.
+    """
+    b_out = np.empty(len(h))
+    for i in range(len(h)):
+        b_out[i] = prior_offset(state)
+        w = 1.0 if weight is None else float(weight[i])
+        if w != 0.0:
+            state = prior_count(state, float(h[i]), float(y[i]), w)
+    return b_out, state
 
 
 def step(model, x, kxx, kself, f, y, w, eta_given, loss, s, st):

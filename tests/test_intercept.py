@@ -1,0 +1,181 @@
+"""The classifier's default offset: the prior's shift (docs/defaults.md, section 1)."""
+import io
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer, load_digits
+from sklearn.preprocessing import StandardScaler
+
+import okl
+from okl import OnlineKernelClassifier
+from okl._numpy.pointwise import PRIOR_NOISE, PRIOR_RATE, prior_offset, prior_offsets
+from okl.evaluation import progressive_validation
+
+
+def shifted(n=1500, d=5, rates=(0.5, 0.9, 0.2), seed=0):
+    """A generated stream whose positive rate goes through `rates`, in order."""
+    rng = np.random.default_rng(seed)
+    y = (rng.uniform(size=n) < np.repeat(rates, n // len(rates))).astype(int)
+    X = rng.normal(size=(n, d))
+    X[:, 0] += np.where(y == 1, 0.75, -0.75)
+    X[:, 1] += np.where(y == 1, 0.5, -0.5) * np.sign(X[:, 2])
+    return X, y
+
+
+def accuracy(est, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return 1.0 - progressive_validation(est, X, y).error[-1]
+
+
+def issue_stream(name):
+    if name == "cancer":
+        X, y = load_breast_cancer(return_X_y=True)
+    else:
+        X, y = load_digits(return_X_y=True)
+        y = (y >= 5).astype(int)
+    order = np.random.default_rng(0).permutation(len(X))
+    return StandardScaler().fit_transform(X[order]), y[order]
+
+
+def test_the_default_is_the_prior_shift_and_the_papers_model_is_one_parameter_away():
+    assert OnlineKernelClassifier().fit_intercept == "prior"
+    X, y = shifted(600)
+    paper = OnlineKernelClassifier(fit_intercept=False, gamma=0.2).fit(X, y)
+    default = OnlineKernelClassifier(gamma=0.2).fit(X, y)
+    # the kernel part steps without b: its iterates are the papers'
+    np.testing.assert_array_equal(default.dual_coef_, paper.dual_coef_)
+    assert paper.intercept_ == 0.0
+    np.testing.assert_allclose(default.decision_function(X),
+                               paper.decision_function(X) + default.intercept_, rtol=0,
+                               atol=1e-12)
+    with pytest.raises(ValueError, match="fit_intercept"):
+        OnlineKernelClassifier(fit_intercept="mean").fit(X, y)
+
+
+@pytest.mark.parametrize("name, gamma", [("digits", 0.1), ("digits", 0.03), ("cancer", 0.1)])
+def test_the_default_offset_costs_at_most_0005_on_the_issues_streams(name, gamma):
+    X, y = issue_stream(name)
+    kw = dict(gamma=gamma, lam=1e-3, budget=None)
+    paper = accuracy(OnlineKernelClassifier(fit_intercept=False, **kw), X, y)
+    default = accuracy(OnlineKernelClassifier(**kw), X, y)
+    norma = accuracy(OnlineKernelClassifier(fit_intercept=True, **kw), X, y)
+    assert default >= paper - 0.005
+    assert norma < paper - 0.005                       # what NORMA's step cost there
+
+
+@pytest.mark.parametrize("rates, gamma", [((0.5, 0.9, 0.2), 0.2), ((0.5, 0.9, 0.2), 1.0),
+                                          ((0.1, 0.5, 0.9), 0.2)])
+def test_the_default_offset_helps_when_the_label_prior_shifts(rates, gamma):
+    X, y = shifted(3000, rates=rates, seed=int(rates[0] == 0.1))
+    X = StandardScaler().fit_transform(X)
+    kw = dict(gamma=gamma, lam=1e-3, budget=None)
+    paper = accuracy(OnlineKernelClassifier(fit_intercept=False, **kw), X, y)
+    default = accuracy(OnlineKernelClassifier(**kw), X, y)
+    assert default >= paper + 0.01
+
+
+def test_the_offset_is_zero_inside_the_noise_and_follows_a_shift():
+    # a stationary stream: the recent mean stays within 3 standard deviations
+    state = (1000.0, 0.2, 0.2 + 0.9 * PRIOR_NOISE * np.sqrt(PRIOR_RATE / (2 - PRIOR_RATE)
+                                                            * (1 - 0.04)), 0.5)
+    assert prior_offset(state) == 0.0
+    assert prior_offset((1000.0, 0.0, 0.8, 0.5)) > 0.0 > prior_offset((1000.0, 0.0, -0.8, 0.5))
+    h, y = np.array([0.3, -0.2, 0.5]), np.array([1.0, -1.0, 1.0])
+    b, after = prior_offsets((0.0, 0.0, 0.0, 0.0), h, y, np.array([1.0, 0.0, 2.0]))
+    assert after[0] == 2.0                                # a zero weight does not count
+    assert after[1] == 1.0 and after[3] == 0.5          # weight 2 at n = 2 replaces the means
+    assert b[0] == 0.0
+
+
+def test_engines_events_and_a_saved_stream_give_the_same_offsets():
+    X, y = shifted(900)
+    w = np.random.default_rng(1).uniform(0.5, 2.0, len(X))
+    w[[5, 300, 301]] = 0.0
+    kw = dict(gamma=0.3, classes=[0, 1])
+    chunk = OnlineKernelClassifier(**kw).fit(X, y, sample_weight=w)
+    numpy = OnlineKernelClassifier(engine="numpy", **kw).fit(X, y, sample_weight=w)
+    events = OnlineKernelClassifier(**kw)
+    for i in range(450):
+        events.learn_one(X[i], y[i], sample_weight=w[i])
+    buffer = io.BytesIO()
+    okl.save(events, buffer)
+    buffer.seek(0)
+    events = okl.load(buffer)
+    assert events._prior_state[0] == np.count_nonzero(w[:450])
+    for i in range(450, len(X)):
+        events.learn_one(X[i], y[i], sample_weight=w[i])
+    assert chunk.intercept_ != 0.0                        # the prior moved: b is in play
+    for other in (numpy, events):
+        assert other.intercept_ == pytest.approx(chunk.intercept_, abs=1e-10)
+        np.testing.assert_allclose(other._prior_state, chunk._prior_state, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(other.decision_function(X), chunk.decision_function(X),
+                                   rtol=0, atol=1e-10)
+
+
+def test_a_failed_call_leaves_the_offset_as_it_was():
+    X, y = shifted(600)
+    est = OnlineKernelClassifier(gamma=0.3).fit(X, y)
+    before = (est.intercept_, est._prior_state, est.t_)
+    bad = X[:5].copy()
+    bad[3, 0] = np.nan
+    with pytest.raises(ValueError):
+        est.partial_fit(bad, y[:5])
+    assert (est.intercept_, est._prior_state, est.t_) == before
+    loaded = io.BytesIO()
+    okl.save(est, loaded)
+    loaded.seek(0)
+    assert okl.load(loaded)._prior_state == est._prior_state
+
+
+def test_averaged_models_pool_the_prior_state():
+    from okl._averaging import average_models
+    X, y = shifted(900)
+    a = OnlineKernelClassifier(gamma=0.3, classes=[0, 1]).fit(X[:600], y[:600])
+    b = OnlineKernelClassifier(gamma=0.3, classes=[0, 1]).fit(X[600:], y[600:])
+    out = average_models([a, b])
+    n = np.array([a._prior_state[0], b._prior_state[0]])
+    assert out._prior_state[0] == n.sum()
+    for j in (1, 2, 3):
+        assert out._prior_state[j] == pytest.approx(
+            (n[0] * a._prior_state[j] + n[1] * b._prior_state[j]) / n.sum(), rel=1e-12)
+    assert out.intercept_ == prior_offset(out._prior_state)
+
+
+def test_with_a_third_class_the_offsets_stay_as_the_binary_model_left_them():
+    X, y = shifted(900)
+    est = OnlineKernelClassifier(gamma=0.3).fit(X, y)
+    b = est.intercept_
+    assert b != 0.0
+    third = np.full(40, 2)
+    est.partial_fit(X[:40] + 3.0, third)                  # a third label: k = 3 offsets
+    np.testing.assert_array_equal(est.intercept_, [-0.5 * b, 0.5 * b, 0.0])
+    est.partial_fit(X[:200], y[:200])
+    np.testing.assert_array_equal(est.intercept_, [-0.5 * b, 0.5 * b, 0.0])     # fixed
+    buffer = io.BytesIO()
+    okl.save(est, buffer)
+    buffer.seek(0)
+    loaded = okl.load(buffer)
+    np.testing.assert_array_equal(loaded.decision_function(X), est.decision_function(X))
+
+
+def test_fit_intercept_true_is_normas_offset_step():
+    """b_{t+1} = b_t - eta_t g_t beside the kernel part's step (docs/algorithms.md, 7.1),
+    written out: the previous default, one parameter away."""
+    X, y = shifted(300)
+    gamma, lam = 0.3, 1e-3
+    est = OnlineKernelClassifier(fit_intercept=True, gamma=gamma, lam=lam, budget=None,
+                                 classes=[0, 1]).fit(X, y)
+    centres, coef, b = [], [], 0.0
+    for t, (x, label) in enumerate(zip(X, np.where(y > 0, 1.0, -1.0)), 1):
+        h = sum(a * np.exp(-gamma * np.sum((c - x) ** 2)) for c, a in zip(centres, coef))
+        eta = t ** -0.5 / (lam + 1.0)
+        g = -label if label * (h + b) <= 1.0 else 0.0
+        coef = [a * (1.0 - lam * eta) for a in coef]
+        if g:
+            centres.append(x)
+            coef.append(-eta * g)
+        b -= eta * g
+    assert est.intercept_ == pytest.approx(b, abs=1e-10)
+    np.testing.assert_allclose(est.dual_coef_, coef, rtol=0, atol=1e-10)
