@@ -101,8 +101,10 @@ _PARAMS_DOC = """\
         column (across learners) has the smallest norm, the newcomer's
         included; "oldest" replaces the oldest centre (docs/multikernel.md,
         section 5).
-    fit_intercept : bool, default=True
-        Learn an offset b_k per learner.
+    fit_intercept : bool, default=FIT_INTERCEPT
+        Learn an offset b_k per learner (docs/multikernel.md, section 5: the
+        classifier's default is False, as for `OnlineKernelClassifier`'s kernel
+        part, the regressor's True, a running mean of the targets).
     random_state : int >= 0 or None, default=None
         Seed of the stochastic combination's draws (None: a fresh seed per fit).
     verbose : bool or None, default=False
@@ -380,7 +382,8 @@ def _with_params(cls):
     defaults = cls().get_params()
     cls.__doc__ = cls.__doc__ % _PARAMS_DOC.replace(
         "eta_decay : float >= 0", f"eta_decay : float >= 0, default={defaults['eta_decay']}"
-    ).replace("ETA_SCALES", str(defaults["eta_scales"])).replace("BETA", str(defaults["beta"]))
+    ).replace("ETA_SCALES", str(defaults["eta_scales"])).replace("BETA", str(defaults["beta"])
+    ).replace("FIT_INTERCEPT", str(defaults["fit_intercept"]))
     return cls
 
 
@@ -458,7 +461,7 @@ class MultiKernelClassifier(MultiKernelMixin, LabelsMixin, ClassifierMixin,
 
     def __init__(self, gammas="auto", eta_scales=(1.0, 4.0, 16.0), loss="hinge", lam=1e-3,
                  eta="auto", eta_decay=0.5, beta=0.8, combination="deterministic", budget=None,
-                 budget_policy="merge", fit_intercept=True, classes=None,
+                 budget_policy="merge", fit_intercept=False, classes=None,
                  random_state=None, verbose=False, engine="cython"):
         self.gammas = gammas
         self.eta_scales = eta_scales
