@@ -29,7 +29,7 @@ def cython_sq(X, C):
 
 
 def numpy_sq(X, C):
-    return np.array([np_kernels.sq_distances(C, x, np.einsum("ij,ij->i", C, C), x @ x)
+    return np.array([np_kernels.sq_distances(C, x, np.einsum("ij,ij->i", C, C))
                      for x in X])
 
 

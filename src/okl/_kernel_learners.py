@@ -337,7 +337,8 @@ class PointwiseMixin(KernelModelMixin):
         return make_state(self.t_, self.ck2_, self.intercept_, self.__dict__.get("dev_", 0.0))
 
     def _store_step(self, t, ck2, eta_t, lam_t, b, dev):
-        """Keep what the steps returned (t_ counts the steps taken)."""
+        """Keep what the steps returned (t_ counts the steps taken); one event on the cython
+        engine stores the same in `PointwiseEvents.learn_into`."""
         d = self.__dict__
         if t != d["t_"]:
             d["eta_"], d["lam_"] = eta_t, lam_t
@@ -403,8 +404,10 @@ class PointwiseMixin(KernelModelMixin):
         """One event through the compiled step (`_core._pointwise.PointwiseEvents`); f_t(x_t)."""
         d = self.__dict__
         eta = np.nan
-        if callable(self.eta) and weight != 0.0:       # the callable's step at step t + 1
+        if weight != 0.0 and callable(self.eta):       # the callable's step at step t + 1
             eta = float(step_sizes(self.eta, 0.0, np.array([d["t_"] + 1.0]))[0])
+        if type(events) is PointwiseEvents:            # reads and stores the counters itself
+            return events.learn_into(d, row, y, weight, eta)
         f, taken, t, ck2, eta_t, lam_t, b, _, dev = events.learn(
             row, y, weight, d["t_"], d["ck2_"], d["intercept_"], eta, d.get("dev_", 0.0))
         if taken:

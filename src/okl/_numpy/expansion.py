@@ -50,7 +50,7 @@ class NumpyExpansion:
     def values(self, x):
         """K(centers[i], x) for every centre (distances from the cached norms, as `cvalues`)."""
         n = self.n_support
-        return kernel_values(self.kernel_params, self._centers[:n], x, self._sqnorms[:n], x @ x)
+        return kernel_values(self.kernel_params, self._centers[:n], x, self._sqnorms[:n])
 
     def predict_one(self, x):
         if self.n_support == 0:

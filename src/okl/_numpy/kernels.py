@@ -10,18 +10,18 @@ EXPAND_MIN_D = 64
 _MAX = np.finfo(np.float64).max
 
 
-def sq_distances(centers, x, sqnorms=None, xx=None):
+def sq_distances(centers, x, sqnorms=None):
     """||centers[i] - x||^2 for every row: summed directly, or from the centres' squared
-    norms `sqnorms` and xx = ||x||^2 by the rule of `okl_sqdists_norms`.
+    norms `sqnorms` and ||x||^2 by the rule of `okl_sqdists_norms`.
 
-    With at least EXPAND_MIN_D features, the expanded form (xx + sqnorms) - 2 centers @ x
-    is kept where it is at least CANCEL_TAU (xx + sqnorms) (and finite); elsewhere it
+    With at least EXPAND_MIN_D features, the expanded form (||x||^2 + sqnorms) - 2 centers @ x
+    is kept where it is at least CANCEL_TAU (||x||^2 + sqnorms) (and finite); elsewhere it
     would cancel, and those rows are summed directly (docs/algorithms.md, section 0.4).
     """
     with np.errstate(over="ignore", invalid="ignore"):      # far or huge points: inf, then K = 0
         if sqnorms is None or centers.shape[1] < EXPAND_MIN_D:
             return ((centers - x) ** 2).sum(axis=1)
-        s = xx + sqnorms
+        s = x @ x + sqnorms
         dist = s - 2.0 * (centers @ x)
         near = ~((dist >= CANCEL_TAU * s) & (s <= _MAX))
         if near.any():
@@ -44,21 +44,21 @@ def matern(nu, gamma, sq):
         return np.where(s > 708.0, 0.0, poly * np.exp(-s))
 
 
-def kernel_values(k, centers, x, sqnorms=None, xx=None):
+def kernel_values(k, centers, x, sqnorms=None):
     """K(centers[i], x) for every row, with the kernel parameters `k` (a dict, by name).
 
     `k` holds "kernel" (a code), "gamma", "degree", "coef0" and "nu", as the
     `KernelSpec` of _core/_kernels.pxd.  Distances are summed directly
-    (`ckernel_row`), or, given the centres' squared norms `sqnorms` and
-    xx = ||x||^2, taken by the rule of `sq_distances` (`ckernel_row_norms`).
+    (`ckernel_row`), or, given the centres' squared norms `sqnorms`, taken by
+    the rule of `sq_distances` (`ckernel_row_norms`).
     """
     kernel, gamma = k["kernel"], k["gamma"]
     if kernel == Kernel.GAUSSIAN:
-        return np.exp(-gamma * sq_distances(centers, x, sqnorms, xx))
+        return np.exp(-gamma * sq_distances(centers, x, sqnorms))
     if kernel == Kernel.LAPLACIAN:
         return np.exp(-gamma * np.abs(centers - x).sum(axis=1))
     if kernel == Kernel.MATERN:
-        return matern(k["nu"], gamma, sq_distances(centers, x, sqnorms, xx))
+        return matern(k["nu"], gamma, sq_distances(centers, x, sqnorms))
     if kernel == Kernel.LINEAR:
         return centers @ x + k["coef0"]
     if kernel == Kernel.POLYNOMIAL:
