@@ -257,7 +257,13 @@ class EventAdapter:
         if events is None or not events.matches(est):
             events = self._fast()
         if events is not None and classifier:
-            target = self._sign(y)
+            memo = self._targets
+            try:                            # the label code remembered for these classes_
+                target = memo[1][y] if memo[0] is est.__dict__.get("classes_") else None
+            except (KeyError, TypeError):
+                target = None
+            if target is None:
+                target = self._sign(y)
             if target is None:              # a new label: the one-row partial_fit adds it
                 events = None
         if events is not None:
@@ -272,8 +278,9 @@ class EventAdapter:
             else:
                 target = check_label(est, y)
             est._learn_event(events, x, target,
-                         1.0 if sample_weight == 1.0 and type(sample_weight) in (float, int)
-                         else check_weight(est, sample_weight))
+                             1.0 if type(sample_weight) is float and sample_weight == 1.0
+                             or sample_weight == 1.0 and type(sample_weight) is int
+                             else check_weight(est, sample_weight))
             if names is not None:
                 self.schema.commit(x, names)
             return
@@ -319,10 +326,15 @@ class EventAdapter:
         if events is None or not events.matches(est):
             events = self._fast()
         if events is not None:
-            f = self._decision_fast(events, x)
+            if not (type(x) is np.ndarray and x.dtype is F64 and x.ndim == 1
+                    and x.flags.c_contiguous):
+                x, _ = self.schema.row(x, check_finite=False)      # the compiled step checks
+            f = events.predict(x, est.t_, est.intercept_)
             if classifier:
                 if type(f) is float:            # two classes: the label of the sign
-                    labels = self._labels()
+                    labels = self._classes
+                    labels = (labels[1] if labels is not None and labels[0] is est.classes_
+                              else self._labels())
                     if len(labels) == 2:
                         return labels[f > 0]
                 label = getattr(est, "_event_label", None)
