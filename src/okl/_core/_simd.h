@@ -89,11 +89,11 @@ static double okl_dot(ptrdiff_t d, const double *x, const double *u)
 }
 
 /* The loops over the centres take them four rows at a time: four independent SIMD sums share
- * each load of x, where one row at a time waits on the latency of its one add chain (with
- * GCC/Clang vector types, which compile to plainer loops than `omp simd` reductions: as fast as
- * a one-thread OpenBLAS dgemv, in cache or not).  The last
- * block repeats its first row for the rows past n (their sums are dropped), so every row goes
- * through the same four-row loop and its value never depends on where it sits in C. */
+ * each load of x, where one row at a time waits on the latency of its one add chain.  GCC/Clang
+ * vector types compile them to plainer loops than `omp simd` reductions do: as fast as a
+ * one-thread OpenBLAS dgemv, in cache or not.  The last block repeats its first row for the
+ * rows past n (their sums are dropped), so every row goes through the same four-row loop and
+ * its value never depends on where it sits in C. */
 #if defined(__GNUC__) || defined(__clang__)
 #define OKL_INLINE static inline __attribute__((always_inline))
 #else
