@@ -403,10 +403,12 @@ class PointwiseMixin(KernelModelMixin):
     def _learn_event(self, events, row, y, weight=1.0):
         """One event through the compiled step (`_core._pointwise.PointwiseEvents`); f_t(x_t)."""
         d = self.__dict__
+        if type(events) is PointwiseEvents and not events.given:
+            return events.learn_into(d, row, y, weight)     # reads and stores the counters
         eta = np.nan
         if weight != 0.0 and callable(self.eta):       # the callable's step at step t + 1
             eta = float(step_sizes(self.eta, 0.0, np.array([d["t_"] + 1.0]))[0])
-        if type(events) is PointwiseEvents:            # reads and stores the counters itself
+        if type(events) is PointwiseEvents:
             return events.learn_into(d, row, y, weight, eta)
         f, taken, t, ck2, eta_t, lam_t, b, _, dev = events.learn(
             row, y, weight, d["t_"], d["ck2_"], d["intercept_"], eta, d.get("dev_", 0.0))

@@ -257,13 +257,7 @@ class EventAdapter:
         if events is None or not events.matches(est):
             events = self._fast()
         if events is not None and classifier:
-            memo = self._targets
-            try:                            # the label code remembered for these classes_
-                target = memo[1][y] if memo[0] is est.__dict__.get("classes_") else None
-            except (KeyError, TypeError):
-                target = None
-            if target is None:
-                target = self._sign(y)
+            target = self._sign(y)
             if target is None:              # a new label: the one-row partial_fit adds it
                 events = None
         if events is not None:
@@ -278,8 +272,7 @@ class EventAdapter:
             else:
                 target = check_label(est, y)
             est._learn_event(events, x, target,
-                             1.0 if type(sample_weight) is float and sample_weight == 1.0
-                             or sample_weight == 1.0 and type(sample_weight) is int
+                             1.0 if sample_weight == 1.0 and type(sample_weight) in (float, int)
                              else check_weight(est, sample_weight))
             if names is not None:
                 self.schema.commit(x, names)

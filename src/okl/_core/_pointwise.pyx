@@ -215,6 +215,7 @@ cdef class PointwiseEvents:
     cdef LossSpec loss
     cdef object name
     cdef tuple names, values
+    cdef readonly bint given            # a GIVEN schedule: the caller passes eta_t of each step
     # the last prediction and the model it was made on
     cdef double[::1] last_row
     cdef bint has_last
@@ -225,6 +226,7 @@ cdef class PointwiseEvents:
                  tuple names=()):
         self.expansion = expansion
         self.schedule, self.loss = schedule, loss
+        self.given = schedule.kind == GIVEN
         self.name, self.names = name, names
         self.values = tuple([expansion] + [None] * (len(names) - 1))
         self.last_row = np.empty(expansion.n_features)
