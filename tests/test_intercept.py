@@ -179,3 +179,22 @@ def test_fit_intercept_true_is_normas_offset_step():
         b -= eta * g
     assert est.intercept_ == pytest.approx(b, abs=1e-10)
     np.testing.assert_allclose(est.dual_coef_, coef, rtol=0, atol=1e-10)
+
+
+def test_the_compiled_prior_offset_is_its_twin():
+    """okl._core._pointwise.prior_offsets (the cython engine's chunks and events) takes the
+    twin's constants and operations: the same offsets and state on a long weighted stream."""
+    from okl._core import _pointwise
+    assert (_pointwise.PRIOR_RATE, _pointwise.PRIOR_NOISE) == (PRIOR_RATE, PRIOR_NOISE)
+    rng = np.random.default_rng(7)
+    n = 5000
+    y = np.where(rng.random(n) < np.repeat([0.5, 0.9, 0.2, 0.6], n // 4), 1.0, -1.0)
+    h = rng.normal(scale=2.0, size=n)
+    w = rng.choice([0.0, 0.5, 1.0, 3.0], size=n, p=[0.1, 0.2, 0.6, 0.1])
+    start = (3.0, 0.2, -0.1, 0.7)
+    for weight in (None, w):
+        b, state = _pointwise.prior_offsets(start, h, y, weight)
+        b_twin, state_twin = prior_offsets(start, h, y, weight)
+        np.testing.assert_allclose(b, b_twin, rtol=0, atol=1e-14)
+        np.testing.assert_allclose(state, state_twin, rtol=0, atol=1e-14)
+        assert np.count_nonzero(b) > n // 4          # the shifts are seen

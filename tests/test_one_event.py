@@ -299,3 +299,63 @@ def test_pickle_after_events_and_clone():
         again.learn_one(xi, yi)
     assert_same(again, est)
     assert not hasattr(clone(est), "t_")
+
+
+def test_any_float64_buffer_is_learned_as_a_ready_row():
+    """Big-endian, misaligned and read-only rows take the compiled step's other road (a
+    typed buffer, or the schema's conversion) and give the iterates of the ready rows."""
+    X, y = stream(90)
+    big = X.astype(">f8")
+    odd = np.frombuffer(b"\0" + X.tobytes(), dtype=np.float64, offset=1).reshape(X.shape)
+    frozen = X.copy()
+    frozen.flags.writeable = False
+    assert not odd.flags.aligned
+    est, ref = OnlineKernelRegressor(gamma=0.5), OnlineKernelRegressor(gamma=0.5)
+    for i in range(len(X)):
+        row = (X[i], big[i], odd[i], frozen[i])[i % 4]
+        if i:
+            assert est.predict_one(row) == ref.predict(X[i:i + 1])[0]
+        est.learn_one(row, float(y[i]))
+        ref.partial_fit(X[i:i + 1], y[i:i + 1])
+    assert_same(est, ref)
+    events = est._one_event()._fast()
+    f = events.predict(X[0], est.t_, est.intercept_)
+    assert events.predict(odd[0], est.t_, est.intercept_) == f
+    with pytest.raises(ValueError, match="Big-endian"):
+        events.predict(big[0], est.t_, est.intercept_)
+    with pytest.raises(ValueError, match="contiguous"):
+        events.predict(np.asfortranarray(X)[0], est.t_, est.intercept_)
+    with pytest.raises(ValueError, match="expecting 3 features"):
+        events.predict(X[0, :2].copy(), est.t_, est.intercept_)
+
+
+def test_label_codes_follow_the_classes_of_a_refit():
+    """learn_one remembers the code of each label for the current classes_ only."""
+    X, y = stream(120)
+    labels = (y > np.median(y)).astype(int)
+    est = OnlineKernelClassifier(gamma=0.5, classes=None)
+    for xi, li in zip(X[:60], labels[:60]):
+        est.predict_one(xi)
+        est.learn_one(xi, int(li))
+    est.fit(X[:60], labels[:60] + 1)                # classes_ [1, 2]: label 1 is now negative
+    ref = OnlineKernelClassifier(gamma=0.5, classes=None).fit(X[:60], labels[:60] + 1)
+    for xi, li in zip(X[60:], labels[60:] + 1):
+        assert est.predict_one(xi) == ref.predict(xi[None, :])[0]
+        est.learn_one(xi, int(li))
+        ref.partial_fit(xi[None, :], [li])
+    assert_same(est, ref)
+    np.testing.assert_array_equal(est.classes_, [1, 2])
+
+
+def test_the_one_event_lock_is_not_pickled_and_comes_back():
+    import pickle
+    X, y = stream(30)
+    est = OnlineKernelRegressor(gamma=0.5)
+    for xi, yi in zip(X, y):
+        est.learn_one(xi, yi)
+    adapter = est._one_event()
+    assert "lock" in vars(adapter) and "lock" not in adapter.__getstate__()
+    again = pickle.loads(pickle.dumps(est))
+    assert "lock" not in vars(again._one_event())
+    again.learn_one(X[0], y[0])
+    assert again._one_event().lock is not adapter.lock

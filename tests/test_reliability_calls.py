@@ -144,7 +144,7 @@ CHILD = textwrap.dedent("""
 """)
 
 # rows for a call of well over 10 s on a 2-core machine (each loop is O(n^2))
-CTRL_C = {"pointwise": 40000, "pa": 40000, "coefreg": 60000, "pairwise": 40000}
+CTRL_C = {"pointwise": 40000, "pa": 160000, "coefreg": 60000, "pairwise": 40000}
 
 
 def _ignore_sigint():

@@ -26,7 +26,7 @@ ENGINES = {
                               pairwise=_pairwise,
                               multi_expansion=MultiExpansion, multiclass=_multiclass.fit_chunk,
                               multi_linear=MultiLinearModel,
-                              multikernel=MultiKernel),
+                              multikernel=MultiKernel, prior_offsets=_pointwise.prior_offsets),
     "numpy": SimpleNamespace(expansion=NumpyExpansion, linear=NumpyLinearModel,
                              pointwise=pointwise.fit_chunk, coefreg=coefreg.fit_chunk,
                              coefreg_multi=coefreg.fit_multi_chunk,
@@ -34,7 +34,7 @@ ENGINES = {
                              pairwise=pairwise,
                              multi_expansion=NumpyMultiExpansion, multiclass=multiclass.fit_chunk,
                              multi_linear=NumpyMultiLinearModel,
-                             multikernel=NumpyMultiKernel),
+                             multikernel=NumpyMultiKernel, prior_offsets=pointwise.prior_offsets),
 }
 
 

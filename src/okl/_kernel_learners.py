@@ -23,7 +23,7 @@ from okl._gamma import WidthMoments, scale_gamma, warn_spread
 from okl._numpy.expansion import NumpyExpansion
 from okl._numpy.codes import Offset
 from okl._numpy.pointwise import (
-    make_schedule, make_state, prior_count, prior_offset, prior_offsets,
+    make_schedule, make_state, prior_count, prior_offset,
 )
 from okl._params import InvalidParameterError, validate_params
 from okl.budgets import (
@@ -365,7 +365,8 @@ class PointwiseMixin(KernelModelMixin):
                           self.__dict__.get("dev_", 0.0))
 
     def _store_step(self, t, ck2, eta_t, lam_t, b, dev):
-        """Keep what the steps returned (t_ counts the steps taken)."""
+        """Keep what the steps returned (t_ counts the steps taken); one event on the cython
+        engine stores the same in `PointwiseEvents.learn_into`."""
         d = self.__dict__
         if t != d["t_"]:
             d["eta_"], d["lam_"] = eta_t, lam_t
@@ -433,9 +434,12 @@ class PointwiseMixin(KernelModelMixin):
 
     def _follow_prior(self, h, y, weight=None):
         """The predictions h_t(x_t) + b_t of the prior-shift offset over the rows learned
-        (`okl._numpy.pointwise.prior_offsets`, both engines); keeps its state and intercept_."""
-        b, state = prior_offsets(self.__dict__.get("_prior_state", (0.0, 0.0, 0.0, 0.0)), h, y,
-                                 weight)
+        (`okl._numpy.pointwise.prior_offsets` and its compiled twin); keeps its state and
+        intercept_."""
+        b, state = ENGINES[self.engine].prior_offsets(
+            self.__dict__.get("_prior_state", (0.0, 0.0, 0.0, 0.0)),
+            np.ascontiguousarray(h, dtype=np.float64), np.ascontiguousarray(y, dtype=np.float64),
+            None if weight is None else np.ascontiguousarray(weight, dtype=np.float64))
         self._prior_state = state
         self.intercept_ = prior_offset(state)
         return h + b
@@ -443,9 +447,13 @@ class PointwiseMixin(KernelModelMixin):
     def _learn_event(self, events, row, y, weight=1.0):
         """One event through the compiled step (`_core._pointwise.PointwiseEvents`); f_t(x_t)."""
         d = self.__dict__
+        if type(events) is PointwiseEvents and not events.given:
+            return events.learn_into(d, row, y, weight)     # reads and stores the counters
         eta = np.nan
-        if callable(self.eta) and weight != 0.0:       # the callable's step at step t + 1
+        if weight != 0.0 and callable(self.eta):       # the callable's step at step t + 1
             eta = float(step_sizes(self.eta, 0.0, np.array([d["t_"] + 1.0]))[0])
+        if type(events) is PointwiseEvents:
+            return events.learn_into(d, row, y, weight, eta)
         prior = self._prior()
         f, taken, t, ck2, eta_t, lam_t, b, _, dev = events.learn(
             row, y, weight, d["t_"], d["ck2_"], 0.0 if prior else d["intercept_"], eta,
@@ -492,6 +500,7 @@ class PointwiseMixin(KernelModelMixin):
         else:
             events = PointwiseEvents(model, self._schedule(), self._loss_spec(),
                                      type(self).__name__, names)
+            events.prior = self._prior()
         cache[0] = events
         events.bind(self)
         return events

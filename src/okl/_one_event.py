@@ -104,6 +104,7 @@ class EventAdapter:
         self._classes = None        # (classes_, classes_.tolist()) for the label of one event
         self._events = [None]       # the compiled one-event step (`_compiled_events`)
         self._kind = None           # (estimator, is a classifier)
+        self._targets = (None, {})  # (classes_, {label: what `_sign` gave}) of the last labels
 
     def reset(self):
         self._pending = []
@@ -112,15 +113,20 @@ class EventAdapter:
     def __getstate__(self):
         state = dict(self.__dict__)
         state["_events"] = [None]       # compiled steps are rebuilt on demand
-        state.pop("_lock", None)        # the estimator's lock lives in okl._locks
+        state["_targets"] = (None, {})
+        state.pop("lock", None)         # the estimator's lock lives in okl._locks
         return state
 
-    @property
-    def lock(self):
-        """The estimator's lock (okl._locks), looked up once."""
-        lock = self.__dict__.get("_lock")
-        if lock is None:
-            lock = self._lock = _locks.locked(self.estimator)
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.__dict__.setdefault("_targets", (None, {}))
+
+    def __getattr__(self, name):
+        """`lock`: the estimator's lock (okl._locks), looked up on first use and then kept
+        as a plain attribute (read twice per event)."""
+        if name != "lock":
+            raise AttributeError(name)
+        lock = self.lock = _locks.locked(self.estimator)
         return lock
 
     @property
@@ -158,7 +164,10 @@ class EventAdapter:
         return {key: value for key, value in x.items() if key in index}
 
     def _fast(self):
-        """The compiled one-event steps, when they apply (a fitted pointwise learner), or None."""
+        """The compiled one-event steps, when they apply (a fitted pointwise learner), or None.
+
+        The hot paths test the cached one themselves (``events.matches(estimator)``) and
+        call this only when it does not serve."""
         events = self._events[0]
         if events is not None and events.matches(self.estimator):
             return events
@@ -195,7 +204,28 @@ class EventAdapter:
 
     def _sign(self, y):
         """A label as the compiled step takes it (-1.0 / +1.0 by classes_, or a class index);
-        an unseen label raises, or gives None where the estimator adds classes (okl._labels)."""
+        an unseen label raises, or gives None where the estimator adds classes (okl._labels).
+
+        The labels of the current classes_ are remembered (a dict lookup per event)."""
+        classes = self.estimator.__dict__.get("classes_")
+        memo = self._targets
+        if memo[0] is classes and classes is not None:
+            try:
+                return memo[1][y]
+            except (KeyError, TypeError):
+                pass
+        target = self._sign_of(y)
+        if target is not None:
+            if memo[0] is not classes:
+                memo = self._targets = (classes, {})
+            if len(memo[1]) < 64:
+                try:
+                    memo[1][y] = target
+                except TypeError:
+                    pass
+        return target
+
+    def _sign_of(self, y):
         target = getattr(self.estimator, "_event_target", None)
         if target is not None:
             return target(y)
@@ -210,7 +240,10 @@ class EventAdapter:
 
     def learn_one(self, x, y, sample_weight=1.0):
         est = self.estimator
-        _, classifier, native = self._kinds()
+        kind = self._kind
+        if kind is None or kind[0] is not est:
+            kind = self._kinds()
+        _, classifier, native = kind
         if native:
             x = self._drop_unknown(x)
             if sample_weight == 1.0:
@@ -220,7 +253,9 @@ class EventAdapter:
             return
         if sample_weight != 1.0:
             self._fit_kwargs(sample_weight)             # raises where partial_fit has none
-        events = self._fast()
+        events = self._events[0]
+        if events is None or not events.matches(est):
+            events = self._fast()
         if events is not None and classifier:
             target = self._sign(y)
             if target is None:              # a new label: the one-row partial_fit adds it
@@ -237,8 +272,8 @@ class EventAdapter:
             else:
                 target = check_label(est, y)
             est._learn_event(events, x, target,
-                         1.0 if sample_weight == 1.0 and type(sample_weight) in (float, int)
-                         else check_weight(est, sample_weight))
+                             1.0 if sample_weight == 1.0 and type(sample_weight) in (float, int)
+                             else check_weight(est, sample_weight))
             if names is not None:
                 self.schema.commit(x, names)
             return
@@ -274,13 +309,27 @@ class EventAdapter:
 
     def predict_one(self, x):
         est = self.estimator
-        _, classifier, native = self._kinds()
+        kind = self._kind
+        if kind is None or kind[0] is not est:
+            kind = self._kinds()
+        _, classifier, native = kind
         if native:
             return est.predict_one(self._drop_unknown(x))
-        events = self._fast()
+        events = self._events[0]
+        if events is None or not events.matches(est):
+            events = self._fast()
         if events is not None:
-            f = self._decision_fast(events, x)
+            if not (type(x) is np.ndarray and x.dtype is F64 and x.ndim == 1
+                    and x.flags.c_contiguous):
+                x, _ = self.schema.row(x, check_finite=False)      # the compiled step checks
+            f = events.predict(x, est.t_, getattr(est, "intercept_", None))
             if classifier:
+                if type(f) is float:            # two classes: the label of the sign
+                    labels = self._classes
+                    labels = (labels[1] if labels is not None and labels[0] is est.classes_
+                              else self._labels())
+                    if len(labels) == 2:
+                        return labels[f > 0]
                 label = getattr(est, "_event_label", None)
                 return self._labels()[f > 0] if label is None else label(f)
             return f
@@ -371,13 +420,17 @@ class OneEventMixin:
 
     def learn_one(self, x, y, sample_weight=1.0):
         """Predict, then learn one event (x a dict or a 1-D row, y a scalar); returns None."""
-        events = self._one_event()
+        events = self.__dict__.get("_one_event_state")
+        if events is None or events.estimator is not self:
+            events = self._one_event()
         with events.lock:
             events.learn_one(x, y, sample_weight)
 
     def predict_one(self, x):
         """The prediction for one event; the prior before any learning."""
-        events = self._one_event()
+        events = self.__dict__.get("_one_event_state")
+        if events is None or events.estimator is not self:
+            events = self._one_event()
         with events.lock:
             return events.predict_one(x)
 

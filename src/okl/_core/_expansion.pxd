@@ -26,7 +26,7 @@ cdef class KernelExpansion:
     cdef object _centers, _coef, _sqnorms, _kbuf, _zbuf   # owning NumPy buffers
     cdef double* centers                     # (capacity, n_features), C order
     cdef double* coef                        # (capacity,) raw, times scale
-    cdef double* sqnorms                     # (capacity,) ||centers[i]||^2
+    cdef double* sqnorms                     # (capacity,) ||centers[i]||^2: the rows' distances use it
     cdef double* kbuf                        # (capacity,) K(centers[i], x) work space
     cdef const double* kbuf_x                # the x of kbuf, NULL once kbuf or a centre changes
     cdef Py_ssize_t kbuf_n                   # n_support when kbuf was computed

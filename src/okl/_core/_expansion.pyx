@@ -11,7 +11,7 @@ import numpy as np
 from libc.math cimport fabs, isfinite
 from libc.string cimport memcpy
 
-from okl._core._kernels cimport KernelSpec, Kernel, cdot, ckernel, ckernel_row, cself
+from okl._core._kernels cimport KernelSpec, Kernel, cdot, ckernel, ckernel_row_norms, cself
 from okl._core._lazy cimport RENORMALISED, ZEROED, cshrink_lazy
 from okl._core._merge cimport cmerge_find, cmerge_point
 
@@ -107,9 +107,12 @@ cdef class KernelExpansion:
         """kbuf[i] = K(centers[i], x) for every centre.
 
         Callers read kbuf, never write it: a merging `cadd` at the same x (same
-        pointer, no centre written since) reuses it as the newcomer's row.
+        pointer, no centre written since) reuses it as the newcomer's row.  The
+        centres' cached norms give the Gaussian and Matern distances at the cost
+        of a dot product (`ckernel_row_norms`, docs/algorithms.md, section 0.4).
         """
-        ckernel_row(&self.kernel, x, self.centers, self.n_support, self.n_features, self.kbuf)
+        ckernel_row_norms(&self.kernel, x, cdot(x, x, self.n_features), self.centers,
+                          self.sqnorms, self.n_support, self.n_features, self.kbuf)
         self.kbuf_x = x
         self.kbuf_n = self.n_support
 
@@ -233,14 +236,17 @@ cdef class KernelExpansion:
             # ||f'||^2 - ||f||^2 = 2 (c_z f(z) - c_m f(x_m) - c_n f(x_n)) + degradation for a
             # merge, c_m^2 - 2 c_m f(x_m) for a removal (f: the B + 1 centres; raw units)
             cm = self.coef[m]
-            ckernel_row(&self.kernel, self.centers + m * d, self.centers, n, d, self.kbuf)
+            ckernel_row_norms(&self.kernel, self.centers + m * d, self.sqnorms[m],
+                              self.centers, self.sqnorms, n, d, self.kbuf)
             fm = cdot(self.coef, self.kbuf, n)
             if partner >= 0:
                 cn = self.coef[partner]
-                ckernel_row(&self.kernel, self.centers + partner * d, self.centers, n, d,
-                            self.kbuf)
+                ckernel_row_norms(&self.kernel, self.centers + partner * d,
+                                  self.sqnorms[partner], self.centers, self.sqnorms, n, d,
+                                  self.kbuf)
                 fn = cdot(self.coef, self.kbuf, n)
-                ckernel_row(&self.kernel, self.zbuf, self.centers, n, d, self.kbuf)
+                ckernel_row_norms(&self.kernel, self.zbuf, cdot(self.zbuf, self.zbuf, d),
+                                  self.centers, self.sqnorms, n, d, self.kbuf)
                 fz = cdot(self.coef, self.kbuf, n)
                 self.norm_change = 2.0 * (cz * fz - cm * fm - cn * fn) + loss
             else:
@@ -284,7 +290,8 @@ cdef class KernelExpansion:
         cdef double[::1] kb = np.empty(n, dtype=np.float64)
         with nogil:
             for r in range(n_rows):
-                ckernel_row(&self.kernel, &X[r, 0], self.centers, n, d, &kb[0])
+                ckernel_row_norms(&self.kernel, &X[r, 0], cdot(&X[r, 0], &X[r, 0], d),
+                                  self.centers, self.sqnorms, n, d, &kb[0])
                 out[r] = self.scale * cdot(self.coef, &kb[0], n)
         return out_arr
 

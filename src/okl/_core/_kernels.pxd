@@ -8,6 +8,10 @@ cdef extern from "_simd.h" nogil:
     double okl_dot(Py_ssize_t d, const double* x, const double* u)
     void okl_dots(Py_ssize_t n, Py_ssize_t d, const double* C, const double* x, double* out)
     void okl_sqdists(Py_ssize_t n, Py_ssize_t d, const double* C, const double* x, double* out)
+    void okl_sqdists_norms(Py_ssize_t n, Py_ssize_t d, const double* C, const double* cc,
+                           const double* x, double xx, double* out)
+    double OKL_CANCEL_TAU
+    int OKL_EXPAND_MIN_D
     void okl_l1dists(Py_ssize_t n, Py_ssize_t d, const double* C, const double* x, double* out)
     double okl_exp_nonpos(double x)
     void okl_exp_scaled(Py_ssize_t n, double gamma, double* kb)
@@ -67,37 +71,60 @@ cdef inline void cmatern(double nu, double gamma, Py_ssize_t n, double* kb) noex
         kb[i] = 0.0 if s > 708.0 else poly * okl_exp_nonpos(-s)
 
 
-cdef inline void ckernel_row(const KernelSpec* k, const double* x, const double* C,
-                             Py_ssize_t n, Py_ssize_t d, double* kb) noexcept nogil:
-    """kb[i] = K(C[i], x) for the n rows of C: the one place kernel values are computed.
-
-    The Gaussian, Laplacian and Matern sum their distances directly, so points far from
-    the origin lose no digits and far-apart points give K = 0, not 1; a NaN
-    stays NaN.  An unknown kind gives NaN, which every caller reports.
-    """
+cdef inline void cvalues_from(const KernelSpec* k, Py_ssize_t n, double* kb) noexcept nogil:
+    """kb[i] <- K from kb[i], the distance (Gaussian, Laplacian, Matern) or the inner product."""
     cdef Py_ssize_t i
-    if n == 0:
-        return
-    if k.kind == GAUSSIAN:
-        okl_sqdists(n, d, C, x, kb)
-        okl_exp_scaled(n, k.gamma, kb)
-    elif k.kind == LAPLACIAN:
-        okl_l1dists(n, d, C, x, kb)
+    if k.kind == GAUSSIAN or k.kind == LAPLACIAN:
         okl_exp_scaled(n, k.gamma, kb)
     elif k.kind == MATERN:
-        okl_sqdists(n, d, C, x, kb)
         cmatern(k.nu, k.gamma, n, kb)
     elif k.kind == LINEAR:
-        okl_dots(n, d, C, x, kb)
         for i in range(n):
             kb[i] += k.coef0
     elif k.kind == POLYNOMIAL:
-        okl_dots(n, d, C, x, kb)
         for i in range(n):
             kb[i] = cpowi(k.gamma * kb[i] + k.coef0, k.degree)
     else:
         for i in range(n):
             kb[i] = NAN
+
+
+cdef inline void ckernel_row(const KernelSpec* k, const double* x, const double* C,
+                             Py_ssize_t n, Py_ssize_t d, double* kb) noexcept nogil:
+    """kb[i] = K(C[i], x) for the n rows of C, distances summed directly.
+
+    The Gaussian, Laplacian and Matern sum their distances directly, so points far from
+    the origin lose no digits and far-apart points give K = 0, not 1; a NaN
+    stays NaN.  An unknown kind gives NaN, which every caller reports.
+    """
+    if n == 0:
+        return
+    if k.kind == GAUSSIAN or k.kind == MATERN:
+        okl_sqdists(n, d, C, x, kb)
+    elif k.kind == LAPLACIAN:
+        okl_l1dists(n, d, C, x, kb)
+    else:
+        okl_dots(n, d, C, x, kb)
+    cvalues_from(k, n, kb)
+
+
+cdef inline void ckernel_row_norms(const KernelSpec* k, const double* x, double xx,
+                                   const double* C, const double* cc, Py_ssize_t n,
+                                   Py_ssize_t d, double* kb) noexcept nogil:
+    """kb[i] = K(C[i], x) given cc[i] = ||C[i]||^2 and xx = ||x||^2: the row of an expansion.
+
+    The Gaussian and Matern take ||C[i] - x||^2 = xx + cc[i] - 2 <C[i], x> (the work of
+    a dot product) where that form keeps its digits, and sum the distance directly where
+    it would cancel or overflow (`okl_sqdists_norms`, docs/algorithms.md, section 0.4);
+    the other kernels are `ckernel_row`'s.
+    """
+    if n == 0:
+        return
+    if k.kind == GAUSSIAN or k.kind == MATERN:
+        okl_sqdists_norms(n, d, C, cc, x, xx, kb)
+        cvalues_from(k, n, kb)
+    else:
+        ckernel_row(k, x, C, n, d, kb)
 
 
 cdef inline double ckernel(const KernelSpec* k, const double* x, const double* u,

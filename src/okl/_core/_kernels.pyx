@@ -1,6 +1,9 @@
 """Array-level kernel functions over the inline point functions of _kernels.pxd."""
 import numpy as np
 
+# the distance rule of `okl_sqdists_norms` (docs/algorithms.md, section 0.4)
+CANCEL_TAU = OKL_CANCEL_TAU
+EXPAND_MIN_D = OKL_EXPAND_MIN_D
 
 
 def kernel_matrix(const double[:, ::1] X, const double[:, ::1] U, int kind,
@@ -15,4 +18,24 @@ def kernel_matrix(const double[:, ::1] X, const double[:, ::1] U, int kind,
     with nogil:
         for i in range(n):
             ckernel_row(&spec, &X[i, 0], &U[0, 0], m, d, &out[i, 0])
+    return out_arr
+
+
+def sq_distances(const double[:, ::1] X, const double[:, ::1] U, const double[::1] U_sqnorms=None):
+    """||X_i - U_j||^2 as a new (n, m) array: summed directly, or from the norms U_sqnorms
+    and ||X_i||^2 by the rule of the expansions (`okl_sqdists_norms`); for tests."""
+    cdef Py_ssize_t n = X.shape[0], m = U.shape[0], d = X.shape[1], i
+    if U.shape[1] != d or (U_sqnorms is not None and U_sqnorms.shape[0] != m):
+        raise ValueError("X, U and U_sqnorms do not match.")
+    out_arr = np.empty((n, m), dtype=np.float64)
+    cdef double[:, ::1] out = out_arr
+    if n == 0 or m == 0:
+        return out_arr
+    with nogil:
+        for i in range(n):
+            if U_sqnorms is None:
+                okl_sqdists(m, d, &U[0, 0], &X[i, 0], &out[i, 0])
+            else:
+                okl_sqdists_norms(m, d, &U[0, 0], &U_sqnorms[0], &X[i, 0],
+                                  cdot(&X[i, 0], &X[i, 0], d), &out[i, 0])
     return out_arr

@@ -23,7 +23,11 @@ would leave a non-finite model changes nothing.  Its callers:
 """
 import numpy as np
 
-from libc.math cimport NAN, fabs, isfinite, pow
+cimport numpy as cnp
+from cpython.dict cimport PyDict_GetItem
+from cpython.object cimport PyObject
+from cpython.tuple cimport PyTuple_GET_ITEM
+from libc.math cimport NAN, copysign, fabs, fmax, fmin, isfinite, pow, sqrt
 from libc.string cimport memcmp, memcpy
 
 from okl._core._kernels cimport cdot, cself
@@ -31,6 +35,9 @@ from okl._core._losses cimport LossSpec, cgradient
 from okl._core._expansion cimport MERGE, KernelExpansion
 from okl._core._linear cimport FeatureRow, LinearModel
 from okl._core._signals cimport cinterrupted, craise_pending
+
+
+cnp.import_array()
 
 
 cdef enum:
@@ -159,6 +166,20 @@ def fit_chunk(Model model,
     return failed, state
 
 
+cdef inline const double* cready(object x, Py_ssize_t* n) noexcept:
+    """The data of x when it is an aligned, native, C-contiguous float64 1-D array (n: its
+    length), read in place; NULL for any other object (callers take a typed memoryview)."""
+    cdef cnp.ndarray a
+    if type(x) is not cnp.ndarray:
+        return NULL
+    a = <cnp.ndarray>x
+    if not (cnp.PyArray_TYPE(a) == cnp.NPY_DOUBLE and cnp.PyArray_NDIM(a) == 1
+            and cnp.PyArray_ISCARRAY_RO(a)):
+        return NULL
+    n[0] = cnp.PyArray_DIM(a, 0)
+    return <const double*>cnp.PyArray_DATA(a)
+
+
 cdef inline bint row_is_finite(const double* x, Py_ssize_t d, double xx) noexcept nogil:
     cdef Py_ssize_t j
     if isfinite(xx):
@@ -196,6 +217,8 @@ cdef class PointwiseEvents:
     cdef LossSpec loss
     cdef object name
     cdef tuple names, values
+    cdef readonly bint given            # a GIVEN schedule: the caller passes eta_t of each step
+    cdef public bint prior              # the prior-shift offset (learn_into keeps it)
     # the last prediction and the model it was made on
     cdef double[::1] last_row
     cdef bint has_last
@@ -206,6 +229,7 @@ cdef class PointwiseEvents:
                  tuple names=()):
         self.expansion = expansion
         self.schedule, self.loss = schedule, loss
+        self.given = schedule.kind == GIVEN
         self.name, self.names = name, names
         self.values = tuple([expansion] + [None] * (len(names) - 1))
         self.last_row = np.empty(expansion.n_features)
@@ -219,10 +243,10 @@ cdef class PointwiseEvents:
         """est holds the very objects this step was built from (its expansion, its parameters)."""
         cdef dict attrs = est.__dict__
         cdef Py_ssize_t i
-        cdef object value
+        cdef PyObject* value
         for i in range(len(self.names)):
-            value = attrs.get(self.names[i], self)
-            if value is not self.values[i]:
+            value = PyDict_GetItem(attrs, <object>PyTuple_GET_ITEM(self.names, i))
+            if value == NULL or value != PyTuple_GET_ITEM(self.values, i):
                 return False
         return True
 
@@ -249,24 +273,62 @@ cdef class PointwiseEvents:
         self.has_last = True
         return f
 
-    cdef inline void _check(self, const double[::1] x, double xx, double f,
+    cdef inline void _check(self, object x, Py_ssize_t n, const double* p, double xx, double f,
                             str action) except *:
-        if x.shape[0] != self.expansion.n_features:
-            raise ValueError(f"X has {x.shape[0]} features, but {self.name} is expecting "
+        if n != self.expansion.n_features:
+            raise ValueError(f"X has {n} features, but {self.name} is expecting "
                              f"{self.expansion.n_features} features as input.")
-        if f != f and not row_is_finite(&x[0], x.shape[0], xx):
+        if f != f and not row_is_finite(p, n, xx):
             raise ValueError(f"{self.name} got a row with NaN or inf: {np.asarray(x)[:10]}; "
                              f"non-finite values cannot be {action}.")
 
-    def predict(self, const double[::1] x, double t, double b):
-        """f(x) = b + kernel part for one row (t: the learner's steps, for the cache)."""
+    def predict(self, x, double t, double b):
+        """f(x) = b + kernel part for one row, a 1-D float64 buffer (t: the learner's steps,
+        for the cache)."""
         cdef double xx = 0.0, f = NAN
-        if x.shape[0] == self.expansion.n_features:
-            f = self._f(&x[0], &xx, t) + b
-        self._check(x, xx, f, "predicted")
+        cdef Py_ssize_t n = 0
+        cdef const double[::1] typed
+        cdef const double* p = cready(x, &n)
+        if p == NULL:           # any other 1-D float64 buffer, or a clear error
+            typed = x
+            n, p = typed.shape[0], &typed[0]
+        if n == self.expansion.n_features:
+            f = self._f(p, &xx, t) + b
+        self._check(x, n, p, xx, f, "predicted")
         return f
 
-    def learn(self, const double[::1] x, double y, double weight, double t, double ck2,
+    cdef double _learn(self, object x, double y, double weight, double eta_given,
+                       StepState* st, int* status) except? -1.0:
+        """Predict f_t(x_t) from the counters in `st`, then take the step; st holds the new ones."""
+        cdef double xx = 0.0, f = NAN
+        cdef KernelExpansion e = self.expansion
+        cdef Py_ssize_t n = 0
+        cdef const double[::1] typed
+        cdef const double* p = cready(x, &n)
+        if p == NULL:
+            typed = x
+            n, p = typed.shape[0], &typed[0]
+        if n == e.n_features:
+            f = self._f(p, &xx, st.t) + st.b
+        self._check(x, n, p, xx, f, "learned")
+        st.eta_t = st.lam_t = st.eta_try = NAN
+        st.reset_t = st.reset_eta = st.reset_lam = 0.0
+        if weight != 0.0 and e.n_support == e.capacity and (
+                not e.budget or e.n_support < e.budget or e.policy == MERGE):
+            # moves the buffers, the model unchanged; a full MERGE budget needs slot B for
+            # the newcomer until the merge (`reserve` caps the room at B + 1)
+            e.reserve(1)
+        status[0] = cstep(e, p, xx, cself(&e.kernel, xx), cself(&e.kernel, xx), f, y,
+                          weight, eta_given, &self.loss, &self.schedule, st)
+        if status[0] == DIVERGED:
+            raise FloatingPointError(
+                f"{self.name} diverged at step t={<Py_ssize_t>st.t + 1} (eta_t={st.eta_try:.3g}): "
+                "the model would no longer be finite. The step size is too large for this "
+                "data; use eta='auto', a smaller eta or a larger eta_decay, or scale X (e.g. "
+                "with okl.preprocessing.OnlineStandardScaler). The model is left as it was.")
+        return f
+
+    def learn(self, x, double y, double weight, double t, double ck2,
               double b, double eta_given=NAN, double dev=0.0):
         """Predict f_t(x_t), then take step t + 1.
 
@@ -277,31 +339,53 @@ cdef class PointwiseEvents:
         of a step that emptied the model, else None.  Raises, leaving the model as it
         was, on NaN/inf in x or divergence.
         """
-        cdef double xx = 0.0, f = NAN
-        cdef KernelExpansion e = self.expansion
         cdef StepState st
         cdef int status
-        if x.shape[0] == e.n_features:
-            f = self._f(&x[0], &xx, t) + b
-        self._check(x, xx, f, "learned")
+        cdef double f
         st.t, st.ck2, st.b, st.dev = t, ck2, b, dev
-        st.eta_t = st.lam_t = st.eta_try = NAN
-        st.reset_t = st.reset_eta = st.reset_lam = 0.0
-        if weight != 0.0 and e.n_support == e.capacity and (
-                not e.budget or e.n_support < e.budget or e.policy == MERGE):
-            # moves the buffers, the model unchanged; a full MERGE budget needs slot B for
-            # the newcomer until the merge (`reserve` caps the room at B + 1)
-            e.reserve(1)
-        status = cstep(e, &x[0], xx, cself(&e.kernel, xx), cself(&e.kernel, xx), f, y, weight,
-                       eta_given, &self.loss, &self.schedule, &st)
-        if status == DIVERGED:
-            raise FloatingPointError(
-                f"{self.name} diverged at step t={<Py_ssize_t>t + 1} (eta_t={st.eta_try:.3g}): "
-                "the model would no longer be finite. The step size is too large for this "
-                "data; use eta='auto', a smaller eta or a larger eta_decay, or scale X (e.g. "
-                "with okl.preprocessing.OnlineStandardScaler). The model is left as it was.")
+        f = self._learn(x, y, weight, eta_given, &st, &status)
         return (f, status == TAKEN, st.t, st.ck2, st.eta_t, st.lam_t, st.b,
                 (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None, st.dev)
+
+    def learn_into(self, dict attrs, x, double y, double weight=1.0,
+                   double eta_given=NAN):
+        """`learn` on the learner's own counters; returns f_t(x_t).
+
+        `attrs` is the learner's ``__dict__``: the step reads t_, ck2_, intercept_ and
+        dev_ from it and, when taken, stores what it returns there as
+        `okl._kernel_learners.PointwiseMixin._store_step` does (eta_ and lam_ when t
+        moved, t_, ck2_, intercept_, dev_, n_support_), in one compiled call.  Raises,
+        leaving the model and `attrs` as they were.
+        """
+        cdef StepState st
+        cdef int status
+        cdef double f, t0, b = attrs["intercept_"]
+        cdef double ps[4]
+        dev = attrs.get("dev_")
+        st.t, st.ck2 = attrs["t_"], attrs["ck2_"]
+        st.b = 0.0 if self.prior else b     # the prior-shift offset stays out of the step
+        st.dev = 0.0 if dev is None else dev
+        t0 = st.t
+        f = self._learn(x, y, weight, eta_given, &st, &status)
+        if status == TAKEN:
+            if st.t != t0:
+                attrs["eta_"] = st.eta_t
+                attrs["lam_"] = st.lam_t
+            attrs["t_"] = <long long>st.t
+            attrs["ck2_"] = st.ck2
+            attrs["dev_"] = st.dev
+            attrs["n_support_"] = self.expansion.n_support
+            if not self.prior:
+                attrs["intercept_"] = st.b
+            else:                   # b predicted this event, then the event counts
+                state = attrs.get("_prior_state")
+                ps[0] = ps[1] = ps[2] = ps[3] = 0.0
+                if state is not None:
+                    ps[0], ps[1], ps[2], ps[3] = state
+                cprior_count(ps, f, y, weight)
+                attrs["_prior_state"] = (ps[0], ps[1], ps[2], ps[3])
+                attrs["intercept_"] = cprior_offset(ps)
+        return f + b if self.prior else f
 
 
 cdef class FeatureEvents:
@@ -407,3 +491,50 @@ cdef class FeatureEvents:
                 "with okl.preprocessing.OnlineStandardScaler). The model is left as it was.")
         return (f, status == TAKEN, st.t, st.ck2, st.eta_t, st.lam_t, st.b,
                 (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None, st.dev)
+
+
+# -- the prior-shift offset of the binary classifier (docs/defaults.md, section 1) ---------------
+# okl._numpy.pointwise's prior_offset / prior_count / prior_offsets in C, the same operations in
+# the same order (the engines agree; tests/test_intercept.py checks the constants are the twin's).
+
+PRIOR_RATE = 0.01       # the recent labels' mean forgets at this rate
+PRIOR_NOISE = 3.0       # the soft threshold, in standard deviations of that mean
+cdef double CPRIOR_RATE = PRIOR_RATE, CPRIOR_NOISE = PRIOR_NOISE
+
+
+cdef inline double cprior_offset(const double* s) noexcept nogil:
+    """b = S(recent - ybar) hbar of the state s = (n, ybar, recent, hbar)."""
+    cdef double noise = CPRIOR_NOISE * sqrt(CPRIOR_RATE / (2.0 - CPRIOR_RATE)
+                                            * fmax(1.0 - s[1] * s[1], 0.0))
+    cdef double shift = s[2] - s[1]
+    return copysign(fmax(fabs(shift) - noise, 0.0), shift) * s[3]
+
+
+cdef inline void cprior_count(double* s, double h, double y, double w) noexcept nogil:
+    """The state after a step of weight w > 0 on label y with kernel part h."""
+    cdef double rate
+    s[0] += 1.0
+    rate = w / s[0] if w < s[0] else 1.0
+    s[1] = s[1] + rate * (y - s[1])
+    s[2] = s[2] + fmax(rate, fmin(CPRIOR_RATE * w, 1.0)) * (y - s[2])
+    s[3] = s[3] + rate * (fabs(h) - s[3])
+
+
+def prior_offsets(tuple state, const double[::1] h, const double[::1] y,
+                  const double[::1] weight=None):
+    """The prior-shift offset over a chunk: (b_t of every row, the state after)."""
+    cdef Py_ssize_t i, n = h.shape[0]
+    cdef double w
+    cdef double ps[4]
+    if y.shape[0] != n or (weight is not None and weight.shape[0] != n):
+        raise ValueError("h, y and weight do not match.")
+    ps[0], ps[1], ps[2], ps[3] = state
+    out = np.empty(n)
+    cdef double[::1] b = out
+    with nogil:
+        for i in range(n):
+            b[i] = cprior_offset(ps)
+            w = 1.0 if weight is None else weight[i]
+            if w != 0.0:
+                cprior_count(ps, h[i], y[i], w)
+    return out, (ps[0], ps[1], ps[2], ps[3])

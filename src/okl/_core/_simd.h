@@ -1,8 +1,11 @@
 /* Vectorisable loops over the centres: dot products and exponentials.
  *
- * okl_dots computes <centers[i], x> and okl_sqdists ||centers[i] - x||^2 row by
- * row with SIMD reductions, at the speed of a BLAS dgemv and with no thread
- * pool: a per-step loop never waits for BLAS threads.
+ * okl_dots computes <centers[i], x> and okl_sqdists ||centers[i] - x||^2 with
+ * SIMD reductions, four rows at a time, at the speed of a BLAS dgemv and with no
+ * thread pool: a per-step loop never waits for BLAS threads.  okl_sqdists_norms
+ * gives the squared distances from cached norms, at the cost of okl_dots, and
+ * sums directly the few where that form would cancel (docs/algorithms.md,
+ * section 0.4).
  *
  * libm's exp is a scalar call (about 6 ns here), so m exponentials per step
  * would cost more than the O(m d) pass over the centres that produced their
@@ -13,7 +16,10 @@
  * subnormal (an absolute error below 3.3e-308), and a NaN stays NaN.
  *
  * On x86-64 with GCC/Clang the loops are compiled twice, for the baseline and
- * for x86-64-v3 (AVX2), and the loader picks the clone the CPU supports.
+ * for x86-64-v3 (AVX2), and the loader picks the clone the CPU supports.  GCC
+ * contracts a * b + c into one fused multiply-add here (where the target has
+ * one), as Clang does by default: one rounding instead of two, and half the
+ * latency of the sums' add chains and of exp's polynomial.
  */
 #ifndef OKL_SIMD_H
 #define OKL_SIMD_H
@@ -32,6 +38,11 @@
 #define OKL_MAYBE_UNUSED __attribute__((unused))
 #else
 #define OKL_MAYBE_UNUSED
+#endif
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=fast")
 #endif
 
 typedef union { double d; uint64_t u; } okl_bits;
@@ -77,12 +88,132 @@ static double okl_dot(ptrdiff_t d, const double *x, const double *u)
     return a;
 }
 
+/* The loops over the centres take them four rows at a time: four independent SIMD sums share
+ * each load of x, where one row at a time waits on the latency of its one add chain.  GCC/Clang
+ * vector types compile them to plainer loops than `omp simd` reductions do: as fast as a
+ * one-thread OpenBLAS dgemv, in cache or not.  The last block repeats its first row for the
+ * rows past n (their sums are dropped), so every row goes through the same four-row loop and
+ * its value never depends on where it sits in C. */
+#if defined(__GNUC__) || defined(__clang__)
+#define OKL_INLINE static inline __attribute__((always_inline))
+#else
+#define OKL_INLINE static inline
+#endif
+
+OKL_INLINE void okl_block(ptrdiff_t i, ptrdiff_t n, ptrdiff_t d, const double *C,
+                          const double **c)
+{
+    c[0] = C + i * d;
+    c[1] = i + 1 < n ? c[0] + d : c[0];
+    c[2] = i + 2 < n ? c[0] + 2 * d : c[0];
+    c[3] = i + 3 < n ? c[0] + 3 * d : c[0];
+}
+
+OKL_INLINE void okl_store(ptrdiff_t i, ptrdiff_t n, const double *a, double *out)
+{
+    for (ptrdiff_t r = 0; r < 4 && i + r < n; r++)
+        out[i + r] = a[r];
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+/* Four doubles in one SIMD register (two on the baseline x86-64 target): each row sums its
+ * coordinates j = 0, 1, 2, 3 (mod 4) in the four lanes, then adds the lanes and the tail. */
+typedef double okl_v4 __attribute__((vector_size(32), aligned(8)));
+
+/* (macros: a vector argument or result would change the ABI of the baseline clone) */
+#define OKL_LOAD4(v, p) __builtin_memcpy(&(v), (p), sizeof(okl_v4))
+#define OKL_LANES(v) (((v)[0] + (v)[1]) + ((v)[2] + (v)[3]))
+
+/* a[r] <- <c[r], x> for the four rows of a block. */
+OKL_INLINE void okl_dots4(ptrdiff_t d, const double **c, const double *x, double *a)
+{
+    const double *c0 = c[0], *c1 = c[1], *c2 = c[2], *c3 = c[3];
+    okl_v4 s0 = {0.0, 0.0, 0.0, 0.0}, s1 = s0, s2 = s0, s3 = s0, xj, v0, v1, v2, v3;
+    ptrdiff_t j = 0;
+    for (; j + 4 <= d; j += 4) {
+        OKL_LOAD4(xj, x + j);
+        OKL_LOAD4(v0, c0 + j);
+        OKL_LOAD4(v1, c1 + j);
+        OKL_LOAD4(v2, c2 + j);
+        OKL_LOAD4(v3, c3 + j);
+        s0 += v0 * xj;
+        s1 += v1 * xj;
+        s2 += v2 * xj;
+        s3 += v3 * xj;
+    }
+    double a0 = OKL_LANES(s0), a1 = OKL_LANES(s1), a2 = OKL_LANES(s2), a3 = OKL_LANES(s3);
+    for (; j < d; j++) {
+        double xj = x[j];
+        a0 += c0[j] * xj;
+        a1 += c1[j] * xj;
+        a2 += c2[j] * xj;
+        a3 += c3[j] * xj;
+    }
+    a[0] = a0; a[1] = a1; a[2] = a2; a[3] = a3;
+}
+
+/* a[r] <- ||c[r] - x||_2^2, summed directly, for the four rows of a block. */
+OKL_INLINE void okl_sqdists4(ptrdiff_t d, const double **c, const double *x, double *a)
+{
+    const double *c0 = c[0], *c1 = c[1], *c2 = c[2], *c3 = c[3];
+    okl_v4 s0 = {0.0, 0.0, 0.0, 0.0}, s1 = s0, s2 = s0, s3 = s0, xj, v0, v1, v2, v3;
+    ptrdiff_t j = 0;
+    for (; j + 4 <= d; j += 4) {
+        OKL_LOAD4(xj, x + j);
+        OKL_LOAD4(v0, c0 + j);
+        OKL_LOAD4(v1, c1 + j);
+        OKL_LOAD4(v2, c2 + j);
+        OKL_LOAD4(v3, c3 + j);
+        v0 -= xj;
+        v1 -= xj;
+        v2 -= xj;
+        v3 -= xj;
+        s0 += v0 * v0;
+        s1 += v1 * v1;
+        s2 += v2 * v2;
+        s3 += v3 * v3;
+    }
+    double a0 = OKL_LANES(s0), a1 = OKL_LANES(s1), a2 = OKL_LANES(s2), a3 = OKL_LANES(s3);
+    for (; j < d; j++) {
+        double xj = x[j], e0 = c0[j] - xj, e1 = c1[j] - xj, e2 = c2[j] - xj, e3 = c3[j] - xj;
+        a0 += e0 * e0;
+        a1 += e1 * e1;
+        a2 += e2 * e2;
+        a3 += e3 * e3;
+    }
+    a[0] = a0; a[1] = a1; a[2] = a2; a[3] = a3;
+}
+#else
+OKL_INLINE void okl_dots4(ptrdiff_t d, const double **c, const double *x, double *a)
+{
+    for (int r = 0; r < 4; r++)
+        a[r] = okl_dot(d, c[r], x);
+}
+
+OKL_INLINE void okl_sqdists4(ptrdiff_t d, const double **c, const double *x, double *a)
+{
+    for (int r = 0; r < 4; r++) {
+        double s = 0.0;
+        for (ptrdiff_t j = 0; j < d; j++) {
+            double e = c[r][j] - x[j];
+            s += e * e;
+        }
+        a[r] = s;
+    }
+}
+#endif
+
 /* out[i] <- <C[i], x> for the rows of the row-major (n, d) matrix C. */
 OKL_SIMD_CLONES OKL_MAYBE_UNUSED
 static void okl_dots(ptrdiff_t n, ptrdiff_t d, const double *C, const double *x, double *out)
 {
-    for (ptrdiff_t i = 0; i < n; i++)
-        out[i] = okl_dot(d, C + i * d, x);
+    const double *c[4];
+    double a[4];
+    for (ptrdiff_t i = 0; i < n; i += 4) {
+        okl_block(i, n, d, C, c);
+        okl_dots4(d, c, x, a);
+        okl_store(i, n, a, out);
+    }
 }
 
 /* out[i] <- ||C[i] - x||_2^2, summed directly: exact where |x|^2 + |u|^2 - 2<x, u> would cancel
@@ -90,15 +221,54 @@ static void okl_dots(ptrdiff_t n, ptrdiff_t d, const double *C, const double *x,
 OKL_SIMD_CLONES OKL_MAYBE_UNUSED
 static void okl_sqdists(ptrdiff_t n, ptrdiff_t d, const double *C, const double *x, double *out)
 {
-    for (ptrdiff_t i = 0; i < n; i++) {
-        const double *c = C + i * d;
-        double a = 0.0;
-        #pragma omp simd reduction(+:a)
-        for (ptrdiff_t j = 0; j < d; j++) {
-            double e = c[j] - x[j];
-            a += e * e;
+    const double *c[4];
+    double a[4];
+    for (ptrdiff_t i = 0; i < n; i += 4) {
+        okl_block(i, n, d, C, c);
+        okl_sqdists4(d, c, x, a);
+        okl_store(i, n, a, out);
+    }
+}
+
+/* The distance rule of okl_sqdists_norms (docs/algorithms.md, section 0.4): with at least
+ * OKL_EXPAND_MIN_D coordinates, the expanded form D = (xx + cc) - 2 <c, x> is kept when
+ * D >= OKL_CANCEL_TAU (xx + cc), with xx + cc finite; otherwise D is summed directly. */
+#define OKL_EXPAND_MIN_D 64
+#define OKL_CANCEL_TAU 0.25
+#define OKL_DBL_MAX 1.7976931348623157e308
+
+/* out[i] <- ||C[i] - x||_2^2 from the squared norms cc[i] = ||C[i]||^2 and xx = ||x||^2:
+ * (xx + cc[i]) - 2 <C[i], x>, one multiply-add per coordinate as a dot product, where that keeps
+ * its digits; summed directly (okl_sqdists) where the expanded form cancels
+ * (D < OKL_CANCEL_TAU (xx + cc[i]): nearby points far from 0), overflows, or is NaN.  Below
+ * OKL_EXPAND_MIN_D coordinates the direct sum costs no more (measured): every row is summed
+ * directly.  The value of a row depends on that row, x and d only. */
+OKL_INLINE int okl_expanded_ok(double dist, double s)
+{
+    return (dist >= OKL_CANCEL_TAU * s) & (s <= OKL_DBL_MAX);      /* false for NaN */
+}
+
+OKL_SIMD_CLONES OKL_MAYBE_UNUSED
+static void okl_sqdists_norms(ptrdiff_t n, ptrdiff_t d, const double *C, const double *cc,
+                              const double *x, double xx, double *out)
+{
+    if (d < OKL_EXPAND_MIN_D) {
+        okl_sqdists(n, d, C, x, out);
+        return;
+    }
+    okl_dots(n, d, C, x, out);
+    for (ptrdiff_t i0 = 0; i0 < n; i0 += 256) {
+        ptrdiff_t end = n - i0 < 256 ? n : i0 + 256;
+        int ok = 1;
+        for (ptrdiff_t i = i0; i < end; i++) {
+            double s = xx + cc[i];
+            out[i] = s - 2.0 * out[i];
+            ok &= okl_expanded_ok(out[i], s);
         }
-        out[i] = a;
+        if (!ok)            /* rare: sum directly the rows where the expanded form cancels */
+            for (ptrdiff_t i = i0; i < end; i++)
+                if (!okl_expanded_ok(out[i], xx + cc[i]))
+                    okl_sqdists(1, d, C + i * d, x, out + i);
     }
 }
 
@@ -126,5 +296,9 @@ static void okl_exp_scaled(ptrdiff_t n, double gamma, double *kb)
         kb[i] = v == v ? okl_exp_nonpos(-gamma * v) : v;
     }
 }
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
 
 #endif

@@ -48,10 +48,9 @@ class NumpyExpansion:
             self._sqnorms = np.concatenate([self._sqnorms, np.empty(grow)])
 
     def values(self, x):
-        """K(centers[i], x) for every centre."""
+        """K(centers[i], x) for every centre (distances from the cached norms, as `cvalues`)."""
         n = self.n_support
-        k = self.kernel_params
-        return kernel_values(k, self._centers[:n], x)
+        return kernel_values(self.kernel_params, self._centers[:n], x, self._sqnorms[:n])
 
     def predict_one(self, x):
         if self.n_support == 0:

@@ -1,7 +1,32 @@
-"""Kernel values between one point and many centres, as `ckernel_row` computes them."""
+"""Kernel values between one point and many centres, as `ckernel_row` and `ckernel_row_norms`
+compute them."""
 import numpy as np
 
 from okl._numpy.codes import Kernel
+
+# as OKL_CANCEL_TAU and OKL_EXPAND_MIN_D of _core/_simd.h (docs/algorithms.md, section 0.4)
+CANCEL_TAU = 0.25
+EXPAND_MIN_D = 64
+_MAX = np.finfo(np.float64).max
+
+
+def sq_distances(centers, x, sqnorms=None):
+    """||centers[i] - x||^2 for every row: summed directly, or from the centres' squared
+    norms `sqnorms` and ||x||^2 by the rule of `okl_sqdists_norms`.
+
+    With at least EXPAND_MIN_D features, the expanded form (||x||^2 + sqnorms) - 2 centers @ x
+    is kept where it is at least CANCEL_TAU (||x||^2 + sqnorms) (and finite); elsewhere it
+    would cancel, and those rows are summed directly (docs/algorithms.md, section 0.4).
+    """
+    with np.errstate(over="ignore", invalid="ignore"):      # far or huge points: inf, then K = 0
+        if sqnorms is None or centers.shape[1] < EXPAND_MIN_D:
+            return ((centers - x) ** 2).sum(axis=1)
+        s = x @ x + sqnorms
+        dist = s - 2.0 * (centers @ x)
+        near = ~((dist >= CANCEL_TAU * s) & (s <= _MAX))
+        if near.any():
+            dist[near] = ((centers[near] - x) ** 2).sum(axis=1)
+        return dist
 
 
 def matern(nu, gamma, sq):
@@ -19,21 +44,21 @@ def matern(nu, gamma, sq):
         return np.where(s > 708.0, 0.0, poly * np.exp(-s))
 
 
-def kernel_values(k, centers, x):
+def kernel_values(k, centers, x, sqnorms=None):
     """K(centers[i], x) for every row, with the kernel parameters `k` (a dict, by name).
 
     `k` holds "kernel" (a code), "gamma", "degree", "coef0" and "nu", as the
-    `KernelSpec` of _core/_kernels.pxd; distances are summed directly, as in Cython.
+    `KernelSpec` of _core/_kernels.pxd.  Distances are summed directly
+    (`ckernel_row`), or, given the centres' squared norms `sqnorms`, taken by
+    the rule of `sq_distances` (`ckernel_row_norms`).
     """
     kernel, gamma = k["kernel"], k["gamma"]
     if kernel == Kernel.GAUSSIAN:
-        with np.errstate(over="ignore"):        # points 1e154 apart: distance inf, K = 0
-            return np.exp(-gamma * ((centers - x) ** 2).sum(axis=1))
+        return np.exp(-gamma * sq_distances(centers, x, sqnorms))
     if kernel == Kernel.LAPLACIAN:
         return np.exp(-gamma * np.abs(centers - x).sum(axis=1))
     if kernel == Kernel.MATERN:
-        with np.errstate(over="ignore"):
-            return matern(k["nu"], gamma, ((centers - x) ** 2).sum(axis=1))
+        return matern(k["nu"], gamma, sq_distances(centers, x, sqnorms))
     if kernel == Kernel.LINEAR:
         return centers @ x + k["coef0"]
     if kernel == Kernel.POLYNOMIAL:
