@@ -164,6 +164,10 @@ TWIN_CASES = [
     (MultiKernelRegressor, dict(budget=30, budget_policy="merge", eta_scales=[0.5, 1.0])),
     (MultiKernelRegressor, dict(eta_scales=[0.3, 1.0], combination="stochastic",
                                 random_state=1)),
+] + [   # every budget policy without and with the offset
+    (cls, dict(budget=40, budget_policy=policy, fit_intercept=intercept))
+    for cls in (MultiKernelClassifier, MultiKernelRegressor)
+    for policy in ("merge", "smallest", "oldest") for intercept in (False, True)
 ]
 
 

@@ -81,6 +81,9 @@ TWIN_CASES = [
     dict(loss="logistic", budget=50, budget_policy="oldest", eta_scales=[0.5, 2.0],
          fit_intercept=False),
     dict(budget=60, budget_policy="merge", beta=0.5),
+] + [   # every budget policy without and with the offset (fit_intercept=False is the default)
+    dict(budget=60, budget_policy=policy, beta=0.5, fit_intercept=intercept)
+    for policy in ("merge", "smallest", "oldest") for intercept in (False, True)
 ]
 
 

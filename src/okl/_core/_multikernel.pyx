@@ -71,6 +71,11 @@ cdef struct Hedge:
 # every partner then merges it at a degradation of rounding size, so the choice among them would be
 # rounding's; the centre is removed instead (docs/multikernel.md, section 8).
 cdef double NEGLIGIBLE = 1e-12
+# A leader's merge whose degradation is not below ||a_m||^2 (removing x_m) by more than NO_GAIN
+# times ||a_m||^2 + ||a_n||^2 (the size of its rounding) gains nothing: every partner is then as
+# good as removing x_m (no centre is near x_m at the leader's width), the winner would be
+# rounding's, and x_m is removed instead (docs/multikernel.md, section 8).
+cdef double NO_GAIN = 1e-9
 
 
 cdef inline Py_ssize_t cargmax(const double* s, Py_ssize_t C) noexcept nogil:
@@ -554,6 +559,9 @@ cdef class MultiKernel:
             okl_exp_scaled(N, g, self.sq)       # K_ref(x_i, x_m)
             n = cmulti_merge_find(self.centers, block, N, d, C, g, self.sq, self.mnorm, m,
                                   self.mbound, self.mdot, &h, self.az, &loss)
+            if n >= 0 and not (self.mnorm[m] - loss
+                               > NO_GAIN * (self.mnorm[m] + self.mnorm[n])):
+                n = -1          # no gain beyond rounding: remove x_m (NO_GAIN)
         if n >= 0:
             dist = 0.0
             for i in range(d):

@@ -33,6 +33,7 @@ DETERMINISTIC, STOCHASTIC = 0, 1
 CLASSIFY, REGRESS = 0, 1
 _MASK = (1 << 64) - 1
 NEGLIGIBLE = 1e-12      # a leader's ||a_m||^2 below this times its largest: x_m is removed
+NO_GAIN = 1e-9          # a leader's merge gaining less than this times A + B: x_m is removed
 
 
 def make_hedge(beta=0.8, combination=DETERMINISTIC, task=CLASSIFY, seed=0):
@@ -282,8 +283,12 @@ class NumpyMultiKernel:
             norms = np.array([row @ row for row in self._coef[ref, :N]])
             m, n, h = int(np.argmin(norms)), -1, 0.0
             if norms[m] > NEGLIGIBLE * norms.max():     # else the leader does not use x_m
-                m, n, h, _, _ = multi_merge_find(self._centers[:N], self._coef[ref, :N],
-                                                 self.gammas[self.width_of[ref]] * gs)
+                m, n, h, _, loss = multi_merge_find(self._centers[:N], self._coef[ref, :N],
+                                                    self.gammas[self.width_of[ref]] * gs)
+                # a merge no better than removing x_m beyond rounding (the leader sees no
+                # centre near x_m): which partner wins would be rounding's, x_m is removed
+                if n >= 0 and not norms[m] - loss > NO_GAIN * (norms[m] + norms[n]):
+                    n = -1
         if n >= 0:
             D = float(((self._centers[m] - self._centers[n]) ** 2).sum())
             g = self.gammas[self.width_of] * gs
