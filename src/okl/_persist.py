@@ -226,6 +226,16 @@ class StateCheck:
         if extra:
             self.fail(f"{what} has unknown entries {sorted(extra)}")
 
+    def row_keys(self):
+        """`_row_keys`, the feature order of dict events (`okl._rows`), when the file has it."""
+        if "_row_keys" not in self.attrs:
+            return
+        keys = self.attrs["_row_keys"]
+        if (not isinstance(keys, list) or len(keys) != self.out["n_features_in_"]
+                or not all(isinstance(k, (str, int)) for k in keys)):
+            self.fail("_row_keys must list the names of the n_features_in_ features")
+        self.out["_row_keys"] = tuple(keys)
+
     def labels(self, value, name, binary):
         """classes_: a 1-D array of distinct numbers or strings (two, sorted, for classifiers)."""
         if not isinstance(value, np.ndarray) or value.ndim != 1 or value.dtype.kind not in "biufU":

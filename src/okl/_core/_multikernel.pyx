@@ -384,9 +384,11 @@ cdef class MultiKernel:
             cmerge_point(self.centers + m * d, self.centers + n * d, d, h, self.zbuf)
             for k in range(self.n_learners):
                 g = self.gammas[self.width_of[k]] * gs
+                # K(x_m, z) = 1 at h = 1 (K(x_n, z) at h = 0), also when dist overflowed to inf
                 self.coef[k * cap + n] = (
-                    self.coef[k * cap + m] * exp(-g * (1.0 - h) * (1.0 - h) * dist)
-                    + self.coef[k * cap + n] * exp(-g * h * h * dist))
+                    self.coef[k * cap + m] * (exp(-g * (1.0 - h) * (1.0 - h) * dist)
+                                              if h != 1.0 else 1.0)
+                    + self.coef[k * cap + n] * (exp(-g * h * h * dist) if h != 0.0 else 1.0))
             memcpy(self.centers + n * d, self.zbuf, d * sizeof(double))
         if m != last:
             memcpy(self.centers + m * d, self.centers + last * d, d * sizeof(double))
@@ -484,7 +486,7 @@ cdef class MultiKernel:
         n = coef.shape[1]
         self.n_support = 0
         self.reserve(n)
-        self._centers[:n] = np.asarray(p["centers"], dtype=np.float64).reshape(n, -1)
+        self._centers[:n] = np.asarray(p["centers"], dtype=np.float64).reshape(n, self.n_features)
         self._coef[:, :n] = coef
         self.n_support, self.next_slot = n, int(p["next_slot"])
         self._scale[:] = p["scale"]

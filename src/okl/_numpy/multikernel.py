@@ -219,8 +219,10 @@ class NumpyMultiKernel:
         if n >= 0:
             D = float(((self._centers[m] - self._centers[n]) ** 2).sum())
             g = self.gammas[self.width_of] * gs
-            self._coef[:, n] = (self._coef[:, m] * np.exp(-g * (1.0 - h) * (1.0 - h) * D)
-                                + self._coef[:, n] * np.exp(-g * h * h * D))
+            # K(x_m, z) = 1 at h = 1 (K(x_n, z) at h = 0), also when D overflowed to inf
+            self._coef[:, n] = (self._coef[:, m] * (np.exp(-g * (1.0 - h) * (1.0 - h) * D)
+                                                    if h != 1.0 else 1.0)
+                                + self._coef[:, n] * (np.exp(-g * h * h * D) if h != 0.0 else 1.0))
             self._centers[n] = h * self._centers[m] + (1.0 - h) * self._centers[n]
         last = N - 1
         if m != last:
