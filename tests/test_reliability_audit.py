@@ -5,6 +5,7 @@ user can pass, load or do crashes or corrupts a model, and a call that raises
 leaves the model exactly as it was.
 """
 import pickle
+import signal
 import warnings
 
 import numpy as np
@@ -14,11 +15,14 @@ from okl import (
     CoefficientRegularizedClassifier,
     MultiKernelClassifier,
     MultiKernelRegressor,
+    OnlineKernelClassifier,
+    OnlineKernelRegressor,
     PairwiseLearner,
     RegularizedPAClassifier,
     load,
     save,
 )
+from okl.distributed import average_models
 
 ENGINES = ["cython", "numpy"]
 
@@ -119,3 +123,115 @@ def test_okl_load_reads_what_okl_save_wrote_after_dict_events(name, tmp_path):
     assert other._row_keys == ("a", "b")
     probe = {"b": 0.5, "a": -1.0}                           # the saved order places the keys
     assert other.predict_one(probe) == est.predict_one(probe)
+
+
+# ---- a Ctrl-C during learn_one -----------------------------------------------------------------
+
+INTERRUPTED = {
+    "pointwise": (lambda: OnlineKernelRegressor(gamma=0.02, budget=None), False),
+    "multiclass": (lambda: OnlineKernelClassifier(gamma=0.02, budget=None), True),
+    "multikernel": (lambda: MultiKernelRegressor(gammas=(0.02,), budget=None), False),
+}
+
+
+def _interrupted_events(name, trials=6, n=2500, d=50):
+    """A SIGPROF handler raises KeyboardInterrupt during a stream of learn_one calls; returns,
+    per trial, whether the model is that of the events before the interrupted one, or of
+    those up to and including it (it was not: the compiled step had written, its counters
+    were lost, the next steps took the wrong t and intercept)."""
+    make, classifier = INTERRUPTED[name]
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(n + 400 * trials, d))
+    y = np.digitize(X[:, 0], [-0.4, 0.4]) if classifier else np.sin(X[:, 0])
+    est = make().fit(X[:n], y[:n])
+    probe = X[:20]
+    scores = (lambda m: m.decision_function(probe)) if classifier else (lambda m: m.predict(probe))
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGPROF, interrupt)
+    outcomes, start = [], n
+    try:
+        for trial in range(trials):
+            before = pickle.dumps(est)
+            signal.setitimer(signal.ITIMER_PROF, 0.002 + 0.0007 * trial)
+            i = start
+            try:
+                while i < start + 400:
+                    est.learn_one(X[i], y[i])
+                    i += 1
+            except KeyboardInterrupt:
+                pass
+            finally:
+                signal.setitimer(signal.ITIMER_PROF, 0)
+            ref = pickle.loads(before)
+            for j in range(start, i):
+                ref.learn_one(X[j], y[j])
+            same = ref.t_ == est.t_ and np.array_equal(scores(ref), scores(est))
+            if not same and i < start + 400:            # or the interrupted event completed
+                ref.learn_one(X[i], y[i])
+                same = ref.t_ == est.t_ and np.array_equal(scores(ref), scores(est))
+            outcomes.append(bool(same and est.n_support_ == ref.n_support_))
+            start += 400
+    finally:
+        signal.signal(signal.SIGPROF, old)
+    return outcomes
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="POSIX interval timers")
+@pytest.mark.parametrize("name", sorted(INTERRUPTED))
+def test_a_ctrl_c_during_learn_one_leaves_a_consistent_model(name, isolated):
+    outcomes = isolated(_interrupted_events, name)
+    assert all(outcomes), f"{outcomes.count(False)} of {len(outcomes)} interrupted models broken"
+
+
+# ---- small refusals and asymmetries ------------------------------------------------------------
+
+def test_a_metric_ranker_refuses_predict_one_clearly():
+    """predict_one of pair_kernel='metric' (no one-point score) raised "'PairwiseLearner' object
+    has no attribute 'predict'"."""
+    X = np.random.default_rng(6).normal(size=(10, 2))
+    est = PairwiseLearner(pair_kernel="metric").fit(X, X[:, 0])
+    with pytest.raises(AttributeError, match="pair_kernel 'linear' or 'difference'"):
+        est.predict_one(X[0])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_multikernel_classifier_learns_nothing_from_one_class_events(engine):
+    """The compiled one-event step took steps while the stream had shown one class (t_ grew;
+    partial_fit on the same rows takes none), and okl.load refused the saved file."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(30, 2))
+    y = np.r_[np.zeros(6, dtype=int), (X[6:, 0] > 0).astype(int)]
+    events = MultiKernelClassifier(random_state=0, engine=engine)
+    for x, label in zip(X[:6], y[:6]):
+        events.learn_one(x, label)
+    assert events.t_ == 0
+    chunk = MultiKernelClassifier(random_state=0, engine=engine).partial_fit(X[:6], y[:6])
+    for x, label in zip(X[6:], y[6:]):
+        events.learn_one(x, label)
+    chunk.partial_fit(X[6:], y[6:])
+    assert events.t_ == chunk.t_
+    np.testing.assert_array_equal(events.decision_function(X), chunk.decision_function(X))
+
+
+@pytest.mark.parametrize("make", [OnlineKernelClassifier, OnlineKernelRegressor])
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_nystroem_model_in_its_exact_phase_saves_and_loads(make, engine, tmp_path):
+    """gamma='scale' (the default): okl.load compared the exact phase's width with the string
+    'scale' ("could not convert string to float")."""
+    X = np.random.default_rng(8).normal(size=(6, 2))
+    est = make(approximation="nystroem", n_components=20, engine=engine)
+    est.partial_fit(X, (X[:, 0] > 0).astype(int) if make is OnlineKernelClassifier else X[:, 0])
+    save(est, tmp_path / "m.okl")
+    np.testing.assert_array_equal(load(tmp_path / "m.okl").predict(X), est.predict(X))
+
+
+def test_averaging_nystroem_models_in_their_exact_phase_is_refused_clearly():
+    """average_features dereferenced the missing weight vector before its check ran."""
+    X = np.random.default_rng(9).normal(size=(6, 2))
+    models = [OnlineKernelRegressor(approximation="nystroem", n_components=20, gamma=0.5,
+                                    random_state=0).partial_fit(X, X[:, 0]) for _ in range(2)]
+    with pytest.raises(ValueError, match="exact phase"):
+        average_models(models)

@@ -123,8 +123,9 @@ def _feature_weights(feature_models):
 
 def average_features(feature_models):
     """The average of fixed-size feature models on one map: the mean weight vector."""
+    weights = _feature_weights(feature_models)     # refuses a model in its exact phase
     out = copy.deepcopy(feature_models[0])
-    out.linear.set_coef(sum(_feature_weights(feature_models)) / len(feature_models))
+    out.linear.set_coef(sum(weights) / len(feature_models))
     return out
 
 

@@ -408,7 +408,11 @@ class PointwiseMixin(KernelModelMixin):
         f, taken, t, ck2, eta_t, lam_t, b, _, dev = events.learn(
             row, y, weight, d["t_"], d["ck2_"], d["intercept_"], eta, d.get("dev_", 0.0))
         if taken:
-            self._store_step(t, ck2, eta_t, lam_t, b, dev)
+            try:
+                self._store_step(t, ck2, eta_t, lam_t, b, dev)
+            except BaseException:       # a Ctrl-C in the middle: the model took the step,
+                self._store_step(t, ck2, eta_t, lam_t, b, dev)    # its counters follow it
+                raise
         return f
 
     def _compiled_events(self, cache):

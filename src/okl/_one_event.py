@@ -292,7 +292,7 @@ class EventAdapter:
                     return known[0]
                 return self._pending[0][1] if self._pending else None
             return 0.0
-        if hasattr(est, "score_samples") and not hasattr(est, "predict"):
+        if not hasattr(est, "predict"):       # a ranker: its score (clear error for 'metric')
             return float(est.score_samples(X)[0])
         value = est.predict(X)[0]
         return value.item() if isinstance(value, np.generic) else value

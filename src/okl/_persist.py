@@ -311,7 +311,8 @@ class StateCheck:
                 self.fail("only a 'nystroem' feature model has an exact phase")
             rest = substate(state, "expansion_")
             est = self.est
-            rest = self.expansion(rest, "_expansion.expansion", d, self.kernel_of(est), 0, 0)
+            rest = self.expansion(rest, "_expansion.expansion", d,
+                                  dict(self.kernel_of(est), gamma=gamma), 0, 0)  # gamma_ fitted
             if len(rest["coef"]) != n_support or n_support >= D:
                 self.fail(f"the exact phase holds {len(rest['coef'])} centres; n_support_ = "
                            f"{n_support}, n_components = {D}")

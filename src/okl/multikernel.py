@@ -211,12 +211,15 @@ class MultiKernelMixin:
     # -- one event (the compiled step, as okl._kernel_learners.PointwiseMixin) ----------
 
     def _learn_event(self, events, row, y, weight=1.0):
-        out, taken = events.learn(row, y, weight)
-        if taken:
-            self._store()
+        try:
+            out, taken = events.learn(row, y, weight)
+        finally:
+            self._store()       # t_, n_support_ follow the model, also after a Ctrl-C
         return out
 
     def _compiled_events(self, cache):
+        if "classes_" in self.__dict__ and len(self.classes_) < 2:
+            return None                 # one class: nothing is learned (okl._labels)
         events = cache[0]
         if events is not None and events.matches(self):
             return events

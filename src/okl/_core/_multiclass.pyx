@@ -20,7 +20,7 @@ from okl._core._expansion cimport MERGE
 from okl._core._kernels cimport cdot, cself
 from okl._core._multiexpansion cimport MultiExpansion
 from okl._core._pointwise cimport GIVEN, Schedule, cschedule
-from okl._core._signals cimport cinterrupted, craise_pending
+from okl._core._signals cimport cinterrupted, craise_pending, craise_signals
 
 
 cpdef enum MulticlassLoss:
@@ -301,6 +301,7 @@ cdef class MulticlassEvents:
             # moves the buffers, the model unchanged; a full MERGE budget needs slot B for
             # the newcomer until the merge (`reserve` caps the room at B + 1)
             e.reserve(1)
+        craise_signals()                # a Ctrl-C so far: raised before any write
         status = cmstep(e, &x[0], xx, cself(&e.kernel, xx), &s[0], yi, weight, eta_given,
                         self.loss, &self.schedule, &st, &bn[0], &self.g[0], &self.a[0])
         if status == DIVERGED:

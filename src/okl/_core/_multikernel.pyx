@@ -21,7 +21,7 @@ from okl._core._lazy cimport RENORMALISED, cshrink_lazy
 from okl._core._losses cimport LossSpec, cgradient, closs
 from okl._core._merge cimport cmerge_find, cmerge_point
 from okl._core._pointwise cimport AUTO, MEAN, POWER, STEP, Schedule, cschedule
-from okl._core._signals cimport cinterrupted, craise_pending
+from okl._core._signals cimport cinterrupted, craise_pending, craise_signals
 from okl._numpy.multikernel import doublings
 
 
@@ -611,6 +611,7 @@ cdef class MultiKernelEvents:
                 m.budget and m.n_support >= m.room()):
             m.reserve(1)
         out = self._predict(&x[0])
+        craise_signals()                # a Ctrl-C so far: raised before any write
         status = m.cstep(&x[0], y, weight, &self.schedule, &self.loss, &self.hedge)
         if status == DIVERGED:
             raise FloatingPointError(

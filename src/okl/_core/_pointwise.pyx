@@ -28,7 +28,7 @@ from okl._core._kernels cimport cdot, cself
 from okl._core._losses cimport LossSpec, cgradient
 from okl._core._expansion cimport MERGE, KernelExpansion
 from okl._core._linear cimport LinearModel
-from okl._core._signals cimport cinterrupted, craise_pending
+from okl._core._signals cimport cinterrupted, craise_pending, craise_signals
 
 
 cdef enum:
@@ -290,6 +290,7 @@ cdef class PointwiseEvents:
             # moves the buffers, the model unchanged; a full MERGE budget needs slot B for
             # the newcomer until the merge (`reserve` caps the room at B + 1)
             e.reserve(1)
+        craise_signals()                # a Ctrl-C so far: raised before any write
         status = cstep(e, &x[0], xx, cself(&e.kernel, xx), cself(&e.kernel, xx), f, y, weight,
                        eta_given, &self.loss, &self.schedule, &st)
         if status == DIVERGED:
