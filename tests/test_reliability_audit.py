@@ -193,7 +193,7 @@ def test_a_metric_ranker_refuses_predict_one_clearly():
     has no attribute 'predict'"."""
     X = np.random.default_rng(6).normal(size=(10, 2))
     est = PairwiseLearner(pair_kernel="metric").fit(X, X[:, 0])
-    with pytest.raises(AttributeError, match="pair_kernel 'linear' or 'difference'"):
+    with pytest.raises(AttributeError, match="scores pairs of rows"):
         est.predict_one(X[0])
 
 
