@@ -134,6 +134,10 @@ INTERRUPTED = {
 }
 
 
+def _size(est):
+    return (est.__dict__.get("_expansion") or est.__dict__["_model"]).n_support
+
+
 def _interrupted_events(name, trials=6, n=2500, d=50):
     """A SIGPROF handler raises KeyboardInterrupt during a stream of learn_one calls; returns,
     per trial, whether the model is that of the events before the interrupted one, or of
@@ -172,7 +176,10 @@ def _interrupted_events(name, trials=6, n=2500, d=50):
             if not same and i < start + 400:            # or the interrupted event completed
                 ref.learn_one(X[i], y[i])
                 same = ref.t_ == est.t_ and np.array_equal(scores(ref), scores(est))
-            outcomes.append(bool(same and est.n_support_ == ref.n_support_))
+            outcomes.append(None if same and est.n_support_ == ref.n_support_ else
+                            f"event {i - start}: t_ {est.t_} (replayed {ref.t_}), n_support_ "
+                            f"{est.n_support_}, the model's {_size(est)} "
+                            f"(replayed {_size(ref)})")
             start += 400
     finally:
         signal.signal(signal.SIGPROF, old)
@@ -182,8 +189,8 @@ def _interrupted_events(name, trials=6, n=2500, d=50):
 @pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="POSIX interval timers")
 @pytest.mark.parametrize("name", sorted(INTERRUPTED))
 def test_a_ctrl_c_during_learn_one_leaves_a_consistent_model(name, isolated):
-    outcomes = isolated(_interrupted_events, name)
-    assert all(outcomes), f"{outcomes.count(False)} of {len(outcomes)} interrupted models broken"
+    broken = [outcome for outcome in isolated(_interrupted_events, name) if outcome]
+    assert not broken, broken
 
 
 # ---- small refusals and asymmetries ------------------------------------------------------------

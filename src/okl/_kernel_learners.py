@@ -405,15 +405,21 @@ class PointwiseMixin(KernelModelMixin):
         eta = np.nan
         if callable(self.eta) and weight != 0.0:       # the callable's step at step t + 1
             eta = float(step_sizes(self.eta, 0.0, np.array([d["t_"] + 1.0]))[0])
-        f, taken, t, ck2, eta_t, lam_t, b, _, dev = events.learn(
-            row, y, weight, d["t_"], d["ck2_"], d["intercept_"], eta, d.get("dev_", 0.0))
-        if taken:
-            try:
-                self._store_step(t, ck2, eta_t, lam_t, b, dev)
-            except BaseException:       # a Ctrl-C in the middle: the model took the step,
-                self._store_step(t, ck2, eta_t, lam_t, b, dev)    # its counters follow it
-                raise
-        return f
+        args = (row, y, weight, d["t_"], d["ck2_"], d["intercept_"], eta, d.get("dev_", 0.0))
+        try:
+            out = events.learn(*args)       # resets events.outcome before anything can raise
+            self._store_event(out)
+        except KeyboardInterrupt:
+            # a Ctrl-C raised once the compiled step had written (as the call returned, or
+            # here): the counters follow the model; `outcome` is None when nothing was written
+            self._store_event(events.outcome)
+            raise
+        return out[0]
+
+    def _store_event(self, out):
+        if out is not None and out[1]:
+            _, _, t, ck2, eta_t, lam_t, b, _, dev = out
+            self._store_step(t, ck2, eta_t, lam_t, b, dev)
 
     def _compiled_events(self, cache):
         """The `PointwiseEvents` of this fitted learner on the cython engine, or None.

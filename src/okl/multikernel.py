@@ -212,9 +212,11 @@ class MultiKernelMixin:
 
     def _learn_event(self, events, row, y, weight=1.0):
         try:
-            out, taken = events.learn(row, y, weight)
-        finally:
-            self._store()       # t_, n_support_ follow the model, also after a Ctrl-C
+            out, _ = events.learn(row, y, weight)
+            self._store()
+        except KeyboardInterrupt:   # raised once the step wrote: t_, n_support_ follow the model
+            self._store()
+            raise
         return out
 
     def _compiled_events(self, cache):

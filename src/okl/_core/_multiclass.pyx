@@ -193,6 +193,7 @@ cdef class MulticlassEvents:
     cdef Schedule schedule
     cdef int loss
     cdef object name
+    cdef readonly object outcome     # what the last `learn` returned, None until it returns
     cdef tuple names, values
     cdef double[::1] last_row, last_s, g, a
     cdef bint has_last
@@ -282,6 +283,7 @@ cdef class MulticlassEvents:
         cdef double xx
         cdef MState st
         cdef int status
+        self.outcome = None
         self._check(x, b)
         if not (0 <= yi < k and yi == y):
             raise ValueError(f"y = {y} is not a class index in [0, {k}).")
@@ -310,5 +312,6 @@ cdef class MulticlassEvents:
                 "the model would no longer be finite. The step size is too large for this "
                 "data; use eta='auto', a smaller eta or a larger eta_decay, or scale X (e.g. "
                 "with okl.preprocessing.OnlineStandardScaler). The model is left as it was.")
-        return (s_arr, status == TAKEN, st.t, st.ck2, st.eta_t, st.lam_t, b_arr,
-                (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None, dev)
+        self.outcome = (s_arr, status == TAKEN, st.t, st.ck2, st.eta_t, st.lam_t, b_arr,
+                        (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None, dev)
+        return self.outcome             # kept first, as PointwiseEvents.learn does

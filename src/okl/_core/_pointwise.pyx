@@ -193,6 +193,7 @@ cdef class PointwiseEvents:
     cdef Schedule schedule
     cdef LossSpec loss
     cdef object name
+    cdef readonly object outcome     # what the last `learn` returned, None until it returns
     cdef tuple names, values
     # the last prediction and the model it was made on
     cdef double[::1] last_row
@@ -279,6 +280,7 @@ cdef class PointwiseEvents:
         cdef KernelExpansion e = self.expansion
         cdef StepState st
         cdef int status
+        self.outcome = None
         if x.shape[0] == e.n_features:
             f = self._f(&x[0], &xx, t) + b
         self._check(x, xx, f, "learned")
@@ -299,5 +301,8 @@ cdef class PointwiseEvents:
                 "the model would no longer be finite. The step size is too large for this "
                 "data; use eta='auto', a smaller eta or a larger eta_decay, or scale X (e.g. "
                 "with okl.preprocessing.OnlineStandardScaler). The model is left as it was.")
-        return (f, status == TAKEN, st.t, st.ck2, st.eta_t, st.lam_t, st.b,
-                (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None, st.dev)
+        # kept before the return: a Ctrl-C raised as the call returns loses the value, and the
+        # learner's counters must still follow the step (`_learn_event`)
+        self.outcome = (f, status == TAKEN, st.t, st.ck2, st.eta_t, st.lam_t, st.b,
+                        (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None, st.dev)
+        return self.outcome
