@@ -242,3 +242,20 @@ def test_averaging_nystroem_models_in_their_exact_phase_is_refused_clearly():
                                     random_state=0).partial_fit(X, X[:, 0]) for _ in range(2)]
     with pytest.raises(ValueError, match="exact phase"):
         average_models(models)
+
+
+def test_a_merge_of_a_tiny_coefficient_is_the_same_in_both_engines():
+    """c_m^2 underflows to 0 for a weight of 1e-300: the NumPy twin raised ZeroDivisionError
+    where the compiled merge goes on (and the event was refused)."""
+    rng = np.random.default_rng(10)
+    X = rng.normal(size=(12, 2))
+    y = np.sin(X[:, 0])
+    predictions = []
+    for engine in ENGINES:
+        est = OnlineKernelRegressor(budget=3, budget_policy="merge", gamma=0.5,
+                                    fit_intercept=False, engine=engine)
+        for i, (x, target) in enumerate(zip(X, y)):
+            est.learn_one(x, float(target), sample_weight=1e-300 if i in (4, 7) else 1.0)
+        assert est.t_ == 12
+        predictions.append(est.predict(X))
+    np.testing.assert_allclose(predictions[0], predictions[1], rtol=0, atol=1e-10)

@@ -118,7 +118,9 @@ def merge_find(centers, coef, gamma):
 
     best = first
     best_h, best_cz, best_loss = exact(first)
-    for i in np.flatnonzero(r < best_loss / (cm * cm) + TOL):
+    with np.errstate(divide="ignore", invalid="ignore"):    # c_m^2 may underflow to 0, as in C
+        limit = np.float64(best_loss) / np.float64(cm * cm) + TOL
+    for i in np.flatnonzero(r < limit):
         if i == first:
             continue
         h, cz, loss = exact(i)
