@@ -259,3 +259,31 @@ def test_a_merge_of_a_tiny_coefficient_is_the_same_in_both_engines():
         assert est.t_ == 12
         predictions.append(est.predict(X))
     np.testing.assert_allclose(predictions[0], predictions[1], rtol=0, atol=1e-10)
+
+
+# ---- the multi-kernel width and file after extreme rows ----------------------------------------
+
+@pytest.mark.parametrize("make", [MultiKernelRegressor, MultiKernelClassifier])
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_multikernel_model_after_a_huge_row_predicts_and_reloads(make, engine, tmp_path):
+    """gammas='auto': a row near 1e300 overflows the running moments to inf, the width
+    n / tr became 0 and K = exp(-0 inf) = NaN at the far centre (every prediction NaN); the
+    file okl.save wrote was refused (moments not finite), and a loaded model had no
+    n_support_ (its file was refused in turn)."""
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(20, 2))
+    X[8] = [1e300, 0.5]
+    y = (X[:, 1] > 0).astype(int) if make is MultiKernelClassifier else np.sin(X[:, 1])
+    est = make(engine=engine, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for x, target in zip(X, y):
+            est.learn_one(x, target)
+        probe = rng.normal(size=(5, 2))
+        assert np.all(np.isfinite(est.learner_decisions(probe)))
+        save(est, tmp_path / "a.okl")
+        once = load(tmp_path / "a.okl")
+        save(once, tmp_path / "b.okl")
+        twice = load(tmp_path / "b.okl")
+        assert twice.n_support_ == once.n_support_ == est.n_support_
+        np.testing.assert_array_equal(twice.predict(probe), est.predict(probe))

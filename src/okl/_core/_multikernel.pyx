@@ -182,14 +182,15 @@ cdef class MultiKernel:
     # -- the hot path (nogil, no allocation) -------------------------------------------
 
     cdef double cgamma_scale(self) noexcept nogil:
-        """1 / tr(Cov) of the inputs learned so far (auto), 1 / n_features before any spread."""
+        """1 / tr(Cov) of the inputs learned so far (auto), 1 / n_features before any spread
+        (and once it overflowed: a width of 0 made K = exp(0 inf) = NaN at a far centre)."""
         cdef double total = 0.0
         cdef Py_ssize_t j
         if not self.auto:
             return 1.0
         for j in range(self.n_features):
             total += self.m2[j]
-        if self.n_seen < 2.0 or not total > 0.0:
+        if self.n_seen < 2.0 or not total > 0.0 or not isfinite(total):   # no (finite) spread
             return 1.0 / self.n_features
         return self.n_seen / total
 

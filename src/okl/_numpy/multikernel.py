@@ -82,7 +82,7 @@ class NumpyMultiKernel:
         if not self.auto:
             return 1.0
         total = float(np.sum(self.m2))
-        if self.n_seen < 2 or not total > 0.0:
+        if self.n_seen < 2 or not total > 0.0 or not np.isfinite(total):   # no (finite) spread
             return 1.0 / self.n_features
         return self.n_seen / total
 
