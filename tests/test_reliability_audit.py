@@ -287,3 +287,21 @@ def test_a_multikernel_model_after_a_huge_row_predicts_and_reloads(make, engine,
         twice = load(tmp_path / "b.okl")
         assert twice.n_support_ == once.n_support_ == est.n_support_
         np.testing.assert_array_equal(twice.predict(probe), est.predict(probe))
+
+
+@pytest.mark.parametrize("classes", [2, 3])
+def test_averaging_numpy_models_past_a_merge_budget(classes):
+    """The union was reserved B slots; the NumPy expansions do not reserve in `add`, and the
+    merge writes the newcomer to slot B first: IndexError."""
+    rng = np.random.default_rng(12)
+    X = rng.normal(size=(40, 3))
+    y = np.digitize(X[:, 0], [-0.4, 0.4]) % classes
+    averages = []
+    for engine in ENGINES:
+        models = [OnlineKernelClassifier(gamma=0.5, budget=6, budget_policy="merge",
+                                         engine=engine).partial_fit(X[i::2], y[i::2])
+                  for i in range(2)]
+        average = average_models(models)
+        assert average._expansion.n_support == 6
+        averages.append(average.decision_function(X))
+    np.testing.assert_allclose(averages[0], averages[1], rtol=0, atol=1e-10)

@@ -89,7 +89,7 @@ def average_expansions(expansions):
     out = cls.from_state(dict(first, scale=1.0, n_rescale=0, next_slot=0,
                               coef=np.empty((0,) + np.shape(first["coef"])[1:]),
                               centers=np.empty((0, first["n_features"])), sqnorms=np.empty(0)))
-    out.reserve(len(coef) if not first["budget"] else min(len(coef), first["budget"]))
+    out.reserve(len(coef))          # capped by the budget (B + 1 under MERGE: the newcomer's slot)
     for x, a in zip(centers, coef):
         out.add(np.ascontiguousarray(x), np.ascontiguousarray(a) if multi else float(a))
     return out
