@@ -305,3 +305,17 @@ def test_averaging_numpy_models_past_a_merge_budget(classes):
         assert average._expansion.n_support == 6
         averages.append(average.decision_function(X))
     np.testing.assert_allclose(averages[0], averages[1], rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("make", [OnlineKernelClassifier, RegularizedPAClassifier,
+                                  MultiKernelClassifier])
+def test_string_classes_given_as_an_array_save_and_load(make, tmp_path):
+    """classes=np.array(['a', 'b']) was saved, and okl.load refused the parameter as "not an
+    array of finite numbers" (a list of the same strings loaded)."""
+    X = np.random.default_rng(13).normal(size=(10, 2))
+    y = np.array(list("ababbbaaba"))
+    est = make(classes=np.array(["a", "b"])).partial_fit(X, y)
+    save(est, tmp_path / "m.okl")
+    other = load(tmp_path / "m.okl")
+    np.testing.assert_array_equal(other.classes, ["a", "b"])
+    np.testing.assert_array_equal(other.predict(X), est.predict(X))

@@ -533,7 +533,7 @@ def load(path: Any) -> Any:
             value = params[key] = np.asarray(value)
             if value.dtype.kind == "U":
                 continue
-        if isinstance(value, np.ndarray) and (value.dtype.kind not in "iuf" or (
+        if isinstance(value, np.ndarray) and (value.dtype.kind not in "iufU" or (  # U: labels
                 value.dtype.kind == "f" and not np.all(np.isfinite(value)))):
             check.fail(f"the parameter {key!r} is not an array of finite numbers")
         if isinstance(value, (list, dict)):
