@@ -319,3 +319,39 @@ def test_string_classes_given_as_an_array_save_and_load(make, tmp_path):
     other = load(tmp_path / "m.okl")
     np.testing.assert_array_equal(other.classes, ["a", "b"])
     np.testing.assert_array_equal(other.predict(X), est.predict(X))
+
+
+# ---- a Ctrl-C during the undo of a failed call -------------------------------------------------
+
+def _state(est):
+    """Every attribute, model objects by their state, as pickled bytes (comparable)."""
+    return {key: pickle.dumps(value.get_state() if hasattr(value, "get_state") else value)
+            for key, value in vars(est).items()}
+
+
+def test_a_ctrl_c_during_the_undo_still_restores_the_model(monkeypatch):
+    """The undo of a failed call (here a divergence) restored the models, then cleared the
+    estimator's attributes and put them back: a Ctrl-C in between left an estimator without
+    its parameters (found with a refused third class of MultiKernelClassifier)."""
+    from okl._numpy.expansion import NumpyExpansion
+    X = np.random.default_rng(14).normal(size=(30, 2))
+    est = OnlineKernelRegressor(eta=0.1, eta_decay=0.0, lam=0.0, engine="numpy")
+    est.partial_fit(X[:10], X[:10, 0])
+    before = _state(est)
+    est.set_params(eta=1e150)
+    restore, calls = NumpyExpansion.restore, []
+
+    def interrupted_restore(self, token):
+        calls.append(1)
+        if len(calls) == 1:
+            raise KeyboardInterrupt         # as a signal handler would, at the undo's start
+        return restore(self, token)
+
+    monkeypatch.setattr(NumpyExpansion, "restore", interrupted_restore)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(KeyboardInterrupt):
+            est.partial_fit(X[10:], X[10:, 0])
+    monkeypatch.undo()
+    assert _state(est.set_params(eta=0.1)) == before
+    assert len(calls) == 2                  # the interrupted undo ran again

@@ -62,10 +62,18 @@ def transaction(estimator):
     try:
         yield guarded
     except BaseException:
-        for model, token in reversed(guarded):
-            model.restore(token)
-        estimator.__dict__.clear()
-        estimator.__dict__.update(saved)
+        interrupted = None
+        while True:         # a Ctrl-C during the undo itself: undo again (each step is a copy)
+            try:
+                for model, token in reversed(guarded):
+                    model.restore(token)
+                estimator.__dict__.clear()
+                estimator.__dict__.update(saved)
+                break
+            except KeyboardInterrupt as exc:
+                interrupted = exc
+        if interrupted is not None:
+            raise interrupted
         raise
 
 
