@@ -355,3 +355,24 @@ def test_a_ctrl_c_during_the_undo_still_restores_the_model(monkeypatch):
     monkeypatch.undo()
     assert _state(est.set_params(eta=0.1)) == before
     assert len(calls) == 2                  # the interrupted undo ran again
+
+
+def test_a_merge_with_a_far_centre_keeps_the_expansion_finite():
+    """g = gamma ||x_m - x_n||^2 overflows to inf for a row near 1e300; the merge's
+    K(x_n, z) - 1 at h = 0 was expm1(-inf * 0) = NaN: a NaN coefficient, every later
+    prediction NaN and every later step refused (168 of 200 random such streams)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(8, 2))
+    X[7, 0] = 1e300
+    y = np.sin(X[:, 1])
+    scores = []
+    for engine in ENGINES:
+        est = OnlineKernelRegressor(budget=2, budget_policy="merge", gamma=0.5,
+                                    fit_intercept=False, engine=engine)
+        for x, target in zip(X, y):
+            est.learn_one(x, target)
+        assert np.all(np.isfinite(est._expansion.coef_))
+        probe = np.random.default_rng(1).normal(size=(4, 2))
+        scores.append(est.predict(probe))
+        assert np.all(np.isfinite(scores[-1]))
+    np.testing.assert_allclose(scores[0], scores[1], rtol=0, atol=1e-10)
