@@ -376,3 +376,23 @@ def test_a_merge_with_a_far_centre_keeps_the_expansion_finite():
         scores.append(est.predict(probe))
         assert np.all(np.isfinite(scores[-1]))
     np.testing.assert_allclose(scores[0], scores[1], rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("make", [OnlineKernelRegressor, PairwiseLearner])
+def test_fit_forgets_the_feature_order_of_earlier_dict_events(make):
+    """fit starts a fresh stream, but the feature order fixed by earlier dict events stayed:
+    dict events with fit's own columns were refused, and with more old names than columns
+    the row was written past its end (IndexError)."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(17)
+    est = make()
+    for _ in range(5):
+        est.learn_one({"a": rng.normal(), "b": rng.normal(), "c": rng.normal()}, rng.normal())
+    est.fit(pd.DataFrame(rng.normal(size=(10, 2)), columns=["x", "y"]), rng.normal(size=10))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)    # scikit-learn: a row without names
+        est.learn_one({"x": 1.0, "y": 2.0}, 0.5)
+    assert est.t_ == 11
+    est.fit(rng.normal(size=(10, 2)), rng.normal(size=10))       # arrays: no names at all
+    with pytest.raises(ValueError, match="without feature names"):
+        est.learn_one({"a": 1.0, "b": 2.0}, 0.5)
