@@ -396,3 +396,14 @@ def test_fit_forgets_the_feature_order_of_earlier_dict_events(make):
     est.fit(rng.normal(size=(10, 2)), rng.normal(size=10))       # arrays: no names at all
     with pytest.raises(ValueError, match="without feature names"):
         est.learn_one({"a": 1.0, "b": 2.0}, 0.5)
+
+
+@pytest.mark.parametrize("nu", [0.5, 2.5])
+def test_a_pickled_matern_fourier_model_predicts_as_the_original(nu):
+    """A pickle draws the random features again from their seed, and drew them with Matern's
+    default nu = 1.5: the copy (and every model Dask ships) predicted differently."""
+    X = np.random.default_rng(18).normal(size=(30, 3))
+    est = OnlineKernelRegressor(kernel="matern", nu=nu, gamma=0.5, approximation="fourier",
+                                n_components=20, random_state=0).fit(X, np.sin(X[:, 0]))
+    copy = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(copy.predict(X), est.predict(X))

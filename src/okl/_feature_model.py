@@ -175,7 +175,7 @@ class FeatureModel:
             fstate = part("fmap_")
             if "seed" in fstate:            # a pickle: the map is drawn again from its seed
                 self.fmap = RandomFourierFeatures(
-                    self.kernel, self.gamma, self.n_components, fstate["seed"])
+                    self.kernel, self.gamma, self.n_components, fstate["seed"], nu=self.nu)
                 self.fmap.fit(self.n_features)
             else:
                 fmap_cls = (RandomFourierFeatures if fstate["kind"] == "fourier"
