@@ -90,7 +90,7 @@ def average_expansions(expansions):
     out = cls.from_state(dict(first, scale=1.0, n_rescale=0, next_slot=0,
                               coef=np.empty((0,) + np.shape(first["coef"])[1:]),
                               centers=np.empty((0, first["n_features"])), sqnorms=np.empty(0)))
-    out.reserve(len(coef) if not first["budget"] else min(len(coef), first["budget"]))
+    out.reserve(len(coef))          # capped by the budget (B + 1 under MERGE: the newcomer's slot)
     for x, a in zip(centers, coef):
         out.add(np.ascontiguousarray(x), np.ascontiguousarray(a) if multi else float(a))
     return out
@@ -124,8 +124,9 @@ def _feature_weights(feature_models):
 
 def average_features(feature_models):
     """The average of fixed-size feature models on one map: the mean weight vector."""
+    weights = _feature_weights(feature_models)     # refuses a model in its exact phase
     out = copy.deepcopy(feature_models[0])
-    out.linear.set_coef(sum(_feature_weights(feature_models)) / len(feature_models))
+    out.linear.set_coef(sum(weights) / len(feature_models))
     return out
 
 

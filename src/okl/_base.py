@@ -36,7 +36,7 @@ from okl._numpy.expansion import NumpyExpansion
 from okl._one_event import OneEventMixin
 from okl._params import validate_params
 from okl._progress import progress
-from okl._rows import check_label
+from okl._rows import check_label, forget_names
 
 _F64 = np.dtype(np.float64)
 VERBOSE_STRETCH = 1000      # rows per progress-bar update of a verbose fit
@@ -62,10 +62,18 @@ def transaction(estimator):
     try:
         yield guarded
     except BaseException:
-        for model, token in reversed(guarded):
-            model.restore(token)
-        estimator.__dict__.clear()
-        estimator.__dict__.update(saved)
+        interrupted = None
+        while True:         # a Ctrl-C during the undo itself: undo again (each step is a copy)
+            try:
+                for model, token in reversed(guarded):
+                    model.restore(token)
+                estimator.__dict__.clear()
+                estimator.__dict__.update(saved)
+                break
+            except KeyboardInterrupt as exc:
+                interrupted = exc
+        if interrupted is not None:
+            raise interrupted
         raise
 
 
@@ -256,6 +264,8 @@ class OnlineLearner(OneEventMixin, BaseEstimator):
                     _check_unchanged(self)
                 if first:
                     self.__dict__.pop("_one_event_state", None)     # a fresh stream of events
+                if reset:
+                    forget_names(self)      # and fit's X fixes the features, not old dicts
             X, y = self._check_X_y(X, y, reset=first)
             weight = check_sample_weight(self, sample_weight, X.shape[0], fresh=reset)
             if first:

@@ -455,18 +455,29 @@ class PointwiseMixin(KernelModelMixin):
         if type(events) is PointwiseEvents:
             return events.learn_into(d, row, y, weight, eta)
         prior = self._prior()
-        f, taken, t, ck2, eta_t, lam_t, b, _, dev = events.learn(
-            row, y, weight, d["t_"], d["ck2_"], 0.0 if prior else d["intercept_"], eta,
-            d.get("dev_", 0.0))
-        if taken:
+        b = d["intercept_"]
+        try:
+            out = events.learn(row, y, weight, d["t_"], d["ck2_"], 0.0 if prior else b, eta,
+                               d.get("dev_", 0.0))   # resets events.outcome before it can raise
+            self._store_event(out, y, weight)
+        except KeyboardInterrupt:
+            # a Ctrl-C raised once the compiled step had written (as the call returned, or
+            # here): the counters follow the model; `outcome` is None when nothing was written
+            self._store_event(events.outcome, y, weight)
+            raise
+        return out[0] + b if prior else out[0]
+
+    def _store_event(self, out, y, weight):
+        """Keep what a one-event step returned (None: it wrote nothing); then the prior-shift
+        offset, which predicted the event, counts it."""
+        if out is not None and out[1]:
+            f, _, t, ck2, eta_t, lam_t, b, _, dev = out
             self._store_step(t, ck2, eta_t, lam_t, b, dev)
-            if prior:               # the offset predicted this event, then the event counts
-                b = d["intercept_"]
+            if self._prior():
+                d = self.__dict__
                 state = d["_prior_state"] = prior_count(
                     d.get("_prior_state", (0.0, 0.0, 0.0, 0.0)), f, y, weight)
                 d["intercept_"] = prior_offset(state)
-                return f + b
-        return f + d["intercept_"] if prior else f
 
     def _compiled_events(self, cache):
         """The `PointwiseEvents` (or, on features, `FeatureEvents`) of this fitted learner on

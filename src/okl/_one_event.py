@@ -341,7 +341,11 @@ class EventAdapter:
                     return known[0]
                 return self._pending[0][1] if self._pending else None
             return 0.0
-        if hasattr(est, "score_samples") and not hasattr(est, "predict"):
+        if not hasattr(est, "predict"):       # a ranker: its score of one row
+            if not hasattr(est, "score_samples"):
+                raise AttributeError(
+                    f"{type(est).__name__} has no score of one event here: it scores pairs "
+                    "of rows (e.g. pair_kernel='metric'); use decision_function(X1, X2).")
             return float(est.score_samples(X)[0])
         value = est.predict(X)[0]
         return value.item() if isinstance(value, np.generic) else value

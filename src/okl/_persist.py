@@ -226,6 +226,16 @@ class StateCheck:
         if extra:
             self.fail(f"{what} has unknown entries {sorted(extra)}")
 
+    def row_keys(self):
+        """`_row_keys`, the feature order of dict events (`okl._rows`), when the file has it."""
+        if "_row_keys" not in self.attrs:
+            return
+        keys = self.attrs["_row_keys"]
+        if (not isinstance(keys, list) or len(keys) != self.out["n_features_in_"]
+                or not all(isinstance(k, (str, int)) for k in keys)):
+            self.fail("_row_keys must list the names of the n_features_in_ features")
+        self.out["_row_keys"] = tuple(keys)
+
     def labels(self, value, name, binary):
         """classes_: a 1-D array of distinct numbers or strings (two, sorted, for classifiers)."""
         if not isinstance(value, np.ndarray) or value.ndim != 1 or value.dtype.kind not in "biufU":
@@ -307,7 +317,8 @@ class StateCheck:
                 rest = self.multi_expansion(rest, "_expansion.expansion", 0, 0, k)
                 self.equal(int(rest["n_features"]), d, "_expansion.expansion.n_features")
             else:
-                rest = self.expansion(rest, "_expansion.expansion", d, self.kernel_of(est), 0, 0)
+                rest = self.expansion(rest, "_expansion.expansion", d,
+                                      dict(self.kernel_of(est), gamma=gamma), 0, 0)  # gamma_ fitted
             if len(rest["coef"]) != n_support or n_support >= D:
                 self.fail(f"the exact phase holds {len(rest['coef'])} centres; n_support_ = "
                            f"{n_support}, n_components = {D}")
@@ -541,7 +552,7 @@ def load(path: Any) -> Any:
             value = params[key] = np.asarray(value)
             if value.dtype.kind == "U":
                 continue
-        if isinstance(value, np.ndarray) and (value.dtype.kind not in "iuf" or (
+        if isinstance(value, np.ndarray) and (value.dtype.kind not in "iufU" or (  # U: labels
                 value.dtype.kind == "f" and not np.all(np.isfinite(value)))):
             check.fail(f"the parameter {key!r} is not an array of finite numbers")
         if isinstance(value, (list, dict)):

@@ -735,7 +735,9 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
         built = {}
         check.keys(attrs, ("n_features_in_", "t_", "classes_", "n_centers_", "kappa_max_",
                            "norm_bound_"), f"{name}'s attributes",
-                   optional=("M_", "eta_", "gamma_", "fixed_classes_", "_coef_matrix"))
+                   optional=("M_", "eta_", "gamma_", "fixed_classes_", "_coef_matrix",
+                             "_row_keys"))
+        check.row_keys()
         check.fitted_gamma()
         check.binary_labels(max_classes=C_INT_MAX)
         k = len(out["classes_"])

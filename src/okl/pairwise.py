@@ -252,7 +252,8 @@ class PairwiseLearner(OnlineLearner):
         labels = ("classes_",) if self.reducer == "dissimilar" else ()
         check.keys(attrs, ("n_features_in_", "t_", "_params", "n_stored_", "theta_", "kappa_",
                            "eta1_", "_seed") + labels, f"{name}'s attributes",
-                   optional=("gamma_",))
+                   optional=("gamma_", "_row_keys"))
+        check.row_keys()
         check.fitted_gamma(needed=self.pair_kernel == "difference")
         if not (isinstance(attrs["_params"], list)
                 and attrs["_params"] == self._frozen_params()):

@@ -315,7 +315,8 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
         d, t = out["n_features_in_"], out["t_"]
         built = {}
         check.keys(attrs, ("n_features_in_", "t_", "classes_", "n_updates_", "n_infeasible_"),
-                   f"{name}'s attributes", optional=("gamma_", "fixed_classes_"))
+                   f"{name}'s attributes", optional=("gamma_", "fixed_classes_", "_row_keys"))
+        check.row_keys()
         check.fitted_gamma(needed=self.kernel != "linear")
         check.binary_labels(max_classes=C_INT_MAX)
         k = len(out["classes_"])            # k >= 3: a model of k score functions

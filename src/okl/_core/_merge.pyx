@@ -80,7 +80,9 @@ cdef void cmerge_pair(double cm, double cn, double g,
         e = okl_exp_nonpos(csolve_t(log(a / b), g))
         h = e / (1.0 + e)
     c0 = b + a * k
-    dc = a * (okl_exp_nonpos(-g * (1.0 - h) * (1.0 - h)) - k) + b * expm1(-g * h * h)
+    # h = 0 puts z at x_n: K(x_n, z) - 1 = 0, also when g overflowed to inf (not inf * 0)
+    dc = a * (okl_exp_nonpos(-g * (1.0 - h) * (1.0 - h)) - k) + (
+        b * expm1(-g * h * h) if h != 0.0 else 0.0)
     h_out[0] = 1.0 - h if flip else h
     cz_out[0] = c0 + dc
     loss_out[0] = -a * a * km1 * (2.0 + km1) - dc * (2.0 * c0 + dc)      # 1 - k^2 = -km1 (2 + km1)

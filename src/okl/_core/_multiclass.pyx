@@ -23,7 +23,7 @@ from okl._core._kernels cimport cdot, cself
 from okl._core._linear cimport FeatureRow, MultiLinearModel
 from okl._core._multiexpansion cimport MultiExpansion
 from okl._core._pointwise cimport GIVEN, Schedule, cschedule
-from okl._core._signals cimport cinterrupted, craise_pending
+from okl._core._signals cimport cinterrupted, craise_pending, craise_signals
 
 
 cdef enum:
@@ -185,6 +185,7 @@ cdef class MulticlassEvents:
     cdef Schedule schedule
     cdef int loss
     cdef object name
+    cdef readonly object outcome     # what the last `learn` returned, None until it returns
     cdef tuple names, values
     cdef double[::1] last_row, last_s, g, a
     cdef bint has_last
@@ -274,6 +275,7 @@ cdef class MulticlassEvents:
         cdef double xx
         cdef MState st
         cdef int status
+        self.outcome = None
         self._check(x, b)
         if not (0 <= yi < k and yi == y):
             raise ValueError(f"y = {y} is not a class index in [0, {k}).")
@@ -293,6 +295,7 @@ cdef class MulticlassEvents:
             # moves the buffers, the model unchanged; a full MERGE budget needs slot B for
             # the newcomer until the merge (`reserve` caps the room at B + 1)
             e.reserve(1)
+        craise_signals()                # a Ctrl-C so far: raised before any write
         status = cmstep(e, &x[0], xx, cself(&e.kernel, xx), cself(&e.kernel, xx), &s[0], yi,
                         weight, eta_given, self.loss, &self.schedule, &st, &bn[0], &self.g[0],
                         &self.a[0])
@@ -302,8 +305,9 @@ cdef class MulticlassEvents:
                 "the model would no longer be finite. The step size is too large for this "
                 "data; use eta='auto', a smaller eta or a larger eta_decay, or scale X (e.g. "
                 "with okl.preprocessing.OnlineStandardScaler). The model is left as it was.")
-        return (s_arr, status == TAKEN, st.t, st.ck2, st.eta_t, st.lam_t, b_arr,
-                (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None, dev)
+        self.outcome = (s_arr, status == TAKEN, st.t, st.ck2, st.eta_t, st.lam_t, b_arr,
+                        (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None, dev)
+        return self.outcome             # kept first, as PointwiseEvents.learn does
 
 
 cdef class MultiFeatureEvents:
@@ -317,6 +321,7 @@ cdef class MultiFeatureEvents:
     """
     cdef MultiLinearModel linear
     cdef FeatureRow rowmap
+    cdef readonly object outcome     # what the last `learn` returned, None until it returns
     cdef object model, fmap
     cdef Schedule schedule
     cdef int loss
@@ -389,6 +394,7 @@ cdef class MultiFeatureEvents:
         cdef Py_ssize_t k = self.linear.n_classes, yi = <Py_ssize_t>y
         cdef MState st
         cdef int status
+        self.outcome = None
         if not (0 <= yi < k and yi == y):
             raise ValueError(f"y = {y} is not a class index in [0, {k}).")
         s_arr = np.empty(k)
@@ -399,6 +405,7 @@ cdef class MultiFeatureEvents:
         st.t, st.ck2 = t, ck2
         st.eta_t = st.lam_t = st.eta_try = NAN
         st.reset_t = st.reset_eta = st.reset_lam = 0.0
+        craise_signals()                # a Ctrl-C so far: raised before any write
         status = cmstep(self.linear, &self.z[0], self.last_zz,
                         cself(&self.rowmap.kernel, self.last_xx), self.last_zz, &s[0], yi,
                         weight, eta_given, self.loss, &self.schedule, &st, &bn[0], &self.g[0],
@@ -409,5 +416,6 @@ cdef class MultiFeatureEvents:
                 "the model would no longer be finite. The step size is too large for this "
                 "data; use eta='auto', a smaller eta or a larger eta_decay, or scale X (e.g. "
                 "with okl.preprocessing.OnlineStandardScaler). The model is left as it was.")
-        return (s_arr, status == TAKEN, st.t, st.ck2, st.eta_t, st.lam_t, b_arr,
-                (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None, dev)
+        self.outcome = (s_arr, status == TAKEN, st.t, st.ck2, st.eta_t, st.lam_t, b_arr,
+                        (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None, dev)
+        return self.outcome             # kept first, as PointwiseEvents.learn does

@@ -30,7 +30,7 @@ from okl._core._multiclass cimport HINGE as MC_HINGE, LOGISTIC as MC_LOGISTIC
 from okl._core._multiclass cimport cgradient as cmulti_gradient
 from okl._core._multiexpansion cimport cmulti_merge_find
 from okl._core._pointwise cimport AUTO, MEAN, POWER, STEP, Schedule, cschedule
-from okl._core._signals cimport cinterrupted, craise_pending
+from okl._core._signals cimport cinterrupted, craise_pending, craise_signals
 from okl._numpy.multikernel import doublings
 
 
@@ -252,14 +252,15 @@ cdef class MultiKernel:
     # -- the hot path (nogil, no allocation) -------------------------------------------
 
     cdef double cgamma_scale(self) noexcept nogil:
-        """1 / tr(Cov) of the inputs learned so far (auto), 1 / n_features before any spread."""
+        """1 / tr(Cov) of the inputs learned so far (auto), 1 / n_features before any spread
+        (and once it overflowed: a width of 0 made K = exp(0 inf) = NaN at a far centre)."""
         cdef double total = 0.0
         cdef Py_ssize_t j
         if not self.auto:
             return 1.0
         for j in range(self.n_features):
             total += self.m2[j]
-        if self.n_seen < 2.0 or not total > 0.0:
+        if self.n_seen < 2.0 or not total > 0.0 or not isfinite(total):   # no (finite) spread
             return 1.0 / self.n_features
         return self.n_seen / total
 
@@ -509,9 +510,11 @@ cdef class MultiKernel:
             cmerge_point(self.centers + m * d, self.centers + n * d, d, h, self.zbuf)
             for k in range(self.n_learners):
                 g = self.gammas[self.width_of[k]] * gs
+                # K(x_m, z) = 1 at h = 1 (K(x_n, z) at h = 0), also when dist overflowed to inf
                 self.coef[k * cap + n] = (
-                    self.coef[k * cap + m] * exp(-g * (1.0 - h) * (1.0 - h) * dist)
-                    + self.coef[k * cap + n] * exp(-g * h * h * dist))
+                    self.coef[k * cap + m] * (exp(-g * (1.0 - h) * (1.0 - h) * dist)
+                                              if h != 1.0 else 1.0)
+                    + self.coef[k * cap + n] * (exp(-g * h * h * dist) if h != 0.0 else 1.0))
             memcpy(self.centers + n * d, self.zbuf, d * sizeof(double))
         if m != last:
             memcpy(self.centers + m * d, self.centers + last * d, d * sizeof(double))
@@ -834,6 +837,7 @@ cdef class MultiKernelEvents:
                 m.budget and m.n_support >= m.room()):
             m.reserve(1)
         out = self._predict(&x[0])
+        craise_signals()                # a Ctrl-C so far: raised before any write
         status = m.cstep(&x[0], y, weight, &self.schedule, &self.loss, &self.hedge)
         if status == DIVERGED:
             raise FloatingPointError(

@@ -34,7 +34,7 @@ from okl._core._kernels cimport cdot, cself
 from okl._core._losses cimport LossSpec, cgradient
 from okl._core._expansion cimport MERGE, KernelExpansion
 from okl._core._linear cimport FeatureRow, LinearModel
-from okl._core._signals cimport cinterrupted, craise_pending
+from okl._core._signals cimport cinterrupted, craise_pending, craise_signals
 
 
 cnp.import_array()
@@ -216,6 +216,7 @@ cdef class PointwiseEvents:
     cdef Schedule schedule
     cdef LossSpec loss
     cdef object name
+    cdef readonly object outcome     # what the last `learn` returned, None until it returns
     cdef tuple names, values
     cdef readonly bint given            # a GIVEN schedule: the caller passes eta_t of each step
     cdef public bint prior              # the prior-shift offset (learn_into keeps it)
@@ -318,6 +319,7 @@ cdef class PointwiseEvents:
             # moves the buffers, the model unchanged; a full MERGE budget needs slot B for
             # the newcomer until the merge (`reserve` caps the room at B + 1)
             e.reserve(1)
+        craise_signals()                # a Ctrl-C so far: raised before any write
         status[0] = cstep(e, p, xx, cself(&e.kernel, xx), cself(&e.kernel, xx), f, y,
                           weight, eta_given, &self.loss, &self.schedule, st)
         if status[0] == DIVERGED:
@@ -402,6 +404,7 @@ cdef class FeatureEvents:
     """
     cdef LinearModel linear
     cdef FeatureRow rowmap
+    cdef readonly object outcome     # what the last `learn` returned, None until it returns
     cdef object model, fmap
     cdef Schedule schedule
     cdef LossSpec loss
@@ -473,13 +476,17 @@ cdef class FeatureEvents:
     def learn(self, const double[::1] x, double y, double weight, double t, double ck2,
               double b, double eta_given=NAN, double dev=0.0):
         """Predict f_t(x_t), then take step t + 1: `PointwiseEvents.learn`'s arguments and
-        results.  Raises, leaving the model as it was, on NaN/inf in x or divergence."""
+        results.  Raises, leaving the model as it was, on NaN/inf in x or divergence; the
+        results are kept in `outcome` before the call returns (a Ctrl-C raised as it returns
+        lets the learner store them: `okl._kernel_learners.PointwiseMixin._learn_event`)."""
+        self.outcome = None
         cdef double f = self._f(x, b, "learned")
         cdef StepState st
         cdef int status
         st.t, st.ck2, st.b, st.dev = t, ck2, b, dev
         st.eta_t = st.lam_t = st.eta_try = NAN
         st.reset_t = st.reset_eta = st.reset_lam = 0.0
+        craise_signals()                # a Ctrl-C so far: raised before any write
         status = cstep(self.linear, &self.z[0], self.last_zz,
                        cself(&self.rowmap.kernel, self.last_xx), self.last_zz, f, y, weight,
                        eta_given, &self.loss, &self.schedule, &st)
@@ -489,8 +496,9 @@ cdef class FeatureEvents:
                 "the model would no longer be finite. The step size is too large for this "
                 "data; use eta='auto', a smaller eta or a larger eta_decay, or scale X (e.g. "
                 "with okl.preprocessing.OnlineStandardScaler). The model is left as it was.")
-        return (f, status == TAKEN, st.t, st.ck2, st.eta_t, st.lam_t, st.b,
-                (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None, st.dev)
+        self.outcome = (f, status == TAKEN, st.t, st.ck2, st.eta_t, st.lam_t, st.b,
+                        (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None, st.dev)
+        return self.outcome
 
 
 # -- the prior-shift offset of the binary classifier (docs/defaults.md, section 1) ---------------

@@ -34,3 +34,16 @@ cdef inline bint cinterrupted(Py_ssize_t* work, Py_ssize_t step_work) noexcept n
 cdef inline int craise_pending() except -1:
     """Raise the exception a signal handler left set (call with the GIL, after the loop)."""
     return okl_raise_pending()
+
+
+cdef inline int craise_signals() except -1:
+    """Run Python's signal handlers now and raise what one raised.
+
+    A one-event step calls it after its prediction, before its first write: CPython
+    runs the handlers when a call returns, so a Ctrl-C that came during the step
+    would otherwise be raised after the model changed and before the caller stored
+    the step's counters.
+    """
+    if PyErr_CheckSignals() != 0:
+        return okl_raise_pending()
+    return 0

@@ -54,7 +54,9 @@ def merge_pair(cm, cn, g):
         e = math.exp(solve_t(math.log(a / b), g))
         h = e / (1.0 + e)
     c0 = b + a * k
-    dc = a * (math.exp(-g * (1.0 - h) * (1.0 - h)) - k) + b * math.expm1(-g * h * h)
+    # h = 0 puts z at x_n: K(x_n, z) - 1 = 0, also when g overflowed to inf (not inf * 0)
+    dc = a * (math.exp(-g * (1.0 - h) * (1.0 - h)) - k) + (
+        b * math.expm1(-g * h * h) if h != 0.0 else 0.0)
     loss = -a * a * km1 * (2.0 + km1) - dc * (2.0 * c0 + dc)      # 1 - k^2 = -km1 (2 + km1)
     return (1.0 - h if flip else h), c0 + dc, loss
 
@@ -118,7 +120,9 @@ def merge_find(centers, coef, gamma):
 
     best = first
     best_h, best_cz, best_loss = exact(first)
-    for i in np.flatnonzero(r < best_loss / (cm * cm) + TOL):
+    with np.errstate(divide="ignore", invalid="ignore"):    # c_m^2 may underflow to 0, as in C
+        limit = np.float64(best_loss) / np.float64(cm * cm) + TOL
+    for i in np.flatnonzero(r < limit):
         if i == first:
             continue
         h, cz, loss = exact(i)

@@ -95,7 +95,7 @@ class NumpyMultiKernel:
         if not self.auto:
             return 1.0
         total = float(np.sum(self.m2))
-        if self.n_seen < 2 or not total > 0.0:
+        if self.n_seen < 2 or not total > 0.0 or not np.isfinite(total):   # no (finite) spread
             return 1.0 / self.n_features
         return self.n_seen / total
 
@@ -292,7 +292,9 @@ class NumpyMultiKernel:
         if n >= 0:
             D = float(((self._centers[m] - self._centers[n]) ** 2).sum())
             g = self.gammas[self.width_of] * gs
-            em, en = np.exp(-g * (1.0 - h) * (1.0 - h) * D), np.exp(-g * h * h * D)
+            # K(x_m, z) = 1 at h = 1 (K(x_n, z) at h = 0), also when D overflowed to inf
+            em = np.exp(-g * (1.0 - h) * (1.0 - h) * D) if h != 1.0 else np.ones_like(g)
+            en = np.exp(-g * h * h * D) if h != 0.0 else np.ones_like(g)
             if self.n_outputs > 1:
                 em, en = em[:, None], en[:, None]
             self._coef[:, n] = self._coef[:, m] * em + self._coef[:, n] * en
