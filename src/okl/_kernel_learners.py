@@ -16,6 +16,7 @@ from okl import _locks, _warnings
 from okl._base import Diverged, params_changed, check_X, one_row
 from okl._core._expansion import KernelExpansion
 from okl._core._linear import LinearModel
+from okl._core._multiclass import MulticlassEvents
 from okl._core._pointwise import FeatureEvents, PointwiseEvents, StepSize
 from okl._engines import ENGINES
 from okl._feature_model import FeatureModel
@@ -366,7 +367,7 @@ class PointwiseMixin(KernelModelMixin):
 
     def _store_step(self, t, ck2, eta_t, lam_t, b, dev):
         """Keep what the steps returned (t_ counts the steps taken); one event on the cython
-        engine stores the same in `PointwiseEvents.learn_into`."""
+        engine stores the same in `PointwiseEvents.learn_into` (`MulticlassEvents.learn_into`)."""
         d = self.__dict__
         if t != d["t_"]:
             d["eta_"], d["lam_"] = eta_t, lam_t
@@ -453,6 +454,8 @@ class PointwiseMixin(KernelModelMixin):
         if weight != 0.0 and callable(self.eta):       # the callable's step at step t + 1
             eta = float(step_sizes(self.eta, 0.0, np.array([d["t_"] + 1.0]))[0])
         if type(events) is PointwiseEvents:
+            return events.learn_into(d, row, y, weight, eta)
+        if type(events) is MulticlassEvents:
             return events.learn_into(d, row, y, weight, eta)
         prior = self._prior()
         b = d["intercept_"]

@@ -309,6 +309,28 @@ cdef class MulticlassEvents:
                         (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None, dev)
         return self.outcome             # kept first, as PointwiseEvents.learn does
 
+    def learn_into(self, dict attrs, const double[::1] x, double y, double weight=1.0,
+                   double eta_given=NAN):
+        """`learn` on the learner's own counters, as `PointwiseEvents.learn_into`: reads t_,
+        ck2_, intercept_ and dev_ from `attrs` (the learner's ``__dict__``) and, when the step
+        is taken, stores there what `okl._kernel_learners.PointwiseMixin._store_step` stores,
+        in one compiled call; returns the scores.  Raises, leaving the model and `attrs` as
+        they were."""
+        cdef double t0 = attrs["t_"]
+        dev = attrs.get("dev_")
+        out = self.learn(x, y, weight, t0, attrs["ck2_"], attrs["intercept_"], eta_given,
+                         0.0 if dev is None else dev)
+        if out[1]:
+            if out[2] != t0:
+                attrs["eta_"] = out[4]
+                attrs["lam_"] = out[5]
+            attrs["t_"] = <long long>out[2]
+            attrs["ck2_"] = out[3]
+            attrs["intercept_"] = out[6]
+            attrs["dev_"] = out[8]
+            attrs["n_support_"] = self.expansion.n_support
+        return out[0]
+
 
 cdef class MultiFeatureEvents:
     """One-event predict and learn on the weight matrix of a feature model of k classes.

@@ -14,7 +14,7 @@ from libc.string cimport memcpy, memset
 
 from okl._core._expansion cimport MERGE, NEWCOMER, NO_EVICTION, OLDEST, SMALLEST
 from okl._core._kernels cimport (
-    Kernel, KernelSpec, cdot, ckernel, ckernel_row, cself, okl_dots, okl_sqdists,
+    Kernel, KernelSpec, cdot, ckernel, ckernel_row, ckernel_row_norms, cself, okl_dots, okl_sqdists,
 )
 from okl._core._lazy cimport RENORMALISED, cshrink_lazy
 
@@ -293,8 +293,10 @@ cdef class MultiExpansion:
     # -- the hot path (nogil, no allocation) -------------------------------------------------
 
     cdef void cvalues(self, const double* x) noexcept nogil:
-        """kbuf[i] = K(centers[i], x) for every centre."""
-        ckernel_row(&self.kernel, x, self.centers, self.n_support, self.n_features, self.kbuf)
+        """kbuf[i] = K(centers[i], x) for every centre (the Gaussian and Matern distances from
+        the centres' cached norms, as `KernelExpansion.cvalues`: docs/algorithms.md, 0.4)."""
+        ckernel_row_norms(&self.kernel, x, cdot(x, x, self.n_features), self.centers,
+                          self.sqnorms, self.n_support, self.n_features, self.kbuf)
         self.kbuf_x = x
         self.kbuf_n = self.n_support
 

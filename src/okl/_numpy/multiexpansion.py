@@ -159,7 +159,8 @@ class NumpyMultiExpansion:
             self._sqnorms = np.concatenate([self._sqnorms, np.empty(grow)])
 
     def values(self, x):
-        return kernel_values(self.kernel_params, self._centers[:self.n_support], x)
+        n = self.n_support
+        return kernel_values(self.kernel_params, self._centers[:n], x, self._sqnorms[:n])
 
     def scores(self, x):
         """The k scores f_c(x) (no offset)."""
