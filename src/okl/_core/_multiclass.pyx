@@ -22,7 +22,7 @@ from okl._core._expansion cimport MERGE
 from okl._core._kernels cimport cdot, cself
 from okl._core._linear cimport FeatureRow, MultiLinearModel
 from okl._core._multiexpansion cimport MultiExpansion
-from okl._core._pointwise cimport GIVEN, Schedule, cschedule
+from okl._core._pointwise cimport GIVEN, Schedule, cready, cschedule
 from okl._core._signals cimport cinterrupted, craise_pending, craise_signals
 
 
@@ -240,29 +240,41 @@ cdef class MulticlassEvents:
         self.has_last = True
         return True
 
-    cdef _check(self, const double[::1] x, const double[::1] b):
-        if x.shape[0] != self.expansion.n_features:
-            raise ValueError(f"X has {x.shape[0]} features, but {self.name} is expecting "
+    cdef _check(self, Py_ssize_t n, Py_ssize_t nb):
+        if n != self.expansion.n_features:
+            raise ValueError(f"X has {n} features, but {self.name} is expecting "
                              f"{self.expansion.n_features} features as input.")
-        if b.shape[0] != self.expansion.n_classes:
+        if nb != self.expansion.n_classes:
             raise ValueError("intercept_ does not match the classes.")
 
-    def predict(self, const double[::1] x, double t, const double[::1] b):
-        """The k scores f(x) + b for one row."""
-        cdef Py_ssize_t j, k = self.expansion.n_classes
+    def predict(self, x, double t, b):
+        """The k scores f(x) + b for one row (x, b: 1-D float64 buffers; a ready array is
+        read in place, as `PointwiseEvents.predict` does)."""
+        cdef Py_ssize_t j, n = 0, nb = 0, k = self.expansion.n_classes
         cdef double xx
-        self._check(x, b)
+        cdef const double[::1] tx, tb
+        cdef const double* px = cready(x, &n)
+        cdef const double* pb = cready(b, &nb)
+        if px == NULL:
+            tx = x
+            n = tx.shape[0]
+            px = &tx[0] if n else NULL
+        if pb == NULL:
+            tb = b
+            nb = tb.shape[0]
+            pb = &tb[0] if nb else NULL
+        self._check(n, nb)
         out = np.empty(k)
         cdef double[::1] o = out
-        if not self._scores(&x[0], &o[0], &xx, t):
+        if not self._scores(px, &o[0], &xx, t):
             raise ValueError(f"{self.name} got a row with NaN or inf: {np.asarray(x)[:10]}; "
                              "non-finite values cannot be predicted.")
         for j in range(k):
-            o[j] += b[j]
+            o[j] += pb[j]
         return out
 
-    def learn(self, const double[::1] x, double y, double weight, double t, double ck2,
-              const double[::1] b, double eta_given=NAN, double dev=0.0):
+    def learn(self, x, double y, double weight, double t, double ck2, b,
+              double eta_given=NAN, double dev=0.0):
         """Predict the scores, then take step t + 1 (y: the class index as a float).
 
         Returns (scores, taken, t, C_K^2, eta_t, lam_t, b after, reset, dev), the
@@ -271,22 +283,34 @@ cdef class MulticlassEvents:
         leaving the model as it was, on NaN/inf in x or divergence.
         """
         cdef MultiExpansion e = self.expansion
-        cdef Py_ssize_t j, k = e.n_classes, yi = <Py_ssize_t>y
+        cdef Py_ssize_t j, n = 0, nb = 0, k = e.n_classes, yi = <Py_ssize_t>y
         cdef double xx
         cdef MState st
         cdef int status
+        cdef const double[::1] tx, tb
         self.outcome = None
-        self._check(x, b)
+        cdef const double* px = cready(x, &n)
+        cdef const double* pb = cready(b, &nb)
+        if px == NULL:
+            tx = x
+            n = tx.shape[0]
+            px = &tx[0] if n else NULL
+        if pb == NULL:
+            tb = b
+            nb = tb.shape[0]
+            pb = &tb[0] if nb else NULL
+        self._check(n, nb)
         if not (0 <= yi < k and yi == y):
             raise ValueError(f"y = {y} is not a class index in [0, {k}).")
         s_arr = np.empty(k)
-        b_arr = np.array(b)
+        b_arr = np.empty(k)
         cdef double[::1] s = s_arr, bn = b_arr
-        if not self._scores(&x[0], &s[0], &xx, t):
+        memcpy(&bn[0], pb, k * sizeof(double))
+        if not self._scores(px, &s[0], &xx, t):
             raise ValueError(f"{self.name} got a row with NaN or inf: {np.asarray(x)[:10]}; "
                              "non-finite values cannot be learned.")
         for j in range(k):
-            s[j] += b[j]
+            s[j] += pb[j]
         st.t, st.ck2 = t, ck2
         st.eta_t = st.lam_t = st.eta_try = NAN
         st.reset_t = st.reset_eta = st.reset_lam = 0.0
@@ -296,7 +320,7 @@ cdef class MulticlassEvents:
             # the newcomer until the merge (`reserve` caps the room at B + 1)
             e.reserve(1)
         craise_signals()                # a Ctrl-C so far: raised before any write
-        status = cmstep(e, &x[0], xx, cself(&e.kernel, xx), cself(&e.kernel, xx), &s[0], yi,
+        status = cmstep(e, px, xx, cself(&e.kernel, xx), cself(&e.kernel, xx), &s[0], yi,
                         weight, eta_given, self.loss, &self.schedule, &st, &bn[0], &self.g[0],
                         &self.a[0])
         if status == DIVERGED:
@@ -309,7 +333,7 @@ cdef class MulticlassEvents:
                         (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None, dev)
         return self.outcome             # kept first, as PointwiseEvents.learn does
 
-    def learn_into(self, dict attrs, const double[::1] x, double y, double weight=1.0,
+    def learn_into(self, dict attrs, x, double y, double weight=1.0,
                    double eta_given=NAN):
         """`learn` on the learner's own counters, as `PointwiseEvents.learn_into`: reads t_,
         ck2_, intercept_ and dev_ from `attrs` (the learner's ``__dict__``) and, when the step

@@ -4,6 +4,7 @@
 `_multikernel.pyx` (many widths) cimport `Schedule` and `cschedule` from here, so a step size
 is written once.
 """
+cimport numpy as cnp
 from libc.math cimport pow
 
 
@@ -69,3 +70,17 @@ cdef inline double coffset(const Schedule* s, double b, double y, double w,
     if s.intercept == MEAN:
         return b + (y - b) * (w / t if w < t else 1.0)
     return b
+
+
+cdef inline const double* cready(object x, Py_ssize_t* n) noexcept:
+    """The data of x when it is an aligned, native, C-contiguous float64 1-D array (n: its
+    length), read in place; NULL for any other object (callers take a typed memoryview)."""
+    cdef cnp.ndarray a
+    if type(x) is not cnp.ndarray:
+        return NULL
+    a = <cnp.ndarray>x
+    if not (cnp.PyArray_TYPE(a) == cnp.NPY_DOUBLE and cnp.PyArray_NDIM(a) == 1
+            and cnp.PyArray_ISCARRAY_RO(a)):
+        return NULL
+    n[0] = cnp.PyArray_DIM(a, 0)
+    return <const double*>cnp.PyArray_DATA(a)

@@ -166,20 +166,6 @@ def fit_chunk(Model model,
     return failed, state
 
 
-cdef inline const double* cready(object x, Py_ssize_t* n) noexcept:
-    """The data of x when it is an aligned, native, C-contiguous float64 1-D array (n: its
-    length), read in place; NULL for any other object (callers take a typed memoryview)."""
-    cdef cnp.ndarray a
-    if type(x) is not cnp.ndarray:
-        return NULL
-    a = <cnp.ndarray>x
-    if not (cnp.PyArray_TYPE(a) == cnp.NPY_DOUBLE and cnp.PyArray_NDIM(a) == 1
-            and cnp.PyArray_ISCARRAY_RO(a)):
-        return NULL
-    n[0] = cnp.PyArray_DIM(a, 0)
-    return <const double*>cnp.PyArray_DATA(a)
-
-
 cdef inline bint row_is_finite(const double* x, Py_ssize_t d, double xx) noexcept nogil:
     cdef Py_ssize_t j
     if isfinite(xx):
