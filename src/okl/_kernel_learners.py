@@ -453,7 +453,7 @@ class PointwiseMixin(KernelModelMixin):
         eta = np.nan
         if weight != 0.0 and callable(self.eta):       # the callable's step at step t + 1
             eta = float(step_sizes(self.eta, 0.0, np.array([d["t_"] + 1.0]))[0])
-        if type(events) is PointwiseEvents:
+        if type(events) is PointwiseEvents or type(events) is FeatureEvents:
             return events.learn_into(d, row, y, weight, eta)
         if type(events) is MulticlassEvents:
             return events.learn_into(d, row, y, weight, eta)
@@ -514,7 +514,7 @@ class PointwiseMixin(KernelModelMixin):
         else:
             events = PointwiseEvents(model, self._schedule(), self._loss_spec(),
                                      type(self).__name__, names)
-            events.prior = self._prior()
+        events.prior = self._prior()
         cache[0] = events
         events.bind(self)
         return events

@@ -348,7 +348,6 @@ cdef class PointwiseEvents:
         cdef StepState st
         cdef int status
         cdef double f, t0, b = attrs["intercept_"]
-        cdef double ps[4]
         dev = attrs.get("dev_")
         st.t, st.ck2 = attrs["t_"], attrs["ck2_"]
         st.b = 0.0 if self.prior else b     # the prior-shift offset stays out of the step
@@ -366,13 +365,7 @@ cdef class PointwiseEvents:
             if not self.prior:
                 attrs["intercept_"] = st.b
             else:                   # b predicted this event, then the event counts
-                state = attrs.get("_prior_state")
-                ps[0] = ps[1] = ps[2] = ps[3] = 0.0
-                if state is not None:
-                    ps[0], ps[1], ps[2], ps[3] = state
-                cprior_count(ps, f, y, weight)
-                attrs["_prior_state"] = (ps[0], ps[1], ps[2], ps[3])
-                attrs["intercept_"] = cprior_offset(ps)
+                ccount_prior(attrs, f, y, weight)
         return f + b if self.prior else f
 
 
@@ -391,6 +384,7 @@ cdef class FeatureEvents:
     cdef LinearModel linear
     cdef FeatureRow rowmap
     cdef readonly object outcome     # what the last `learn` returned, None until it returns
+    cdef public bint prior              # the prior-shift offset (learn_into keeps it)
     cdef object model, fmap
     cdef Schedule schedule
     cdef LossSpec loss
@@ -486,6 +480,28 @@ cdef class FeatureEvents:
                         (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None, st.dev)
         return self.outcome
 
+    def learn_into(self, dict attrs, x, double y, double weight=1.0, double eta_given=NAN):
+        """`learn` on the learner's own counters, as `PointwiseEvents.learn_into` (read from
+        and stored into `attrs`, the learner's ``__dict__``, in one compiled call); returns
+        f_t(x_t).  Raises, leaving the model and `attrs` as they were."""
+        cdef double b = attrs["intercept_"], t0 = attrs["t_"]
+        dev = attrs.get("dev_")
+        out = self.learn(x, y, weight, t0, attrs["ck2_"], 0.0 if self.prior else b, eta_given,
+                         0.0 if dev is None else dev)
+        if out[1]:
+            if out[2] != t0:
+                attrs["eta_"] = out[4]
+                attrs["lam_"] = out[5]
+            attrs["t_"] = <long long>out[2]
+            attrs["ck2_"] = out[3]
+            attrs["dev_"] = out[8]
+            attrs["n_support_"] = self.model.n_support
+            if not self.prior:
+                attrs["intercept_"] = out[6]
+            else:
+                ccount_prior(attrs, out[0], y, weight)
+        return out[0] + b if self.prior else out[0]
+
 
 # -- the prior-shift offset of the binary classifier (docs/defaults.md, section 1) ---------------
 # okl._numpy.pointwise's prior_offset / prior_count / prior_offsets in C, the same operations in
@@ -512,6 +528,19 @@ cdef inline void cprior_count(double* s, double h, double y, double w) noexcept 
     s[1] = s[1] + rate * (y - s[1])
     s[2] = s[2] + fmax(rate, fmin(CPRIOR_RATE * w, 1.0)) * (y - s[2])
     s[3] = s[3] + rate * (fabs(h) - s[3])
+
+
+cdef ccount_prior(dict attrs, double h, double y, double w):
+    """A taken step of kernel part h counts for the prior-shift offset: its state and
+    intercept_ in `attrs` (the learner's ``__dict__``)."""
+    cdef double ps[4]
+    state = attrs.get("_prior_state")
+    ps[0] = ps[1] = ps[2] = ps[3] = 0.0
+    if state is not None:
+        ps[0], ps[1], ps[2], ps[3] = state
+    cprior_count(ps, h, y, w)
+    attrs["_prior_state"] = (ps[0], ps[1], ps[2], ps[3])
+    attrs["intercept_"] = cprior_offset(ps)
 
 
 def prior_offsets(tuple state, const double[::1] h, const double[::1] y,
