@@ -21,6 +21,7 @@ from okl._core._kernels cimport cdot, ckernel_row, cself
 from okl._core._lazy cimport cshrink_lazy
 from okl._core._losses cimport LOGISTIC, Loss, LossSpec, cdloss
 from okl._core._expansion cimport KernelExpansion
+from okl._core._pointwise cimport Events
 from okl._core._signals cimport cinterrupted, craise_pending
 
 
@@ -248,7 +249,7 @@ def fit_multi_chunk(KernelExpansion expansion,  # IN/OUT the centres (its coef s
     return failed, scale
 
 
-cdef class CoefRegEvents:
+cdef class CoefRegEvents(Events):
     """One-event predict and learn for `CoefficientRegularizedClassifier` (either model).
 
     `learn` takes the chunk loops' own step (`cstep`, or `cmstep` on the estimator's
@@ -278,8 +279,6 @@ cdef class CoefRegEvents:
     cdef Py_ssize_t k, n_centers
     cdef double lam, eta, eta_decay, lipschitz
     cdef LossSpec loss
-    cdef object name
-    cdef tuple names, values
     cdef double[::1] kb, last_row, s, g
     cdef bint has_last
     cdef double last_t, last_scale, last_f
@@ -305,17 +304,6 @@ cdef class CoefRegEvents:
         self.s = np.empty(max(self.k, 1))
         self.g = np.empty(max(self.k, 1))
         self.has_last = False
-
-    def bind(self, est):
-        self.values = tuple([est.__dict__.get(name) for name in self.names])
-
-    cpdef bint matches(self, est):
-        cdef dict attrs = est.__dict__
-        cdef Py_ssize_t i
-        for i in range(len(self.names)):
-            if attrs.get(self.names[i], self) is not self.values[i]:
-                return False
-        return True
 
     cdef bint _ready(self, const double[::1] x, double t):
         """Whether kb holds k(x) of this very row and model (the last prediction's)."""

@@ -22,7 +22,7 @@ from okl._core._expansion cimport MERGE
 from okl._core._kernels cimport cdot, cself
 from okl._core._linear cimport FeatureRow, MultiLinearModel
 from okl._core._multiexpansion cimport MultiExpansion
-from okl._core._pointwise cimport GIVEN, Schedule, cready, cschedule
+from okl._core._pointwise cimport GIVEN, Events, Schedule, cready, cschedule
 from okl._core._signals cimport cinterrupted, craise_pending, craise_signals
 
 
@@ -174,7 +174,7 @@ cdef inline bint row_is_finite(const double* x, Py_ssize_t d, double xx) noexcep
     return True
 
 
-cdef class MulticlassEvents:
+cdef class MulticlassEvents(Events):
     """One-event predict and learn on a `MultiExpansion` (as _pointwise.PointwiseEvents).
 
     The last prediction is kept with a fingerprint of the model (t, n_support,
@@ -184,9 +184,7 @@ cdef class MulticlassEvents:
     cdef MultiExpansion expansion
     cdef Schedule schedule
     cdef int loss
-    cdef object name
     cdef readonly object outcome     # what the last `learn` returned, None until it returns
-    cdef tuple names, values
     cdef double[::1] last_row, last_s, g, a
     cdef bint has_last
     cdef double last_xx, last_scale, last_t
@@ -203,17 +201,6 @@ cdef class MulticlassEvents:
         self.g = np.empty(expansion.n_classes)
         self.a = np.empty(expansion.n_classes)
         self.has_last = False
-
-    def bind(self, est):
-        self.values = tuple([est.__dict__.get(name) for name in self.names])
-
-    cpdef bint matches(self, est):
-        cdef dict attrs = est.__dict__
-        cdef Py_ssize_t i
-        for i in range(len(self.names)):
-            if attrs.get(self.names[i], self) is not self.values[i]:
-                return False
-        return True
 
     cdef bint _scores(self, const double* x, double* out, double* xx_out, double t):
         """The model part of the scores into out; False for a non-finite row."""
@@ -356,7 +343,7 @@ cdef class MulticlassEvents:
         return out[0]
 
 
-cdef class MultiFeatureEvents:
+cdef class MultiFeatureEvents(Events):
     """One-event predict and learn on the weight matrix of a feature model of k classes.
 
     The row's features z(x) are computed in C (`_linear.FeatureRow`) into a buffer
@@ -371,8 +358,6 @@ cdef class MultiFeatureEvents:
     cdef object model, fmap
     cdef Schedule schedule
     cdef int loss
-    cdef object name
-    cdef tuple names, values
     cdef double[::1] z, last_row, g, a
     cdef bint has_last
     cdef double last_xx, last_zz
@@ -392,16 +377,9 @@ cdef class MultiFeatureEvents:
         self.a = np.empty(self.linear.n_classes)
         self.has_last = False
 
-    def bind(self, est):
-        self.values = tuple([est.__dict__.get(name) for name in self.names])
-
     cpdef bint matches(self, est):
-        cdef dict attrs = est.__dict__
-        cdef Py_ssize_t i
-        for i in range(len(self.names)):
-            if attrs.get(self.names[i], self) is not self.values[i]:
-                return False
-        return self.model.linear is self.linear and self.model.fmap is self.fmap
+        return (Events.matches(self, est) and self.model.linear is self.linear
+                and self.model.fmap is self.fmap)
 
     cdef _scores(self, const double[::1] x, const double[::1] b, double* out, str action):
         """out <- the k scores <W_c, z(x)> + b_c (z cached with the row)."""

@@ -33,6 +33,7 @@ from okl._core._kernels cimport cdot, cself
 from okl._core._expansion cimport MERGE, KernelExpansion
 from okl._core._multiexpansion cimport MultiExpansion
 from okl._core._lazy cimport cshrink_lazy
+from okl._core._pointwise cimport Events
 from okl._core._signals cimport cinterrupted, craise_pending
 from okl._core._projections cimport AbsIndex, chalfspace_l1, chalfspace_l2, ctruncate_smallest
 
@@ -758,7 +759,7 @@ cdef inline bint row_is_finite(const double* x, Py_ssize_t d, double xx) noexcep
     return True
 
 
-cdef class PAEvents:
+cdef class PAEvents(Events):
     """One-event predict and learn for `RegularizedPAClassifier`, on the model's own buffers.
 
     `learn` predicts, then takes the very step of the chunk loops
@@ -790,13 +791,12 @@ cdef class PAEvents:
         row (``approximation="fourier"``), computed as its `transform` does.
     """
     cdef readonly int kind
-    cdef object model, raw, name, cure
+    cdef object model, raw, cure
     cdef KernelExpansion expansion
     cdef MultiExpansion mexpansion
     cdef PASpec spec
     cdef double sigma
     cdef Py_ssize_t d, k
-    cdef tuple names, values
     cdef double[::1] w, last_row, last_s, a, a_work, work
     cdef double[::1] last_x, fb           # random Fourier features: the row x, the phases b
     cdef double[:, ::1] fW                # (n_in, D) frequencies
@@ -872,18 +872,11 @@ cdef class PAEvents:
                 raise MemoryError()
         self.has_last = False
 
-    def bind(self, est):
-        """Remember the objects est holds under `names` (instance attributes), for `matches`."""
-        self.values = tuple([est.__dict__.get(name) for name in self.names])
-
     cpdef bint matches(self, est):
         """est holds the very objects this step was built from (its model, its weights or
         expansion, its parameters)."""
-        cdef dict attrs = est.__dict__
-        cdef Py_ssize_t i
-        for i in range(len(self.names)):
-            if attrs.get(self.names[i], self) is not self.values[i]:
-                return False
+        if not Events.matches(self, est):
+            return False
         if self.kind == LINEAR or self.kind == MULTI_LINEAR:
             return self.model.raw is self.raw
         if self.kind == KERNEL:

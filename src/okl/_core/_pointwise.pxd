@@ -84,3 +84,11 @@ cdef inline const double* cready(object x, Py_ssize_t* n) noexcept:
         return NULL
     n[0] = cnp.PyArray_DIM(a, 0)
     return <const double*>cnp.PyArray_DATA(a)
+
+
+cdef class Events:
+    # what every one-event step keeps of its learner (docs/streaming.md): the names of the
+    # learner's attributes it was built from and the very objects they held
+    cdef object name
+    cdef tuple names, values
+    cpdef bint matches(self, est)

@@ -176,7 +176,29 @@ cdef inline bint row_is_finite(const double* x, Py_ssize_t d, double xx) noexcep
     return True
 
 
-cdef class PointwiseEvents:
+cdef class Events:
+    """The base of the one-event steps (`PointwiseEvents`, `FeatureEvents`, the multiclass,
+    CoefReg and PA steps): `bind` remembers the objects the learner holds under `names`,
+    `matches` asks that it still holds the very same ones (a refit, a restore or a changed
+    parameter builds a new step)."""
+
+    def bind(self, est):
+        """Remember the objects est holds under `names` (instance attributes), for `matches`."""
+        self.values = tuple([est.__dict__.get(name) for name in self.names])
+
+    cpdef bint matches(self, est):
+        """est holds the very objects this step was built from."""
+        cdef dict attrs = est.__dict__
+        cdef Py_ssize_t i
+        cdef PyObject* value
+        for i in range(len(self.names)):
+            value = PyDict_GetItem(attrs, <object>PyTuple_GET_ITEM(self.names, i))
+            if value == NULL or value != PyTuple_GET_ITEM(self.values, i):
+                return False
+        return True
+
+
+cdef class PointwiseEvents(Events):
     """One-event predict and learn for a pointwise learner whose model is a `KernelExpansion`.
 
     `learn` predicts f_t(x_t), then takes `cstep`; the learner's counters come
@@ -201,9 +223,7 @@ cdef class PointwiseEvents:
     cdef KernelExpansion expansion
     cdef Schedule schedule
     cdef LossSpec loss
-    cdef object name
     cdef readonly object outcome     # what the last `learn` returned, None until it returns
-    cdef tuple names, values
     cdef readonly bint given            # a GIVEN schedule: the caller passes eta_t of each step
     cdef public bint prior              # the prior-shift offset (learn_into keeps it)
     # the last prediction and the model it was made on
@@ -221,21 +241,6 @@ cdef class PointwiseEvents:
         self.values = tuple([expansion] + [None] * (len(names) - 1))
         self.last_row = np.empty(expansion.n_features)
         self.has_last = False
-
-    def bind(self, est):
-        """Remember the objects est holds under `names` (instance attributes), for `matches`."""
-        self.values = tuple([est.__dict__.get(name) for name in self.names])
-
-    cpdef bint matches(self, est):
-        """est holds the very objects this step was built from (its expansion, its parameters)."""
-        cdef dict attrs = est.__dict__
-        cdef Py_ssize_t i
-        cdef PyObject* value
-        for i in range(len(self.names)):
-            value = PyDict_GetItem(attrs, <object>PyTuple_GET_ITEM(self.names, i))
-            if value == NULL or value != PyTuple_GET_ITEM(self.values, i):
-                return False
-        return True
 
     cdef inline double _f(self, const double* x, double* xx_out, double t):
         """The model part of f(x), with the cache; NaN for a non-finite row."""
@@ -369,7 +374,7 @@ cdef class PointwiseEvents:
         return f + b if self.prior else f
 
 
-cdef class FeatureEvents:
+cdef class FeatureEvents(Events):
     """One-event predict and learn for a feature model (`okl._feature_model.FeatureModel`).
 
     The row's features z(x) are computed in C into a buffer of this object
@@ -388,8 +393,6 @@ cdef class FeatureEvents:
     cdef object model, fmap
     cdef Schedule schedule
     cdef LossSpec loss
-    cdef object name
-    cdef tuple names, values
     cdef double[::1] z, last_row
     cdef bint has_last
     cdef double last_xx, last_zz
@@ -407,18 +410,10 @@ cdef class FeatureEvents:
         self.last_row = np.empty(rowmap.n_features)
         self.has_last = False
 
-    def bind(self, est):
-        """Remember the objects est holds under `names` (instance attributes), for `matches`."""
-        self.values = tuple([est.__dict__.get(name) for name in self.names])
-
     cpdef bint matches(self, est):
         """est holds the objects this step was built from, and its model this map and weights."""
-        cdef dict attrs = est.__dict__
-        cdef Py_ssize_t i
-        for i in range(len(self.names)):
-            if attrs.get(self.names[i], self) is not self.values[i]:
-                return False
-        return self.model.linear is self.linear and self.model.fmap is self.fmap
+        return (Events.matches(self, est) and self.model.linear is self.linear
+                and self.model.fmap is self.fmap)
 
     cdef inline bint _features(self, const double* x, double* xx_out):
         """z(x) into self.z (with the cache); False for a non-finite row."""
