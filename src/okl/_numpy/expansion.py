@@ -13,6 +13,15 @@ from okl._numpy.merge import check_kernel, merge_find
 NO_EVICTION, NEWCOMER = -1, -2      # as in _core/_expansion.pxd
 
 
+def trimmed_state(expansion):
+    """The pickled state of an expansion: its buffers cut to the centres in use, so that a
+    pickle depends on the model only (not on spare capacity, or what an undone call reserved)."""
+    state, n = dict(expansion.__dict__), expansion.n_support
+    for key in ("_centers", "_coef", "_sqnorms"):
+        state[key] = state[key][:n].copy()
+    return state
+
+
 class NumpyExpansion:
     """f(x) = sum_i coef[i] K(centers[i], x)."""
 
@@ -36,6 +45,9 @@ class NumpyExpansion:
     @property
     def capacity(self):
         return len(self._coef)
+
+    def __getstate__(self):
+        return trimmed_state(self)
 
     def reserve(self, n_new):
         need = self.n_support + n_new

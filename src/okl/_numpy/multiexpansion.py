@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from okl._numpy.codes import BudgetPolicy, Kernel
+from okl._numpy.expansion import trimmed_state
 from okl._numpy.kernels import kernel_values
 from okl._numpy.merge import check_kernel
 
@@ -147,6 +148,9 @@ class NumpyMultiExpansion:
     @property
     def capacity(self):
         return len(self._coef)
+
+    def __getstate__(self):
+        return trimmed_state(self)
 
     def reserve(self, n_new):
         need = self.n_support + n_new
