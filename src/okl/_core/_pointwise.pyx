@@ -25,6 +25,7 @@ import numpy as np
 
 cimport numpy as cnp
 from cpython.dict cimport PyDict_GetItem
+from cpython.float cimport PyFloat_AS_DOUBLE
 from cpython.object cimport PyObject
 from cpython.tuple cimport PyTuple_GET_ITEM
 from libc.math cimport NAN, copysign, fabs, fmax, fmin, isfinite, pow, sqrt
@@ -35,6 +36,7 @@ from okl._core._losses cimport LossSpec, cgradient
 from okl._core._expansion cimport MERGE, KernelExpansion
 from okl._core._linear cimport FeatureRow, LinearModel
 from okl._core._signals cimport cinterrupted, craise_pending, craise_signals
+from okl._core._event import array_row, dict_row
 
 
 cnp.import_array()
@@ -176,11 +178,23 @@ cdef inline bint row_is_finite(const double* x, Py_ssize_t d, double xx) noexcep
     return True
 
 
+MISS = object()     # what predict_ready returns for an event it does not serve
+
+
 cdef class Events:
     """The base of the one-event steps (`PointwiseEvents`, `FeatureEvents`, the multiclass,
     CoefReg and PA steps): `bind` remembers the objects the learner holds under `names`,
     `matches` asks that it still holds the very same ones (a refit, a restore or a changed
-    parameter builds a new step)."""
+    parameter builds a new step).
+
+    `learn_ready` / `predict_ready` are the one compiled call of `learn_one` /
+    `predict_one` (`okl._one_event.OneEventMixin`): the row (a ready float64 row, or a
+    dict, list, float32 or strided row converted in C), the label, the step and the
+    learner's counters in one call.  An event they do not serve (a label not yet seen, a
+    weight other than 1, a changed learner, a row of another kind) they decline without
+    a write, and the adapter takes it (`okl._one_event.EventAdapter`), which teaches them
+    the label codes (`remember`).
+    """
 
     def bind(self, est):
         """Remember the objects est holds under `names` (instance attributes), for `matches`."""
@@ -188,7 +202,9 @@ cdef class Events:
 
     cpdef bint matches(self, est):
         """est holds the very objects this step was built from."""
-        cdef dict attrs = est.__dict__
+        return self.cmatches(est.__dict__)
+
+    cdef bint cmatches(self, dict attrs) noexcept:
         cdef Py_ssize_t i
         cdef PyObject* value
         for i in range(len(self.names)):
@@ -196,6 +212,125 @@ cdef class Events:
             if value == NULL or value != PyTuple_GET_ITEM(self.values, i):
                 return False
         return True
+
+    def set_labels(self, classes, dict codes=None):
+        """Serve the labels of `classes` (the learner's classes_; None: real targets), with
+        the codes of the labels already seen (label -> target, from the adapter)."""
+        if not self.ready:
+            self.serves = NOTHING
+        elif classes is None:
+            self.serves = TARGETS
+        elif classes is not self.classes:
+            self.classes, self.labels = classes, classes.tolist()
+            self.codes = {} if codes is None else dict(codes)
+            self.serves = LABELS
+
+    def remember(self, classes, y, double target):
+        """The code of label y, as the adapter found it (at most 64 labels are kept)."""
+        if classes is self.classes and len(self.codes) < 64:
+            try:
+                self.codes[y] = target
+            except TypeError:           # unhashable: the adapter names what is wrong
+                pass
+
+    cdef object crow(self, dict attrs, object x):
+        """x as a float64 row the step reads: x itself when ready, else converted in C (a
+        dict in the learner's feature order, a list of numbers, a float32 or strided row);
+        None for anything else (the adapter's `okl._rows.check_row` names what is wrong)."""
+        cdef Py_ssize_t n
+        if cready(x, &n) != NULL:
+            return x
+        if type(x) is dict:
+            keys = attrs.get("_feature_keys")
+            return None if type(keys) is not tuple else dict_row(x, keys)
+        if type(x) is list or type(x) is cnp.ndarray:
+            d = attrs.get("n_features_in_")
+            return None if type(d) is not int else array_row(x, d)
+        return None
+
+    def learn_ready(self, est, x, y, weight=1.0):
+        """Learn one event in this call, or decline it (False) without a write."""
+        cdef dict attrs
+        cdef double target
+        cdef PyObject* code
+        if self.serves == NOTHING:
+            return False
+        if not (type(weight) is float and PyFloat_AS_DOUBLE(weight) == 1.0
+                or type(weight) is int and weight == 1):
+            return False
+        attrs = est.__dict__
+        if self.serves == LABELS:
+            if PyDict_GetItem(attrs, "classes_") != <PyObject*>self.classes:
+                return False
+            code = PyDict_GetItem(self.codes, y)      # NULL for an unhashable y too
+            if code == NULL:
+                return False
+            target = PyFloat_AS_DOUBLE(<object>code)
+        elif type(y) is float:
+            target = PyFloat_AS_DOUBLE(y)
+            if not isfinite(target):
+                return False
+        else:
+            return False
+        row = self.crow(attrs, x)
+        if row is None or not self.cmatches(attrs):
+            return False
+        self.cevent(attrs, row, target)
+        return True
+
+    def predict_ready(self, est, x):
+        """The prediction for one event (a label, or f), or `MISS` when declined."""
+        cdef dict attrs
+        cdef Py_ssize_t i, best, n
+        cdef const double[::1] scores
+        if self.serves == NOTHING:
+            return MISS
+        attrs = est.__dict__
+        if self.serves == LABELS and PyDict_GetItem(attrs, "classes_") != <PyObject*>self.classes:
+            return MISS
+        row = self.crow(attrs, x)
+        if row is None or not self.cmatches(attrs):
+            return MISS
+        f = self.cpredict(attrs, row)
+        if self.serves == TARGETS:
+            return f
+        if type(f) is float:
+            return self.labels[PyFloat_AS_DOUBLE(f) > 0.0] if len(self.labels) == 2 else MISS
+        scores = f                      # k scores: the first largest (a NaN first, as argmax)
+        n, best = scores.shape[0], 0
+        for i in range(n):
+            if scores[i] != scores[i]:
+                best = i
+                break
+            if scores[i] > scores[best]:
+                best = i
+        return self.labels[best] if n == len(self.labels) else MISS
+
+    cdef int cevent(self, dict attrs, object x, double y) except -1:
+        raise NotImplementedError
+
+    cdef object cpredict(self, dict attrs, object x):
+        raise NotImplementedError
+
+    cdef int ccount_prior(self, dict attrs, double h, double y, double w) except -1:
+        """A taken step of kernel part h counts for the prior-shift offset: its state and
+        intercept_ in `attrs` (the learner's ``__dict__``).  The state is read from the
+        tuple only when it is not the one this step last stored."""
+        cdef double ps[4]
+        state = attrs.get("_prior_state")
+        if state is None:
+            ps[0] = ps[1] = ps[2] = ps[3] = 0.0
+        elif state is self.prior_tuple:
+            memcpy(ps, self.prior_state, 4 * sizeof(double))
+        else:
+            ps[0], ps[1], ps[2], ps[3] = state
+        cprior_count(ps, h, y, w)
+        state = (ps[0], ps[1], ps[2], ps[3])
+        attrs["_prior_state"] = state
+        attrs["intercept_"] = cprior_offset(ps)
+        memcpy(self.prior_state, ps, 4 * sizeof(double))
+        self.prior_tuple = state
+        return 0
 
 
 cdef class PointwiseEvents(Events):
@@ -237,6 +372,7 @@ cdef class PointwiseEvents(Events):
         self.expansion = expansion
         self.schedule, self.loss = schedule, loss
         self.given = schedule.kind == GIVEN
+        self.ready = not self.given     # a callable's step sizes come from the learner
         self.name, self.names = name, names
         self.values = tuple([expansion] + [None] * (len(names) - 1))
         self.last_row = np.empty(expansion.n_features)
@@ -277,6 +413,9 @@ cdef class PointwiseEvents(Events):
     def predict(self, x, double t, double b):
         """f(x) = b + kernel part for one row, a 1-D float64 buffer (t: the learner's steps,
         for the cache)."""
+        return self._predict(x, t, b)
+
+    cdef double _predict(self, object x, double t, double b) except? -1.0:
         cdef double xx = 0.0, f = NAN
         cdef Py_ssize_t n = 0
         cdef const double[::1] typed
@@ -350,6 +489,10 @@ cdef class PointwiseEvents(Events):
         moved, t_, ck2_, intercept_, dev_, n_support_), in one compiled call.  Raises,
         leaving the model and `attrs` as they were.
         """
+        return self._learn_into(attrs, x, y, weight, eta_given)
+
+    cdef double _learn_into(self, dict attrs, object x, double y, double weight,
+                            double eta_given) except? -1.0:
         cdef StepState st
         cdef int status
         cdef double f, t0, b = attrs["intercept_"]
@@ -370,8 +513,17 @@ cdef class PointwiseEvents(Events):
             if not self.prior:
                 attrs["intercept_"] = st.b
             else:                   # b predicted this event, then the event counts
-                ccount_prior(attrs, f, y, weight)
+                self.ccount_prior(attrs, f, y, weight)
         return f + b if self.prior else f
+
+    cdef int cevent(self, dict attrs, object x, double y) except -1:
+        if self.given:                  # the callable's step: `learn_ready` never gets here
+            raise RuntimeError("PointwiseEvents: a GIVEN schedule needs eta_t of each step.")
+        self._learn_into(attrs, x, y, 1.0, NAN)
+        return 0
+
+    cdef object cpredict(self, dict attrs, object x):
+        return self._predict(x, attrs["t_"], attrs["intercept_"])
 
 
 cdef class FeatureEvents(Events):
@@ -494,7 +646,7 @@ cdef class FeatureEvents(Events):
             if not self.prior:
                 attrs["intercept_"] = out[6]
             else:
-                ccount_prior(attrs, out[0], y, weight)
+                self.ccount_prior(attrs, out[0], y, weight)
         return out[0] + b if self.prior else out[0]
 
 
@@ -523,19 +675,6 @@ cdef inline void cprior_count(double* s, double h, double y, double w) noexcept 
     s[1] = s[1] + rate * (y - s[1])
     s[2] = s[2] + fmax(rate, fmin(CPRIOR_RATE * w, 1.0)) * (y - s[2])
     s[3] = s[3] + rate * (fabs(h) - s[3])
-
-
-cdef ccount_prior(dict attrs, double h, double y, double w):
-    """A taken step of kernel part h counts for the prior-shift offset: its state and
-    intercept_ in `attrs` (the learner's ``__dict__``)."""
-    cdef double ps[4]
-    state = attrs.get("_prior_state")
-    ps[0] = ps[1] = ps[2] = ps[3] = 0.0
-    if state is not None:
-        ps[0], ps[1], ps[2], ps[3] = state
-    cprior_count(ps, h, y, w)
-    attrs["_prior_state"] = (ps[0], ps[1], ps[2], ps[3])
-    attrs["intercept_"] = cprior_offset(ps)
 
 
 def prior_offsets(tuple state, const double[::1] h, const double[::1] y,
