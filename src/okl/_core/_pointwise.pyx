@@ -561,6 +561,7 @@ cdef class FeatureEvents(Events):
         self.z = np.empty(rowmap.n_components)
         self.last_row = np.empty(rowmap.n_features)
         self.has_last = False
+        self.ready = schedule.kind != GIVEN     # a callable's step sizes come from the learner
 
     cpdef bint matches(self, est):
         """est holds the objects this step was built from, and its model this map and weights."""
@@ -586,43 +587,58 @@ cdef class FeatureEvents(Events):
         self.has_last = True
         return True
 
-    cdef inline double _f(self, const double[::1] x, double b, str action) except? -1.0:
+    cdef inline double _f(self, object x, double b, str action) except? -1.0:
+        """f(x) = b + <w, z(x)> of a 1-D float64 buffer (read in place when ready)."""
         cdef double xx
-        if x.shape[0] != self.rowmap.n_features:
-            raise ValueError(f"X has {x.shape[0]} features, but {self.name} is expecting "
+        cdef Py_ssize_t n = 0
+        cdef const double[::1] typed
+        cdef const double* p = cready(x, &n)
+        if p == NULL:           # any other 1-D float64 buffer, or a clear error
+            typed = x
+            n, p = typed.shape[0], &typed[0]
+        if n != self.rowmap.n_features:
+            raise ValueError(f"X has {n} features, but {self.name} is expecting "
                              f"{self.rowmap.n_features} features as input.")
-        if not self._features(&x[0], &xx):
+        if not self._features(p, &xx):
             raise ValueError(f"{self.name} got a row with NaN or inf: {np.asarray(x)[:10]}; "
                              f"non-finite values cannot be {action}.")
         return self.linear.cpredict(&self.z[0]) + b
 
-    def predict(self, const double[::1] x, double t, double b):
+    def predict(self, x, double t, double b):
         """f(x) = b + <w, z(x)> for one row (t: unused, the signature of `PointwiseEvents`)."""
         return self._f(x, b, "predicted")
 
-    def learn(self, const double[::1] x, double y, double weight, double t, double ck2,
+    cdef int _learn(self, object x, double y, double weight, double eta_given, StepState* st,
+                    double* f) except -1:
+        """Predict f_t(x_t) (into f) from the counters in `st`, then take the step: its status;
+        st holds the new counters."""
+        f[0] = self._f(x, st.b, "learned")
+        st.eta_t = st.lam_t = st.eta_try = NAN
+        st.reset_t = st.reset_eta = st.reset_lam = 0.0
+        craise_signals()                # a Ctrl-C so far: raised before any write
+        status = cstep(self.linear, &self.z[0], self.last_zz,
+                       cself(&self.rowmap.kernel, self.last_xx), self.last_zz, f[0], y, weight,
+                       eta_given, &self.loss, &self.schedule, st)
+        if status == DIVERGED:
+            raise FloatingPointError(
+                f"{self.name} diverged at step t={<Py_ssize_t>st.t + 1} "
+                f"(eta_t={st.eta_try:.3g}): the model would no longer be finite. The step "
+                "size is too large for this data; use eta='auto', a smaller eta or a larger "
+                "eta_decay, or scale X (e.g. with okl.preprocessing.OnlineStandardScaler). "
+                "The model is left as it was.")
+        return status
+
+    def learn(self, x, double y, double weight, double t, double ck2,
               double b, double eta_given=NAN, double dev=0.0):
         """Predict f_t(x_t), then take step t + 1: `PointwiseEvents.learn`'s arguments and
         results.  Raises, leaving the model as it was, on NaN/inf in x or divergence; the
         results are kept in `outcome` before the call returns (a Ctrl-C raised as it returns
         lets the learner store them: `okl._kernel_learners.PointwiseMixin._learn_event`)."""
         self.outcome = None
-        cdef double f = self._f(x, b, "learned")
         cdef StepState st
-        cdef int status
+        cdef double f
         st.t, st.ck2, st.b, st.dev = t, ck2, b, dev
-        st.eta_t = st.lam_t = st.eta_try = NAN
-        st.reset_t = st.reset_eta = st.reset_lam = 0.0
-        craise_signals()                # a Ctrl-C so far: raised before any write
-        status = cstep(self.linear, &self.z[0], self.last_zz,
-                       cself(&self.rowmap.kernel, self.last_xx), self.last_zz, f, y, weight,
-                       eta_given, &self.loss, &self.schedule, &st)
-        if status == DIVERGED:
-            raise FloatingPointError(
-                f"{self.name} diverged at step t={<Py_ssize_t>t + 1} (eta_t={st.eta_try:.3g}): "
-                "the model would no longer be finite. The step size is too large for this "
-                "data; use eta='auto', a smaller eta or a larger eta_decay, or scale X (e.g. "
-                "with okl.preprocessing.OnlineStandardScaler). The model is left as it was.")
+        status = self._learn(x, y, weight, eta_given, &st, &f)
         self.outcome = (f, status == TAKEN, st.t, st.ck2, st.eta_t, st.lam_t, st.b,
                         (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None, st.dev)
         return self.outcome
@@ -631,23 +647,37 @@ cdef class FeatureEvents(Events):
         """`learn` on the learner's own counters, as `PointwiseEvents.learn_into` (read from
         and stored into `attrs`, the learner's ``__dict__``, in one compiled call); returns
         f_t(x_t).  Raises, leaving the model and `attrs` as they were."""
-        cdef double b = attrs["intercept_"], t0 = attrs["t_"]
+        return self._learn_into(attrs, x, y, weight, eta_given)
+
+    cdef double _learn_into(self, dict attrs, object x, double y, double weight,
+                            double eta_given) except? -1.0:
+        cdef StepState st
+        cdef double f, t0, b = attrs["intercept_"]
         dev = attrs.get("dev_")
-        out = self.learn(x, y, weight, t0, attrs["ck2_"], 0.0 if self.prior else b, eta_given,
-                         0.0 if dev is None else dev)
-        if out[1]:
-            if out[2] != t0:
-                attrs["eta_"] = out[4]
-                attrs["lam_"] = out[5]
-            attrs["t_"] = <long long>out[2]
-            attrs["ck2_"] = out[3]
-            attrs["dev_"] = out[8]
-            attrs["n_support_"] = self.model.n_support
+        st.t, st.ck2 = attrs["t_"], attrs["ck2_"]
+        st.b = 0.0 if self.prior else b     # the prior-shift offset stays out of the step
+        st.dev = 0.0 if dev is None else dev
+        t0 = st.t
+        if self._learn(x, y, weight, eta_given, &st, &f) == TAKEN:
+            if st.t != t0:
+                attrs["eta_"] = st.eta_t
+                attrs["lam_"] = st.lam_t
+            attrs["t_"] = <long long>st.t
+            attrs["ck2_"] = st.ck2
+            attrs["dev_"] = st.dev
+            attrs["n_support_"] = 0     # no support vectors on features (FeatureModel.n_support)
             if not self.prior:
-                attrs["intercept_"] = out[6]
+                attrs["intercept_"] = st.b
             else:
-                self.ccount_prior(attrs, out[0], y, weight)
-        return out[0] + b if self.prior else out[0]
+                self.ccount_prior(attrs, f, y, weight)
+        return f + b if self.prior else f
+
+    cdef int cevent(self, dict attrs, object x, double y) except -1:
+        self._learn_into(attrs, x, y, 1.0, NAN)
+        return 0
+
+    cdef object cpredict(self, dict attrs, object x):
+        return self._f(x, attrs["intercept_"], "predicted")
 
 
 # -- the prior-shift offset of the binary classifier (docs/defaults.md, section 1) ---------------
