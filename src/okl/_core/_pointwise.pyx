@@ -275,8 +275,7 @@ cdef class Events:
         row = self.crow(attrs, x)
         if row is None or not self.cmatches(attrs):
             return False
-        self.cevent(attrs, row, target)
-        return True
+        return self.cevent(attrs, row, target) == 1
 
     def predict_ready(self, est, x):
         """The prediction for one event (a label, or f), or `MISS` when declined."""
@@ -307,7 +306,9 @@ cdef class Events:
         return self.labels[best] if n == len(self.labels) else MISS
 
     cdef int cevent(self, dict attrs, object x, double y) except -1:
-        raise NotImplementedError
+        """Learn one ready row with weight 1 on the learner's counters in `attrs`: 1, or 0
+        when the subclass declines it before any write."""
+        return 0
 
     cdef object cpredict(self, dict attrs, object x):
         raise NotImplementedError
@@ -517,10 +518,10 @@ cdef class PointwiseEvents(Events):
         return f + b if self.prior else f
 
     cdef int cevent(self, dict attrs, object x, double y) except -1:
-        if self.given:                  # the callable's step: `learn_ready` never gets here
-            raise RuntimeError("PointwiseEvents: a GIVEN schedule needs eta_t of each step.")
+        if self.given:                  # the callable's step sizes come from the learner
+            return 0
         self._learn_into(attrs, x, y, 1.0, NAN)
-        return 0
+        return 1
 
     cdef object cpredict(self, dict attrs, object x):
         return self._predict(x, attrs["t_"], attrs["intercept_"])
@@ -674,7 +675,7 @@ cdef class FeatureEvents(Events):
 
     cdef int cevent(self, dict attrs, object x, double y) except -1:
         self._learn_into(attrs, x, y, 1.0, NAN)
-        return 0
+        return 1
 
     cdef object cpredict(self, dict attrs, object x):
         return self._f(x, attrs["intercept_"], "predicted")
