@@ -109,7 +109,7 @@ cdef class Events:
     cdef object prior_tuple
     cdef double prior_state[4]
     cpdef bint matches(self, est)
-    cdef bint cmatches(self, dict attrs) noexcept
+    cdef int cmatches(self, dict attrs) except -1
     cdef object crow(self, dict attrs, object x)
     cdef int cevent(self, dict attrs, object x, double y) except -1
     cdef object cpredict(self, dict attrs, object x)

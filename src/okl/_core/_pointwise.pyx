@@ -204,7 +204,8 @@ cdef class Events:
         """est holds the very objects this step was built from."""
         return self.cmatches(est.__dict__)
 
-    cdef bint cmatches(self, dict attrs) noexcept:
+    cdef int cmatches(self, dict attrs) except -1:
+        """`matches` on the learner's ``__dict__``: 1 or 0 (subclasses add their own checks)."""
         cdef Py_ssize_t i
         cdef PyObject* value
         for i in range(len(self.names)):
@@ -564,9 +565,9 @@ cdef class FeatureEvents(Events):
         self.has_last = False
         self.ready = schedule.kind != GIVEN     # a callable's step sizes come from the learner
 
-    cpdef bint matches(self, est):
+    cdef int cmatches(self, dict attrs) except -1:
         """est holds the objects this step was built from, and its model this map and weights."""
-        return (Events.matches(self, est) and self.model.linear is self.linear
+        return (Events.cmatches(self, attrs) and self.model.linear is self.linear
                 and self.model.fmap is self.fmap)
 
     cdef inline bint _features(self, const double* x, double* xx_out):
