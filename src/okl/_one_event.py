@@ -169,19 +169,20 @@ class EventAdapter:
 
         The hot paths test the cached one themselves (``events.matches(estimator)``) and
         call this only when it does not serve."""
-        events = self._events[0]
-        if events is not None and events.matches(self.estimator):
-            return events
         est = self.estimator
-        compiled = getattr(est, "_compiled_events", None)
-        events = None if compiled is None else compiled(self._events)
-        if events is not None:
+        events = self._events[0]
+        if events is None or not events.matches(est):
+            compiled = getattr(est, "_compiled_events", None)
+            events = None if compiled is None else compiled(self._events)
+            if events is None:
+                return None
             self._sync_schema()
-            if self._is_classifier():
-                classes, memo = est.__dict__.get("classes_"), self._targets
-                events.set_labels(classes, memo[1] if memo[0] is classes else None)
-            else:
-                events.set_labels(None)
+            events.set_lock(self.lock)
+        if self._is_classifier():       # the ready-row entry: the labels it takes
+            classes, memo = est.__dict__.get("classes_"), self._targets
+            events.set_labels(classes, memo[1] if memo[0] is classes else None)
+        else:
+            events.set_labels(None)
         return events
 
     def _sync_schema(self):
@@ -437,9 +438,9 @@ class OneEventMixin:
         adapter = self.__dict__.get("_one_event_state")
         if adapter is None or adapter.estimator is not self:
             adapter = self._one_event()
-        with adapter.lock:
-            events = adapter._events[0]     # the compiled step: one call, or it declines
-            if events is None or not events.learn_ready(self, x, y, sample_weight):
+        events = adapter._events[0]     # the compiled step: one call (it takes the lock)
+        if events is None or not events.learn_ready(self, x, y, sample_weight):
+            with adapter.lock:
                 adapter.learn_one(x, y, sample_weight)
 
     def predict_one(self, x):
@@ -447,12 +448,12 @@ class OneEventMixin:
         adapter = self.__dict__.get("_one_event_state")
         if adapter is None or adapter.estimator is not self:
             adapter = self._one_event()
+        events = adapter._events[0]
+        if events is not None:
+            label = events.predict_ready(self, x)
+            if label is not MISS:
+                return label
         with adapter.lock:
-            events = adapter._events[0]
-            if events is not None:
-                label = events.predict_ready(self, x)
-                if label is not MISS:
-                    return label
             return adapter.predict_one(x)
 
     @available_if(lambda self: hasattr(self, "decision_function"))

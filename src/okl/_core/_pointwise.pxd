@@ -104,6 +104,7 @@ cdef class Events:
     cdef object classes
     cdef dict codes
     cdef list labels
+    cdef object acquire, release    # the learner's lock (okl._locks), taken in the call
     # the prior-shift offset's state (n, ybar, recent, hbar) as last stored in the
     # learner's _prior_state (that very tuple: a restore or a chunk rereads it)
     cdef object prior_tuple
@@ -113,4 +114,5 @@ cdef class Events:
     cdef object crow(self, dict attrs, object x)
     cdef int cevent(self, dict attrs, object x, double y) except -1
     cdef object cpredict(self, dict attrs, object x)
+    cdef object clabel(self, object f)
     cdef int ccount_prior(self, dict attrs, double h, double y, double w) except -1

@@ -226,6 +226,10 @@ cdef class Events:
             self.codes = {} if codes is None else dict(codes)
             self.serves = LABELS
 
+    def set_lock(self, lock):
+        """The learner's re-entrant lock (okl._locks): the ready-row calls hold it."""
+        self.acquire, self.release = lock.acquire, lock.release
+
     def remember(self, classes, y, double target):
         """The code of label y, as the adapter found it (at most 64 labels are kept)."""
         if classes is self.classes and len(self.codes) < 64:
@@ -250,53 +254,69 @@ cdef class Events:
         return None
 
     def learn_ready(self, est, x, y, weight=1.0):
-        """Learn one event in this call, or decline it (False) without a write."""
+        """Learn one event in this call, under the learner's lock, or decline it (False)
+        without a write."""
         cdef dict attrs
         cdef double target
         cdef PyObject* code
-        if self.serves == NOTHING:
+        if self.serves == NOTHING or self.acquire is None:
             return False
         if not (type(weight) is float and PyFloat_AS_DOUBLE(weight) == 1.0
                 or type(weight) is int and weight == 1):
             return False
-        attrs = est.__dict__
-        if self.serves == LABELS:
-            if PyDict_GetItem(attrs, "classes_") != <PyObject*>self.classes:
+        if self.serves == TARGETS:
+            if type(y) is not float or not isfinite(PyFloat_AS_DOUBLE(y)):
                 return False
-            code = PyDict_GetItem(self.codes, y)      # NULL for an unhashable y too
-            if code == NULL:
-                return False
-            target = PyFloat_AS_DOUBLE(<object>code)
-        elif type(y) is float:
             target = PyFloat_AS_DOUBLE(y)
-            if not isfinite(target):
-                return False
-        else:
-            return False
+        attrs = est.__dict__
         row = self.crow(attrs, x)
-        if row is None or not self.cmatches(attrs):
+        if row is None:
             return False
-        return self.cevent(attrs, row, target) == 1
+        self.acquire()
+        try:
+            if self.serves == LABELS:
+                if PyDict_GetItem(attrs, "classes_") != <PyObject*>self.classes:
+                    return False
+                code = PyDict_GetItem(self.codes, y)      # NULL for an unhashable y too
+                if code == NULL:
+                    return False
+                target = PyFloat_AS_DOUBLE(<object>code)
+            if not self.cmatches(attrs):
+                return False
+            return self.cevent(attrs, row, target) == 1
+        finally:
+            self.release()
 
     def predict_ready(self, est, x):
-        """The prediction for one event (a label, or f), or `MISS` when declined."""
+        """The prediction for one event (a label, or f) under the learner's lock, or `MISS`
+        when declined."""
         cdef dict attrs
-        cdef Py_ssize_t i, best, n
-        cdef const double[::1] scores
-        if self.serves == NOTHING:
+        if self.serves == NOTHING or self.acquire is None:
             return MISS
         attrs = est.__dict__
-        if self.serves == LABELS and PyDict_GetItem(attrs, "classes_") != <PyObject*>self.classes:
-            return MISS
         row = self.crow(attrs, x)
-        if row is None or not self.cmatches(attrs):
+        if row is None:
             return MISS
-        f = self.cpredict(attrs, row)
-        if self.serves == TARGETS:
-            return f
+        self.acquire()
+        try:
+            if self.serves == LABELS and (PyDict_GetItem(attrs, "classes_")
+                                          != <PyObject*>self.classes):
+                return MISS
+            if not self.cmatches(attrs):
+                return MISS
+            f = self.cpredict(attrs, row)
+        finally:
+            self.release()
+        return f if self.serves == TARGETS else self.clabel(f)
+
+    cdef object clabel(self, object f):
+        """The label of f (binary) or of the k scores (the first largest; a NaN first, as
+        argmax)."""
+        cdef Py_ssize_t i, best, n
+        cdef const double[::1] scores
         if type(f) is float:
             return self.labels[PyFloat_AS_DOUBLE(f) > 0.0] if len(self.labels) == 2 else MISS
-        scores = f                      # k scores: the first largest (a NaN first, as argmax)
+        scores = f
         n, best = scores.shape[0], 0
         for i in range(n):
             if scores[i] != scores[i]:
