@@ -191,3 +191,39 @@ def test_a_feature_model_with_new_weights_builds_a_new_step():
     assert not events.learn_ready(est, X[62], y[62].item())
     est.learn_one(X[62], y[62].item())
     assert est._one_event()._events[0] is not events
+
+
+def test_threads_and_a_chunk_learner_share_one_model():
+    """Threads calling learn_one / predict_one while another calls partial_fit: the compiled
+    call holds the estimator's lock, so every event and row is learned once."""
+    import threading
+    X, y = stream(2, n=2400)
+    est = OnlineKernelClassifier(gamma=0.5, budget=30)
+    est.partial_fit(X[:40], y[:40], classes=["no", "yes"])
+    errors = []
+
+    def events(rows):
+        try:
+            for i in rows:
+                est.predict_one(X[i])
+                est.learn_one(X[i], y[i].item())
+        except BaseException as error:      # noqa: BLE001 - reported below
+            errors.append(error)
+
+    def chunks():
+        try:
+            for start in range(2000, 2400, 20):
+                est.partial_fit(X[start:start + 20], y[start:start + 20])
+        except BaseException as error:      # noqa: BLE001 - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=events, args=(range(40 + j, 2000, 3),)) for j in range(3)]
+    threads.append(threading.Thread(target=chunks))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert est.t_ == 2400
+    assert est._prior_state[0] == 2400          # every step counted once by the prior offset
+    assert np.all(np.isfinite(est.decision_function(X)))
