@@ -41,6 +41,8 @@ def make(model, D, k):
     loss = "logistic" if k > 2 else "hinge"
     if model == "coefreg":
         return CoefficientRegularizedClassifier(n_centers=D, gamma=0.5, loss=loss)
+    if model == "budget":       # bench_one_event.py's kernel classifier: D centres
+        return OnlineKernelClassifier(gamma=0.5, loss="logistic", budget=D)
     return OnlineKernelClassifier(approximation=model, n_components=D, gamma=0.5, loss=loss,
                                   random_state=0)
 
@@ -183,7 +185,7 @@ def floor(rounds=15, chunk=100):
 
     from okl._core._pointwise import Events
     empty = Events()
-    for model, D, d, k in CASES:
+    for model, D, d, k in [("budget", 100, 20, 2)] + CASES:
         est, X, y = warm(model, D, d, k)
         rows, labels = list(X), y.tolist()
         for x, target in zip(rows[:PRIME], labels[:PRIME]):

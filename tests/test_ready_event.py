@@ -227,3 +227,20 @@ def test_threads_and_a_chunk_learner_share_one_model():
     assert est.t_ == 2400
     assert est._prior_state[0] == 2400          # every step counted once by the prior offset
     assert np.all(np.isfinite(est.decision_function(X)))
+
+
+def test_a_regressor_takes_int_and_numpy_targets_in_the_same_call(adapter_calls):
+    est, X, y = warm("kernel-regressor")
+    ref = copy.deepcopy(est)
+    targets = np.round(3 * y).astype(np.int64)
+    for i in range(60, 100):
+        target = targets[i].item() if i % 2 else np.float64(targets[i])
+        est.learn_one(X[i], target)
+        ref.partial_fit(X[i:i + 1], targets[i:i + 1].astype(np.float64))
+    assert adapter_calls["learn"] == 1     # the first event builds the step
+    np.testing.assert_allclose(decisions(est, X), decisions(ref, X), rtol=0, atol=1e-10)
+    with pytest.raises(TypeError, match="real number"):
+        est.learn_one(X[0], "1.0")
+    with pytest.raises(ValueError, match="non-finite"):
+        est.learn_one(X[0], float("inf"))
+    assert est.t_ == ref.t_

@@ -25,7 +25,7 @@ import numpy as np
 
 cimport numpy as cnp
 from cpython.dict cimport PyDict_GetItem
-from cpython.float cimport PyFloat_AS_DOUBLE
+from cpython.float cimport PyFloat_AS_DOUBLE, PyFloat_Check
 from cpython.object cimport PyObject
 from cpython.tuple cimport PyTuple_GET_ITEM
 from libc.math cimport NAN, copysign, fabs, fmax, fmin, isfinite, pow, sqrt
@@ -179,6 +179,7 @@ cdef inline bint row_is_finite(const double* x, Py_ssize_t d, double xx) noexcep
 
 
 MISS = object()     # what predict_ready returns for an event it does not serve
+cdef object MAX_EXACT = 2 ** 53     # the integer targets a double holds exactly
 
 
 cdef class Events:
@@ -264,10 +265,15 @@ cdef class Events:
         if not (type(weight) is float and PyFloat_AS_DOUBLE(weight) == 1.0
                 or type(weight) is int and weight == 1):
             return False
-        if self.serves == TARGETS:
-            if type(y) is not float or not isfinite(PyFloat_AS_DOUBLE(y)):
+        if self.serves == TARGETS:        # a real number, as okl._rows.check_label takes it
+            if PyFloat_Check(y):
+                target = PyFloat_AS_DOUBLE(y)
+            elif type(y) is int and -MAX_EXACT <= y <= MAX_EXACT:
+                target = <double>y
+            else:
                 return False
-            target = PyFloat_AS_DOUBLE(y)
+            if not isfinite(target):
+                return False
         attrs = est.__dict__
         row = self.crow(attrs, x)
         if row is None:
