@@ -28,6 +28,7 @@ learn", as progressive validation and a live stream do.  Labels:
 river and vowpalwabbit are optional: their benchmarks are skipped without them.
 
     python -m pytest bench/bench_one_event.py --benchmark-only
+    python bench/bench_one_event.py      # every learner beside its fused loop (p5 / median)
 """
 import numpy as np
 import pytest
@@ -269,3 +270,85 @@ def test_vowpalwabbit(benchmark, task, d):
             vw.learn(line)
     run(benchmark, task, d, "vw", loop)
     vw.finish()
+
+
+def every_learner(rounds=5, chunk=100, n=2000):
+    """predict_one + learn_one of every learner at m = 100 centres (or D = 100-500 features),
+    d = 20 (64 for the feature models of bench_one_event_features.py), beside its fused loop:
+    per event, the 5th percentile / median over chunks of 100 events of interleaved rounds on
+    copies of one warm model (each copy first takes 50 events: its first calls validate its
+    parameters and build the compiled step, once per estimator object)."""
+    import copy
+    import time
+
+    from okl import CoefficientRegularizedClassifier, RegularizedPAClassifier
+
+    def stream(d, task, rows):
+        rng = np.random.default_rng(0)
+        X = rng.normal(size=(rows, d)) / np.sqrt(d)
+        return X, (np.sin(3 * X[:, 0]) if task == "regression"
+                   else (X[:, 0] * X[:, 1] > 0).astype(np.int64))
+
+    learners = {
+        "OnlineKernelClassifier(budget=100)": (
+            lambda: OnlineKernelClassifier(gamma=0.5, budget=M), 20, "classification", W),
+        "OnlineKernelRegressor(budget=100)": (
+            lambda: OnlineKernelRegressor(gamma=0.5, budget=M), 20, "regression", W),
+        "CoefficientRegularizedClassifier(n_centers=100)": (
+            lambda: CoefficientRegularizedClassifier(n_centers=M, gamma=0.5, loss="hinge"), 20,
+            "classification", 600),
+        "RegularizedPAClassifier linear": (
+            lambda: RegularizedPAClassifier(variant="PA-I"), 20, "classification", 2000),
+        "RegularizedPAClassifier kernel, budget 100": (
+            lambda: RegularizedPAClassifier(kernel="gaussian", gamma=0.05, budget=M,
+                                            budget_policy="oldest", variant="PA-I"), 20,
+            "classification", 2000),
+        "Fourier D=200 d=64": (
+            lambda: OnlineKernelClassifier(approximation="fourier", n_components=200,
+                                           gamma=0.5, loss="hinge", random_state=0), 64,
+            "classification", 600),
+        "Fourier D=500 d=64": (
+            lambda: OnlineKernelClassifier(approximation="fourier", n_components=500,
+                                           gamma=0.5, loss="hinge", random_state=0), 64,
+            "classification", 600),
+        "Nystroem D=200 d=64": (
+            lambda: OnlineKernelClassifier(approximation="nystroem", n_components=200,
+                                           gamma=0.5, loss="hinge", random_state=0), 64,
+            "classification", 600),
+        "Nystroem D=100 d=20": (
+            lambda: OnlineKernelClassifier(approximation="nystroem", n_components=100,
+                                           gamma=0.5, loss="hinge", random_state=0), 20,
+            "classification", 600),
+    }
+    prime = 50
+    for name, (make, d, task, warm) in learners.items():
+        X, y = stream(d, task, warm + prime + n)
+        est = make()
+        kwargs = {"classes": [0, 1]} if task == "classification" else {}
+        est.partial_fit(X[:warm], y[:warm], **kwargs)
+        X, y = X[warm:], y[warm:]
+        rows, labels = list(X), y.tolist()
+        fused, one = [], []
+        for _ in range(rounds):
+            a, b = copy.deepcopy(est), copy.deepcopy(est)
+            a.partial_fit(X[:prime], y[:prime])
+            for x, target in zip(rows[:prime], labels[:prime]):
+                b.predict_one(x)
+                b.learn_one(x, target)
+            for s in range(prime, prime + n, chunk):
+                start = time.perf_counter()
+                a.partial_fit(X[s:s + chunk], y[s:s + chunk])
+                fused.append(time.perf_counter() - start)
+                start = time.perf_counter()
+                for x, target in zip(rows[s:s + chunk], labels[s:s + chunk]):
+                    b.predict_one(x)
+                    b.learn_one(x, target)
+                one.append(time.perf_counter() - start)
+        f, e = np.array(fused) / chunk * 1e6, np.array(one) / chunk * 1e6
+        print(f"{name:48s} fused {np.percentile(f, 5):5.2f} / {np.median(f):5.2f} us   one event "
+              f"{np.percentile(e, 5):5.2f} / {np.median(e):5.2f} us   ratio "
+              f"{np.percentile(e, 5) / np.percentile(f, 5):4.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    every_learner()

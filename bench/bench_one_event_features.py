@@ -16,6 +16,7 @@ has the figures.
 
     python -m pytest bench/bench_one_event_features.py --benchmark-only
     python bench/bench_one_event_features.py --cost     # interleaved rounds, min / median
+    python bench/bench_one_event_features.py --floor    # where the time of one event goes
 """
 import numpy as np
 import pytest
@@ -40,6 +41,8 @@ def make(model, D, k):
     loss = "logistic" if k > 2 else "hinge"
     if model == "coefreg":
         return CoefficientRegularizedClassifier(n_centers=D, gamma=0.5, loss=loss)
+    if model == "budget":       # bench_one_event.py's kernel classifier: D centres
+        return OnlineKernelClassifier(gamma=0.5, loss="logistic", budget=D)
     return OnlineKernelClassifier(approximation=model, n_components=D, gamma=0.5, loss=loss,
                                   random_state=0)
 
@@ -132,9 +135,18 @@ def digits_accuracy():
                   f"{correct / (len(X) - 1):.3f}")
 
 
+PRIME = 50       # events each copy takes before a timed round
+
+
 def cost(rounds=15):
     """Per event, min / median over interleaved rounds: the fused loop and one event at a time
-    on the same warm model (a loaded machine moves medians; the min is the machine's floor)."""
+    on the same warm model (a loaded machine moves medians; the min is the machine's floor).
+
+    Each round times copies of the warm model, and a copy's first call validates its
+    parameters (hundreds of us, once per estimator object; the one-event path also builds
+    its compiled step and learns the label codes on its first events), so both copies
+    first take the same PRIME events, the fused loop as one chunk, the other one by one:
+    the rounds time the steady state of a stream."""
     import copy
     import time
     for model, D, d, k in CASES:
@@ -143,6 +155,10 @@ def cost(rounds=15):
         fused, one = [], []
         for _ in range(rounds):
             a, b = copy.deepcopy(est), copy.deepcopy(est)
+            a.partial_fit(X[:PRIME], y[:PRIME])
+            for x, target in zip(rows[:PRIME], labels[:PRIME]):
+                b.predict_one(x)
+                b.learn_one(x, target)
             start = time.perf_counter()
             a.partial_fit(X, y)
             fused.append((time.perf_counter() - start) / K)
@@ -158,9 +174,66 @@ def cost(rounds=15):
               f"{e.min() / f.min():4.2f} / {np.median(e) / np.median(f):4.2f}")
 
 
+def floor(rounds=15, chunk=100):
+    """Where the time of one event goes (per event, min / median over chunks of 100 events of
+    interleaved rounds): the whole `predict_one` + `learn_one`; the compiled pair they call
+    (`predict_ready` + `learn_ready`, the row, label, lock, checks, step and counters); two
+    compiled calls that return at once (the cost of calling compiled code twice from
+    Python); the fused loop."""
+    import copy
+    import time
+
+    from okl._core._pointwise import Events
+    empty = Events()
+    for model, D, d, k in [("budget", 100, 20, 2)] + CASES:
+        est, X, y = warm(model, D, d, k)
+        rows, labels = list(X), y.tolist()
+        for x, target in zip(rows[:PRIME], labels[:PRIME]):
+            est.predict_one(x)
+            est.learn_one(x, target)
+        events = est._one_event()._events[0]
+        times = {"event": [], "compiled pair": [], "empty pair": [], "fused": []}
+        for _ in range(rounds):
+            a, b, c = copy.deepcopy(est), copy.deepcopy(est), copy.deepcopy(est)
+            a.partial_fit(X[:PRIME], y[:PRIME])
+            for x, target in zip(rows[:PRIME], labels[:PRIME]):
+                b.predict_one(x)
+                b.learn_one(x, target)
+                c.predict_one(x)
+                c.learn_one(x, target)
+            pair = c._one_event()._events[0]
+            for s in range(0, K, chunk):
+                X_, y_ = X[s:s + chunk], y[s:s + chunk]
+                rows_, labels_ = rows[s:s + chunk], labels[s:s + chunk]
+                start = time.perf_counter()
+                a.partial_fit(X_, y_)
+                times["fused"].append(time.perf_counter() - start)
+                start = time.perf_counter()
+                for x, target in zip(rows_, labels_):
+                    b.predict_one(x)
+                    b.learn_one(x, target)
+                times["event"].append(time.perf_counter() - start)
+                start = time.perf_counter()
+                for x, target in zip(rows_, labels_):
+                    pair.predict_ready(c, x)
+                    pair.learn_ready(c, x, target)
+                times["compiled pair"].append(time.perf_counter() - start)
+                start = time.perf_counter()
+                for x, target in zip(rows_, labels_):
+                    empty.predict_ready(c, x)
+                    empty.learn_ready(c, x, target)
+                times["empty pair"].append(time.perf_counter() - start)
+        assert events is not None
+        print(f"{model:8s} D={D:3d} d={d:2d} k={k:2d} " + "  ".join(
+            f"{name} {np.min(v) / chunk * 1e6:5.2f} / {np.median(v) / chunk * 1e6:5.2f} us"
+            for name, v in times.items()))
+
+
 if __name__ == "__main__":
     import sys
     if "--digits" in sys.argv:
         digits_accuracy()
     if "--cost" in sys.argv:
         cost()
+    if "--floor" in sys.argv:
+        floor()

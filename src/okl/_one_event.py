@@ -24,6 +24,7 @@ from sklearn.base import is_classifier
 from sklearn.utils.metaestimators import available_if
 
 from okl import _locks
+from okl._core._pointwise import MISS
 from okl._rows import (
     check_label, check_row, check_weight, commit_names, feature_index, forget_names,
 )
@@ -168,13 +169,20 @@ class EventAdapter:
 
         The hot paths test the cached one themselves (``events.matches(estimator)``) and
         call this only when it does not serve."""
+        est = self.estimator
         events = self._events[0]
-        if events is not None and events.matches(self.estimator):
-            return events
-        compiled = getattr(self.estimator, "_compiled_events", None)
-        events = None if compiled is None else compiled(self._events)
-        if events is not None:
+        if events is None or not events.matches(est):
+            compiled = getattr(est, "_compiled_events", None)
+            events = None if compiled is None else compiled(self._events)
+            if events is None:
+                return None
             self._sync_schema()
+            events.set_lock(self.lock)
+        if self._is_classifier():       # the ready-row entry: the labels it takes
+            classes, memo = est.__dict__.get("classes_"), self._targets
+            events.set_labels(classes, memo[1] if memo[0] is classes else None)
+        else:
+            events.set_labels(None)
         return events
 
     def _sync_schema(self):
@@ -216,6 +224,9 @@ class EventAdapter:
                 pass
         target = self._sign_of(y)
         if target is not None:
+            events = self._events[0]
+            if events is not None:      # the ready-row entry takes this label from now on
+                events.remember(classes, y, target)
             if memo[0] is not classes:
                 memo = self._targets = (classes, {})
             if len(memo[1]) < 64:
@@ -424,19 +435,26 @@ class OneEventMixin:
 
     def learn_one(self, x, y, sample_weight=1.0):
         """Predict, then learn one event (x a dict or a 1-D row, y a scalar); returns None."""
-        events = self.__dict__.get("_one_event_state")
-        if events is None or events.estimator is not self:
-            events = self._one_event()
-        with events.lock:
-            events.learn_one(x, y, sample_weight)
+        adapter = self.__dict__.get("_one_event_state")
+        if adapter is None or adapter.estimator is not self:
+            adapter = self._one_event()
+        events = adapter._events[0]     # the compiled step: one call (it takes the lock)
+        if events is None or not events.learn_ready(self, x, y, sample_weight):
+            with adapter.lock:
+                adapter.learn_one(x, y, sample_weight)
 
     def predict_one(self, x):
         """The prediction for one event; the prior before any learning."""
-        events = self.__dict__.get("_one_event_state")
-        if events is None or events.estimator is not self:
-            events = self._one_event()
-        with events.lock:
-            return events.predict_one(x)
+        adapter = self.__dict__.get("_one_event_state")
+        if adapter is None or adapter.estimator is not self:
+            adapter = self._one_event()
+        events = adapter._events[0]
+        if events is not None:
+            label = events.predict_ready(self, x)
+            if label is not MISS:
+                return label
+        with adapter.lock:
+            return adapter.predict_one(x)
 
     @available_if(lambda self: hasattr(self, "decision_function"))
     def decision_function_one(self, x):

@@ -656,6 +656,7 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
             1.0 / self.lam if auto else (0.0 if callable(self.eta) else float(self.eta)),
             float(self.eta_decay), M, self.n_centers_, loss_spec(self.loss),
             type(self).__name__, names)
+        events.auto, events.gradient_at_zero = auto, self._gradient_at_zero()
         events.bind(self)
         return events
 

@@ -14,15 +14,15 @@ centre only then), so a refused step changes nothing.
 """
 import numpy as np
 
-from libc.math cimport NAN, exp, fmin, isfinite, pow
+from libc.math cimport NAN, exp, fmin, isfinite, pow, sqrt
 from libc.string cimport memcmp, memcpy
 
 from okl._core._kernels cimport cdot, ckernel_row, cself
 from okl._core._lazy cimport cshrink_lazy
 from okl._core._losses cimport LOGISTIC, Loss, LossSpec, cdloss
 from okl._core._expansion cimport KernelExpansion
-from okl._core._pointwise cimport Events
-from okl._core._signals cimport cinterrupted, craise_pending
+from okl._core._pointwise cimport Events, cready
+from okl._core._signals cimport cinterrupted, craise_pending, craise_signals
 
 
 cdef enum:
@@ -282,6 +282,9 @@ cdef class CoefRegEvents(Events):
     cdef double[::1] kb, last_row, s, g
     cdef bint has_last
     cdef double last_t, last_scale, last_f
+    # the ready-row entry (`cevent`): eta="auto" (no warning to give), G / ||k_t|| of norm_bound_
+    cdef public bint auto
+    cdef public double gradient_at_zero
     cdef Py_ssize_t last_n, last_rescale
 
     def __init__(self, KernelExpansion expansion, A, double lam, double eta, double eta_decay,
@@ -304,40 +307,51 @@ cdef class CoefRegEvents(Events):
         self.s = np.empty(max(self.k, 1))
         self.g = np.empty(max(self.k, 1))
         self.has_last = False
+        self.ready = True
 
-    cdef bint _ready(self, const double[::1] x, double t):
+    cdef bint _ready(self, const double* x, double t):
         """Whether kb holds k(x) of this very row and model (the last prediction's)."""
         cdef KernelExpansion e = self.expansion
         return (self.has_last and t == self.last_t and e.n_support == self.last_n
                 and e.scale == self.last_scale and e.n_rescale == self.last_rescale
-                and memcmp(&x[0], &self.last_row[0], x.shape[0] * sizeof(double)) == 0)
+                and memcmp(x, &self.last_row[0], e.n_features * sizeof(double)) == 0)
 
-    cdef _check(self, const double[::1] x, str action):
-        cdef Py_ssize_t j, d = self.expansion.n_features
-        if x.shape[0] != d:
-            raise ValueError(f"X has {x.shape[0]} features, but {self.name} is expecting "
+    cdef const double* _row(self, object x, str action) except NULL:
+        """The data of row x (read in place when ready), checked: d values, all finite."""
+        cdef Py_ssize_t j, n = 0, d = self.expansion.n_features
+        cdef const double[::1] typed
+        cdef const double* p = cready(x, &n)
+        if p == NULL:           # any other 1-D float64 buffer, or a clear error
+            typed = x
+            n = typed.shape[0]
+            p = &typed[0] if n else NULL
+        if n != d:
+            raise ValueError(f"X has {n} features, but {self.name} is expecting "
                              f"{d} features as input.")
         for j in range(d):
-            if not isfinite(x[j]):
+            if not isfinite(p[j]):
                 raise ValueError(f"{self.name} got a row with NaN or inf: "
                                  f"{np.asarray(x)[:10]}; non-finite values cannot be {action}.")
+        return p
 
-    cdef void _remember(self, const double[::1] x, double t):
+    cdef void _remember(self, const double* x, double t):
         cdef KernelExpansion e = self.expansion
-        memcpy(&self.last_row[0], &x[0], x.shape[0] * sizeof(double))
+        memcpy(&self.last_row[0], x, e.n_features * sizeof(double))
         self.last_t, self.last_n, self.last_scale = t, e.n_support, e.scale
         self.last_rescale, self.has_last = e.n_rescale, True
 
-    def predict(self, const double[::1] x, double t, b=None):
+    def predict(self, x, double t, b=None):
         """f(x) (binary) or the k scores A^T k(x) of one row (b: unused, no offset)."""
+        return self._predict(x, t)
+
+    cdef object _predict(self, object x, double t):
         cdef KernelExpansion e = self.expansion
         cdef Py_ssize_t j, c, m = e.n_support, k = self.k
-        cdef double f
-        self._check(x, "predicted")
-        if not self._ready(x, t):
+        cdef const double* p = self._row(x, "predicted")
+        if not self._ready(p, t):
             if m:
-                ckernel_row(&e.kernel, &x[0], e.centers, m, e.n_features, &self.kb[0])
-            self._remember(x, t)
+                ckernel_row(&e.kernel, p, e.centers, m, e.n_features, &self.kb[0])
+            self._remember(p, t)
         if k == 0:
             return e.scale * cdot(e.coef, &self.kb[0], m) if m else 0.0
         out = np.zeros(k)
@@ -347,40 +361,68 @@ cdef class CoefRegEvents(Events):
                 o[c] += self.kb[j] * self.A[j, c]
         return out
 
-    def learn(self, const double[::1] x, double y, double t, double eta_given=NAN):
+    def learn(self, x, double y, double t, double eta_given=NAN):
         """Predict, then take step t + 1 (y: +-1.0, or the class index as a float; eta_given:
         eta_t of a callable eta).  Returns (f or the scores, eta_t, ||k_t||^2); raises,
         leaving the model as it was, on NaN/inf in x or divergence."""
+        cdef double eta_used = NAN, kk = NAN, f = NAN
+        self._learn(x, y, t, eta_given, &f, &eta_used, &kk)
+        out = f if self.k == 0 else np.asarray(self.s[:self.k]).copy()
+        return out, eta_used, kk
+
+    cdef int _learn(self, object x, double y, double t, double eta_given, double* f,
+                    double* eta_used, double* kk) except -1:
+        """`learn` into f (binary), self.s (the k scores), eta_used and kk."""
         cdef KernelExpansion e = self.expansion
         cdef Py_ssize_t i, yi = <Py_ssize_t>y, d = e.n_features
-        cdef double eta_t, f = NAN, eta_used = NAN, kk = NAN, scale = 1.0
+        cdef double eta_t, scale = 1.0
         cdef bint ready
         cdef int status
-        self._check(x, "learned")
+        cdef const double* p = self._row(x, "learned")
         if self.k and not (0 <= yi < self.k and yi == y):
             raise ValueError(f"y = {y} is not a class index in [0, {self.k}).")
         eta_t = eta_given if self.eta <= 0.0 else self.eta * pow(t + 1.0, -self.eta_decay)
-        ready = self._ready(x, t)
+        ready = self._ready(p, t)
         if e.n_support < self.n_centers and e.n_support == e.capacity:
             e.reserve(1)
+        craise_signals()                # a Ctrl-C so far: raised before any write
         if self.k == 0:
-            status = cstep(e, &x[0], cdot(&x[0], &x[0], d), y, eta_t, self.lam, self.lipschitz,
-                           self.n_centers, &self.loss, ready, &self.kb[0], &f, &eta_used, &kk)
-            out = f
+            status = cstep(e, p, cdot(p, p, d), y, eta_t, self.lam, self.lipschitz,
+                           self.n_centers, &self.loss, ready, &self.kb[0], f, eta_used, kk)
         else:
-            status = cmstep(e, &self.A[0, 0], self.A.shape[0], self.k, &scale, &x[0],
-                            cdot(&x[0], &x[0], d), yi, eta_t, self.lam, self.lipschitz,
+            status = cmstep(e, &self.A[0, 0], self.A.shape[0], self.k, &scale, p,
+                            cdot(p, p, d), yi, eta_t, self.lam, self.lipschitz,
                             self.n_centers, &self.loss, ready, &self.kb[0], &self.s[0],
-                            &self.g[0], &eta_used, &kk)
-            out = np.asarray(self.s[:self.k]).copy()
+                            &self.g[0], eta_used, kk)
             if status == TAKEN and scale != 1.0:       # A = scale * a, as the chunk leaves it
                 for i in range(self.A.shape[0] * self.k):
                     (&self.A[0, 0])[i] *= scale
         self.has_last = False
         if status == DIVERGED:
             raise FloatingPointError(
-                f"{self.name} diverged at step t={<Py_ssize_t>t + 1} (eta_t={eta_used:.3g}): "
+                f"{self.name} diverged at step t={<Py_ssize_t>t + 1} (eta_t={eta_used[0]:.3g}): "
                 "the coefficients would no longer be finite. The explicit step size is too "
                 "large for this data; use eta='auto' (whose steps keep ||a_t|| bounded), a "
                 "smaller eta or a larger eta_decay. The model is left as it was.")
-        return out, eta_used, kk
+        return 0
+
+    cdef int cevent(self, dict attrs, object x, double y) except -1:
+        """`learn` and the counters `CoefficientRegularizedClassifier._learn_event` keeps
+        (t_, kappa_max_, norm_bound_, eta_), stored in this call; declined for a callable
+        eta and for a step 1 - eta_t lam <= 0 of a given eta (the learner warns)."""
+        cdef double eta_used = NAN, kk = NAN, f = NAN, kappa
+        t = attrs["t_"]
+        if self.eta <= 0.0 or (not self.auto and self.eta * pow(
+                t + 1.0, -self.eta_decay) * self.lam >= 1.0):
+            return 0
+        self._learn(x, y, t, NAN, &f, &eta_used, &kk)
+        attrs["t_"] = t + 1
+        kappa = sqrt(kk)
+        if kappa > attrs["kappa_max_"]:
+            attrs["kappa_max_"] = kappa
+            attrs["norm_bound_"] = self.gradient_at_zero * kappa / self.lam
+        attrs["eta_"] = eta_used
+        return 1
+
+    cdef object cpredict(self, dict attrs, object x):
+        return self._predict(x, attrs["t_"])

@@ -201,6 +201,7 @@ cdef class MulticlassEvents(Events):
         self.g = np.empty(expansion.n_classes)
         self.a = np.empty(expansion.n_classes)
         self.has_last = False
+        self.ready = schedule.kind != GIVEN     # a callable's step sizes come from the learner
 
     cdef bint _scores(self, const double* x, double* out, double* xx_out, double t):
         """The model part of the scores into out; False for a non-finite row."""
@@ -342,6 +343,13 @@ cdef class MulticlassEvents(Events):
             attrs["n_support_"] = self.expansion.n_support
         return out[0]
 
+    cdef int cevent(self, dict attrs, object x, double y) except -1:
+        self.learn_into(attrs, x, y, 1.0, NAN)
+        return 1
+
+    cdef object cpredict(self, dict attrs, object x):
+        return self.predict(x, attrs["t_"], attrs["intercept_"])
+
 
 cdef class MultiFeatureEvents(Events):
     """One-event predict and learn on the weight matrix of a feature model of k classes.
@@ -376,9 +384,10 @@ cdef class MultiFeatureEvents(Events):
         self.g = np.empty(self.linear.n_classes)
         self.a = np.empty(self.linear.n_classes)
         self.has_last = False
+        self.ready = schedule.kind != GIVEN
 
-    cpdef bint matches(self, est):
-        return (Events.matches(self, est) and self.model.linear is self.linear
+    cdef int cmatches(self, dict attrs) except -1:
+        return (Events.cmatches(self, attrs) and self.model.linear is self.linear
                 and self.model.fmap is self.fmap)
 
     cdef _scores(self, const double[::1] x, const double[::1] b, double* out, str action):
@@ -443,3 +452,24 @@ cdef class MultiFeatureEvents(Events):
         self.outcome = (s_arr, status == TAKEN, st.t, st.ck2, st.eta_t, st.lam_t, b_arr,
                         (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None, dev)
         return self.outcome             # kept first, as PointwiseEvents.learn does
+
+    cdef int cevent(self, dict attrs, object x, double y) except -1:
+        """`learn` on the learner's counters, stored as `PointwiseMixin._store_step` does
+        (okl._kernel_learners) for the scores of k classes."""
+        cdef double t0 = attrs["t_"]
+        dev = attrs.get("dev_")
+        out = self.learn(x, y, 1.0, t0, attrs["ck2_"], attrs["intercept_"], NAN,
+                         0.0 if dev is None else dev)
+        if out[1]:
+            if out[2] != t0:
+                attrs["eta_"] = out[4]
+                attrs["lam_"] = out[5]
+            attrs["t_"] = <long long>out[2]
+            attrs["ck2_"] = out[3]
+            attrs["dev_"] = out[8]
+            attrs["intercept_"] = out[6]
+            attrs["n_support_"] = 0     # no support vectors on features (FeatureModel.n_support)
+        return 1
+
+    cdef object cpredict(self, dict attrs, object x):
+        return self.predict(x, attrs["t_"], attrs["intercept_"])

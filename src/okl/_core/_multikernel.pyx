@@ -29,7 +29,7 @@ from okl._core._merge cimport cmerge_find, cmerge_point
 from okl._core._multiclass cimport HINGE as MC_HINGE, LOGISTIC as MC_LOGISTIC
 from okl._core._multiclass cimport cgradient as cmulti_gradient
 from okl._core._multiexpansion cimport cmulti_merge_find
-from okl._core._pointwise cimport AUTO, MEAN, POWER, STEP, Schedule, cschedule
+from okl._core._pointwise cimport AUTO, MEAN, POWER, STEP, Events, Schedule, cschedule
 from okl._core._signals cimport cinterrupted, craise_pending, craise_signals
 from okl._numpy.multikernel import doublings
 
@@ -745,18 +745,16 @@ cdef inline bint row_is_finite(const double* x, Py_ssize_t d) noexcept nogil:
     return True
 
 
-cdef class MultiKernelEvents:
+cdef class MultiKernelEvents(Events):
     """One-event predict and learn of a `MultiKernel` (no allocation, no Python loop).
 
     `names` are the estimator attributes `matches` compares (the model and the
-    parameters), as `_pointwise.PointwiseEvents`.
+    parameters): `_pointwise.Events`, the base of every one-event step.
     """
     cdef MultiKernel model
     cdef Schedule schedule
     cdef LossSpec loss
     cdef Hedge hedge
-    cdef object name
-    cdef tuple names, values
     # the last prediction (every f_k and the combination) and the model version it was made on
     cdef double[::1] last_row, last_f, last_out
     cdef bint has_last
@@ -793,17 +791,6 @@ cdef class MultiKernelEvents:
         if m.n_outputs == 1:
             return self.last_out[0]
         return np.array(self.last_out)
-
-    def bind(self, est):
-        self.values = tuple([est.__dict__.get(name) for name in self.names])
-
-    cpdef bint matches(self, est):
-        cdef dict attrs = est.__dict__
-        cdef Py_ssize_t i
-        for i in range(len(self.names)):
-            if attrs.get(self.names[i], self) is not self.values[i]:
-                return False
-        return True
 
     cdef _check(self, const double[::1] x, str action):
         if x.shape[0] != self.model.n_features:

@@ -34,7 +34,7 @@ from okl._core._expansion cimport MERGE, KernelExpansion
 from okl._core._multiexpansion cimport MultiExpansion
 from okl._core._lazy cimport cshrink_lazy
 from okl._core._pointwise cimport Events
-from okl._core._signals cimport cinterrupted, craise_pending
+from okl._core._signals cimport cinterrupted, craise_pending, craise_signals
 from okl._core._projections cimport AbsIndex, chalfspace_l1, chalfspace_l2, ctruncate_smallest
 
 
@@ -871,11 +871,12 @@ cdef class PAEvents(Events):
             if self.pairs == NULL:
                 raise MemoryError()
         self.has_last = False
+        self.ready = True
 
-    cpdef bint matches(self, est):
+    cdef int cmatches(self, dict attrs) except -1:
         """est holds the very objects this step was built from (its model, its weights or
         expansion, its parameters)."""
-        if not Events.matches(self, est):
+        if not Events.cmatches(self, attrs):
             return False
         if self.kind == LINEAR or self.kind == MULTI_LINEAR:
             return self.model.raw is self.raw
@@ -982,6 +983,7 @@ cdef class PAEvents(Events):
                 self._diverged(t)
         ww = self.model.sq_norm
         xx = self.last_xx
+        craise_signals()                # a Ctrl-C so far: raised before any write
         if self.kind == KERNEL:
             ev = ckernel_step(self.expansion, xp, xx, cself(&self.expansion.kernel, xx),
                               self.last_s[0], y, &self.spec, &ww)
@@ -1010,6 +1012,15 @@ cdef class PAEvents(Events):
         if ev != INFEASIBLE:
             counters["t_"] = steps + 1
         return result, ev
+
+    cdef int cevent(self, dict attrs, object x, double y) except -1:
+        """`learn` with its counters; an INFEASIBLE step (which changed nothing) is declined,
+        for the learner to warn and count it."""
+        return self.learn(x, y, attrs)[1] != INFEASIBLE
+
+    cdef object cpredict(self, dict attrs, object x):
+        self._scores(x, attrs["t_"])
+        return self._result()
 
     def skipped(self, dict counters):
         """Count an INFEASIBLE step: ``t_`` and ``n_infeasible_`` in one C call."""

@@ -86,9 +86,33 @@ cdef inline const double* cready(object x, Py_ssize_t* n) noexcept:
     return <const double*>cnp.PyArray_DATA(a)
 
 
+cpdef enum Serves:
+    NOTHING = 0     # learn_ready / predict_ready decline every event (the adapter's path)
+    TARGETS = 1     # a regressor's real targets
+    LABELS = 2      # a classifier's labels, through the codes the adapter remembered
+
+
 cdef class Events:
     # what every one-event step keeps of its learner (docs/streaming.md): the names of the
     # learner's attributes it was built from and the very objects they held
     cdef object name
     cdef tuple names, values
+    # the ready-row entry (learn_ready / predict_ready): what it serves, the classes_ its
+    # label codes (label -> target of the step) and labels (classes_.tolist()) are of
+    cdef public int serves
+    cdef bint ready                 # the subclass gives cevent / cpredict for this learner
+    cdef object classes
+    cdef dict codes
+    cdef list labels
+    cdef object acquire, release    # the learner's lock (okl._locks), taken in the call
+    # the prior-shift offset's state (n, ybar, recent, hbar) as last stored in the
+    # learner's _prior_state (that very tuple: a restore or a chunk rereads it)
+    cdef object prior_tuple
+    cdef double prior_state[4]
     cpdef bint matches(self, est)
+    cdef int cmatches(self, dict attrs) except -1
+    cdef object crow(self, dict attrs, object x)
+    cdef int cevent(self, dict attrs, object x, double y) except -1
+    cdef object cpredict(self, dict attrs, object x)
+    cdef object clabel(self, object f)
+    cdef int ccount_prior(self, dict attrs, double h, double y, double w) except -1

@@ -25,6 +25,7 @@ import numpy as np
 
 cimport numpy as cnp
 from cpython.dict cimport PyDict_GetItem
+from cpython.float cimport PyFloat_AS_DOUBLE, PyFloat_Check
 from cpython.object cimport PyObject
 from cpython.tuple cimport PyTuple_GET_ITEM
 from libc.math cimport NAN, copysign, fabs, fmax, fmin, isfinite, pow, sqrt
@@ -35,6 +36,7 @@ from okl._core._losses cimport LossSpec, cgradient
 from okl._core._expansion cimport MERGE, KernelExpansion
 from okl._core._linear cimport FeatureRow, LinearModel
 from okl._core._signals cimport cinterrupted, craise_pending, craise_signals
+from okl._core._event import array_row, dict_row
 
 
 cnp.import_array()
@@ -176,11 +178,24 @@ cdef inline bint row_is_finite(const double* x, Py_ssize_t d, double xx) noexcep
     return True
 
 
+MISS = object()     # what predict_ready returns for an event it does not serve
+cdef object MAX_EXACT = 2 ** 53     # the integer targets a double holds exactly
+
+
 cdef class Events:
     """The base of the one-event steps (`PointwiseEvents`, `FeatureEvents`, the multiclass,
     CoefReg and PA steps): `bind` remembers the objects the learner holds under `names`,
     `matches` asks that it still holds the very same ones (a refit, a restore or a changed
-    parameter builds a new step)."""
+    parameter builds a new step).
+
+    `learn_ready` / `predict_ready` are the one compiled call of `learn_one` /
+    `predict_one` (`okl._one_event.OneEventMixin`): the row (a ready float64 row, or a
+    dict, list, float32 or strided row converted in C), the label, the step and the
+    learner's counters in one call.  An event they do not serve (a label not yet seen, a
+    weight other than 1, a changed learner, a row of another kind) they decline without
+    a write, and the adapter takes it (`okl._one_event.EventAdapter`), which teaches them
+    the label codes (`remember`).
+    """
 
     def bind(self, est):
         """Remember the objects est holds under `names` (instance attributes), for `matches`."""
@@ -188,7 +203,10 @@ cdef class Events:
 
     cpdef bint matches(self, est):
         """est holds the very objects this step was built from."""
-        cdef dict attrs = est.__dict__
+        return self.cmatches(est.__dict__)
+
+    cdef int cmatches(self, dict attrs) except -1:
+        """`matches` on the learner's ``__dict__``: 1 or 0 (subclasses add their own checks)."""
         cdef Py_ssize_t i
         cdef PyObject* value
         for i in range(len(self.names)):
@@ -196,6 +214,151 @@ cdef class Events:
             if value == NULL or value != PyTuple_GET_ITEM(self.values, i):
                 return False
         return True
+
+    def set_labels(self, classes, dict codes=None):
+        """Serve the labels of `classes` (the learner's classes_; None: real targets), with
+        the codes of the labels already seen (label -> target, from the adapter)."""
+        if not self.ready:
+            self.serves = NOTHING
+        elif classes is None:
+            self.serves = TARGETS
+        elif classes is not self.classes:
+            self.classes, self.labels = classes, classes.tolist()
+            self.codes = {} if codes is None else dict(codes)
+            self.serves = LABELS
+
+    def set_lock(self, lock):
+        """The learner's re-entrant lock (okl._locks): the ready-row calls hold it."""
+        self.acquire, self.release = lock.acquire, lock.release
+
+    def remember(self, classes, y, double target):
+        """The code of label y, as the adapter found it (at most 64 labels are kept)."""
+        if classes is self.classes and len(self.codes) < 64:
+            try:
+                self.codes[y] = target
+            except TypeError:           # unhashable: the adapter names what is wrong
+                pass
+
+    cdef object crow(self, dict attrs, object x):
+        """x as a float64 row the step reads: x itself when ready, else converted in C (a
+        dict in the learner's feature order, a list of numbers, a float32 or strided row);
+        None for anything else (the adapter's `okl._rows.check_row` names what is wrong)."""
+        cdef Py_ssize_t n
+        if cready(x, &n) != NULL:
+            return x
+        if type(x) is dict:
+            keys = attrs.get("_feature_keys")
+            return None if type(keys) is not tuple else dict_row(x, keys)
+        if type(x) is list or type(x) is cnp.ndarray:
+            d = attrs.get("n_features_in_")
+            return None if type(d) is not int else array_row(x, d)
+        return None
+
+    def learn_ready(self, est, x, y, weight=1.0):
+        """Learn one event in this call, under the learner's lock, or decline it (False)
+        without a write."""
+        cdef dict attrs
+        cdef double target
+        cdef PyObject* code
+        if self.serves == NOTHING or self.acquire is None:
+            return False
+        if not (type(weight) is float and PyFloat_AS_DOUBLE(weight) == 1.0
+                or type(weight) is int and weight == 1):
+            return False
+        if self.serves == TARGETS:        # a real number, as okl._rows.check_label takes it
+            if PyFloat_Check(y):
+                target = PyFloat_AS_DOUBLE(y)
+            elif type(y) is int and -MAX_EXACT <= y <= MAX_EXACT:
+                target = <double>y
+            else:
+                return False
+            if not isfinite(target):
+                return False
+        attrs = est.__dict__
+        row = self.crow(attrs, x)
+        if row is None:
+            return False
+        self.acquire()
+        try:
+            if self.serves == LABELS:
+                if PyDict_GetItem(attrs, "classes_") != <PyObject*>self.classes:
+                    return False
+                code = PyDict_GetItem(self.codes, y)      # NULL for an unhashable y too
+                if code == NULL:
+                    return False
+                target = PyFloat_AS_DOUBLE(<object>code)
+            if not self.cmatches(attrs):
+                return False
+            return self.cevent(attrs, row, target) == 1
+        finally:
+            self.release()
+
+    def predict_ready(self, est, x):
+        """The prediction for one event (a label, or f) under the learner's lock, or `MISS`
+        when declined."""
+        cdef dict attrs
+        if self.serves == NOTHING or self.acquire is None:
+            return MISS
+        attrs = est.__dict__
+        row = self.crow(attrs, x)
+        if row is None:
+            return MISS
+        self.acquire()
+        try:
+            if self.serves == LABELS and (PyDict_GetItem(attrs, "classes_")
+                                          != <PyObject*>self.classes):
+                return MISS
+            if not self.cmatches(attrs):
+                return MISS
+            f = self.cpredict(attrs, row)
+        finally:
+            self.release()
+        return f if self.serves == TARGETS else self.clabel(f)
+
+    cdef object clabel(self, object f):
+        """The label of f (binary) or of the k scores (the first largest; a NaN first, as
+        argmax)."""
+        cdef Py_ssize_t i, best, n
+        cdef const double[::1] scores
+        if type(f) is float:
+            return self.labels[PyFloat_AS_DOUBLE(f) > 0.0] if len(self.labels) == 2 else MISS
+        scores = f
+        n, best = scores.shape[0], 0
+        for i in range(n):
+            if scores[i] != scores[i]:
+                best = i
+                break
+            if scores[i] > scores[best]:
+                best = i
+        return self.labels[best] if n == len(self.labels) else MISS
+
+    cdef int cevent(self, dict attrs, object x, double y) except -1:
+        """Learn one ready row with weight 1 on the learner's counters in `attrs`: 1, or 0
+        when the subclass declines it before any write."""
+        return 0
+
+    cdef object cpredict(self, dict attrs, object x):
+        raise NotImplementedError
+
+    cdef int ccount_prior(self, dict attrs, double h, double y, double w) except -1:
+        """A taken step of kernel part h counts for the prior-shift offset: its state and
+        intercept_ in `attrs` (the learner's ``__dict__``).  The state is read from the
+        tuple only when it is not the one this step last stored."""
+        cdef double ps[4]
+        state = attrs.get("_prior_state")
+        if state is None:
+            ps[0] = ps[1] = ps[2] = ps[3] = 0.0
+        elif state is self.prior_tuple:
+            memcpy(ps, self.prior_state, 4 * sizeof(double))
+        else:
+            ps[0], ps[1], ps[2], ps[3] = state
+        cprior_count(ps, h, y, w)
+        state = (ps[0], ps[1], ps[2], ps[3])
+        attrs["_prior_state"] = state
+        attrs["intercept_"] = cprior_offset(ps)
+        memcpy(self.prior_state, ps, 4 * sizeof(double))
+        self.prior_tuple = state
+        return 0
 
 
 cdef class PointwiseEvents(Events):
@@ -237,6 +400,7 @@ cdef class PointwiseEvents(Events):
         self.expansion = expansion
         self.schedule, self.loss = schedule, loss
         self.given = schedule.kind == GIVEN
+        self.ready = not self.given     # a callable's step sizes come from the learner
         self.name, self.names = name, names
         self.values = tuple([expansion] + [None] * (len(names) - 1))
         self.last_row = np.empty(expansion.n_features)
@@ -277,6 +441,9 @@ cdef class PointwiseEvents(Events):
     def predict(self, x, double t, double b):
         """f(x) = b + kernel part for one row, a 1-D float64 buffer (t: the learner's steps,
         for the cache)."""
+        return self._predict(x, t, b)
+
+    cdef double _predict(self, object x, double t, double b) except? -1.0:
         cdef double xx = 0.0, f = NAN
         cdef Py_ssize_t n = 0
         cdef const double[::1] typed
@@ -350,6 +517,10 @@ cdef class PointwiseEvents(Events):
         moved, t_, ck2_, intercept_, dev_, n_support_), in one compiled call.  Raises,
         leaving the model and `attrs` as they were.
         """
+        return self._learn_into(attrs, x, y, weight, eta_given)
+
+    cdef double _learn_into(self, dict attrs, object x, double y, double weight,
+                            double eta_given) except? -1.0:
         cdef StepState st
         cdef int status
         cdef double f, t0, b = attrs["intercept_"]
@@ -370,8 +541,17 @@ cdef class PointwiseEvents(Events):
             if not self.prior:
                 attrs["intercept_"] = st.b
             else:                   # b predicted this event, then the event counts
-                ccount_prior(attrs, f, y, weight)
+                self.ccount_prior(attrs, f, y, weight)
         return f + b if self.prior else f
+
+    cdef int cevent(self, dict attrs, object x, double y) except -1:
+        if self.given:                  # the callable's step sizes come from the learner
+            return 0
+        self._learn_into(attrs, x, y, 1.0, NAN)
+        return 1
+
+    cdef object cpredict(self, dict attrs, object x):
+        return self._predict(x, attrs["t_"], attrs["intercept_"])
 
 
 cdef class FeatureEvents(Events):
@@ -409,10 +589,11 @@ cdef class FeatureEvents(Events):
         self.z = np.empty(rowmap.n_components)
         self.last_row = np.empty(rowmap.n_features)
         self.has_last = False
+        self.ready = schedule.kind != GIVEN     # a callable's step sizes come from the learner
 
-    cpdef bint matches(self, est):
+    cdef int cmatches(self, dict attrs) except -1:
         """est holds the objects this step was built from, and its model this map and weights."""
-        return (Events.matches(self, est) and self.model.linear is self.linear
+        return (Events.cmatches(self, attrs) and self.model.linear is self.linear
                 and self.model.fmap is self.fmap)
 
     cdef inline bint _features(self, const double* x, double* xx_out):
@@ -434,43 +615,58 @@ cdef class FeatureEvents(Events):
         self.has_last = True
         return True
 
-    cdef inline double _f(self, const double[::1] x, double b, str action) except? -1.0:
+    cdef inline double _f(self, object x, double b, str action) except? -1.0:
+        """f(x) = b + <w, z(x)> of a 1-D float64 buffer (read in place when ready)."""
         cdef double xx
-        if x.shape[0] != self.rowmap.n_features:
-            raise ValueError(f"X has {x.shape[0]} features, but {self.name} is expecting "
+        cdef Py_ssize_t n = 0
+        cdef const double[::1] typed
+        cdef const double* p = cready(x, &n)
+        if p == NULL:           # any other 1-D float64 buffer, or a clear error
+            typed = x
+            n, p = typed.shape[0], &typed[0]
+        if n != self.rowmap.n_features:
+            raise ValueError(f"X has {n} features, but {self.name} is expecting "
                              f"{self.rowmap.n_features} features as input.")
-        if not self._features(&x[0], &xx):
+        if not self._features(p, &xx):
             raise ValueError(f"{self.name} got a row with NaN or inf: {np.asarray(x)[:10]}; "
                              f"non-finite values cannot be {action}.")
         return self.linear.cpredict(&self.z[0]) + b
 
-    def predict(self, const double[::1] x, double t, double b):
+    def predict(self, x, double t, double b):
         """f(x) = b + <w, z(x)> for one row (t: unused, the signature of `PointwiseEvents`)."""
         return self._f(x, b, "predicted")
 
-    def learn(self, const double[::1] x, double y, double weight, double t, double ck2,
+    cdef int _learn(self, object x, double y, double weight, double eta_given, StepState* st,
+                    double* f) except -1:
+        """Predict f_t(x_t) (into f) from the counters in `st`, then take the step: its status;
+        st holds the new counters."""
+        f[0] = self._f(x, st.b, "learned")
+        st.eta_t = st.lam_t = st.eta_try = NAN
+        st.reset_t = st.reset_eta = st.reset_lam = 0.0
+        craise_signals()                # a Ctrl-C so far: raised before any write
+        status = cstep(self.linear, &self.z[0], self.last_zz,
+                       cself(&self.rowmap.kernel, self.last_xx), self.last_zz, f[0], y, weight,
+                       eta_given, &self.loss, &self.schedule, st)
+        if status == DIVERGED:
+            raise FloatingPointError(
+                f"{self.name} diverged at step t={<Py_ssize_t>st.t + 1} "
+                f"(eta_t={st.eta_try:.3g}): the model would no longer be finite. The step "
+                "size is too large for this data; use eta='auto', a smaller eta or a larger "
+                "eta_decay, or scale X (e.g. with okl.preprocessing.OnlineStandardScaler). "
+                "The model is left as it was.")
+        return status
+
+    def learn(self, x, double y, double weight, double t, double ck2,
               double b, double eta_given=NAN, double dev=0.0):
         """Predict f_t(x_t), then take step t + 1: `PointwiseEvents.learn`'s arguments and
         results.  Raises, leaving the model as it was, on NaN/inf in x or divergence; the
         results are kept in `outcome` before the call returns (a Ctrl-C raised as it returns
         lets the learner store them: `okl._kernel_learners.PointwiseMixin._learn_event`)."""
         self.outcome = None
-        cdef double f = self._f(x, b, "learned")
         cdef StepState st
-        cdef int status
+        cdef double f
         st.t, st.ck2, st.b, st.dev = t, ck2, b, dev
-        st.eta_t = st.lam_t = st.eta_try = NAN
-        st.reset_t = st.reset_eta = st.reset_lam = 0.0
-        craise_signals()                # a Ctrl-C so far: raised before any write
-        status = cstep(self.linear, &self.z[0], self.last_zz,
-                       cself(&self.rowmap.kernel, self.last_xx), self.last_zz, f, y, weight,
-                       eta_given, &self.loss, &self.schedule, &st)
-        if status == DIVERGED:
-            raise FloatingPointError(
-                f"{self.name} diverged at step t={<Py_ssize_t>t + 1} (eta_t={st.eta_try:.3g}): "
-                "the model would no longer be finite. The step size is too large for this "
-                "data; use eta='auto', a smaller eta or a larger eta_decay, or scale X (e.g. "
-                "with okl.preprocessing.OnlineStandardScaler). The model is left as it was.")
+        status = self._learn(x, y, weight, eta_given, &st, &f)
         self.outcome = (f, status == TAKEN, st.t, st.ck2, st.eta_t, st.lam_t, st.b,
                         (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None, st.dev)
         return self.outcome
@@ -479,23 +675,37 @@ cdef class FeatureEvents(Events):
         """`learn` on the learner's own counters, as `PointwiseEvents.learn_into` (read from
         and stored into `attrs`, the learner's ``__dict__``, in one compiled call); returns
         f_t(x_t).  Raises, leaving the model and `attrs` as they were."""
-        cdef double b = attrs["intercept_"], t0 = attrs["t_"]
+        return self._learn_into(attrs, x, y, weight, eta_given)
+
+    cdef double _learn_into(self, dict attrs, object x, double y, double weight,
+                            double eta_given) except? -1.0:
+        cdef StepState st
+        cdef double f, t0, b = attrs["intercept_"]
         dev = attrs.get("dev_")
-        out = self.learn(x, y, weight, t0, attrs["ck2_"], 0.0 if self.prior else b, eta_given,
-                         0.0 if dev is None else dev)
-        if out[1]:
-            if out[2] != t0:
-                attrs["eta_"] = out[4]
-                attrs["lam_"] = out[5]
-            attrs["t_"] = <long long>out[2]
-            attrs["ck2_"] = out[3]
-            attrs["dev_"] = out[8]
-            attrs["n_support_"] = self.model.n_support
+        st.t, st.ck2 = attrs["t_"], attrs["ck2_"]
+        st.b = 0.0 if self.prior else b     # the prior-shift offset stays out of the step
+        st.dev = 0.0 if dev is None else dev
+        t0 = st.t
+        if self._learn(x, y, weight, eta_given, &st, &f) == TAKEN:
+            if st.t != t0:
+                attrs["eta_"] = st.eta_t
+                attrs["lam_"] = st.lam_t
+            attrs["t_"] = <long long>st.t
+            attrs["ck2_"] = st.ck2
+            attrs["dev_"] = st.dev
+            attrs["n_support_"] = 0     # no support vectors on features (FeatureModel.n_support)
             if not self.prior:
-                attrs["intercept_"] = out[6]
+                attrs["intercept_"] = st.b
             else:
-                ccount_prior(attrs, out[0], y, weight)
-        return out[0] + b if self.prior else out[0]
+                self.ccount_prior(attrs, f, y, weight)
+        return f + b if self.prior else f
+
+    cdef int cevent(self, dict attrs, object x, double y) except -1:
+        self._learn_into(attrs, x, y, 1.0, NAN)
+        return 1
+
+    cdef object cpredict(self, dict attrs, object x):
+        return self._f(x, attrs["intercept_"], "predicted")
 
 
 # -- the prior-shift offset of the binary classifier (docs/defaults.md, section 1) ---------------
@@ -523,19 +733,6 @@ cdef inline void cprior_count(double* s, double h, double y, double w) noexcept 
     s[1] = s[1] + rate * (y - s[1])
     s[2] = s[2] + fmax(rate, fmin(CPRIOR_RATE * w, 1.0)) * (y - s[2])
     s[3] = s[3] + rate * (fabs(h) - s[3])
-
-
-cdef ccount_prior(dict attrs, double h, double y, double w):
-    """A taken step of kernel part h counts for the prior-shift offset: its state and
-    intercept_ in `attrs` (the learner's ``__dict__``)."""
-    cdef double ps[4]
-    state = attrs.get("_prior_state")
-    ps[0] = ps[1] = ps[2] = ps[3] = 0.0
-    if state is not None:
-        ps[0], ps[1], ps[2], ps[3] = state
-    cprior_count(ps, h, y, w)
-    attrs["_prior_state"] = (ps[0], ps[1], ps[2], ps[3])
-    attrs["intercept_"] = cprior_offset(ps)
 
 
 def prior_offsets(tuple state, const double[::1] h, const double[::1] y,
