@@ -108,6 +108,30 @@ class FeatureModel:
             out.expansion = e.multi_expansion.from_state(state)
         return out
 
+    def with_gamma(self, gamma):
+        """A new model of width gamma with the same weights (gamma="scale"'s warm-up,
+        docs/defaults.md, section 2): Nystroem's exact phase re-reads its expansion with
+        the new kernel, random Fourier features the same draw at the new width
+        (`RandomFourierFeatures.with_gamma`).  Nystroem features, built at the switch,
+        keep theirs: the warm-up ends there.  The parts that change are new objects, so
+        the template's undo keeps the old model."""
+        if self.approximation == "nystroem" and self.linear is not None:
+            raise ValueError("Nystroem features keep the width they were built with.")
+        out = copy.copy(self)
+        out.gamma = float(gamma)
+        if self.linear is None:
+            state = self.expansion.get_state()
+            state["gamma"] = out.gamma
+            out.expansion = type(self.expansion).from_state(state)
+        else:
+            out.fmap = self.fmap.with_gamma(out.gamma)
+        return out
+
+    @property
+    def width_frozen(self):
+        """True once the model can no longer follow a moving width (Nystroem features)."""
+        return self.approximation == "nystroem" and self.linear is not None
+
     def learn(self, engine, X, y, schedule, loss, state, scores, weight=None, eta=None):
         """Predict-then-update over the rows: (first divergent row or -1, the state after).
 

@@ -18,6 +18,13 @@ from okl._numpy.multiexpansion import insert_class
 from okl.kernels import KERNELS, kernel_params
 
 
+def _rewidth(expansion, gamma):
+    """A new expansion of the same centres and coefficients on the kernel of width gamma."""
+    state = expansion.get_state()
+    state["gamma"] = float(gamma)
+    return type(expansion).from_state(state)
+
+
 
 class LinearPAModel:
     """f(x) = scale * raw.x: the O(1) shrinks of "objective" and "l2" multiply `scale`."""
@@ -214,6 +221,13 @@ class KernelPAModel:
         return KernelMultiPAModel(ENGINES[engine].multi_expansion.from_state(multi),
                                   self.sq_norm)
 
+    def with_gamma(self, gamma):
+        """A new model: the same expansion on the kernel of width gamma, ||f||_K^2 recomputed
+        for it (gamma="scale"'s warm-up, m <= 100 centres: docs/defaults.md, section 2)."""
+        new = type(self)(_rewidth(self.expansion, gamma))
+        new.sq_norm = max(float(new.expansion.sq_norm()), 0.0)
+        return new
+
     def learn(self, X, y, rule, sigma, engine, scores, events):
         failed, sq_norm = ENGINES[engine].pa_kernel(self._on(engine), self.sq_norm, X, y, *rule,
                                                scores, events)
@@ -274,6 +288,12 @@ class KernelMultiPAModel:
     def restore(self, token):
         self.expansion, undo, self.sq_norm = token
         self.expansion.restore(undo)
+
+    def with_gamma(self, gamma):
+        """A new model on the kernel of width gamma, 2 sum_c ||f_c||^2 recomputed for it."""
+        new = type(self)(_rewidth(self.expansion, gamma))
+        new.sq_norm = new.exact_sq_norm()
+        return new
 
     def learn(self, X, y, rule, sigma, engine, scores, events):
         failed, sq_norm = ENGINES[engine].pa_multi_kernel(
@@ -354,6 +374,13 @@ class FeaturePAModel:
 
     def with_class(self, position):
         return self._with_linear(self.linear.with_class(position))
+
+    def with_gamma(self, gamma):
+        """The same weights on the random Fourier features of width gamma (the same draw,
+        `RandomFourierFeatures.with_gamma`): ||w||^2 is unchanged."""
+        new = type(self).__new__(type(self))
+        new.fmap, new.linear = self.fmap.with_gamma(gamma), self.linear
+        return new
 
     def learn(self, X, y, rule, sigma, engine, scores, events):
         kxx = kernel_diagonal(self.fmap, X) if isinstance(self.fmap, NystroemFeatures) else None
@@ -436,6 +463,13 @@ class NystroemPAModel:
         if self.features is None:
             return self._with(self.exact.with_class(position), None)
         return self._with(None, self.features.with_class(position))
+
+    def with_gamma(self, gamma):
+        """The exact phase on the kernel of width gamma; the features keep the width of the
+        switch (the warm-up ends there)."""
+        if self.features is not None:
+            raise ValueError("Nystroem features keep the width they were built with.")
+        return self._with(self.exact.with_gamma(gamma), None)
 
     @property
     def kernel_params(self):

@@ -293,8 +293,9 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
         self.t_ = 0
         self.n_updates_ = 0
         self.n_infeasible_ = 0
+        self.__dict__.pop("_width_moments", None)
         if self.kernel != "linear":
-            self._fit_gamma(X)
+            self._start_width(X)    # gamma="scale" follows the warm-up's events (`_learn`)
         if self.kernel == "linear":
             self._model = LinearPAModel(X.shape[1])
         elif self.approximation == "fourier":
@@ -315,9 +316,11 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
         d, t = out["n_features_in_"], out["t_"]
         built = {}
         check.keys(attrs, ("n_features_in_", "t_", "classes_", "n_updates_", "n_infeasible_"),
-                   f"{name}'s attributes", optional=("gamma_", "fixed_classes_", "_row_keys"))
+                   f"{name}'s attributes", optional=("gamma_", "fixed_classes_", "_row_keys",
+                                                     "_width_moments"))
         check.row_keys()
         check.fitted_gamma(needed=self.kernel != "linear")
+        self._check_width_moments(check)
         check.binary_labels(max_classes=C_INT_MAX)
         k = len(out["classes_"])            # k >= 3: a model of k score functions
         out["n_updates_"] = check.int(attrs["n_updates_"], "n_updates_", 0, t)
@@ -418,6 +421,19 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
                 "budget=B to bound the number of support vectors (this warning is shown once).")
 
     def _learn(self, X, y):
+        """The rows in order, through gamma="scale"'s warm-up while it lasts."""
+        return self._warm_learn(X, y)
+
+    def _set_width(self, gamma):
+        """The kernel model at the width gamma (`with_gamma` of `okl._pa_models`: the same
+        coefficients or weights, ||f||^2 of the new kernel)."""
+        self._model = self._multiclass_model().with_gamma(gamma)
+
+    def _width_frozen(self):
+        model = self._model
+        return isinstance(model, NystroemPAModel) and model.features is not None
+
+    def _learn_rows(self, X, y, weight=None):
         n = X.shape[0]
         if is_multiclass(self._multiclass_model()):     # y: class indices; scores (n, k)
             y = np.ascontiguousarray(y, dtype=np.intp)
@@ -462,8 +478,9 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
             return events
         d = self.__dict__
         model, k = d.get("_model"), len(d.get("classes_", ()))
-        if not ("t_" in d and self.engine == "cython" and k >= 2) or params_changed(self):
-            return None
+        if (not ("t_" in d and self.engine == "cython" and k >= 2)
+                or "_width_moments" in d or params_changed(self)):
+            return None             # the warm-up of gamma="scale": one-row partial_fit
         fmap = None
         if type(model) is FeaturePAModel and type(model.fmap) is RandomFourierFeatures:
             fmap, model = model.fmap, model.linear      # the linear step on z(x)
