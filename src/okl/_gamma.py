@@ -6,7 +6,7 @@ every K(x_i, x_j) of distinct points is 0 (each point is its own island, and
 held-out R^2 is 0); with tiny features every K is 1 (one constant function).
 `scale_gamma` is scikit-learn's SVC rule ``gamma = 1 / (n_features Var(X))``
 on a chunk; `WidthMoments` is the same rule over the events seen so far, and
-`warm_learn` the warm-up every kernel learner takes with gamma="scale"
+`warm_rows` the warm-up every kernel learner takes with gamma="scale"
 (docs/defaults.md, section 2);
 `spread_warning` looks at the first samples' kernel values and names the
 cure.
@@ -114,23 +114,24 @@ def start_warmup(estimator, n_features):
     estimator.gamma_ = getattr(estimator, "_width_factor", 1.0) / n_features
 
 
-def warm_learn(estimator, X, y, weight, learn_rows, set_width, frozen=None):
-    """The rows in order through ``learn_rows(X, y, weight)``; during gamma="scale"'s
-    warm-up (`_width_moments` on the estimator) one at a time, each learned with the
-    width of the rows before it, then taken into the width (``set_width(gamma)`` gives
-    it to the model).  `frozen()` True ends the warm-up early (a model that can no
-    longer change its width, e.g. Nystroem features).  Returns the rows' scores
-    (None when `learn_rows` returns None).  docs/defaults.md, section 2."""
+def warm_rows(estimator, X, weight, set_width, frozen=None):
+    """The slices of the rows to learn in order: during gamma="scale"'s warm-up
+    (`_width_moments` on the estimator) one row at a time, each learned with the width of
+    the rows before it and then taken into the width (``set_width(gamma)`` gives it to the
+    model), then the rest at once.  `frozen()` True ends the warm-up early (a model that
+    can no longer change its width, e.g. Nystroem features).  docs/defaults.md, section 2.
+
+    The caller learns each slice before asking for the next (`join` its scores)."""
     d = estimator.__dict__
+    n = X.shape[0]
     if "_width_moments" not in d:
-        return learn_rows(X, y, weight)
+        yield slice(0, n)
+        return
     moments = WidthMoments(*d["_width_moments"])
     factor = getattr(estimator, "_width_factor", 1.0)
-    parts, i, n = [], 0, X.shape[0]
-    warming = True
+    i, warming = 0, True
     while i < n and warming:
-        rows = slice(i, i + 1)
-        parts.append(learn_rows(X[rows], y[rows], None if weight is None else weight[rows]))
+        yield slice(i, i + 1)
         if frozen is not None and frozen():
             warming = False
         elif weight is None or weight[i] != 0.0:        # then x_i moves the width
@@ -145,9 +146,13 @@ def warm_learn(estimator, X, y, weight, learn_rows, set_width, frozen=None):
     if not warming:
         del d["_width_moments"]                         # the width stays from now on
     if i < n:
-        parts.append(learn_rows(X[i:], y[i:], None if weight is None else weight[i:]))
-    if parts[0] is None:
-        return None
+        yield slice(i, n)
+
+
+def join(parts):
+    """The scores of the slices of `warm_rows`, as one array (None when a learner has none)."""
+    if len(parts) == 1 or parts[0] is None:
+        return parts[0]
     return np.concatenate(parts)
 
 

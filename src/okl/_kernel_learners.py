@@ -20,7 +20,7 @@ from okl._core._multiclass import MulticlassEvents
 from okl._core._pointwise import FeatureEvents, PointwiseEvents, StepSize
 from okl._engines import ENGINES
 from okl._feature_model import FeatureModel
-from okl._gamma import check_width_moments, start_warmup, warm_learn, warn_spread
+from okl._gamma import check_width_moments, join, start_warmup, warm_rows, warn_spread
 from okl._numpy.expansion import NumpyExpansion
 from okl._numpy.codes import Offset
 from okl._numpy.pointwise import (
@@ -96,7 +96,7 @@ class KernelModelMixin:
         return self.__dict__.get("gamma_", self.gamma)
 
     def _start_width(self, X):
-        """gamma="scale": start the warm-up (`okl._gamma.warm_learn`: gamma_ follows the
+        """gamma="scale": start the warm-up (`okl._gamma.warm_rows`: gamma_ follows the
         first 100 events, docs/defaults.md, section 2); a number: no gamma_."""
         self.__dict__.pop("_width_moments", None)
         if isinstance(self.gamma, str):
@@ -104,10 +104,15 @@ class KernelModelMixin:
         else:
             self.__dict__.pop("gamma_", None)
 
-    def _warm_learn(self, X, y, weight=None):
-        """`_learn_rows` over the chunk, through gamma="scale"'s warm-up while it lasts."""
-        return warm_learn(self, X, y, weight, self._learn_rows, self._set_width,
-                          self._width_frozen)
+    def _learn(self, X, y, weight=None):
+        """The rows in order (`_learn_rows`); during gamma="scale"'s warm-up one at a time,
+        each row learned with the width of the rows before it, then taken into the width
+        (`okl._gamma.warm_rows`)."""
+        parts = []
+        for rows in warm_rows(self, X, weight, self._set_width, self._width_frozen):
+            parts.append(self._learn_rows(X[rows], y[rows],
+                                          None if weight is None else weight[rows]))
+        return join(parts)
 
     def _width_frozen(self):
         """True once the model can no longer take a new width (the warm-up then ends)."""
@@ -372,11 +377,6 @@ class PointwiseMixin(KernelModelMixin):
         if not self._prior():           # the prior-shift offset is kept by `_follow_prior`
             d["intercept_"] = b
         d["n_support_"] = int(d["_expansion"].n_support)
-
-    def _learn(self, X, y, weight=None):
-        """The rows in order; during gamma="scale"'s warm-up one at a time, each row learned
-        with the width of the rows before it, then taken into the width."""
-        return self._warm_learn(X, y, weight)
 
     def _set_width(self, gamma):
         """Give the model the width gamma (its centres and coefficients, or its weights,

@@ -590,10 +590,6 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
     _divergence_cure = ("the explicit step size is too large for this data; use eta='auto' "
                         "(whose steps keep ||a_t|| bounded), a smaller eta or a larger eta_decay")
 
-    def _learn(self, X, y):
-        """The rows in order, through gamma="scale"'s warm-up while it lasts."""
-        return self._warm_learn(X, y)
-
     def _set_width(self, gamma):
         """The fixed centres' kernel re-read at the width gamma (coefficients unchanged)."""
         state = self._engine_expansion().get_state()

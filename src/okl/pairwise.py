@@ -12,7 +12,7 @@ from okl import _locks, _warnings
 from okl._base import Diverged, OnlineLearner, check_X, check_X_y
 from okl._docstrings import shared_params
 from okl._engines import ENGINES
-from okl._gamma import check_width_moments, start_warmup, warm_learn
+from okl._gamma import check_width_moments, start_warmup, warm_rows
 from okl._core._pairwise import Reducer
 from okl._pair_models import (
     DifferencePairModel, LinearPairModel, MetricPairModel, MomentsPairModel,
@@ -394,7 +394,8 @@ class PairwiseLearner(OnlineLearner):
     def _learn(self, X, y):
         """The rows in order, through gamma="scale"'s warm-up while it lasts (the difference
         pair kernel; docs/defaults.md, section 2)."""
-        return warm_learn(self, X, y, None, self._learn_rows, self._set_width)
+        for rows in warm_rows(self, X, None, self._set_width):
+            self._learn_rows(X[rows], y[rows])
 
     def _set_width(self, gamma):
         """g and the stored points' cache on the base kernel of width gamma."""

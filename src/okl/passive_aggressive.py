@@ -420,10 +420,6 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
                 f"{work:.2g} multiply-adds and the model keeps growing with the stream. Pass "
                 "budget=B to bound the number of support vectors (this warning is shown once).")
 
-    def _learn(self, X, y):
-        """The rows in order, through gamma="scale"'s warm-up while it lasts."""
-        return self._warm_learn(X, y)
-
     def _set_width(self, gamma):
         """The kernel model at the width gamma (`with_gamma` of `okl._pa_models`: the same
         coefficients or weights, ||f||^2 of the new kernel)."""
@@ -454,7 +450,7 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
                 f"{self.t_ - n + skipped[0] + 1}) had an empty constraint set, "
                 f"{EMPTY_SET[self.regularization]}. They were skipped and are counted in "
                 "n_infeasible_; this warning is shown once per fit.",
-                InfeasibleUpdateWarning, stacklevel=4)
+                InfeasibleUpdateWarning, stacklevel=5)
         self.n_infeasible_ += int(skipped.size)
         return scores
 
