@@ -115,6 +115,10 @@ def test_okl_save_keeps_an_unfinished_warm_up(name, params, factor):
         loaded.learn_one(X[i], y[i])
     assert loaded.gamma_ == pytest.approx(whole.gamma_, rel=1e-14)
     np.testing.assert_allclose(function(loaded, X), function(whole, X), rtol=0, atol=1e-10)
+    buffer = io.BytesIO()
+    okl.save(whole, buffer)                     # and after the warm-up
+    buffer.seek(0)
+    np.testing.assert_array_equal(function(okl.load(buffer), X), function(whole, X))
 
 
 @pytest.mark.parametrize("name, params, factor", LEARNERS, ids=IDS)
@@ -242,6 +246,8 @@ def test_a_raw_stream_learned_one_event_at_a_time_gets_a_useful_width(name, para
     X = 1000.0 * (X[order] - X.mean(axis=0)) / X.std(axis=0)
     y = y[order].astype(float)
     X[0] = X[0].mean()                              # a first event of equal entries
+    if params.get("approximation") == "fourier":
+        params = dict(params, n_components=200)
     est = make(name, params)
     for i in range(300):
         est.learn_one(X[i], y[i])
@@ -257,3 +263,44 @@ def test_a_raw_stream_learned_one_event_at_a_time_gets_a_useful_width(name, para
         assert np.corrcoef(held, y[300:])[0, 1] > 0.6
     else:
         assert np.mean((held > 0) == (y[300:] > 0)) > 0.7       # the majority: 0.62
+
+
+@pytest.mark.parametrize("name", ["OnlineKernelClassifier", "RegularizedPAClassifier"])
+def test_random_features_take_the_weights_of_the_warm_up_expansion(name):
+    """During the warm-up a Fourier model is the exact expansion on the live width; at its
+    end, the weights w = sum_i a_i z(x_i): <w, z(x)> estimates f(x)."""
+    X, y = stream(seed=10)
+    params = dict(approximation="fourier", n_components=4000, random_state=0)
+    if name == "RegularizedPAClassifier":
+        params["kernel"] = "gaussian"
+    est = make(name, params).fit(X[:WARMUP - 1], y[:WARMUP - 1])
+    exact = function(est, X)
+    model = est._expansion if name == "OnlineKernelClassifier" else est._model
+    expansion = model.expansion
+    est.partial_fit(X[WARMUP - 1:WARMUP], y[WARMUP - 1:WARMUP])
+    assert "_width_moments" not in est.__dict__
+    after = est._expansion if name == "OnlineKernelClassifier" else est._model
+    fmap = after.fmap
+    assert fmap.gamma == est.gamma_
+    if name == "OnlineKernelClassifier":
+        assert est.n_support_ == 0 and est.n_components_ == 4000
+    # the last event was learned on the exact phase (in place), then the switch
+    w = fmap.transform(expansion.centers_).T @ expansion.coef_
+    np.testing.assert_allclose(after.linear.coef_ if name == "OnlineKernelClassifier"
+                               else after.linear.coef, w, rtol=1e-12, atol=1e-12)
+    f = function(est, X)
+    assert np.max(np.abs(f - exact)) < 0.2 * np.max(np.abs(exact)) + 0.2
+
+
+def test_a_pickled_fourier_model_in_its_warm_up_re_draws_its_map():
+    import pickle
+    X, y = stream(seed=11)
+    est = okl.OnlineKernelClassifier(approximation="fourier", n_components=40,
+                                     random_state=4, classes=[0.0, 1.0]).fit(X[:30], y[:30])
+    state = est._expansion.__reduce__()[1][0]
+    assert "fmap_W" not in state and state["fmap_seed"] == 4      # shipped without the map
+    again = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(again._expansion.fmap.W, est._expansion.fmap.W)
+    again.partial_fit(X[30:], y[30:])
+    est.partial_fit(X[30:], y[30:])
+    np.testing.assert_array_equal(again.decision_function(X), est.decision_function(X))

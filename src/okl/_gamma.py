@@ -114,12 +114,14 @@ def start_warmup(estimator, n_features):
     estimator.gamma_ = getattr(estimator, "_width_factor", 1.0) / n_features
 
 
-def warm_rows(estimator, X, weight, set_width, frozen=None):
+def warm_rows(estimator, X, weight, set_width, frozen=None, end=None):
     """The slices of the rows to learn in order: during gamma="scale"'s warm-up
     (`_width_moments` on the estimator) one row at a time, each learned with the width of
     the rows before it and then taken into the width (``set_width(gamma)`` gives it to the
     model), then the rest at once.  `frozen()` True ends the warm-up early (a model that
-    can no longer change its width, e.g. Nystroem features).  docs/defaults.md, section 2.
+    can no longer change its width, e.g. Nystroem features); `end()` is called once the
+    warm-up is over (random Fourier features then take their weights).  docs/defaults.md,
+    section 2.
 
     The caller learns each slice before asking for the next (`join` its scores)."""
     d = estimator.__dict__
@@ -145,6 +147,8 @@ def warm_rows(estimator, X, weight, set_width, frozen=None):
         i += 1
     if not warming:
         del d["_width_moments"]                         # the width stays from now on
+        if end is not None:
+            end()
     if i < n:
         yield slice(i, n)
 

@@ -109,7 +109,8 @@ class KernelModelMixin:
         each row learned with the width of the rows before it, then taken into the width
         (`okl._gamma.warm_rows`)."""
         parts = []
-        for rows in warm_rows(self, X, weight, self._set_width, self._width_frozen):
+        for rows in warm_rows(self, X, weight, self._set_width, self._width_frozen,
+                              self._end_width):
             parts.append(self._learn_rows(X[rows], y[rows],
                                           None if weight is None else weight[rows]))
         return join(parts)
@@ -117,6 +118,10 @@ class KernelModelMixin:
     def _width_frozen(self):
         """True once the model can no longer take a new width (the warm-up then ends)."""
         return False
+
+    def _end_width(self):
+        """The end of the warm-up: the model takes its final form (random Fourier features
+        their weights); nothing for most models."""
 
     def _check_width_moments(self, check):
         """okl.load's check of gamma="scale"'s warm-up moments, when the file has them."""
@@ -323,7 +328,8 @@ class PointwiseMixin(KernelModelMixin):
             self._expansion = FeatureModel(
                 self.approximation, X.shape[1], self.kernel, int(kernel_code(self.kernel)),
                 float(self._kernel_gamma()), self.degree, self.coef0, self.n_components,
-                self.random_state, self.engine, getattr(self, "nu", 1.5))
+                self.random_state, self.engine, getattr(self, "nu", 1.5),
+                warm="_width_moments" in self.__dict__)
         else:
             self._expansion = self._new_expansion(X.shape[1])
         self.t_ = 0
@@ -392,6 +398,12 @@ class PointwiseMixin(KernelModelMixin):
     def _width_frozen(self):
         model = self._expansion
         return isinstance(model, FeatureModel) and model.width_frozen
+
+    def _end_width(self):
+        model = self._expansion
+        if isinstance(model, FeatureModel):
+            self._expansion = model.end_warmup()
+            self.n_support_ = int(self._expansion.n_support)   # 0 on features
 
     def _learn_rows(self, X, y, weight=None):
         n = X.shape[0]

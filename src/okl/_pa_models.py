@@ -555,3 +555,89 @@ class NystroemPAModel:
             self.features = FeaturePAModel.from_state(
                 {k: v for k, v in state.items() if k.startswith(("linear_", "fmap_"))})
         return self
+
+
+class WarmFourierPAModel:
+    """PA with random Fourier features during gamma="scale"'s warm-up: the exact kernel PA
+    on the live width beside the map drawn at the start (docs/defaults.md, section 2).
+
+    The warm-up re-reads the expansion ``f = sum_i a_i K(x_i, .)`` at each new width, as
+    the exact kernel PA does, and the map's frequencies follow it (the same draw,
+    `RandomFourierFeatures.with_gamma`).  At the end of the warm-up `features` gives the
+    `FeaturePAModel` of weights ``w = sum_i a_i z(x_i)``: <w, z(x)> is f with K replaced by
+    its random feature estimate, ``||w||^2`` its norm^2.  From then on the PA rules of
+    `FeaturePAModel`, O(D d) per step.
+    """
+
+    def __init__(self, exact, fmap):
+        self.exact, self.fmap = exact, fmap
+
+    @property
+    def sq_norm(self):
+        return self.exact.sq_norm
+
+    @property
+    def n_classes(self):
+        return self.exact.n_classes     # AttributeError for a binary model
+
+    @property
+    def expansion(self):
+        return self.exact.expansion
+
+    def exact_sq_norm(self):
+        return self.exact.exact_sq_norm()
+
+    def to_multiclass(self):
+        return type(self)(self.exact.to_multiclass(), self.fmap)
+
+    def with_class(self, position):
+        return type(self)(self.exact.with_class(position), self.fmap)
+
+    def with_gamma(self, gamma):
+        return type(self)(self.exact.with_gamma(gamma), self.fmap.with_gamma(gamma))
+
+    def checkpoint(self, n_new):
+        return self.exact.checkpoint(n_new)
+
+    def restore(self, token):
+        self.exact.restore(token)
+
+    def learn(self, X, y, rule, sigma, engine, scores, events):
+        return self.exact.learn(X, y, rule, sigma, engine, scores, events)
+
+    def decision(self, X):
+        return self.exact.decision(X)
+
+    def norm(self):
+        return self.exact.norm()
+
+    def features(self):
+        """The `FeaturePAModel` of the weights ``w = sum_i a_i z(x_i)`` (one row of W per
+        class with k >= 3, ``||W||^2 = 2 ||W||_F^2``: docs/multiclass-pa.md)."""
+        e = self.exact.expansion
+        Z = self.fmap.transform(e.centers_)
+        coef = np.asarray(e.coef_, dtype=np.float64)
+        features = FeaturePAModel(self.fmap)
+        if coef.ndim == 2:
+            W = np.ascontiguousarray((Z.T @ coef).T)
+            features.linear = LinearMultiPAModel(*W.shape)
+            features.linear.raw = W
+            features.linear.sq_norm = 2.0 * float(np.sum(W * W))
+        else:
+            w = np.ascontiguousarray(Z.T @ coef)
+            features.linear.raw = w
+            features.linear.sq_norm = float(w @ w)
+        return features
+
+    def get_state(self):
+        state = {"exact_" + k: v for k, v in self.exact.get_state().items()}
+        state.update({"fmap_" + k: v for k, v in self.fmap.get_state().items()})
+        return state
+
+    @classmethod
+    def from_state(cls, state):
+        exact = {k[6:]: v for k, v in state.items() if k.startswith("exact_")}
+        kind = KernelMultiPAModel if "n_classes" in exact else KernelPAModel
+        fmap = RandomFourierFeatures.from_state(
+            {k[5:]: v for k, v in state.items() if k.startswith("fmap_")})
+        return cls(kind.from_state(exact), fmap)

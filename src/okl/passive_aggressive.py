@@ -14,7 +14,7 @@ from okl._sparse import check_csr
 from okl._feature_maps import RandomFourierFeatures
 from okl._pa_models import (
     FeaturePAModel, KernelMultiPAModel, KernelPAModel, LinearMultiPAModel, LinearPAModel,
-    NystroemPAModel, is_multiclass, with_classes,
+    NystroemPAModel, WarmFourierPAModel, is_multiclass, with_classes,
 )
 from okl._labels import LabelsMixin, multiclass_loss
 from okl._core._expansion import KernelExpansion
@@ -299,9 +299,13 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
         if self.kernel == "linear":
             self._model = LinearPAModel(X.shape[1])
         elif self.approximation == "fourier":
-            self._model = FeaturePAModel(RandomFourierFeatures(
-                self.kernel, self._kernel_gamma(), self.n_components,
-                self.random_state, self.nu).fit(X.shape[1]))
+            fmap = RandomFourierFeatures(self.kernel, self._kernel_gamma(), self.n_components,
+                                         self.random_state, self.nu).fit(X.shape[1])
+            if "_width_moments" in self.__dict__:       # the exact PA until the warm-up ends
+                self._model = WarmFourierPAModel(
+                    KernelPAModel(self._new_expansion(X.shape[1])), fmap)
+            else:
+                self._model = FeaturePAModel(fmap)
         elif self.approximation == "nystroem":      # NOGD: exact until n_components centres
             self._model = NystroemPAModel(self._new_expansion(X.shape[1]), self.n_components)
         else:
@@ -337,6 +341,22 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
                     check.fail("_model.scale times _model.raw is not finite")
             state = dict(raw=raw, scale=scale,
                          sq_norm=check.float(state["sq_norm"], "_model.sq_norm", 0.0))
+        elif self.approximation == "fourier" and "_width_moments" in out:
+            kind, state = check.model("_model", ("WarmFourierPAModel",))   # the warm-up
+            fmap = {k: v for k, v in state.items() if k.startswith("fmap_")}
+            exact = substate(state, "exact_")
+            sq_norm = check.float(exact.get("sq_norm"), "_model.exact_sq_norm", 0.0)
+            engine = check.engine(exact.get("engine"), "_model.exact_engine")
+            rest = {key: v for key, v in exact.items() if key not in ("sq_norm", "engine")}
+            policy = int(budget_code(resolve_budget_policy(self.budget_policy, self.kernel, name)))
+            rest = (check.multi_expansion(rest, "_model.exact", 0, policy, k) if k >= 3
+                    else check.fitted_expansion(rest, "_model.exact", 0, policy))
+            checked = check.pa_features(dict(
+                fmap, linear_raw=np.zeros((k, self.n_components) if k >= 3
+                                          else self.n_components),
+                linear_scale=1.0, linear_sq_norm=0.0), d)
+            state = dict(prefixed("exact_", dict(rest, sq_norm=sq_norm, engine=engine)),
+                         **{key: v for key, v in checked.items() if key.startswith("fmap_")})
         elif self.approximation == "fourier":
             kind, state = check.model("_model", ("FeaturePAModel",))
             state = check.pa_features(state, d)
@@ -388,7 +408,7 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
     @classmethod
     def _state_classes(cls):
         return (LinearPAModel, KernelPAModel, FeaturePAModel, NystroemPAModel,
-                LinearMultiPAModel, KernelMultiPAModel)
+                LinearMultiPAModel, KernelMultiPAModel, WarmFourierPAModel)
 
     def _models(self):
         return (self._model,)
@@ -396,7 +416,7 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
     def _fitted_with(self):
         if isinstance(self._model, (LinearPAModel, LinearMultiPAModel)):
             return [("kernel", "linear")]
-        if isinstance(self._model, FeaturePAModel):
+        if isinstance(self._model, (FeaturePAModel, WarmFourierPAModel)):
             fmap = self._model.fmap
             return [("approximation", "fourier"), ("gamma", float(fmap.gamma)),
                     ("nu", fmap.nu), ("n_components", fmap.n_components)]
@@ -428,6 +448,10 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
     def _width_frozen(self):
         model = self._model
         return isinstance(model, NystroemPAModel) and model.features is not None
+
+    def _end_width(self):
+        if isinstance(self._model, WarmFourierPAModel):    # the weights w = sum_i a_i z(x_i)
+            self._model = self._model.features()
 
     def _learn_rows(self, X, y, weight=None):
         n = X.shape[0]
@@ -564,7 +588,7 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
 
     def _kernel_model(self, name):
         check_is_fitted(self, "t_")
-        if isinstance(self._model, (FeaturePAModel, NystroemPAModel)):
+        if isinstance(self._model, (FeaturePAModel, NystroemPAModel, WarmFourierPAModel)):
             raise AttributeError(f"{name} exists for exact kernel models only; with "
                                  f"approximation={self.approximation!r} the model is f(x) = "
                                  "<w, z(x)> on fixed-size features.")
