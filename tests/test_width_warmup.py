@@ -304,3 +304,18 @@ def test_a_pickled_fourier_model_in_its_warm_up_re_draws_its_map():
     again.partial_fit(X[30:], y[30:])
     est.partial_fit(X[30:], y[30:])
     np.testing.assert_array_equal(again.decision_function(X), est.decision_function(X))
+
+
+@pytest.mark.parametrize("name, params, factor", LEARNERS, ids=IDS)
+def test_the_engines_are_twins_through_the_warm_up_on_a_long_stream(name, params, factor):
+    X, y = stream(n=1200, d=6, seed=12)
+    rng = np.random.default_rng(13)
+    cython, numpy = make(name, params), make(name, params, engine="numpy")
+    lo = 0
+    while lo < len(X):                      # random chunks, some of one event
+        hi = min(len(X), lo + int(rng.choice([1, 1, 3, 17, 150])))
+        for est in (cython, numpy):
+            est.partial_fit(X[lo:hi], y[lo:hi])
+        assert cython.gamma_ == numpy.gamma_
+        lo = hi
+    np.testing.assert_allclose(function(numpy, X), function(cython, X), rtol=0, atol=1e-10)

@@ -569,6 +569,8 @@ class WarmFourierPAModel:
     `FeaturePAModel`, O(D d) per step.
     """
 
+    features = None         # no feature model yet (as NOGD's exact phase)
+
     def __init__(self, exact, fmap):
         self.exact, self.fmap = exact, fmap
 
@@ -611,7 +613,7 @@ class WarmFourierPAModel:
     def norm(self):
         return self.exact.norm()
 
-    def features(self):
+    def feature_model(self):
         """The `FeaturePAModel` of the weights ``w = sum_i a_i z(x_i)`` (one row of W per
         class with k >= 3, ``||W||^2 = 2 ||W||_F^2``: docs/multiclass-pa.md)."""
         e = self.exact.expansion

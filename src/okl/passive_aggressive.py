@@ -451,7 +451,7 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
 
     def _end_width(self):
         if isinstance(self._model, WarmFourierPAModel):    # the weights w = sum_i a_i z(x_i)
-            self._model = self._model.features()
+            self._model = self._model.feature_model()
 
     def _learn_rows(self, X, y, weight=None):
         n = X.shape[0]
