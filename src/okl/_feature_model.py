@@ -226,6 +226,10 @@ class FeatureModel:
         else:
             out.linear = linear(self.n_components)
             out.linear.set_coef(Z.T @ coef)
+        if not np.all(np.isfinite(out.linear.coef_)):
+            raise FloatingPointError(
+                "The random features of the warm-up's centres are not finite (features of "
+                "this scale overflow x W); scale X, or give gamma a number.")
         out.expansion = None
         return out
 

@@ -65,14 +65,18 @@ class WidthMoments:
 
     Welford's running mean and sum of squared deviations over the d entries of
     every row learned (the variance scikit-learn's ``X.var()`` takes of the rows
-    so far), for the first `WARMUP` rows; then the width stays.  One row gives
-    the variance of its own entries; a variance of 0 gives ``factor / d`` before
-    the second row and 1.0 after (scikit-learn's constant-data value), and so
-    does a variance that is only the rounding of equal entries (`ROUNDING`).
+    so far), for the first `WARMUP` rows; then the width stays.  The entries are
+    shifted by the first one seen (`shift`), so rows far from 0 (an offset of
+    1e8 and a spread of 0.01) keep their variance to the last bits, and a
+    translated stream gets the same width.  One row gives the variance of its
+    own entries; a variance of 0 gives ``factor / d`` before the second row and
+    1.0 after (scikit-learn's constant-data value), and so does a variance that
+    is only the rounding of equal entries (`ROUNDING`).
     """
 
-    def __init__(self, rows=0.0, mean=0.0, m2=0.0):
+    def __init__(self, rows=0.0, mean=0.0, m2=0.0, shift=0.0):
         self.rows, self.mean, self.m2 = float(rows), float(mean), float(m2)
+        self.shift = float(shift)
 
     @staticmethod
     def warmup():
@@ -88,29 +92,33 @@ class WidthMoments:
         x = np.asarray(x, dtype=np.float64)
         d = x.size
         n = self.rows * d
+        shift = self.shift
+        if not self.rows:
+            shift = float(x.flat[0]) if np.isfinite(x.flat[0]) else 0.0
         with np.errstate(over="ignore", invalid="ignore"):
+            x = x - shift
             row_mean = float(x.mean())
             delta = row_mean - self.mean
             m2 = self.m2 + float(((x - row_mean) ** 2).sum()) + delta * delta * n * d / (n + d)
             mean = self.mean + delta * d / (n + d)
         if np.isfinite(m2) and np.isfinite(mean):
-            self.m2, self.mean, self.rows = m2, mean, self.rows + 1.0
+            self.m2, self.mean, self.rows, self.shift = m2, mean, self.rows + 1.0, shift
 
     def gamma(self, d, factor=1.0):
         """``factor / (d Var)`` of the rows taken so far."""
-        var = _spread(self.m2 / (self.rows * d), self.mean) if self.rows else 0.0
+        var = _spread(self.m2 / (self.rows * d), self.mean + self.shift) if self.rows else 0.0
         if var > 0:
             return factor / (d * var)
         return factor / d if self.rows <= 1 else 1.0
 
     def state(self):
-        """[rows, mean, m2], as okl.save keeps them (`_width_moments`)."""
-        return [self.rows, self.mean, self.m2]
+        """[rows, mean, m2, shift], as okl.save keeps them (`_width_moments`)."""
+        return [self.rows, self.mean, self.m2, self.shift]
 
 
 def start_warmup(estimator, n_features):
     """Start gamma="scale"'s warm-up: no rows yet, the width ``factor / n_features``."""
-    estimator._width_moments = [0.0, 0.0, 0.0]
+    estimator._width_moments = WidthMoments().state()
     estimator.gamma_ = getattr(estimator, "_width_factor", 1.0) / n_features
 
 
@@ -166,10 +174,10 @@ def check_width_moments(check, gamma):
     if "_width_moments" in check.attrs:                  # gamma="scale" still warming up
         moments = check.attrs["_width_moments"]
         if (not isinstance(gamma, str) or not isinstance(moments, list)
-                or len(moments) != 3 or not all(isinstance(v, (int, float)) and np.isfinite(v)
-                                                for v in moments)
+                or len(moments) not in (3, 4)
+                or not all(isinstance(v, (int, float)) and np.isfinite(v) for v in moments)
                 or not 0 <= moments[0] < WidthMoments.warmup() or moments[2] < 0):
-            check.fail("_width_moments must be [rows < the warm-up, mean, m2 >= 0] of "
+            check.fail("_width_moments must be [rows < the warm-up, mean, m2 >= 0, shift] of "
                        "gamma='scale'")
         check.out["_width_moments"] = [float(v) for v in moments]
 

@@ -305,7 +305,8 @@ class PointwiseMixin(KernelModelMixin):
 
     @property
     def n_components_(self):
-        """The features of the approximation's linear model (0 during Nystroem's exact phase)."""
+        """The features of the approximation's linear model (0 during an exact phase:
+        Nystroem's, or random Fourier features' during gamma="scale"'s warm-up)."""
         check_is_fitted(self, "t_")
         return self._expansion.n_features_out
 

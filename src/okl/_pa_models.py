@@ -629,6 +629,10 @@ class WarmFourierPAModel:
             w = np.ascontiguousarray(Z.T @ coef)
             features.linear.raw = w
             features.linear.sq_norm = float(w @ w)
+        if not (np.all(np.isfinite(features.linear.raw)) and np.isfinite(features.sq_norm)):
+            raise FloatingPointError(
+                "The random features of the warm-up's centres are not finite (features of "
+                "this scale overflow x W); scale X, or give gamma a number.")
         return features
 
     def get_state(self):

@@ -14,7 +14,7 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from okl._engines import ENGINES, engine_of
-from okl._feature_maps import kernel_matrix
+from okl._core._kernels import kernel_matrix
 
 
 
@@ -295,9 +295,9 @@ class DifferencePairModel:
             points = g.centers_[history.idx[:m]]
             p = g.kernel_params
             history.s[:m] = g.predict(points)
-            with _one_blas_thread():
-                history.gram[:m, :m] = kernel_matrix(p["kernel"], p["gamma"], p["degree"],
-                                                     p["coef0"], points, points, p["nu"])
+            history.gram[:m, :m] = kernel_matrix(      # the loops' kernel rows, exact far out
+                np.ascontiguousarray(points), np.ascontiguousarray(points), p["kernel"],
+                p["gamma"], p["degree"], p["coef0"], p["nu"])
         new = type(self).__new__(type(self))
         new.g, new.history = g, history
         return new
