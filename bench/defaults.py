@@ -4,6 +4,8 @@
                                         # the best width, river's peers beside; PairwiseLearner
     python bench/defaults.py widths     # the first-chunk learners' width: five streams, one
                                         # event at a time
+    python bench/defaults.py warmup     # gamma="scale"'s warm-up against the first-chunk rule,
+                                        # chunks of 1000 and one event at a time
     python bench/defaults.py cost       # us per event of a 1e5-event stream, d = 20, defaults
     python bench/defaults.py intercept  # the classifier's offset designs; the regressor's offset
     python bench/defaults.py step       # the default step against eta="auto"
@@ -260,6 +262,113 @@ def widths():
                   + " | ".join(ref) + " |")
 
 
+def warmup():
+    """gamma="scale" on the learners that took it from their first chunk before the warm-up
+    (docs/defaults.md, section 2): progressive accuracy on the five streams of `widths`,
+    shuffled once and scaled online.  "first chunk" is the previous rule, the width
+    ``factor / (d Var)`` of the first chunk given as a number: chunks of 1000 events, and
+    one event at a time (a first chunk of one row: the first event, all zeros after online
+    scaling, gives factor / d).  "warm-up" is the default now, the same model either way
+    (checked here); PairwiseLearner(pair_kernel="difference") shows the ranking error on the
+    second half after learning the first, one event at a time, and in one chunk."""
+    from sklearn.datasets import load_iris, load_wine
+
+    from okl import PairwiseLearner
+    from okl._gamma import LOCAL_FACTOR, scale_gamma
+    from okl.evaluation import ranking_error
+    digits = load_digits(return_X_y=True)
+    sets = {"digits 0-4 vs 5-9": (digits[0], (digits[1] >= 5).astype(int)),
+            "digits (10 classes)": digits,
+            "breast cancer": load_breast_cancer(return_X_y=True),
+            "wine (3 classes)": load_wine(return_X_y=True),
+            "iris (3 classes)": load_iris(return_X_y=True)}
+    learners = {
+        "RegularizedPAClassifier(gaussian)": (_pa, LOCAL_FACTOR),
+        "RegularizedPAClassifier(fourier, D=200)": (
+            lambda **kw: _pa(**dict(dict(approximation="fourier", n_components=200,
+                                         random_state=0), **kw)), LOCAL_FACTOR),
+        "RegularizedPAClassifier(nystroem, D=100)": (
+            lambda **kw: _pa(approximation="nystroem", n_components=100, **kw), LOCAL_FACTOR),
+        "CoefficientRegularizedClassifier": (CoefficientRegularizedClassifier, LOCAL_FACTOR),
+        "OnlineKernelClassifier(fourier, D=200)": (
+            lambda **kw: OnlineKernelClassifier(**dict(dict(
+                approximation="fourier", n_components=200, random_state=0), **kw)), 1.0),
+        "OnlineKernelClassifier(nystroem, D=100)": (
+            lambda **kw: OnlineKernelClassifier(approximation="nystroem", n_components=100,
+                                                **kw), 1.0),
+    }
+    print("| stream | estimator | first chunk, chunks of 1000 | first chunk, one event "
+          "| warm-up (either) |")
+    print("|---|---|---|---|---|")
+    for name, (X, y) in sets.items():
+        Z, y = online_scaled(X, y)
+        for label, (make, factor) in learners.items():
+            chunk = score(make(gamma=scale_gamma(Z[:1000], factor=factor)), Z, y,
+                          "classification", 1000)
+            one = score(make(gamma=scale_gamma(Z[:1], factor=factor)), Z, y,
+                        "classification", 1)
+            warm = score(make(), Z, y, "classification", 1000)
+            warm_one = score(make(), Z, y, "classification", 1)
+            assert warm == warm_one, (name, label, warm, warm_one)
+            print(f"| {name} | {label} | {chunk:.4f} | {one:.4f} | {warm:.4f} |")
+
+    def ranked(Z, y, half, gamma, one):
+        est = PairwiseLearner(pair_kernel="difference", buffer=200, random_state=0,
+                              gamma=gamma)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if one:
+                for i in range(half):
+                    est.partial_fit(Z[i:i + 1], y[i:i + 1])
+            else:
+                est.partial_fit(Z[:half], y[:half])
+        return ranking_error(est, Z[half:], y[half:])
+
+    # random features vary with their draw: the mean over five seeds, chunks of 1000
+    print("\n| stream | estimator, mean of random_state 0-4 | first chunk | warm-up |")
+    print("|---|---|---|---|")
+    fourier = {label: make for label, make in learners.items() if "fourier" in label}
+    for name, (X, y) in sets.items():
+        Z, y = online_scaled(X, y)
+        for label, (make, factor) in fourier.items():
+            gamma = scale_gamma(Z[:1000], factor=factor)
+            first, warm = (np.mean([score(make(gamma=g, random_state=seed), Z, y,
+                                          "classification", 1000) for seed in range(5)])
+                           for g in (gamma, "scale"))
+            print(f"| {name} | {label} | {first:.4f} | {warm:.4f} |")
+
+    # a raw stream: breast cancer at scale 1000, its first event of equal entries; 300 events
+    # learned one at a time, accuracy on the other 269
+    X, y = load_breast_cancer(return_X_y=True)
+    order = np.random.default_rng(0).permutation(len(X))
+    X = 1000.0 * (X[order] - X.mean(axis=0)) / X.std(axis=0)
+    y = y[order]
+    X[0] = X[0].mean()
+    print("\n| raw breast cancer x 1000, one event at a time | first chunk (its first event) "
+          "| warm-up |")
+    print("|---|---|---|")
+    for label, (make, factor) in learners.items():
+        accs = []
+        for gamma in (scale_gamma(X[:1], factor=factor), "scale"):
+            est = make(gamma=gamma, classes=[0, 1])
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for i in range(300):
+                    est.learn_one(X[i], y[i])
+            accs.append(float(np.mean(est.predict(X[300:]) == y[300:])))
+        print(f"| {label} | {accs[0]:.4f} | {accs[1]:.4f} |")
+
+    print("\n| stream (ranking error, second half) | first chunk, one chunk | first chunk, "
+          "one event | warm-up, one chunk | warm-up, one event |")
+    print("|---|---|---|---|---|")
+    for name, (Z, y, _) in streams().items():
+        half = len(Z) // 2
+        print(f"| {name} | {ranked(Z, y, half, scale_gamma(Z[:half]), False):.4f} | "
+              f"{ranked(Z, y, half, scale_gamma(Z[:1]), True):.4f} | "
+              f"{ranked(Z, y, half, 'scale', False):.4f} | "
+              f"{ranked(Z, y, half, 'scale', True):.4f} |")
+
+
 def cost(n=100_000, d=20, block=1000):
     """us per event (predict_one + learn_one) with the defaults, block by block."""
     rng = np.random.default_rng(0)
@@ -445,5 +554,5 @@ def step():
 
 
 if __name__ == "__main__":
-    {"table": table, "widths": widths, "cost": cost, "intercept": intercept, "step": step}[
+    {"table": table, "widths": widths, "warmup": warmup, "cost": cost, "intercept": intercept, "step": step}[
         sys.argv[1] if len(sys.argv) > 1 else "table"]()

@@ -109,8 +109,9 @@ def _feature_weights(feature_models):
     for f in feature_models:
         if f is None or f.linear is None:
             raise ValueError(
-                "a Nystroem model averages once it holds its n_components landmarks; this one "
-                "is still in its exact phase. Learn more events before averaging.")
+                "a Nystroem model averages once it holds its n_components landmarks, a random "
+                "feature model with gamma='scale' after its 100-event warm-up; this one is "
+                "still in its exact phase. Learn more events before averaging.")
         a, b = feature_models[0].fmap.get_state(), f.fmap.get_state()
         if a.keys() != b.keys() or not all(np.array_equal(a[key], b[key]) for key in a):
             raise ValueError(

@@ -17,18 +17,18 @@ gamma : float or "scale", default="scale"
     Kernel width (gaussian, laplacian) or scale of <x, u> (polynomial).
     "scale" is scikit-learn's SVC rule ``1 / (n_features X.var())`` over the
     events learned so far, from the first one: the width follows the data
-    for the first 100 events, then stays (with `approximation`, the first
-    chunk's; docs/defaults.md, section 2); kept in `gamma_`.  With a number,
+    for the first 100 events, then stays (docs/defaults.md, section 2); kept
+    in `gamma_`.  With a number,
     a `KernelScaleWarning` names the cure when the first samples' kernel
     values are all ~0 or all ~1.""",
     "gamma_plain": """\
 gamma : float or "scale", default="scale"
     Kernel width (gaussian, laplacian) or scale of <x, u> (polynomial).
-    "scale" is ``4 / (n_features X.var())`` of the first chunk: four times
-    scikit-learn's SVC rule, the width that learns best with few centres per
-    region (a first chunk of one row takes the variance of its entries, and
-    ``4 / n_features`` when they are equal; docs/defaults.md, section 2), kept
-    in `gamma_`.""",
+    "scale" is ``4 / (n_features X.var())`` over the events learned so far,
+    from the first one: four times scikit-learn's SVC rule, the width that
+    learns best with few centres per region.  It follows the data for the
+    first 100 events, then stays (docs/defaults.md, section 2); kept in
+    `gamma_`.""",
     "degree": """\
 degree : int, default=3
     Polynomial degree.""",

@@ -73,7 +73,9 @@ class RandomFourierFeatures:
     exp(-gamma ||x - u||_1): W_ij ~ Cauchy(0, gamma) (the Fourier transform of
     exp(-gamma |t|) per coordinate); Matern: each column of W a multivariate
     Student-t of 2 nu degrees of freedom and scale sqrt(2 gamma); b_j ~ U[0, 2 pi).
-    The sampler is the kernel's row in `okl.kernels`.  z(x) . z(u) is an
+    Each is a scale family, W = s(gamma) G with G drawn once at unit scale
+    (the sampler and s are the kernel's row in `okl.kernels`), so `with_gamma`
+    gives the same draw at another width.  z(x) . z(u) is an
     unbiased estimate of K(x, u) with variance <= 2 / D per pair.
 
     Parameters
@@ -103,17 +105,44 @@ class RandomFourierFeatures:
         self.n_features = None
 
     def fit(self, n_features):
-        """Draw W (n_features x D) and b (D,); `n_features` may be an int or an array X."""
+        """Draw W (n_features x D) and b (D,); `n_features` may be an int or an array X.
+
+        The frequencies are drawn once at unit scale, ``W = s(gamma) G``
+        (`KernelRow.fourier_scale`), so `with_gamma` re-reads the same draw at
+        another width.
+        """
         if not isinstance(n_features, Integral):
             n_features = np.shape(n_features)[1]
         rng = _rng(self.random_state)
         shape = (int(n_features), self.n_components)
-        W = _kernel_row(self.kernel, "Random Fourier features", fourier=True).fourier(
-            rng, kernel_params(self.kernel, gamma=self.gamma, nu=self.nu), shape)
-        self.W = np.ascontiguousarray(W)
+        self.unit = _kernel_row(self.kernel, "Random Fourier features", fourier=True).fourier(
+            rng, self._params(), shape)
+        self.W = self._scaled(self.unit)
         self.b = rng.uniform(0.0, 2.0 * np.pi, size=self.n_components)
         self.n_features = int(n_features)
         return self
+
+    def _params(self):
+        return kernel_params(self.kernel, gamma=self.gamma, nu=self.nu)
+
+    def _scale(self):
+        """s(gamma): the frequencies of this width are s(gamma) times the unit draw."""
+        return float(_kernel_row(self.kernel, "Random Fourier features", fourier=True)
+                     .fourier_scale(self._params()))
+
+    def _scaled(self, unit):
+        return np.ascontiguousarray(self._scale() * unit)
+
+    def with_gamma(self, gamma):
+        """The same draw at the width gamma: a new map, ``W = s(gamma) G``, b unchanged
+        (gamma="scale"'s warm-up, docs/defaults.md, section 2)."""
+        unit = self.__dict__.get("unit")
+        if unit is None:                # a loaded map: its unit draw, from W
+            unit = self.W / self._scale()
+        new = type(self)(self.kernel, gamma, self.n_components, self.random_state, self.nu)
+        new.n_features, new.unit, new.b = self.n_features, unit, self.b
+        new.W = new._scaled(unit)
+        return new
 
     def transform(self, X, out=None):
         """z(X), shape (n, D), float64 C order; written into `out` when given."""

@@ -1,7 +1,9 @@
 """FeatureModel: the pointwise rule on fixed-size features (FOGD, NOGD), one model object.
 
 `approximation="fourier"`: f(x) = <w, z(x)> with D random Fourier features from
-the first step on (FOGD).  `approximation="nystroem"`: the exact, unbudgeted
+the first step on (FOGD); with gamma="scale", the exact expansion on the live
+width during the warm-up, then the weights w = sum_i a_i z(x_i)
+(docs/defaults.md, section 2).  `approximation="nystroem"`: the exact, unbudgeted
 expansion until it holds D centres, then Nystroem features on those centres
 as landmarks, starting from the weights that give the same function (NOGD;
 docs/budget.md, section 2).  Either way the same schedules and losses as the
@@ -35,7 +37,7 @@ class FeatureModel:
     """f(x) = <w, z(x)> on a fixed-size feature map (after NOGD's exact phase for Nystroem)."""
 
     def __init__(self, approximation, n_features, kernel, kernel_code, gamma, degree, coef0,
-                 n_components, random_state, engine, nu=1.5):
+                 n_components, random_state, engine, nu=1.5, warm=False):
         self.approximation = approximation
         self.n_features, self.n_components = int(n_features), int(n_components)
         self.kernel, self.kernel_code = kernel, int(kernel_code)
@@ -46,8 +48,9 @@ class FeatureModel:
         if approximation == "fourier":
             self.fmap = RandomFourierFeatures(kernel, gamma, n_components, random_state, nu)
             self.fmap.fit(n_features)
-            self.linear = ENGINES[engine].linear(n_components)
-        else:
+            if not warm:
+                self.linear = ENGINES[engine].linear(n_components)
+        if self.linear is None:
             self.expansion = ENGINES[engine].expansion(n_features, kernel_code, gamma, degree,
                                                        coef0, nu=self.nu)
 
@@ -108,6 +111,30 @@ class FeatureModel:
             out.expansion = e.multi_expansion.from_state(state)
         return out
 
+    def with_gamma(self, gamma):
+        """A new model of width gamma (gamma="scale"'s warm-up, docs/defaults.md, section
+        2): the exact phase (Nystroem's, or random Fourier features' during the warm-up)
+        re-reads its expansion with the new kernel, and the random features are the same
+        draw at the new width (`RandomFourierFeatures.with_gamma`).  Nystroem features,
+        built at the switch, keep theirs: the warm-up ends there.  The parts that change
+        are new objects, so the template's undo keeps the old model."""
+        if self.approximation == "nystroem" and self.linear is not None:
+            raise ValueError("Nystroem features keep the width they were built with.")
+        out = copy.copy(self)
+        out.gamma = float(gamma)
+        if self.linear is None:
+            state = self.expansion.get_state()
+            state["gamma"] = out.gamma
+            out.expansion = type(self.expansion).from_state(state)
+        if self.approximation == "fourier":
+            out.fmap = self.fmap.with_gamma(out.gamma)
+        return out
+
+    @property
+    def width_frozen(self):
+        """True once the model can no longer follow a moving width (Nystroem features)."""
+        return self.approximation == "nystroem" and self.linear is not None
+
     def learn(self, engine, X, y, schedule, loss, state, scores, weight=None, eta=None):
         """Predict-then-update over the rows: (first divergent row or -1, the state after).
 
@@ -124,15 +151,14 @@ class FeatureModel:
         while self.linear is None and start < n:
             # NOGD's exact phase: each row adds at most one centre, so after
             # n_components - n_support rows the expansion may be full
-            stop = min(n, start + max(self.n_components - self.expansion.n_support, 1))
+            stop = self._exact_stop(start, n)
             failed, state = loop(self.expansion, X[start:stop], y[start:stop], schedule, loss,
                                  state, scores[start:stop], rows(weight, start, stop),
                                  rows(eta, start, stop))
             if failed >= 0:
                 return start + failed, state
             start = stop
-            if self.expansion.n_support >= self.n_components:
-                self._switch()
+            self._full()
         if start < n:
             kdiag = kernel_diag(X[start:], self.kernel, self.gamma, self.degree, self.coef0,
                                 self.nu)
@@ -153,15 +179,14 @@ class FeatureModel:
         def rows(a, lo, hi):
             return None if a is None else a[lo:hi]
         while self.linear is None and start < n:
-            stop = min(n, start + max(self.n_components - self.expansion.n_support, 1))
+            stop = self._exact_stop(start, n)
             failed, state = loop(self.expansion, X[start:stop], y[start:stop], schedule, loss,
                                  state, b, scores[start:stop], rows(weight, start, stop),
                                  rows(eta, start, stop))
             if failed >= 0:
                 return start + failed, state
             start = stop
-            if self.expansion.n_support >= self.n_components:
-                self._switch()
+            self._full()
         if start < n:
             kdiag = kernel_diag(X[start:], self.kernel, self.gamma, self.degree, self.coef0,
                                 self.nu)
@@ -171,6 +196,42 @@ class FeatureModel:
             if failed >= 0:
                 return start + failed, state
         return -1, state
+
+    def _exact_stop(self, start, n):
+        """The end of the next stretch of the exact phase: Nystroem's may fill its D centres
+        (each row adds at most one); random Fourier features' (gamma="scale"'s warm-up) ends
+        with the warm-up, not here."""
+        if self.approximation == "fourier":
+            return n
+        return min(n, start + max(self.n_components - self.expansion.n_support, 1))
+
+    def _full(self):
+        if self.approximation == "nystroem" and self.expansion.n_support >= self.n_components:
+            self._switch()
+
+    def end_warmup(self):
+        """The model after gamma="scale"'s warm-up: random Fourier features, whose warm-up
+        ran the exact expansion ``f = sum_i a_i K(x_i, .)`` on the live width, take the
+        weights ``w = sum_i a_i z(x_i)``, so <w, z(x)> is f with K replaced by its random
+        feature estimate (docs/defaults.md, section 2).  A new model; self is unchanged."""
+        if self.approximation != "fourier" or self.linear is not None:
+            return self
+        out = copy.copy(self)
+        linear, _ = self._classes(self.engine)
+        coef = np.asarray(self.expansion.coef_, dtype=np.float64)
+        Z = self.fmap.transform(self.expansion.centers_)
+        if coef.ndim == 2:
+            out.linear = linear(coef.shape[1], self.n_components)
+            out.linear.set_coef(np.ascontiguousarray((Z.T @ coef).T))
+        else:
+            out.linear = linear(self.n_components)
+            out.linear.set_coef(Z.T @ coef)
+        if not np.all(np.isfinite(out.linear.coef_)):
+            raise FloatingPointError(
+                "The random features of the warm-up's centres are not finite (features of "
+                "this scale overflow x W); scale X, or give gamma a number.")
+        out.expansion = None
+        return out
 
     def _switch(self):
         """From the exact expansion over D centres to Nystroem features on them (same f)."""
@@ -225,11 +286,12 @@ class FeatureModel:
         if self.linear is not None:
             for key, value in self.linear.get_state().items():
                 state["linear_" + key] = value
-            for key, value in self.fmap.get_state().items():
-                state["fmap_" + key] = value
         else:
             for key, value in self.expansion.get_state().items():
                 state["expansion_" + key] = value
+        if self.fmap is not None:       # random Fourier features' warm-up keeps its draw
+            for key, value in self.fmap.get_state().items():
+                state["fmap_" + key] = value
         return state
 
     @classmethod
@@ -246,19 +308,19 @@ class FeatureModel:
         def part(prefix):
             return {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
         e = ENGINES[self.engine]
+        fstate = part("fmap_")
+        if "seed" in fstate:            # a pickle: the map is drawn again from its seed
+            self.fmap = RandomFourierFeatures(
+                self.kernel, self.gamma, self.n_components, fstate["seed"], self.nu)
+            self.fmap.fit(self.n_features)
+        elif fstate:
+            fmap_cls = (RandomFourierFeatures if fstate["kind"] == "fourier"
+                        else NystroemFeatures)
+            self.fmap = fmap_cls.from_state(fstate)
         if state["phase"] == "linear":
             linear = part("linear_")
             self.linear = (e.multi_linear if "n_classes" in linear else e.linear).from_state(
                 linear)
-            fstate = part("fmap_")
-            if "seed" in fstate:            # a pickle: the map is drawn again from its seed
-                self.fmap = RandomFourierFeatures(
-                    self.kernel, self.gamma, self.n_components, fstate["seed"], self.nu)
-                self.fmap.fit(self.n_features)
-            else:
-                fmap_cls = (RandomFourierFeatures if fstate["kind"] == "fourier"
-                            else NystroemFeatures)
-                self.fmap = fmap_cls.from_state(fstate)
         else:
             expansion = part("expansion_")
             self.expansion = (e.multi_expansion if "n_classes" in expansion

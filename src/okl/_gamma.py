@@ -5,8 +5,9 @@ nothing useful and says nothing: with features of scale 1000 and gamma = 1
 every K(x_i, x_j) of distinct points is 0 (each point is its own island, and
 held-out R^2 is 0); with tiny features every K is 1 (one constant function).
 `scale_gamma` is scikit-learn's SVC rule ``gamma = 1 / (n_features Var(X))``
-on the first chunk; `WidthMoments` is the same rule over the events seen so
-far (the pointwise learners' warm-up, docs/defaults.md, section 2);
+on a chunk; `WidthMoments` is the same rule over the events seen so far, and
+`warm_rows` the warm-up every kernel learner takes with gamma="scale"
+(docs/defaults.md, section 2);
 `spread_warning` looks at the first samples' kernel values and names the
 cure.
 """
@@ -22,28 +23,36 @@ NEAR_ONE = 0.999
 SPREAD_SAMPLES = 50
 
 
-# the width factor of the learners with a first-chunk width and few centres per region
+# the width factor of the learners with few centres per region
 # (RegularizedPAClassifier, CoefficientRegularizedClassifier): docs/defaults.md, section 2
 LOCAL_FACTOR = 4.0
 
-# events over which the pointwise learners' gamma="scale" follows the data, then stays
+# events over which gamma="scale" follows the data, then stays (every kernel learner)
 WARMUP = 100
+
+# a variance below ROUNDING * mean^2 is the rounding of equal entries (~1e-32 mean^2), not a
+# spread: it counts as 0 (else a first row of equal entries gave gamma ~ 1e25)
+ROUNDING = 1e-24
+
+
+def _spread(var, mean):
+    """var, or 0.0 when it is only the rounding of equal entries."""
+    return var if var > ROUNDING * mean * mean else 0.0
 
 
 def scale_gamma(X, name=None, factor=1.0):
-    """``factor / (n_features * X.var())`` of the first chunk (factor 1: scikit-learn's SVC
-    gamma="scale").
+    """``factor / (n_features * X.var())`` of the rows X (factor 1: scikit-learn's SVC
+    gamma="scale"): the width the warm-up reaches after the rows X.
 
-    The learners that take the rule on a first chunk and keep few centres per
-    region (`LOCAL_FACTOR`) pass a factor of their own: docs/defaults.md,
-    section 2.  A first chunk of one row gives the variance of its own entries
-    (as `WidthMoments` does), and ``factor / n_features``, the rule's value on
-    standardised features, when they are all equal.  A constant chunk
-    (variance 0) gives 1.0, as scikit-learn does.
+    The learners that keep few centres per region pass `LOCAL_FACTOR`
+    (docs/defaults.md, section 2).  One row gives the variance of its own
+    entries (as `WidthMoments` does), and ``factor / n_features``, the rule's
+    value on standardised features, when they are all equal.  Constant rows
+    (variance 0) give 1.0, as scikit-learn does.
     """
     X = np.asarray(X, dtype=np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
-        var = float(X.var())
+        var = _spread(float(X.var()), float(X.mean()))
     if not np.isfinite(var):
         var = 0.0
     if var > 0:
@@ -52,17 +61,22 @@ def scale_gamma(X, name=None, factor=1.0):
 
 
 class WidthMoments:
-    """gamma="scale" from the first event: ``1 / (d Var)`` over the entries of the rows so far.
+    """gamma="scale" from the first event: ``factor / (d Var)`` over the entries of the rows so far.
 
     Welford's running mean and sum of squared deviations over the d entries of
     every row learned (the variance scikit-learn's ``X.var()`` takes of the rows
-    so far), for the first `WARMUP` rows; then the width stays.  One row gives
-    the variance of its own entries; a variance of 0 gives ``1 / d`` before the
-    second row and 1.0 after (scikit-learn's constant-data value).
+    so far), for the first `WARMUP` rows; then the width stays.  The entries are
+    shifted by the first one seen (`shift`), so rows far from 0 (an offset of
+    1e8 and a spread of 0.01) keep their variance to the last bits, and a
+    translated stream gets the same width.  One row gives the variance of its
+    own entries; a variance of 0 gives ``factor / d`` before the second row and
+    1.0 after (scikit-learn's constant-data value), and so does a variance that
+    is only the rounding of equal entries (`ROUNDING`).
     """
 
-    def __init__(self, rows=0.0, mean=0.0, m2=0.0):
+    def __init__(self, rows=0.0, mean=0.0, m2=0.0, shift=0.0):
         self.rows, self.mean, self.m2 = float(rows), float(mean), float(m2)
+        self.shift = float(shift)
 
     @staticmethod
     def warmup():
@@ -78,20 +92,94 @@ class WidthMoments:
         x = np.asarray(x, dtype=np.float64)
         d = x.size
         n = self.rows * d
+        shift = self.shift
+        if not self.rows:
+            shift = float(x.flat[0]) if np.isfinite(x.flat[0]) else 0.0
         with np.errstate(over="ignore", invalid="ignore"):
+            x = x - shift
             row_mean = float(x.mean())
             delta = row_mean - self.mean
             m2 = self.m2 + float(((x - row_mean) ** 2).sum()) + delta * delta * n * d / (n + d)
             mean = self.mean + delta * d / (n + d)
         if np.isfinite(m2) and np.isfinite(mean):
-            self.m2, self.mean, self.rows = m2, mean, self.rows + 1.0
+            self.m2, self.mean, self.rows, self.shift = m2, mean, self.rows + 1.0, shift
 
-    def gamma(self, d):
-        """``1 / (d Var)`` of the rows taken so far."""
-        var = self.m2 / (self.rows * d) if self.rows else 0.0
+    def gamma(self, d, factor=1.0):
+        """``factor / (d Var)`` of the rows taken so far."""
+        var = _spread(self.m2 / (self.rows * d), self.mean + self.shift) if self.rows else 0.0
         if var > 0:
-            return 1.0 / (d * var)
-        return 1.0 / d if self.rows <= 1 else 1.0
+            return factor / (d * var)
+        return factor / d if self.rows <= 1 else 1.0
+
+    def state(self):
+        """[rows, mean, m2, shift], as okl.save keeps them (`_width_moments`)."""
+        return [self.rows, self.mean, self.m2, self.shift]
+
+
+def start_warmup(estimator, n_features):
+    """Start gamma="scale"'s warm-up: no rows yet, the width ``factor / n_features``."""
+    estimator._width_moments = WidthMoments().state()
+    estimator.gamma_ = getattr(estimator, "_width_factor", 1.0) / n_features
+
+
+def warm_rows(estimator, X, weight, set_width, frozen=None, end=None):
+    """The slices of the rows to learn in order: during gamma="scale"'s warm-up
+    (`_width_moments` on the estimator) one row at a time, each learned with the width of
+    the rows before it and then taken into the width (``set_width(gamma)`` gives it to the
+    model), then the rest at once.  `frozen()` True ends the warm-up early (a model that
+    can no longer change its width, e.g. Nystroem features); `end()` is called once the
+    warm-up is over (random Fourier features then take their weights).  docs/defaults.md,
+    section 2.
+
+    The caller learns each slice before asking for the next (`join` its scores)."""
+    d = estimator.__dict__
+    n = X.shape[0]
+    if "_width_moments" not in d:
+        yield slice(0, n)
+        return
+    moments = WidthMoments(*d["_width_moments"])
+    factor = getattr(estimator, "_width_factor", 1.0)
+    i, warming = 0, True
+    while i < n and warming:
+        yield slice(i, i + 1)
+        if frozen is not None and frozen():
+            warming = False
+        elif weight is None or weight[i] != 0.0:        # then x_i moves the width
+            moments.add(X[i])
+            gamma = moments.gamma(X.shape[1], factor)
+            if gamma != d["gamma_"]:
+                set_width(gamma)
+                d["gamma_"] = gamma
+            d["_width_moments"] = moments.state()
+            warming = moments.warming
+        i += 1
+    if not warming:
+        del d["_width_moments"]                         # the width stays from now on
+        if end is not None:
+            end()
+    if i < n:
+        yield slice(i, n)
+
+
+def join(parts):
+    """The scores of the slices of `warm_rows`, as one array (None when a learner has none)."""
+    if len(parts) == 1 or parts[0] is None:
+        return parts[0]
+    return np.concatenate(parts)
+
+
+def check_width_moments(check, gamma):
+    """okl.load's check of gamma="scale"'s warm-up moments (`_width_moments`), when the file
+    has them."""
+    if "_width_moments" in check.attrs:                  # gamma="scale" still warming up
+        moments = check.attrs["_width_moments"]
+        if (not isinstance(gamma, str) or not isinstance(moments, list)
+                or len(moments) not in (3, 4)
+                or not all(isinstance(v, (int, float)) and np.isfinite(v) for v in moments)
+                or not 0 <= moments[0] < WidthMoments.warmup() or moments[2] < 0):
+            check.fail("_width_moments must be [rows < the warm-up, mean, m2 >= 0, shift] of "
+                       "gamma='scale'")
+        check.out["_width_moments"] = [float(v) for v in moments]
 
 
 def spread_message(X, kernel, gamma, name):

@@ -20,7 +20,7 @@ from okl._core._multiclass import MulticlassEvents
 from okl._core._pointwise import FeatureEvents, PointwiseEvents, StepSize
 from okl._engines import ENGINES
 from okl._feature_model import FeatureModel
-from okl._gamma import WidthMoments, scale_gamma, warn_spread
+from okl._gamma import check_width_moments, join, start_warmup, warm_rows, warn_spread
 from okl._numpy.expansion import NumpyExpansion
 from okl._numpy.codes import Offset
 from okl._numpy.pointwise import (
@@ -95,13 +95,37 @@ class KernelModelMixin:
         """The gamma the model uses: gamma_ when fitted (gamma="scale"), else the parameter."""
         return self.__dict__.get("gamma_", self.gamma)
 
-    def _fit_gamma(self, X):
-        """gamma_ from the first chunk when gamma="scale" (`okl._gamma.scale_gamma`)."""
+    def _start_width(self, X):
+        """gamma="scale": start the warm-up (`okl._gamma.warm_rows`: gamma_ follows the
+        first 100 events, docs/defaults.md, section 2); a number: no gamma_."""
+        self.__dict__.pop("_width_moments", None)
         if isinstance(self.gamma, str):
-            self.gamma_ = scale_gamma(X, type(self).__name__,
-                                      getattr(self, "_width_factor", 1.0))
+            start_warmup(self, X.shape[1])
         else:
             self.__dict__.pop("gamma_", None)
+
+    def _learn(self, X, y, weight=None):
+        """The rows in order (`_learn_rows`); during gamma="scale"'s warm-up one at a time,
+        each row learned with the width of the rows before it, then taken into the width
+        (`okl._gamma.warm_rows`)."""
+        parts = []
+        for rows in warm_rows(self, X, weight, self._set_width, self._width_frozen,
+                              self._end_width):
+            parts.append(self._learn_rows(X[rows], y[rows],
+                                          None if weight is None else weight[rows]))
+        return join(parts)
+
+    def _width_frozen(self):
+        """True once the model can no longer take a new width (the warm-up then ends)."""
+        return False
+
+    def _end_width(self):
+        """The end of the warm-up: the model takes its final form (random Fourier features
+        their weights); nothing for most models."""
+
+    def _check_width_moments(self, check):
+        """okl.load's check of gamma="scale"'s warm-up moments, when the file has them."""
+        check_width_moments(check, self.gamma)
 
     def _kernel_params(self):
         """The kernel as the loops take it, by name (`okl.kernels.kernel_params`): its code
@@ -254,18 +278,6 @@ class PointwiseMixin(KernelModelMixin):
                            "of fit_intercept='prior'")
             check.out["_prior_state"] = tuple(float(v) for v in state)
 
-    def _check_width_moments(self, check):
-        """okl.load's check of gamma="scale"'s warm-up moments, when the file has them."""
-        if "_width_moments" in check.attrs:                  # gamma="scale" still warming up
-            moments = check.attrs["_width_moments"]
-            if (not isinstance(self.gamma, str) or not isinstance(moments, list)
-                    or len(moments) != 3 or not all(isinstance(v, (int, float)) and np.isfinite(v)
-                                                    for v in moments)
-                    or not 0 <= moments[0] < WidthMoments.warmup() or moments[2] < 0):
-                check.fail("_width_moments must be [rows < the warm-up, mean, m2 >= 0] of "
-                           "gamma='scale'")
-            check.out["_width_moments"] = [float(v) for v in moments]
-
     @classmethod
     def _state_classes(cls):
         return (KernelExpansion, NumpyExpansion, FeatureModel)
@@ -293,7 +305,8 @@ class PointwiseMixin(KernelModelMixin):
 
     @property
     def n_components_(self):
-        """The features of the approximation's linear model (0 during Nystroem's exact phase)."""
+        """The features of the approximation's linear model (0 during an exact phase:
+        Nystroem's, or random Fourier features' during gamma="scale"'s warm-up)."""
         check_is_fitted(self, "t_")
         return self._expansion.n_features_out
 
@@ -309,19 +322,15 @@ class PointwiseMixin(KernelModelMixin):
 
     def _start(self, X, y):
         name = type(self).__name__
-        self.__dict__.pop("_width_moments", None)
-        if isinstance(self.gamma, str) and getattr(self, "approximation", None) is None:
-            # gamma="scale" follows the events of the warm-up (`_learn`, docs/defaults.md)
-            self._width_moments = [0.0, 0.0, 0.0]
-            self.gamma_ = 1.0 / X.shape[1]
-        else:
-            self._fit_gamma(X)
+        self._start_width(X)        # gamma="scale" follows the warm-up's events (`_learn`)
+        if not isinstance(self.gamma, str):
             warn_spread(X, self.kernel, float(self._kernel_gamma()), name, stacklevel=5)
         if getattr(self, "approximation", None) is not None:
             self._expansion = FeatureModel(
                 self.approximation, X.shape[1], self.kernel, int(kernel_code(self.kernel)),
                 float(self._kernel_gamma()), self.degree, self.coef0, self.n_components,
-                self.random_state, self.engine, getattr(self, "nu", 1.5))
+                self.random_state, self.engine, getattr(self, "nu", 1.5),
+                warm="_width_moments" in self.__dict__)
         else:
             self._expansion = self._new_expansion(X.shape[1])
         self.t_ = 0
@@ -376,36 +385,26 @@ class PointwiseMixin(KernelModelMixin):
             d["intercept_"] = b
         d["n_support_"] = int(d["_expansion"].n_support)
 
-    def _learn(self, X, y, weight=None):
-        """The rows in order; during gamma="scale"'s warm-up one at a time, each row learned
-        with the width of the rows before it, then taken into the width."""
-        if "_width_moments" not in self.__dict__:
-            return self._learn_rows(X, y, weight)
-        moments = WidthMoments(*self._width_moments)
-        parts, i, n = [], 0, X.shape[0]
-        while i < n and moments.warming:
-            rows = slice(i, i + 1)
-            parts.append(self._learn_rows(X[rows], y[rows], None if weight is None else weight[rows]))
-            if weight is None or weight[i] != 0.0:         # then x_i moves the width
-                moments.add(X[i])
-                self._set_width(moments.gamma(X.shape[1]))
-                self._width_moments = [moments.rows, moments.mean, moments.m2]
-            i += 1
-        if not moments.warming:
-            del self._width_moments                         # the width stays from now on
-        if i < n:
-            parts.append(self._learn_rows(X[i:], y[i:], None if weight is None else weight[i:]))
-        return np.concatenate(parts)
-
     def _set_width(self, gamma):
-        """Give the expansion the width gamma (its centres and coefficients unchanged)."""
-        if gamma == self.gamma_:
+        """Give the model the width gamma (its centres and coefficients, or its weights,
+        unchanged): a new model object."""
+        model = self._engine_expansion()
+        if isinstance(model, FeatureModel):
+            self._expansion = model.with_gamma(gamma)
             return
-        self.gamma_ = gamma
-        expansion = self._engine_expansion()
-        state = expansion.get_state()
+        state = model.get_state()
         state["gamma"] = float(gamma)
-        self._expansion = type(expansion).from_state(state)
+        self._expansion = type(model).from_state(state)
+
+    def _width_frozen(self):
+        model = self._expansion
+        return isinstance(model, FeatureModel) and model.width_frozen
+
+    def _end_width(self):
+        model = self._expansion
+        if isinstance(model, FeatureModel):
+            self._expansion = model.end_warmup()
+            self.n_support_ = int(self._expansion.n_support)   # 0 on features
 
     def _learn_rows(self, X, y, weight=None):
         n = X.shape[0]

@@ -18,6 +18,13 @@ from okl._numpy.multiexpansion import insert_class
 from okl.kernels import KERNELS, kernel_params
 
 
+def _rewidth(expansion, gamma):
+    """A new expansion of the same centres and coefficients on the kernel of width gamma."""
+    state = expansion.get_state()
+    state["gamma"] = float(gamma)
+    return type(expansion).from_state(state)
+
+
 
 class LinearPAModel:
     """f(x) = scale * raw.x: the O(1) shrinks of "objective" and "l2" multiply `scale`."""
@@ -214,6 +221,13 @@ class KernelPAModel:
         return KernelMultiPAModel(ENGINES[engine].multi_expansion.from_state(multi),
                                   self.sq_norm)
 
+    def with_gamma(self, gamma):
+        """A new model: the same expansion on the kernel of width gamma, ||f||_K^2 recomputed
+        for it (gamma="scale"'s warm-up, m <= 100 centres: docs/defaults.md, section 2)."""
+        new = type(self)(_rewidth(self.expansion, gamma))
+        new.sq_norm = max(float(new.expansion.sq_norm()), 0.0)
+        return new
+
     def learn(self, X, y, rule, sigma, engine, scores, events):
         failed, sq_norm = ENGINES[engine].pa_kernel(self._on(engine), self.sq_norm, X, y, *rule,
                                                scores, events)
@@ -274,6 +288,12 @@ class KernelMultiPAModel:
     def restore(self, token):
         self.expansion, undo, self.sq_norm = token
         self.expansion.restore(undo)
+
+    def with_gamma(self, gamma):
+        """A new model on the kernel of width gamma, 2 sum_c ||f_c||^2 recomputed for it."""
+        new = type(self)(_rewidth(self.expansion, gamma))
+        new.sq_norm = new.exact_sq_norm()
+        return new
 
     def learn(self, X, y, rule, sigma, engine, scores, events):
         failed, sq_norm = ENGINES[engine].pa_multi_kernel(
@@ -354,6 +374,13 @@ class FeaturePAModel:
 
     def with_class(self, position):
         return self._with_linear(self.linear.with_class(position))
+
+    def with_gamma(self, gamma):
+        """The same weights on the random Fourier features of width gamma (the same draw,
+        `RandomFourierFeatures.with_gamma`): ||w||^2 is unchanged."""
+        new = type(self).__new__(type(self))
+        new.fmap, new.linear = self.fmap.with_gamma(gamma), self.linear
+        return new
 
     def learn(self, X, y, rule, sigma, engine, scores, events):
         kxx = kernel_diagonal(self.fmap, X) if isinstance(self.fmap, NystroemFeatures) else None
@@ -436,6 +463,13 @@ class NystroemPAModel:
         if self.features is None:
             return self._with(self.exact.with_class(position), None)
         return self._with(None, self.features.with_class(position))
+
+    def with_gamma(self, gamma):
+        """The exact phase on the kernel of width gamma; the features keep the width of the
+        switch (the warm-up ends there)."""
+        if self.features is not None:
+            raise ValueError("Nystroem features keep the width they were built with.")
+        return self._with(self.exact.with_gamma(gamma), None)
 
     @property
     def kernel_params(self):
@@ -521,3 +555,95 @@ class NystroemPAModel:
             self.features = FeaturePAModel.from_state(
                 {k: v for k, v in state.items() if k.startswith(("linear_", "fmap_"))})
         return self
+
+
+class WarmFourierPAModel:
+    """PA with random Fourier features during gamma="scale"'s warm-up: the exact kernel PA
+    on the live width beside the map drawn at the start (docs/defaults.md, section 2).
+
+    The warm-up re-reads the expansion ``f = sum_i a_i K(x_i, .)`` at each new width, as
+    the exact kernel PA does, and the map's frequencies follow it (the same draw,
+    `RandomFourierFeatures.with_gamma`).  At the end of the warm-up `features` gives the
+    `FeaturePAModel` of weights ``w = sum_i a_i z(x_i)``: <w, z(x)> is f with K replaced by
+    its random feature estimate, ``||w||^2`` its norm^2.  From then on the PA rules of
+    `FeaturePAModel`, O(D d) per step.
+    """
+
+    features = None         # no feature model yet (as NOGD's exact phase)
+
+    def __init__(self, exact, fmap):
+        self.exact, self.fmap = exact, fmap
+
+    @property
+    def sq_norm(self):
+        return self.exact.sq_norm
+
+    @property
+    def n_classes(self):
+        return self.exact.n_classes     # AttributeError for a binary model
+
+    @property
+    def expansion(self):
+        return self.exact.expansion
+
+    def exact_sq_norm(self):
+        return self.exact.exact_sq_norm()
+
+    def to_multiclass(self):
+        return type(self)(self.exact.to_multiclass(), self.fmap)
+
+    def with_class(self, position):
+        return type(self)(self.exact.with_class(position), self.fmap)
+
+    def with_gamma(self, gamma):
+        return type(self)(self.exact.with_gamma(gamma), self.fmap.with_gamma(gamma))
+
+    def checkpoint(self, n_new):
+        return self.exact.checkpoint(n_new)
+
+    def restore(self, token):
+        self.exact.restore(token)
+
+    def learn(self, X, y, rule, sigma, engine, scores, events):
+        return self.exact.learn(X, y, rule, sigma, engine, scores, events)
+
+    def decision(self, X):
+        return self.exact.decision(X)
+
+    def norm(self):
+        return self.exact.norm()
+
+    def feature_model(self):
+        """The `FeaturePAModel` of the weights ``w = sum_i a_i z(x_i)`` (one row of W per
+        class with k >= 3, ``||W||^2 = 2 ||W||_F^2``: docs/multiclass-pa.md)."""
+        e = self.exact.expansion
+        Z = self.fmap.transform(e.centers_)
+        coef = np.asarray(e.coef_, dtype=np.float64)
+        features = FeaturePAModel(self.fmap)
+        if coef.ndim == 2:
+            W = np.ascontiguousarray((Z.T @ coef).T)
+            features.linear = LinearMultiPAModel(*W.shape)
+            features.linear.raw = W
+            features.linear.sq_norm = 2.0 * float(np.sum(W * W))
+        else:
+            w = np.ascontiguousarray(Z.T @ coef)
+            features.linear.raw = w
+            features.linear.sq_norm = float(w @ w)
+        if not (np.all(np.isfinite(features.linear.raw)) and np.isfinite(features.sq_norm)):
+            raise FloatingPointError(
+                "The random features of the warm-up's centres are not finite (features of "
+                "this scale overflow x W); scale X, or give gamma a number.")
+        return features
+
+    def get_state(self):
+        state = {"exact_" + k: v for k, v in self.exact.get_state().items()}
+        state.update({"fmap_" + k: v for k, v in self.fmap.get_state().items()})
+        return state
+
+    @classmethod
+    def from_state(cls, state):
+        exact = {k[6:]: v for k, v in state.items() if k.startswith("exact_")}
+        kind = KernelMultiPAModel if "n_classes" in exact else KernelPAModel
+        fmap = RandomFourierFeatures.from_state(
+            {k[5:]: v for k, v in state.items() if k.startswith("fmap_")})
+        return cls(kind.from_state(exact), fmap)

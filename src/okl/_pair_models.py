@@ -14,6 +14,7 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from okl._engines import ENGINES, engine_of
+from okl._core._kernels import kernel_matrix
 
 
 
@@ -280,6 +281,26 @@ class DifferencePairModel:
         self.g, g_undo, undo = token
         self.g.restore(g_undo)
         self.history.restore(undo)
+
+    def with_gamma(self, engine, gamma):
+        """A new model: g on the base kernel of width gamma (its centres and coefficients
+        kept), the stored points' cache g(x_j) and Gram matrix recomputed for it
+        (gamma="scale"'s warm-up, m <= 100 points: docs/defaults.md, section 2)."""
+        state = self.on(engine).get_state()
+        state["gamma"] = float(gamma)
+        g = type(self.g).from_state(state)
+        history = PairHistory.from_state(self.history.get_state())
+        m = history.m
+        if m:
+            points = g.centers_[history.idx[:m]]
+            p = g.kernel_params
+            history.s[:m] = g.predict(points)
+            history.gram[:m, :m] = kernel_matrix(      # the loops' kernel rows, exact far out
+                np.ascontiguousarray(points), np.ascontiguousarray(points), p["kernel"],
+                p["gamma"], p["degree"], p["coef0"], p["nu"])
+        new = type(self).__new__(type(self))
+        new.g, new.history = g, history
+        return new
 
     def learn(self, engine, X, y, eta, slots, args):
         h = self.history

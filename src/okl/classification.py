@@ -565,7 +565,7 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
 
     def _start(self, X, y):
         n_features = X.shape[1]
-        self._fit_gamma(X)
+        self._start_width(X)        # gamma="scale" follows the warm-up's events (`_learn`)
         kernel = self._kernel_params()
         if self.centers is None:
             centers = np.empty((0, n_features))
@@ -590,7 +590,13 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
     _divergence_cure = ("the explicit step size is too large for this data; use eta='auto' "
                         "(whose steps keep ||a_t|| bounded), a smaller eta or a larger eta_decay")
 
-    def _learn(self, X, y):
+    def _set_width(self, gamma):
+        """The fixed centres' kernel re-read at the width gamma (coefficients unchanged)."""
+        state = self._engine_expansion().get_state()
+        state["gamma"] = float(gamma)
+        self._expansion = type(self._expansion).from_state(state)
+
+    def _learn_rows(self, X, y, weight=None):
         n = X.shape[0]
         auto = isinstance(self.eta, str)
         M = _finite_lipschitz(self) if auto else lipschitz_at_origin(self.loss)
@@ -642,7 +648,8 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
             return events
         d = self.__dict__
         if not ("kappa_max_" in d and len(d.get("classes_", ())) >= 2
-                and self.engine == "cython" and type(d.get("_expansion")) is KernelExpansion):
+                and self.engine == "cython" and type(d.get("_expansion")) is KernelExpansion
+                and "_width_moments" not in d):     # the warm-up: one-row partial_fit
             return None
         if params_changed(self):
             return None
@@ -737,9 +744,10 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
         check.keys(attrs, ("n_features_in_", "t_", "classes_", "n_centers_", "kappa_max_",
                            "norm_bound_"), f"{name}'s attributes",
                    optional=("M_", "eta_", "gamma_", "fixed_classes_", "_coef_matrix",
-                             "_row_keys"))
+                             "_row_keys", "_width_moments"))
         check.row_keys()
         check.fitted_gamma()
+        self._check_width_moments(check)
         check.binary_labels(max_classes=C_INT_MAX)
         k = len(out["classes_"])
         m = out["n_centers_"] = check.int(attrs["n_centers_"], "n_centers_", 1, C_INT_MAX)

@@ -44,17 +44,25 @@ class KernelRow:
     diag: Callable          # (||x||^2 per row, kernel_params dict) -> K(x, x)
     # a width kernel, K(x, u) = k(gamma * distance): gamma="scale" and the spread check apply
     width: bool = False
-    # (rng, kernel_params dict, shape) -> frequencies drawn from the kernel's spectral density
-    # (Bochner), for random Fourier features; None: the kernel has no sampler,
-    # approximation="fourier" refuses it
+    # (rng, kernel_params dict, shape) -> frequencies g drawn once at unit scale from the
+    # kernel's spectral density (Bochner), for random Fourier features; None: the kernel has no
+    # sampler, approximation="fourier" refuses it
     fourier: Optional[Callable] = None
+    # kernel_params dict -> s(gamma): the frequencies of width gamma are s(gamma) g (a scale
+    # family, so gamma="scale"'s warm-up re-reads the same draw; docs/defaults.md, section 2)
+    fourier_scale: Optional[Callable] = None
 
 
 def _matern_frequencies(rng, p, shape):
-    """Multivariate Student-t of 2 nu degrees of freedom, scale sqrt(2 gamma), one per column."""
+    """Multivariate Student-t of 2 nu degrees of freedom, unit scale, one per column (scale
+    sqrt(2 gamma): `_root_2_gamma`)."""
     nu = p["nu"]
-    z = rng.normal(0.0, np.sqrt(2.0 * p["gamma"]), size=shape)
+    z = rng.standard_normal(size=shape)
     return z / np.sqrt(rng.chisquare(2.0 * nu, size=shape[1]) / (2.0 * nu))
+
+
+def _root_2_gamma(p):
+    return np.sqrt(2.0 * p["gamma"])
 
 
 def _ones(xx, p):
@@ -67,12 +75,14 @@ KERNELS = {row.name: row for row in (
     KernelRow("polynomial", Kernel.POLYNOMIAL, "(gamma <x, u> + coef0)^degree", "data dependent",
               lambda xx, p: (p["gamma"] * xx + p["coef0"]) ** p["degree"]),
     KernelRow("gaussian", Kernel.GAUSSIAN, "exp(-gamma ||x - u||_2^2)", "1", _ones, width=True,
-              fourier=lambda rng, p, shape: rng.normal(0.0, np.sqrt(2.0 * p["gamma"]), size=shape)),
+              fourier=lambda rng, p, shape: rng.standard_normal(size=shape),
+              fourier_scale=_root_2_gamma),
     KernelRow("laplacian", Kernel.LAPLACIAN, "exp(-gamma ||x - u||_1)", "1", _ones, width=True,
-              fourier=lambda rng, p, shape: p["gamma"] * rng.standard_cauchy(size=shape)),
+              fourier=lambda rng, p, shape: rng.standard_cauchy(size=shape),
+              fourier_scale=lambda p: p["gamma"]),
     KernelRow("matern", Kernel.MATERN,
               "exp(-s) {1, 1 + s, 1 + s + s^2/3} (nu = 0.5, 1.5, 2.5)", "1", _ones, width=True,
-              fourier=_matern_frequencies),
+              fourier=_matern_frequencies, fourier_scale=_root_2_gamma),
 )}
 
 #: the smoothness values of the Matern kernel (closed forms; docs/algorithms.md, section 0.2)

@@ -12,7 +12,7 @@ from okl import _locks, _warnings
 from okl._base import Diverged, OnlineLearner, check_X, check_X_y
 from okl._docstrings import shared_params
 from okl._engines import ENGINES
-from okl._gamma import scale_gamma
+from okl._gamma import check_width_moments, start_warmup, warm_rows
 from okl._core._pairwise import Reducer
 from okl._pair_models import (
     DifferencePairModel, LinearPairModel, MetricPairModel, MomentsPairModel,
@@ -118,8 +118,8 @@ class PairwiseLearner(OnlineLearner):
         Base kernel k of ``pair_kernel="difference"``; see `okl.kernels`.
     gamma, degree, coef0 : float or "scale", int, float, default="scale", 3, 0.0
         Parameters of the base kernel.  gamma="scale" is ``1 / (n_features X.var())``
-        of the first chunk (scikit-learn's SVC rule; a first chunk of one row takes the
-        variance of its entries; docs/defaults.md, section 2), kept in `gamma_`.
+        over the events learned so far (scikit-learn's SVC rule): the width follows
+        the first 100 events, then stays (docs/defaults.md, section 2); kept in `gamma_`.
     {nu}
     eta : float > 0 or "auto", default="auto"
         eta_1 of the step ``eta_t = eta_1 (t-1)^-theta`` (t = 1 is the first
@@ -252,9 +252,10 @@ class PairwiseLearner(OnlineLearner):
         labels = ("classes_",) if self.reducer == "dissimilar" else ()
         check.keys(attrs, ("n_features_in_", "t_", "_params", "n_stored_", "theta_", "kappa_",
                            "eta1_", "_seed") + labels, f"{name}'s attributes",
-                   optional=("gamma_", "_row_keys"))
+                   optional=("gamma_", "_row_keys", "_width_moments"))
         check.row_keys()
         check.fitted_gamma(needed=self.pair_kernel == "difference")
+        check_width_moments(check, self.gamma if self.pair_kernel == "difference" else 0.0)
         if not (isinstance(attrs["_params"], list)
                 and attrs["_params"] == self._frozen_params()):
             check.fail("_params (the parameters of the first call) differ from the parameters")
@@ -356,8 +357,9 @@ class PairwiseLearner(OnlineLearner):
         r_max = float(np.ptp(y)) if self.reducer == "difference" else 1.0
         q, c_q, v0 = pairwise_growth(self.loss, r_max, self.p)
         self.theta_ = (q + 2.0) / (q + 3.0) if self.theta is None else float(self.theta)
+        self.__dict__.pop("_width_moments", None)
         if isinstance(self.gamma, str) and self.pair_kernel == "difference":
-            self.gamma_ = scale_gamma(X, type(self).__name__)
+            start_warmup(self, d)   # gamma="scale" follows the warm-up's events (`_learn`)
         else:
             self.__dict__.pop("gamma_", None)
         gamma = self.__dict__.get("gamma_", self.gamma)
@@ -390,6 +392,16 @@ class PairwiseLearner(OnlineLearner):
         return order[np.searchsorted(self.classes_, y, sorter=order)].astype(np.float64)
 
     def _learn(self, X, y):
+        """The rows in order, through gamma="scale"'s warm-up while it lasts (the difference
+        pair kernel; docs/defaults.md, section 2)."""
+        for rows in warm_rows(self, X, None, self._set_width):
+            self._learn_rows(X[rows], y[rows])
+
+    def _set_width(self, gamma):
+        """g and the stored points' cache on the base kernel of width gamma."""
+        self._model = self._model.with_gamma(self.engine, gamma)
+
+    def _learn_rows(self, X, y, weight=None):
         """One engine call over the validated chunk."""
         n = X.shape[0]
         t = step_numbers(self.t_, n)

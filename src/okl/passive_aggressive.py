@@ -14,7 +14,7 @@ from okl._sparse import check_csr
 from okl._feature_maps import RandomFourierFeatures
 from okl._pa_models import (
     FeaturePAModel, KernelMultiPAModel, KernelPAModel, LinearMultiPAModel, LinearPAModel,
-    NystroemPAModel, is_multiclass, with_classes,
+    NystroemPAModel, WarmFourierPAModel, is_multiclass, with_classes,
 )
 from okl._labels import LabelsMixin, multiclass_loss
 from okl._core._expansion import KernelExpansion
@@ -293,14 +293,19 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
         self.t_ = 0
         self.n_updates_ = 0
         self.n_infeasible_ = 0
+        self.__dict__.pop("_width_moments", None)
         if self.kernel != "linear":
-            self._fit_gamma(X)
+            self._start_width(X)    # gamma="scale" follows the warm-up's events (`_learn`)
         if self.kernel == "linear":
             self._model = LinearPAModel(X.shape[1])
         elif self.approximation == "fourier":
-            self._model = FeaturePAModel(RandomFourierFeatures(
-                self.kernel, self._kernel_gamma(), self.n_components,
-                self.random_state, self.nu).fit(X.shape[1]))
+            fmap = RandomFourierFeatures(self.kernel, self._kernel_gamma(), self.n_components,
+                                         self.random_state, self.nu).fit(X.shape[1])
+            if "_width_moments" in self.__dict__:       # the exact PA until the warm-up ends
+                self._model = WarmFourierPAModel(
+                    KernelPAModel(self._new_expansion(X.shape[1])), fmap)
+            else:
+                self._model = FeaturePAModel(fmap)
         elif self.approximation == "nystroem":      # NOGD: exact until n_components centres
             self._model = NystroemPAModel(self._new_expansion(X.shape[1]), self.n_components)
         else:
@@ -315,9 +320,11 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
         d, t = out["n_features_in_"], out["t_"]
         built = {}
         check.keys(attrs, ("n_features_in_", "t_", "classes_", "n_updates_", "n_infeasible_"),
-                   f"{name}'s attributes", optional=("gamma_", "fixed_classes_", "_row_keys"))
+                   f"{name}'s attributes", optional=("gamma_", "fixed_classes_", "_row_keys",
+                                                     "_width_moments"))
         check.row_keys()
         check.fitted_gamma(needed=self.kernel != "linear")
+        self._check_width_moments(check)
         check.binary_labels(max_classes=C_INT_MAX)
         k = len(out["classes_"])            # k >= 3: a model of k score functions
         out["n_updates_"] = check.int(attrs["n_updates_"], "n_updates_", 0, t)
@@ -334,6 +341,22 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
                     check.fail("_model.scale times _model.raw is not finite")
             state = dict(raw=raw, scale=scale,
                          sq_norm=check.float(state["sq_norm"], "_model.sq_norm", 0.0))
+        elif self.approximation == "fourier" and "_width_moments" in out:
+            kind, state = check.model("_model", ("WarmFourierPAModel",))   # the warm-up
+            fmap = {k: v for k, v in state.items() if k.startswith("fmap_")}
+            exact = substate(state, "exact_")
+            sq_norm = check.float(exact.get("sq_norm"), "_model.exact_sq_norm", 0.0)
+            engine = check.engine(exact.get("engine"), "_model.exact_engine")
+            rest = {key: v for key, v in exact.items() if key not in ("sq_norm", "engine")}
+            policy = int(budget_code(resolve_budget_policy(self.budget_policy, self.kernel, name)))
+            rest = (check.multi_expansion(rest, "_model.exact", 0, policy, k) if k >= 3
+                    else check.fitted_expansion(rest, "_model.exact", 0, policy))
+            checked = check.pa_features(dict(
+                fmap, linear_raw=np.zeros((k, self.n_components) if k >= 3
+                                          else self.n_components),
+                linear_scale=1.0, linear_sq_norm=0.0), d)
+            state = dict(prefixed("exact_", dict(rest, sq_norm=sq_norm, engine=engine)),
+                         **{key: v for key, v in checked.items() if key.startswith("fmap_")})
         elif self.approximation == "fourier":
             kind, state = check.model("_model", ("FeaturePAModel",))
             state = check.pa_features(state, d)
@@ -385,7 +408,7 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
     @classmethod
     def _state_classes(cls):
         return (LinearPAModel, KernelPAModel, FeaturePAModel, NystroemPAModel,
-                LinearMultiPAModel, KernelMultiPAModel)
+                LinearMultiPAModel, KernelMultiPAModel, WarmFourierPAModel)
 
     def _models(self):
         return (self._model,)
@@ -393,7 +416,7 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
     def _fitted_with(self):
         if isinstance(self._model, (LinearPAModel, LinearMultiPAModel)):
             return [("kernel", "linear")]
-        if isinstance(self._model, FeaturePAModel):
+        if isinstance(self._model, (FeaturePAModel, WarmFourierPAModel)):
             fmap = self._model.fmap
             return [("approximation", "fourier"), ("gamma", float(fmap.gamma)),
                     ("nu", fmap.nu), ("n_components", fmap.n_components)]
@@ -417,7 +440,20 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
                 f"{work:.2g} multiply-adds and the model keeps growing with the stream. Pass "
                 "budget=B to bound the number of support vectors (this warning is shown once).")
 
-    def _learn(self, X, y):
+    def _set_width(self, gamma):
+        """The kernel model at the width gamma (`with_gamma` of `okl._pa_models`: the same
+        coefficients or weights, ||f||^2 of the new kernel)."""
+        self._model = self._multiclass_model().with_gamma(gamma)
+
+    def _width_frozen(self):
+        model = self._model
+        return isinstance(model, NystroemPAModel) and model.features is not None
+
+    def _end_width(self):
+        if isinstance(self._model, WarmFourierPAModel):    # the weights w = sum_i a_i z(x_i)
+            self._model = self._model.feature_model()
+
+    def _learn_rows(self, X, y, weight=None):
         n = X.shape[0]
         if is_multiclass(self._multiclass_model()):     # y: class indices; scores (n, k)
             y = np.ascontiguousarray(y, dtype=np.intp)
@@ -438,7 +474,7 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
                 f"{self.t_ - n + skipped[0] + 1}) had an empty constraint set, "
                 f"{EMPTY_SET[self.regularization]}. They were skipped and are counted in "
                 "n_infeasible_; this warning is shown once per fit.",
-                InfeasibleUpdateWarning, stacklevel=4)
+                InfeasibleUpdateWarning, stacklevel=5)
         self.n_infeasible_ += int(skipped.size)
         return scores
 
@@ -462,8 +498,9 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
             return events
         d = self.__dict__
         model, k = d.get("_model"), len(d.get("classes_", ()))
-        if not ("t_" in d and self.engine == "cython" and k >= 2) or params_changed(self):
-            return None
+        if (not ("t_" in d and self.engine == "cython" and k >= 2)
+                or "_width_moments" in d or params_changed(self)):
+            return None             # the warm-up of gamma="scale": one-row partial_fit
         fmap = None
         if type(model) is FeaturePAModel and type(model.fmap) is RandomFourierFeatures:
             fmap, model = model.fmap, model.linear      # the linear step on z(x)
@@ -551,7 +588,7 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
 
     def _kernel_model(self, name):
         check_is_fitted(self, "t_")
-        if isinstance(self._model, (FeaturePAModel, NystroemPAModel)):
+        if isinstance(self._model, (FeaturePAModel, NystroemPAModel, WarmFourierPAModel)):
             raise AttributeError(f"{name} exists for exact kernel models only; with "
                                  f"approximation={self.approximation!r} the model is f(x) = "
                                  "<w, z(x)> on fixed-size features.")
