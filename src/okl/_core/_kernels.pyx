@@ -39,3 +39,21 @@ def sq_distances(const double[:, ::1] X, const double[:, ::1] U, const double[::
                 okl_sqdists_norms(m, d, &U[0, 0], &U_sqnorms[0], &X[i, 0],
                                   cdot(&X[i, 0], &X[i, 0], d), &out[i, 0])
     return out_arr
+
+
+def exp_nonpos(const double[::1] x, double gamma=-1.0, bint loop=False):
+    """exp(-gamma x) by okl_exp_nonpos (docs/algorithms.md, section 0.4), as a new array:
+    one call per value, or (loop) the SIMD loop of the Gaussian rows, okl_exp_scaled;
+    the default gamma = -1 gives exp(x).  For tests."""
+    cdef Py_ssize_t n = x.shape[0], i
+    out_arr = np.array(x, dtype=np.float64)
+    cdef double[::1] out = out_arr
+    if n == 0:
+        return out_arr
+    with nogil:
+        if loop:
+            okl_exp_scaled(n, gamma, &out[0])
+        else:
+            for i in range(n):
+                out[i] = okl_exp_nonpos(-gamma * out[i])
+    return out_arr

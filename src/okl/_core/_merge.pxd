@@ -27,7 +27,8 @@ cdef void cmerge_pair(double cm, double cn, double g,
 
 cdef inline void cmerge_point(const double* xm, const double* xn, Py_ssize_t d, double h,
                               double* z_out) noexcept nogil:
-    """z = h x_m + (1 - h) x_n (z_out may alias x_n, not x_m)."""
+    """z = h x_m + (1 - h) x_n (z_out may alias x_n, not x_m), as x_n + h (x_m - x_n): an ulp
+    of h moves z by an ulp of h |x_m - x_n|, not of h |x_m| (the engines' h may differ by one)."""
     cdef Py_ssize_t j
     for j in range(d):
-        z_out[j] = h * xm[j] + (1.0 - h) * xn[j]
+        z_out[j] = xn[j] + h * (xm[j] - xn[j])

@@ -129,14 +129,14 @@ class NumpyExpansion:
             cm = self._coef[m]
             fm = self.predict_one(self._centers[m])
             if partner >= 0:
-                z = h * self._centers[m] + (1.0 - h) * self._centers[partner]
+                z = self._centers[partner] + h * (self._centers[m] - self._centers[partner])
                 cn = self._coef[partner]
                 fn, fz = self.predict_one(self._centers[partner]), self.predict_one(z)
                 self.norm_change = 2.0 * (cz * fz - cm * fm - cn * fn) + loss
             else:
                 self.norm_change = cm * cm - 2.0 * cm * fm
         if partner >= 0:
-            z = h * self._centers[m] + (1.0 - h) * self._centers[partner]
+            z = self._centers[partner] + h * (self._centers[m] - self._centers[partner])
             self._centers[partner], self._sqnorms[partner], self._coef[partner] = z, z @ z, cz
             self.n_merges += 1
         last = n - 1

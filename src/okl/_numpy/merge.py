@@ -137,7 +137,7 @@ def merge_step(centers, coef, gamma):
     coef = np.array(coef, dtype=np.float64)
     m, partner, h, cz, loss = merge_find(centers, coef, gamma)
     if partner >= 0:
-        centers[partner] = h * centers[m] + (1.0 - h) * centers[partner]
+        centers[partner] = centers[partner] + h * (centers[m] - centers[partner])
         coef[partner] = cz
     centers[m], coef[m] = centers[-1], coef[-1]
     return centers[:-1], coef[:-1], loss

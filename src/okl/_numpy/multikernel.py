@@ -298,7 +298,7 @@ class NumpyMultiKernel:
             if self.n_outputs > 1:
                 em, en = em[:, None], en[:, None]
             self._coef[:, n] = self._coef[:, m] * em + self._coef[:, n] * en
-            self._centers[n] = h * self._centers[m] + (1.0 - h) * self._centers[n]
+            self._centers[n] = self._centers[n] + h * (self._centers[m] - self._centers[n])
         last = N - 1
         if m != last:
             self._centers[m] = self._centers[last]
