@@ -32,21 +32,28 @@ class WorkerLostError(RuntimeError):
 
 class _State(NamedTuple):
     """A local model between rounds, on its worker: the model, the last average it started
-    from (the reference of dynamic averaging) and whether it halted for a synchronisation."""
+    from (the reference of dynamic averaging), whether it halted for a synchronisation, and
+    its accounts for the call."""
 
     model: object
     reference: object
     halted: bool = False
     busy: float = 0.0
     """Seconds this model's tasks spent learning so far in the call."""
+    mixing: float = 0.0
+    """Seconds its tasks spent averaging (the all-reduce's merge)."""
+    received: int = 0
+    """Bytes of the other models it received at the call's synchronisations (pickled)."""
 
 
 class _Sync(NamedTuple):
-    """A synchronisation: the average, every model's own event count and learning time."""
+    """A synchronisation: the average and, per model, its own event count and accounts."""
 
     average: object
     own: list
     busy: list
+    mixing: list
+    received: list
 
 
 def _learn_round(j, go, classes, learner, n_features, spans, names, mix, n_prev, *args):
@@ -62,11 +69,17 @@ def _learn_round(j, go, classes, learner, n_features, spans, names, mix, n_prev,
     round) it learns nothing and halts until the driver synchronises.
     """
     prev, parts = args[:n_prev], args[n_prev:]
-    prev = _mix(*prev) if mix else prev[0]
+    if mix:
+        start = time.perf_counter()
+        prev = _mix(*prev, sizes=True)
+        prev.mixing[j] += time.perf_counter() - start
+    else:
+        prev = prev[0]
     if isinstance(prev, _Sync):
         model = copy.deepcopy(prev.average)
         model.t_ = prev.own[j]
-        prev = _State(model, prev.average, False, prev.busy[j])
+        prev = _State(model, prev.average, False, prev.busy[j], prev.mixing[j],
+                      prev.received[j])
     if prev.halted or not go:
         return prev._replace(halted=True)
     import scipy.sparse as sp
@@ -112,16 +125,20 @@ def _check_part(X, y, n_features, name):
         raise ValueError(f"{name} holds NaN or infinite labels.")
 
 
-def _mix(*states):
-    """The average of the local models; deterministic, so every model computes the same."""
+def _mix(*states, sizes=False):
+    """The average of the local models; deterministic, so every model computes the same.
+
+    With ``sizes``, each model's ``received`` counts the pickled sizes of the
+    k - 1 others (what this all-reduce sent it).
+    """
     models = [s.model for s in states if s.model is not None]
     own = [0 if s.model is None else int(s.model.t_) for s in states]
-    return _Sync(average_models(models), own, [s.busy for s in states])
-
-
-def _model_bytes(state):
-    """The pickled size of a local model: what one synchronisation sends of it."""
-    return 0 if state.model is None else _nbytes(state.model)
+    received = [s.received for s in states]
+    if sizes:
+        size = [0 if s.model is None else _nbytes(s.model) for s in states]
+        received = [r + sum(size) - n for r, n in zip(received, size)]
+    return _Sync(average_models(models), own, [s.busy for s in states],
+                 [s.mixing for s in states], received)
 
 
 def _divergence(state):
@@ -169,6 +186,25 @@ def _nbytes(obj):
         import pickle
     return len(pickle.dumps(obj, protocol=5))
 
+
+def _warm_up():
+    """Import what the tasks use and run each kind of step once, on a worker that is new
+    to this process: its first round then learns at full speed."""
+    from okl import OnlineKernelClassifier, OnlineKernelRegressor
+
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((40, 2)), rng.standard_normal(40)
+    models = [OnlineKernelRegressor(gamma=1.0, budget=8, budget_policy="merge").fit(X, y),
+              OnlineKernelClassifier(gamma=1.0, approximation="fourier", n_components=8,
+                                     random_state=0).fit(X, y > 0)]
+    for model in models:
+        state = _State(model, None)
+        _mix(state, state, sizes=True)
+        _divergence(state)
+
+
+_WARM = set()
+"""Worker addresses warmed up (`_warm_up`) by this process."""
 
 AHEAD = 2
 """Rounds submitted ahead of the one the driver watches: the workers never wait for it."""
@@ -369,6 +405,10 @@ class AveragedLearner(BaseEstimator):
         if not addresses:                               # e.g. a worker restarting after a crash
             client.wait_for_workers(1, timeout=60)
             addresses = sorted(client.nthreads())
+        cold = [a for a in addresses if a not in _WARM]
+        if cold:                    # first use of these workers: imports and first calls now
+            client.run(_warm_up, workers=cold)
+            _WARM.update(cold)
         return client, [addresses[j % len(addresses)] for j in range(k)]
 
     def _classes(self, parts, client):
@@ -393,6 +433,7 @@ class AveragedLearner(BaseEstimator):
         client, where = self._executor()
         dask = not isinstance(client, _InProcess)
         parts = Partitions.of(X, y, S, client if dask else None, where, file_options)
+        parts.locate(client if dask else None, where)
         if sum(parts.lengths) == 0:
             raise ValueError("AveragedLearner needs at least one sample to learn.")
         if self._is_classifier() and classes is None:
@@ -406,7 +447,7 @@ class AveragedLearner(BaseEstimator):
                 and parts.n_features != getattr(average, "n_features_in_", parts.n_features):
             raise ValueError(f"the stream has {parts.n_features} features; the model was "
                              f"fitted on {average.n_features_in_}.")
-        rounds = plan_rounds(parts.lengths, k, S)
+        rounds = plan_rounds(parts.lengths, k, S, parts.owners)
         R = len(rounds)
         last_use = {}
         for r, row in enumerate(rounds):
@@ -426,15 +467,16 @@ class AveragedLearner(BaseEstimator):
 
         # the state every model starts the call from: nothing, or a restart from the average
         start = ([_State(None, None)] * k if average is None
-                 else [_Sync(average, own, [0.0] * k)] * k)
+                 else [_Sync(average, own, [0.0] * k, [0.0] * k, [0] * k)] * k)
         sent = 0 if average is None else k * _nbytes(average)
         # inputs[s]: (the previous states: one per model, or all k for a synchronisation, go)
-        made, inputs, states, gos, sizes = {}, {0: ([[x] for x in start], True, False)}, {}, \
-            {}, []
+        made, inputs, states, gos = {}, {0: ([[x] for x in start], True, False)}, {}, {}
+        n_syncs = 1                         # the call's final average
 
         def synchronise(row):
             """The states of a round are averaged at the start of the next (all-reduce)."""
-            sizes.extend(submit(_model_bytes, st, j=j, priority=-1) for j, st in enumerate(row))
+            nonlocal n_syncs
+            n_syncs += 1
             return [list(row)] * k
 
         submitted, r = -1, 0
@@ -482,14 +524,11 @@ class AveragedLearner(BaseEstimator):
                 states.pop(r - 1, None)
                 inputs.pop(r, None)
                 r += 1
-            n_syncs = len(sizes) // k + 1
-            synchronise(states[R - 1])
-            average, own, busy = submit(_mix, *states[R - 1]).result()
-            sizes = client.gather(sizes) if dask else [f.result() for f in sizes]
-            # a synchronisation sends every model to the k - 1 others; the last one, to the
-            # worker that averages them and on to the client
-            last = sum(sizes[-k:])
-            sent += (k - 1) * (sum(sizes) - last) + last + _nbytes(average)
+            # the last states come to the client, which averages them: one hop, in parallel
+            final = client.gather(states[R - 1]) if dask else [f.result() for f in states[R - 1]]
+            average, own, busy, mixing, received = _mix(*final)
+            # every synchronisation sent each model to the k - 1 others; the last, to here
+            sent += sum(received) + sum(_nbytes(st.model) for st in final if st.model is not None)
         except lost as exc:
             raise WorkerLostError(r + 1, sum(parts.lengths),
                                   f"{type(exc).__name__}: {exc}") from exc
@@ -497,7 +536,7 @@ class AveragedLearner(BaseEstimator):
             # release every future of the call now, so that the scheduler forgets its tasks
             # (a traceback that keeps this frame alive must not keep them running)
             held = [f for row in states.values() for f in row] + list(gos.values()) \
-                + list(sizes) + list(made.values()) + list(parts.sources)
+                + list(made.values()) + list(parts.sources)
             for f in held:
                 if dask and hasattr(f, "release") and hasattr(f, "key"):
                     f.release()
@@ -506,6 +545,7 @@ class AveragedLearner(BaseEstimator):
         self._own_t = own
         self.t_ = int(average.t_)
         self.busy_seconds_ = busy
+        self.mixing_seconds_ = mixing
         before = {} if fresh else self.__dict__
         self.n_rounds_ = before.get("n_rounds_", 0) + R
         self.n_syncs_ = before.get("n_syncs_", 0) + n_syncs
