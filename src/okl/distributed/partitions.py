@@ -23,24 +23,20 @@ def assign(lengths, holders, where):
     ``holders[i]`` lists the workers that hold partition i in memory (empty
     when it is still to be made) and ``where[j]`` is model j's worker.  With
     nothing held, partition i goes to model ``i mod k`` (the plan of a lazy
-    collection or of in-memory arrays, whatever the cluster).  Otherwise
+    collection or of in-memory arrays, whatever the cluster).  Otherwise the
     partitions are taken in order, each by the least loaded model on one of
-    its holders, unless that model is already a whole partition ahead of the
-    least loaded one (or none is on a holder): then the least loaded model
-    takes it, and the partition moves.  Every prefix of the stream is thus
-    shared within one partition's rows, and every share spans the stream's
-    time range as the data's placement allows.
+    its holders while that model has less than its quota (1/k of the rows);
+    a partition held by no model under its quota goes to the least loaded
+    model, and moves.  The shares end within one partition of each other,
+    and only the rows beyond a worker's quota travel.
     """
     k = len(where)
     if not any(holders):
         return [i % k for i in range(len(lengths))]
-    loads, owners, slack = [0] * k, [], max(lengths, default=0)
+    loads, owners, quota = [0] * k, [], sum(lengths) / k
     for n, held in zip(lengths, holders):
-        least = min(range(k), key=loads.__getitem__)
-        local = [j for j in range(k) if where[j] in held]
-        j = min(local, key=loads.__getitem__) if local else least
-        if loads[j] - loads[least] >= max(slack, 1):
-            j = least
+        local = [j for j in range(k) if where[j] in held and loads[j] < quota]
+        j = min(local or range(k), key=loads.__getitem__)
         owners.append(j)
         loads[j] += n
     return owners
@@ -172,7 +168,10 @@ class Partitions:
             X = X.rechunk({1: -1})
         if y.chunks[0] != X.chunks[0]:
             y = y.rechunk((X.chunks[0],))
-        xs, ys = X.to_delayed().ravel(), y.to_delayed().ravel()
+        # unoptimised: the keys of a persisted array stay its own (no alias tasks re-sent), and
+        # a block that makes both X and y is made once
+        xs = X.to_delayed(optimize_graph=False).ravel()
+        ys = y.to_delayed(optimize_graph=False).ravel()
         bounds = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(int)
         return cls("dask", X.chunks[0], X.shape[1], list(zip(xs, ys)),
                    [f"block {i} (rows {bounds[i]}..{bounds[i + 1] - 1})"
@@ -248,6 +247,7 @@ class Partitions:
             mine = [i for i in indices if owners[i] == j]
             if mine:
                 futures = client.compute([self._pair(i) for i in mine], workers=[where[j]],
+                                         optimize_graph=False,
                                          allow_other_workers=True)
                 made.update(zip(mine, futures))
         return {i: made[i] for i in indices}
