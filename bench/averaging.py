@@ -126,15 +126,18 @@ def split(records, t0, t1, est):
             w["first"], w["last"] = min(w["first"], s["start"]), max(w["last"], s["stop"])
     k, wall = len(est.busy_seconds_), t1 - t0
     learn, mixing = sum(est.busy_seconds_) / k, sum(est.mixing_seconds_) / k
+    # the wall time the busiest model would take if it had had its core all the time
+    waited = min(b - c for b, c in zip(est.busy_seconds_, est.cpu_seconds_))
     n = max(len(workers), 1)
     total = {key: sum(w[key] for w in workers.values()) / n
              for key in ("round", "other", "transfer")}
-    return {"wall": wall, "learning": learn, "averaging": mixing,
+    return {"wall": wall, "learning": learn, "learning CPU": sum(est.cpu_seconds_) / k,
+            "averaging": mixing,
             "round tasks, rest": total["round"] - learn - mixing, "other tasks": total["other"],
             "idle": wall - total["round"] - total["other"],
             "before 1st task": sum(w["first"] - t0 for w in workers.values()) / n,
             "after last task": sum(t1 - w["last"] for w in workers.values()) / n,
-            "transfers": total["transfer"]}
+            "transfers": total["transfer"], "wall at full cores": wall - waited}
 
 
 def main():
@@ -198,12 +201,12 @@ def main():
                         if run == "1 process":
                             est = MODELS[model, task]()
                             with Load() as load:
-                                t0 = time.perf_counter()
+                                t0, cpu = time.perf_counter(), time.thread_time()
                                 for a in range(0, args.n, chunk):
                                     est.partial_fit(data[a:a + chunk, :D_FEATURES],
                                                     data[a:a + chunk, column], **kwargs)
-                                seconds = time.perf_counter() - t0
-                            runs[run].append((seconds, load, est, None))
+                                seconds, cpu = time.perf_counter() - t0, time.thread_time() - cpu
+                            runs[run].append((seconds, load, est, {"wall": seconds, "cpu": cpu}))
                             continue
                         est = AveragedLearner(MODELS[model, task](), k, sync=run,
                                               threshold=args.threshold, client=client, **options)
@@ -214,6 +217,7 @@ def main():
                         runs[run].append((seconds, load, est, split(ts.data, w0, w1, est)))
                 base = error(runs["1 process"][0][2], Xt, yt, task)
                 rate = args.n / statistics.median(r[0] for r in runs["1 process"])
+                seq_cpu = statistics.median(r[3]["cpu"] for r in runs["1 process"])
                 for run in RUNS:
                     seconds = statistics.median(r[0] for r in runs[run])
                     est = runs[run][0][2]
@@ -229,7 +233,7 @@ def main():
                         row += [f"{est.n_rounds_}", f"{est.n_syncs_}",
                                 f"{est.bytes_sent_ / est.n_syncs_:,.0f}"]
                         parts = [r[3] for r in runs[run]]
-                        splits.append((model, task, run, {
+                        splits.append((model, task, run, seq_cpu, {
                             key: statistics.median(p[key] for p in parts) for key in parts[0]}))
                     rows_out.append(row + [f"{before:.2f} -> {during:.2f}{flag}"])
                     print(" | ".join(rows_out[-1]), flush=True)
@@ -239,12 +243,16 @@ def main():
     print("| " + " | ".join(head) + " |\n|" + "---|" * len(head))
     for row in rows_out:
         print("| " + " | ".join(row) + " |")
-    keys = list(splits[0][3]) if splits else []
-    print("\nwhere the k-worker wall time went (ms per worker, medians; idle = wall - tasks)\n")
-    print("| model | task | run | " + " | ".join(keys) + " |\n|" + "---|" * (len(keys) + 3))
-    for model, task, run, parts in splits:
-        print(f"| {model} | {task} | {run} | "
-              + " | ".join(f"{parts[key] * 1e3:,.0f}" for key in keys) + " |")
+    keys = list(splits[0][4]) if splits else []
+    print("\nwhere the k-worker wall time went (ms per worker, medians; idle = wall - tasks; "
+          "at full cores: the wall minus the time the busiest model waited for a core, and the "
+          "speed-up it gives against the 1 process's CPU time: an estimate, not a measurement)\n")
+    print("| model | task | run | 1 process CPU | " + " | ".join(keys)
+          + " | speed-up at full cores |\n|" + "---|" * (len(keys) + 5))
+    for model, task, run, seq_cpu, parts in splits:
+        print(f"| {model} | {task} | {run} | {seq_cpu * 1e3:,.0f} | "
+              + " | ".join(f"{parts[key] * 1e3:,.0f}" for key in keys)
+              + f" | {seq_cpu / parts['wall at full cores']:.2f} |")
 
 
 if __name__ == "__main__":

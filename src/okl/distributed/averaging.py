@@ -42,6 +42,8 @@ class _State(NamedTuple):
     """Seconds this model's tasks spent learning so far in the call."""
     mixing: float = 0.0
     """Seconds its tasks spent averaging (the all-reduce's merge)."""
+    cpu: float = 0.0
+    """CPU seconds of its learning (thread time: below ``busy`` when it waited for a core)."""
     received: int = 0
     """Bytes of the other models it received at the call's synchronisations (pickled)."""
 
@@ -53,6 +55,7 @@ class _Sync(NamedTuple):
     own: list
     busy: list
     mixing: list
+    cpu: list
     received: list
 
 
@@ -78,37 +81,32 @@ def _learn_round(j, go, classes, learner, n_features, spans, names, mix, n_prev,
     if isinstance(prev, _Sync):
         model = copy.deepcopy(prev.average)
         model.t_ = prev.own[j]
-        prev = _State(model, prev.average, False, prev.busy[j], prev.mixing[j],
+        prev = _State(model, prev.average, False, prev.busy[j], prev.mixing[j], prev.cpu[j],
                       prev.received[j])
     if prev.halted or not go:
         return prev._replace(halted=True)
-    import scipy.sparse as sp
-
-    Xs, ys = [], []
+    pieces = []
     for (i, lo, hi), part in zip(spans, parts):
         X, y = part[0][lo:hi], np.asarray(part[1][lo:hi])
         _check_part(X, y, n_features, names[i])
-        Xs.append(X)
-        ys.append(y)
-    if not Xs:
+        pieces.append((names[i], X, y))
+    if not pieces:
         return prev
-    start = time.perf_counter()
-    X = (sp.vstack(Xs).tocsr() if sp.issparse(Xs[0]) else np.concatenate(Xs)) \
-        if len(Xs) > 1 else Xs[0]
-    y = np.concatenate(ys) if len(ys) > 1 else ys[0]
+    start, cpu = time.perf_counter(), time.thread_time()
     # a copy: a rerun of this task (after a lost worker) starts from the same input
     model = clone(learner) if prev.model is None else copy.deepcopy(prev.model)
     kwargs = {} if classes is None else {"classes": classes}
-    try:
-        model.partial_fit(X, y, **kwargs)
-    except Exception as exc:
-        where = ", ".join(names[i] for i, _, _ in spans)
+    for name, X, y in pieces:       # one pass, partition by partition: no concatenated copy
         try:
-            named = type(exc)(f"learning {where}: {exc}")
-        except Exception:               # noqa: BLE001 (an exception type with other arguments)
-            raise exc from None
-        raise named from exc
-    return prev._replace(model=model, busy=prev.busy + time.perf_counter() - start)
+            model.partial_fit(X, y, **kwargs)
+        except Exception as exc:
+            try:
+                named = type(exc)(f"learning {name}: {exc}")
+            except Exception:           # noqa: BLE001 (an exception type with other arguments)
+                raise exc from None
+            raise named from exc
+    return prev._replace(model=model, busy=prev.busy + time.perf_counter() - start,
+                         cpu=prev.cpu + time.thread_time() - cpu)
 
 
 def _check_part(X, y, n_features, name):
@@ -138,7 +136,7 @@ def _mix(*states, sizes=False):
         size = [0 if s.model is None else _nbytes(s.model) for s in states]
         received = [r + sum(size) - n for r, n in zip(received, size)]
     return _Sync(average_models(models), own, [s.busy for s in states],
-                 [s.mixing for s in states], received)
+                 [s.mixing for s in states], [s.cpu for s in states], received)
 
 
 def _divergence(state):
@@ -467,7 +465,7 @@ class AveragedLearner(BaseEstimator):
 
         # the state every model starts the call from: nothing, or a restart from the average
         start = ([_State(None, None)] * k if average is None
-                 else [_Sync(average, own, [0.0] * k, [0.0] * k, [0] * k)] * k)
+                 else [_Sync(average, own, [0.0] * k, [0.0] * k, [0.0] * k, [0] * k)] * k)
         sent = 0 if average is None else k * _nbytes(average)
         # inputs[s]: (the previous states: one per model, or all k for a synchronisation, go)
         made, inputs, states, gos = {}, {0: ([[x] for x in start], True, False)}, {}, {}
@@ -526,7 +524,7 @@ class AveragedLearner(BaseEstimator):
                 r += 1
             # the last states come to the client, which averages them: one hop, in parallel
             final = client.gather(states[R - 1]) if dask else [f.result() for f in states[R - 1]]
-            average, own, busy, mixing, received = _mix(*final)
+            average, own, busy, mixing, cpu, received = _mix(*final)
             # every synchronisation sent each model to the k - 1 others; the last, to here
             sent += sum(received) + sum(_nbytes(st.model) for st in final if st.model is not None)
         except lost as exc:
@@ -546,6 +544,7 @@ class AveragedLearner(BaseEstimator):
         self.t_ = int(average.t_)
         self.busy_seconds_ = busy
         self.mixing_seconds_ = mixing
+        self.cpu_seconds_ = cpu
         before = {} if fresh else self.__dict__
         self.n_rounds_ = before.get("n_rounds_", 0) + R
         self.n_syncs_ = before.get("n_syncs_", 0) + n_syncs

@@ -108,8 +108,10 @@ class Partitions:
         self.kind, self.lengths, self.n_features = kind, list(lengths), n_features
         self.sources, self.names = sources, names
         self.located = located
-        """(collection, the key of each partition's data): where to look for them."""
+        """(collections, the keys of each partition's data): where to look for them."""
         self.owners = None
+        self.held = {}
+        """{i: (X_i, y_i) futures} of the partitions already in the workers' memory."""
 
     # ---- the kinds of input ---------------------------------------------------------------
 
@@ -175,7 +177,7 @@ class Partitions:
         bounds = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(int)
         return cls("dask", X.chunks[0], X.shape[1], list(zip(xs, ys)),
                    [f"block {i} (rows {bounds[i]}..{bounds[i + 1] - 1})"
-                    for i in range(len(xs))], (X, [x.key for x in xs]))
+                    for i in range(len(xs))], ((X, y), [(x.key, v.key) for x, v in zip(xs, ys)]))
 
     @classmethod
     def _dask_frame(cls, frame, target, client):
@@ -188,7 +190,7 @@ class Partitions:
         lengths = _lengths(client, [dask.delayed(len, pure=True)(p) for p in parts])
         return cls("frame", lengths, len(frame.columns) - 1, pairs,
                    [f"partition {i}" for i in range(len(parts))],
-                   (frame, [p.key for p in parts]))
+                   ((frame,), [(p.key,) for p in parts]))
 
     @classmethod
     def _files(cls, paths, target, client, options, where):
@@ -211,7 +213,7 @@ class Partitions:
                              f"first file has {first}: every partition of one stream needs the "
                              "same features.")
         return cls("files", [n for n, _ in shapes], widths.pop() if widths else None, pairs,
-                   names, None if client is None else (pairs, [p.key for p in pairs]))
+                   names, None if client is None else ((pairs,), [(p.key,) for p in pairs]))
 
     # ---- on the cluster -------------------------------------------------------------------
 
@@ -221,11 +223,15 @@ class Partitions:
         if client is not None and self.located is not None:
             from distributed import futures_of
 
-            collection, keys = self.located
-            futures = futures_of(collection)
+            collections, keys = self.located
+            futures = {f.key: f for f in futures_of(collections)}
             if futures:                          # a persisted collection, or files read
-                held = client.who_has(futures)
-                holders = [tuple(held.get(key, ())) for key in keys]
+                held = client.who_has(list(futures.values()))
+                holders = [tuple(held.get(key[0], ())) for key in keys]
+                if self.kind == "dask":          # X and y blocks in memory: no task to pair them
+                    self.held = {i: tuple(futures[key] for key in pair)
+                                 for i, pair in enumerate(keys)
+                                 if all(key in futures for key in pair)}
         self.owners = assign(self.lengths, holders, where)
         return self.owners
 
@@ -242,9 +248,9 @@ class Partitions:
             return {i: _compute_here(self.sources[i]) for i in indices}
         k = len(where)
         owners = self.owners or [i % k for i in range(len(self.lengths))]
-        made = {}
+        made = {i: self.held[i] for i in indices if i in self.held}
         for j in range(k):
-            mine = [i for i in indices if owners[i] == j]
+            mine = [i for i in indices if owners[i] == j and i not in made]
             if mine:
                 futures = client.compute([self._pair(i) for i in mine], workers=[where[j]],
                                          optimize_graph=False,
