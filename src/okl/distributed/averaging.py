@@ -67,9 +67,11 @@ def _learn_round(j, go, classes, learner, n_features, spans, names, mix, n_prev,
     synchronisation: then each model computes the same average itself (an
     all-reduce: the states travel worker to worker, no task in between) and
     restarts from it, keeping its own event count, as in iterative parameter
-    mixing.  The others are the partitions of ``spans``.  With ``go`` False
-    (dynamic averaging: some model drifted past the threshold in the previous
-    round) it learns nothing and halts until the driver synchronises.
+    mixing.  The others are the partitions of ``spans``.  ``go`` is True, or
+    (dynamic averaging) the threshold and the k drifts of the previous round,
+    which every model reads itself (no task in between): when some model
+    drifted past the threshold it learns nothing and halts until the driver
+    synchronises.
     """
     prev, parts = args[:n_prev], args[n_prev:]
     if mix:
@@ -83,7 +85,7 @@ def _learn_round(j, go, classes, learner, n_features, spans, names, mix, n_prev,
         model.t_ = prev.own[j]
         prev = _State(model, prev.average, False, prev.busy[j], prev.mixing[j], prev.cpu[j],
                       prev.received[j])
-    if prev.halted or not go:
+    if prev.halted or not (go is True or _go(*go)):
         return prev._replace(halted=True)
     pieces = []
     for (i, lo, hi), part in zip(spans, parts):
@@ -170,7 +172,11 @@ class _InProcess:
             pass
 
     def submit(self, func, *args, **kwargs):
-        return self.Done(func(*[a.value if isinstance(a, self.Done) else a for a in args]))
+        def value(a):
+            if type(a) is tuple:            # not a _State: a NamedTuple
+                return tuple(value(b) for b in a)
+            return a.value if isinstance(a, self.Done) else a
+        return self.Done(func(*[value(a) for a in args]))
 
     def cancel(self, futures):
         pass
@@ -492,10 +498,10 @@ class AveragedLearner(BaseEstimator):
                                         *[made[i] for i, _, _ in rounds[s][j]], j=j)
                                  for j in range(k)]
                     if s < R - 1 and dynamic:
-                        drifts = [submit(_divergence, st, j=j, priority=1)
+                        gos[s] = [submit(_divergence, st, j=j, priority=1)
                                   for j, st in enumerate(states[s])]
-                        gos[s] = submit(_go, float(self.threshold), *drifts, priority=1)
-                        inputs[s + 1] = ([[st] for st in states[s]], gos[s], False)
+                        inputs[s + 1] = ([[st] for st in states[s]],
+                                         (float(self.threshold), *gos[s]), False)
                     elif s < R - 1:
                         inputs[s + 1] = (synchronise(states[s]), True, True)
                     submitted = s
@@ -505,7 +511,8 @@ class AveragedLearner(BaseEstimator):
                 # to synchronise (dynamic)
                 if dynamic:
                     sent += 8 * k
-                    if not gos[r].result():
+                    drifts = client.gather(gos[r]) if dask else [f.result() for f in gos[r]]
+                    if not _go(float(self.threshold), *drifts):
                         for s in range(r + 1, submitted + 1):   # halted: dropped, released
                             states.pop(s)
                             gos.pop(s, None)
@@ -533,7 +540,7 @@ class AveragedLearner(BaseEstimator):
         finally:
             # release every future of the call now, so that the scheduler forgets its tasks
             # (a traceback that keeps this frame alive must not keep them running)
-            held = [f for row in states.values() for f in row] + list(gos.values()) \
+            held = [f for row in [*states.values(), *gos.values()] for f in row] \
                 + list(made.values()) + list(parts.sources)
             for f in held:
                 if dask and hasattr(f, "release") and hasattr(f, "key"):
