@@ -220,12 +220,14 @@ class AveragedLearner(BaseEstimator):
     The stream is a sequence of partitions: the row blocks of a `dask.array`,
     the partitions of a `dask.dataframe` (with a target column), files that
     the workers read with `okl.stream`, or blocks of ``sync_every`` rows of an
-    in-memory array (scattered to the workers once).  Partition i belongs to
-    local model ``i mod k`` and is learned on the worker that holds it; the
-    client never holds the stream, only the plan of the rounds.  In round r
+    in-memory array (scattered to the workers once).  A partition already in
+    a worker's memory (a persisted collection) belongs to the local model on
+    that worker, within a balanced share; one still to be made belongs to
+    model ``i mod k`` and is made on its worker.  The client never holds the
+    stream, only the plan of the rounds.  In round r
     every local model learns the next ``sync_every`` events of its share, one
-    task per model; then the models are averaged (`average_models`) on a
-    worker (``sync="static"``, iterative parameter mixing), or only when some
+    task per model; then the models are averaged (`average_models`) on the
+    workers (``sync="static"``, iterative parameter mixing), or only when some
     model has moved more than ``threshold`` from the last average,
     ``||f_j - f_ref||^2 > threshold`` (``sync="dynamic"``, Kamp et al.), and
     every model continues from the average with its own event count.  The
@@ -247,11 +249,14 @@ class AveragedLearner(BaseEstimator):
         k, the number of local models (and of the LocalCluster's workers when
         ``client`` is None; on a given cluster model j prefers worker j mod
         the cluster's size).
-    sync_every : int, default=50000
+    sync_every : int, default=250000
         Events per local model per round (in-memory input is cut into
         partitions of this many rows).  The default keeps a round's
-        coordination under 5 % of its learning on a LocalCluster for a kernel
-        model of a few hundred centres (docs/distributed.md, section 2).
+        coordination (10-40 ms on a LocalCluster) under 5 % of its learning
+        for the fastest models okl has (a kernel expansion with a budget of
+        200, 500 random features: 350 000-500 000 events per second in one
+        process); a stream of n events takes about n / (k sync_every) rounds
+        (docs/distributed.md, section 2).
     sync : {"static", "dynamic"}, default="static"
     threshold : float, default=0.0
         Delta of dynamic averaging: a squared RKHS (or Euclidean) distance.
@@ -270,16 +275,23 @@ class AveragedLearner(BaseEstimator):
     n_rounds_, n_syncs_ : int
         Rounds run and averages made (each call's final average included).
     bytes_sent_ : int
-        Bytes of model state transferred: the k models gathered and the average
-        sent back to the k models at every synchronisation (pickled sizes),
-        plus 8 bytes per divergence report in dynamic mode.  The stream's own
-        events are not counted.
+        Bytes of model state transferred (pickled sizes): every model sent to
+        the k - 1 others at every synchronisation, the k last models sent to
+        the client, the average sent to the k models when a partial_fit
+        restarts from it, and 8 bytes per divergence report in dynamic mode.
+        The stream's own events are not counted.
     t_ : int
         Events learned, over all workers.
     busy_seconds_ : list of float
-        Seconds each local model's tasks spent learning in the last call
-        (their partitions' rows included); the rest of the call's wall time
-        is coordination, waiting and making the partitions.
+        Seconds each local model's tasks spent learning in the last call; the
+        rest of the call's wall time is averaging, checking the partitions,
+        coordination, waiting and making the partitions.
+    cpu_seconds_ : list of float
+        CPU seconds of that learning (thread time): below ``busy_seconds_``
+        when a worker waited for a core.
+    mixing_seconds_ : list of float
+        Seconds each local model's tasks spent averaging (the merge of every
+        all-reduce).
 
     References
     ----------
@@ -290,7 +302,7 @@ class AveragedLearner(BaseEstimator):
        pp. 805-819.
     """
 
-    def __init__(self, learner, n_workers=2, sync_every=50000, sync="static", threshold=0.0,
+    def __init__(self, learner, n_workers=2, sync_every=250000, sync="static", threshold=0.0,
                  client=None):
         self.learner = learner
         self.n_workers = n_workers
