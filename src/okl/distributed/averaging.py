@@ -251,12 +251,12 @@ class AveragedLearner(BaseEstimator):
         the cluster's size).
     sync_every : int, default=250000
         Events per local model per round (in-memory input is cut into
-        partitions of this many rows).  The default keeps a round's
-        coordination (10-40 ms on a LocalCluster) under 5 % of its learning
-        for the fastest models okl has (a kernel expansion with a budget of
-        200, 500 random features: 350 000-500 000 events per second in one
-        process); a stream of n events takes about n / (k sync_every) rounds
-        (docs/distributed.md, section 2).
+        partitions of this many rows).  The default makes a round of the
+        fastest models okl has (a kernel expansion with a budget of 200, 500
+        random features: 350 000-500 000 events per second in one process)
+        learn for 0.5-0.7 s, twenty times a round's coordination on a
+        LocalCluster (tens of milliseconds); a stream of n events takes
+        about n / (k sync_every) rounds (docs/distributed.md, section 2).
     sync : {"static", "dynamic"}, default="static"
     threshold : float, default=0.0
         Delta of dynamic averaging: a squared RKHS (or Euclidean) distance.
