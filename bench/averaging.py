@@ -10,8 +10,10 @@ issue asks ("the data stays where it is").  The sequential learner learns the
 same rows, one `partial_fit` per block of ``--chunk`` rows.
 
 For each model (a kernel expansion with budget 200 and the merging policy;
-random Fourier features with D = 500) and task, the runs (1 process, k
-workers static, k workers dynamic) are interleaved ``--repeats`` times, so
+random Fourier features with D = 500) and task, the runs (1 process; k plain
+processes learning their shares at once, without Dask or averaging: the
+speed-up this machine allows right now; k workers static; k workers dynamic)
+are interleaved ``--repeats`` times, so
 that a change of load hits all of them, and the table gives medians: events
 per second, speed-up, held-out error (misclassification rate; MSE relative to
 the target's variance), rounds, synchronisations, model bytes per
@@ -42,7 +44,7 @@ from okl.distributed.tasks import import_distributed
 
 D_FEATURES = 20
 Y_MEAN, Y_STD = 14.41, 4.99        # Friedman #1 target (noise 1), to standardise
-RUNS = ("1 process", "static", "dynamic")
+RUNS = ("1 process", "processes", "static", "dynamic")
 
 
 def rows(seed, n):
@@ -102,6 +104,61 @@ class Load:
         self._stop.set()
         self._thread.join()
         self.peak = max(self.peak, os.getloadavg()[0])
+
+
+def plain_process(j, k, pipe):
+    """A plain process (no Dask) that learns share j of the stream when told: the ceiling."""
+    shares = {}
+    while True:
+        job = pipe.recv()
+        if job is None:
+            return
+        model, task, n, chunk = job
+        if (n, chunk) not in shares:          # blocks j, j + k, ...: the share of model j
+            starts = range(j * chunk, n, k * chunk)
+            shares[n, chunk] = [rows(a // chunk, min(chunk, n - a)) for a in starts]
+        column = D_FEATURES if task == "regression" else D_FEATURES + 1
+        kwargs = {"classes": [0.0, 1.0]} if task == "classification" else {}
+        est = MODELS[model, task]()
+        pipe.send("ready")
+        pipe.recv()                           # go: every process starts at once
+        t0, cpu = time.perf_counter(), time.thread_time()
+        for block in shares[n, chunk]:
+            est.partial_fit(block[:, :D_FEATURES], block[:, column], **kwargs)
+        pipe.send((time.perf_counter() - t0, time.thread_time() - cpu))
+
+
+class Processes:
+    """k plain processes learning their shares at once, without averaging or Dask: how
+    much faster than one process this machine can be, right now."""
+
+    def __init__(self, k):
+        import multiprocessing as mp
+
+        context = mp.get_context("spawn")
+        self.pipes, self.procs = [], []
+        for j in range(k):
+            here, there = context.Pipe()
+            proc = context.Process(target=plain_process, args=(j, k, there), daemon=True)
+            proc.start()
+            self.pipes.append(here)
+            self.procs.append(proc)
+
+    def run(self, *job):
+        for pipe in self.pipes:
+            pipe.send(job)
+        for pipe in self.pipes:
+            assert pipe.recv() == "ready"
+        t0 = time.perf_counter()
+        for pipe in self.pipes:
+            pipe.send("go")
+        results = [pipe.recv() for pipe in self.pipes]
+        return time.perf_counter() - t0, results
+
+    def close(self):
+        for pipe, proc in zip(self.pipes, self.procs):
+            pipe.send(None)
+            proc.join()
 
 
 def error(model, X, y, task):
@@ -186,6 +243,8 @@ def main():
                 AveragedLearner(make(), k, client=client, **options).fit(
                     warm[:, :D_FEATURES], warm[:, column],
                     classes=[0.0, 1.0] if task == "classification" else None)
+        processes = Processes(k)
+        processes.run("kernel", "regression", 4 * k * chunk, chunk)     # imports, first calls
         rows_out, splits = [], []
         for model in args.models:
             for task in args.tasks:
@@ -196,8 +255,14 @@ def main():
                 kwargs = {} if classes is None else {"classes": classes}
                 runs = {run: [] for run in RUNS}
                 for rep in range(args.repeats):
-                    order = RUNS[rep % 3:] + RUNS[:rep % 3]     # rotated: load drift hits all
+                    order = RUNS[rep % 4:] + RUNS[:rep % 4]     # rotated: load drift hits all
                     for run in order:
+                        if run == "processes":
+                            with Load() as load:
+                                seconds, results = processes.run(model, task, args.n, chunk)
+                            runs[run].append((seconds, load, None, {
+                                "wall": seconds, "cpu": max(c for _, c in results)}))
+                            continue
                         if run == "1 process":
                             est = MODELS[model, task]()
                             with Load() as load:
@@ -224,10 +289,12 @@ def main():
                     before = statistics.median(r[1].before for r in runs[run])
                     during = max(r[1].peak for r in runs[run])
                     flag = "" if before <= 1.5 else " (loaded: does not count)"
-                    row = [model, task, run if run == "1 process" else f"{k} workers {run}",
-                           f"{args.n / seconds:,.0f}", f"{args.n / seconds / rate:.2f}",
-                           f"{error(est, Xt, yt, task):.4f}", f"{base:.4f}"]
-                    if run == "1 process":
+                    name = {"1 process": run, "processes": f"{k} processes, no Dask"}.get(
+                        run, f"{k} workers {run}")
+                    row = [model, task, name, f"{args.n / seconds:,.0f}",
+                           f"{args.n / seconds / rate:.2f}",
+                           "" if est is None else f"{error(est, Xt, yt, task):.4f}", f"{base:.4f}"]
+                    if est is None or run == "1 process":
                         row += ["", "", ""]
                     else:
                         row += [f"{est.n_rounds_}", f"{est.n_syncs_}",
@@ -237,6 +304,7 @@ def main():
                             key: statistics.median(p[key] for p in parts) for key in parts[0]}))
                     rows_out.append(row + [f"{before:.2f} -> {during:.2f}{flag}"])
                     print(" | ".join(rows_out[-1]), flush=True)
+        processes.close()
     print(f"\nmedians of {args.repeats} runs; all runs took {time.perf_counter() - began:.0f} s\n")
     head = ["model", "task", "run", "events/s", "speed-up", "error", "seq. error", "rounds",
             "syncs", "bytes/sync", "load before -> during"]
