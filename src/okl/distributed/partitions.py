@@ -25,9 +25,9 @@ def assign(lengths, holders, where):
     nothing held, partition i goes to model ``i mod k`` (the plan of a lazy
     collection or of in-memory arrays, whatever the cluster).  Otherwise the
     partitions are taken in order, each by the least loaded model on one of
-    its holders while that model has less than its quota (1/k of the rows);
-    a partition held by no model under its quota goes to the least loaded
-    model, and moves.  The shares end within one partition of each other,
+    its holders while that keeps the model within its quota (1/k of the
+    rows, to half a partition); a partition that no holder can take goes to
+    the least loaded model, and moves.  The shares end within one partition of each other,
     and only the rows beyond a worker's quota travel.
     """
     k = len(where)
@@ -35,7 +35,7 @@ def assign(lengths, holders, where):
         return [i % k for i in range(len(lengths))]
     loads, owners, quota = [0] * k, [], sum(lengths) / k
     for n, held in zip(lengths, holders):
-        local = [j for j in range(k) if where[j] in held and loads[j] < quota]
+        local = [j for j in range(k) if where[j] in held and loads[j] + n / 2 <= quota]
         j = min(local or range(k), key=loads.__getitem__)
         owners.append(j)
         loads[j] += n
