@@ -520,15 +520,19 @@ def test_a_persisted_array_is_learned_where_it_lives(client):
     where = sorted(client.nthreads())
     held = client.who_has(X)
     keys = [key[0] for key in X.__dask_keys__()]
-    owners = assign(chunks, [tuple(held[key]) for key in keys], where)
+    holders = [tuple(held[key]) for key in keys]
+    owners = assign(chunks, holders, where)
+    moved = {i for i in range(8) if where[owners[i]] not in holders[i]}   # beyond a quota
+    assert len(moved) <= 4
     learner = OnlineKernelRegressor(gamma=0.5, budget=30, budget_policy="merge")
     est = AveragedLearner(learner, sync_every=40, client=client)
     est.fit(X, y)
-    # every block was learned on the worker that holds it: none was fetched by another
+    # every block was learned on the worker that holds it, unless it had to move
     fetched = client.run(lambda dask_worker: [key for log in dask_worker.transfer_incoming_log
                                               for key in log["keys"]])
-    blocks_ = {row[0] for row in X.__dask_keys__()} | set(y.__dask_keys__())
-    assert not blocks_ & {key for keys in fetched.values() for key in keys}
+    fetched = {key for keys in fetched.values() for key in keys}
+    for i, (x_key, y_key) in enumerate(zip(keys, y.__dask_keys__())):
+        assert (x_key in fetched) == (y_key in fetched) == (i in moved)
     parts = Partitions.of(X, y, 40, client, where)
     assert parts.locate(client, where) == owners and len(parts.held) == 8
     Xn, yn = stream_rows(chunks, seed=3)
@@ -538,3 +542,18 @@ def test_a_persisted_array_is_learned_where_it_lives(client):
     assert len(est.cpu_seconds_) == len(est.mixing_seconds_) == len(est.busy_seconds_) == 2
     assert all(m > 0 for m in est.mixing_seconds_)                  # 3 all-reduces each
     np.testing.assert_allclose(X.compute()[:, 0], Xn[:, 0])        # the user's data kept
+
+
+def test_a_persisted_array_on_one_worker_is_shared(client):
+    chunks = [40] * 6
+    X, y = lazy_stream(chunks, seed=4)
+    where = sorted(client.nthreads())
+    X, y = client.persist([X, y], workers=[where[0]])
+    distributed.wait([X, y])
+    learner = OnlineKernelRegressor(gamma=0.5, budget=30, budget_policy="merge")
+    est = AveragedLearner(learner, sync_every=40, client=client).fit(X, y)
+    Xn, yn = stream_rows(chunks, seed=4)
+    # the first worker keeps its quota (half the rows), the rest moves to the second
+    expected = by_hand(learner, blocks(Xn, yn, 40), 2, 40, owners=[0, 0, 0, 1, 1, 1])
+    np.testing.assert_allclose(est.predict(Xn), expected.predict(Xn), rtol=0, atol=1e-12)
+    assert est.n_rounds_ == 3

@@ -228,11 +228,15 @@ class Partitions:
             if futures:                          # a persisted collection, or files read
                 held = client.who_has(list(futures.values()))
                 holders = [tuple(held.get(key[0], ())) for key in keys]
-                if self.kind == "dask":          # X and y blocks in memory: no task to pair them
-                    self.held = {i: tuple(futures[key] for key in pair)
-                                 for i, pair in enumerate(keys)
-                                 if all(key in futures for key in pair)}
         self.owners = assign(self.lengths, holders, where)
+        if self.kind == "dask" and any(holders):
+            # X and y blocks in memory on their model's worker go to its tasks as they are;
+            # a block that moves is paired by a task on that worker, which runs (and copies
+            # it) at once, while the rounds before it learn
+            self.held = {i: tuple(futures[key] for key in pair)
+                         for i, pair in enumerate(keys)
+                         if all(key in futures and where[self.owners[i]] in held.get(key, ())
+                                for key in pair)}
         return self.owners
 
     def make(self, client, indices, where):
