@@ -183,8 +183,6 @@ def split(records, t0, t1, est):
             w["first"], w["last"] = min(w["first"], s["start"]), max(w["last"], s["stop"])
     k, wall = len(est.busy_seconds_), t1 - t0
     learn, mixing = sum(est.busy_seconds_) / k, sum(est.mixing_seconds_) / k
-    # the wall time the busiest model would take if it had had its core all the time
-    waited = min(b - c for b, c in zip(est.busy_seconds_, est.cpu_seconds_))
     n = max(len(workers), 1)
     total = {key: sum(w[key] for w in workers.values()) / n
              for key in ("round", "other", "transfer")}
@@ -194,7 +192,7 @@ def split(records, t0, t1, est):
             "idle": wall - total["round"] - total["other"],
             "before 1st task": sum(w["first"] - t0 for w in workers.values()) / n,
             "after last task": sum(t1 - w["last"] for w in workers.values()) / n,
-            "transfers": total["transfer"], "wall at full cores": wall - waited}
+            "transfers": total["transfer"]}
 
 
 def main():
@@ -312,15 +310,14 @@ def main():
     for row in rows_out:
         print("| " + " | ".join(row) + " |")
     keys = list(splits[0][4]) if splits else []
-    print("\nwhere the k-worker wall time went (ms per worker, medians; idle = wall - tasks; "
-          "at full cores: the wall minus the time the busiest model waited for a core, and the "
-          "speed-up it gives against the 1 process's CPU time: an estimate, not a measurement)\n")
+    print("\nwhere the k-worker wall time went (ms per worker, medians; idle = wall - tasks: "
+          "scheduler hops, waiting for the other workers, the client's plan and final gather; "
+          "learning CPU below learning: the worker waited for a core)\n")
     print("| model | task | run | 1 process CPU | " + " | ".join(keys)
-          + " | speed-up at full cores |\n|" + "---|" * (len(keys) + 5))
+          + " |\n|" + "---|" * (len(keys) + 4))
     for model, task, run, seq_cpu, parts in splits:
         print(f"| {model} | {task} | {run} | {seq_cpu * 1e3:,.0f} | "
-              + " | ".join(f"{parts[key] * 1e3:,.0f}" for key in keys)
-              + f" | {seq_cpu / parts['wall at full cores']:.2f} |")
+              + " | ".join(f"{parts[key] * 1e3:,.0f}" for key in keys) + " |")
 
 
 if __name__ == "__main__":
