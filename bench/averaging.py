@@ -1,28 +1,42 @@
-"""One stream of 10^6 events: one process against AveragedLearner on k Dask workers.
+"""One stream of 10^6 events at rest on k Dask workers: one process against AveragedLearner.
 
 The stream (d = 20, Friedman #1 on the first five features, the rest noise;
-a regression target and its thresholded classification labels) is a
-`dask.array` whose blocks are generated on the workers: the data live there,
-the client never holds them.  The sequential learner learns the same rows in
-this process (generated beforehand, not timed), one `partial_fit` per block
-of ``sync_every`` rows, as the workers learn them.  For each model (a kernel
-expansion with budget 200 and the merging policy; random Fourier features
-with D = 500) and task, the table gives events per second, the held-out error
-(misclassification rate; MSE relative to the target's variance), the
-synchronisations and the model bytes per synchronisation, and the load
-average before and during each run (sampled every second; a run at load above
-1.5 does not count).  The 2-worker runs include generating their blocks; the
-LocalCluster is started once, before the first run.
+a regression target and its thresholded classification labels) is made
+before any clock starts, twice: in this process, for the sequential learner,
+and as a `dask.array` of blocks of ``--chunk`` rows generated and persisted on
+the workers (the making time is printed on its own line), where
+AveragedLearner finds it: each run learns data already in memory, as the
+issue asks ("the data stays where it is").  The sequential learner learns the
+same rows, one `partial_fit` per block of ``--chunk`` rows.
 
-Run:  python bench/averaging.py [--n 1000000] [--sync-every 50000] [--workers 2]
+For each model (a kernel expansion with budget 200 and the merging policy;
+random Fourier features with D = 500) and task, the runs (1 process; k plain
+processes learning their shares at once, without Dask or averaging: the
+speed-up this machine allows right now; k workers static; k workers dynamic)
+are interleaved ``--repeats`` times, so
+that a change of load hits all of them, and the table gives medians: events
+per second, speed-up, held-out error (misclassification rate; MSE relative to
+the target's variance), rounds, synchronisations, model bytes per
+synchronisation, and the 1-minute load average before each run and its
+maximum during it (sampled every 0.2 s; a run that starts above 1.5 does not
+count).  A second table splits the k-worker wall time, per worker, from
+Dask's task stream and the learner's own clocks: learning, averaging, the
+rest of the round tasks (checks, copies), other tasks, and idle (scheduler
+hops, transfers, waiting for the other worker, the client's plan and the
+final gather).  The LocalCluster is started and warmed once, before.
+
+Run:  python bench/averaging.py [--n 1000000] [--chunk 50000] [--sync-every N]
+                                [--repeats 3] [--workers 2] [--threshold 0.05]
                                 [--models kernel fourier] [--tasks classification regression]
 """
 import argparse
 import os
+import statistics
 import threading
 import time
 
 import numpy as np
+from dask.utils import key_split
 
 from okl import OnlineKernelClassifier, OnlineKernelRegressor
 from okl.distributed import AveragedLearner
@@ -30,6 +44,7 @@ from okl.distributed.tasks import import_distributed
 
 D_FEATURES = 20
 Y_MEAN, Y_STD = 14.41, 4.99        # Friedman #1 target (noise 1), to standardise
+RUNS = ("1 process", "processes", "static", "dynamic")
 
 
 def rows(seed, n):
@@ -73,13 +88,13 @@ MODELS = {
 
 
 class Load:
-    """The 1-minute load average before a run and its maximum during it (sampled each second)."""
+    """The 1-minute load average before a run and its maximum during it."""
 
     def __enter__(self):
         self.before, self.peak, self._stop = os.getloadavg()[0], 0.0, threading.Event()
 
         def sample():
-            while not self._stop.wait(1.0):
+            while not self._stop.wait(0.2):
                 self.peak = max(self.peak, os.getloadavg()[0])
         self._thread = threading.Thread(target=sample, daemon=True)
         self._thread.start()
@@ -90,9 +105,60 @@ class Load:
         self._thread.join()
         self.peak = max(self.peak, os.getloadavg()[0])
 
-    def __str__(self):
-        flag = "" if max(self.before, self.peak) <= 1.5 else " (loaded: does not count)"
-        return f"{self.before:.2f} -> {self.peak:.2f}{flag}"
+
+def plain_process(j, k, pipe):
+    """A plain process (no Dask) that learns share j of the stream when told: the ceiling."""
+    shares = {}
+    while True:
+        job = pipe.recv()
+        if job is None:
+            return
+        model, task, n, chunk = job
+        if (n, chunk) not in shares:          # blocks j, j + k, ...: the share of model j
+            starts = range(j * chunk, n, k * chunk)
+            shares[n, chunk] = [rows(a // chunk, min(chunk, n - a)) for a in starts]
+        column = D_FEATURES if task == "regression" else D_FEATURES + 1
+        kwargs = {"classes": [0.0, 1.0]} if task == "classification" else {}
+        est = MODELS[model, task]()
+        pipe.send("ready")
+        pipe.recv()                           # go: every process starts at once
+        t0, cpu = time.perf_counter(), time.thread_time()
+        for block in shares[n, chunk]:
+            est.partial_fit(block[:, :D_FEATURES], block[:, column], **kwargs)
+        pipe.send((time.perf_counter() - t0, time.thread_time() - cpu))
+
+
+class Processes:
+    """k plain processes learning their shares at once, without averaging or Dask: how
+    much faster than one process this machine can be, right now."""
+
+    def __init__(self, k):
+        import multiprocessing as mp
+
+        context = mp.get_context("spawn")
+        self.pipes, self.procs = [], []
+        for j in range(k):
+            here, there = context.Pipe()
+            proc = context.Process(target=plain_process, args=(j, k, there), daemon=True)
+            proc.start()
+            self.pipes.append(here)
+            self.procs.append(proc)
+
+    def run(self, *job):
+        for pipe in self.pipes:
+            pipe.send(job)
+        for pipe in self.pipes:
+            assert pipe.recv() == "ready"
+        t0 = time.perf_counter()
+        for pipe in self.pipes:
+            pipe.send("go")
+        results = [pipe.recv() for pipe in self.pipes]
+        return time.perf_counter() - t0, results
+
+    def close(self):
+        for pipe, proc in zip(self.pipes, self.procs):
+            pipe.send(None)
+            proc.join()
 
 
 def error(model, X, y, task):
@@ -101,65 +167,157 @@ def error(model, X, y, task):
     return float(np.mean((model.predict(X) - y) ** 2) / np.var(y))
 
 
+def split(records, t0, t1, est):
+    """Seconds per worker (averaged over the workers): where a k-worker run's wall time went."""
+    workers = {}
+    for rec in records:
+        name = key_split(rec["key"])
+        for s in rec["startstops"]:
+            w = workers.setdefault(rec["worker"], {"round": 0.0, "other": 0.0, "transfer": 0.0,
+                                                   "first": t1, "last": t0})
+            seconds = s["stop"] - s["start"]
+            if s["action"] != "compute":
+                w["transfer"] += seconds
+                continue
+            w["round" if name == "learn_round" else "other"] += seconds
+            w["first"], w["last"] = min(w["first"], s["start"]), max(w["last"], s["stop"])
+    k, wall = len(est.busy_seconds_), t1 - t0
+    learn, mixing = sum(est.busy_seconds_) / k, sum(est.mixing_seconds_) / k
+    n = max(len(workers), 1)
+    total = {key: sum(w[key] for w in workers.values()) / n
+             for key in ("round", "other", "transfer")}
+    return {"wall": wall, "learning": learn, "learning CPU": sum(est.cpu_seconds_) / k,
+            "averaging": mixing,
+            "round tasks, rest": total["round"] - learn - mixing, "other tasks": total["other"],
+            "idle": wall - total["round"] - total["other"],
+            "before 1st task": sum(w["first"] - t0 for w in workers.values()) / n,
+            "after last task": sum(t1 - w["last"] for w in workers.values()) / n,
+            "transfers": total["transfer"]}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1_000_000)
-    parser.add_argument("--sync-every", type=int, default=50_000)
+    parser.add_argument("--chunk", type=int, default=50_000,
+                        help="rows per persisted block (and per sequential partial_fit)")
+    parser.add_argument("--sync-every", type=int, default=None,
+                        help="AveragedLearner's sync_every (default: its own default)")
     parser.add_argument("--threshold", type=float, default=0.05,
                         help="dynamic averaging's threshold (squared RKHS distance)")
+    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--models", nargs="+", default=["kernel", "fourier"])
     parser.add_argument("--tasks", nargs="+", default=["classification", "regression"])
     args = parser.parse_args()
     distributed = import_distributed()
-    k, S = args.workers, args.sync_every
-    print(f"n = {args.n:,} events, d = {D_FEATURES}, {k} workers, sync_every = {S:,}; "
+    k, chunk = args.workers, args.chunk
+    options = {} if args.sync_every is None else {"sync_every": args.sync_every}
+    S = AveragedLearner(None, **options).sync_every
+    began = time.perf_counter()
+    print(f"n = {args.n:,} events, d = {D_FEATURES}, blocks of {chunk:,} rows, {k} workers, "
+          f"sync_every = {S:,}, threshold = {args.threshold}, {args.repeats} repeats; "
           f"{os.cpu_count()} cores; load average now {os.getloadavg()[0]:.2f}", flush=True)
     test = rows(10**6 + 7, 20_000)
-    data = local_stream(args.n, S)
+    start = time.perf_counter()
+    data = local_stream(args.n, chunk)
+    print(f"stream made in this process: {time.perf_counter() - start:.2f} s (not timed)")
     with distributed.LocalCluster(n_workers=k, threads_per_worker=1, processes=True,
-                                  host="127.0.0.1", dashboard_address=None) as cluster, \
+                                  host="127.0.0.1", dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
         client.wait_for_workers(k)
-        stream = dask_stream(args.n, S)
-        warm = dask_stream(4 * S, S)          # imports and first-call costs on the workers
-        AveragedLearner(MODELS["fourier", "regression"](), k, S, client=client).fit(
-            warm[:, :D_FEATURES], warm[:, D_FEATURES])
-        print(f"\n{'model':<8} {'task':<15} {'run':<18} {'events/s':>9} {'speed-up':>8} "
-              f"{'error':>7} {'seq.':>7} {'rounds':>6} {'syncs':>5} {'bytes/sync':>10} "
-              f"{'busy':>5}  load before -> during", flush=True)
+        start = time.perf_counter()
+        stream = dask_stream(args.n, chunk)
+        X, y_reg, y_cls = client.persist([stream[:, :D_FEATURES], stream[:, D_FEATURES],
+                                          stream[:, D_FEATURES + 1]])
+        distributed.wait([X, y_reg, y_cls])
+        held = client.has_what()
+        print(f"stream made and persisted on the workers: {time.perf_counter() - start:.2f} s "
+              f"(not timed); blocks per worker: "
+              f"{[sum(key[0] == X.name for key in keys) for keys in held.values()]}")
+        warm = dask_stream(4 * chunk, chunk)      # first calls of each model on the workers
+        for (model, task), make in MODELS.items():
+            if model in args.models and task in args.tasks:
+                column = D_FEATURES if task == "regression" else D_FEATURES + 1
+                AveragedLearner(make(), k, client=client, **options).fit(
+                    warm[:, :D_FEATURES], warm[:, column],
+                    classes=[0.0, 1.0] if task == "classification" else None)
+        processes = Processes(k)
+        processes.run("kernel", "regression", 4 * k * chunk, chunk)     # imports, first calls
+        rows_out, splits = [], []
         for model in args.models:
             for task in args.tasks:
                 column = D_FEATURES if task == "regression" else D_FEATURES + 1
+                y = y_reg if task == "regression" else y_cls
                 Xt, yt = test[:, :D_FEATURES], test[:, column]
-                sequential = MODELS[model, task]()
                 classes = [0.0, 1.0] if task == "classification" else None
                 kwargs = {} if classes is None else {"classes": classes}
-                with Load() as load:
-                    start = time.perf_counter()
-                    for a in range(0, args.n, S):     # block by block, as the workers learn
-                        sequential.partial_fit(data[a:a + S, :D_FEATURES],
-                                               data[a:a + S, column], **kwargs)
-                    seconds = time.perf_counter() - start
-                base, rate = error(sequential, Xt, yt, task), args.n / seconds
-                print(f"{model:<8} {task:<15} {'1 process':<18} {rate:>9,.0f} {1:>8.2f} "
-                      f"{base:>7.4f} {base:>7.4f} {'':>6} {'':>5} {'':>10} {'':>5}  {load}",
-                      flush=True)
-                for sync in ("static", "dynamic"):
-                    est = AveragedLearner(MODELS[model, task](), k, S, sync=sync,
-                                          threshold=args.threshold, client=client)
-                    with Load() as load:
-                        start = time.perf_counter()
-                        est.fit(stream[:, :D_FEATURES], stream[:, column], classes=classes)
-                        seconds = time.perf_counter() - start
-                    err = error(est, Xt, yt, task)
-                    busy = max(est.busy_seconds_) / seconds
-                    print(f"{model:<8} {task:<15} {f'{k} workers {sync}':<18} "
-                          f"{args.n / seconds:>9,.0f} {args.n / seconds / rate:>8.2f} "
-                          f"{err:>7.4f} {base:>7.4f} {est.n_rounds_:>6} {est.n_syncs_:>5} "
-                          f"{est.bytes_sent_ / est.n_syncs_:>10,.0f} {busy:>5.0%}  {load}",
-                          flush=True)
-                    est.close()
+                runs = {run: [] for run in RUNS}
+                for rep in range(args.repeats):
+                    order = RUNS[rep % 4:] + RUNS[:rep % 4]     # rotated: load drift hits all
+                    for run in order:
+                        if run == "processes":
+                            with Load() as load:
+                                seconds, results = processes.run(model, task, args.n, chunk)
+                            runs[run].append((seconds, load, None, {
+                                "wall": seconds, "cpu": max(c for _, c in results)}))
+                            continue
+                        if run == "1 process":
+                            est = MODELS[model, task]()
+                            with Load() as load:
+                                t0, cpu = time.perf_counter(), time.thread_time()
+                                for a in range(0, args.n, chunk):
+                                    est.partial_fit(data[a:a + chunk, :D_FEATURES],
+                                                    data[a:a + chunk, column], **kwargs)
+                                seconds, cpu = time.perf_counter() - t0, time.thread_time() - cpu
+                            runs[run].append((seconds, load, est, {"wall": seconds, "cpu": cpu}))
+                            continue
+                        est = AveragedLearner(MODELS[model, task](), k, sync=run,
+                                              threshold=args.threshold, client=client, **options)
+                        with Load() as load, distributed.get_task_stream(client) as ts:
+                            t0, w0 = time.perf_counter(), time.time()
+                            est.fit(X, y, classes=classes)
+                            seconds, w1 = time.perf_counter() - t0, time.time()
+                        runs[run].append((seconds, load, est, split(ts.data, w0, w1, est)))
+                base = error(runs["1 process"][0][2], Xt, yt, task)
+                rate = args.n / statistics.median(r[0] for r in runs["1 process"])
+                seq_cpu = statistics.median(r[3]["cpu"] for r in runs["1 process"])
+                for run in RUNS:
+                    seconds = statistics.median(r[0] for r in runs[run])
+                    est = runs[run][0][2]
+                    before = statistics.median(r[1].before for r in runs[run])
+                    during = max(r[1].peak for r in runs[run])
+                    flag = "" if before <= 1.5 else " (loaded: does not count)"
+                    name = {"1 process": run, "processes": f"{k} processes, no Dask"}.get(
+                        run, f"{k} workers {run}")
+                    row = [model, task, name, f"{args.n / seconds:,.0f}",
+                           f"{args.n / seconds / rate:.2f}",
+                           "" if est is None else f"{error(est, Xt, yt, task):.4f}", f"{base:.4f}"]
+                    if est is None or run == "1 process":
+                        row += ["", "", ""]
+                    else:
+                        row += [f"{est.n_rounds_}", f"{est.n_syncs_}",
+                                f"{est.bytes_sent_ / est.n_syncs_:,.0f}"]
+                        parts = [r[3] for r in runs[run]]
+                        splits.append((model, task, run, seq_cpu, {
+                            key: statistics.median(p[key] for p in parts) for key in parts[0]}))
+                    rows_out.append(row + [f"{before:.2f} -> {during:.2f}{flag}"])
+                    print(" | ".join(rows_out[-1]), flush=True)
+        processes.close()
+    print(f"\nmedians of {args.repeats} runs; all runs took {time.perf_counter() - began:.0f} s\n")
+    head = ["model", "task", "run", "events/s", "speed-up", "error", "seq. error", "rounds",
+            "syncs", "bytes/sync", "load before -> during"]
+    print("| " + " | ".join(head) + " |\n|" + "---|" * len(head))
+    for row in rows_out:
+        print("| " + " | ".join(row) + " |")
+    keys = list(splits[0][4]) if splits else []
+    print("\nwhere the k-worker wall time went (ms per worker, medians; idle = wall - tasks: "
+          "scheduler hops, waiting for the other workers, the client's plan and final gather; "
+          "learning CPU below learning: the worker waited for a core)\n")
+    print("| model | task | run | 1 process CPU | " + " | ".join(keys)
+          + " |\n|" + "---|" * (len(keys) + 4))
+    for model, task, run, seq_cpu, parts in splits:
+        print(f"| {model} | {task} | {run} | {seq_cpu * 1e3:,.0f} | "
+              + " | ".join(f"{parts[key] * 1e3:,.0f}" for key in keys) + " |")
 
 
 if __name__ == "__main__":

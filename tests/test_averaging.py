@@ -116,15 +116,16 @@ def test_coefficient_regularized_needs_shared_centres():
 
 # ---- AveragedLearner ------------------------------------------------------------------------
 
-def by_hand(learner, parts, k, S, classes=None):
+def by_hand(learner, parts, k, S, classes=None, owners=None):
     """Iterative parameter mixing written out with plain okl estimators, in this process.
 
-    Partition i belongs to model i mod k; round r learns rows [r S, (r + 1) S) of every
-    model's share (its partitions, concatenated).
+    Partition i belongs to model owners[i] (default i mod k); round r learns rows
+    [r S, (r + 1) S) of every model's share (its partitions, concatenated).
     """
-    shares = [(np.concatenate([p[0] for p in parts[j::k]]), np.concatenate([p[1] for p in
-                                                                          parts[j::k]]))
-              for j in range(min(k, len(parts)))]
+    owners = [i % k for i in range(len(parts))] if owners is None else owners
+    mine = [[p for p, o in zip(parts, owners) if o == j] for j in range(k)]
+    shares = [(np.concatenate([p[0] for p in m]), np.concatenate([p[1] for p in m]))
+              for m in mine if m]
     models = [None] * k
     kwargs = {} if classes is None else {"classes": classes}
     for start in range(0, max(len(s[1]) for s in shares), S):
@@ -489,3 +490,70 @@ def test_in_memory_rows_are_scattered_once(client, monkeypatch):
     est.fit(X, y)
     assert rows == [250, 250]          # one scatter per worker, every row once, none per round
     assert est.n_rounds_ == 5 and est.t_ == 500
+
+
+def test_partitions_are_assigned_to_the_models_that_hold_them():
+    from okl.distributed.partitions import assign, plan_rounds
+
+    where = ["a", "b"]
+    assert assign([50] * 6, [()] * 6, where) == [0, 1, 0, 1, 0, 1]     # nothing held: i mod k
+    held = [("b",), ("b",), ("a",), ("a",), ("b",), ("a",)]
+    assert assign([50] * 6, held, where) == [1, 1, 0, 0, 1, 0]         # where they are
+    # all on one worker: it keeps its quota (half the rows), the rest move to the other
+    assert assign([50] * 6, [("a",)] * 6, where) == [0, 0, 0, 1, 1, 1]
+    # held by a worker without a model (a larger cluster): the least loaded model takes it
+    assert assign([50] * 4, [("c",)] * 4, where) == [0, 1, 0, 1]
+    # two models on one worker (k > the cluster's size) share what it holds
+    assert assign([50] * 4, [("a",)] * 4, ["a", "b", "a"]) == [0, 2, 1, 0]
+    rounds = plan_rounds([50, 50, 30], 2, 40, owners=[1, 1, 0])
+    assert rounds == [[[(2, 0, 30)], [(0, 0, 40)]], [[], [(0, 40, 50), (1, 0, 30)]],
+                      [[], [(1, 30, 50)]]]
+
+
+def test_a_persisted_array_is_learned_where_it_lives(client):
+    from okl.distributed.partitions import Partitions, assign
+
+    chunks = [40] * 8
+    X, y = lazy_stream(chunks, seed=3)
+    X, y = client.persist([X, y])
+    distributed.wait([X, y])
+    where = sorted(client.nthreads())
+    held = client.who_has(X)
+    keys = [key[0] for key in X.__dask_keys__()]
+    holders = [tuple(held[key]) for key in keys]
+    owners = assign(chunks, holders, where)
+    moved = {i for i in range(8) if where[owners[i]] not in holders[i]}   # beyond a quota
+    assert len(moved) <= 4
+    learner = OnlineKernelRegressor(gamma=0.5, budget=30, budget_policy="merge")
+    est = AveragedLearner(learner, sync_every=40, client=client)
+    est.fit(X, y)
+    # every block was learned on the worker that holds it, unless it had to move
+    fetched = client.run(lambda dask_worker: [key for log in dask_worker.transfer_incoming_log
+                                              for key in log["keys"]])
+    fetched = {key for keys in fetched.values() for key in keys}
+    for i, (x_key, y_key) in enumerate(zip(keys, y.__dask_keys__())):
+        assert (x_key in fetched) == (y_key in fetched) == (i in moved)
+    parts = Partitions.of(X, y, 40, client, where)
+    assert parts.locate(client, where) == owners and len(parts.held) == 8
+    Xn, yn = stream_rows(chunks, seed=3)
+    expected = by_hand(learner, blocks(Xn, yn, 40), 2, 40, owners=owners)
+    np.testing.assert_allclose(est.predict(Xn), expected.predict(Xn), rtol=0, atol=1e-12)
+    assert est.t_ == 320 and est.n_rounds_ == 4 and est.model_.n_support_ <= 30
+    assert len(est.cpu_seconds_) == len(est.mixing_seconds_) == len(est.busy_seconds_) == 2
+    assert all(m > 0 for m in est.mixing_seconds_)                  # 3 all-reduces each
+    np.testing.assert_allclose(X.compute()[:, 0], Xn[:, 0])        # the user's data kept
+
+
+def test_a_persisted_array_on_one_worker_is_shared(client):
+    chunks = [40] * 6
+    X, y = lazy_stream(chunks, seed=4)
+    where = sorted(client.nthreads())
+    X, y = client.persist([X, y], workers=[where[0]])
+    distributed.wait([X, y])
+    learner = OnlineKernelRegressor(gamma=0.5, budget=30, budget_policy="merge")
+    est = AveragedLearner(learner, sync_every=40, client=client).fit(X, y)
+    Xn, yn = stream_rows(chunks, seed=4)
+    # the first worker keeps its quota (half the rows), the rest moves to the second
+    expected = by_hand(learner, blocks(Xn, yn, 40), 2, 40, owners=[0, 0, 0, 1, 1, 1])
+    np.testing.assert_allclose(est.predict(Xn), expected.predict(Xn), rtol=0, atol=1e-12)
+    assert est.n_rounds_ == 3

@@ -32,21 +32,31 @@ class WorkerLostError(RuntimeError):
 
 class _State(NamedTuple):
     """A local model between rounds, on its worker: the model, the last average it started
-    from (the reference of dynamic averaging) and whether it halted for a synchronisation."""
+    from (the reference of dynamic averaging), whether it halted for a synchronisation, and
+    its accounts for the call."""
 
     model: object
     reference: object
     halted: bool = False
     busy: float = 0.0
     """Seconds this model's tasks spent learning so far in the call."""
+    mixing: float = 0.0
+    """Seconds its tasks spent averaging (the all-reduce's merge)."""
+    cpu: float = 0.0
+    """CPU seconds of its learning (thread time: below ``busy`` when it waited for a core)."""
+    received: int = 0
+    """Bytes of the other models it received at the call's synchronisations (pickled)."""
 
 
 class _Sync(NamedTuple):
-    """A synchronisation: the average, every model's own event count and learning time."""
+    """A synchronisation: the average and, per model, its own event count and accounts."""
 
     average: object
     own: list
     busy: list
+    mixing: list
+    cpu: list
+    received: list
 
 
 def _learn_round(j, go, classes, learner, n_features, spans, names, mix, n_prev, *args):
@@ -57,45 +67,48 @@ def _learn_round(j, go, classes, learner, n_features, spans, names, mix, n_prev,
     synchronisation: then each model computes the same average itself (an
     all-reduce: the states travel worker to worker, no task in between) and
     restarts from it, keeping its own event count, as in iterative parameter
-    mixing.  The others are the partitions of ``spans``.  With ``go`` False
-    (dynamic averaging: some model drifted past the threshold in the previous
-    round) it learns nothing and halts until the driver synchronises.
+    mixing.  The others are the partitions of ``spans``.  ``go`` is True, or
+    (dynamic averaging) the threshold and the k drifts of the previous round,
+    which every model reads itself (no task in between): when some model
+    drifted past the threshold it learns nothing and halts until the driver
+    synchronises.
     """
     prev, parts = args[:n_prev], args[n_prev:]
-    prev = _mix(*prev) if mix else prev[0]
+    if mix:
+        start = time.perf_counter()
+        prev = _mix(*prev, sizes=True)
+        prev.mixing[j] += time.perf_counter() - start
+    else:
+        prev = prev[0]
     if isinstance(prev, _Sync):
         model = copy.deepcopy(prev.average)
         model.t_ = prev.own[j]
-        prev = _State(model, prev.average, False, prev.busy[j])
-    if prev.halted or not go:
+        prev = _State(model, prev.average, False, prev.busy[j], prev.mixing[j], prev.cpu[j],
+                      prev.received[j])
+    if prev.halted or not (go is True or _go(*go)):
         return prev._replace(halted=True)
-    import scipy.sparse as sp
-
-    Xs, ys = [], []
+    pieces = []
     for (i, lo, hi), part in zip(spans, parts):
         X, y = part[0][lo:hi], np.asarray(part[1][lo:hi])
         _check_part(X, y, n_features, names[i])
-        Xs.append(X)
-        ys.append(y)
-    if not Xs:
+        pieces.append((names[i], X, y))
+    if not pieces:
         return prev
-    start = time.perf_counter()
-    X = (sp.vstack(Xs).tocsr() if sp.issparse(Xs[0]) else np.concatenate(Xs)) \
-        if len(Xs) > 1 else Xs[0]
-    y = np.concatenate(ys) if len(ys) > 1 else ys[0]
+    start, cpu = time.perf_counter(), time.thread_time()
     # a copy: a rerun of this task (after a lost worker) starts from the same input
     model = clone(learner) if prev.model is None else copy.deepcopy(prev.model)
     kwargs = {} if classes is None else {"classes": classes}
-    try:
-        model.partial_fit(X, y, **kwargs)
-    except Exception as exc:
-        where = ", ".join(names[i] for i, _, _ in spans)
+    for name, X, y in pieces:       # one pass, partition by partition: no concatenated copy
         try:
-            named = type(exc)(f"learning {where}: {exc}")
-        except Exception:               # noqa: BLE001 (an exception type with other arguments)
-            raise exc from None
-        raise named from exc
-    return prev._replace(model=model, busy=prev.busy + time.perf_counter() - start)
+            model.partial_fit(X, y, **kwargs)
+        except Exception as exc:
+            try:
+                named = type(exc)(f"learning {name}: {exc}")
+            except Exception:           # noqa: BLE001 (an exception type with other arguments)
+                raise exc from None
+            raise named from exc
+    return prev._replace(model=model, busy=prev.busy + time.perf_counter() - start,
+                         cpu=prev.cpu + time.thread_time() - cpu)
 
 
 def _check_part(X, y, n_features, name):
@@ -112,16 +125,20 @@ def _check_part(X, y, n_features, name):
         raise ValueError(f"{name} holds NaN or infinite labels.")
 
 
-def _mix(*states):
-    """The average of the local models; deterministic, so every model computes the same."""
+def _mix(*states, sizes=False):
+    """The average of the local models; deterministic, so every model computes the same.
+
+    With ``sizes``, each model's ``received`` counts the pickled sizes of the
+    k - 1 others (what this all-reduce sent it).
+    """
     models = [s.model for s in states if s.model is not None]
     own = [0 if s.model is None else int(s.model.t_) for s in states]
-    return _Sync(average_models(models), own, [s.busy for s in states])
-
-
-def _model_bytes(state):
-    """The pickled size of a local model: what one synchronisation sends of it."""
-    return 0 if state.model is None else _nbytes(state.model)
+    received = [s.received for s in states]
+    if sizes:
+        size = [0 if s.model is None else _nbytes(s.model) for s in states]
+        received = [r + sum(size) - n for r, n in zip(received, size)]
+    return _Sync(average_models(models), own, [s.busy for s in states],
+                 [s.mixing for s in states], [s.cpu for s in states], received)
 
 
 def _divergence(state):
@@ -155,7 +172,11 @@ class _InProcess:
             pass
 
     def submit(self, func, *args, **kwargs):
-        return self.Done(func(*[a.value if isinstance(a, self.Done) else a for a in args]))
+        def value(a):
+            if type(a) is tuple:            # not a _State: a NamedTuple
+                return tuple(value(b) for b in a)
+            return a.value if isinstance(a, self.Done) else a
+        return self.Done(func(*[value(a) for a in args]))
 
     def cancel(self, futures):
         pass
@@ -170,6 +191,25 @@ def _nbytes(obj):
     return len(pickle.dumps(obj, protocol=5))
 
 
+def _warm_up():
+    """Import what the tasks use and run each kind of step once, on a worker that is new
+    to this process: its first round then learns at full speed."""
+    from okl import OnlineKernelClassifier, OnlineKernelRegressor
+
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((40, 2)), rng.standard_normal(40)
+    models = [OnlineKernelRegressor(gamma=1.0, budget=8, budget_policy="merge").fit(X, y),
+              OnlineKernelClassifier(gamma=1.0, approximation="fourier", n_components=8,
+                                     random_state=0).fit(X, y > 0)]
+    for model in models:
+        state = _State(model, None)
+        _mix(state, state, sizes=True)
+        _divergence(state)
+
+
+_WARM = set()
+"""Worker addresses warmed up (`_warm_up`) by this process."""
+
 AHEAD = 2
 """Rounds submitted ahead of the one the driver watches: the workers never wait for it."""
 
@@ -180,12 +220,14 @@ class AveragedLearner(BaseEstimator):
     The stream is a sequence of partitions: the row blocks of a `dask.array`,
     the partitions of a `dask.dataframe` (with a target column), files that
     the workers read with `okl.stream`, or blocks of ``sync_every`` rows of an
-    in-memory array (scattered to the workers once).  Partition i belongs to
-    local model ``i mod k`` and is learned on the worker that holds it; the
-    client never holds the stream, only the plan of the rounds.  In round r
+    in-memory array (scattered to the workers once).  A partition already in
+    a worker's memory (a persisted collection) belongs to the local model on
+    that worker, within a balanced share; one still to be made belongs to
+    model ``i mod k`` and is made on its worker.  The client never holds the
+    stream, only the plan of the rounds.  In round r
     every local model learns the next ``sync_every`` events of its share, one
-    task per model; then the models are averaged (`average_models`) on a
-    worker (``sync="static"``, iterative parameter mixing), or only when some
+    task per model; then the models are averaged (`average_models`) on the
+    workers (``sync="static"``, iterative parameter mixing), or only when some
     model has moved more than ``threshold`` from the last average,
     ``||f_j - f_ref||^2 > threshold`` (``sync="dynamic"``, Kamp et al.), and
     every model continues from the average with its own event count.  The
@@ -207,11 +249,14 @@ class AveragedLearner(BaseEstimator):
         k, the number of local models (and of the LocalCluster's workers when
         ``client`` is None; on a given cluster model j prefers worker j mod
         the cluster's size).
-    sync_every : int, default=50000
+    sync_every : int, default=250000
         Events per local model per round (in-memory input is cut into
-        partitions of this many rows).  The default keeps a round's
-        coordination under 5 % of its learning on a LocalCluster for a kernel
-        model of a few hundred centres (docs/distributed.md, section 2).
+        partitions of this many rows).  The default makes a round of the
+        fastest models okl has (a kernel expansion with a budget of 200, 500
+        random features: 350 000-500 000 events per second in one process)
+        learn for 0.5-0.7 s, twenty times a round's coordination on a
+        LocalCluster (tens of milliseconds); a stream of n events takes
+        about n / (k sync_every) rounds (docs/distributed.md, section 2).
     sync : {"static", "dynamic"}, default="static"
     threshold : float, default=0.0
         Delta of dynamic averaging: a squared RKHS (or Euclidean) distance.
@@ -230,16 +275,23 @@ class AveragedLearner(BaseEstimator):
     n_rounds_, n_syncs_ : int
         Rounds run and averages made (each call's final average included).
     bytes_sent_ : int
-        Bytes of model state transferred: the k models gathered and the average
-        sent back to the k models at every synchronisation (pickled sizes),
-        plus 8 bytes per divergence report in dynamic mode.  The stream's own
-        events are not counted.
+        Bytes of model state transferred (pickled sizes): every model sent to
+        the k - 1 others at every synchronisation, the k last models sent to
+        the client, the average sent to the k models when a partial_fit
+        restarts from it, and 8 bytes per divergence report in dynamic mode.
+        The stream's own events are not counted.
     t_ : int
         Events learned, over all workers.
     busy_seconds_ : list of float
-        Seconds each local model's tasks spent learning in the last call
-        (their partitions' rows included); the rest of the call's wall time
-        is coordination, waiting and making the partitions.
+        Seconds each local model's tasks spent learning in the last call; the
+        rest of the call's wall time is averaging, checking the partitions,
+        coordination, waiting and making the partitions.
+    cpu_seconds_ : list of float
+        CPU seconds of that learning (thread time): below ``busy_seconds_``
+        when a worker waited for a core.
+    mixing_seconds_ : list of float
+        Seconds each local model's tasks spent averaging (the merge of every
+        all-reduce).
 
     References
     ----------
@@ -250,7 +302,7 @@ class AveragedLearner(BaseEstimator):
        pp. 805-819.
     """
 
-    def __init__(self, learner, n_workers=2, sync_every=50000, sync="static", threshold=0.0,
+    def __init__(self, learner, n_workers=2, sync_every=250000, sync="static", threshold=0.0,
                  client=None):
         self.learner = learner
         self.n_workers = n_workers
@@ -369,6 +421,10 @@ class AveragedLearner(BaseEstimator):
         if not addresses:                               # e.g. a worker restarting after a crash
             client.wait_for_workers(1, timeout=60)
             addresses = sorted(client.nthreads())
+        cold = [a for a in addresses if a not in _WARM]
+        if cold:                    # first use of these workers: imports and first calls now
+            client.run(_warm_up, workers=cold)
+            _WARM.update(cold)
         return client, [addresses[j % len(addresses)] for j in range(k)]
 
     def _classes(self, parts, client):
@@ -393,6 +449,7 @@ class AveragedLearner(BaseEstimator):
         client, where = self._executor()
         dask = not isinstance(client, _InProcess)
         parts = Partitions.of(X, y, S, client if dask else None, where, file_options)
+        parts.locate(client if dask else None, where)
         if sum(parts.lengths) == 0:
             raise ValueError("AveragedLearner needs at least one sample to learn.")
         if self._is_classifier() and classes is None:
@@ -406,7 +463,7 @@ class AveragedLearner(BaseEstimator):
                 and parts.n_features != getattr(average, "n_features_in_", parts.n_features):
             raise ValueError(f"the stream has {parts.n_features} features; the model was "
                              f"fitted on {average.n_features_in_}.")
-        rounds = plan_rounds(parts.lengths, k, S)
+        rounds = plan_rounds(parts.lengths, k, S, parts.owners)
         R = len(rounds)
         last_use = {}
         for r, row in enumerate(rounds):
@@ -426,15 +483,16 @@ class AveragedLearner(BaseEstimator):
 
         # the state every model starts the call from: nothing, or a restart from the average
         start = ([_State(None, None)] * k if average is None
-                 else [_Sync(average, own, [0.0] * k)] * k)
+                 else [_Sync(average, own, [0.0] * k, [0.0] * k, [0.0] * k, [0] * k)] * k)
         sent = 0 if average is None else k * _nbytes(average)
         # inputs[s]: (the previous states: one per model, or all k for a synchronisation, go)
-        made, inputs, states, gos, sizes = {}, {0: ([[x] for x in start], True, False)}, {}, \
-            {}, []
+        made, inputs, states, gos = {}, {0: ([[x] for x in start], True, False)}, {}, {}
+        n_syncs = 1                         # the call's final average
 
         def synchronise(row):
             """The states of a round are averaged at the start of the next (all-reduce)."""
-            sizes.extend(submit(_model_bytes, st, j=j, priority=-1) for j, st in enumerate(row))
+            nonlocal n_syncs
+            n_syncs += 1
             return [list(row)] * k
 
         submitted, r = -1, 0
@@ -452,10 +510,10 @@ class AveragedLearner(BaseEstimator):
                                         *[made[i] for i, _, _ in rounds[s][j]], j=j)
                                  for j in range(k)]
                     if s < R - 1 and dynamic:
-                        drifts = [submit(_divergence, st, j=j, priority=1)
+                        gos[s] = [submit(_divergence, st, j=j, priority=1)
                                   for j, st in enumerate(states[s])]
-                        gos[s] = submit(_go, float(self.threshold), *drifts, priority=1)
-                        inputs[s + 1] = ([[st] for st in states[s]], gos[s], False)
+                        inputs[s + 1] = ([[st] for st in states[s]],
+                                         (float(self.threshold), *gos[s]), False)
                     elif s < R - 1:
                         inputs[s + 1] = (synchronise(states[s]), True, True)
                     submitted = s
@@ -465,7 +523,8 @@ class AveragedLearner(BaseEstimator):
                 # to synchronise (dynamic)
                 if dynamic:
                     sent += 8 * k
-                    if not gos[r].result():
+                    drifts = client.gather(gos[r]) if dask else [f.result() for f in gos[r]]
+                    if not _go(float(self.threshold), *drifts):
                         for s in range(r + 1, submitted + 1):   # halted: dropped, released
                             states.pop(s)
                             gos.pop(s, None)
@@ -482,22 +541,19 @@ class AveragedLearner(BaseEstimator):
                 states.pop(r - 1, None)
                 inputs.pop(r, None)
                 r += 1
-            n_syncs = len(sizes) // k + 1
-            synchronise(states[R - 1])
-            average, own, busy = submit(_mix, *states[R - 1]).result()
-            sizes = client.gather(sizes) if dask else [f.result() for f in sizes]
-            # a synchronisation sends every model to the k - 1 others; the last one, to the
-            # worker that averages them and on to the client
-            last = sum(sizes[-k:])
-            sent += (k - 1) * (sum(sizes) - last) + last + _nbytes(average)
+            # the last states come to the client, which averages them: one hop, in parallel
+            final = client.gather(states[R - 1]) if dask else [f.result() for f in states[R - 1]]
+            average, own, busy, mixing, cpu, received = _mix(*final)
+            # every synchronisation sent each model to the k - 1 others; the last, to here
+            sent += sum(received) + sum(_nbytes(st.model) for st in final if st.model is not None)
         except lost as exc:
             raise WorkerLostError(r + 1, sum(parts.lengths),
                                   f"{type(exc).__name__}: {exc}") from exc
         finally:
             # release every future of the call now, so that the scheduler forgets its tasks
             # (a traceback that keeps this frame alive must not keep them running)
-            held = [f for row in states.values() for f in row] + list(gos.values()) \
-                + list(sizes) + list(made.values()) + list(parts.sources)
+            held = [f for row in [*states.values(), *gos.values()] for f in row] \
+                + list(made.values()) + list(parts.sources)
             for f in held:
                 if dask and hasattr(f, "release") and hasattr(f, "key"):
                     f.release()
@@ -506,6 +562,8 @@ class AveragedLearner(BaseEstimator):
         self._own_t = own
         self.t_ = int(average.t_)
         self.busy_seconds_ = busy
+        self.mixing_seconds_ = mixing
+        self.cpu_seconds_ = cpu
         before = {} if fresh else self.__dict__
         self.n_rounds_ = before.get("n_rounds_", 0) + R
         self.n_syncs_ = before.get("n_syncs_", 0) + n_syncs

@@ -5,21 +5,53 @@ partitions of a `dask.dataframe`, files read on the workers with `okl.stream`,
 or blocks of ``sync_every`` rows of an in-memory array.  Partition i belongs
 to local model ``i mod k``; a model's share is its partitions in order, and
 round r learns events ``[r S, (r + 1) S)`` of every share (S = ``sync_every``).
-Only the plan (lengths and spans) lives on the client; a partition is made on
-a worker and learned there.  See docs/distributed.md, section 2.
+A partition already in a worker's memory (a persisted collection, files read
+on the workers) belongs instead to the model of the worker that holds it, as
+long as the shares stay balanced (`assign`): the data stay where they are and
+the models go to them.  Only the plan (lengths, owners and spans) lives on the
+client; a partition is made on a worker and learned there.  See
+docs/distributed.md, section 2.
 """
 import numpy as np
 
-__all__ = ["Partitions", "plan_rounds"]
+__all__ = ["Partitions", "assign", "plan_rounds"]
 
 
-def plan_rounds(lengths, k, S):
+def assign(lengths, holders, where):
+    """The model of each partition: the one on the worker that holds it, shares kept balanced.
+
+    ``holders[i]`` lists the workers that hold partition i in memory (empty
+    when it is still to be made) and ``where[j]`` is model j's worker.  With
+    nothing held, partition i goes to model ``i mod k`` (the plan of a lazy
+    collection or of in-memory arrays, whatever the cluster).  Otherwise the
+    partitions are taken in order, each by the least loaded model on one of
+    its holders while that keeps the model within its quota (1/k of the
+    rows, to half a partition); a partition that no holder can take goes to
+    the least loaded model, and moves.  The shares end within one partition of each other,
+    and only the rows beyond a worker's quota travel.
+    """
+    k = len(where)
+    if not any(holders):
+        return [i % k for i in range(len(lengths))]
+    loads, owners, quota = [0] * k, [], sum(lengths) / k
+    for n, held in zip(lengths, holders):
+        local = [j for j in range(k) if where[j] in held and loads[j] + n / 2 <= quota]
+        j = min(local or range(k), key=loads.__getitem__)
+        owners.append(j)
+        loads[j] += n
+    return owners
+
+
+def plan_rounds(lengths, k, S, owners=None):
     """The rounds: ``rounds[r][j]`` lists the spans ``(i, lo, hi)`` model j learns in round r.
 
-    Partition i goes to model ``i mod k``; a model's share is the concatenation
-    of its partitions, and round r takes rows ``[r S, (r + 1) S)`` of it.
+    Partition i goes to model ``owners[i]`` (default ``i mod k``); a model's
+    share is the concatenation of its partitions, and round r takes rows
+    ``[r S, (r + 1) S)`` of it.
     """
-    shares = [[(i, n) for i, n in enumerate(lengths) if i % k == j and n > 0] for j in range(k)]
+    owners = [i % k for i in range(len(lengths))] if owners is None else owners
+    shares = [[(i, n) for i, n in enumerate(lengths) if owners[i] == j and n > 0]
+              for j in range(k)]
     rounds = []
     cursors = [[0, 0] for _ in range(k)]             # (position in the share, row in it)
     while any(c[0] < len(s) for c, s in zip(cursors, shares)):
@@ -66,14 +98,20 @@ def _shape(part):
 class Partitions:
     """How to make partition i on a worker, and the partitions' lengths.
 
-    ``make(client, indices)`` returns, per index, the futures (or, in
-    process, the objects) of ``(X_i, y_i)``; the learn task receives them as
-    arguments, so the scheduler runs it where they are.
+    ``locate(client, where)`` sets ``owners`` (the model of each partition,
+    `assign`); ``make(client, indices, where)`` returns, per index, the
+    futures (or, in process, the objects) of ``(X_i, y_i)``; the learn task
+    receives them as arguments.
     """
 
-    def __init__(self, kind, lengths, n_features, sources, names):
+    def __init__(self, kind, lengths, n_features, sources, names, located=None):
         self.kind, self.lengths, self.n_features = kind, list(lengths), n_features
         self.sources, self.names = sources, names
+        self.located = located
+        """(collections, the keys of each partition's data): where to look for them."""
+        self.owners = None
+        self.held = {}
+        """{i: (X_i, y_i) futures} of the partitions already in the workers' memory."""
 
     # ---- the kinds of input ---------------------------------------------------------------
 
@@ -86,7 +124,7 @@ class Partitions:
             return cls._dask_frame(X, y, client)
         if isinstance(X, (list, tuple)) and X and all(isinstance(p, (str, bytes))
                                                       or hasattr(p, "__fspath__") for p in X):
-            return cls._files(list(X), y, client, file_options or {})
+            return cls._files(list(X), y, client, file_options or {}, where)
         return cls._in_memory(X, y, S, client, where)
 
     @classmethod
@@ -132,11 +170,14 @@ class Partitions:
             X = X.rechunk({1: -1})
         if y.chunks[0] != X.chunks[0]:
             y = y.rechunk((X.chunks[0],))
-        xs, ys = X.to_delayed().ravel(), y.to_delayed().ravel()
+        # unoptimised: the keys of a persisted array stay its own (no alias tasks re-sent), and
+        # a block that makes both X and y is made once
+        xs = X.to_delayed(optimize_graph=False).ravel()
+        ys = y.to_delayed(optimize_graph=False).ravel()
         bounds = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(int)
         return cls("dask", X.chunks[0], X.shape[1], list(zip(xs, ys)),
                    [f"block {i} (rows {bounds[i]}..{bounds[i + 1] - 1})"
-                    for i in range(len(xs))])
+                    for i in range(len(xs))], ((X, y), [(x.key, v.key) for x, v in zip(xs, ys)]))
 
     @classmethod
     def _dask_frame(cls, frame, target, client):
@@ -148,19 +189,20 @@ class Partitions:
         pairs = [dask.delayed(_frame_rows, pure=True)(p, target) for p in parts]
         lengths = _lengths(client, [dask.delayed(len, pure=True)(p) for p in parts])
         return cls("frame", lengths, len(frame.columns) - 1, pairs,
-                   [f"partition {i}" for i in range(len(parts))])
+                   [f"partition {i}" for i in range(len(parts))],
+                   ((frame,), [(p.key,) for p in parts]))
 
     @classmethod
-    def _files(cls, paths, target, client, options):
-        import dask
+    def _files(cls, paths, target, client, options, where):
         if target is not None:
             options = dict(options, target=target)
-        pairs = [dask.delayed(_read_file, pure=True)(str(p), options) for p in paths]
         if client is None:
-            pairs = [p.compute(scheduler="sync") for p in pairs]
+            pairs = [_read_file(str(p), options) for p in paths]
             shapes = [_shape(p) for p in pairs]
-        else:
-            pairs = client.compute(pairs)               # read once, each on some worker
+        else:                                   # read once, file i on model i mod k's worker
+            pairs = [client.submit(_read_file, str(p), options, workers=[where[i % len(where)]],
+                                   allow_other_workers=True, pure=False)
+                     for i, p in enumerate(paths)]
             shapes = client.gather([client.submit(_shape, p, pure=False) for p in pairs])
         names = [f"file {p}" for p in paths]
         widths = {d for n, d in shapes if n}
@@ -171,27 +213,51 @@ class Partitions:
                              f"first file has {first}: every partition of one stream needs the "
                              "same features.")
         return cls("files", [n for n, _ in shapes], widths.pop() if widths else None, pairs,
-                   names)
+                   names, None if client is None else ((pairs,), [(p.key,) for p in pairs]))
 
     # ---- on the cluster -------------------------------------------------------------------
+
+    def locate(self, client, where):
+        """Set ``owners``: each partition's model (`assign`), from the workers holding it."""
+        holders = [()] * len(self.lengths)
+        if client is not None and self.located is not None:
+            from distributed import futures_of
+
+            collections, keys = self.located
+            futures = {f.key: f for f in futures_of(collections)}
+            if futures:                          # a persisted collection, or files read
+                held = client.who_has(list(futures.values()))
+                holders = [tuple(held.get(key[0], ())) for key in keys]
+        self.owners = assign(self.lengths, holders, where)
+        if self.kind == "dask" and any(holders):
+            # X and y blocks in memory on their model's worker go to its tasks as they are;
+            # a block that moves is paired by a task on that worker, which runs (and copies
+            # it) at once, while the rounds before it learn
+            self.held = {i: tuple(futures[key] for key in pair)
+                         for i, pair in enumerate(keys)
+                         if all(key in futures and where[self.owners[i]] in held.get(key, ())
+                                for key in pair)}
+        return self.owners
 
     def make(self, client, indices, where):
         """{i: (X_i, y_i) future or object} for the given partitions.
 
         A partition not yet computed is computed on the worker of its model
-        (``where[i mod k]``, a preference); one already in a worker's memory
-        (a persisted collection) stays where it is.
+        (``where[owners[i]]``, a preference); one already in a worker's memory
+        stays where it is (its model was chosen to be there, `locate`).
         """
         if self.kind in ("memory", "files"):
             return {i: self.sources[i] for i in indices}
         if client is None:
             return {i: _compute_here(self.sources[i]) for i in indices}
         k = len(where)
-        made = {}
+        owners = self.owners or [i % k for i in range(len(self.lengths))]
+        made = {i: self.held[i] for i in indices if i in self.held}
         for j in range(k):
-            mine = [i for i in indices if i % k == j]
+            mine = [i for i in indices if owners[i] == j and i not in made]
             if mine:
                 futures = client.compute([self._pair(i) for i in mine], workers=[where[j]],
+                                         optimize_graph=False,
                                          allow_other_workers=True)
                 made.update(zip(mine, futures))
         return {i: made[i] for i in indices}
