@@ -6,13 +6,7 @@ values, which tests/test_engines.py pins.
 """
 from enum import IntEnum
 
-
-class Kernel(IntEnum):
-    LINEAR = 0        # <x, u> + coef0
-    POLYNOMIAL = 1    # (gamma <x, u> + coef0) ** degree
-    GAUSSIAN = 2      # exp(-gamma ||x - u||_2^2)
-    LAPLACIAN = 3     # exp(-gamma ||x - u||_1)
-    MATERN = 4        # Matern of smoothness nu and length scale 1 / sqrt(2 gamma)
+from okl._numpy.kernels import Kernel  # noqa: F401  (beside its formulas, okl._numpy.kernels)
 
 
 class Loss(IntEnum):
