@@ -30,7 +30,7 @@ from okl._params import InvalidParameterError, validate_params
 from okl.budgets import (
     DEFAULT_BUDGET, budget_code, default_budget_policy, resolve_budget, resolve_budget_policy,
 )
-from okl.kernels import KERNEL_PARAMS, KERNELS, kernel_code, kernel_params, kernel_row
+from okl.kernels import KERNEL_PARAMS, KERNELS, kernel_params_of, kernel_row
 from okl.schedules import step_sizes
 
 
@@ -65,10 +65,7 @@ def expansion_fitted_with(estimator, expansion):
     from okl.kernels import KERNELS
     params = expansion.kernel_params
     names = {int(row.code): name for name, row in KERNELS.items()}
-    out = [("kernel", names.get(params["kernel"])), ("gamma", params["gamma"]),
-           ("degree", params["degree"]), ("coef0", params["coef0"])]
-    if hasattr(estimator, "nu"):
-        out.append(("nu", params["nu"]))
+    out = [("kernel", names.get(params["kernel"])), *fitted_params(estimator, params)]
     if hasattr(estimator, "budget"):
         budget = expansion.budget or None
         if estimator.budget == "auto" and budget == DEFAULT_BUDGET:
@@ -82,6 +79,13 @@ def expansion_fitted_with(estimator, expansion):
             name = "auto"           # what "auto" resolved to: unchanged
         out.append(("budget_policy", name))
     return out
+
+
+def fitted_params(estimator, params):
+    """The kernel parameters a model was built with (its record `params`), as [(name, value)]:
+    those the estimator names (gamma, degree, coef0, nu: every learner names the first three)."""
+    return [(name, params[name]) for name in KERNEL_PARAMS
+            if name in ("gamma", "degree", "coef0") or hasattr(estimator, name)]
 
 
 class KernelModelMixin:
@@ -106,9 +110,7 @@ class KernelModelMixin:
     def _kernel_params(self):
         """The kernel as the loops take it, by name (`okl.kernels.kernel_params`): its code
         and every kernel parameter this learner has, gamma as fitted."""
-        return kernel_params(self.kernel, **dict(
-            {name: getattr(self, name) for name in KERNEL_PARAMS if hasattr(self, name)},
-            gamma=self._kernel_gamma()))
+        return kernel_params_of(self, gamma=self._kernel_gamma())
 
     def _budget(self):
         """The centres the expansion keeps (budget="auto" resolved), or None: unbounded."""
@@ -118,9 +120,9 @@ class KernelModelMixin:
     def _new_expansion(self, n_features):
         policy = resolve_budget_policy(getattr(self, "budget_policy", "oldest"), self.kernel,
                                        type(self).__name__)
-        return expansion_class(self)(
-            n_features, budget=int(self._budget() or 0),
-            policy=int(budget_code(policy)), **self._kernel_params())
+        return expansion_class(self)(n_features, self._kernel_params(),
+                                     budget=int(self._budget() or 0),
+                                     policy=int(budget_code(policy)))
 
     def _engine_expansion(self):
         """The expansion, converted if `engine` was changed since it was built."""
@@ -136,8 +138,7 @@ class KernelModelMixin:
     def _fitted_with(self):
         model = self._expansion
         if isinstance(model, FeatureModel):
-            return [("kernel", model.kernel), ("gamma", model.gamma), ("degree", model.degree),
-                    ("coef0", model.coef0), ("nu", model.nu),
+            return [("kernel", model.kernel), *fitted_params(self, model.params),
                     ("approximation", model.approximation),
                     ("n_components", model.n_components)]
         return expansion_fitted_with(self, model)
@@ -319,9 +320,8 @@ class PointwiseMixin(KernelModelMixin):
             warn_spread(X, self.kernel, float(self._kernel_gamma()), name, stacklevel=5)
         if getattr(self, "approximation", None) is not None:
             self._expansion = FeatureModel(
-                self.approximation, X.shape[1], self.kernel, int(kernel_code(self.kernel)),
-                float(self._kernel_gamma()), self.degree, self.coef0, self.n_components,
-                self.random_state, self.engine, getattr(self, "nu", 1.5))
+                self.approximation, X.shape[1], self.kernel, self._kernel_params(),
+                self.n_components, self.random_state, self.engine)
         else:
             self._expansion = self._new_expansion(X.shape[1])
         self.t_ = 0

@@ -128,14 +128,13 @@ def _why(value, constraints):
 
 def kernel_constraints():
     """kernel, gamma, degree, coef0, nu: the parameters of every kernel in `okl.kernels`."""
-    from okl.kernels import KERNELS, MATERN_NU
+    from okl.kernels import KERNEL_CHECKS, KERNELS
     return {
         "kernel": [Options(*KERNELS)],
         "gamma": [Interval(Real, 0, None, closed="neither"), Options("scale")],
         "degree": [Interval(Integral, 1, None, closed="left")],
         "coef0": [Interval(Real, 0, None, closed="left")],
-        "nu": [Kind(lambda v: isinstance(v, Real) and not isinstance(v, (bool, np.bool_))
-                    and float(v) in MATERN_NU, "one of " + ", ".join(map(str, MATERN_NU)))],
+        "nu": [Kind(*KERNEL_CHECKS["nu"])],
     }
 
 

@@ -723,9 +723,8 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
             return super()._decision(X)
         X = check_X(self, X, reset=False)
         e = self._engine_expansion()
-        p = e.kernel_params
         centers = e.centers_
-        K = kernel_matrix(p["kernel"], p["gamma"], p["degree"], p["coef0"], X, centers)
+        K = kernel_matrix(e.kernel_params, X, centers)
         return K @ self._coef_matrix[:len(centers)]
 
     def _check_state(self, check):

@@ -23,7 +23,7 @@ from okl._params import (
     validate_params,
 )
 from okl._persist import loadable, prefixed, substate
-from okl.kernels import kernel_code, kernel_diag, kernel_row
+from okl.kernels import kernel_diagonal, kernel_params, kernel_params_of, kernel_row
 from okl.losses import PAIRWISE_LOSSES, loss_spec, pairwise_growth
 from okl.schedules import step_numbers, step_sizes
 
@@ -36,7 +36,8 @@ RANDOM_STATE = Kind(lambda v: isinstance(v, (Integral, np.random.RandomState)),
 
 # ---- the schedule of Theorem 2.3 -------------------------------------------------------------
 
-def pair_kernel_kappa(X, pair_kernel, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0):
+def pair_kernel_kappa(X, pair_kernel, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0,
+                      **params):
     """kappa = max(1, sup sqrt(K((x, x'), (x, x')))) over the pairs of rows of X (eq. (2.4)).
 
     An O(n d) upper bound of the sup, so eta_1 from eq. (2.6) stays admissible:
@@ -44,16 +45,23 @@ def pair_kernel_kappa(X, pair_kernel, kernel="gaussian", gamma=1.0, degree=3, co
     square for the metric kernel, whose K is ||x - x'||^4); for the difference
     kernel ``k(x,x) - 2 k(x,x') + k(x',x')`` is at most 2 for the Gaussian and
     Laplacian kernels, ``||x - x'||^2`` for the linear one and
-    ``4 max_i k(x_i, x_i)`` for the polynomial one.
+    ``4 max_i k(x_i, x_i)`` for the polynomial one.  `kernel` is a name, or the
+    kernel's record (`okl.kernels.kernel_params`, which carries every parameter);
+    `params`: the kernel's other parameters by name.
     """
     X = np.asarray(X, dtype=np.float64)
+    record = kernel if isinstance(kernel, dict) else None
+    if record:
+        kernel = kernel_row(record["kernel"]).name
     if pair_kernel != "difference" or kernel == "linear":
         diameter = 2.0 * np.sqrt(np.max(np.sum((X - X.mean(axis=0)) ** 2, axis=1)))
         sup = diameter ** 2 if pair_kernel != "metric" else diameter ** 4
     elif kernel_row(kernel).width:         # K(x, x) = 1
         sup = 2.0
     else:
-        sup = 4.0 * float(np.max(kernel_diag(X, kernel, gamma, degree, coef0)))
+        if record is None:
+            record = kernel_params(kernel, gamma=gamma, degree=degree, coef0=coef0, **params)
+        sup = 4.0 * float(np.max(kernel_diagonal(record, X)))
     return max(1.0, float(np.sqrt(sup)))
 
 
@@ -361,8 +369,9 @@ class PairwiseLearner(OnlineLearner):
         else:
             self.__dict__.pop("gamma_", None)
         gamma = self.__dict__.get("gamma_", self.gamma)
-        self.kappa_ = pair_kernel_kappa(X, self.pair_kernel, self.kernel, gamma,
-                                        self.degree, self.coef0)
+        # the kernel's record: the difference pair kernel's g (gamma a number there)
+        record = kernel_params_of(self, gamma=gamma) if self.pair_kernel == "difference" else None
+        self.kappa_ = pair_kernel_kappa(X, self.pair_kernel, record or self.kernel)
         self.eta1_ = (lin_eta1(self.theta_, q, c_q, v0, self.kappa_) if self.eta == "auto"
                       else float(self.eta))
         self._seed = (int(check_random_state(self.random_state).randint(2 ** 31 - 1))
@@ -375,9 +384,8 @@ class PairwiseLearner(OnlineLearner):
         elif self.pair_kernel == "metric":
             self._model = MetricPairModel(d, self.buffer)
         else:
-            self._model = DifferencePairModel(ENGINES[self.engine].expansion(
-                d, int(kernel_code(self.kernel)), float(gamma), int(self.degree),
-                float(self.coef0), nu=float(self.nu)), self.buffer)
+            self._model = DifferencePairModel(ENGINES[self.engine].expansion(d, record),
+                                              self.buffer)
 
     def _targets(self, y, classes, first):
         """y as float64: real targets, or class codes (index in classes_) for "dissimilar"."""

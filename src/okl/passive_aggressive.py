@@ -9,7 +9,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from okl import _locks, _warnings
 from okl._base import Diverged, OnlineLearner, check_X, params_changed
-from okl._kernel_learners import KernelModelMixin, expansion_fitted_with
+from okl._kernel_learners import KernelModelMixin, expansion_fitted_with, fitted_params
 from okl._sparse import check_csr
 from okl._feature_maps import RandomFourierFeatures
 from okl._pa_models import (
@@ -299,8 +299,8 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
             self._model = LinearPAModel(X.shape[1])
         elif self.approximation == "fourier":
             self._model = FeaturePAModel(RandomFourierFeatures(
-                self.kernel, self._kernel_gamma(), self.n_components,
-                self.random_state, self.nu).fit(X.shape[1]))
+                self._kernel_params(), n_components=self.n_components,
+                random_state=self.random_state).fit(X.shape[1]))
         elif self.approximation == "nystroem":      # NOGD: exact until n_components centres
             self._model = NystroemPAModel(self._new_expansion(X.shape[1]), self.n_components)
         else:
@@ -394,16 +394,16 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
         if isinstance(self._model, (LinearPAModel, LinearMultiPAModel)):
             return [("kernel", "linear")]
         if isinstance(self._model, FeaturePAModel):
-            fmap = self._model.fmap
-            return [("approximation", "fourier"), ("gamma", float(fmap.gamma)),
-                    ("nu", fmap.nu), ("n_components", fmap.n_components)]
+            fmap = self._model.fmap      # random features: degree and coef0 play no part
+            return [("approximation", "fourier"),
+                    *[(name, value) for name, value in fitted_params(self, fmap.params)
+                      if name not in ("degree", "coef0")],
+                    ("n_components", fmap.n_components)]
         if isinstance(self._model, NystroemPAModel):
             names = {int(row.code): name for name, row in KERNELS.items()}
             p = self._model.kernel_params
             return [("approximation", "nystroem"), ("kernel", names[int(p["kernel"])]),
-                    ("gamma", float(p["gamma"])), ("degree", int(p["degree"])),
-                    ("coef0", float(p["coef0"])), ("nu", p["nu"]),
-                    ("n_components", self._model.n_components)]
+                    *fitted_params(self, p), ("n_components", self._model.n_components)]
         return expansion_fitted_with(self, self._model.expansion)
 
     def _check_size(self):
