@@ -397,7 +397,8 @@ cdef class KernelExpansion:
 
     @classmethod
     def from_state(cls, state):
-        cdef KernelExpansion self = cls(state["n_features"], kernel_record(state),
+        # a state saved before a kernel parameter existed: its default
+        cdef KernelExpansion self = cls(state["n_features"], kernel_record(state, complete=True),
                                         state["budget"], state["policy"])
         n = len(state["coef"])
         self.reserve(n)

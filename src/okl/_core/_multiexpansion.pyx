@@ -554,7 +554,8 @@ cdef class MultiExpansion:
     @classmethod
     def from_state(cls, state):
         cdef MultiExpansion self = cls(state["n_features"], state["n_classes"],
-                                       kernel_record(state), state["budget"], state["policy"])
+                                       kernel_record(state, complete=True), state["budget"],
+                                       state["policy"])
         coef = np.asarray(state["coef"], dtype=np.float64).reshape(-1, state["n_classes"])
         n = len(coef)
         self.reserve(n)
