@@ -40,6 +40,13 @@ nu : {0.5, 1.5, 2.5}, default=1.5
     Smoothness of the Matern kernel (its RKHS is the Sobolev space of order
     nu + n_features / 2): 0.5 is exp(-sqrt(2 gamma) ||x - u||), 2.5 is
     close to the Gaussian; other kernels ignore it (`okl.kernels`).""",
+    "kernel_params": """\
+kernel_params : dict or None, default=None
+    The kernel's own parameters that no other parameter of the estimator
+    names, by name (scikit-learn's KernelRidge convention); each takes its
+    default when not given.  The kernel's row in `okl.kernels` lists the
+    parameters it reads and checks their values (today every one is named
+    above, so only None or {} is accepted; docs/architecture.md).""",
     "budget": """\
 budget : int, "auto" or None, default="auto"
     Maximum number of centres.  "auto" keeps 500 (with `approximation`, the

@@ -83,9 +83,21 @@ def expansion_fitted_with(estimator, expansion):
 
 def fitted_params(estimator, params):
     """The kernel parameters a model was built with (its record `params`), as [(name, value)]:
-    those the estimator names (gamma, degree, coef0, nu: every learner names the first three)."""
-    return [(name, params[name]) for name in KERNEL_PARAMS
-            if name in ("gamma", "degree", "coef0") or hasattr(estimator, name)]
+    those the estimator names (gamma, degree, coef0, nu: every learner names the first three),
+    and `kernel_params`, the others, as the estimator would give them."""
+    named = [name for name in KERNEL_PARAMS
+             if name in ("gamma", "degree", "coef0") or hasattr(estimator, name)]
+    out = [(name, params[name]) for name in named]
+    if hasattr(estimator, "kernel_params"):
+        given = estimator.kernel_params or {}
+        then = {name: params[name] for name in KERNEL_PARAMS if name not in named}
+        if any(given.get(name, KERNEL_PARAMS[name]) != value for name, value in then.items()):
+            given = {name: value for name, value in then.items()
+                     if value != KERNEL_PARAMS[name]} or None
+        else:
+            given = estimator.kernel_params         # unchanged: the very value
+        out.append(("kernel_params", given))
+    return out
 
 
 class KernelModelMixin:

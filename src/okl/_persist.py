@@ -24,7 +24,14 @@ from okl.kernels import KERNEL_PARAMS, kernel_params_of
 # the kernel parameters every file has; later ones (Matern's nu, ...) a file may lack: their
 # default, what the model had before the parameter existed
 FIRST_KERNEL_PARAMS = ("gamma", "degree", "coef0")
-LATER_KERNEL_PARAMS = tuple(name for name in KERNEL_PARAMS if name not in FIRST_KERNEL_PARAMS)
+# estimator parameters a file may lack for the same reason
+LATER_PARAMS = ("kernel_params",)
+
+
+def later_kernel_params():
+    """The kernel parameters after the first three (read when a file is checked)."""
+    return tuple(name for name in KERNEL_PARAMS if name not in FIRST_KERNEL_PARAMS)
+
 
 FORMAT = 1
 INT_MAX = 2 ** 62           # counters; array sizes are bounded by the file itself
@@ -64,6 +71,8 @@ def _scalar(value):
     if isinstance(value, (list, tuple)) and all(
             v is None or isinstance(v, (bool, int, float, str)) for v in value):
         return list(value)
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {k: _scalar(v) for k, v in value.items()}   # kernel_params: numbers by name
     raise TypeError(type(value).__name__)
 
 
@@ -258,7 +267,7 @@ class StateCheck:
         name = f"the expansion {key!r}"
         self.keys(state, ("n_features", "budget", "policy", "scale", "n_rescale", "next_slot",
                            "kernel", *FIRST_KERNEL_PARAMS, "centers", "coef", "sqnorms"),
-                  name, optional=LATER_KERNEL_PARAMS)
+                  name, optional=later_kernel_params())
         self.equal(state["n_features"], d, f"{key}.n_features")
         self.equal(state["kernel"], kernel["kernel"], f"{key}.kernel")
         self.kernel_fields(state, key, kernel)
@@ -306,7 +315,7 @@ class StateCheck:
         self.keys(state, ("approximation", "n_features", "kernel", "kernel_code",
                            *FIRST_KERNEL_PARAMS, "n_components", "engine", "phase"),
                   "the feature model",
-                  optional=LATER_KERNEL_PARAMS + tuple(k for k in state
+                  optional=later_kernel_params() + tuple(k for k in state
                                                        if k.startswith(("linear_", "fmap_",
                                                                         "expansion_"))))
         record = self.kernel_of(self.est, gamma)          # gamma: gamma_ when fitted
@@ -551,7 +560,11 @@ def load(path: Any) -> Any:
         if key in params:
             check.fail(f"the parameter {key!r} is stored twice")
         params[key] = value
-    check.keys(params, cls().get_params(deep=False), f"the parameters of {name}")
+    defaults = cls().get_params(deep=False)
+    for key in LATER_PARAMS + later_kernel_params():    # a file saved before them: defaults
+        if key in defaults and key not in params:
+            params[key] = defaults[key]
+    check.keys(params, defaults, f"the parameters of {name}")
     for key, value in params.items():
         if isinstance(value, list) and value and all(     # a list of labels, e.g. classes=[0, 1]
                 isinstance(v, (int, float, str)) and not isinstance(v, bool) for v in value):
@@ -561,6 +574,9 @@ def load(path: Any) -> Any:
         if isinstance(value, np.ndarray) and (value.dtype.kind not in "iufU" or (  # U: labels
                 value.dtype.kind == "f" and not np.all(np.isfinite(value)))):
             check.fail(f"the parameter {key!r} is not an array of finite numbers")
+        if isinstance(value, dict) and key == "kernel_params" and all(   # numbers by name
+                isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()):
+            continue
         if isinstance(value, (list, dict)):
             check.fail(f"the parameter {key!r} is a {type(value).__name__}")
     estimator = cls(**params)

@@ -129,6 +129,7 @@ class PairwiseLearner(OnlineLearner):
         of the first chunk (scikit-learn's SVC rule; a first chunk of one row takes the
         variance of its entries; docs/defaults.md, section 2), kept in `gamma_`.
     {nu}
+    {kernel_params}
     eta : float > 0 or "auto", default="auto"
         eta_1 of the step ``eta_t = eta_1 (t-1)^-theta`` (t = 1 is the first
         sample; the paper's ``eta_{t+1} = eta_1 t^-theta``).  "auto" is the
@@ -227,9 +228,9 @@ class PairwiseLearner(OnlineLearner):
     _running_moments = True
 
     def __init__(self, reducer="sign", loss="hinge", p=2.0, pair_kernel="linear",
-                 kernel="gaussian", gamma="scale", degree=3, coef0=0.0, nu=1.5, eta="auto",
-                 theta=None,
-                 buffer=None, random_state=None, verbose=False, engine="cython"):
+                 kernel="gaussian", gamma="scale", degree=3, coef0=0.0, nu=1.5, kernel_params=None,
+                 eta="auto", theta=None, buffer=None, random_state=None, verbose=False,
+                 engine="cython"):
         self.reducer = reducer
         self.loss = loss
         self.p = p
@@ -239,6 +240,7 @@ class PairwiseLearner(OnlineLearner):
         self.degree = degree
         self.coef0 = coef0
         self.nu = nu
+        self.kernel_params = kernel_params
         self.eta = eta
         self.theta = theta
         self.buffer = buffer
@@ -333,7 +335,7 @@ class PairwiseLearner(OnlineLearner):
 
     # what the first call fixes (engine may change; random_state is spent on the seed)
     _FROZEN = ("reducer", "loss", "p", "pair_kernel", "kernel", "gamma", "degree", "coef0", "nu",
-               "eta", "theta", "buffer")
+               "kernel_params", "eta", "theta", "buffer")
 
     def _frozen_params(self):
         return [getattr(self, name) for name in self._FROZEN]

@@ -129,6 +129,7 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
     coef0 : float >= 0, default=0.0
         Constant of the polynomial kernel; 0 for "linear" (no intercept).
     {nu}
+    {kernel_params}
     budget : int or None, default=None
         Maximum number of support vectors of a kernel model.  None is unbounded.
     budget_policy : {"auto", "merge", "oldest", "smallest"}, default="auto"
@@ -221,9 +222,9 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
 
     def __init__(self, regularization="none", variant="PA", C=1.0, alpha=0.1, beta=1.0,
                  update="margin", truncate_sigma=0.0, kernel="linear", gamma="scale", degree=3,
-                 coef0=0.0, nu=1.5, budget=None, budget_policy="auto", approximation=None,
-                 n_components=100, random_state=None, classes=None, verbose=False,
-                 engine="cython"):
+                 coef0=0.0, nu=1.5, kernel_params=None, budget=None, budget_policy="auto",
+                 approximation=None, n_components=100, random_state=None, classes=None,
+                 verbose=False, engine="cython"):
         self.regularization = regularization
         self.variant = variant
         self.C = C
@@ -236,6 +237,7 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
         self.degree = degree
         self.coef0 = coef0
         self.nu = nu
+        self.kernel_params = kernel_params
         self.budget = budget
         self.classes = classes
         self.budget_policy = budget_policy
