@@ -8,9 +8,16 @@ own docstrings.
 import re
 import textwrap
 
+from okl.kernels import KERNELS
+
+# the kernels by name, from the registry: the width kernels first
+_KERNEL_NAMES = ", ".join(f'"{name}"' for name in sorted(
+    KERNELS, key=lambda name: (not KERNELS[name].width, list(KERNELS).index(name))))
+_SAMPLED = ", ".join(name for name, row in KERNELS.items() if row.fourier is not None)
+
 PARAMS = {
-    "kernel": """\
-kernel : {"gaussian", "laplacian", "matern", "polynomial", "linear"}, default="gaussian"
+    "kernel": f"""\
+kernel : {{{_KERNEL_NAMES}}}, default="gaussian"
     See `okl.kernels`.""",
     "gamma": """\
 gamma : float or "scale", default="scale"
@@ -62,13 +69,14 @@ budget_policy : {"auto", "merge", "oldest", "smallest"}, default="auto"
     docs/algorithms.md, section 7.3).  "oldest" drops the oldest centre
     (NORMA truncation), "smallest" the one of smallest |coefficient|.
     "auto" is "merge" for the Gaussian kernel and "oldest" otherwise.""",
-    "approximation": """\
-approximation : {None, "fourier", "nystroem"}, default=None
+    "approximation": f"""\
+approximation : {{None, "fourier", "nystroem"}}, default=None
     A fixed-size model instead of the growing kernel expansion, with the
     same steps and loss: "fourier" learns on `n_components` random Fourier
-    features (FOGD; Gaussian, Laplacian and Matern kernels), "nystroem" runs the
-    exact rule until it holds `n_components` centres, then continues on
-    Nystroem features of those centres from the same function (NOGD).
+    features (FOGD; the kernels with a frequency sampler: {_SAMPLED}),
+    "nystroem" runs the exact rule until it holds `n_components` centres,
+    then continues on Nystroem features of those centres from the same
+    function (NOGD).
     Per step O(n_components d), whatever the length of the stream
     (docs/budget.md).  Exclusive with `budget`.""",
     "n_components": """\
