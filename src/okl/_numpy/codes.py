@@ -6,21 +6,10 @@ values, which tests/test_engines.py pins.
 """
 from enum import IntEnum
 
-from okl._numpy.kernels import Kernel  # noqa: F401  (beside its formulas, okl._numpy.kernels)
-
-
-class Loss(IntEnum):
-    SQUARED = 0               # residual losses V(u), u = f(x) - y
-    ABSOLUTE = 1
-    EPSILON_INSENSITIVE = 2
-    PINBALL = 3
-    HUBER = 4
-    POWER = 5
-    HINGE = 10                # margin losses phi(m), m = y f(x)
-    SQUARED_HINGE = 11
-    LOGISTIC = 12
-    LEAST_SQUARES = 13
-    EXPONENTIAL = 14
+# the kernel and loss codes live beside their formulas, so a new kernel or loss is written in
+# one NumPy file
+from okl._numpy.kernels import Kernel  # noqa: F401
+from okl._numpy.losses import Loss  # noqa: F401
 
 
 class BudgetPolicy(IntEnum):
