@@ -130,3 +130,14 @@ def test_a_file_without_kernel_params_nor_a_later_kernel_parameter_loads(engine,
         assert loaded.kernel_params is None and loaded.nu == 1.5
         score = "predict" if isinstance(est, OnlineKernelRegressor) else "decision_function"
         np.testing.assert_array_equal(getattr(loaded, score)(X), getattr(est, score)(X))
+
+
+@pytest.mark.parametrize("nu", [0.5, 2.5])
+def test_the_multiclass_coefreg_scores_with_its_own_nu(nu):
+    # its k >= 3 decision builds a kernel matrix: from the record, so with the model's nu
+    X, y = _data(90)
+    labels = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))
+    est = CoefficientRegularizedClassifier(kernel="matern", nu=nu, gamma=0.2, n_centers=30,
+                                           lam=1e-2).fit(X, labels)
+    K = okl.kernels.kernel_matrix(X, est.centers_, "matern", gamma=0.2, nu=nu)
+    np.testing.assert_allclose(est.decision_function(X), K @ est.coef_, rtol=1e-12, atol=1e-12)
