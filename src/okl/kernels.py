@@ -97,13 +97,10 @@ def _number(v):
     return isinstance(v, Real) and not isinstance(v, (bool, np.bool_))
 
 
-#: what a value of each kernel parameter must be: (test, description); the estimators that
-#: name a parameter check it with the same test (`okl._params.kernel_constraints`)
+#: what a value of a kernel's own parameter must be: (test, description); one without an
+#: entry takes any number.  An estimator that names the parameter checks it with the same
+#: test (nu: `okl._params.kernel_constraints`); gamma, degree and coef0 are the estimators'.
 KERNEL_CHECKS = dict(
-    gamma=(lambda v: _number(v) and v > 0 and np.isfinite(v), "a float in (0, inf)"),
-    degree=(lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
-            and 1 <= v <= 2 ** 31 - 1, "an int in [1, inf)"),
-    coef0=(lambda v: _number(v) and 0 <= v < np.inf, "a float in [0, inf)"),
     nu=(lambda v: _number(v) and float(v) in MATERN_NU,
         "one of " + ", ".join(map(str, MATERN_NU))),
 )
