@@ -141,3 +141,24 @@ def test_the_multiclass_coefreg_scores_with_its_own_nu(nu):
                                            lam=1e-2).fit(X, labels)
     K = okl.kernels.kernel_matrix(X, est.centers_, "matern", gamma=0.2, nu=nu)
     np.testing.assert_allclose(est.decision_function(X), K @ est.coef_, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("extra", [{}, {"approximation": "fourier", "random_state": 0}])
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+def test_the_record_survives_pickling_and_averaging(extra, engine):
+    import pickle
+
+    from okl._averaging import average_models, divergence
+    X, y = _data()
+    models = [OnlineKernelRegressor(kernel="matern", nu=2.5, gamma=0.2, kernel_params={},
+                                    engine=engine, **extra).fit(X[i::2], y[i::2])
+              for i in range(2)]
+    copy = pickle.loads(pickle.dumps(models[0]))
+    np.testing.assert_array_equal(copy.predict(X), models[0].predict(X))
+    average = average_models(models)
+    model = average._expansion
+    record = model.kernel_params if hasattr(model, "kernel_params") else model.params
+    assert record["nu"] == 2.5 and record["gamma"] == 0.2
+    assert abs(divergence(models[0], models[0])) < 1e-20
+    np.testing.assert_allclose(average.predict(X), 0.5 * (models[0].predict(X)
+                                                          + models[1].predict(X)), atol=1e-9)
