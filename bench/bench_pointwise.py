@@ -15,7 +15,7 @@ from okl._core._losses import Loss
 from okl._core._pointwise import fit_chunk as cython_fit_chunk
 from okl._numpy.expansion import NumpyExpansion
 from okl._numpy.pointwise import fit_chunk as numpy_fit_chunk, make_schedule, make_state
-from okl.kernels import KERNELS, kernel_params
+from okl.kernels import kernel_params
 
 ENGINES = {"cython": (KernelExpansion, cython_fit_chunk), "numpy": (NumpyExpansion, numpy_fit_chunk)}
 GAMMA = 0.5

@@ -12,7 +12,6 @@ from okl import OnlineKernelRegressor
 from okl._core import _kernels
 from okl._core._expansion import KernelExpansion
 from okl._numpy import kernels as np_kernels
-from okl._numpy.codes import Kernel
 from okl._numpy.expansion import NumpyExpansion
 from okl.kernels import kernel_params
 

@@ -12,7 +12,6 @@ from okl import (CoefficientRegularizedClassifier, OnlineKernelClassifier, Onlin
                  PairwiseLearner, RegularizedPAClassifier)
 from okl._feature_maps import NystroemFeatures, RandomFourierFeatures
 from okl._feature_maps import kernel_matrix as blocked_matrix
-from okl._numpy.codes import Kernel
 from okl._numpy.kernels import kernel_values
 from okl._params import InvalidParameterError
 from okl.kernels import MATERN_NU, kernel_matrix, kernel_params
