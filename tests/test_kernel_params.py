@@ -97,6 +97,18 @@ def test_a_new_kernel_parameter_reaches_the_twin_and_a_file_without_editing_any_
         OnlineKernelRegressor(kernel="matern", kernel_params={"alpha": "big"}).fit(X, y)
 
 
+def test_an_estimator_parameter_of_a_kernel_parameter_s_name_stays_the_estimator_s(alpha):
+    # the PA's own alpha (its regularization) is no kernel parameter: the record takes the
+    # kernel's alpha from kernel_params only
+    X, y = _data()
+    est = RegularizedPAClassifier(kernel="matern", gamma=0.2, alpha=0.3, budget=40,
+                                  kernel_params={"alpha": 2.0}, engine="numpy")
+    est.fit(X, np.sign(y))
+    assert est._model.expansion.kernel_params["alpha"] == 2.0
+    assert RegularizedPAClassifier(kernel="matern", alpha=0.3, engine="numpy").fit(
+        X, np.sign(y))._model.expansion.kernel_params["alpha"] == 0.0
+
+
 def _without(path, names):
     """The file at `path` as an older okl wrote it: without the parameters `names` anywhere."""
     with np.load(path) as data:
@@ -107,6 +119,9 @@ def _without(path, names):
         return {k: strip(v) if isinstance(v, dict) else v for k, v in d.items()
                 if k.split("_")[-1] not in names and k not in names}
     header = strip(header)
+    frozen = header["attrs"].get("_params")         # a PairwiseLearner's frozen parameters
+    if frozen is not None and "kernel_params" in names:
+        del frozen[PairwiseLearner._FROZEN.index("kernel_params")]
     buffer = io.BytesIO()
     np.savez(buffer, __header__=np.frombuffer(json.dumps(header).encode(), np.uint8), **arrays)
     path.write_bytes(buffer.getvalue())
@@ -119,7 +134,9 @@ def test_a_file_without_kernel_params_nor_a_later_kernel_parameter_loads(engine,
                 OnlineKernelRegressor(gamma=0.2, approximation="fourier", random_state=0,
                                       engine=engine).fit(X, y),
                 RegularizedPAClassifier(kernel="matern", gamma=0.2, approximation="nystroem",
-                                        n_components=20, engine=engine).fit(X, np.sign(y))):
+                                        n_components=20, engine=engine).fit(X, np.sign(y)),
+                PairwiseLearner(kernel="matern", gamma=0.2, pair_kernel="difference",
+                                reducer="difference", loss="squared", engine=engine).fit(X, y)):
         path = tmp_path / "m.npz"
         okl.save(est, path)
         _without(path, ("kernel_params", "nu"))
@@ -129,7 +146,8 @@ def test_a_file_without_kernel_params_nor_a_later_kernel_parameter_loads(engine,
         loaded = okl.load(path)
         assert loaded.kernel_params is None and loaded.nu == 1.5
         score = "predict" if isinstance(est, OnlineKernelRegressor) else "decision_function"
-        np.testing.assert_array_equal(getattr(loaded, score)(X), getattr(est, score)(X))
+        args = (X[:50], X[50:100]) if isinstance(est, PairwiseLearner) else (X,)
+        np.testing.assert_array_equal(getattr(loaded, score)(*args), getattr(est, score)(*args))
 
 
 @pytest.mark.parametrize("nu", [0.5, 2.5])

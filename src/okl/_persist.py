@@ -19,13 +19,14 @@ import numpy as np
 from okl._feature_maps import NystroemFeatures
 from okl._numpy.codes import BudgetPolicy
 from okl._params import InvalidParameterError
-from okl.kernels import KERNEL_PARAMS, kernel_params_of
+from okl.kernels import KERNEL_PARAMS, NAMED_KERNEL_PARAMS, kernel_params_of
 
 # the kernel parameters every file has; later ones (Matern's nu, ...) a file may lack: their
 # default, what the model had before the parameter existed
 FIRST_KERNEL_PARAMS = ("gamma", "degree", "coef0")
 # estimator parameters a file may lack for the same reason
-LATER_PARAMS = ("kernel_params",)
+LATER_PARAMS = ("kernel_params",) + tuple(name for name in NAMED_KERNEL_PARAMS
+                                          if name not in FIRST_KERNEL_PARAMS)
 
 
 def later_kernel_params():
@@ -69,10 +70,11 @@ def _scalar(value):
     if isinstance(value, np.generic) and value.ndim == 0 and value.dtype.kind in "biuf":
         return value.item()
     if isinstance(value, (list, tuple)) and all(
-            v is None or isinstance(v, (bool, int, float, str)) for v in value):
-        return list(value)
-    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
-        return {k: _scalar(v) for k, v in value.items()}   # kernel_params: numbers by name
+            v is None or isinstance(v, (bool, int, float, str, dict)) for v in value):
+        return [_scalar(v) for v in value]
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value) and all(
+            v is None or isinstance(v, (bool, int, float, str)) for v in value.values()):
+        return dict(value)                  # kernel_params: numbers by name
     raise TypeError(type(value).__name__)
 
 
@@ -561,7 +563,7 @@ def load(path: Any) -> Any:
             check.fail(f"the parameter {key!r} is stored twice")
         params[key] = value
     defaults = cls().get_params(deep=False)
-    for key in LATER_PARAMS + later_kernel_params():    # a file saved before them: defaults
+    for key in LATER_PARAMS:            # a file saved before the parameter existed: its default
         if key in defaults and key not in params:
             params[key] = defaults[key]
     check.keys(params, defaults, f"the parameters of {name}")

@@ -91,6 +91,10 @@ MATERN_NU = (0.5, 1.5, 2.5)
 #: every kernel parameter and its default (those of the record's twin, okl._numpy.kernels);
 #: `kernel_params` gives them to the loops by name
 KERNEL_PARAMS = PARAMS
+#: the kernel parameters the kernel learners name (their __init__, `okl._params.kernel_constraints`);
+#: any other reaches the kernel through their `kernel_params` dict.  By this list, not by
+#: attribute: an estimator's own parameter may share a kernel parameter's name (the PA's alpha)
+NAMED_KERNEL_PARAMS = ("gamma", "degree", "coef0", "nu")
 
 
 def _number(v):
@@ -161,9 +165,10 @@ def kernel_params(kernel, kernel_params=None, **params):
 
 def kernel_params_of(estimator, **fitted):
     """The kernel's record of an estimator: its kernel, the kernel parameters it names
-    (those of `KERNEL_PARAMS` it has), its ``kernel_params`` dict when it has one, and the
-    `fitted` values over them (gamma: gamma_ when gamma="scale" set it)."""
-    named = {name: getattr(estimator, name) for name in KERNEL_PARAMS if hasattr(estimator, name)}
+    (those of `NAMED_KERNEL_PARAMS` it has), its ``kernel_params`` dict when it has one, and
+    the `fitted` values over them (gamma: gamma_ when gamma="scale" set it)."""
+    named = {name: getattr(estimator, name) for name in NAMED_KERNEL_PARAMS
+             if hasattr(estimator, name)}
     return kernel_params(estimator.kernel, getattr(estimator, "kernel_params", None),
                          **dict(named, **fitted))
 

@@ -265,10 +265,13 @@ class PairwiseLearner(OnlineLearner):
                    optional=("gamma_", "_row_keys"))
         check.row_keys()
         check.fitted_gamma(needed=self.pair_kernel == "difference")
-        if not (isinstance(attrs["_params"], list)
-                and attrs["_params"] == self._frozen_params()):
+        stored = attrs["_params"]
+        if isinstance(stored, list) and len(stored) == len(self._FROZEN) - 1:
+            i = self._FROZEN.index("kernel_params")     # a file saved before kernel_params
+            stored = stored[:i] + [None] + stored[i:]
+        if not (isinstance(stored, list) and stored == self._frozen_params()):
             check.fail("_params (the parameters of the first call) differ from the parameters")
-        out["_params"] = list(attrs["_params"])
+        out["_params"] = list(stored)
         check.floats("theta_", lo=0.0)
         check.floats("kappa_", lo=1.0)
         check.floats("eta1_", lo=0.0, open_lo=True)
