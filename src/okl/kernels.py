@@ -91,9 +91,10 @@ MATERN_NU = (0.5, 1.5, 2.5)
 #: every kernel parameter and its default (those of the record's twin, okl._numpy.kernels);
 #: `kernel_params` gives them to the loops by name
 KERNEL_PARAMS = PARAMS
-#: the kernel parameters the kernel learners name (their __init__, `okl._params.kernel_constraints`);
-#: any other reaches the kernel through their `kernel_params` dict.  By this list, not by
-#: attribute: an estimator's own parameter may share a kernel parameter's name (the PA's alpha)
+#: the kernel parameters the kernel learners name (their __init__ and
+#: `okl._params.kernel_constraints`); any other reaches the kernel through their
+#: `kernel_params` dict.  By this list, not by attribute: an estimator's own parameter may
+#: share a kernel parameter's name (the PA's alpha)
 NAMED_KERNEL_PARAMS = ("gamma", "degree", "coef0", "nu")
 
 
