@@ -35,6 +35,7 @@ from budget_streams import stream  # noqa: E402
 from okl import OnlineKernelClassifier, OnlineKernelRegressor  # noqa: E402
 from okl._core._expansion import BudgetPolicy, KernelExpansion  # noqa: E402
 from okl._core._kernels import Kernel  # noqa: E402
+from okl.kernels import kernel_params  # noqa: E402
 from okl._core._linear import LinearModel  # noqa: E402
 from okl._core._losses import Loss  # noqa: E402
 from okl._core._merge import merge_find  # noqa: E402
@@ -57,7 +58,8 @@ def test_budget_step(benchmark, label, B):
     rng = np.random.default_rng(0)
     benchmark.group = f"budget step d=20 B={B}"
     if label == "cython":
-        exp = KernelExpansion(d, int(Kernel.GAUSSIAN), GAMMA, 3, 0.0, B, int(BudgetPolicy.OLDEST))
+        exp = KernelExpansion(d, kernel_params("gaussian", gamma=GAMMA), B,
+                              int(BudgetPolicy.OLDEST))
         X = rng.normal(size=(B + 2000, d))
         y = np.sign(rng.normal(size=B + 2000))
         schedule = make_schedule(kind=1, eta=0.5, lam=1e-4)

@@ -15,7 +15,7 @@ from okl._core._losses import Loss
 from okl._core._pointwise import fit_chunk as cython_fit_chunk
 from okl._numpy.expansion import NumpyExpansion
 from okl._numpy.pointwise import fit_chunk as numpy_fit_chunk, make_schedule, make_state
-from okl.kernels import KERNELS
+from okl.kernels import kernel_params
 
 ENGINES = {"cython": (KernelExpansion, cython_fit_chunk), "numpy": (NumpyExpansion, numpy_fit_chunk)}
 GAMMA = 0.5
@@ -25,7 +25,7 @@ ROUNDS = {"cython": 201, "numpy": 15}
 
 def full_expansion(engine, m, d, rng):
     cls, fit_chunk = ENGINES[engine]
-    expansion = cls(d, KERNELS["gaussian"].code, GAMMA, 3, 0.0, m, BudgetPolicy.OLDEST)
+    expansion = cls(d, kernel_params("gaussian", gamma=GAMMA), m, BudgetPolicy.OLDEST)
     X = rng.normal(size=(m, d)) / np.sqrt(d)
     fit_chunk(expansion, X, rng.normal(size=m), make_schedule(kind=1, eta=0.1, lam=1e-3),
               SQUARED, make_state(), np.empty(m))

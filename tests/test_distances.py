@@ -12,8 +12,8 @@ from okl import OnlineKernelRegressor
 from okl._core import _kernels
 from okl._core._expansion import KernelExpansion
 from okl._numpy import kernels as np_kernels
-from okl._numpy.codes import Kernel
 from okl._numpy.expansion import NumpyExpansion
+from okl.kernels import kernel_params
 
 U = 2.0 ** -53
 D = 80                      # >= EXPAND_MIN_D: the expanded form is in play
@@ -101,7 +101,7 @@ def test_expansion_values_at_1e8_with_near_duplicates(cls):
     x = base + 1e-3 * rng.normal(size=D)
     sq = np.array([exact_sq(x, c) for c in C])
     gamma = 0.5 / np.median(sq)
-    e = cls(D, int(Kernel.GAUSSIAN), gamma, budget=0)
+    e = cls(D, kernel_params("gaussian", gamma=gamma), budget=0)
     e.reserve(len(C))
     coef = rng.normal(size=len(C))
     for c, a in zip(C, coef):

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from okl._core import _expansion, _kernels, _losses, _pa, _pairwise, _pointwise
+from okl.kernels import kernel_params
 from okl._engines import ENGINES, engine_of
 from okl._numpy import codes
 
@@ -24,7 +25,7 @@ def test_the_numpy_codes_are_the_cython_enums(compiled, pure):
 def test_every_engine_has_every_piece_and_models_know_their_engine():
     assert ENGINES["cython"].__dict__.keys() == ENGINES["numpy"].__dict__.keys()
     for name, engine in ENGINES.items():
-        assert engine_of(engine.expansion(2, int(codes.Kernel.GAUSSIAN))) == name
+        assert engine_of(engine.expansion(2, kernel_params("gaussian"))) == name
         assert engine_of(engine.linear(3)) == name
     with pytest.raises(TypeError, match="no engine"):
         engine_of(object())
@@ -50,7 +51,9 @@ def test_the_numpy_engine_runs_without_the_compiled_module():
         from okl._numpy.codes import Kernel, Loss
         rng = np.random.default_rng(0)
         X, y = rng.normal(size=(200, 3)), rng.normal(size=200)
-        model = expansion.NumpyExpansion(3, int(Kernel.GAUSSIAN), 0.5, 3, 0.0, 50, 2)
+        from okl._numpy.kernels import kernel_record
+        kernel = kernel_record(dict(kernel=int(Kernel.GAUSSIAN), gamma=0.5), complete=True)
+        model = expansion.NumpyExpansion(3, kernel, 50, 2)
         loss = dict(kind=int(Loss.HUBER), tau=0.5, eps=0.0, delta=1.0, p=2.0)
         failed, state = pointwise.fit_chunk(model, X, y, pointwise.make_schedule(1, 0.5, 0.5),
                                             loss, pointwise.make_state(), np.empty(200))

@@ -7,7 +7,7 @@ import pytest
 from okl import OnlineKernelRegressor
 from okl._core._expansion import BudgetPolicy, KernelExpansion
 from okl._numpy.expansion import NumpyExpansion
-from okl.kernels import KERNELS, kernel_matrix
+from okl.kernels import KERNELS, kernel_matrix, kernel_params
 from okl.losses import loss_spec
 
 
@@ -61,7 +61,7 @@ def test_budget_is_never_exceeded(policy, engine):
 
 
 def test_budget_policies_replace_the_right_centre():
-    e = KernelExpansion(1, KERNELS["gaussian"].code, budget=3, policy=BudgetPolicy.OLDEST)
+    e = KernelExpansion(1, kernel_params("gaussian"), budget=3, policy=BudgetPolicy.OLDEST)
     X = np.arange(5.0)[:, None]
     pred = np.empty(5)
     from okl._core._pointwise import fit_chunk
@@ -72,7 +72,7 @@ def test_budget_policies_replace_the_right_centre():
               pred, None, eta)
     # slots 0, 1, 2 filled with x = 0, 1, 2; then x = 3 replaced slot 0, x = 4 slot 1
     np.testing.assert_array_equal(e.centers_[:, 0], [3.0, 4.0, 2.0])
-    s = KernelExpansion(1, KERNELS["gaussian"].code, budget=3, policy=BudgetPolicy.SMALLEST)
+    s = KernelExpansion(1, kernel_params("gaussian"), budget=3, policy=BudgetPolicy.SMALLEST)
     fit_chunk(s, X, np.array([5.0, 1.0, 3.0, 2.0, 0.5]), make_schedule(), squared, make_state(),
               pred, None, eta)
     # |coef| ~ 1e-3 |y|: x = 3 (y = 2) evicts x = 1 (y = 1); x = 4 (y = 0.5) is the smallest: dropped
@@ -122,7 +122,7 @@ def test_checkpoint_restore_undoes_overwrites(policy, lam):
     from okl._core._pointwise import fit_chunk
     from okl._numpy.pointwise import make_schedule, make_state
     squared, eta = loss_spec("squared"), np.full(30, 0.5)
-    e = KernelExpansion(3, KERNELS["gaussian"].code, budget=10, policy=policy)
+    e = KernelExpansion(3, kernel_params("gaussian"), budget=10, policy=policy)
     pred = np.empty(30)
     fit_chunk(e, X[:30], y[:30], make_schedule(lam=0.1), squared, make_state(), pred, None, eta)
     before = e.get_state()

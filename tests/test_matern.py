@@ -12,7 +12,6 @@ from okl import (CoefficientRegularizedClassifier, OnlineKernelClassifier, Onlin
                  PairwiseLearner, RegularizedPAClassifier)
 from okl._feature_maps import NystroemFeatures, RandomFourierFeatures
 from okl._feature_maps import kernel_matrix as blocked_matrix
-from okl._numpy.codes import Kernel
 from okl._numpy.kernels import kernel_values
 from okl._params import InvalidParameterError
 from okl.kernels import MATERN_NU, kernel_matrix, kernel_params
@@ -36,7 +35,7 @@ def test_every_formula_is_scikit_learns_matern(nu, gamma):
     k = kernel_params("matern", gamma=gamma, nu=nu)
     numpy_rows = np.array([kernel_values(k, U, x) for x in X])             # NumPy twin
     np.testing.assert_allclose(numpy_rows, expected, rtol=1e-12, atol=1e-15)
-    np.testing.assert_allclose(blocked_matrix(int(Kernel.MATERN), gamma, 3, 0.0, X, U, nu),
+    np.testing.assert_allclose(blocked_matrix(kernel_params("matern", gamma=gamma, nu=nu), X, U),
                                expected, rtol=1e-12, atol=1e-15)            # Nystroem's blocks
 
 

@@ -244,6 +244,7 @@ def test_norm_change_formula():
 
 from okl import OnlineKernelClassifier, OnlineKernelRegressor  # noqa: E402
 from okl._core._expansion import BudgetPolicy, KernelExpansion  # noqa: E402
+from okl.kernels import kernel_params  # noqa: E402
 from okl._core._losses import Loss  # noqa: E402
 from okl._core._pointwise import fit_chunk as cy_fit  # noqa: E402
 from okl._numpy.expansion import NumpyExpansion  # noqa: E402
@@ -263,7 +264,7 @@ def test_merge_policy_twin_on_a_long_stream(loss):
     y = np.sign(X[:, 0] * X[:, 1]) if loss == Loss.HINGE else np.sin(2 * X[:, 0]) + 0.1 * rng.normal(size=n)
     t = np.arange(1, n + 1)
     eta, lam = 0.5 * t ** -0.5, np.full(n, 1e-3)
-    exps = [cls(d, kind, 0.5, 3, 0.0, B, int(BudgetPolicy.MERGE))
+    exps = [cls(d, kernel_params(kind, gamma=0.5), B, int(BudgetPolicy.MERGE))
             for cls in (KernelExpansion, NumpyExpansion)]
     for lo in range(0, n, 250):
         outs = []
@@ -283,7 +284,7 @@ def test_merge_policy_twin_on_a_long_stream(loss):
 
 def test_merge_policy_restores_after_a_failed_chunk():
     rng = np.random.default_rng(0)
-    e = KernelExpansion(3, G, 0.5, 3, 0.0, 10, int(BudgetPolicy.MERGE))
+    e = KernelExpansion(3, kernel_params(G, gamma=0.5), 10, int(BudgetPolicy.MERGE))
     X, y = rng.normal(size=(40, 3)), rng.normal(size=40)
     squared, schedule = spec(Loss.SQUARED), make_schedule(lam=1e-3)
     cy_fit(e, X, y, schedule, squared, make_state(), np.empty(40), None, np.full(40, 0.5))
@@ -320,7 +321,7 @@ def test_merge_on_a_kernel_that_cannot_merge_is_refused():
         with pytest.raises(ValueError, match="'gaussian' kernel.*'oldest' or 'smallest'"):
             OnlineKernelRegressor(kernel=kernel, budget=2, budget_policy="merge").fit(X, y)
     with pytest.raises(ValueError, match="'gaussian' kernel"):
-        KernelExpansion(2, int(Kernel.LAPLACIAN), 1.0, 3, 0.0, 5, int(BudgetPolicy.MERGE))
+        KernelExpansion(2, kernel_params(int(Kernel.LAPLACIAN)), 5, int(BudgetPolicy.MERGE))
 
 
 # -- kernel PA: a merging budget keeps ||f||_K^2 exact ----------------------------------------

@@ -11,6 +11,7 @@ from sklearn.datasets import load_digits
 import okl
 from okl import OnlineKernelClassifier
 from okl._core._expansion import KernelExpansion
+from okl.kernels import kernel_params
 from okl._core._multiexpansion import MultiExpansion
 from okl._core._multiexpansion import multi_merge_find as c_merge_find
 from okl._engines import ENGINES
@@ -62,7 +63,7 @@ def test_engine_twins_on_a_long_stream(loss, budget, policy):
     weight = rng.uniform(0, 2, n) * (rng.uniform(size=n) > 0.1)
     out = {}
     for name, engine in ENGINES.items():
-        model = engine.multi_expansion(d, k, 2, 0.3, 3, 0.0, budget, POLICIES[policy])
+        model = engine.multi_expansion(d, k, kernel_params(2, gamma=0.3), budget, POLICIES[policy])
         st = make_state()
         del st["b"]
         b, scores = np.zeros(k), np.empty((n, k))

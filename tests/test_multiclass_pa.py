@@ -203,14 +203,14 @@ from okl._core import _coefreg  # noqa: E402
 from okl._core._expansion import KernelExpansion  # noqa: E402
 from okl._numpy import coefreg as np_coefreg  # noqa: E402
 from okl._numpy.expansion import NumpyExpansion  # noqa: E402
-from okl.kernels import kernel_code  # noqa: E402
+from okl.kernels import kernel_code, kernel_params  # noqa: E402
 from okl.losses import loss_spec  # noqa: E402
 
 
 def coefreg_run(engine, X, y, k, loss, m=30, lam=0.01, auto=True, chunk=53, A0=None):
     cls = KernelExpansion if engine == "cython" else NumpyExpansion
     loop = _coefreg.fit_multi_chunk if engine == "cython" else np_coefreg.fit_multi_chunk
-    e = cls(X.shape[1], int(kernel_code("gaussian")), 0.3)
+    e = cls(X.shape[1], kernel_params("gaussian", gamma=0.3))
     A, scale = (np.zeros((m, k)) if A0 is None else A0.copy()), 1.0
     n = len(y)
     eta = 0.5 / lam * np.arange(1, n + 1) ** -0.75
@@ -243,7 +243,7 @@ def test_coefreg_two_classes_give_the_binary_iterates(loss, engine):
     X, y = stream(400, d=4, k=2, seed=7)
     from okl._engines import ENGINES
     cls = KernelExpansion if engine == "cython" else NumpyExpansion
-    e = cls(X.shape[1], int(kernel_code("gaussian")), 0.3)
+    e = cls(X.shape[1], kernel_params("gaussian", gamma=0.3))
     n, lam = len(y), 0.01
     eta = 0.5 / lam * np.arange(1, n + 1) ** -0.75
     f, used, kk = np.empty(n), np.empty(n), np.empty(n)
@@ -461,7 +461,7 @@ POLICIES = [(0, "oldest"), (25, "oldest"), (25, "smallest"), (25, "merge")]
 
 def multi_model(engine, k, d, budget=0, policy="oldest", gamma=0.3):
     cls = MultiExpansion if engine == "cython" else NumpyMultiExpansion
-    return KernelMultiPAModel(cls(d, k, int(kernel_code("gaussian")), gamma,
+    return KernelMultiPAModel(cls(d, k, kernel_params("gaussian", gamma=gamma),
                                   budget=budget, policy=int(budget_code(policy))))
 
 
@@ -497,7 +497,7 @@ def test_multi_expansion_reports_what_an_eviction_takes(policy):
     PA carries ||f||^2 in O(n (d + k)) per eviction instead of recomputing it in O(n^2)."""
     rng = np.random.default_rng(12)
     k, d, budget = 4, 3, 6
-    e = MultiExpansion(d, k, int(kernel_code("gaussian")), 0.4, budget=budget,
+    e = MultiExpansion(d, k, kernel_params("gaussian", gamma=0.4), budget=budget,
                        policy=int(budget_code(policy)))
     e.track_norm = True
     seen = 0
@@ -545,7 +545,7 @@ def test_kernel_two_classes_give_the_binary_iterates(reg, variant, budget, polic
     X, y = stream(300, d=4, k=2, seed=11)
     r = rule(reg, variant, beta=3.0)
     cls = KE if engine == "cython" else NumpyExpansion
-    binary = KernelPAModel(cls(4, int(kernel_code("gaussian")), 0.3, budget=budget,
+    binary = KernelPAModel(cls(4, kernel_params("gaussian", gamma=0.3), budget=budget,
                                policy=int(budget_code(policy))))
     f = np.empty(len(y))
     ev_b = np.empty(len(y), dtype=np.int8)

@@ -53,5 +53,5 @@ def test_every_budget_policy_is_accepted_and_bounds_the_expansion(policy):
     for engine in ("cython", "numpy"):
         est = OnlineKernelRegressor(budget=7, budget_policy=policy, engine=engine).fit(X, y)
         assert est.n_support_ == 7
-    assert isinstance(NumpyExpansion(2, KERNELS["gaussian"].code, budget=3,
+    assert isinstance(NumpyExpansion(2, kernel_params("gaussian"), budget=3,
                                      policy=BUDGET_POLICIES[policy]).victim(1.0), int)

@@ -9,6 +9,7 @@ import copy
 import numpy as np
 
 from okl._kernel_learners import PointwiseMixin
+from okl._core._kernels import kernel_matrix
 from okl._engines import ENGINES, engine_of
 from okl._numpy.pointwise import prior_offset
 from okl._pa_models import (
@@ -294,11 +295,8 @@ def _function_divergence(model, reference, kind):
     else:
         mine, ref = model._engine_expansion(), reference._engine_expansion()
     if kind == "fixed-centres":
-        from okl.kernels import kernel_matrix
-        kp = {name: getattr(model, name) for name in ("kernel", *KERNEL_PARAMS)
-              if hasattr(model, name)}
-        c = mine.coef_ - ref.coef_
-        return float(max(c @ kernel_matrix(mine.centers_, **kp) @ c, 0.0))
+        C, c = np.ascontiguousarray(mine.centers_), mine.coef_ - ref.coef_
+        return float(max(c @ kernel_matrix(C, C, mine.kernel_params) @ c, 0.0))
     a, b = mine.get_state(), ref.get_state()
     state = dict(a, budget=0, next_slot=0, scale=1.0, n_rescale=0,
                  centers=np.concatenate([a["centers"], b["centers"]]).reshape(-1, a["n_features"]),

@@ -8,9 +8,16 @@ own docstrings.
 import re
 import textwrap
 
+from okl.kernels import KERNELS
+
+# the kernels by name, from the registry: the width kernels first
+_KERNEL_NAMES = ", ".join(f'"{name}"' for name in sorted(
+    KERNELS, key=lambda name: (not KERNELS[name].width, list(KERNELS).index(name))))
+_SAMPLED = ", ".join(name for name, row in KERNELS.items() if row.fourier is not None)
+
 PARAMS = {
-    "kernel": """\
-kernel : {"gaussian", "laplacian", "matern", "polynomial", "linear"}, default="gaussian"
+    "kernel": f"""\
+kernel : {{{_KERNEL_NAMES}}}, default="gaussian"
     See `okl.kernels`.""",
     "gamma": """\
 gamma : float or "scale", default="scale"
@@ -40,6 +47,13 @@ nu : {0.5, 1.5, 2.5}, default=1.5
     Smoothness of the Matern kernel (its RKHS is the Sobolev space of order
     nu + n_features / 2): 0.5 is exp(-sqrt(2 gamma) ||x - u||), 2.5 is
     close to the Gaussian; other kernels ignore it (`okl.kernels`).""",
+    "kernel_params": """\
+kernel_params : dict or None, default=None
+    The kernel's own parameters that no other parameter of the estimator
+    names, by name (scikit-learn's KernelRidge convention); each takes its
+    default when not given.  The kernel's row in `okl.kernels` lists the
+    parameters it reads and checks their values (today every one is named
+    above, so only None or {} is accepted; docs/architecture.md).""",
     "budget": """\
 budget : int, "auto" or None, default="auto"
     Maximum number of centres.  "auto" keeps 500 (with `approximation`, the
@@ -55,13 +69,14 @@ budget_policy : {"auto", "merge", "oldest", "smallest"}, default="auto"
     docs/algorithms.md, section 7.3).  "oldest" drops the oldest centre
     (NORMA truncation), "smallest" the one of smallest |coefficient|.
     "auto" is "merge" for the Gaussian kernel and "oldest" otherwise.""",
-    "approximation": """\
-approximation : {None, "fourier", "nystroem"}, default=None
+    "approximation": f"""\
+approximation : {{None, "fourier", "nystroem"}}, default=None
     A fixed-size model instead of the growing kernel expansion, with the
     same steps and loss: "fourier" learns on `n_components` random Fourier
-    features (FOGD; Gaussian, Laplacian and Matern kernels), "nystroem" runs the
-    exact rule until it holds `n_components` centres, then continues on
-    Nystroem features of those centres from the same function (NOGD).
+    features (FOGD; the kernels with a frequency sampler: {_SAMPLED}),
+    "nystroem" runs the exact rule until it holds `n_components` centres,
+    then continues on Nystroem features of those centres from the same
+    function (NOGD).
     Per step O(n_components d), whatever the length of the stream
     (docs/budget.md).  Exclusive with `budget`.""",
     "n_components": """\

@@ -19,9 +19,9 @@ import numpy as np
 from scipy.spatial.distance import cdist
 from threadpoolctl import ThreadpoolController
 
-from okl._core._kernels import Kernel
+from okl._core._kernels import Kernel, kernel_matrix as _kernel_matrix
 from okl._core._linear import FeatureRow, fourier_rows
-from okl._numpy.kernels import matern
+from okl._numpy.kernels import kernel_record, matern
 from okl.kernels import KERNELS, kernel_params
 
 CHUNK_ROWS = 256        # rows per matrix product: a block of CHUNK_ROWS x D stays in cache
@@ -49,6 +49,17 @@ def _kernel_row(kernel, what, fourier=False):
             return row
     raise ValueError(f"{what} support the kernels {sorted(r.name for r in rows)}; "
                      f"got {kernel!r}.")
+
+
+def _record(kernel, what, fourier=False, **params):
+    """The kernel's record (`okl.kernels.kernel_params`): `kernel` itself when it is one (a
+    dict), else built from a name or code and the parameters `params` by name; only for
+    kernels the map supports."""
+    record = kernel if isinstance(kernel, dict) else None
+    _kernel_row(record["kernel"] if record else kernel, what, fourier)
+    if record:
+        return kernel_record(record)
+    return kernel_params(kernel if isinstance(kernel, str) else int(kernel), **params)
 
 
 def _rng(random_state):
@@ -80,11 +91,12 @@ class RandomFourierFeatures:
 
     Parameters
     ----------
-    kernel : {"gaussian", "laplacian", "matern"} or a `Kernel` code
+    kernel : {"gaussian", "laplacian", "matern"}, a `Kernel` code, or the kernel's
+        record (`okl.kernels.kernel_params`, which then carries every parameter)
     gamma : float > 0
     n_components : int, the dimension D
     random_state : None, int, numpy Generator or RandomState
-    nu : float, Matern's smoothness
+    **params : the kernel's other parameters by name (Matern's nu)
 
     References
     ----------
@@ -92,9 +104,9 @@ class RandomFourierFeatures:
     """
 
     def __init__(self, kernel="gaussian", gamma=1.0, n_components=100, random_state=None,
-                 nu=1.5):
-        self.kernel = int(_kernel_row(kernel, "Random Fourier features", fourier=True).code)
-        self.nu = float(nu)
+                 **params):
+        self.params = _record(kernel, "Random Fourier features", True, gamma=gamma, **params)
+        self.kernel, gamma = self.params["kernel"], self.params["gamma"]
         if not gamma > 0:
             raise ValueError(f"gamma must be > 0 for random Fourier features; got {gamma}.")
         if not isinstance(n_components, Integral) or n_components < 1:
@@ -116,19 +128,16 @@ class RandomFourierFeatures:
         rng = _rng(self.random_state)
         shape = (int(n_features), self.n_components)
         self.unit = _kernel_row(self.kernel, "Random Fourier features", fourier=True).fourier(
-            rng, self._params(), shape)
+            rng, self.params, shape)
         self.W = self._scaled(self.unit)
         self.b = rng.uniform(0.0, 2.0 * np.pi, size=self.n_components)
         self.n_features = int(n_features)
         return self
 
-    def _params(self):
-        return kernel_params(self.kernel, gamma=self.gamma, nu=self.nu)
-
     def _scale(self):
         """s(gamma): the frequencies of this width are s(gamma) times the unit draw."""
         return float(_kernel_row(self.kernel, "Random Fourier features", fourier=True)
-                     .fourier_scale(self._params()))
+                     .fourier_scale(self.params))
 
     def _scaled(self, unit):
         return np.ascontiguousarray(self._scale() * unit)
@@ -139,7 +148,8 @@ class RandomFourierFeatures:
         unit = self.__dict__.get("unit")
         if unit is None:                # a loaded map: its unit draw, from W
             unit = self.W / self._scale()
-        new = type(self)(self.kernel, gamma, self.n_components, self.random_state, self.nu)
+        new = type(self)(dict(self.params, gamma=float(gamma)), n_components=self.n_components,
+                         random_state=self.random_state)
         new.n_features, new.unit, new.b = self.n_features, unit, self.b
         new.W = new._scaled(unit)
         return new
@@ -157,27 +167,27 @@ class RandomFourierFeatures:
     def row_map(self):
         """The compiled map of one row (`okl._core._linear.FeatureRow`): the same z as
         `transform`, bit for bit."""
-        return FeatureRow.fourier(self.W, self.b, dict(kind=self.kernel, gamma=self.gamma,
-                                                       coef0=0.0, degree=1, nu=self.nu))
+        return FeatureRow.fourier(self.W, self.b, self.params)
 
     def get_state(self):
         """Scalars and arrays that rebuild this map exactly (okl.save writes them)."""
-        return dict(kind="fourier", kernel=self.kernel, gamma=self.gamma, nu=self.nu,
+        return dict(kind="fourier", **self.params,
                     n_components=self.n_components, n_features=self.n_features,
                     W=self.W.copy(), b=self.b.copy())
 
     @classmethod
     def from_state(cls, state):
-        self = cls(int(state["kernel"]), float(state["gamma"]), int(state["n_components"]),
-                   nu=float(state.get("nu", 1.5)))
+        self = cls(kernel_record(state, complete=True), n_components=int(state["n_components"]))
         self.n_features = int(state["n_features"])
         self.W = np.ascontiguousarray(state["W"], dtype=np.float64)
         self.b = np.ascontiguousarray(state["b"], dtype=np.float64)
         return self
 
 
-def kernel_matrix(kernel, gamma, degree, coef0, X, L, nu=1.5):
-    """K(X_i, L_j) for every pair, per chunk of rows (the Gaussian by a matrix product)."""
+def kernel_matrix(params, X, L):
+    """K(X_i, L_j) for every pair, per chunk of rows (the Gaussian by a matrix product);
+    `params` the kernel's record (`okl.kernels.kernel_params`)."""
+    kernel, gamma, degree, coef0 = (params[k] for k in ("kernel", "gamma", "degree", "coef0"))
     X = np.ascontiguousarray(X, dtype=np.float64)
     L = np.ascontiguousarray(L, dtype=np.float64)
     out = np.empty((len(X), len(L)), dtype=np.float64)
@@ -190,7 +200,10 @@ def kernel_matrix(kernel, gamma, degree, coef0, X, L, nu=1.5):
             np.exp(block, out=block)
             continue
         if kernel == Kernel.MATERN:
-            block[:] = matern(nu, gamma, cdist(Xc, L, "sqeuclidean"))
+            block[:] = matern(params["nu"], gamma, cdist(Xc, L, "sqeuclidean"))
+            continue
+        if kernel not in (Kernel.GAUSSIAN, Kernel.LINEAR, Kernel.POLYNOMIAL):
+            block[:] = _kernel_matrix(Xc, L, params)     # any other kernel: its compiled rows
             continue
         np.dot(Xc, L.T, out=block)
         if kernel == Kernel.GAUSSIAN:
@@ -202,12 +215,10 @@ def kernel_matrix(kernel, gamma, degree, coef0, X, L, nu=1.5):
             np.exp(block, out=block)
         elif kernel == Kernel.LINEAR:
             block += coef0
-        elif kernel == Kernel.POLYNOMIAL:
+        else:
             block *= gamma
             block += coef0
             np.power(block, degree, out=block)
-        else:
-            raise ValueError(f"Unknown kernel code {kernel}.")
     return out
 
 
@@ -226,10 +237,12 @@ class NystroemFeatures:
     """
 
     def __init__(self, landmarks, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0,
-                 tol=1e-12, nu=1.5):
-        self.kernel = int(_kernel_row(kernel, "Nystroem features").code)
-        self.nu = float(nu)
-        self.gamma, self.degree, self.coef0 = float(gamma), int(degree), float(coef0)
+                 tol=1e-12, **params):
+        self.params = _record(kernel, "Nystroem features", gamma=gamma, degree=degree,
+                              coef0=coef0, **params)
+        self.kernel = self.params["kernel"]
+        self.gamma, self.degree, self.coef0 = (self.params[k]
+                                               for k in ("gamma", "degree", "coef0"))
         self.tol = float(tol)
         L = np.ascontiguousarray(landmarks, dtype=np.float64)
         if L.ndim != 2 or len(L) < 1:
@@ -237,7 +250,7 @@ class NystroemFeatures:
         self.landmarks = L
         self.n_features = L.shape[1]
         with _one_blas_thread():
-            K = kernel_matrix(self.kernel, self.gamma, self.degree, self.coef0, L, L, self.nu)
+            K = kernel_matrix(self.params, L, L)
             K = 0.5 * (K + K.T)
             lam, U = np.linalg.eigh(K)
         top = lam[-1] if len(lam) else 0.0
@@ -256,17 +269,14 @@ class NystroemFeatures:
             out = np.empty((len(X), self.n_components), dtype=np.float64)
         with _one_blas_thread():
             for lo in range(0, len(X), CHUNK_ROWS):
-                k = kernel_matrix(self.kernel, self.gamma, self.degree, self.coef0,
-                                  X[lo:lo + CHUNK_ROWS], self.landmarks, self.nu)
+                k = kernel_matrix(self.params, X[lo:lo + CHUNK_ROWS], self.landmarks)
                 np.dot(k, self.components, out=out[lo:lo + CHUNK_ROWS])
         return out
 
     def row_map(self):
         """The compiled map of one row (`okl._core._linear.FeatureRow`): `transform`'s z
         up to the last bits of its blocked products."""
-        return FeatureRow.nystroem(self.landmarks, self.components, dict(
-            kind=self.kernel, gamma=self.gamma, coef0=self.coef0, degree=self.degree,
-            nu=self.nu))
+        return FeatureRow.nystroem(self.landmarks, self.components, self.params)
 
     def weights_from_expansion(self, coef):
         """w = Lambda_r^{1/2} U_r^T a, so <w, z(x)> = k_L(x)^T U_r U_r^T a (a (B, k): one
@@ -282,11 +292,10 @@ class NystroemFeatures:
         return (root if a.ndim == 1 else root[:, None]) * (self.eigenvectors.T @ a)
 
     def get_state(self):
-        return dict(kind="nystroem", kernel=self.kernel, gamma=self.gamma, degree=self.degree,
-                    coef0=self.coef0, nu=self.nu, tol=self.tol, landmarks=self.landmarks.copy())
+        return dict(kind="nystroem", **self.params, tol=self.tol,
+                    landmarks=self.landmarks.copy())
 
     @classmethod
     def from_state(cls, state):
-        return cls(state["landmarks"], int(state["kernel"]), float(state["gamma"]),
-                   int(state["degree"]), float(state["coef0"]), float(state["tol"]),
-                   float(state.get("nu", 1.5)))
+        return cls(state["landmarks"], kernel_record(state, complete=True),
+                   tol=float(state["tol"]))

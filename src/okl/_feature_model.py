@@ -27,32 +27,44 @@ import numpy as np
 
 from okl._engines import ENGINES
 from okl._feature_maps import NystroemFeatures, RandomFourierFeatures
+from okl._numpy.kernels import kernel_record
 from okl._numpy.multiexpansion import from_binary, insert_class
-from okl.kernels import kernel_diag
+from okl.kernels import kernel_diagonal
 
 APPROXIMATIONS = ("fourier", "nystroem")
 
 
 class FeatureModel:
-    """f(x) = <w, z(x)> on a fixed-size feature map (after NOGD's exact phase for Nystroem)."""
+    """f(x) = <w, z(x)> on a fixed-size feature map (after NOGD's exact phase for Nystroem).
 
-    def __init__(self, approximation, n_features, kernel, kernel_code, gamma, degree, coef0,
-                 n_components, random_state, engine, nu=1.5, warm=False):
+    `kernel` is the kernel's name, `params` its record (`okl.kernels.kernel_params`), which
+    the feature map and the exact phase's expansion take whole.  `warm`: random Fourier
+    features start with the exact expansion (gamma="scale"'s warm-up, `end_warmup`).
+    """
+
+    def __init__(self, approximation, n_features, kernel, params, n_components, random_state,
+                 engine, warm=False):
         self.approximation = approximation
         self.n_features, self.n_components = int(n_features), int(n_components)
-        self.kernel, self.kernel_code = kernel, int(kernel_code)
-        self.gamma, self.degree, self.coef0 = float(gamma), int(degree), float(coef0)
-        self.nu = float(nu)
+        self.kernel, self.params = kernel, kernel_record(params)
         self.engine = engine
         self.fmap, self.linear, self.expansion = None, None, None
         if approximation == "fourier":
-            self.fmap = RandomFourierFeatures(kernel, gamma, n_components, random_state, nu)
+            self.fmap = RandomFourierFeatures(self.params, n_components=n_components,
+                                              random_state=random_state)
             self.fmap.fit(n_features)
             if not warm:
                 self.linear = ENGINES[engine].linear(n_components)
         if self.linear is None:
-            self.expansion = ENGINES[engine].expansion(n_features, kernel_code, gamma, degree,
-                                                       coef0, nu=self.nu)
+            self.expansion = ENGINES[engine].expansion(n_features, self.params)
+
+    @property
+    def kernel_code(self):
+        return self.params["kernel"]
+
+    @property
+    def gamma(self):
+        return self.params["gamma"]
 
     # -- the learner's view ------------------------------------------------------------------
 
@@ -121,7 +133,7 @@ class FeatureModel:
         if self.approximation == "nystroem" and self.linear is not None:
             raise ValueError("Nystroem features keep the width they were built with.")
         out = copy.copy(self)
-        out.gamma = float(gamma)
+        out.params = kernel_record(dict(self.params, gamma=float(gamma)))
         if self.linear is None:
             state = self.expansion.get_state()
             state["gamma"] = out.gamma
@@ -160,8 +172,7 @@ class FeatureModel:
             start = stop
             self._full()
         if start < n:
-            kdiag = kernel_diag(X[start:], self.kernel, self.gamma, self.degree, self.coef0,
-                                self.nu)
+            kdiag = kernel_diagonal(self.params, X[start:])
             failed, state = loop(self.linear, self.fmap.transform(X[start:]), y[start:],
                                  schedule, loss, state, scores[start:], rows(weight, start, n),
                                  rows(eta, start, n), kdiag)
@@ -188,8 +199,7 @@ class FeatureModel:
             start = stop
             self._full()
         if start < n:
-            kdiag = kernel_diag(X[start:], self.kernel, self.gamma, self.degree, self.coef0,
-                                self.nu)
+            kdiag = kernel_diagonal(self.params, X[start:])
             failed, state = loop(self.linear, self.fmap.transform(X[start:]), y[start:],
                                  schedule, loss, state, b, scores[start:],
                                  rows(weight, start, n), rows(eta, start, n), kdiag)
@@ -236,8 +246,7 @@ class FeatureModel:
     def _switch(self):
         """From the exact expansion over D centres to Nystroem features on them (same f)."""
         e = self.expansion
-        self.fmap = NystroemFeatures(e.centers_, self.kernel_code, self.gamma, self.degree,
-                                     self.coef0, nu=self.nu)
+        self.fmap = NystroemFeatures(e.centers_, self.params)
         linear, _ = self._classes(self.engine)
         coef = np.asarray(e.coef_, dtype=np.float64)
         if coef.ndim == 2:          # k classes: each column of the (n, k) coefficients
@@ -279,8 +288,7 @@ class FeatureModel:
 
     def get_state(self):
         state = dict(approximation=self.approximation, n_features=self.n_features,
-                     kernel=self.kernel, kernel_code=self.kernel_code, gamma=self.gamma,
-                     degree=self.degree, coef0=self.coef0, nu=self.nu,
+                     **dict(self.params, kernel=self.kernel, kernel_code=self.kernel_code),
                      n_components=self.n_components,
                      engine=self.engine, phase="linear" if self.linear is not None else "exact")
         if self.linear is not None:
@@ -299,10 +307,9 @@ class FeatureModel:
         self = cls.__new__(cls)
         for key in ("approximation", "kernel", "engine"):
             setattr(self, key, str(state[key]))
-        for key in ("n_features", "kernel_code", "degree", "n_components"):
+        for key in ("n_features", "n_components"):
             setattr(self, key, int(state[key]))
-        self.gamma, self.coef0 = float(state["gamma"]), float(state["coef0"])
-        self.nu = float(state.get("nu", 1.5))
+        self.params = kernel_record(dict(state, kernel=state["kernel_code"]), complete=True)
         self.fmap, self.linear, self.expansion = None, None, None
 
         def part(prefix):
@@ -310,8 +317,8 @@ class FeatureModel:
         e = ENGINES[self.engine]
         fstate = part("fmap_")
         if "seed" in fstate:            # a pickle: the map is drawn again from its seed
-            self.fmap = RandomFourierFeatures(
-                self.kernel, self.gamma, self.n_components, fstate["seed"], self.nu)
+            self.fmap = RandomFourierFeatures(self.params, n_components=self.n_components,
+                                              random_state=fstate["seed"])
             self.fmap.fit(self.n_features)
         elif fstate:
             fmap_cls = (RandomFourierFeatures if fstate["kind"] == "fourier"

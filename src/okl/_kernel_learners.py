@@ -30,7 +30,9 @@ from okl._params import InvalidParameterError, validate_params
 from okl.budgets import (
     DEFAULT_BUDGET, budget_code, default_budget_policy, resolve_budget, resolve_budget_policy,
 )
-from okl.kernels import KERNEL_PARAMS, KERNELS, kernel_code, kernel_params, kernel_row
+from okl.kernels import (
+    KERNEL_PARAMS, KERNELS, NAMED_KERNEL_PARAMS, kernel_params_of, kernel_row,
+)
 from okl.schedules import step_sizes
 
 
@@ -65,10 +67,7 @@ def expansion_fitted_with(estimator, expansion):
     from okl.kernels import KERNELS
     params = expansion.kernel_params
     names = {int(row.code): name for name, row in KERNELS.items()}
-    out = [("kernel", names.get(params["kernel"])), ("gamma", params["gamma"]),
-           ("degree", params["degree"]), ("coef0", params["coef0"])]
-    if hasattr(estimator, "nu"):
-        out.append(("nu", params["nu"]))
+    out = [("kernel", names.get(params["kernel"])), *fitted_params(estimator, params)]
     if hasattr(estimator, "budget"):
         budget = expansion.budget or None
         if estimator.budget == "auto" and budget == DEFAULT_BUDGET:
@@ -81,6 +80,25 @@ def expansion_fitted_with(estimator, expansion):
                 and default_budget_policy(names.get(params["kernel"])) == name):
             name = "auto"           # what "auto" resolved to: unchanged
         out.append(("budget_policy", name))
+    return out
+
+
+def fitted_params(estimator, params):
+    """The kernel parameters a model was built with (its record `params`), as [(name, value)]:
+    those the estimator names (gamma, degree, coef0, nu: every learner names the first three),
+    and `kernel_params`, the others, as the estimator would give them."""
+    named = [name for name in NAMED_KERNEL_PARAMS
+             if name in ("gamma", "degree", "coef0") or hasattr(estimator, name)]
+    out = [(name, params[name]) for name in named]
+    if hasattr(estimator, "kernel_params"):
+        given = estimator.kernel_params or {}
+        then = {name: params[name] for name in KERNEL_PARAMS if name not in named}
+        if any(given.get(name, KERNEL_PARAMS[name]) != value for name, value in then.items()):
+            given = {name: value for name, value in then.items()
+                     if value != KERNEL_PARAMS[name]} or None
+        else:
+            given = estimator.kernel_params         # unchanged: the very value
+        out.append(("kernel_params", given))
     return out
 
 
@@ -130,9 +148,7 @@ class KernelModelMixin:
     def _kernel_params(self):
         """The kernel as the loops take it, by name (`okl.kernels.kernel_params`): its code
         and every kernel parameter this learner has, gamma as fitted."""
-        return kernel_params(self.kernel, **dict(
-            {name: getattr(self, name) for name in KERNEL_PARAMS if hasattr(self, name)},
-            gamma=self._kernel_gamma()))
+        return kernel_params_of(self, gamma=self._kernel_gamma())
 
     def _budget(self):
         """The centres the expansion keeps (budget="auto" resolved), or None: unbounded."""
@@ -142,9 +158,9 @@ class KernelModelMixin:
     def _new_expansion(self, n_features):
         policy = resolve_budget_policy(getattr(self, "budget_policy", "oldest"), self.kernel,
                                        type(self).__name__)
-        return expansion_class(self)(
-            n_features, budget=int(self._budget() or 0),
-            policy=int(budget_code(policy)), **self._kernel_params())
+        return expansion_class(self)(n_features, self._kernel_params(),
+                                     budget=int(self._budget() or 0),
+                                     policy=int(budget_code(policy)))
 
     def _engine_expansion(self):
         """The expansion, converted if `engine` was changed since it was built."""
@@ -160,8 +176,7 @@ class KernelModelMixin:
     def _fitted_with(self):
         model = self._expansion
         if isinstance(model, FeatureModel):
-            return [("kernel", model.kernel), ("gamma", model.gamma), ("degree", model.degree),
-                    ("coef0", model.coef0), ("nu", model.nu),
+            return [("kernel", model.kernel), *fitted_params(self, model.params),
                     ("approximation", model.approximation),
                     ("n_components", model.n_components)]
         return expansion_fitted_with(self, model)
@@ -327,9 +342,8 @@ class PointwiseMixin(KernelModelMixin):
             warn_spread(X, self.kernel, float(self._kernel_gamma()), name, stacklevel=5)
         if getattr(self, "approximation", None) is not None:
             self._expansion = FeatureModel(
-                self.approximation, X.shape[1], self.kernel, int(kernel_code(self.kernel)),
-                float(self._kernel_gamma()), self.degree, self.coef0, self.n_components,
-                self.random_state, self.engine, getattr(self, "nu", 1.5),
+                self.approximation, X.shape[1], self.kernel, self._kernel_params(),
+                self.n_components, self.random_state, self.engine,
                 warm="_width_moments" in self.__dict__)
         else:
             self._expansion = self._new_expansion(X.shape[1])

@@ -15,7 +15,8 @@ from okl._core import _pa
 from okl._feature_maps import NystroemFeatures, RandomFourierFeatures
 from okl._numpy import pa as _np_pa
 from okl._numpy.multiexpansion import insert_class
-from okl.kernels import KERNELS, kernel_params
+from okl import kernels
+from okl._numpy.kernels import kernel_record
 
 
 def _rewidth(expansion, gamma):
@@ -212,8 +213,9 @@ class KernelPAModel:
         state = self.expansion.get_state()
         a = state["scale"] * np.asarray(state["coef"], dtype=np.float64)
         multi = {key: state[key] for key in ("n_features", "budget", "policy", "next_slot",
-                                             "kernel", "gamma", "degree", "coef0", "sqnorms")}
-        multi.update(nu=state.get("nu", 1.5), n_classes=2, scale=1.0, n_rescale=0, n_merges=state.get("n_merges", 0),
+                                             "sqnorms")}
+        multi.update(kernel_record(state, complete=True), n_classes=2, scale=1.0, n_rescale=0,
+                     n_merges=state.get("n_merges", 0),
                      centers=np.asarray(state["centers"], dtype=np.float64).reshape(
                          -1, state["n_features"]),
                      coef=np.column_stack([-0.5 * a, 0.5 * a]))
@@ -326,11 +328,7 @@ class KernelMultiPAModel:
 
 def kernel_diagonal(fmap, X):
     """K(x, x) for every row of X, with the kernel of the Nystroem map `fmap`."""
-    row = next(r for r in KERNELS.values() if int(r.code) == fmap.kernel)
-    return np.ascontiguousarray(
-        row.diag(np.einsum("ij,ij->i", X, X), kernel_params(
-            fmap.kernel, gamma=fmap.gamma, degree=fmap.degree, coef0=fmap.coef0, nu=fmap.nu)),
-        dtype=np.float64)
+    return np.ascontiguousarray(kernels.kernel_diagonal(fmap.params, X), dtype=np.float64)
 
 
 class FeaturePAModel:
@@ -473,11 +471,10 @@ class NystroemPAModel:
 
     @property
     def kernel_params(self):
-        """kernel (code), gamma, degree, coef0, nu."""
+        """The kernel's record (`okl.kernels.kernel_params`), a new dict."""
         if self.features is None:
             return self.exact.expansion.kernel_params
-        f = self.features.fmap
-        return kernel_params(f.kernel, gamma=f.gamma, degree=f.degree, coef0=f.coef0, nu=f.nu)
+        return dict(self.features.fmap.params)
 
     def checkpoint(self, n_new):
         return (self.exact, None if self.exact is None else self.exact.checkpoint(n_new),
@@ -511,9 +508,7 @@ class NystroemPAModel:
     def _switch(self):
         """From the D centres of the exact phase to Nystroem features on them (same f)."""
         e = self.exact.expansion
-        p = e.kernel_params
-        fmap = NystroemFeatures(e.centers_, p["kernel"], p["gamma"], p["degree"], p["coef0"],
-                                nu=p["nu"])
+        fmap = NystroemFeatures(e.centers_, e.kernel_params)
         features = FeaturePAModel(fmap)
         coef = e.coef_
         if coef.ndim == 2:      # k classes: W (k, D), sq_norm 2 ||W||^2 (docs/multiclass-pa.md)

@@ -296,8 +296,7 @@ class DifferencePairModel:
             p = g.kernel_params
             history.s[:m] = g.predict(points)
             history.gram[:m, :m] = kernel_matrix(      # the loops' kernel rows, exact far out
-                np.ascontiguousarray(points), np.ascontiguousarray(points), p["kernel"],
-                p["gamma"], p["degree"], p["coef0"], p["nu"])
+                np.ascontiguousarray(points), np.ascontiguousarray(points), p)
         new = type(self).__new__(type(self))
         new.g, new.history = g, history
         return new

@@ -105,6 +105,14 @@ def validate_params(estimator):
         raise InvalidParameterError(
             f"The {param!r} parameter of {name} must be {allowed}. Got {value!r} instead"
             f"{_why(value, constraints)}.")
+    if params.get("kernel_params") is not None and "kernel" in params:
+        from okl.kernels import NAMED_KERNEL_PARAMS, check_kernel_params
+        try:        # the kernel's row: names it reads and no other parameter sets, valid values
+            check_kernel_params(params["kernel"], params["kernel_params"],
+                                [k for k in NAMED_KERNEL_PARAMS if k in params])
+        except ValueError as exc:
+            raise InvalidParameterError(f"The 'kernel_params' parameter of {name}: {exc}") \
+                from None
 
 
 def _why(value, constraints):
@@ -127,15 +135,16 @@ def _why(value, constraints):
 # -- constraint blocks shared by the estimators (names from the registries) --------------
 
 def kernel_constraints():
-    """kernel, gamma, degree, coef0, nu: the parameters of every kernel in `okl.kernels`."""
-    from okl.kernels import KERNELS, MATERN_NU
+    """kernel, gamma, degree, coef0, nu: the parameters of every kernel in `okl.kernels`;
+    kernel_params: a kernel's other parameters by name (`okl.kernels.check_kernel_params`)."""
+    from okl.kernels import KERNEL_CHECKS, KERNELS
     return {
         "kernel": [Options(*KERNELS)],
         "gamma": [Interval(Real, 0, None, closed="neither"), Options("scale")],
         "degree": [Interval(Integral, 1, None, closed="left")],
         "coef0": [Interval(Real, 0, None, closed="left")],
-        "nu": [Kind(lambda v: isinstance(v, Real) and not isinstance(v, (bool, np.bool_))
-                    and float(v) in MATERN_NU, "one of " + ", ".join(map(str, MATERN_NU)))],
+        "nu": [Kind(*KERNEL_CHECKS["nu"])],
+        "kernel_params": [NONE, Kind(lambda v: isinstance(v, dict), "a dict")],
     }
 
 

@@ -19,7 +19,20 @@ import numpy as np
 from okl._feature_maps import NystroemFeatures
 from okl._numpy.codes import BudgetPolicy
 from okl._params import InvalidParameterError
-from okl.kernels import KERNEL_PARAMS, kernel_code
+from okl.kernels import KERNEL_PARAMS, NAMED_KERNEL_PARAMS, kernel_params_of
+
+# the kernel parameters every file has; later ones (Matern's nu, ...) a file may lack: their
+# default, what the model had before the parameter existed
+FIRST_KERNEL_PARAMS = ("gamma", "degree", "coef0")
+# estimator parameters a file may lack for the same reason
+LATER_PARAMS = ("kernel_params",) + tuple(name for name in NAMED_KERNEL_PARAMS
+                                          if name not in FIRST_KERNEL_PARAMS)
+
+
+def later_kernel_params():
+    """The kernel parameters after the first three (read when a file is checked)."""
+    return tuple(name for name in KERNEL_PARAMS if name not in FIRST_KERNEL_PARAMS)
+
 
 FORMAT = 1
 INT_MAX = 2 ** 62           # counters; array sizes are bounded by the file itself
@@ -57,8 +70,11 @@ def _scalar(value):
     if isinstance(value, np.generic) and value.ndim == 0 and value.dtype.kind in "biuf":
         return value.item()
     if isinstance(value, (list, tuple)) and all(
-            v is None or isinstance(v, (bool, int, float, str)) for v in value):
-        return list(value)
+            v is None or isinstance(v, (bool, int, float, str, dict)) for v in value):
+        return [_scalar(v) for v in value]
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value) and all(
+            v is None or isinstance(v, (bool, int, float, str)) for v in value.values()):
+        return dict(value)                  # kernel_params: numbers by name
     raise TypeError(type(value).__name__)
 
 
@@ -252,17 +268,11 @@ class StateCheck:
         """Check the state of a kernel expansion against the estimator (kernel, budget, d)."""
         name = f"the expansion {key!r}"
         self.keys(state, ("n_features", "budget", "policy", "scale", "n_rescale", "next_slot",
-                           "kernel", "gamma", "degree", "coef0", "centers", "coef", "sqnorms"),
-                  name, optional=("nu",))           # saves before the Matern kernel lack nu
+                           "kernel", *FIRST_KERNEL_PARAMS, "centers", "coef", "sqnorms"),
+                  name, optional=later_kernel_params())
         self.equal(state["n_features"], d, f"{key}.n_features")
-        self.equal(state["kernel"], int(kernel_code(kernel["kernel"])), f"{key}.kernel")
-        for field, default in KERNEL_PARAMS.items():        # every kernel parameter, by name
-            if field == "degree":
-                self.equal(self.int(state["degree"], f"{key}.degree", 1, C_INT_MAX),
-                           int(kernel["degree"]), f"{key}.degree")
-            else:
-                self.equal(self.float(state.get(field, default), f"{key}.{field}"),
-                           float(kernel.get(field, default)), f"{key}.{field}")
+        self.equal(state["kernel"], kernel["kernel"], f"{key}.kernel")
+        self.kernel_fields(state, key, kernel)
         self.equal(self.int(state["budget"], f"{key}.budget", 0, C_INT_MAX), budget,
                     f"{key}.budget")
         self.equal(self.int(state["policy"], f"{key}.policy", 0, max(map(int, BudgetPolicy))),
@@ -288,23 +298,34 @@ class StateCheck:
         self.int(state["next_slot"], f"{key}.next_slot", 0, ring - 1)
         return dict(state, centers=centers, coef=coef, sqnorms=sqnorms)
 
+    def kernel_fields(self, state, key, record, prefix=""):
+        """Check every kernel parameter saved in `state` (its names under `prefix`) against
+        the estimator's record (`kernel_params_of`); one the file lacks takes its default.
+        Returns the record's parameters, under `prefix`."""
+        for field, default in KERNEL_PARAMS.items():
+            name = f"{key}.{prefix}{field}"
+            value = state.get(prefix + field, default)
+            value = (self.int(value, name, -C_INT_MAX, C_INT_MAX) if isinstance(default, int)
+                     else self.float(value, name))
+            self.equal(value, record[field], name)
+        return {prefix + field: record[field] for field in KERNEL_PARAMS}
+
     def features(self, state, d, n_support, gamma, n_classes=0):
         """Check the state of a FeatureModel (okl._feature_model) against the estimator;
         `n_classes` k >= 3: its weights are a matrix W (k, D), its exact phase k-valued."""
         k = n_classes if n_classes >= 3 else 0
-        self.keys(state, ("approximation", "n_features", "kernel", "kernel_code", "gamma", "degree",
-                           "coef0", "n_components", "engine", "phase"), "the feature model",
-                   optional=("nu",) + tuple(k for k in state
-                                  if k.startswith(("linear_", "fmap_", "expansion_"))))
+        self.keys(state, ("approximation", "n_features", "kernel", "kernel_code",
+                           *FIRST_KERNEL_PARAMS, "n_components", "engine", "phase"),
+                  "the feature model",
+                  optional=later_kernel_params() + tuple(k for k in state
+                                                       if k.startswith(("linear_", "fmap_",
+                                                                        "expansion_"))))
+        record = self.kernel_of(self.est, gamma)          # gamma: gamma_ when fitted
         self.equal(state["approximation"], self.est.approximation, "_expansion.approximation")
         self.equal(state["n_features"], d, "_expansion.n_features")
         self.equal(state["kernel"], self.est.kernel, "_expansion.kernel")
-        self.equal(state["kernel_code"], int(kernel_code(self.est.kernel)),
-                   "_expansion.kernel_code")
-        self.equal(self.float(state["gamma"], "_expansion.gamma"), float(gamma),
-                    "_expansion.gamma")
-        self.equal(self.float(state.get("nu", 1.5), "_expansion.nu"),
-                   float(getattr(self.est, "nu", 1.5)), "_expansion.nu")
+        self.equal(state["kernel_code"], record["kernel"], "_expansion.kernel_code")
+        self.kernel_fields(state, "_expansion", record)
         D = self.int(state["n_components"], "_expansion.n_components", 1, C_INT_MAX)
         self.equal(D, self.est.n_components, "_expansion.n_components")
         self.engine(state["engine"], "_expansion.engine")
@@ -322,8 +343,7 @@ class StateCheck:
                 rest = self.multi_expansion(rest, "_expansion.expansion", 0, 0, k)
                 self.equal(int(rest["n_features"]), d, "_expansion.expansion.n_features")
             else:
-                rest = self.expansion(rest, "_expansion.expansion", d,
-                                      dict(self.kernel_of(est), gamma=gamma), 0, 0)  # gamma_ fitted
+                rest = self.expansion(rest, "_expansion.expansion", d, record, 0, 0)
             if len(rest["coef"]) != n_support or (n_support >= D and not fourier):
                 self.fail(f"the exact phase holds {len(rest['coef'])} centres; n_support_ = "
                            f"{n_support}, n_components = {D}")
@@ -366,7 +386,9 @@ class StateCheck:
             else ("kind", "kernel", "gamma", "degree", "coef0", "tol", "landmarks")
         check.keys(state, ("linear_raw", "linear_scale", "linear_sq_norm")
                    + tuple("fmap_" + k for k in fmap), "the feature model '_model'",
-                   optional=("fmap_nu",))
+                   optional=tuple("fmap_" + k for k in KERNEL_PARAMS))  # Fourier: no degree
+        gamma = float(self.out.get("gamma_", est.gamma))
+        record = self.kernel_of(est, gamma)
         k = len(self.out["classes_"])          # k >= 3: one row of weights per class
         raw = check.array(state["linear_raw"], "_model.linear_raw",
                           (k, None) if k >= 3 else (None,))
@@ -376,15 +398,13 @@ class StateCheck:
                 check.fail("_model.linear_scale times _model.linear_raw is not finite")
         sq_norm = check.float(state["linear_sq_norm"], "_model.linear_sq_norm", 0.0)
         check.equal(state["fmap_kind"], est.approximation, "_model.fmap_kind")
-        check.equal(state["fmap_kernel"], int(kernel_code(est.kernel)), "_model.fmap_kernel")
-        gamma = float(self.out.get("gamma_", est.gamma))
-        check.equal(check.float(state["fmap_gamma"], "_model.fmap_gamma"), gamma,
-                    "_model.fmap_gamma")
-        nu = float(getattr(est, "nu", 1.5))
-        check.equal(check.float(state.get("fmap_nu", 1.5), "_model.fmap_nu"), nu, "_model.fmap_nu")
+        check.equal(state["fmap_kernel"], record["kernel"], "_model.fmap_kernel")
+        if fourier:             # random features read no degree nor coef0: a file may lack them
+            state = dict(state, fmap_degree=state.get("fmap_degree", record["degree"]),
+                         fmap_coef0=state.get("fmap_coef0", record["coef0"]))
         out = dict(linear_raw=raw, linear_scale=scale, linear_sq_norm=sq_norm,
-                   fmap_kind=est.approximation, fmap_kernel=int(kernel_code(est.kernel)),
-                   fmap_gamma=gamma, fmap_nu=nu)
+                   fmap_kind=est.approximation, fmap_kernel=record["kernel"],
+                   **check.kernel_fields(state, "_model", record, "fmap_"))
         if fourier:
             check.equal(state["fmap_n_components"], D, "_model.fmap_n_components")
             check.equal(state["fmap_n_features"], d, "_model.fmap_n_features")
@@ -392,16 +412,11 @@ class StateCheck:
             return dict(out, fmap_n_components=D, fmap_n_features=d,
                         fmap_W=check.array(state["fmap_W"], "_model.fmap_W", (d, D)),
                         fmap_b=check.array(state["fmap_b"], "_model.fmap_b", (D,)))
-        check.equal(check.int(state["fmap_degree"], "_model.fmap_degree", 1, C_INT_MAX),
-                    int(est.degree), "_model.fmap_degree")
-        check.equal(check.float(state["fmap_coef0"], "_model.fmap_coef0"), float(est.coef0),
-                    "_model.fmap_coef0")
         tol = check.float(state["fmap_tol"], "_model.fmap_tol", 0.0, 1.0)
         landmarks = check.array(state["fmap_landmarks"], "_model.fmap_landmarks", (D, d))
         try:                    # the map itself: K_LL's eigendecomposition, r <= D components
             with np.errstate(all="ignore"):
-                built = NystroemFeatures(landmarks, est.kernel, gamma, est.degree,
-                                         est.coef0, tol, nu)
+                built = NystroemFeatures(landmarks, record, tol=tol)
         except (ValueError, ArithmeticError, np.linalg.LinAlgError):
             check.fail("the Nystroem landmarks give no valid feature map")
         if not np.all(np.isfinite(built.components)):
@@ -409,8 +424,7 @@ class StateCheck:
         if raw.shape[-1] != built.n_components:
             check.fail(f"_model.linear_raw has {raw.shape[-1]} weights for {built.n_components} "
                        "Nystroem features")
-        return dict(out, fmap_degree=int(est.degree), fmap_coef0=float(est.coef0),
-                    fmap_tol=tol, fmap_landmarks=landmarks)
+        return dict(out, fmap_tol=tol, fmap_landmarks=landmarks)
 
     def history(self, state, d, kind, buffer, t, n_centres):
         """Check the stored points of a PairwiseLearner's model against its counters."""
@@ -459,12 +473,13 @@ class StateCheck:
 
     def fitted_expansion(self, state, key, budget, policy):
         """`expansion` against the estimator's kernel (gamma='scale': its fitted gamma_)."""
-        params = self.kernel_of(self.est)
-        if isinstance(params["gamma"], str):
+        gamma = self.est.gamma
+        if isinstance(gamma, str):
             if "gamma_" not in self.out:
                 self.fail("gamma='scale' needs the fitted gamma_")
-            params["gamma"] = self.out["gamma_"]
-        return self.expansion(state, key, self.out["n_features_in_"], params, budget, policy)
+            gamma = self.out["gamma_"]
+        return self.expansion(state, key, self.out["n_features_in_"],
+                              self.kernel_of(self.est, gamma), budget, policy)
 
     def multi_expansion(self, state, key, budget, policy, k):
         """`fitted_expansion` for a multi-output expansion of k classes (docs/multiclass.md)."""
@@ -483,11 +498,13 @@ class StateCheck:
                 self.fail(f"{key}.scale times {key}.coef is not finite")
         return dict(out, coef=coef, n_classes=k, n_merges=merges)
 
-    @staticmethod
-    def kernel_of(est):
-        """The estimator's kernel and its parameters (those it has; `KERNEL_PARAMS`), by name."""
-        return dict({name: getattr(est, name) for name in KERNEL_PARAMS if hasattr(est, name)},
-                    kernel=est.kernel)
+    def kernel_of(self, est, gamma):
+        """The kernel's record the estimator's parameters give (`kernel_params_of`), with
+        `gamma` (gamma_ when gamma="scale" set it)."""
+        try:
+            return kernel_params_of(est, gamma=gamma)
+        except (ValueError, TypeError) as exc:
+            self.fail(f"its kernel parameters are invalid: {exc}")
 
     def fitted_gamma(self, needed=True):
         """gamma_, stored exactly when gamma="scale" set it (`needed`: the kernel uses gamma)."""
@@ -550,7 +567,11 @@ def load(path: Any) -> Any:
         if key in params:
             check.fail(f"the parameter {key!r} is stored twice")
         params[key] = value
-    check.keys(params, cls().get_params(deep=False), f"the parameters of {name}")
+    defaults = cls().get_params(deep=False)
+    for key in LATER_PARAMS:            # a file saved before the parameter existed: its default
+        if key in defaults and key not in params:
+            params[key] = defaults[key]
+    check.keys(params, defaults, f"the parameters of {name}")
     for key, value in params.items():
         if isinstance(value, list) and value and all(     # a list of labels, e.g. classes=[0, 1]
                 isinstance(v, (int, float, str)) and not isinstance(v, bool) for v in value):
@@ -560,6 +581,9 @@ def load(path: Any) -> Any:
         if isinstance(value, np.ndarray) and (value.dtype.kind not in "iufU" or (  # U: labels
                 value.dtype.kind == "f" and not np.all(np.isfinite(value)))):
             check.fail(f"the parameter {key!r} is not an array of finite numbers")
+        if isinstance(value, dict) and key == "kernel_params" and all(   # numbers by name
+                isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()):
+            continue
         if isinstance(value, (list, dict)):
             check.fail(f"the parameter {key!r} is a {type(value).__name__}")
     estimator = cls(**params)

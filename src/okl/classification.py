@@ -97,6 +97,7 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
     {degree}
     {coef0}
     {nu}
+    {kernel_params}
     loss : {"hinge", "squared_hinge", "logistic", "least_squares", "exponential"}, default="hinge"
         Margin loss phi(m) of m = y f(x), with left derivatives; see `okl.losses`.
         With more than two classes "hinge" (Crammer-Singer) or "logistic"
@@ -203,14 +204,16 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
     expected_failed_checks = ONLINE_WEIGHT_CHECKS
 
     def __init__(self, kernel="gaussian", gamma="scale", degree=3, coef0=0.0, nu=1.5,
-                 loss="hinge", lam=1e-3, eta="auto", eta_decay=0.5, budget="auto",
-                 budget_policy="auto", approximation=None, n_components=100, random_state=None,
-                 fit_intercept="prior", classes=None, verbose=False, engine="cython"):
+                 kernel_params=None, loss="hinge", lam=1e-3, eta="auto", eta_decay=0.5,
+                 budget="auto", budget_policy="auto", approximation=None, n_components=100,
+                 random_state=None, fit_intercept="prior", classes=None, verbose=False,
+                 engine="cython"):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
         self.nu = nu
+        self.kernel_params = kernel_params
         self.loss = loss
         self.lam = lam
         self.eta = eta
@@ -457,6 +460,7 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
     {degree}
     {coef0}
     {nu}
+    {kernel_params}
     loss : {"hinge", "squared_hinge", "logistic", "least_squares", "exponential"}, default="hinge"
         Margin loss phi(m) of m = y f(x), with left derivatives (the paper's
         hinge-loss example is Corollary 3).
@@ -546,8 +550,8 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
     }
 
     def __init__(self, centers=None, n_centers=500, kernel="gaussian", gamma="scale", degree=3,
-                 coef0=0.0, nu=1.5, loss="hinge", lam=1e-3, eta="auto", eta_decay=0.75,
-                 classes=None, verbose=False, engine="cython"):
+                 coef0=0.0, nu=1.5, kernel_params=None, loss="hinge", lam=1e-3, eta="auto",
+                 eta_decay=0.75, classes=None, verbose=False, engine="cython"):
         self.centers = centers
         self.n_centers = n_centers
         self.kernel = kernel
@@ -555,6 +559,7 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
         self.degree = degree
         self.coef0 = coef0
         self.nu = nu
+        self.kernel_params = kernel_params
         self.loss = loss
         self.lam = lam
         self.eta = eta
@@ -731,9 +736,8 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
             return super()._decision(X)
         X = check_X(self, X, reset=False)
         e = self._engine_expansion()
-        p = e.kernel_params
         centers = e.centers_
-        K = kernel_matrix(p["kernel"], p["gamma"], p["degree"], p["coef0"], X, centers)
+        K = kernel_matrix(e.kernel_params, X, centers)
         return K @ self._coef_matrix[:len(centers)]
 
     def _check_state(self, check):

@@ -23,7 +23,7 @@ from okl._params import (
     validate_params,
 )
 from okl._persist import loadable, prefixed, substate
-from okl.kernels import kernel_code, kernel_diag, kernel_row
+from okl.kernels import kernel_diagonal, kernel_params, kernel_params_of, kernel_row
 from okl.losses import PAIRWISE_LOSSES, loss_spec, pairwise_growth
 from okl.schedules import step_numbers, step_sizes
 
@@ -36,7 +36,8 @@ RANDOM_STATE = Kind(lambda v: isinstance(v, (Integral, np.random.RandomState)),
 
 # ---- the schedule of Theorem 2.3 -------------------------------------------------------------
 
-def pair_kernel_kappa(X, pair_kernel, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0):
+def pair_kernel_kappa(X, pair_kernel, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0,
+                      **params):
     """kappa = max(1, sup sqrt(K((x, x'), (x, x')))) over the pairs of rows of X (eq. (2.4)).
 
     An O(n d) upper bound of the sup, so eta_1 from eq. (2.6) stays admissible:
@@ -44,16 +45,23 @@ def pair_kernel_kappa(X, pair_kernel, kernel="gaussian", gamma=1.0, degree=3, co
     square for the metric kernel, whose K is ||x - x'||^4); for the difference
     kernel ``k(x,x) - 2 k(x,x') + k(x',x')`` is at most 2 for the Gaussian and
     Laplacian kernels, ``||x - x'||^2`` for the linear one and
-    ``4 max_i k(x_i, x_i)`` for the polynomial one.
+    ``4 max_i k(x_i, x_i)`` for the polynomial one.  `kernel` is a name, or the
+    kernel's record (`okl.kernels.kernel_params`, which carries every parameter);
+    `params`: the kernel's other parameters by name.
     """
     X = np.asarray(X, dtype=np.float64)
+    record = kernel if isinstance(kernel, dict) else None
+    if record:
+        kernel = kernel_row(record["kernel"]).name
     if pair_kernel != "difference" or kernel == "linear":
         diameter = 2.0 * np.sqrt(np.max(np.sum((X - X.mean(axis=0)) ** 2, axis=1)))
         sup = diameter ** 2 if pair_kernel != "metric" else diameter ** 4
     elif kernel_row(kernel).width:         # K(x, x) = 1
         sup = 2.0
     else:
-        sup = 4.0 * float(np.max(kernel_diag(X, kernel, gamma, degree, coef0)))
+        if record is None:
+            record = kernel_params(kernel, gamma=gamma, degree=degree, coef0=coef0, **params)
+        sup = 4.0 * float(np.max(kernel_diagonal(record, X)))
     return max(1.0, float(np.sqrt(sup)))
 
 
@@ -121,6 +129,7 @@ class PairwiseLearner(OnlineLearner):
         over the events learned so far (scikit-learn's SVC rule): the width follows
         the first 100 events, then stays (docs/defaults.md, section 2); kept in `gamma_`.
     {nu}
+    {kernel_params}
     eta : float > 0 or "auto", default="auto"
         eta_1 of the step ``eta_t = eta_1 (t-1)^-theta`` (t = 1 is the first
         sample; the paper's ``eta_{t+1} = eta_1 t^-theta``).  "auto" is the
@@ -219,9 +228,9 @@ class PairwiseLearner(OnlineLearner):
     _running_moments = True
 
     def __init__(self, reducer="sign", loss="hinge", p=2.0, pair_kernel="linear",
-                 kernel="gaussian", gamma="scale", degree=3, coef0=0.0, nu=1.5, eta="auto",
-                 theta=None,
-                 buffer=None, random_state=None, verbose=False, engine="cython"):
+                 kernel="gaussian", gamma="scale", degree=3, coef0=0.0, nu=1.5, kernel_params=None,
+                 eta="auto", theta=None, buffer=None, random_state=None, verbose=False,
+                 engine="cython"):
         self.reducer = reducer
         self.loss = loss
         self.p = p
@@ -231,6 +240,7 @@ class PairwiseLearner(OnlineLearner):
         self.degree = degree
         self.coef0 = coef0
         self.nu = nu
+        self.kernel_params = kernel_params
         self.eta = eta
         self.theta = theta
         self.buffer = buffer
@@ -256,10 +266,13 @@ class PairwiseLearner(OnlineLearner):
         check.row_keys()
         check.fitted_gamma(needed=self.pair_kernel == "difference")
         check_width_moments(check, self.gamma if self.pair_kernel == "difference" else 0.0)
-        if not (isinstance(attrs["_params"], list)
-                and attrs["_params"] == self._frozen_params()):
+        stored = attrs["_params"]
+        if isinstance(stored, list) and len(stored) == len(self._FROZEN) - 1:
+            i = self._FROZEN.index("kernel_params")     # a file saved before kernel_params
+            stored = stored[:i] + [None] + stored[i:]
+        if not (isinstance(stored, list) and stored == self._frozen_params()):
             check.fail("_params (the parameters of the first call) differ from the parameters")
-        out["_params"] = list(attrs["_params"])
+        out["_params"] = list(stored)
         check.floats("theta_", lo=0.0)
         check.floats("kappa_", lo=1.0)
         check.floats("eta1_", lo=0.0, open_lo=True)
@@ -326,7 +339,7 @@ class PairwiseLearner(OnlineLearner):
 
     # what the first call fixes (engine may change; random_state is spent on the seed)
     _FROZEN = ("reducer", "loss", "p", "pair_kernel", "kernel", "gamma", "degree", "coef0", "nu",
-               "eta", "theta", "buffer")
+               "kernel_params", "eta", "theta", "buffer")
 
     def _frozen_params(self):
         return [getattr(self, name) for name in self._FROZEN]
@@ -363,8 +376,9 @@ class PairwiseLearner(OnlineLearner):
         else:
             self.__dict__.pop("gamma_", None)
         gamma = self.__dict__.get("gamma_", self.gamma)
-        self.kappa_ = pair_kernel_kappa(X, self.pair_kernel, self.kernel, gamma,
-                                        self.degree, self.coef0)
+        # the kernel's record: the difference pair kernel's g (gamma a number there)
+        record = kernel_params_of(self, gamma=gamma) if self.pair_kernel == "difference" else None
+        self.kappa_ = pair_kernel_kappa(X, self.pair_kernel, record or self.kernel)
         self.eta1_ = (lin_eta1(self.theta_, q, c_q, v0, self.kappa_) if self.eta == "auto"
                       else float(self.eta))
         self._seed = (int(check_random_state(self.random_state).randint(2 ** 31 - 1))
@@ -377,9 +391,8 @@ class PairwiseLearner(OnlineLearner):
         elif self.pair_kernel == "metric":
             self._model = MetricPairModel(d, self.buffer)
         else:
-            self._model = DifferencePairModel(ENGINES[self.engine].expansion(
-                d, int(kernel_code(self.kernel)), float(gamma), int(self.degree),
-                float(self.coef0), nu=float(self.nu)), self.buffer)
+            self._model = DifferencePairModel(ENGINES[self.engine].expansion(d, record),
+                                              self.buffer)
 
     def _targets(self, y, classes, first):
         """y as float64: real targets, or class codes (index in classes_) for "dissimilar"."""

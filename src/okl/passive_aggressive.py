@@ -9,7 +9,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from okl import _locks, _warnings
 from okl._base import Diverged, OnlineLearner, check_X, params_changed
-from okl._kernel_learners import KernelModelMixin, expansion_fitted_with
+from okl._kernel_learners import KernelModelMixin, expansion_fitted_with, fitted_params
 from okl._sparse import check_csr
 from okl._feature_maps import RandomFourierFeatures
 from okl._pa_models import (
@@ -129,6 +129,7 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
     coef0 : float >= 0, default=0.0
         Constant of the polynomial kernel; 0 for "linear" (no intercept).
     {nu}
+    {kernel_params}
     budget : int or None, default=None
         Maximum number of support vectors of a kernel model.  None is unbounded.
     budget_policy : {"auto", "merge", "oldest", "smallest"}, default="auto"
@@ -221,9 +222,9 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
 
     def __init__(self, regularization="none", variant="PA", C=1.0, alpha=0.1, beta=1.0,
                  update="margin", truncate_sigma=0.0, kernel="linear", gamma="scale", degree=3,
-                 coef0=0.0, nu=1.5, budget=None, budget_policy="auto", approximation=None,
-                 n_components=100, random_state=None, classes=None, verbose=False,
-                 engine="cython"):
+                 coef0=0.0, nu=1.5, kernel_params=None, budget=None, budget_policy="auto",
+                 approximation=None, n_components=100, random_state=None, classes=None,
+                 verbose=False, engine="cython"):
         self.regularization = regularization
         self.variant = variant
         self.C = C
@@ -236,6 +237,7 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
         self.degree = degree
         self.coef0 = coef0
         self.nu = nu
+        self.kernel_params = kernel_params
         self.budget = budget
         self.classes = classes
         self.budget_policy = budget_policy
@@ -299,8 +301,8 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
         if self.kernel == "linear":
             self._model = LinearPAModel(X.shape[1])
         elif self.approximation == "fourier":
-            fmap = RandomFourierFeatures(self.kernel, self._kernel_gamma(), self.n_components,
-                                         self.random_state, self.nu).fit(X.shape[1])
+            fmap = RandomFourierFeatures(self._kernel_params(), n_components=self.n_components,
+                                         random_state=self.random_state).fit(X.shape[1])
             if "_width_moments" in self.__dict__:       # the exact PA until the warm-up ends
                 self._model = WarmFourierPAModel(
                     KernelPAModel(self._new_expansion(X.shape[1])), fmap)
@@ -417,16 +419,16 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
         if isinstance(self._model, (LinearPAModel, LinearMultiPAModel)):
             return [("kernel", "linear")]
         if isinstance(self._model, (FeaturePAModel, WarmFourierPAModel)):
-            fmap = self._model.fmap
-            return [("approximation", "fourier"), ("gamma", float(fmap.gamma)),
-                    ("nu", fmap.nu), ("n_components", fmap.n_components)]
+            fmap = self._model.fmap      # random features: degree and coef0 play no part
+            return [("approximation", "fourier"),
+                    *[(name, value) for name, value in fitted_params(self, fmap.params)
+                      if name not in ("degree", "coef0")],
+                    ("n_components", fmap.n_components)]
         if isinstance(self._model, NystroemPAModel):
             names = {int(row.code): name for name, row in KERNELS.items()}
             p = self._model.kernel_params
             return [("approximation", "nystroem"), ("kernel", names[int(p["kernel"])]),
-                    ("gamma", float(p["gamma"])), ("degree", int(p["degree"])),
-                    ("coef0", float(p["coef0"])), ("nu", p["nu"]),
-                    ("n_components", self._model.n_components)]
+                    *fitted_params(self, p), ("n_components", self._model.n_components)]
         return expansion_fitted_with(self, self._model.expansion)
 
     def _check_size(self):

@@ -46,6 +46,7 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
         Constant added to <x, u> (linear, polynomial); >= 0 keeps K positive
         semi-definite.  ``kernel="linear", coef0=1`` is Adaline (Smale-Yao 6.1).
     {nu}
+    {kernel_params}
     loss : {"squared", "absolute", "epsilon_insensitive", "pinball", "huber"}, default="squared"
         Residual loss of u = f(x) - y; squared is u^2/2.  See `okl.losses`.
     quantile : float in (0, 1), default=0.5
@@ -148,15 +149,16 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
     expected_failed_checks = ONLINE_WEIGHT_CHECKS
 
     def __init__(self, kernel="gaussian", gamma="scale", degree=3, coef0=0.0, nu=1.5,
-                 loss="squared", quantile=0.5, epsilon=0.0, lam=1e-3, lam_decay=0.0, eta="scaled",
-                 eta_decay=0.6, budget="auto", budget_policy="auto", approximation=None,
-                 n_components=100, random_state=None, fit_intercept=True, verbose=False,
-                 engine="cython"):
+                 kernel_params=None, loss="squared", quantile=0.5, epsilon=0.0, lam=1e-3,
+                 lam_decay=0.0, eta="scaled", eta_decay=0.6, budget="auto", budget_policy="auto",
+                 approximation=None, n_components=100, random_state=None, fit_intercept=True,
+                 verbose=False, engine="cython"):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
         self.nu = nu
+        self.kernel_params = kernel_params
         self.loss = loss
         self.quantile = quantile
         self.epsilon = epsilon

@@ -8,10 +8,13 @@ the budget policy alone decides which centre leaves.
 """
 import numpy as np
 
+from okl._numpy.kernels import kernel_record
+
 from libc.math cimport fabs, isfinite
 from libc.string cimport memcpy
 
-from okl._core._kernels cimport KernelSpec, Kernel, cdot, ckernel, ckernel_row_norms, cself
+from okl._core._kernels cimport (
+    KernelSpec, Kernel, cdot, ckernel, ckernel_row_norms, cself, kernel_spec, spec_params)
 from okl._core._lazy cimport RENORMALISED, ZEROED, cshrink_lazy
 from okl._core._merge cimport cmerge_find, cmerge_point
 
@@ -22,10 +25,9 @@ cdef class KernelExpansion:
     Parameters
     ----------
     n_features : int
-    kernel : int
-        A `Kernel` code.
-    gamma, degree, coef0, nu : float
-        Kernel parameters (see `okl.kernels`).
+    kernel : dict
+        The kernel's record, `okl.kernels.kernel_params` (its code and every
+        parameter by name); kept as one `KernelSpec`.
     budget : int
         Maximum number of centres, 0 for no limit.
     policy : int
@@ -33,20 +35,19 @@ cdef class KernelExpansion:
         the budget.
     """
 
-    def __init__(self, Py_ssize_t n_features, int kernel, double gamma=1.0,
-                 int degree=3, double coef0=0.0, Py_ssize_t budget=0,
-                 int policy=OLDEST, double nu=1.5):
+    def __init__(self, Py_ssize_t n_features, kernel, Py_ssize_t budget=0, int policy=OLDEST):
+        cdef KernelSpec spec = kernel_spec(kernel)
         if n_features < 1:
             raise ValueError(f"n_features must be >= 1, got {n_features}.")
         if budget < 0:
             raise ValueError(f"budget must be >= 0 (0 = unbounded), got {budget}.")
         if policy not in (OLDEST, SMALLEST, MERGE):
             raise ValueError(f"Unknown budget policy code {policy}.")
-        if policy == MERGE and kernel != Kernel.GAUSSIAN:
+        if policy == MERGE and spec.kind != Kernel.GAUSSIAN:
             raise ValueError("The merge budget policy needs the 'gaussian' kernel; use "
                              "budget_policy='oldest' or 'smallest' with this kernel.")
         self.n_features = n_features
-        self.kernel = KernelSpec(<Kernel>kernel, gamma, coef0, degree, nu)
+        self.kernel = spec
         self.budget = budget
         self.policy = policy
         self.scale = 1.0
@@ -327,8 +328,8 @@ cdef class KernelExpansion:
 
     @property
     def kernel_params(self):
-        return dict(kernel=int(self.kernel.kind), gamma=self.kernel.gamma,
-                    degree=int(self.kernel.degree), coef0=self.kernel.coef0, nu=self.kernel.nu)
+        """The kernel's record (`okl.kernels.kernel_params`), a new dict."""
+        return spec_params(self.kernel)
 
     # -- undo for atomic chunks ----------------------------------------------------
 
@@ -396,9 +397,9 @@ cdef class KernelExpansion:
 
     @classmethod
     def from_state(cls, state):
-        cdef KernelExpansion self = cls(
-            state["n_features"], state["kernel"], state["gamma"], state["degree"],
-            state["coef0"], state["budget"], state["policy"], state.get("nu", 1.5))
+        # a state saved before a kernel parameter existed: its default
+        cdef KernelExpansion self = cls(state["n_features"], kernel_record(state, complete=True),
+                                        state["budget"], state["policy"])
         n = len(state["coef"])
         self.reserve(n)
         self._centers[:n] = state["centers"]

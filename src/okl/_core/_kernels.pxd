@@ -26,11 +26,31 @@ cpdef enum Kernel:
 
 
 cdef struct KernelSpec:
-    Kernel kind
+    # the kernel's code and every kernel parameter, by the names of okl.kernels.KERNEL_PARAMS
+    int kind           # a Kernel code (an int: the record's "kernel" converts both ways)
     double gamma
     double coef0
     int degree
     double nu          # Matern's smoothness: 0.5, 1.5 or 2.5
+
+
+cdef inline KernelSpec kernel_spec(object params) except *:
+    """The `KernelSpec` of a kernel-parameters record (the dict of `okl.kernels.kernel_params`:
+    the code "kernel" and every parameter by name): the one place a spec is built.
+
+    Fields are taken by name (Cython's dict-to-struct conversion), so a new field needs no
+    change here or in any caller; a record without it raises.
+    """
+    fields = dict(params)
+    fields["kind"] = fields.pop("kernel")
+    return fields
+
+
+cdef inline dict spec_params(KernelSpec spec):
+    """The record of a `KernelSpec` (the inverse of `kernel_spec`): what get_state saves."""
+    cdef dict fields = spec
+    fields["kernel"] = int(fields.pop("kind"))
+    return fields
 
 
 cdef inline double cpowi(double base, int n) noexcept nogil:

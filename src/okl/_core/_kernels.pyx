@@ -6,11 +6,11 @@ CANCEL_TAU = OKL_CANCEL_TAU
 EXPAND_MIN_D = OKL_EXPAND_MIN_D
 
 
-def kernel_matrix(const double[:, ::1] X, const double[:, ::1] U, int kind,
-                  double gamma, int degree, double coef0, double nu=1.5):
-    """Gram matrix K(X_i, U_j) as a new (n, m) float64 array."""
+def kernel_matrix(const double[:, ::1] X, const double[:, ::1] U, params):
+    """Gram matrix K(X_i, U_j) as a new (n, m) float64 array; `params` the kernel's record
+    (`okl.kernels.kernel_params`)."""
     cdef Py_ssize_t n = X.shape[0], m = U.shape[0], d = X.shape[1], i
-    cdef KernelSpec spec = KernelSpec(<Kernel>kind, gamma, coef0, degree, nu)
+    cdef KernelSpec spec = kernel_spec(params)
     out_arr = np.empty((n, m), dtype=np.float64)
     cdef double[:, ::1] out = out_arr
     if n == 0 or m == 0:

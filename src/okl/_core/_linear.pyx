@@ -19,7 +19,8 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.math cimport isfinite, sqrt
 
 from okl._core._kernels cimport (
-    GAUSSIAN, LINEAR, POLYNOMIAL, Kernel, KernelSpec, cdot, ckernel_row, cpowi, okl_exp_scaled,
+    GAUSSIAN, LINEAR, POLYNOMIAL, Kernel, KernelSpec, cdot, ckernel_row, cpowi, kernel_spec,
+    okl_exp_scaled,
 )
 from okl._core._lazy cimport RENORMALISED, cshrink_lazy
 
@@ -149,19 +150,19 @@ cdef class FeatureRow:
     kernel row of x against the B landmarks (from x L^T, as the chunks compute it, for
     the Gaussian, linear and polynomial kernels) times C (B, r), both products in
     blocks of columns (`_rowmat.h`); it may differ from the chunks' BLAS products in
-    the last bits.  `kernel` is the learner's `KernelSpec` (a dict: kind, gamma, coef0,
-    degree, nu).
+    the last bits.  `kernel` is the learner's kernel record (`okl.kernels.kernel_params`),
+    kept as a `KernelSpec`.
     """
 
     def __dealloc__(self):
         PyMem_Free(self.kbuf)
 
     @staticmethod
-    def fourier(const double[:, ::1] W, const double[::1] b, KernelSpec kernel):
+    def fourier(const double[:, ::1] W, const double[::1] b, kernel):
         cdef FeatureRow self = FeatureRow.__new__(FeatureRow)
         if b.shape[0] != W.shape[1]:
             raise ValueError("FeatureRow.fourier: W (d, D) and b (D,) disagree.")
-        self.kind, self.kernel = 0, kernel
+        self.kind, self.kernel = 0, kernel_spec(kernel)
         self.n_features, self.n_components, self.n_landmarks = W.shape[0], W.shape[1], 0
         self.keep = (W, b)
         self.W, self.b = &W[0, 0], &b[0]
@@ -170,12 +171,12 @@ cdef class FeatureRow:
 
     @staticmethod
     def nystroem(const double[:, ::1] landmarks, const double[:, ::1] components,
-                 KernelSpec kernel):
+                 kernel):
         cdef FeatureRow self = FeatureRow.__new__(FeatureRow)
         if components.shape[0] != landmarks.shape[0]:
             raise ValueError("FeatureRow.nystroem: landmarks (B, d) and components (B, r) "
                              "disagree.")
-        self.kind, self.kernel = 1, kernel
+        self.kind, self.kernel = 1, kernel_spec(kernel)
         self.n_features, self.n_landmarks = landmarks.shape[1], landmarks.shape[0]
         self.n_components = components.shape[1]
         # the Gaussian, linear and polynomial rows from x L^T in blocks of columns (as the
@@ -198,7 +199,7 @@ cdef class FeatureRow:
             return
         cdef Py_ssize_t i, B = self.n_landmarks
         cdef double xx, v
-        cdef Kernel kind = self.kernel.kind
+        cdef Kernel kind = <Kernel>self.kernel.kind
         if kind == GAUSSIAN or kind == LINEAR or kind == POLYNOMIAL:
             okl_row_times(self.n_features, B, x, self.lt, self.kbuf)
             if kind == GAUSSIAN:

@@ -9,12 +9,15 @@ twin is okl/_numpy/multiexpansion.py.
 """
 import numpy as np
 
+from okl._numpy.kernels import kernel_record
+
 from libc.math cimport INFINITY, exp, isfinite, sqrt
 from libc.string cimport memcpy, memset
 
 from okl._core._expansion cimport MERGE, NEWCOMER, NO_EVICTION, OLDEST, SMALLEST
 from okl._core._kernels cimport (
-    Kernel, KernelSpec, cdot, ckernel, ckernel_row, ckernel_row_norms, cself, okl_dots, okl_sqdists,
+    Kernel, KernelSpec, cdot, ckernel, ckernel_row, ckernel_row_norms, cself, kernel_spec,
+    okl_dots, okl_sqdists, spec_params,
 )
 from okl._core._lazy cimport RENORMALISED, cshrink_lazy
 
@@ -207,10 +210,9 @@ cdef class MultiExpansion:
     Parameters
     ----------
     n_features, n_classes : int
-    kernel : int
-        A `Kernel` code.
-    gamma, degree, coef0 : float
-        Kernel parameters (see `okl.kernels`).
+    kernel : dict
+        The kernel's record, `okl.kernels.kernel_params` (its code and every
+        parameter by name); kept as one `KernelSpec`.
     budget : int
         Maximum number of centres, 0 for no limit.
     policy : int
@@ -221,9 +223,9 @@ cdef class MultiExpansion:
     docs/multiclass.md, sections 2 and 5.
     """
 
-    def __init__(self, Py_ssize_t n_features, Py_ssize_t n_classes, int kernel,
-                 double gamma=1.0, int degree=3, double coef0=0.0, Py_ssize_t budget=0,
-                 int policy=OLDEST, double nu=1.5):
+    def __init__(self, Py_ssize_t n_features, Py_ssize_t n_classes, kernel, Py_ssize_t budget=0,
+                 int policy=OLDEST):
+        cdef KernelSpec spec = kernel_spec(kernel)
         if n_features < 1 or n_classes < 1:
             raise ValueError(f"n_features and n_classes must be >= 1, got {n_features}, "
                              f"{n_classes}.")
@@ -231,11 +233,11 @@ cdef class MultiExpansion:
             raise ValueError(f"budget must be >= 0 (0 = unbounded), got {budget}.")
         if policy not in (OLDEST, SMALLEST, MERGE):
             raise ValueError(f"Unknown budget policy code {policy}.")
-        if policy == MERGE and kernel != Kernel.GAUSSIAN:
+        if policy == MERGE and spec.kind != Kernel.GAUSSIAN:
             raise ValueError("The merge budget policy needs the 'gaussian' kernel; use "
                              "budget_policy='oldest' or 'smallest' with this kernel.")
         self.n_features, self.n_classes = n_features, n_classes
-        self.kernel = KernelSpec(<Kernel>kernel, gamma, coef0, degree, nu)
+        self.kernel = spec
         self.budget, self.policy = budget, policy
         self.scale = 1.0
         self.n_support = self.n_rescale = self.next_slot = self.n_merges = 0
@@ -519,8 +521,8 @@ cdef class MultiExpansion:
 
     @property
     def kernel_params(self):
-        return dict(kernel=int(self.kernel.kind), gamma=self.kernel.gamma,
-                    degree=int(self.kernel.degree), coef0=self.kernel.coef0, nu=self.kernel.nu)
+        """The kernel's record (`okl.kernels.kernel_params`), a new dict."""
+        return spec_params(self.kernel)
 
     # -- undo, state --------------------------------------------------------------------------
 
@@ -551,10 +553,9 @@ cdef class MultiExpansion:
 
     @classmethod
     def from_state(cls, state):
-        cdef MultiExpansion self = cls(
-            state["n_features"], state["n_classes"], state["kernel"], state["gamma"],
-            state["degree"], state["coef0"], state["budget"], state["policy"],
-            state.get("nu", 1.5))
+        cdef MultiExpansion self = cls(state["n_features"], state["n_classes"],
+                                       kernel_record(state, complete=True), state["budget"],
+                                       state["policy"])
         coef = np.asarray(state["coef"], dtype=np.float64).reshape(-1, state["n_classes"])
         n = len(coef)
         self.reserve(n)
@@ -587,7 +588,9 @@ def multi_merge_find(const double[:, ::1] centers, const double[:, ::1] coef, do
     az = np.zeros(k)
     krow, work, cwork = np.empty(n), np.empty(n), np.empty(n)
     cdef double[::1] az_view = az, krow_view = krow, work_view = work, cwork_view = cwork
-    cdef KernelSpec spec = KernelSpec(Kernel.GAUSSIAN, gamma, 0.0, 3, 1.5)
+    cdef KernelSpec spec
+    memset(&spec, 0, sizeof(KernelSpec))         # the Gaussian reads its width only
+    spec.kind, spec.gamma = Kernel.GAUSSIAN, gamma
     norms = np.array([cdotk(&coef[j, 0], &coef[j, 0], k) for j in range(n)])
     cdef double[::1] norms_view = norms
     m = int(np.argmin(norms))

@@ -7,7 +7,7 @@ the state format are the same, so the two convert into each other.
 import numpy as np
 
 from okl._numpy.codes import BudgetPolicy
-from okl._numpy.kernels import kernel_values
+from okl._numpy.kernels import kernel_record, kernel_values
 from okl._numpy.merge import check_kernel, merge_find
 
 NO_EVICTION, NEWCOMER = -1, -2      # as in _core/_expansion.pxd
@@ -28,14 +28,12 @@ class NumpyExpansion:
     scale = 1.0
     n_rescale = 0
 
-    def __init__(self, n_features, kernel, gamma=1.0, degree=3, coef0=0.0,
-                 budget=0, policy=BudgetPolicy.OLDEST, nu=1.5):
+    def __init__(self, n_features, kernel, budget=0, policy=BudgetPolicy.OLDEST):
         self.n_features = n_features
-        self.kernel_params = dict(kernel=int(kernel), gamma=float(gamma),
-                                  degree=int(degree), coef0=float(coef0), nu=float(nu))
+        self.kernel_params = kernel_record(kernel)          # the kernel's record, by name
         self.budget, self.policy = budget, int(policy)
         if self.policy == BudgetPolicy.MERGE:
-            check_kernel(kernel)
+            check_kernel(self.kernel_params["kernel"])
         self.n_support, self.next_slot, self.n_merges = 0, 0, 0
         self.track_norm, self.norm_change = False, 0.0
         self._centers = np.empty((0, n_features))
@@ -184,8 +182,7 @@ class NumpyExpansion:
     @classmethod
     def from_state(cls, state):
         p = state
-        self = cls(p["n_features"], p["kernel"], p["gamma"], p["degree"], p["coef0"],
-                   p["budget"], p["policy"], p.get("nu", 1.5))
+        self = cls(p["n_features"], kernel_record(p, complete=True), p["budget"], p["policy"])
         self._centers = np.array(p["centers"], dtype=np.float64).reshape(-1, p["n_features"])
         self._coef = p["scale"] * np.asarray(p["coef"], dtype=np.float64)
         self._sqnorms = np.array(p["sqnorms"], dtype=np.float64)

@@ -1,8 +1,34 @@
 """Kernel values between one point and many centres, as `ckernel_row` and `ckernel_row_norms`
-compute them."""
+compute them, and the kernel record they read (the twin of `KernelSpec`, _core/_kernels.pxd)."""
+from enum import IntEnum
+
 import numpy as np
 
-from okl._numpy.codes import Kernel
+
+class Kernel(IntEnum):
+    LINEAR = 0        # <x, u> + coef0
+    POLYNOMIAL = 1    # (gamma <x, u> + coef0) ** degree
+    GAUSSIAN = 2      # exp(-gamma ||x - u||_2^2)
+    LAPLACIAN = 3     # exp(-gamma ||x - u||_1)
+    MATERN = 4        # Matern of smoothness nu and length scale 1 / sqrt(2 gamma)
+
+
+#: every kernel parameter and its default, by name: the fields of `KernelSpec` beside the
+#: code "kernel" (okl.kernels.KERNEL_PARAMS; a parameter's type is its default's)
+PARAMS = dict(gamma=1.0, degree=3, coef0=0.0, nu=1.5)
+
+
+def kernel_record(params, complete=False):
+    """The kernel record of `params` (a record, or a model's state that holds one): the code
+    "kernel" and every parameter of `PARAMS`, typed, as a new dict.
+
+    A parameter missing raises KeyError, as `kernel_spec` does; with `complete` it takes its
+    default (a state saved before the parameter existed).
+    """
+    out = dict(kernel=int(params["kernel"]))
+    for name, default in PARAMS.items():
+        out[name] = type(default)(params.get(name, default) if complete else params[name])
+    return out
 
 # as OKL_CANCEL_TAU and OKL_EXPAND_MIN_D of _core/_simd.h (docs/algorithms.md, section 0.4)
 CANCEL_TAU = 0.25
@@ -47,10 +73,11 @@ def matern(nu, gamma, sq):
 def kernel_values(k, centers, x, sqnorms=None):
     """K(centers[i], x) for every row, with the kernel parameters `k` (a dict, by name).
 
-    `k` holds "kernel" (a code), "gamma", "degree", "coef0" and "nu", as the
-    `KernelSpec` of _core/_kernels.pxd.  Distances are summed directly
-    (`ckernel_row`), or, given the centres' squared norms `sqnorms`, taken by
-    the rule of `sq_distances` (`ckernel_row_norms`).
+    `k` is the kernel record (`kernel_record`): "kernel" (a code) and every
+    parameter of `PARAMS`, as the `KernelSpec` of _core/_kernels.pxd.
+    Distances are summed directly (`ckernel_row`), or, given the centres'
+    squared norms `sqnorms`, taken by the rule of `sq_distances`
+    (`ckernel_row_norms`).
     """
     kernel, gamma = k["kernel"], k["gamma"]
     if kernel == Kernel.GAUSSIAN:

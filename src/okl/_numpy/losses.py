@@ -4,9 +4,23 @@ Residual losses take u = f - y, margin losses m = y f.  Values beyond the
 double range are inf, without a warning.  A loss is the dict of the `LossSpec`
 fields (`okl.losses.loss_spec`), read by name.
 """
+from enum import IntEnum
+
 import numpy as np
 
-from okl._numpy.codes import Loss
+
+class Loss(IntEnum):
+    SQUARED = 0               # residual losses V(u), u = f(x) - y
+    ABSOLUTE = 1
+    EPSILON_INSENSITIVE = 2
+    PINBALL = 3
+    HUBER = 4
+    POWER = 5
+    HINGE = 10                # margin losses phi(m), m = y f(x)
+    SQUARED_HINGE = 11
+    LOGISTIC = 12
+    LEAST_SQUARES = 13
+    EXPONENTIAL = 14
 
 
 def _fields(spec):

@@ -11,7 +11,7 @@ import numpy as np
 
 from okl._numpy.codes import BudgetPolicy, Kernel
 from okl._numpy.expansion import trimmed_state
-from okl._numpy.kernels import kernel_values
+from okl._numpy.kernels import kernel_record, kernel_values
 from okl._numpy.merge import check_kernel
 
 NO_EVICTION, NEWCOMER = -1, -2      # as in _core/_expansion.pxd
@@ -132,14 +132,12 @@ class NumpyMultiExpansion:
     scale = 1.0
     n_rescale = 0
 
-    def __init__(self, n_features, n_classes, kernel, gamma=1.0, degree=3, coef0=0.0,
-                 budget=0, policy=BudgetPolicy.OLDEST, nu=1.5):
+    def __init__(self, n_features, n_classes, kernel, budget=0, policy=BudgetPolicy.OLDEST):
         self.n_features, self.n_classes = n_features, n_classes
-        self.kernel_params = dict(kernel=int(kernel), gamma=float(gamma),
-                                  degree=int(degree), coef0=float(coef0), nu=float(nu))
+        self.kernel_params = kernel_record(kernel)          # the kernel's record, by name
         self.budget, self.policy = budget, int(policy)
         if self.policy == BudgetPolicy.MERGE:
-            check_kernel(kernel)
+            check_kernel(self.kernel_params["kernel"])
         self.n_support, self.next_slot, self.n_merges = 0, 0, 0
         self._centers = np.empty((0, n_features))
         self._coef = np.empty((0, n_classes))
@@ -264,8 +262,8 @@ class NumpyMultiExpansion:
     @classmethod
     def from_state(cls, state):
         p = state
-        self = cls(p["n_features"], p["n_classes"], p["kernel"], p["gamma"], p["degree"],
-                   p["coef0"], p["budget"], p["policy"], p.get("nu", 1.5))
+        self = cls(p["n_features"], p["n_classes"], kernel_record(p, complete=True),
+                   p["budget"], p["policy"])
         self._centers = np.array(p["centers"], dtype=np.float64).reshape(-1, p["n_features"])
         self._coef = p["scale"] * np.asarray(p["coef"], dtype=np.float64).reshape(
             -1, p["n_classes"])
@@ -292,9 +290,7 @@ def from_binary(state, position):
     """
     a = state["scale"] * np.asarray(state["coef"], dtype=np.float64)
     coef = np.insert(np.column_stack([-0.5 * a, 0.5 * a]), position, 0.0, axis=1)
-    out = {key: state[key] for key in ("n_features", "budget", "policy", "next_slot",
-                                       "kernel", "gamma", "degree", "coef0")}
-    out["nu"] = state.get("nu", 1.5)
-    return dict(out, n_classes=3, scale=1.0, n_rescale=0, n_merges=0,
-                centers=np.asarray(state["centers"], dtype=np.float64),
-                coef=coef, sqnorms=np.asarray(state["sqnorms"], dtype=np.float64))
+    out = {key: state[key] for key in ("n_features", "budget", "policy", "next_slot")}
+    return dict(out, **kernel_record(state, complete=True), n_classes=3, scale=1.0, n_rescale=0,
+                n_merges=0, centers=np.asarray(state["centers"], dtype=np.float64), coef=coef,
+                sqnorms=np.asarray(state["sqnorms"], dtype=np.float64))
