@@ -15,6 +15,7 @@ from okl import (
     CoefficientRegularizedClassifier, OnlineKernelClassifier, OnlineKernelRegressor,
     RegularizedPAClassifier,
 )
+from okl.multikernel import MultiKernelClassifier, MultiKernelRegressor
 from okl._one_event import EventAdapter
 
 LEARNERS = {
@@ -34,6 +35,9 @@ LEARNERS = {
                                                   budget_policy="oldest", variant="PA-I"), 2),
     "pa-kernel-k3": (lambda: RegularizedPAClassifier(kernel="gaussian", gamma=0.5, budget=20,
                                                      variant="PA-I"), 3),
+    "multikernel": (lambda: MultiKernelClassifier(budget=20, random_state=0), 2),
+    "multikernel-k3": (lambda: MultiKernelClassifier(budget=20, random_state=0), 3),
+    "multikernel-regressor": (lambda: MultiKernelRegressor(budget=20, random_state=0), 0),
 }
 
 

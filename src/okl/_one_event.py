@@ -7,9 +7,12 @@ outside (the river wrapper and StreamPipeline use it), and
 - An event is a dict of feature name -> value or a 1-D array-like (see
   `okl._rows`: the first call fixes the feature order; a missing key is 0;
   an unknown key raises unless ``unknown_features="ignore"``).
-- The pointwise learners on the cython engine take the compiled one-event
-  step (their `_compiled_events`, `okl._core._pointwise`); the others take
-  one-row `partial_fit` / `predict` calls.  Either way the iterates are those of `partial_fit` on the same rows.
+- The learners on the cython engine take a compiled one-event step (their
+  `_compiled_events`, `okl._core._pointwise.Events`): on the estimator,
+  `learn_one` / `predict_one` are one compiled call (`learn_ready` /
+  `predict_ready`) and the adapter takes what it declines; the others take
+  one-row `partial_fit` / `predict` calls.  Either way the iterates are those
+  of `partial_fit` on the same rows.
 - Before any learning `predict_one` returns the prior: 0 for a regressor or
   a ranker, and for a classifier the one label seen so far (or None).
 - A classifier started without `classes` learns its first events once the
@@ -167,8 +170,8 @@ class EventAdapter:
     def _fast(self):
         """The compiled one-event steps, when they apply (a fitted pointwise learner), or None.
 
-        The hot paths test the cached one themselves (``events.matches(estimator)``) and
-        call this only when it does not serve."""
+        It also gives the step what its ready-row call needs: the learner's lock (once)
+        and the labels with the codes seen so far (okl._core._pointwise.Events)."""
         est = self.estimator
         events = self._events[0]
         if events is None or not events.matches(est):

@@ -771,6 +771,7 @@ cdef class MultiKernelEvents(Events):
         self.last_f = np.empty(model.n_learners * model.n_outputs)
         self.last_out = np.empty(model.n_outputs)
         self.has_last = False
+        self.ready = True
 
     cdef object _predict(self, const double* x):
         """The combination at x (a float, or C votes), f_k left in model.f; "predict, then
@@ -809,6 +810,16 @@ cdef class MultiKernelEvents(Events):
         """The combined prediction of one row."""
         self._check(x, "predicted")
         return self._predict(&x[0])
+
+    cdef int cevent(self, dict attrs, object x, double y) except -1:
+        """`learn`, and the counters the learner's `_store` keeps (t_, n_support_)."""
+        self.learn(x, y, 1.0)
+        attrs["t_"] = <long long>self.model.t
+        attrs["n_support_"] = self.model.n_support
+        return 1
+
+    cdef object cpredict(self, dict attrs, object x):
+        return self.predict(x)
 
     def learn(self, const double[::1] x, double y, double weight):
         """Predict, then learn one row; returns (the combined prediction, taken).
