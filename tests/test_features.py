@@ -93,3 +93,29 @@ def test_nystroem_drops_small_eigenvalues_and_projects():
     X = rng.normal(size=(50, 3))
     # duplicated rows carry the same function: f is unchanged by the projection
     np.testing.assert_allclose(f.transform(X) @ w, exact("gaussian", 0.5, X, L) @ a, atol=1e-7)
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e8, 1e16, 1e300])
+def test_the_fast_cosine_hands_far_arguments_to_libm(scale):
+    """The compiled cosine reduces by the quadrant trick, meaningless once |x 2/pi| nears 2^51
+    (it returned values near 1e186 there): arguments past 1e7, and NaN, take libm's cos, so
+    every feature stays in [-c, c] and equals NumPy's cos of the same argument."""
+    from okl._core._linear import cos_rows, fourier_rows
+    rng = np.random.default_rng(0)
+    D = 70                                   # one full block of 64 columns and a tail
+    X = rng.normal(size=(3, 1)) * scale      # d = 1: x W + b is rounded as NumPy rounds it
+    X[1, 0] = 0.5                            # an ordinary row beside the far ones
+    W = rng.normal(size=(1, D))
+    b = rng.uniform(0.0, 2.0 * np.pi, D)
+    c = np.sqrt(2.0 / D)
+    args = X @ W + b
+    want = c * np.cos(args)
+    Z = np.empty((3, D))
+    fourier_rows(X, W, b, c, Z)
+    np.testing.assert_allclose(Z, want, rtol=0, atol=1e-15)
+    Z = X @ W
+    cos_rows(Z, b, c)
+    np.testing.assert_allclose(Z, want, rtol=0, atol=1e-15)
+    Z = np.full((1, D), np.nan)
+    cos_rows(Z, b, c)
+    assert np.isnan(Z).all()

@@ -8,7 +8,9 @@
  * three-part pi/2 (exact products for |q| < 2^24), then the degree-18 Taylor
  * polynomials of cos r and sin r on |r| <= pi/4 and a select on q mod 4; the
  * compiler turns a loop of it into SIMD code.  Absolute error ~2e-16 for
- * |x| < 1e7 (the arguments of a feature map are O(sqrt(gamma d)) in practice).
+ * |x| < 1e7 (the arguments of a feature map are O(sqrt(gamma d)) in practice);
+ * past OKL_COS_REDUCED (and for NaN / inf) the loops below call libm's cos,
+ * since the quadrant trick is meaningless once |x 2/pi| nears 2^51.
  */
 #ifndef OKL_COS_H
 #define OKL_COS_H
@@ -24,6 +26,19 @@
 #endif
 
 typedef union { double d; uint64_t u; } okl_cos_bits;
+
+#define OKL_COS_REDUCED 1e7
+
+/* 1 if some |a[j] + (b ? b[j] : 0)| is not below OKL_COS_REDUCED (or is NaN): a cheap
+ * vector pass that lets the cos loops keep their SIMD body for every ordinary row. */
+static inline int okl_cos_far(ptrdiff_t n, const double *a, const double *b)
+{
+    int far = 0;
+    #pragma omp simd reduction(|:far)
+    for (ptrdiff_t j = 0; j < n; j++)
+        far |= !(fabs(a[j] + (b ? b[j] : 0.0)) < OKL_COS_REDUCED);
+    return far;
+}
 
 static inline double okl_cos(double x)
 {
@@ -67,6 +82,11 @@ static void okl_cos_rows(ptrdiff_t n, ptrdiff_t D, double *Z, const double *b, d
 {
     for (ptrdiff_t i = 0; i < n; i++) {
         double *z = Z + i * D;
+        if (okl_cos_far(D, z, b)) {
+            for (ptrdiff_t j = 0; j < D; j++)
+                z[j] = c * cos(z[j] + b[j]);
+            continue;
+        }
         #pragma omp simd
         for (ptrdiff_t j = 0; j < D; j++)
             z[j] = c * okl_cos(z[j] + b[j]);
@@ -97,6 +117,11 @@ static void okl_fourier_rows(ptrdiff_t n, ptrdiff_t d, ptrdiff_t D, const double
                 #pragma omp simd
                 for (ptrdiff_t j = 0; j < len; j++)
                     acc[j] += xk * w[j];
+            }
+            if (okl_cos_far(len, acc, NULL)) {
+                for (ptrdiff_t j = 0; j < len; j++)
+                    z[j0 + j] = c * cos(acc[j]);
+                continue;
             }
             #pragma omp simd
             for (ptrdiff_t j = 0; j < len; j++)
