@@ -189,3 +189,17 @@ def test_fourier_is_refused_for_a_kernel_without_a_sampler():
     Xs, y, _ = _stream(20)
     with pytest.raises(InvalidParameterError, match="no frequency sampler"):
         OnlineKernelRegressor(kernel="polynomial", approximation="fourier").fit(Xs, y)
+
+
+def test_the_theory_targets_take_the_kernels_own_parameters():
+    """kernel_ridge_target and rkhs_distance read Matern's nu (they used nu = 1.5 whatever)."""
+    from okl.evaluation.targets import kernel_ridge_target, rkhs_distance
+    from okl.kernels import kernel_matrix
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(20, 3)), rng.normal(size=20)
+    for nu in (0.5, 2.5):
+        K = kernel_matrix(X, kernel="matern", gamma=0.5, nu=nu)
+        a = kernel_ridge_target(X, y, 0.1, kernel="matern", gamma=0.5, nu=nu)
+        np.testing.assert_allclose((K + 20 * 0.1 * np.eye(20)) @ a, y, atol=1e-10)
+        assert rkhs_distance(X, a, X[:5], a[:5], kernel="matern", gamma=0.5, nu=nu) == \
+            pytest.approx(np.sqrt(a[5:] @ K[5:, 5:] @ a[5:]), rel=1e-9)
