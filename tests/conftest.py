@@ -9,12 +9,14 @@ import os
 os.environ.setdefault("SCIPY_ARRAY_API", "1")
 
 
+import math
 import pickle
 import signal
 import time
 import traceback
 import warnings
 
+import numpy as np
 import pytest
 
 
@@ -85,3 +87,29 @@ def client():
                                      host="127.0.0.1", dashboard_address=None) as cluster, \
             distributed.Client(cluster) as dask_client:
         yield dask_client
+
+
+class ModelState:
+    """model_state(est): a copy of the state of est's model; model_state.same(a, b) asserts that
+    two copies are equal (arrays to the bit, NaN as NaN)."""
+
+    def __call__(self, est):
+        return {k: (v.copy() if isinstance(v, np.ndarray) else v)
+                for k, v in est._model.get_state().items()}
+
+    @staticmethod
+    def same(a, b):
+        assert a.keys() == b.keys()
+        for k in a:
+            if isinstance(a[k], np.ndarray):
+                np.testing.assert_array_equal(a[k], b[k])
+            elif isinstance(a[k], float) and math.isnan(a[k]):
+                assert math.isnan(b[k])
+            else:
+                assert a[k] == b[k], k
+
+
+@pytest.fixture
+def model_state():
+    """The state of an estimator's model, to check that a call left it exactly as it was."""
+    return ModelState()

@@ -221,27 +221,11 @@ def test_a_budget_bounds_the_shared_centres(policy):
     assert clf.score(X, y) > 0.6
 
 
-def _state(est):
-    return {k: (v.copy() if isinstance(v, np.ndarray) else v)
-            for k, v in est._model.get_state().items()}
-
-
-def _same_state(a, b):
-    assert a.keys() == b.keys()
-    for k in a:
-        if isinstance(a[k], np.ndarray):
-            np.testing.assert_array_equal(a[k], b[k])
-        elif isinstance(a[k], float) and math.isnan(a[k]):
-            assert math.isnan(b[k])
-        else:
-            assert a[k] == b[k], k
-
-
 @pytest.mark.parametrize("engine", ["cython", "numpy"])
-def test_bad_input_leaves_the_model_unchanged(engine):
+def test_bad_input_leaves_the_model_unchanged(engine, model_state):
     X, y = xor_stream(300, seed=9)
     clf = MultiKernelClassifier(engine=engine, budget=40).fit(X, y)
-    before, t = _state(clf), clf.t_
+    before, t = model_state(clf), clf.t_
     bad = X[:5].copy()
     bad[3, 1] = np.nan
     with pytest.raises(ValueError):
@@ -250,37 +234,37 @@ def test_bad_input_leaves_the_model_unchanged(engine):
         clf.learn_one(bad[3], 1)
     with pytest.raises(ValueError):
         clf.partial_fit(X[:5, :2], y[:5])
-    _same_state(before, _state(clf))
+    model_state.same(before, model_state(clf))
     assert clf.t_ == t
     # a third class where the loss has no multiclass form
     clf = MultiKernelClassifier(loss="squared_hinge", engine=engine, budget=40).fit(X, y)
-    before = _state(clf)
+    before = model_state(clf)
     with pytest.raises(ValueError, match="multiclass losses"):
         clf.partial_fit(X[:5], np.array([0, 1, 2, 0, 1]))
-    _same_state(before, _state(clf))
+    model_state.same(before, model_state(clf))
     np.testing.assert_array_equal(clf.classes_, [0, 1])
     reg = MultiKernelRegressor(engine=engine, eta=50.0, eta_decay=0.0, lam=0.0)
     reg.fit(X[:2], np.array([0.0, 1.0]))
-    before = _state(reg)
+    before = model_state(reg)
     with pytest.raises(FloatingPointError):
         reg.partial_fit(np.vstack([X[2:50]] * 20), np.full(960, 1e300))
-    _same_state(before, _state(reg))
+    model_state.same(before, model_state(reg))
 
 
 @pytest.mark.parametrize("cls, params", TWIN_CASES)
-def test_persistence_round_trip(cls, params):
+def test_persistence_round_trip(cls, params, model_state):
     X, y = xor_stream(500, seed=10) if cls is MultiKernelClassifier else sine_stream(500, 10)
     est = cls(**params).fit(X[:400], y[:400])
     buffer = io.BytesIO()
     okl.save(est, buffer)
     buffer.seek(0)
     back = okl.load(buffer)
-    _same_state(_state(est), _state(back))
+    model_state.same(model_state(est), model_state(back))
     assert back.seed_ == est.seed_
     est.partial_fit(X[400:], y[400:])
     back.partial_fit(X[400:], y[400:])
     np.testing.assert_array_equal(est.predict(X), back.predict(X))
-    _same_state(_state(est), _state(back))
+    model_state.same(model_state(est), model_state(back))
 
 
 def test_load_refuses_an_edited_file():
@@ -449,14 +433,14 @@ def test_an_unbudgeted_model_warns_once_when_it_grows_large(monkeypatch):
         MultiKernelClassifier(budget=20).fit(X, y)            # a budget bounds it: no warning
 
 
-def test_parameters_the_model_is_built_with_cannot_change_mid_stream():
+def test_parameters_the_model_is_built_with_cannot_change_mid_stream(model_state):
     X, y = xor_stream(400, seed=20)
     clf = MultiKernelClassifier(gammas=[0.5, 1.0], budget=50).fit(X[:200], y[:200])
-    before = _state(clf)
+    before = model_state(clf)
     clf.set_params(gammas=[0.5, 2.0])
     with pytest.raises(ValueError, match="gammas"):
         clf.partial_fit(X[200:], y[200:])
-    _same_state(before, _state(clf))
+    model_state.same(before, model_state(clf))
     clf.set_params(gammas=[0.5, 1.0], beta=0.5)          # the discount may change
     clf.partial_fit(X[200:300], y[200:300])
     clf.set_params(engine="numpy")                        # so may the engine: same iterates

@@ -24,22 +24,6 @@ def rings_stream(n, k=4, seed=0, noise=0.1):
     return X[order], y[order]
 
 
-def state(est):
-    return {k: (v.copy() if isinstance(v, np.ndarray) else v)
-            for k, v in est._model.get_state().items()}
-
-
-def same_state(a, b):
-    assert a.keys() == b.keys()
-    for k in a:
-        if isinstance(a[k], np.ndarray):
-            np.testing.assert_array_equal(a[k], b[k])
-        elif isinstance(a[k], float) and math.isnan(a[k]):
-            assert math.isnan(b[k])
-        else:
-            assert a[k] == b[k], k
-
-
 @pytest.mark.parametrize("engine", ["cython", "numpy"])
 @pytest.mark.parametrize("loss, budget, policy", [("hinge", None, "smallest"),
                                                   ("logistic", 40, "smallest"),
@@ -185,17 +169,17 @@ def test_predict_proba_is_the_hedge_mixture():
 
 
 @pytest.mark.parametrize("engine", ["cython", "numpy"])
-def test_persistence_round_trip_and_edited_file(engine):
+def test_persistence_round_trip_and_edited_file(engine, model_state):
     X, y = rings_stream(500, seed=8)
     est = MultiKernelClassifier(engine=engine, budget=40, loss="logistic").fit(X[:400], y[:400])
     buffer = io.BytesIO()
     okl.save(est, buffer)
     buffer.seek(0)
     back = okl.load(buffer)
-    same_state(state(est), state(back))
+    model_state.same(model_state(est), model_state(back))
     est.partial_fit(X[400:], y[400:])
     back.partial_fit(X[400:], y[400:])
-    same_state(state(est), state(back))
+    model_state.same(model_state(est), model_state(back))
     s = est._model.get_state()
     est._model = type(est._model).from_state(dict(s, n_outputs=3, coef=s["coef"][:, :, :3],
                                                   b=s["b"][:, :3]))
@@ -206,10 +190,10 @@ def test_persistence_round_trip_and_edited_file(engine):
         okl.load(buffer)
 
 
-def test_bad_input_leaves_the_model_unchanged():
+def test_bad_input_leaves_the_model_unchanged(model_state):
     X, y = rings_stream(300, seed=9)
     clf = MultiKernelClassifier(budget=40, classes=[0, 1, 2, 3]).fit(X, y)
-    before = state(clf)
+    before = model_state(clf)
     bad = X[:5].copy()
     bad[3, 1] = np.nan
     with pytest.raises(ValueError):
@@ -218,10 +202,10 @@ def test_bad_input_leaves_the_model_unchanged():
         clf.partial_fit(X[:5], [0, 1, 7, 2, 3])        # outside the fixed classes
     with pytest.raises(ValueError):
         clf.learn_one(bad[3], 1)
-    same_state(before, state(clf))
+    model_state.same(before, model_state(clf))
     with pytest.raises(ValueError, match="multiclass form"):
         clf.set_params(loss="squared_hinge").partial_fit(X[:5], y[:5])
-    same_state(before, state(clf))
+    model_state.same(before, model_state(clf))
 
 
 def test_to_river_multiclass():

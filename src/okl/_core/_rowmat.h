@@ -21,45 +21,42 @@
 
 #define OKL_ROW_BLOCK 32
 
+#if defined(__GNUC__) || defined(__clang__)
+#define OKL_ROW_INLINE static inline __attribute__((always_inline))
+#else
+#define OKL_ROW_INLINE static inline
+#endif
+
+/* z[j0:j0 + len] <- x W[:, j0:j0 + len], len <= OKL_ROW_BLOCK accumulators.  Inlined: with
+ * len = OKL_ROW_BLOCK, a constant, the accumulators stay in registers. */
+OKL_ROW_INLINE void okl_row_block(ptrdiff_t n, ptrdiff_t D, const double *x, const double *W,
+                                  ptrdiff_t j0, ptrdiff_t len, double *z)
+{
+    double acc[OKL_ROW_BLOCK];
+    #pragma omp simd
+    for (ptrdiff_t j = 0; j < len; j++)
+        acc[j] = 0.0;
+    for (ptrdiff_t i = 0; i < n; i++) {
+        const double xi = x[i];
+        const double *w = W + i * D + j0;
+        #pragma omp simd
+        for (ptrdiff_t j = 0; j < len; j++)
+            acc[j] += xi * w[j];
+    }
+    #pragma omp simd
+    for (ptrdiff_t j = 0; j < len; j++)
+        z[j0 + j] = acc[j];
+}
+
 OKL_ROWMAT_CLONES
 static void okl_row_times(ptrdiff_t n, ptrdiff_t D, const double *x, const double *W,
                           double *z)
 {
     ptrdiff_t j0 = 0;
-    for (; j0 + OKL_ROW_BLOCK <= D; j0 += OKL_ROW_BLOCK) {
-        /* a full block: a constant trip count, so the accumulators stay in registers */
-        double acc[OKL_ROW_BLOCK];
-        #pragma omp simd
-        for (ptrdiff_t j = 0; j < OKL_ROW_BLOCK; j++)
-            acc[j] = 0.0;
-        for (ptrdiff_t i = 0; i < n; i++) {
-            const double xi = x[i];
-            const double *w = W + i * D + j0;
-            #pragma omp simd
-            for (ptrdiff_t j = 0; j < OKL_ROW_BLOCK; j++)
-                acc[j] += xi * w[j];
-        }
-        #pragma omp simd
-        for (ptrdiff_t j = 0; j < OKL_ROW_BLOCK; j++)
-            z[j0 + j] = acc[j];
-    }
-    if (j0 < D) {
-        ptrdiff_t len = D - j0;
-        double acc[OKL_ROW_BLOCK];
-        #pragma omp simd
-        for (ptrdiff_t j = 0; j < len; j++)
-            acc[j] = 0.0;
-        for (ptrdiff_t i = 0; i < n; i++) {
-            const double xi = x[i];
-            const double *w = W + i * D + j0;
-            #pragma omp simd
-            for (ptrdiff_t j = 0; j < len; j++)
-                acc[j] += xi * w[j];
-        }
-        #pragma omp simd
-        for (ptrdiff_t j = 0; j < len; j++)
-            z[j0 + j] = acc[j];
-    }
+    for (; j0 + OKL_ROW_BLOCK <= D; j0 += OKL_ROW_BLOCK)
+        okl_row_block(n, D, x, W, j0, OKL_ROW_BLOCK, z);
+    if (j0 < D)
+        okl_row_block(n, D, x, W, j0, D - j0, z);
 }
 
 #endif

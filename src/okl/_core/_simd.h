@@ -281,25 +281,32 @@ OKL_INLINE void okl_sqdists4(ptrdiff_t d, const double **c, const double *x, dou
 }
 #endif
 
+/* The loop over the rows of C, four at a time through `block4` (okl_dots4, okl_sqdists4), into
+ * out; compiled twice, with and without the prefetches (okl_ahead). */
+#define OKL_FOR_BLOCKS(block4) \
+    do { \
+        const double *c[4]; \
+        double a[4]; \
+        ptrdiff_t ahead = n > 4 ? okl_ahead(d) : 0; \
+        if (ahead) \
+            for (ptrdiff_t i = 0; i < n; i += 4) { \
+                okl_block(i, n, d, C, c); \
+                block4(d, c, x, a, ahead); \
+                okl_store(i, n, a, out); \
+            } \
+        else \
+            for (ptrdiff_t i = 0; i < n; i += 4) { \
+                okl_block(i, n, d, C, c); \
+                block4(d, c, x, a, 0); \
+                okl_store(i, n, a, out); \
+            } \
+    } while (0)
+
 /* out[i] <- <C[i], x> for the rows of the row-major (n, d) matrix C. */
 OKL_SIMD_CLONES OKL_MAYBE_UNUSED
 static void okl_dots(ptrdiff_t n, ptrdiff_t d, const double *C, const double *x, double *out)
 {
-    const double *c[4];
-    double a[4];
-    ptrdiff_t ahead = n > 4 ? okl_ahead(d) : 0;
-    if (ahead)
-        for (ptrdiff_t i = 0; i < n; i += 4) {
-            okl_block(i, n, d, C, c);
-            okl_dots4(d, c, x, a, ahead);
-            okl_store(i, n, a, out);
-        }
-    else        /* the same loop, compiled without the prefetches */
-        for (ptrdiff_t i = 0; i < n; i += 4) {
-            okl_block(i, n, d, C, c);
-            okl_dots4(d, c, x, a, 0);
-            okl_store(i, n, a, out);
-        }
+    OKL_FOR_BLOCKS(okl_dots4);
 }
 
 /* out[i] <- ||C[i] - x||_2^2, summed directly: exact where |x|^2 + |u|^2 - 2<x, u> would cancel
@@ -307,21 +314,7 @@ static void okl_dots(ptrdiff_t n, ptrdiff_t d, const double *C, const double *x,
 OKL_SIMD_CLONES OKL_MAYBE_UNUSED
 static void okl_sqdists(ptrdiff_t n, ptrdiff_t d, const double *C, const double *x, double *out)
 {
-    const double *c[4];
-    double a[4];
-    ptrdiff_t ahead = n > 4 ? okl_ahead(d) : 0;
-    if (ahead)
-        for (ptrdiff_t i = 0; i < n; i += 4) {
-            okl_block(i, n, d, C, c);
-            okl_sqdists4(d, c, x, a, ahead);
-            okl_store(i, n, a, out);
-        }
-    else
-        for (ptrdiff_t i = 0; i < n; i += 4) {
-            okl_block(i, n, d, C, c);
-            okl_sqdists4(d, c, x, a, 0);
-            okl_store(i, n, a, out);
-        }
+    OKL_FOR_BLOCKS(okl_sqdists4);
 }
 
 /* The distance rule of okl_sqdists_norms (docs/algorithms.md, section 0.4): with at least
