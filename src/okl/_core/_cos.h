@@ -20,7 +20,8 @@
 #include <math.h>
 
 #if defined(__x86_64__) && defined(__ELF__) && (defined(__GNUC__) || defined(__clang__))
-#define OKL_COS_CLONES __attribute__((target_clones("default", "arch=x86-64-v3")))
+#define OKL_COS_CLONES \
+    __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
 #else
 #define OKL_COS_CLONES
 #endif

@@ -14,7 +14,8 @@
 #include <stddef.h>
 
 #if defined(__x86_64__) && defined(__ELF__) && (defined(__GNUC__) || defined(__clang__))
-#define OKL_ROWMAT_CLONES __attribute__((target_clones("default", "arch=x86-64-v3")))
+#define OKL_ROWMAT_CLONES \
+    __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
 #else
 #define OKL_ROWMAT_CLONES
 #endif
