@@ -422,8 +422,12 @@ class AveragedLearner(BaseEstimator):
             client.wait_for_workers(1, timeout=60)
             addresses = sorted(client.nthreads())
         cold = [a for a in addresses if a not in _WARM]
-        if cold:                    # first use of these workers: imports and first calls now
-            client.run(_warm_up, workers=cold)
+        if cold:    # first use of these workers: imports and first calls, before any round
+            distributed = import_distributed()
+            for address in cold:    # a task, not awaited: a worker that dies just forgets it
+                distributed.fire_and_forget(client.submit(
+                    _warm_up, workers=[address], allow_other_workers=False, pure=False,
+                    priority=10))
             _WARM.update(cold)
         return client, [addresses[j % len(addresses)] for j in range(k)]
 
