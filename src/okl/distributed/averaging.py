@@ -253,10 +253,11 @@ class AveragedLearner(BaseEstimator):
         Events per local model per round (in-memory input is cut into
         partitions of this many rows).  The default makes a round of the
         fastest models okl has (a kernel expansion with a budget of 200, 500
-        random features: 350 000-500 000 events per second in one process)
-        learn for 0.5-0.7 s, twenty times a round's coordination on a
-        LocalCluster (tens of milliseconds); a stream of n events takes
-        about n / (k sync_every) rounds (docs/distributed.md, section 2).
+        random features: 300 000-600 000 events per second in one process)
+        learn for 0.4-0.8 s, over twenty times a round's coordination on a
+        LocalCluster (a few hops, the merge and the checks: about 20-60 ms
+        measured); a stream of n events takes about n / (k sync_every)
+        rounds (docs/distributed.md, section 2).
     sync : {"static", "dynamic"}, default="static"
     threshold : float, default=0.0
         Delta of dynamic averaging: a squared RKHS (or Euclidean) distance.
@@ -422,8 +423,12 @@ class AveragedLearner(BaseEstimator):
             client.wait_for_workers(1, timeout=60)
             addresses = sorted(client.nthreads())
         cold = [a for a in addresses if a not in _WARM]
-        if cold:                    # first use of these workers: imports and first calls now
-            client.run(_warm_up, workers=cold)
+        if cold:    # first use of these workers: imports and first calls, before any round
+            distributed = import_distributed()
+            for address in cold:    # a task, not awaited: a worker that dies just forgets it
+                distributed.fire_and_forget(client.submit(
+                    _warm_up, workers=[address], allow_other_workers=False, pure=False,
+                    priority=10))
             _WARM.update(cold)
         return client, [addresses[j % len(addresses)] for j in range(k)]
 
