@@ -174,6 +174,21 @@ cdef inline bint row_is_finite(const double* x, Py_ssize_t d, double xx) noexcep
     return True
 
 
+cdef int store_step(dict attrs, tuple out, double t0, Py_ssize_t n_support) except -1:
+    """What `okl._kernel_learners.PointwiseMixin._store_step` stores after a taken step of k
+    classes, from the outcome of `learn` (`MulticlassEvents`, `MultiFeatureEvents`)."""
+    if out[1]:
+        if out[2] != t0:
+            attrs["eta_"] = out[4]
+            attrs["lam_"] = out[5]
+        attrs["t_"] = <long long>out[2]
+        attrs["ck2_"] = out[3]
+        attrs["intercept_"] = out[6]
+        attrs["dev_"] = out[8]
+        attrs["n_support_"] = n_support
+    return 0
+
+
 cdef class MulticlassEvents(Events):
     """One-event predict and learn on a `MultiExpansion` (as _pointwise.PointwiseEvents).
 
@@ -332,15 +347,7 @@ cdef class MulticlassEvents(Events):
         dev = attrs.get("dev_")
         out = self.learn(x, y, weight, t0, attrs["ck2_"], attrs["intercept_"], eta_given,
                          0.0 if dev is None else dev)
-        if out[1]:
-            if out[2] != t0:
-                attrs["eta_"] = out[4]
-                attrs["lam_"] = out[5]
-            attrs["t_"] = <long long>out[2]
-            attrs["ck2_"] = out[3]
-            attrs["intercept_"] = out[6]
-            attrs["dev_"] = out[8]
-            attrs["n_support_"] = self.expansion.n_support
+        store_step(attrs, out, t0, self.expansion.n_support)
         return out[0]
 
     cdef int cevent(self, dict attrs, object x, double y) except -1:
@@ -460,15 +467,7 @@ cdef class MultiFeatureEvents(Events):
         dev = attrs.get("dev_")
         out = self.learn(x, y, 1.0, t0, attrs["ck2_"], attrs["intercept_"], NAN,
                          0.0 if dev is None else dev)
-        if out[1]:
-            if out[2] != t0:
-                attrs["eta_"] = out[4]
-                attrs["lam_"] = out[5]
-            attrs["t_"] = <long long>out[2]
-            attrs["ck2_"] = out[3]
-            attrs["dev_"] = out[8]
-            attrs["intercept_"] = out[6]
-            attrs["n_support_"] = 0     # no support vectors on features (FeatureModel.n_support)
+        store_step(attrs, out, t0, 0)   # no support vectors on features (FeatureModel.n_support)
         return 1
 
     cdef object cpredict(self, dict attrs, object x):
