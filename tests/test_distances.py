@@ -8,7 +8,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from okl import OnlineKernelRegressor
+from okl import OnlineKernelClassifier, OnlineKernelRegressor
 from okl._core import _kernels
 from okl._core._expansion import KernelExpansion
 from okl._numpy import kernels as np_kernels
@@ -132,3 +132,16 @@ def test_engines_match_on_a_long_stream_far_from_the_origin():
     np.testing.assert_allclose(sa, sb, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(a.dual_coef_, b.dual_coef_, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(a.support_vectors_, b.support_vectors_, rtol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_multiclass_merges_match_far_from_the_origin(seed):
+    """Three classes, a merge budget, rows around 1e6: the merge point z = x_n + h (x_m - x_n)
+    moves by an ulp of h |x_m - x_n| when the engines' h differ by an ulp, where
+    h x_m + (1 - h) x_n moved by an ulp of h |x_m| (the engines' scores differed by 2-4e-10)."""
+    rng = np.random.default_rng(seed)
+    X = 1e6 + rng.normal(size=(600, 4))
+    y = rng.integers(0, 3, len(X))
+    scores = [OnlineKernelClassifier(gamma=0.5, budget=30, budget_policy="merge", engine=engine)
+              .fit(X, y).decision_function(X) for engine in ("cython", "numpy")]
+    np.testing.assert_allclose(scores[0], scores[1], rtol=0, atol=1e-12)

@@ -440,8 +440,8 @@ cdef class MultiExpansion:
                                     self.abuf, &loss)
         if partner >= 0:
             for j in range(d):
-                self.zbuf[j] = h * self.centers[m * d + j] + (1.0 - h) * self.centers[
-                    partner * d + j]
+                self.zbuf[j] = self.centers[partner * d + j] + h * (
+                    self.centers[m * d + j] - self.centers[partner * d + j])
         if self.track_norm:
             # sum_c ||f'_c||^2 - ||f_c||^2 = 2 (a_z.f(z) - a_m.f(x_m) - a_n.f(x_n)) + the
             # degradation for a merge, ||a_m||^2 K(x_m, x_m) - 2 a_m.f(x_m) for a removal

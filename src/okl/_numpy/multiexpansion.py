@@ -212,7 +212,7 @@ class NumpyMultiExpansion:
         m, partner, h, az, _ = multi_merge_find(self._centers[:n], self._coef[:n],
                                                 self.kernel_params["gamma"])
         if partner >= 0:
-            z = h * self._centers[m] + (1.0 - h) * self._centers[partner]
+            z = self._centers[partner] + h * (self._centers[m] - self._centers[partner])
             self._centers[partner], self._sqnorms[partner], self._coef[partner] = z, z @ z, az
             self.n_merges += 1
         last = n - 1
