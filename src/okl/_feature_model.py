@@ -155,7 +155,19 @@ class FeatureModel:
         kernel's K(x, x) of the raw rows.
         """
         self._on(engine)
-        loop = ENGINES[engine].pointwise
+        return self._run(ENGINES[engine].pointwise, X, y, (schedule, loss, state), scores,
+                         weight, eta)
+
+    def learn_multi(self, engine, X, y, schedule, loss, state, b, scores, weight=None, eta=None):
+        """`learn` with k >= 3 classes: the arguments of `_multiclass.fit_chunk` (y class
+        indices, `loss` a MulticlassLoss code, the offsets b (k,) updated in place)."""
+        self._on(engine)
+        return self._run(ENGINES[engine].multiclass, X, y, (schedule, loss, state, b), scores,
+                         weight, eta)
+
+    def _run(self, loop, X, y, args, scores, weight, eta):
+        """`loop` over the rows, the exact phase's stretches first, then the features; `args`
+        (schedule, loss, state[, b]) go to every call, the state threaded through them."""
         start, n = 0, len(X)
 
         def rows(a, lo, hi):
@@ -164,48 +176,21 @@ class FeatureModel:
             # NOGD's exact phase: each row adds at most one centre, so after
             # n_components - n_support rows the expansion may be full
             stop = self._exact_stop(start, n)
-            failed, state = loop(self.expansion, X[start:stop], y[start:stop], schedule, loss,
-                                 state, scores[start:stop], rows(weight, start, stop),
+            failed, state = loop(self.expansion, X[start:stop], y[start:stop], *args,
+                                 scores[start:stop], rows(weight, start, stop),
                                  rows(eta, start, stop))
+            args = (*args[:2], state, *args[3:])
             if failed >= 0:
                 return start + failed, state
             start = stop
             self._full()
         if start < n:
             kdiag = kernel_diagonal(self.params, X[start:])
-            failed, state = loop(self.linear, self.fmap.transform(X[start:]), y[start:],
-                                 schedule, loss, state, scores[start:], rows(weight, start, n),
-                                 rows(eta, start, n), kdiag)
-            if failed >= 0:
-                return start + failed, state
-        return -1, state
-
-    def learn_multi(self, engine, X, y, schedule, loss, state, b, scores, weight=None, eta=None):
-        """`learn` with k >= 3 classes: the arguments of `_multiclass.fit_chunk` (y class
-        indices, `loss` a MulticlassLoss code, the offsets b (k,) updated in place)."""
-        self._on(engine)
-        loop = ENGINES[engine].multiclass
-        start, n = 0, len(X)
-
-        def rows(a, lo, hi):
-            return None if a is None else a[lo:hi]
-        while self.linear is None and start < n:
-            stop = self._exact_stop(start, n)
-            failed, state = loop(self.expansion, X[start:stop], y[start:stop], schedule, loss,
-                                 state, b, scores[start:stop], rows(weight, start, stop),
-                                 rows(eta, start, stop))
-            if failed >= 0:
-                return start + failed, state
-            start = stop
-            self._full()
-        if start < n:
-            kdiag = kernel_diagonal(self.params, X[start:])
-            failed, state = loop(self.linear, self.fmap.transform(X[start:]), y[start:],
-                                 schedule, loss, state, b, scores[start:],
-                                 rows(weight, start, n), rows(eta, start, n), kdiag)
-            if failed >= 0:
-                return start + failed, state
-        return -1, state
+            failed, state = loop(self.linear, self.fmap.transform(X[start:]), y[start:], *args,
+                                 scores[start:], rows(weight, start, n), rows(eta, start, n),
+                                 kdiag)
+            return (start + failed if failed >= 0 else -1), state
+        return -1, args[2]
 
     def _exact_stop(self, start, n):
         """The end of the next stretch of the exact phase: Nystroem's may fill its D centres

@@ -327,11 +327,7 @@ cdef class MulticlassEvents(Events):
                         weight, eta_given, self.loss, &self.schedule, &st, &bn[0], &self.g[0],
                         &self.a[0])
         if status == DIVERGED:
-            raise FloatingPointError(
-                f"{self.name} diverged at step t={<Py_ssize_t>t + 1} (eta_t={st.eta_try:.3g}): "
-                "the model would no longer be finite. The step size is too large for this "
-                "data; use eta='auto', a smaller eta or a larger eta_decay, or scale X (e.g. "
-                "with okl.preprocessing.OnlineStandardScaler). The model is left as it was.")
+            raise self.diverged(t, st.eta_try)
         self.outcome = (s_arr, status == TAKEN, st.t, st.ck2, st.eta_t, st.lam_t, b_arr,
                         (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None, dev)
         return self.outcome             # kept first, as PointwiseEvents.learn does
@@ -451,11 +447,7 @@ cdef class MultiFeatureEvents(Events):
                         weight, eta_given, self.loss, &self.schedule, &st, &bn[0], &self.g[0],
                         &self.a[0])
         if status == DIVERGED:
-            raise FloatingPointError(
-                f"{self.name} diverged at step t={<Py_ssize_t>t + 1} (eta_t={st.eta_try:.3g}): "
-                "the model would no longer be finite. The step size is too large for this "
-                "data; use eta='auto', a smaller eta or a larger eta_decay, or scale X (e.g. "
-                "with okl.preprocessing.OnlineStandardScaler). The model is left as it was.")
+            raise self.diverged(t, st.eta_try)
         self.outcome = (s_arr, status == TAKEN, st.t, st.ck2, st.eta_t, st.lam_t, b_arr,
                         (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None, dev)
         return self.outcome             # kept first, as PointwiseEvents.learn does

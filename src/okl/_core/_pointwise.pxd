@@ -116,3 +116,4 @@ cdef class Events:
     cdef object cpredict(self, dict attrs, object x)
     cdef object clabel(self, object f)
     cdef int ccount_prior(self, dict attrs, double h, double y, double w) except -1
+    cdef object diverged(self, double t, double eta)

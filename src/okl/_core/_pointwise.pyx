@@ -215,6 +215,14 @@ cdef class Events:
                 return False
         return True
 
+    cdef object diverged(self, double t, double eta):
+        """The error of a step t + 1 whose model would no longer be finite (step size eta)."""
+        return FloatingPointError(
+            f"{self.name} diverged at step t={<Py_ssize_t>t + 1} (eta_t={eta:.3g}): the model "
+            "would no longer be finite. The step size is too large for this data; use "
+            "eta='auto', a smaller eta or a larger eta_decay, or scale X (e.g. with "
+            "okl.preprocessing.OnlineStandardScaler). The model is left as it was.")
+
     def set_labels(self, classes, dict codes=None):
         """Serve the labels of `classes` (the learner's classes_; None: real targets), with
         the codes of the labels already seen (label -> target, from the adapter)."""
@@ -481,11 +489,7 @@ cdef class PointwiseEvents(Events):
         status[0] = cstep(e, p, xx, cself(&e.kernel, xx), cself(&e.kernel, xx), f, y,
                           weight, eta_given, &self.loss, &self.schedule, st)
         if status[0] == DIVERGED:
-            raise FloatingPointError(
-                f"{self.name} diverged at step t={<Py_ssize_t>st.t + 1} (eta_t={st.eta_try:.3g}): "
-                "the model would no longer be finite. The step size is too large for this "
-                "data; use eta='auto', a smaller eta or a larger eta_decay, or scale X (e.g. "
-                "with okl.preprocessing.OnlineStandardScaler). The model is left as it was.")
+            raise self.diverged(st.t, st.eta_try)
         return f
 
     def learn(self, x, double y, double weight, double t, double ck2,
@@ -648,12 +652,7 @@ cdef class FeatureEvents(Events):
                        cself(&self.rowmap.kernel, self.last_xx), self.last_zz, f[0], y, weight,
                        eta_given, &self.loss, &self.schedule, st)
         if status == DIVERGED:
-            raise FloatingPointError(
-                f"{self.name} diverged at step t={<Py_ssize_t>st.t + 1} "
-                f"(eta_t={st.eta_try:.3g}): the model would no longer be finite. The step "
-                "size is too large for this data; use eta='auto', a smaller eta or a larger "
-                "eta_decay, or scale X (e.g. with okl.preprocessing.OnlineStandardScaler). "
-                "The model is left as it was.")
+            raise self.diverged(st.t, st.eta_try)
         return status
 
     def learn(self, x, double y, double weight, double t, double ck2,
