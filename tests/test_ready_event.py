@@ -7,6 +7,7 @@ tests ask that every learner takes it, that it gives the iterates and prediction
 without a write.
 """
 import copy
+import pickle
 
 import numpy as np
 import pytest
@@ -16,7 +17,8 @@ from okl import (
     RegularizedPAClassifier,
 )
 from okl.multikernel import MultiKernelClassifier, MultiKernelRegressor
-from okl._one_event import EventAdapter
+from okl._base import transaction
+from okl._one_event import EventAdapter, rebound
 
 LEARNERS = {
     "kernel-classifier": (lambda: OnlineKernelClassifier(gamma=0.5, budget=20), 2),
@@ -28,6 +30,8 @@ LEARNERS = {
                                                   gamma=0.5, random_state=0), 3),
     "nystroem-regressor": (lambda: OnlineKernelRegressor(approximation="nystroem",
                                                          n_components=15, gamma=0.5), 0),
+    "nystroem-k3": (lambda: OnlineKernelClassifier(approximation="nystroem", n_components=40,
+                                                   gamma=0.5), 3),
     "coefreg": (lambda: CoefficientRegularizedClassifier(n_centers=20, gamma=0.5), 2),
     "coefreg-k3": (lambda: CoefficientRegularizedClassifier(n_centers=20, gamma=0.5), 3),
     "pa-linear": (lambda: RegularizedPAClassifier(variant="PA-I"), 2),
@@ -248,3 +252,34 @@ def test_a_regressor_takes_int_and_numpy_targets_in_the_same_call(adapter_calls)
     with pytest.raises(ValueError, match="non-finite"):
         est.learn_one(X[0], float("inf"))
     assert est.t_ == ref.t_
+
+
+@pytest.mark.parametrize("name", LEARNERS)
+def test_the_step_sees_every_rebinding_and_every_restore(name):
+    """The step compares the objects it was built from only when the learner's
+    `_attr_version` changed: a binding, a deletion and a transaction's restore (which
+    writes ``__dict__`` directly) each give a new one; the version is never model state."""
+    est, X, y = warm(name)
+    est.predict_one(X[60])
+    events = est._one_event()._events[0]
+    assert events.matches(est)
+    version = est._attr_version
+    assert "_attr_version" not in vars(est) and "_attr_version" not in est.__getstate__()
+    engine = est.engine
+    with pytest.raises(RuntimeError):
+        with transaction(est):
+            est.engine = "".join(["cyt", "hon"])     # an equal value, another object
+            assert est._attr_version != version and not events.matches(est)
+            raise RuntimeError
+    assert est._attr_version != version and events.matches(est)   # the same objects again
+    est.__dict__["engine"] = "".join(["cyt", "hon"])   # behind __setattr__'s back
+    rebound(est)                                       # as a restore does after it
+    assert not events.matches(est)
+    est.__dict__["engine"] = engine
+    rebound(est)
+    assert events.matches(est)
+    del est.engine
+    assert not events.matches(est)
+    est.engine = engine
+    clone = pickle.loads(pickle.dumps(est))
+    assert clone._attr_version not in (version, est._attr_version)

@@ -33,7 +33,7 @@ from sklearn.utils.validation import validate_data
 from okl import _locks
 from okl._core._expansion import KernelExpansion
 from okl._numpy.expansion import NumpyExpansion
-from okl._one_event import OneEventMixin
+from okl._one_event import OneEventMixin, rebound
 from okl._params import validate_params
 from okl._progress import progress
 from okl._rows import check_label, forget_names
@@ -69,6 +69,7 @@ def transaction(estimator):
                     model.restore(token)
                 estimator.__dict__.clear()
                 estimator.__dict__.update(saved)
+                rebound(estimator)
                 break
             except KeyboardInterrupt as exc:
                 interrupted = exc

@@ -20,6 +20,7 @@ outside (the river wrapper and StreamPipeline use it), and
   them then gives exactly the iterates of `partial_fit` on the same rows.
 """
 import inspect
+import itertools
 import math
 
 import numpy as np
@@ -33,6 +34,7 @@ from okl._rows import (
 )
 
 F64 = np.dtype(np.float64)
+_VERSIONS = itertools.count()     # `OneEventMixin.__setattr__`'s tokens, never given twice
 
 
 class _Schema:
@@ -419,6 +421,13 @@ def _sigmoid(f):
     return e / (1.0 + e)
 
 
+def rebound(obj):
+    """A new `_attr_version` for an okl learner whose ``__dict__`` was written directly (a
+    restore): its one-event step then compares every object again."""
+    if isinstance(obj, OneEventMixin):
+        object.__setattr__(obj, "_attr_version", next(_VERSIONS))
+
+
 class OneEventMixin:
     """learn_one / predict_one / decision_function_one / predict_proba_one on the estimator.
 
@@ -428,6 +437,26 @@ class OneEventMixin:
     it was.  Before any learning `predict_one` returns the prior (0, or for
     a classifier the one label seen so far, or None).
     """
+
+    __slots__ = ("_attr_version",)      # not in __dict__: not model state, never saved
+
+    def __setattr__(self, name, value):
+        """Bind, and give the learner a new `_attr_version`: the compiled one-event step
+        compares all the objects it was built from only when the version changed
+        (`okl._core._pointwise.Events.cmatches`)."""
+        object.__setattr__(self, name, value)
+        object.__setattr__(self, "_attr_version", next(_VERSIONS))
+
+    def __delattr__(self, name):
+        object.__delattr__(self, name)
+        object.__setattr__(self, "_attr_version", next(_VERSIONS))
+
+    def __getstate__(self):
+        return dict(self.__dict__)     # (scikit-learn's refuses a class with __slots__)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        rebound(self)
 
     def _one_event(self):
         adapter = self.__dict__.get("_one_event_state")

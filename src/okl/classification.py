@@ -587,7 +587,8 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
             n_features=n_features, budget=0, policy=0, scale=1.0, n_rescale=0, next_slot=0,
             centers=centers, coef=np.zeros(len(centers)),
             sqnorms=np.einsum("ij,ij->i", centers, centers), **kernel))
-        self.__dict__.pop("_coef_matrix", None)     # k >= 3 classes: built by _learn
+        if "_coef_matrix" in self.__dict__:         # k >= 3 classes: built by _learn
+            del self._coef_matrix
         self.t_ = 0
         self.kappa_max_ = 0.0
         self.norm_bound_ = 0.0

@@ -15,7 +15,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.metaestimators import available_if
 
 from okl._base import transaction
-from okl._one_event import EventAdapter, _Schema
+from okl._one_event import EventAdapter, _Schema, rebound
 
 
 def _final_has(name):
@@ -184,6 +184,7 @@ class StreamPipeline(BaseEstimator):
         for obj, state in saved:
             obj.__dict__.clear()
             obj.__dict__.update(state)
+            rebound(obj)
 
     def _atomic(self, update, *args, **kwargs):
         saved = self._snapshot()

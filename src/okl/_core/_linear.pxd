@@ -22,10 +22,10 @@ cdef class FeatureRow:
     cdef object keep                        # the arrays the pointers below read
     cdef const double* W                    # Fourier (d, D); Nystroem's landmarks (B, d)
     cdef const double* b                    # Fourier (D,)
-    cdef const double* components           # Nystroem's C (B, r)
+    cdef const double* components           # Nystroem's C (B, r), packed (_rowmat.h)
     cdef double c                           # Fourier's sqrt(2 / D)
     cdef double* kbuf                       # Nystroem's kernel row (B,)
-    cdef const double* lt                   # Nystroem's L^T (d, B)
+    cdef const double* lt                   # Nystroem's L^T (d, B), packed
     cdef const double* ll                   # Nystroem's ||l_i||^2 (B,)
 
     cdef void cmap(self, const double* x, double* z) noexcept nogil

@@ -26,6 +26,7 @@ from okl._core._lazy cimport RENORMALISED, cshrink_lazy
 
 
 cdef extern from "_rowmat.h" nogil:
+    const Py_ssize_t OKL_ROW_BLOCK
     void okl_row_times(Py_ssize_t n, Py_ssize_t D, const double* x, const double* W, double* z)
 
 
@@ -149,8 +150,8 @@ cdef class FeatureRow:
     function.  `FeatureRow.nystroem(landmarks, components, kernel)`: z = k_L(x) C, the
     kernel row of x against the B landmarks (from x L^T, as the chunks compute it, for
     the Gaussian, linear and polynomial kernels) times C (B, r), both products in
-    blocks of columns (`_rowmat.h`); it may differ from the chunks' BLAS products in
-    the last bits.  `kernel` is the learner's kernel record (`okl.kernels.kernel_params`),
+    blocks of columns over matrices packed block by block (`_rowmat.h`); it may differ
+    from the chunks' BLAS products in the last bits.  `kernel` is the learner's kernel record (`okl.kernels.kernel_params`),
     kept as a `KernelSpec`.
     """
 
@@ -181,11 +182,12 @@ cdef class FeatureRow:
         self.n_components = components.shape[1]
         # the Gaussian, linear and polynomial rows from x L^T in blocks of columns (as the
         # chunks' matrix products), with ||l_i||^2; the others sum distances (ckernel_row)
-        cdef const double[:, ::1] lt = np.ascontiguousarray(np.asarray(landmarks).T)
+        cdef const double[::1] lt = packed(np.asarray(landmarks).T)
+        cdef const double[::1] cp = packed(components)
         cdef const double[::1] ll = np.einsum("ij,ij->i", landmarks, landmarks)
-        self.keep = (landmarks, components, lt, ll)
-        self.W, self.components = &landmarks[0, 0], &components[0, 0]
-        self.lt, self.ll = &lt[0, 0], &ll[0]
+        self.keep = (landmarks, lt, cp, ll)
+        self.W, self.components = &landmarks[0, 0], &cp[0]
+        self.lt, self.ll = &lt[0], &ll[0]
         self.kbuf = <double*>PyMem_Malloc(self.n_landmarks * sizeof(double))
         if self.kbuf == NULL:
             raise MemoryError()
@@ -229,6 +231,14 @@ cdef class FeatureRow:
         for i in range(X.shape[0]):
             self.cmap(&X[i, 0], &out[i, 0])
         return Z
+
+
+def packed(W):
+    """W (n, D) as `okl_row_times` reads it: its blocks of OKL_ROW_BLOCK columns one after
+    the other, each block's rows contiguous."""
+    W = np.asarray(W, dtype=np.float64)
+    return np.concatenate([W[:, j:j + OKL_ROW_BLOCK].ravel()
+                           for j in range(0, W.shape[1], OKL_ROW_BLOCK)])
 
 
 def _rebuild(state):

@@ -174,107 +174,90 @@ cdef inline bint row_is_finite(const double* x, Py_ssize_t d, double xx) noexcep
     return True
 
 
-cdef int store_step(dict attrs, tuple out, double t0, Py_ssize_t n_support) except -1:
-    """What `okl._kernel_learners.PointwiseMixin._store_step` stores after a taken step of k
-    classes, from the outcome of `learn` (`MulticlassEvents`, `MultiFeatureEvents`)."""
-    if out[1]:
-        if out[2] != t0:
-            attrs["eta_"] = out[4]
-            attrs["lam_"] = out[5]
-        attrs["t_"] = <long long>out[2]
-        attrs["ck2_"] = out[3]
-        attrs["intercept_"] = out[6]
-        attrs["dev_"] = out[8]
-        attrs["n_support_"] = n_support
-    return 0
+cdef const double* cvector(object v, Py_ssize_t* n, list keep) except NULL:
+    """The data of a 1-D float64 buffer (a ready array read in place; any other buffer
+    through a typed view, kept alive in `keep`), its length in n."""
+    cdef const double* p = cready(v, n)
+    cdef const double[::1] typed
+    if p != NULL:
+        return p
+    typed = v
+    keep.append(typed)
+    n[0] = typed.shape[0]
+    return &typed[0] if n[0] else &EMPTY        # never read: the lengths are checked first
 
 
-cdef class MulticlassEvents(Events):
-    """One-event predict and learn on a `MultiExpansion` (as _pointwise.PointwiseEvents).
+cdef double EMPTY = 0.0
 
-    The last prediction is kept with a fingerprint of the model (t, n_support,
-    scale, next_slot, n_rescale) and a copy of the row; `learn` reuses it on
-    the same row and model ("predict, then learn" costs one kernel row).
-    """
-    cdef MultiExpansion expansion
-    cdef Schedule schedule
-    cdef int loss
+
+cdef object row_head(const double* x, Py_ssize_t d):
+    """The first values of a row, for an error message."""
+    return np.array([x[j] for j in range(min(d, 10))])
+
+
+cdef class KScores(Events):
+    """What the one-event steps of k classes share (`MulticlassEvents`, `MultiFeatureEvents`):
+    buffers of k scores and offsets, the learner's counters read and stored in C, and the
+    label of the scores without an array per event.  A subclass gives `_scores` (the model
+    part of the scores of one row) and `_step` (the step on its model)."""
+    cdef Py_ssize_t k, d
+    cdef double[::1] s, bn, g, a
     cdef readonly object outcome     # what the last `learn` returned, None until it returns
-    cdef double[::1] last_row, last_s, g, a
-    cdef bint has_last
-    cdef double last_xx, last_scale, last_t
-    cdef Py_ssize_t last_n, last_slot, last_rescale
 
-    def __init__(self, MultiExpansion expansion, Schedule schedule, int loss, str name,
-                 tuple names=()):
-        self.expansion = expansion
-        self.schedule, self.loss = schedule, loss
-        self.name, self.names = name, names
-        self.values = tuple([expansion] + [None] * (len(names) - 1))
-        self.last_row = np.empty(expansion.n_features)
-        self.last_s = np.empty(expansion.n_classes)
-        self.g = np.empty(expansion.n_classes)
-        self.a = np.empty(expansion.n_classes)
-        self.has_last = False
-        self.ready = schedule.kind != GIVEN     # a callable's step sizes come from the learner
+    cdef int _buffers(self, Py_ssize_t k, Py_ssize_t d) except -1:
+        self.k, self.d = k, d
+        self.s, self.bn, self.g, self.a = np.empty(k), np.empty(k), np.empty(k), np.empty(k)
+        return 0
 
-    cdef bint _scores(self, const double* x, double* out, double* xx_out, double t):
-        """The model part of the scores into out; False for a non-finite row."""
-        cdef MultiExpansion e = self.expansion
-        cdef Py_ssize_t d = e.n_features, k = e.n_classes
-        cdef double xx
-        if (self.has_last and t == self.last_t and e.n_support == self.last_n
-                and e.scale == self.last_scale and e.next_slot == self.last_slot
-                and e.n_rescale == self.last_rescale
-                and memcmp(x, &self.last_row[0], d * sizeof(double)) == 0):
-            xx_out[0] = self.last_xx
-            memcpy(out, &self.last_s[0], k * sizeof(double))
-            return True
-        xx = cdot(x, x, d)
-        xx_out[0] = xx
-        if not row_is_finite(x, d, xx):
-            return False
-        e.cscores(x, out)
-        memcpy(&self.last_row[0], x, d * sizeof(double))
-        memcpy(&self.last_s[0], out, k * sizeof(double))
-        self.last_xx, self.last_t = xx, t
-        self.last_n, self.last_scale = e.n_support, e.scale
-        self.last_slot, self.last_rescale = e.next_slot, e.n_rescale
-        self.has_last = True
-        return True
+    cdef int _scores(self, const double* x, double* out, double t, str action) except -1:
+        raise NotImplementedError
 
-    cdef _check(self, Py_ssize_t n, Py_ssize_t nb):
-        if n != self.expansion.n_features:
-            raise ValueError(f"X has {n} features, but {self.name} is expecting "
-                             f"{self.expansion.n_features} features as input.")
-        if nb != self.expansion.n_classes:
+    cdef int _step(self, const double* x, Py_ssize_t y, double weight, double eta_given,
+                   MState* st) except -1:
+        raise NotImplementedError
+
+    cdef int _check(self, Py_ssize_t n, Py_ssize_t nb) except -1:
+        if n != self.d:
+            raise ValueError(f"X has {n} features, but {self.name} is expecting {self.d} "
+                             "features as input.")
+        if nb != self.k:
             raise ValueError("intercept_ does not match the classes.")
+        return 0
+
+    cdef int _predict(self, const double* x, const double* b, double t, str action) except -1:
+        """self.s <- the k scores f(x) + b."""
+        cdef Py_ssize_t j
+        self._scores(x, &self.s[0], t, action)
+        for j in range(self.k):
+            self.s[j] += b[j]
+        return 0
+
+    cdef int _learn(self, const double* x, const double* b, double y, double weight,
+                    double eta_given, MState* st) except -1:
+        """Predict the scores (self.s), then take step st.t + 1 from the counters in st:
+        its status; self.bn holds b after it, st the new counters."""
+        cdef Py_ssize_t yi = <Py_ssize_t>y
+        if not (0 <= yi < self.k and yi == y):
+            raise ValueError(f"y = {y} is not a class index in [0, {self.k}).")
+        self._predict(x, b, st.t, "learned")
+        memcpy(&self.bn[0], b, self.k * sizeof(double))
+        st.eta_t = st.lam_t = st.eta_try = NAN
+        st.reset_t = st.reset_eta = st.reset_lam = 0.0
+        status = self._step(x, yi, weight, eta_given, st)
+        if status == DIVERGED:
+            raise self.diverged(st.t, st.eta_try)
+        return status
 
     def predict(self, x, double t, b):
         """The k scores f(x) + b for one row (x, b: 1-D float64 buffers; a ready array is
-        read in place, as `PointwiseEvents.predict` does)."""
-        cdef Py_ssize_t j, n = 0, nb = 0, k = self.expansion.n_classes
-        cdef double xx
-        cdef const double[::1] tx, tb
-        cdef const double* px = cready(x, &n)
-        cdef const double* pb = cready(b, &nb)
-        if px == NULL:
-            tx = x
-            n = tx.shape[0]
-            px = &tx[0] if n else NULL
-        if pb == NULL:
-            tb = b
-            nb = tb.shape[0]
-            pb = &tb[0] if nb else NULL
+        read in place)."""
+        cdef Py_ssize_t n = 0, nb = 0
+        cdef list keep = []
+        cdef const double* px = cvector(x, &n, keep)
+        cdef const double* pb = cvector(b, &nb, keep)
         self._check(n, nb)
-        out = np.empty(k)
-        cdef double[::1] o = out
-        if not self._scores(px, &o[0], &xx, t):
-            raise ValueError(f"{self.name} got a row with NaN or inf: {np.asarray(x)[:10]}; "
-                             "non-finite values cannot be predicted.")
-        for j in range(k):
-            o[j] += pb[j]
-        return out
+        self._predict(px, pb, t, "predicted")
+        return np.array(self.s)
 
     def learn(self, x, double y, double weight, double t, double ck2, b,
               double eta_given=NAN, double dev=0.0):
@@ -285,50 +268,17 @@ cdef class MulticlassEvents(Events):
         through: a classifier's step does not use it); raises,
         leaving the model as it was, on NaN/inf in x or divergence.
         """
-        cdef MultiExpansion e = self.expansion
-        cdef Py_ssize_t j, n = 0, nb = 0, k = e.n_classes, yi = <Py_ssize_t>y
-        cdef double xx
+        cdef Py_ssize_t n = 0, nb = 0
         cdef MState st
-        cdef int status
-        cdef const double[::1] tx, tb
+        cdef list keep = []
+        cdef const double* px = cvector(x, &n, keep)
+        cdef const double* pb = cvector(b, &nb, keep)
         self.outcome = None
-        cdef const double* px = cready(x, &n)
-        cdef const double* pb = cready(b, &nb)
-        if px == NULL:
-            tx = x
-            n = tx.shape[0]
-            px = &tx[0] if n else NULL
-        if pb == NULL:
-            tb = b
-            nb = tb.shape[0]
-            pb = &tb[0] if nb else NULL
         self._check(n, nb)
-        if not (0 <= yi < k and yi == y):
-            raise ValueError(f"y = {y} is not a class index in [0, {k}).")
-        s_arr = np.empty(k)
-        b_arr = np.empty(k)
-        cdef double[::1] s = s_arr, bn = b_arr
-        memcpy(&bn[0], pb, k * sizeof(double))
-        if not self._scores(px, &s[0], &xx, t):
-            raise ValueError(f"{self.name} got a row with NaN or inf: {np.asarray(x)[:10]}; "
-                             "non-finite values cannot be learned.")
-        for j in range(k):
-            s[j] += pb[j]
         st.t, st.ck2 = t, ck2
-        st.eta_t = st.lam_t = st.eta_try = NAN
-        st.reset_t = st.reset_eta = st.reset_lam = 0.0
-        if weight != 0.0 and e.n_support == e.capacity and (
-                not e.budget or e.n_support < e.budget or e.policy == MERGE):
-            # moves the buffers, the model unchanged; a full MERGE budget needs slot B for
-            # the newcomer until the merge (`reserve` caps the room at B + 1)
-            e.reserve(1)
-        craise_signals()                # a Ctrl-C so far: raised before any write
-        status = cmstep(e, px, xx, cself(&e.kernel, xx), cself(&e.kernel, xx), &s[0], yi,
-                        weight, eta_given, self.loss, &self.schedule, &st, &bn[0], &self.g[0],
-                        &self.a[0])
-        if status == DIVERGED:
-            raise self.diverged(t, st.eta_try)
-        self.outcome = (s_arr, status == TAKEN, st.t, st.ck2, st.eta_t, st.lam_t, b_arr,
+        status = self._learn(px, pb, y, weight, eta_given, &st)
+        self.outcome = (np.array(self.s), status == TAKEN, st.t, st.ck2, st.eta_t, st.lam_t,
+                        np.array(self.bn),
                         (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None, dev)
         return self.outcome             # kept first, as PointwiseEvents.learn does
 
@@ -339,22 +289,134 @@ cdef class MulticlassEvents(Events):
         is taken, stores there what `okl._kernel_learners.PointwiseMixin._store_step` stores,
         in one compiled call; returns the scores.  Raises, leaving the model and `attrs` as
         they were."""
+        cdef Py_ssize_t n = 0, nb = 0
+        cdef list keep = []
+        cdef const double* px = cvector(x, &n, keep)
+        b = attrs["intercept_"]
+        cdef const double* pb = cvector(b, &nb, keep)
+        self._check(n, nb)
+        self._learn_into(attrs, px, b, pb, y, weight, eta_given)
+        return np.array(self.s)
+
+    cdef int _learn_into(self, dict attrs, const double* x, object b, const double* pb,
+                         double y, double weight, double eta_given) except -1:
+        cdef MState st
         cdef double t0 = attrs["t_"]
         dev = attrs.get("dev_")
-        out = self.learn(x, y, weight, t0, attrs["ck2_"], attrs["intercept_"], eta_given,
-                         0.0 if dev is None else dev)
-        store_step(attrs, out, t0, self.expansion.n_support)
-        return out[0]
+        st.t, st.ck2 = t0, attrs["ck2_"]
+        if self._learn(x, pb, y, weight, eta_given, &st) != TAKEN:
+            return 0
+        if st.t != t0:
+            attrs["eta_"] = st.eta_t
+            attrs["lam_"] = st.lam_t
+        attrs["t_"] = <long long>st.t
+        attrs["ck2_"] = st.ck2
+        if memcmp(&self.bn[0], pb, self.k * sizeof(double)) != 0:
+            attrs["intercept_"] = np.array(self.bn)
+        elif type(b) is not np.ndarray:
+            attrs["intercept_"] = np.array(self.bn)
+        attrs["dev_"] = 0.0 if dev is None else dev
+        attrs["n_support_"] = self.n_support()
+        return 0
+
+    cdef Py_ssize_t n_support(self) noexcept:
+        return 0            # no support vectors on features (FeatureModel.n_support)
 
     cdef int cevent(self, dict attrs, object x, double y) except -1:
-        self.learn_into(attrs, x, y, 1.0, NAN)
+        cdef Py_ssize_t n = 0, nb = 0
+        cdef const double* px = cready(x, &n)
+        b = attrs["intercept_"]
+        cdef const double* pb = cready(b, &nb)
+        if px == NULL or pb == NULL:
+            return 0            # the adapter's path (an intercept_ of another type)
+        self._check(n, nb)
+        self._learn_into(attrs, px, b, pb, y, 1.0, NAN)
         return 1
 
     cdef object cpredict(self, dict attrs, object x):
         return self.predict(x, attrs["t_"], attrs["intercept_"])
 
+    cdef object cpredict_label(self, dict attrs, object x):
+        cdef Py_ssize_t n = 0, nb = 0
+        cdef const double* px = cready(x, &n)
+        cdef const double* pb = cready(attrs["intercept_"], &nb)
+        if px == NULL or pb == NULL:
+            return self.clabel(self.cpredict(attrs, x))
+        self._check(n, nb)
+        self._predict(px, pb, attrs["t_"], "predicted")
+        return self.clabel_of(&self.s[0], self.k)
 
-cdef class MultiFeatureEvents(Events):
+
+cdef class MulticlassEvents(KScores):
+    """One-event predict and learn on a `MultiExpansion` (as _pointwise.PointwiseEvents).
+
+    The last prediction is kept with a fingerprint of the model (t, n_support,
+    scale, next_slot, n_rescale) and a copy of the row; `learn` reuses it on
+    the same row and model ("predict, then learn" costs one kernel row).
+    """
+    cdef MultiExpansion expansion
+    cdef Schedule schedule
+    cdef int loss
+    cdef double[::1] last_row, last_s
+    cdef bint has_last
+    cdef double last_xx, last_scale, last_t
+    cdef Py_ssize_t last_n, last_slot, last_rescale
+
+    def __init__(self, MultiExpansion expansion, Schedule schedule, int loss, str name,
+                 tuple names=()):
+        self.expansion = expansion
+        self.schedule, self.loss = schedule, loss
+        self.name, self.names = name, names
+        self.values = tuple([expansion] + [None] * (len(names) - 1))
+        self._buffers(expansion.n_classes, expansion.n_features)
+        self.last_row = np.empty(expansion.n_features)
+        self.last_s = np.empty(expansion.n_classes)
+        self.has_last = False
+        self.ready = schedule.kind != GIVEN     # a callable's step sizes come from the learner
+
+    cdef int _scores(self, const double* x, double* out, double t, str action) except -1:
+        """The model part of the scores into out (reused for the same row and model)."""
+        cdef MultiExpansion e = self.expansion
+        cdef Py_ssize_t d = e.n_features, k = e.n_classes
+        cdef double xx
+        if (self.has_last and t == self.last_t and e.n_support == self.last_n
+                and e.scale == self.last_scale and e.next_slot == self.last_slot
+                and e.n_rescale == self.last_rescale
+                and memcmp(x, &self.last_row[0], d * sizeof(double)) == 0):
+            memcpy(out, &self.last_s[0], k * sizeof(double))
+            return 0
+        xx = cdot(x, x, d)
+        if not row_is_finite(x, d, xx):
+            raise ValueError(f"{self.name} got a row with NaN or inf: "
+                             f"{row_head(x, d)}; non-finite values "
+                             f"cannot be {action}.")
+        e.cscores(x, out)
+        memcpy(&self.last_row[0], x, d * sizeof(double))
+        memcpy(&self.last_s[0], out, k * sizeof(double))
+        self.last_xx, self.last_t = xx, t
+        self.last_n, self.last_scale = e.n_support, e.scale
+        self.last_slot, self.last_rescale = e.next_slot, e.n_rescale
+        self.has_last = True
+        return 0
+
+    cdef int _step(self, const double* x, Py_ssize_t y, double weight, double eta_given,
+                   MState* st) except -1:
+        cdef MultiExpansion e = self.expansion
+        cdef double kxx = cself(&e.kernel, self.last_xx)      # _scores just kept x's xx
+        if weight != 0.0 and e.n_support == e.capacity and (
+                not e.budget or e.n_support < e.budget or e.policy == MERGE):
+            # moves the buffers, the model unchanged; a full MERGE budget needs slot B for
+            # the newcomer until the merge (`reserve` caps the room at B + 1)
+            e.reserve(1)
+        craise_signals()                # a Ctrl-C so far: raised before any write
+        return cmstep(e, x, self.last_xx, kxx, kxx, &self.s[0], y, weight, eta_given,
+                      self.loss, &self.schedule, st, &self.bn[0], &self.g[0], &self.a[0])
+
+    cdef Py_ssize_t n_support(self) noexcept:
+        return self.expansion.n_support
+
+
+cdef class MultiFeatureEvents(KScores):
     """One-event predict and learn on the weight matrix of a feature model of k classes.
 
     The row's features z(x) are computed in C (`_linear.FeatureRow`) into a buffer
@@ -365,11 +427,10 @@ cdef class MultiFeatureEvents(Events):
     """
     cdef MultiLinearModel linear
     cdef FeatureRow rowmap
-    cdef readonly object outcome     # what the last `learn` returned, None until it returns
     cdef object model, fmap
     cdef Schedule schedule
     cdef int loss
-    cdef double[::1] z, last_row, g, a
+    cdef double[::1] z, last_row
     cdef bint has_last
     cdef double last_xx, last_zz
 
@@ -382,85 +443,38 @@ cdef class MultiFeatureEvents(Events):
         self.schedule, self.loss = schedule, loss
         self.name, self.names = name, names
         self.values = tuple([model] + [None] * (len(names) - 1))
+        self._buffers(self.linear.n_classes, rowmap.n_features)
         self.z = np.empty(rowmap.n_components)
         self.last_row = np.empty(rowmap.n_features)
-        self.g = np.empty(self.linear.n_classes)
-        self.a = np.empty(self.linear.n_classes)
         self.has_last = False
         self.ready = schedule.kind != GIVEN
 
-    cdef int cmatches(self, dict attrs) except -1:
-        return (Events.cmatches(self, attrs) and self.model.linear is self.linear
+    cdef int cmatches(self, object est, dict attrs) except -1:
+        return (Events.cmatches(self, est, attrs) and self.model.linear is self.linear
                 and self.model.fmap is self.fmap)
 
-    cdef _scores(self, const double[::1] x, const double[::1] b, double* out, str action):
-        """out <- the k scores <W_c, z(x)> + b_c (z cached with the row)."""
-        cdef Py_ssize_t j, d = self.rowmap.n_features, k = self.linear.n_classes
+    cdef int _scores(self, const double* x, double* out, double t, str action) except -1:
+        """out <- the k scores <W_c, z(x)> (z cached with the row)."""
+        cdef Py_ssize_t d = self.d
         cdef double xx
-        if x.shape[0] != d:
-            raise ValueError(f"X has {x.shape[0]} features, but {self.name} is expecting "
-                             f"{d} features as input.")
-        if b.shape[0] != k:
-            raise ValueError("intercept_ does not match the classes.")
-        if not (self.has_last and memcmp(&x[0], &self.last_row[0], d * sizeof(double)) == 0):
-            xx = cdot(&x[0], &x[0], d)
-            if not row_is_finite(&x[0], d, xx):
+        if not (self.has_last and memcmp(x, &self.last_row[0], d * sizeof(double)) == 0):
+            xx = cdot(x, x, d)
+            if not row_is_finite(x, d, xx):
                 raise ValueError(f"{self.name} got a row with NaN or inf: "
-                                 f"{np.asarray(x)[:10]}; non-finite values cannot be {action}.")
+                                 f"{row_head(x, d)}; non-finite values "
+                                 f"cannot be {action}.")
             self.has_last = False
-            self.rowmap.cmap(&x[0], &self.z[0])
+            self.rowmap.cmap(x, &self.z[0])
             self.last_zz = cdot(&self.z[0], &self.z[0], self.rowmap.n_components)
-            memcpy(&self.last_row[0], &x[0], d * sizeof(double))
+            memcpy(&self.last_row[0], x, d * sizeof(double))
             self.last_xx, self.has_last = xx, True
         self.linear.cscores(&self.z[0], out)
-        for j in range(k):
-            out[j] += b[j]
+        return 0
 
-    def predict(self, const double[::1] x, double t, const double[::1] b):
-        """The k scores W z(x) + b for one row."""
-        out = np.empty(self.linear.n_classes)
-        cdef double[::1] o = out
-        self._scores(x, b, &o[0], "predicted")
-        return out
-
-    def learn(self, const double[::1] x, double y, double weight, double t, double ck2,
-              const double[::1] b, double eta_given=NAN, double dev=0.0):
-        """Predict the scores, then take step t + 1: `MulticlassEvents.learn`'s arguments and
-        results.  Raises, leaving the model as it was, on NaN/inf in x or divergence."""
-        cdef Py_ssize_t k = self.linear.n_classes, yi = <Py_ssize_t>y
-        cdef MState st
-        cdef int status
-        self.outcome = None
-        if not (0 <= yi < k and yi == y):
-            raise ValueError(f"y = {y} is not a class index in [0, {k}).")
-        s_arr = np.empty(k)
-        cdef double[::1] s = s_arr
-        self._scores(x, b, &s[0], "learned")
-        b_arr = np.array(b)
-        cdef double[::1] bn = b_arr
-        st.t, st.ck2 = t, ck2
-        st.eta_t = st.lam_t = st.eta_try = NAN
-        st.reset_t = st.reset_eta = st.reset_lam = 0.0
+    cdef int _step(self, const double* x, Py_ssize_t y, double weight, double eta_given,
+                   MState* st) except -1:
         craise_signals()                # a Ctrl-C so far: raised before any write
-        status = cmstep(self.linear, &self.z[0], self.last_zz,
-                        cself(&self.rowmap.kernel, self.last_xx), self.last_zz, &s[0], yi,
-                        weight, eta_given, self.loss, &self.schedule, &st, &bn[0], &self.g[0],
-                        &self.a[0])
-        if status == DIVERGED:
-            raise self.diverged(t, st.eta_try)
-        self.outcome = (s_arr, status == TAKEN, st.t, st.ck2, st.eta_t, st.lam_t, b_arr,
-                        (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None, dev)
-        return self.outcome             # kept first, as PointwiseEvents.learn does
-
-    cdef int cevent(self, dict attrs, object x, double y) except -1:
-        """`learn` on the learner's counters, stored as `PointwiseMixin._store_step` does
-        (okl._kernel_learners) for the scores of k classes."""
-        cdef double t0 = attrs["t_"]
-        dev = attrs.get("dev_")
-        out = self.learn(x, y, 1.0, t0, attrs["ck2_"], attrs["intercept_"], NAN,
-                         0.0 if dev is None else dev)
-        store_step(attrs, out, t0, 0)   # no support vectors on features (FeatureModel.n_support)
-        return 1
-
-    cdef object cpredict(self, dict attrs, object x):
-        return self.predict(x, attrs["t_"], attrs["intercept_"])
+        return cmstep(self.linear, &self.z[0], self.last_zz,
+                      cself(&self.rowmap.kernel, self.last_xx), self.last_zz, &self.s[0], y,
+                      weight, eta_given, self.loss, &self.schedule, st, &self.bn[0],
+                      &self.g[0], &self.a[0])

@@ -873,10 +873,10 @@ cdef class PAEvents(Events):
         self.has_last = False
         self.ready = True
 
-    cdef int cmatches(self, dict attrs) except -1:
+    cdef int cmatches(self, object est, dict attrs) except -1:
         """est holds the very objects this step was built from (its model, its weights or
         expansion, its parameters)."""
-        if not Events.cmatches(self, attrs):
+        if not Events.cmatches(self, est, attrs):
             return False
         if self.kind == LINEAR or self.kind == MULTI_LINEAR:
             return self.model.raw is self.raw

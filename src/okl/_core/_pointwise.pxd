@@ -97,6 +97,7 @@ cdef class Events:
     # learner's attributes it was built from and the very objects they held
     cdef object name
     cdef tuple names, values
+    cdef object version     # the learner's `_attr_version` when they last matched
     # the ready-row entry (learn_ready / predict_ready): what it serves, the classes_ its
     # label codes (label -> target of the step) and labels (classes_.tolist()) are of
     cdef public int serves
@@ -110,10 +111,12 @@ cdef class Events:
     cdef object prior_tuple
     cdef double prior_state[4]
     cpdef bint matches(self, est)
-    cdef int cmatches(self, dict attrs) except -1
+    cdef int cmatches(self, object est, dict attrs) except -1
     cdef object crow(self, dict attrs, object x)
     cdef int cevent(self, dict attrs, object x, double y) except -1
     cdef object cpredict(self, dict attrs, object x)
+    cdef object cpredict_label(self, dict attrs, object x)
     cdef object clabel(self, object f)
+    cdef object clabel_of(self, const double* s, Py_ssize_t n)
     cdef int ccount_prior(self, dict attrs, double h, double y, double w) except -1
     cdef object diverged(self, double t, double eta)

@@ -200,19 +200,29 @@ cdef class Events:
     def bind(self, est):
         """Remember the objects est holds under `names` (instance attributes), for `matches`."""
         self.values = tuple([est.__dict__.get(name) for name in self.names])
+        self.version = None
 
     cpdef bint matches(self, est):
         """est holds the very objects this step was built from."""
-        return self.cmatches(est.__dict__)
+        return self.cmatches(est, est.__dict__)
 
-    cdef int cmatches(self, dict attrs) except -1:
-        """`matches` on the learner's ``__dict__``: 1 or 0 (subclasses add their own checks)."""
+    cdef int cmatches(self, object est, dict attrs) except -1:
+        """`matches` on the learner and its ``__dict__``: 1 or 0 (subclasses add their own
+        checks).
+
+        Every attribute binding gives the learner a new `_attr_version`
+        (`okl._one_event.OneEventMixin.__setattr__`): while it is the one seen at the
+        last full comparison, no name can hold another object, and one lookup answers."""
         cdef Py_ssize_t i
         cdef PyObject* value
+        version = getattr(est, "_attr_version", None)
+        if version is not None and version is self.version:
+            return True
         for i in range(len(self.names)):
             value = PyDict_GetItem(attrs, <object>PyTuple_GET_ITEM(self.names, i))
             if value == NULL or value != PyTuple_GET_ITEM(self.values, i):
                 return False
+        self.version = version
         return True
 
     cdef object diverged(self, double t, double eta):
@@ -295,7 +305,7 @@ cdef class Events:
                 if code == NULL:
                     return False
                 target = PyFloat_AS_DOUBLE(<object>code)
-            if not self.cmatches(attrs):
+            if not self.cmatches(est, attrs):
                 return False
             return self.cevent(attrs, row, target) == 1
         finally:
@@ -316,27 +326,35 @@ cdef class Events:
             if self.serves == LABELS and (PyDict_GetItem(attrs, "classes_")
                                           != <PyObject*>self.classes):
                 return MISS
-            if not self.cmatches(attrs):
+            if not self.cmatches(est, attrs):
                 return MISS
-            f = self.cpredict(attrs, row)
+            if self.serves == TARGETS:
+                return self.cpredict(attrs, row)
+            return self.cpredict_label(attrs, row)
         finally:
             self.release()
-        return f if self.serves == TARGETS else self.clabel(f)
+
+    cdef object cpredict_label(self, dict attrs, object x):
+        """The label of one ready row (`clabel` of `cpredict`; the steps of k classes give it
+        without an array of scores)."""
+        return self.clabel(self.cpredict(attrs, x))
 
     cdef object clabel(self, object f):
-        """The label of f (binary) or of the k scores (the first largest; a NaN first, as
-        argmax)."""
-        cdef Py_ssize_t i, best, n
+        """The label of f (binary) or of the k scores."""
         cdef const double[::1] scores
         if type(f) is float:
             return self.labels[PyFloat_AS_DOUBLE(f) > 0.0] if len(self.labels) == 2 else MISS
         scores = f
-        n, best = scores.shape[0], 0
+        return self.clabel_of(&scores[0], scores.shape[0]) if scores.shape[0] else MISS
+
+    cdef object clabel_of(self, const double* s, Py_ssize_t n):
+        """The label of the k scores s (the first largest; a NaN first, as argmax)."""
+        cdef Py_ssize_t i, best = 0
         for i in range(n):
-            if scores[i] != scores[i]:
+            if s[i] != s[i]:
                 best = i
                 break
-            if scores[i] > scores[best]:
+            if s[i] > s[best]:
                 best = i
         return self.labels[best] if n == len(self.labels) else MISS
 
@@ -595,9 +613,9 @@ cdef class FeatureEvents(Events):
         self.has_last = False
         self.ready = schedule.kind != GIVEN     # a callable's step sizes come from the learner
 
-    cdef int cmatches(self, dict attrs) except -1:
+    cdef int cmatches(self, object est, dict attrs) except -1:
         """est holds the objects this step was built from, and its model this map and weights."""
-        return (Events.cmatches(self, attrs) and self.model.linear is self.linear
+        return (Events.cmatches(self, est, attrs) and self.model.linear is self.linear
                 and self.model.fmap is self.fmap)
 
     cdef inline bint _features(self, const double* x, double* xx_out):
