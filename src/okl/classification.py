@@ -108,14 +108,20 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         eta_decay=1/2 had the lowest progressive error among lam in
         {1e-4, 1e-3, 1e-2, 1e-1} and eta_decay in {1/2, 3/4} on two moons,
         breast cancer and digits (odd vs even), with the hinge loss.
-    eta : float > 0, "auto" or callable, default="auto"
-        Step size.  "auto" is ``1 / ((lam + M C_K^2) t**eta_decay)``, M the
-        Lipschitz constant of phi'_- at the origin (`okl.losses.lipschitz_at_origin`)
-        and C_K^2 the running maximum of K(x, x); without a budget it keeps
-        ``||f_t||_K <= C_K |phi'_-(0)| / lam`` (docs/algorithms.md, section 3.1).
-        The exponential loss has no finite M: give it an explicit eta.  A float
-        gives ``eta * t**-eta_decay``; a callable maps the array of step
-        numbers t (from 1) to step sizes.
+    eta : float > 0, "scaled", "auto" or callable, default="scaled"
+        Step size.  "auto" (the papers' step) is ``1 / ((lam + M C_K^2) t**eta_decay)``,
+        M the Lipschitz constant of phi'_- at the origin
+        (`okl.losses.lipschitz_at_origin`) and C_K^2 the running maximum of K(x, x);
+        without a budget it keeps ``||f_t||_K <= C_K |phi'_-(0)| / lam``
+        (docs/algorithms.md, section 3.1).  "scaled" is
+        ``1 / ((lam + M kbar C_K^2) t**eta_decay)`` with kbar (`kernel_mean_`) the
+        mean kernel value between two centres, measured over the first 100 steps
+        and then fixed: a step on the scale of the kernel values a new event
+        sees, so that f reaches the hinge's margin (docs/defaults.md, section 4);
+        it applies to the hinge loss on an exact expansion of a width kernel,
+        and is "auto" otherwise.  The exponential loss has no finite M: give it
+        an explicit eta.  A float gives ``eta * t**-eta_decay``; a callable maps
+        the array of step numbers t (from 1) to step sizes.
     eta_decay : float >= 0, default=0.5
         Exponent of the step size: NORMA's ``eta_t ~ t**-1/2``, for which
         Kivinen et al. bound the cumulative regularized loss by O(sqrt(T)).
@@ -148,6 +154,9 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         C_K^2, the running maximum of K(x, x) over the stream.
     eta_, lam_ : float
         The step size and regularization of the most recent step.
+    kernel_mean_ : float
+        kbar of eta="scaled", in (0, 1], fixed after the first 100 steps (absent
+        before them and with any other step).
     intercept_ : float or ndarray of shape (n_classes,)
         The offset b (0 with fit_intercept=False), one per class with more
         than two.
@@ -155,7 +164,8 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
     References
     ----------
     See docs/algorithms.md, section 3; the eta="auto" step and its RKHS
-    ball: section 3.1; more than two classes: docs/multiclass.md.
+    ball: section 3.1; eta="scaled": docs/defaults.md, section 4; more than
+    two classes: docs/multiclass.md.
 
     .. [1] J. Kivinen, A. J. Smola and R. C. Williamson, "Online learning
        with kernels", IEEE Transactions on Signal Processing,
