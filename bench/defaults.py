@@ -470,7 +470,8 @@ def offset_run(Z, y, gamma, design, lam=1e-3):
 
 def intercept():
     """The classifier's offset designs on the issue's streams (batch-standardised inputs,
-    lam = 1e-3, no budget) and on a stream whose label prior shifts; then the regressor's."""
+    lam = 1e-3, no budget, the papers' step eta="auto") and on a stream whose label prior
+    shifts; the offsets under either step on the shifted streams; then the regressor's."""
     from sklearn.preprocessing import StandardScaler
     digits = load_digits(return_X_y=True)
     cases = [("digits 0-4 vs 5-9", digits[0], digits[1] >= 5, 0.1),
@@ -488,10 +489,21 @@ def intercept():
         order = (np.random.default_rng(0).permutation(len(X)) if "generated" not in name
                  else np.arange(len(X)))                    # the prior's shift is its order
         X, y = StandardScaler().fit_transform(X[order]), np.asarray(y)[order].astype(int)
-        library = [score(OnlineKernelClassifier(gamma=gamma, budget=None, **kw), X, y,
-                         "classification") for kw in (dict(fit_intercept=False), {})]
+        library = [score(OnlineKernelClassifier(gamma=gamma, budget=None, eta="auto", **kw), X,
+                         y, "classification") for kw in (dict(fit_intercept=False), {})]
         accs = [offset_run(X, y, gamma, design) for design in OFFSET_DESIGNS.values()]
         print(f"| {name} | {gamma} | " + " | ".join(f"{a:.4f}" for a in library + accs) + " |")
+    print("\nThe shifted streams, the offsets under each step (inputs standardised in batch, "
+          "lam = 1e-3, budget=None):\n")
+    print("| stream | gamma | eta='auto', fit_intercept=False | eta='auto', 'prior' | eta='auto', "
+          "True | eta='scaled', False | eta='scaled', 'prior' (default) | eta='scaled', True |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, X, y, gamma in cases[4:]:
+        X, y = StandardScaler().fit_transform(X), np.asarray(y).astype(int)
+        accs = [score(OnlineKernelClassifier(gamma=gamma, budget=None, eta=eta, fit_intercept=fit),
+                      X, y, "classification")
+                for eta in ("auto", "scaled") for fit in (False, "prior", True)]
+        print(f"| {name} | {gamma} | " + " | ".join(f"{a:.4f}" for a in accs) + " |")
     Z, y = online_scaled(*shifted_prior_stream(), shuffle=False)
     print("\nThe generated stream scaled online, the library's defaults: progressive accuracy "
           + ", ".join(f"{label} {score(make(), Z, y, 'classification'):.4f}" for label, make in (
