@@ -143,3 +143,19 @@ def test_scaled_is_auto_beyond_the_hinge_on_an_exact_width_kernel(kw):
     auto = OnlineKernelClassifier(eta="auto", **kw).fit(X, y)
     np.testing.assert_array_equal(scaled.decision_function(X), auto.decision_function(X))
     assert "kernel_mean_" not in scaled.__dict__
+
+
+@pytest.mark.parametrize("lam", [0.5, 0.05])
+def test_the_default_step_keeps_the_papers_ball(lam):
+    """|phi'| <= 1 and eta_t lam <= lam / (lam + kbar) < 1: ||f_t||_K <= C_K / lam at every step
+    without a budget (docs/defaults.md, section 4; docs/algorithms.md, section 3.1)."""
+    X, y = stream(300, seed=3)
+    est = OnlineKernelClassifier(gamma=2.0, lam=lam, budget=None, fit_intercept=False,
+                                 classes=[0, 1])
+    norms = []
+    for i in range(0, 300, 10):
+        est.partial_fit(X[i:i + 10], y[i:i + 10])
+        norms.append(est.rkhs_norm())
+        assert est.eta_ * lam < 1.0
+    assert max(norms) <= (1.0 + 1e-12) / lam
+    assert max(norms) > 0.3 / lam           # near the ball: the bound is not idle
