@@ -156,7 +156,7 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         The step size and regularization of the most recent step.
     kernel_mean_ : float
         kbar of eta="scaled", in (0, 1], fixed after the first 100 steps (absent
-        before them and with any other step).
+        before them and with a step that does not measure it).
     intercept_ : float or ndarray of shape (n_classes,)
         The offset b (0 with fit_intercept=False), one per class with more
         than two.
