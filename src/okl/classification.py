@@ -444,8 +444,8 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         return tags
 
     def _auto_lipschitz(self):
-        """M of the auto step; with eta="scaled" times the kernel's typical value between two
-        centres (`_kernel_mean`), so that the step is ``1 / ((lam + M kbar C_K^2) t**eta_decay)``."""
+        """M of the auto step; with eta="scaled" times kbar, the kernel's typical value between
+        two centres (`_kernel_mean`): the step ``1 / ((lam + M kbar C_K^2) t**eta_decay)``."""
         M = _finite_lipschitz(self)
         return M * self._kernel_mean() if self._margin_scaled() else M
 
