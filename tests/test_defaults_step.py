@@ -163,3 +163,26 @@ def test_the_default_step_keeps_the_papers_ball(lam):
         assert est.eta_ * lam < 1.0
     assert max(norms) <= (1.0 + 1e-12) / lam
     assert max(norms) > 0.3 / lam           # near the ball: the bound is not idle
+
+
+def test_an_interrupt_as_kbar_is_fixed_leaves_the_model_as_it_was(monkeypatch):
+    X, y = stream(200)
+    est = OnlineKernelClassifier(gamma=0.3, classes=[0, 1]).partial_fit(X[:90], y[:90])
+    before = est.decision_function(X)
+    state = {k: v for k, v in est.__dict__.items() if k.endswith("_") and np.isscalar(v)}
+
+    def interrupted(self):
+        if self.t_ >= 100:
+            raise KeyboardInterrupt
+        return measure(self)
+    measure = OnlineKernelClassifier._measure_kernel_mean
+    monkeypatch.setattr(OnlineKernelClassifier, "_measure_kernel_mean", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        est.partial_fit(X[90:150], y[90:150])
+    assert "kernel_mean_" not in est.__dict__
+    assert {k: est.__dict__[k] for k in state} == state
+    np.testing.assert_array_equal(est.decision_function(X), before)
+    monkeypatch.undo()
+    ref = OnlineKernelClassifier(gamma=0.3, classes=[0, 1]).partial_fit(X[:150], y[:150])
+    est.partial_fit(X[90:150], y[90:150])
+    np.testing.assert_array_equal(est.decision_function(X), ref.decision_function(X))
