@@ -558,6 +558,7 @@ def step():
             pin.append(loss_value("pinball", f - y, tau=tau).mean())
         print(f"| demo, 578 events (pinball loss) | OnlineKernelRegressor(pinball, quantile={tau}) "
               f"| {pin[0]:.4f} | {pin[1]:.4f} |")
+    print()
     hinge_step()
 
 
