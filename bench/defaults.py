@@ -8,7 +8,11 @@
                                         # chunks of 1000 and one event at a time
     python bench/defaults.py cost       # us per event of a 1e5-event stream, d = 20, defaults
     python bench/defaults.py intercept  # the classifier's offset designs; the regressor's offset
-    python bench/defaults.py step       # the default step against eta="auto"
+    python bench/defaults.py step       # the default step against eta="auto" (regressors,
+                                        # then the classifier's on 16 streams)
+    python bench/defaults.py hinge      # the classifier's step only
+    python bench/defaults.py diagnosis  # why the papers' hinge step was weak on digits
+    python bench/defaults.py approx     # the hinge step on random features (still "auto")
 
 Streams (scikit-learn's bundled data): digits (0-4 vs 5-9, d = 64), breast cancer (d = 30) and
 diabetes (regression, d = 10), each shuffled once (seed 0) and standardised online with
@@ -467,7 +471,8 @@ def offset_run(Z, y, gamma, design, lam=1e-3):
 
 def intercept():
     """The classifier's offset designs on the issue's streams (batch-standardised inputs,
-    lam = 1e-3, no budget) and on a stream whose label prior shifts; then the regressor's."""
+    lam = 1e-3, no budget, the papers' step eta="auto") and on a stream whose label prior
+    shifts; the offsets under either step on the shifted streams; then the regressor's."""
     from sklearn.preprocessing import StandardScaler
     digits = load_digits(return_X_y=True)
     cases = [("digits 0-4 vs 5-9", digits[0], digits[1] >= 5, 0.1),
@@ -485,10 +490,21 @@ def intercept():
         order = (np.random.default_rng(0).permutation(len(X)) if "generated" not in name
                  else np.arange(len(X)))                    # the prior's shift is its order
         X, y = StandardScaler().fit_transform(X[order]), np.asarray(y)[order].astype(int)
-        library = [score(OnlineKernelClassifier(gamma=gamma, budget=None, **kw), X, y,
-                         "classification") for kw in (dict(fit_intercept=False), {})]
+        library = [score(OnlineKernelClassifier(gamma=gamma, budget=None, eta="auto", **kw), X,
+                         y, "classification") for kw in (dict(fit_intercept=False), {})]
         accs = [offset_run(X, y, gamma, design) for design in OFFSET_DESIGNS.values()]
         print(f"| {name} | {gamma} | " + " | ".join(f"{a:.4f}" for a in library + accs) + " |")
+    print("\nThe shifted streams, the offsets under each step (inputs standardised in batch, "
+          "lam = 1e-3, budget=None):\n")
+    print("| stream | gamma | eta='auto', fit_intercept=False | eta='auto', 'prior' | eta='auto', "
+          "True | eta='scaled', False | eta='scaled', 'prior' (default) | eta='scaled', True |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, X, y, gamma in cases[4:]:
+        X, y = StandardScaler().fit_transform(X), np.asarray(y).astype(int)
+        accs = [score(OnlineKernelClassifier(gamma=gamma, budget=None, eta=eta, fit_intercept=fit),
+                      X, y, "classification")
+                for eta in ("auto", "scaled") for fit in (False, "prior", True)]
+        print(f"| {name} | {gamma} | " + " | ".join(f"{a:.4f}" for a in accs) + " |")
     Z, y = online_scaled(*shifted_prior_stream(), shuffle=False)
     print("\nThe generated stream scaled online, the library's defaults: progressive accuracy "
           + ", ".join(f"{label} {score(make(), Z, y, 'classification'):.4f}" for label, make in (
@@ -518,8 +534,7 @@ def step():
 
     Regressors: eta="scaled" (the default) against the papers' eta="auto" on diabetes and
     on the README's demo stream (okl._demo, 578 events, gamma = 2 as the demo; pinball loss of
-    the progressive predictions).  The hinge classifier keeps eta="auto"; c times it is shown
-    for the record.
+    the progressive predictions).  Then the hinge classifier's (`hinge_step`).
     """
     from okl._demo import make_stream
     from okl.losses import loss_value
@@ -543,16 +558,149 @@ def step():
             pin.append(loss_value("pinball", f - y, tau=tau).mean())
         print(f"| demo, 578 events (pinball loss) | OnlineKernelRegressor(pinball, quantile={tau}) "
               f"| {pin[0]:.4f} | {pin[1]:.4f} |")
-    print("\n| stream | OnlineKernelClassifier (hinge) | eta='auto' (default) | 2x | 4x | 8x |")
-    print("|---|---|---|---|---|---|")
-    for name in ("digits", "cancer"):
-        Z, y, _ = data[name]
-        accs = [score(OnlineKernelClassifier(
-            eta="auto" if c == 1 else (lambda t, c=c: c * t ** -0.5 / (1 + 1e-3))), Z, y,
-            "classification") for c in (1, 2, 4, 8)]
-        print(f"| {name} (acc) | | " + " | ".join(f"{a:.4f}" for a in accs) + " |")
+    print()
+    hinge_step()
 
+
+def hinge_streams():
+    """The classifier step's streams: scikit-learn's bundled sets (binary splits and their
+    classes) and generated ones, each shuffled once (seed `seed`) and scaled online."""
+    from sklearn.datasets import (load_iris, load_wine, make_circles, make_classification,
+                                  make_gaussian_quantiles, make_moons)
+    (dX, dy), (wX, wy), (iX, iy) = (load_digits(return_X_y=True), load_wine(return_X_y=True),
+                                    load_iris(return_X_y=True))
+    m38 = (dy == 3) | (dy == 8)
+    return {
+        "digits 0-4 vs 5-9": (dX, (dy >= 5).astype(int)),
+        "digits odd vs even": (dX, dy % 2),
+        "digits 3 vs 8": (dX[m38], (dy[m38] == 8).astype(int)),
+        "breast cancer": load_breast_cancer(return_X_y=True),
+        "wine 0 vs rest": (wX, (wy == 0).astype(int)),
+        "wine 1 vs rest": (wX, (wy == 1).astype(int)),
+        "iris 1 vs rest": (iX, (iy == 1).astype(int)),
+        "iris 2 vs rest": (iX, (iy == 2).astype(int)),
+        "make_classification d=20": make_classification(2000, 20, n_informative=5,
+                                                        random_state=0),
+        "make_classification d=10, 3 clusters, 5% flipped": make_classification(
+            2000, 10, n_informative=6, n_clusters_per_class=3, flip_y=0.05, class_sep=0.8,
+            random_state=1),
+        "make_moons noise 0.3": make_moons(1000, noise=0.3, random_state=0),
+        "make_circles noise 0.1": make_circles(1000, noise=0.1, factor=0.5, random_state=0),
+        "make_gaussian_quantiles d=8": make_gaussian_quantiles(n_samples=2000, n_features=8,
+                                                               n_classes=2, random_state=0),
+        "digits (10 classes)": (dX, dy),
+        "wine (3 classes)": (wX, wy),
+        "iris (3 classes)": (iX, iy),
+        "make_gaussian_quantiles d=8 (3 classes)": make_gaussian_quantiles(
+            n_samples=2000, n_features=8, random_state=0),
+    }
+
+
+def _shuffled_scaled(X, y, seed):
+    order = np.random.default_rng(seed).permutation(len(X))
+    return online_scaled(np.asarray(X, dtype=np.float64)[order], np.asarray(y)[order],
+                         shuffle=False)
+
+
+def hinge_diagnosis():
+    """Why eta="auto" was weak on digits 0-4 vs 5-9: the previous defaults (eta="auto"), one
+    setting changed at a time; the centres kept without a budget and the median |f|."""
+    Z, y, _ = streams()["digits"]
+    d = Z.shape[1]
+    changes = {"eta='auto' (before)": {}, "fit_intercept=False": dict(fit_intercept=False),
+               "budget=None": dict(budget=None), "budget_policy='oldest'":
+               dict(budget_policy="oldest"), "lam=0": dict(lam=0.0), "lam=1e-4": dict(lam=1e-4),
+               "lam=1e-2": dict(lam=1e-2), "lam=1e-1": dict(lam=0.1)}
+    changes.update({f"{c} x the step": dict(eta=lambda t, c=c: c * t ** -0.5 / (1 + 1e-3))
+                    for c in (2, 4, 8, 16)})
+    changes["eta_decay=0.25"] = dict(eta_decay=0.25)
+    changes.update({f"gamma={g}/d": dict(gamma=g / d) for g in (0.5, 2, 4, 16, 32)})
+    changes["eta='scaled' (default)"] = dict(eta="scaled")
+    print("| digits 0-4 vs 5-9, from eta='auto' | progressive accuracy | centres (budget=None) "
+          "of 1797 | median abs(f) |")
+    print("|---|---|---|---|")
+    for label, kw in changes.items():
+        kw = dict(dict(eta="auto"), **kw)
+        acc = score(OnlineKernelClassifier(**kw), Z, y, "classification")
+        full = OnlineKernelClassifier(**dict(kw, budget=None))
+        score(full, Z, y, "classification")
+        print(f"| {label} | {acc:.4f} | {full.n_support_} | "
+              f"{np.median(np.abs(full.decision_function(Z))):.3f} |", flush=True)
+
+
+def hinge_approximations():
+    """The hinge step on random Fourier and Nystroem features, where eta="scaled" is still
+    "auto" (docs/defaults.md, section 4): c times the papers' step, on seven of the streams."""
+    raw = hinge_streams()
+    print("| stream | approximation | eta='auto' (default) | 4 x the step | 6 x the step |")
+    print("|---|---|---|---|---|")
+    for name in ("digits 0-4 vs 5-9", "breast cancer", "wine 1 vs rest", "iris 2 vs rest",
+                 "make_moons noise 0.3", "digits (10 classes)", "wine (3 classes)"):
+        Z, y = _shuffled_scaled(*raw[name], 0)
+        for kw in (dict(approximation="nystroem", n_components=100),
+                   dict(approximation="fourier", n_components=200, random_state=0)):
+            accs = [score(OnlineKernelClassifier(eta=lambda t, c=c: c * t ** -0.5 / (1 + 1e-3),
+                                                 **kw), Z, y, "classification")
+                    for c in (1, 4, 6)]
+            print(f"| {name} | {kw['approximation']} | "
+                  + " | ".join(f"{a:.4f}" for a in accs) + " |", flush=True)
+
+
+def hinge_step(seeds=10):
+    """OnlineKernelClassifier's step (docs/defaults.md, section 4): the default eta="scaled"
+    against the papers' eta="auto" on 16 streams (shuffle seed 0), each with its best width in
+    hindsight (fit_intercept=False, the grid of `table`), river's untuned peers on the same
+    events; then the mean over `seeds` shuffles of both steps, scaled online and raw."""
+    from river import linear_model, neighbors
+    print("| stream | eta='auto' (before) | eta='scaled' (default) | kernel_mean_ | eta='auto', "
+          "best gamma | eta='scaled', best gamma | river LogisticRegression | river PAClassifier "
+          "| river KNNClassifier |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    raw = hinge_streams()
+    for name, (X, y) in raw.items():
+        Z, y = _shuffled_scaled(X, y, 0)
+        d, multi = Z.shape[1], len(np.unique(y)) > 2
+        run = lambda **kw: score(OnlineKernelClassifier(**kw), Z, y, "classification")  # noqa
+        default = OnlineKernelClassifier()
+        accs = [run(eta="auto"), score(default, Z, y, "classification")]
+        best = [max(run(eta=eta, gamma=float(g / d), fit_intercept=False) for g in GRID)
+                for eta in ("auto", "scaled")]
+        peers = [linear_model.SoftmaxRegression() if multi else linear_model.LogisticRegression(),
+                 None if multi else linear_model.PAClassifier(), neighbors.KNNClassifier()]
+        river = ["-" if m is None else f"{river_score(m, Z, y, 'classification', labels=multi):.4f}"
+                 for m in peers]
+        print(f"| {name} | {accs[0]:.4f} | {accs[1]:.4f} | {default.kernel_mean_:.3f} | "
+              f"{best[0]:.4f} | {best[1]:.4f} | " + " | ".join(river) + " |", flush=True)
+    print(f"\n| stream, mean of {seeds} shuffles | eta='auto' | eta='scaled' (default) | "
+          "difference (its smallest) |")
+    print("|---|---|---|---|")
+    for name, (X, y) in raw.items():
+        diffs = []
+        for seed in range(seeds):
+            Z, ys = _shuffled_scaled(X, y, seed)
+            diffs.append([score(OnlineKernelClassifier(eta=eta), Z, ys, "classification")
+                          for eta in ("auto", "scaled")])
+        a, b = np.array(diffs).T
+        print(f"| {name} | {a.mean():.4f} | {b.mean():.4f} | {(b - a).mean():+.4f} "
+              f"({(b - a).min():+.4f}) |", flush=True)
+    print(f"\n| raw stream (not scaled), mean of {seeds} shuffles | eta='auto' | eta='scaled' "
+          "(default) | difference (its smallest) |")
+    print("|---|---|---|---|")
+    for name in ("digits 0-4 vs 5-9", "breast cancer", "wine 0 vs rest", "wine 1 vs rest",
+                 "wine (3 classes)", "iris (3 classes)"):
+        X, y = raw[name]
+        diffs = []
+        for seed in range(seeds):
+            order = np.random.default_rng(seed).permutation(len(X))
+            Xs, ys = np.asarray(X, dtype=np.float64)[order], np.asarray(y)[order]
+            diffs.append([score(OnlineKernelClassifier(eta=eta), Xs, ys, "classification")
+                          for eta in ("auto", "scaled")])
+        a, b = np.array(diffs).T
+        print(f"| {name} | {a.mean():.4f} | {b.mean():.4f} | {(b - a).mean():+.4f} "
+              f"({(b - a).min():+.4f}) |", flush=True)
 
 if __name__ == "__main__":
-    {"table": table, "widths": widths, "warmup": warmup, "cost": cost, "intercept": intercept, "step": step}[
+    {"table": table, "widths": widths, "warmup": warmup, "cost": cost, "intercept": intercept,
+     "step": step, "hinge": hinge_step, "diagnosis": hinge_diagnosis,
+     "approx": hinge_approximations}[
         sys.argv[1] if len(sys.argv) > 1 else "table"]()

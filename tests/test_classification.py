@@ -324,6 +324,7 @@ def test_norma_steps_beyond_the_condition_break_the_bound():
 def test_norma_auto_step_uses_the_loss_lipschitz_constant():
     X, y = stream(30, seed=15)
     for loss in ("hinge", "logistic", "least_squares"):
-        clf = OnlineKernelClassifier(loss=loss, lam=0.1, eta_decay=0.5).fit(X, y)
+        clf = OnlineKernelClassifier(loss=loss, lam=0.1, eta="auto",
+                                     eta_decay=0.5).fit(X, y)
         M = lipschitz_at_origin(loss)
         assert clf.eta_ == pytest.approx(1 / ((0.1 + M * 1.0) * 30 ** 0.5), rel=1e-14)

@@ -68,12 +68,17 @@ def test_the_default_offset_costs_at_most_0005_on_the_issues_streams(name, gamma
 @pytest.mark.parametrize("rates, gamma", [((0.5, 0.9, 0.2), 0.2), ((0.5, 0.9, 0.2), 1.0),
                                           ((0.1, 0.5, 0.9), 0.2)])
 def test_the_default_offset_helps_when_the_label_prior_shifts(rates, gamma):
+    """With the papers' step the kernel part follows a shift of the prior slowly and the
+    offset helps; the default step (eta="scaled") follows it faster by itself, and the
+    defaults are above the papers' step with the offset (docs/defaults.md, sections 1, 4)."""
     X, y = shifted(3000, rates=rates, seed=int(rates[0] == 0.1))
     X = StandardScaler().fit_transform(X)
     kw = dict(gamma=gamma, lam=1e-3, budget=None)
-    paper = accuracy(OnlineKernelClassifier(fit_intercept=False, **kw), X, y)
+    paper = accuracy(OnlineKernelClassifier(fit_intercept=False, eta="auto", **kw), X, y)
+    offset = accuracy(OnlineKernelClassifier(eta="auto", **kw), X, y)
     default = accuracy(OnlineKernelClassifier(**kw), X, y)
-    assert default >= paper + 0.01
+    assert offset >= paper + 0.01
+    assert default >= offset
 
 
 def test_the_offset_is_zero_inside_the_noise_and_follows_a_shift():
@@ -165,8 +170,8 @@ def test_fit_intercept_true_is_normas_offset_step():
     written out: the previous default, one parameter away."""
     X, y = shifted(300)
     gamma, lam = 0.3, 1e-3
-    est = OnlineKernelClassifier(fit_intercept=True, gamma=gamma, lam=lam, budget=None,
-                                 classes=[0, 1]).fit(X, y)
+    est = OnlineKernelClassifier(fit_intercept=True, gamma=gamma, lam=lam, eta="auto",
+                                 budget=None, classes=[0, 1]).fit(X, y)
     centres, coef, b = [], [], 0.0
     for t, (x, label) in enumerate(zip(X, np.where(y > 0, 1.0, -1.0)), 1):
         h = sum(a * np.exp(-gamma * np.sum((c - x) ** 2)) for c, a in zip(centres, coef))

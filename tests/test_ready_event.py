@@ -55,7 +55,9 @@ def stream(k, n=160, d=4, seed=0):
     return X, np.array(["a", "b", "c"])[np.argmax(X[:, :3], axis=1)]
 
 
-def warm(name, n=60):
+def warm(name, n=100):
+    """A fitted learner past its warm-ups: the kernel classifier's eta="scaled" measures
+    its step over the first 100 steps (docs/defaults.md, section 4), one row at a time."""
     make, k = LEARNERS[name]
     X, y = stream(k)
     est = make()

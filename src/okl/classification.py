@@ -25,7 +25,7 @@ from okl._core._multiexpansion import MultiExpansion
 from okl._feature_model import FeatureModel
 from okl._labels import LabelsMixin
 from okl._docstrings import shared_params
-from okl._gamma import LOCAL_FACTOR
+from okl._gamma import LOCAL_FACTOR, WARMUP, join
 from okl._engines import ENGINES
 from okl._feature_maps import kernel_matrix
 from okl._kernel_learners import KernelModelMixin, PointwiseMixin, expansion_class, warn_reset
@@ -40,6 +40,7 @@ from okl._params import (
 )
 from okl._persist import C_INT_MAX, loadable
 from okl.budgets import budget_code, resolve_budget_policy
+from okl.kernels import kernel_row
 from okl.losses import (
     MARGIN_LOSSES, lipschitz_at_origin, loss_spec, loss_value, slope_at_origin,
 )
@@ -107,14 +108,20 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         eta_decay=1/2 had the lowest progressive error among lam in
         {1e-4, 1e-3, 1e-2, 1e-1} and eta_decay in {1/2, 3/4} on two moons,
         breast cancer and digits (odd vs even), with the hinge loss.
-    eta : float > 0, "auto" or callable, default="auto"
-        Step size.  "auto" is ``1 / ((lam + M C_K^2) t**eta_decay)``, M the
-        Lipschitz constant of phi'_- at the origin (`okl.losses.lipschitz_at_origin`)
-        and C_K^2 the running maximum of K(x, x); without a budget it keeps
-        ``||f_t||_K <= C_K |phi'_-(0)| / lam`` (docs/algorithms.md, section 3.1).
-        The exponential loss has no finite M: give it an explicit eta.  A float
-        gives ``eta * t**-eta_decay``; a callable maps the array of step
-        numbers t (from 1) to step sizes.
+    eta : float > 0, "scaled", "auto" or callable, default="scaled"
+        Step size.  "auto" (the papers' step) is ``1 / ((lam + M C_K^2) t**eta_decay)``,
+        M the Lipschitz constant of phi'_- at the origin
+        (`okl.losses.lipschitz_at_origin`) and C_K^2 the running maximum of K(x, x);
+        without a budget it keeps ``||f_t||_K <= C_K |phi'_-(0)| / lam``
+        (docs/algorithms.md, section 3.1).  "scaled" is
+        ``1 / ((lam + M kbar C_K^2) t**eta_decay)`` with kbar (`kernel_mean_`) the
+        mean kernel value between two centres, measured over the first 100 steps
+        and then fixed: a step on the scale of the kernel values a new event
+        sees, so that f reaches the hinge's margin (docs/defaults.md, section 4);
+        it applies to the hinge loss on an exact expansion of a width kernel,
+        and is "auto" otherwise.  The exponential loss has no finite M: give it
+        an explicit eta.  A float gives ``eta * t**-eta_decay``; a callable maps
+        the array of step numbers t (from 1) to step sizes.
     eta_decay : float >= 0, default=0.5
         Exponent of the step size: NORMA's ``eta_t ~ t**-1/2``, for which
         Kivinen et al. bound the cumulative regularized loss by O(sqrt(T)).
@@ -147,6 +154,9 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         C_K^2, the running maximum of K(x, x) over the stream.
     eta_, lam_ : float
         The step size and regularization of the most recent step.
+    kernel_mean_ : float
+        kbar of eta="scaled", in (0, 1], fixed after the first 100 steps (absent
+        before them and with a step that does not measure it).
     intercept_ : float or ndarray of shape (n_classes,)
         The offset b (0 with fit_intercept=False), one per class with more
         than two.
@@ -154,7 +164,8 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
     References
     ----------
     See docs/algorithms.md, section 3; the eta="auto" step and its RKHS
-    ball: section 3.1; more than two classes: docs/multiclass.md.
+    ball: section 3.1; eta="scaled": docs/defaults.md, section 4; more than
+    two classes: docs/multiclass.md.
 
     .. [1] J. Kivinen, A. J. Smola and R. C. Williamson, "Online learning
        with kernels", IEEE Transactions on Signal Processing,
@@ -204,7 +215,7 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
     expected_failed_checks = ONLINE_WEIGHT_CHECKS
 
     def __init__(self, kernel="gaussian", gamma="scale", degree=3, coef0=0.0, nu=1.5,
-                 kernel_params=None, loss="hinge", lam=1e-3, eta="auto", eta_decay=0.5,
+                 kernel_params=None, loss="hinge", lam=1e-3, eta="scaled", eta_decay=0.5,
                  budget="auto", budget_policy="auto", approximation=None, n_components=100,
                  random_state=None, fit_intercept="prior", classes=None, verbose=False,
                  engine="cython"):
@@ -341,6 +352,8 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
     def _compiled_events(self, cache):
         if len(self.__dict__.get("classes_", ())) < 2:
             return None                 # one class: nothing is learned (okl._labels)
+        if self._margin_scaled() and "kernel_mean_" not in self.__dict__:
+            return None                 # eta="scaled" still measures kbar (`_learn`)
         if not self._is_multi():
             return super()._compiled_events(cache)
         events = cache[0]
@@ -373,7 +386,19 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
 
     def _check_state(self, check):
         """okl.load's checks (see `OnlineLearner._check_state`); k >= 3 classes: a multi-output
-        expansion, an offset per class (docs/multiclass.md)."""
+        expansion, an offset per class (docs/multiclass.md).  `kernel_mean_` (eta="scaled"
+        after its first `WARMUP` steps) is a kernel value in (0, 1]."""
+        kbar = check.attrs.pop("kernel_mean_", None)
+        try:
+            built = self._check_model_state(check)
+        finally:
+            if kbar is not None:
+                check.attrs["kernel_mean_"] = kbar
+        if kbar is not None:
+            check.out["kernel_mean_"] = check.float(kbar, "kernel_mean_", 0.0, 1.0, open_lo=True)
+        return built
+
+    def _check_model_state(self, check):
         classes = check.attrs.get("classes_")
         if not (isinstance(classes, np.ndarray) and classes.ndim == 1 and len(classes) >= 3):
             return super()._check_state(check)
@@ -419,7 +444,58 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         return tags
 
     def _auto_lipschitz(self):
-        return _finite_lipschitz(self)
+        """M of the auto step; with eta="scaled" times kbar, the kernel's typical value between
+        two centres (`_kernel_mean`): the step ``1 / ((lam + M kbar C_K^2) t**eta_decay)``."""
+        M = _finite_lipschitz(self)
+        return M * self._kernel_mean() if self._margin_scaled() else M
+
+    # -- eta="scaled": the hinge step on the scale of the kernel values (docs/defaults.md, 4) --
+
+    def _margin_scaled(self):
+        """Whether eta="scaled" scales the hinge step: the hinge loss on an exact expansion of a
+        width kernel (K(x, x) = 1); otherwise "scaled" is "auto"."""
+        return (self.eta == "scaled" and self.loss == "hinge" and self.approximation is None
+                and kernel_row(self.kernel).width)
+
+    def _kernel_mean(self):
+        """kbar: the mean kernel value between two distinct centres, counting K(x, x) = 1 as one
+        pair more (kbar = 1 before two centres exist); measured over the first `WARMUP` steps,
+        then it stays (`kernel_mean_`)."""
+        kbar = self.__dict__.get("kernel_mean_")
+        if kbar is not None:
+            return kbar
+        return self._measure_kernel_mean()
+
+    def _measure_kernel_mean(self):
+        """kbar of the model's centres now (the width as fitted)."""
+        model = self.__dict__.get("_expansion")
+        centres = model.centers_ if model is not None and hasattr(model, "centers_") else ()
+        m = len(centres)
+        if m < 2:
+            return 1.0
+        K = kernel_matrix(self._kernel_params(), centres, centres)
+        pairs = m * (m - 1) / 2.0
+        return float((0.5 * (K.sum() - np.trace(K)) + 1.0) / (pairs + 1.0))
+
+    def _learn(self, X, y, weight=None):
+        """The rows in order; with eta="scaled" the first `WARMUP` steps one row at a time, each
+        with kbar of the centres before it, then kbar stays (`kernel_mean_`)."""
+        if not self._margin_scaled() or "kernel_mean_" in self.__dict__:
+            return super()._learn(X, y, weight)
+        parts, i, n = [], 0, X.shape[0]
+        while i < n and "kernel_mean_" not in self.__dict__:
+            parts.append(super()._learn(X[i:i + 1], y[i:i + 1],
+                                        None if weight is None else weight[i:i + 1]))
+            i += 1
+            if self.t_ >= WARMUP:
+                self.kernel_mean_ = self._measure_kernel_mean()
+        if i < n:
+            parts.append(super()._learn(X[i:], y[i:], None if weight is None else weight[i:]))
+        return join(parts)
+
+    def _start(self, X, y):
+        super()._start(X, y)
+        self.__dict__.pop("kernel_mean_", None)
 
 
 @loadable
