@@ -111,6 +111,8 @@ cdef class Events:
     cdef object prior_tuple
     cdef double prior_state[4]
     cpdef bint matches(self, est)
+    cpdef bint learn_ready(self, object est, object x, object y, object weight=*) except -1
+    cpdef object predict_ready(self, object est, object x)
     cdef int cmatches(self, object est, dict attrs) except -1
     cdef object crow(self, dict attrs, object x)
     cdef int cevent(self, dict attrs, object x, double y) except -1

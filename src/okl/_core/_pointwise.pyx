@@ -182,6 +182,39 @@ MISS = object()     # what predict_ready returns for an event it does not serve
 cdef object MAX_EXACT = 2 ** 53     # the integer targets a double holds exactly
 
 
+def learn_one(self, x, y, sample_weight=1.0):
+    """Predict, then learn one event (x a dict or a 1-D row, y a scalar); returns None.
+
+    `okl._one_event.OneEventMixin.learn_one`, compiled: the learner's one-event step
+    (`Events.learn_ready`) in one call, or the adapter (`okl._one_event.EventAdapter`)
+    for what it declines."""
+    cdef Events events
+    adapter = self.__dict__.get("_one_event_state")
+    if adapter is None or adapter.estimator is not self:
+        adapter = self._one_event()
+    events = adapter._events[0]
+    if events is None or not events.learn_ready(self, x, y, sample_weight):
+        with adapter.lock:
+            adapter.learn_one(x, y, sample_weight)
+
+
+def predict_one(self, x):
+    """The prediction for one event; the prior before any learning.
+
+    `okl._one_event.OneEventMixin.predict_one`, compiled as `learn_one`."""
+    cdef Events events
+    adapter = self.__dict__.get("_one_event_state")
+    if adapter is None or adapter.estimator is not self:
+        adapter = self._one_event()
+    events = adapter._events[0]
+    if events is not None:
+        label = events.predict_ready(self, x)
+        if label is not MISS:
+            return label
+    with adapter.lock:
+        return adapter.predict_one(x)
+
+
 cdef class Events:
     """The base of the one-event steps (`PointwiseEvents`, `FeatureEvents`, the multiclass,
     CoefReg and PA steps): `bind` remembers the objects the learner holds under `names`,
@@ -272,7 +305,7 @@ cdef class Events:
             return None if type(d) is not int else array_row(x, d)
         return None
 
-    def learn_ready(self, est, x, y, weight=1.0):
+    cpdef bint learn_ready(self, object est, object x, object y, object weight=1.0) except -1:
         """Learn one event in this call, under the learner's lock, or decline it (False)
         without a write."""
         cdef dict attrs
@@ -311,7 +344,7 @@ cdef class Events:
         finally:
             self.release()
 
-    def predict_ready(self, est, x):
+    cpdef object predict_ready(self, object est, object x):
         """The prediction for one event (a label, or f) under the learner's lock, or `MISS`
         when declined."""
         cdef dict attrs
