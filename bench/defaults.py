@@ -509,6 +509,17 @@ def intercept():
                          y, "classification") for kw in (dict(fit_intercept=False), {})]
         accs = [offset_run(X, y, gamma, design) for design in OFFSET_DESIGNS.values()]
         print(f"| {name} | {gamma} | " + " | ".join(f"{a:.4f}" for a in library + accs) + " |")
+    print("\nThe shifted streams, the offsets under each step (inputs standardised in batch, "
+          "lam = 1e-3, budget=None):\n")
+    print("| stream | gamma | eta='auto', fit_intercept=False | eta='auto', 'prior' | eta='auto', "
+          "True | eta='scaled', False | eta='scaled', 'prior' (default) | eta='scaled', True |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, X, y, gamma in cases[4:]:
+        X, y = StandardScaler().fit_transform(X), np.asarray(y).astype(int)
+        accs = [score(OnlineKernelClassifier(gamma=gamma, budget=None, eta=eta, fit_intercept=fit),
+                      X, y, "classification")
+                for eta in ("auto", "scaled") for fit in (False, "prior", True)]
+        print(f"| {name} | {gamma} | " + " | ".join(f"{a:.4f}" for a in accs) + " |")
     print("\nThe default offset under either step, against fit_intercept=False and the "
           "previous rule (the prior's shift without the lag cap, `prior_shift` on the same "
           "kernel part, decision only):\n")
