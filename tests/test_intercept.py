@@ -255,3 +255,27 @@ def test_the_compiled_prior_offset_is_its_twin():
         np.testing.assert_allclose(b, b_twin, rtol=0, atol=1e-14)
         np.testing.assert_allclose(state, state_twin, rtol=0, atol=1e-14)
         assert np.count_nonzero(b) > n // 4          # the shifts are seen
+
+
+@pytest.mark.parametrize("state", [[10.0, 0.1, 0.5, 0.3, 1.5], [10.0, 0.1, 0.5], [10.0, 0.1, 1.5, 0.3],
+                                   [-1.0, 0.1, 0.5, 0.3, 0.2], [10.0, 0.1, 0.5, -0.3, 0.2]])
+def test_a_tampered_prior_state_is_refused(state):
+    import json
+    from okl._persist import ModelFileError, _read
+    X, y = shifted(300)
+    buffer = io.BytesIO()
+    okl.save(OnlineKernelClassifier(gamma=0.3).fit(X, y), buffer)
+    header, arrays = _read(io.BytesIO(buffer.getvalue()), "x")
+    saved = header["attrs"]["_prior_state"]
+    assert len(saved) == 5
+    for edit in (state, saved):                          # the tampered state, then the saved one
+        header["attrs"]["_prior_state"] = edit
+        out = io.BytesIO()
+        np.savez(out, __header__=np.frombuffer(json.dumps(header).encode(), dtype=np.uint8),
+                 **arrays)
+        out.seek(0)
+        if edit is state:
+            with pytest.raises(ModelFileError, match="_prior_state"):
+                okl.load(out)
+        else:
+            assert okl.load(out)._prior_state == tuple(saved)
