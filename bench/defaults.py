@@ -8,6 +8,7 @@
                                         # chunks of 1000 and one event at a time
     python bench/defaults.py cost       # us per event of a 1e5-event stream, d = 20, defaults
     python bench/defaults.py intercept  # the classifier's offset designs; the regressor's offset
+    python bench/defaults.py offset_steps  # the default offset under either step, ten streams
     python bench/defaults.py step       # the default step against eta="auto" (regressors,
                                         # then the classifier's on 16 streams)
     python bench/defaults.py hinge      # the classifier's step only
@@ -786,7 +787,8 @@ def hinge_step(seeds=10):
               f"({(b - a).min():+.4f}) |", flush=True)
 
 if __name__ == "__main__":
-    {"table": table, "widths": widths, "warmup": warmup, "cost": cost, "intercept": intercept, "offset_steps": offset_steps,
+    {"table": table, "widths": widths, "warmup": warmup, "cost": cost, "intercept": intercept,
+     "offset_steps": offset_steps,
      "step": step, "hinge": hinge_step, "diagnosis": hinge_diagnosis,
      "approx": hinge_approximations}[
         sys.argv[1] if len(sys.argv) > 1 else "table"]()
