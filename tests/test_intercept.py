@@ -4,7 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_breast_cancer, load_digits
+from sklearn.datasets import load_breast_cancer, load_digits, load_wine
 from sklearn.preprocessing import StandardScaler
 
 import okl
@@ -34,9 +34,12 @@ def accuracy(est, X, y):
 def issue_stream(name):
     if name == "cancer":
         X, y = load_breast_cancer(return_X_y=True)
+    elif name == "wine":
+        X, y = load_wine(return_X_y=True)
+        y = (y == 1).astype(int)
     else:
         X, y = load_digits(return_X_y=True)
-        y = (y >= 5).astype(int)
+        y = (y == 0 if name == "digits 0" else y >= 5).astype(int)
     order = np.random.default_rng(0).permutation(len(X))
     return StandardScaler().fit_transform(X[order]), y[order]
 
@@ -57,15 +60,17 @@ def test_the_default_is_the_prior_shift_and_the_papers_model_is_one_parameter_aw
 
 
 @pytest.mark.parametrize("eta", ["scaled", "auto"])
-@pytest.mark.parametrize("name, gamma", [("digits", 0.1), ("digits", 0.03), ("cancer", 0.1)])
+@pytest.mark.parametrize("name, gamma", [("digits", 0.1), ("digits", 0.03), ("cancer", 0.1),
+                                         ("digits 0", 0.1), ("wine", 0.03)])
 def test_the_default_offset_costs_at_most_0005_on_the_issues_streams(name, gamma, eta):
     X, y = issue_stream(name)
     kw = dict(gamma=gamma, lam=1e-3, budget=None, eta=eta)
     paper = accuracy(OnlineKernelClassifier(fit_intercept=False, **kw), X, y)
     default = accuracy(OnlineKernelClassifier(**kw), X, y)
-    norma = accuracy(OnlineKernelClassifier(fit_intercept=True, **kw), X, y)
     assert default >= paper - 0.005
-    assert norma < paper - 0.005                       # what NORMA's step cost there
+    if name in ("digits", "cancer"):
+        norma = accuracy(OnlineKernelClassifier(fit_intercept=True, **kw), X, y)
+        assert norma < paper - 0.005                   # what NORMA's step cost there
 
 
 @pytest.mark.parametrize("rates, gamma", [((0.5, 0.9, 0.2), 0.2), ((0.5, 0.9, 0.2), 1.0),
