@@ -149,14 +149,14 @@ def test_engines_events_and_a_saved_stream_give_the_same_offsets():
 
 @pytest.mark.parametrize("engine", ["cython", "numpy"])
 def test_a_state_saved_without_srecent_loads_and_continues(engine):
-    """okl 0.x saved (n, ybar, recent, hbar): pickles and okl.load continue it with
+    """A state saved as (n, ybar, recent, hbar): pickles and okl.load continue it with
     srecent = recent (`okl._numpy.pointwise.prior_state`), chunks and events alike."""
     import pickle
     X, y = shifted(900)
     kw = dict(gamma=0.3, classes=[0, 1], engine=engine)
     est = OnlineKernelClassifier(**kw).fit(X[:450], y[:450])
     padded = est._prior_state[:4] + est._prior_state[2:3]
-    est._prior_state = est._prior_state[:4]               # as okl 0.x stored it
+    est._prior_state = est._prior_state[:4]               # as saved before srecent
     old = pickle.dumps(est)
     buffer = io.BytesIO()
     okl.save(est, buffer)

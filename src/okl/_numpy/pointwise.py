@@ -66,7 +66,7 @@ PRIOR_START = (0.0, 0.0, 0.0, 0.0, 0.0)     # no step counted
 
 def prior_state(state):
     """The prior-shift state ``(n, ybar, recent, hbar, srecent)`` of a stored one: None is
-    `PRIOR_START`; a 4-tuple (okl 0.x's, without srecent) starts srecent at recent, no lag
+    `PRIOR_START`; a 4-tuple (saved before srecent was kept) starts srecent at recent, no lag
     seen yet (b = 0 until the kernel part's recent signs are counted)."""
     if state is None:
         return PRIOR_START
