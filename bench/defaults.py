@@ -8,6 +8,7 @@
                                         # chunks of 1000 and one event at a time
     python bench/defaults.py cost       # us per event of a 1e5-event stream, d = 20, defaults
     python bench/defaults.py intercept  # the classifier's offset designs; the regressor's offset
+    python bench/defaults.py offset_steps  # the default offset under either step, ten streams
     python bench/defaults.py step       # the default step against eta="auto" (regressors,
                                         # then the classifier's on 16 streams)
     python bench/defaults.py hinge      # the classifier's step only
@@ -422,6 +423,19 @@ def prior_shift(st, t, y, h, k=3.0, rate=0.01):
     return np.sign(shift) * max(abs(shift) - noise, 0.0) * _mean(st, "h", abs(h), 1.0 / t)
 
 
+def lag_capped_shift(st, t, y, h, k=3.0, rate=0.01):
+    """`prior_shift` capped by the kernel part's lag: the recent labels' mean less the
+    recent mean of sign h (the labels the kernel part predicted), where it has the shift's
+    sign, else 0 (okl's fit_intercept="prior", docs/defaults.md, section 1)."""
+    recent = _mean(st, "recent", y, max(1.0 / t, rate))
+    prior = _mean(st, "y", y, 1.0 / t)
+    signs = _mean(st, "signs", 1.0 if h > 0 else -1.0, max(1.0 / t, rate))
+    noise = k * np.sqrt(rate / (2.0 - rate) * max(1.0 - prior * prior, 0.0))
+    shift = recent - prior
+    lag = np.sign(shift) * (recent - signs)
+    return np.sign(shift) * max(min(abs(shift) - noise, lag), 0.0) * _mean(st, "h", abs(h), 1.0 / t)
+
+
 #: Offsets for the hinge classifier, as (b_{t+1}, the value the kernel part's gradient is
 #: taken at) from the state st, step t, label y in {-1, 1}, kernel part h = h_t(x_t) and b_t.
 #: "step" designs move b by -rate eta_t g after the kernel part's gradient g.
@@ -440,6 +454,8 @@ OFFSET_DESIGNS = {
     "prior shift (prior_shift)": lambda st, t, y, h, b: (
         (m := prior_shift(st, t, y, h)), h + m),
     "prior shift, decision only": lambda st, t, y, h, b: (prior_shift(st, t, y, h), h),
+    "prior shift capped by the lag, decision only": lambda st, t, y, h, b: (
+        lag_capped_shift(st, t, y, h), h),
 }
 
 
@@ -505,6 +521,10 @@ def intercept():
                       X, y, "classification")
                 for eta in ("auto", "scaled") for fit in (False, "prior", True)]
         print(f"| {name} | {gamma} | " + " | ".join(f"{a:.4f}" for a in accs) + " |")
+    print("\nThe default offset under either step, against fit_intercept=False and the "
+          "previous rule (the prior's shift without the lag cap, `prior_shift` on the same "
+          "kernel part, decision only):\n")
+    offset_steps()
     Z, y = online_scaled(*shifted_prior_stream(), shuffle=False)
     print("\nThe generated stream scaled online, the library's defaults: progressive accuracy "
           + ", ".join(f"{label} {score(make(), Z, y, 'classification'):.4f}" for label, make in (
@@ -527,6 +547,73 @@ def intercept():
     print(f"\ny = sin(2 x1) + noise + 40, gamma = 1, 2500 steps: held-out RMSE {rmse['default']:.4f} "
           f"(default) vs {rmse['centred target']:.4f} (centred target, no offset): "
           f"{rmse['default'] / rmse['centred target']:.2f}x")
+
+
+def offset_streams():
+    """(setting, stream, gamma, Z, y) of `offset_steps`: five stationary streams (shuffled
+    once) and five whose label prior shifts (in order), standardised in batch for the
+    issue's setting (lam = 1e-3, no budget, gamma given), scaled online for the defaults."""
+    from sklearn.datasets import load_wine, make_classification
+    from sklearn.preprocessing import StandardScaler
+    digits, wine = load_digits(return_X_y=True), load_wine(return_X_y=True)
+    stationary = [("digits 0-4 vs 5-9", digits[0], digits[1] >= 5),
+                  ("breast cancer", *load_breast_cancer(return_X_y=True)),
+                  ("digits 0 vs rest", digits[0], digits[1] == 0),
+                  ("wine class 1 vs rest", wine[0], wine[1] == 1),
+                  ("make_classification (2000, 10 features, seed 0)",
+                   *make_classification(n_samples=2000, n_features=10, n_informative=5,
+                                        random_state=0))]
+    shifted = [(f"prior {' -> '.join(map(str, rates))} (generated, seed {seed})",
+                *shifted_prior_stream(n=n, rates=rates, seed=seed))
+               for n, rates, seed in ((3000, (0.5, 0.9, 0.2), 0), (3000, (0.1, 0.5, 0.9), 1),
+                                      (3000, (0.9, 0.1), 2), (3000, (0.3, 0.8), 3),
+                                      (4000, (0.5, 0.1, 0.6, 0.9), 4))]
+    for name, X, y in stationary + shifted:
+        y = np.asarray(y).astype(int)
+        order = (np.arange(len(X)) if "generated" in name
+                 else np.random.default_rng(0).permutation(len(X)))
+        Z = StandardScaler().fit_transform(X[order])
+        for gamma in ((0.2,) if "generated" in name else (0.1, 0.03)):
+            yield "issue's", name, gamma, Z, y[order]
+        yield "defaults", name, None, *online_scaled(X, y, shuffle="generated" not in name)
+
+
+def decision_only(h, y, design):
+    """Progressive accuracy of the kernel part's predictions h plus a decision-only offset
+    design (b_{t+1} from the state after event t, b_1 = 0)."""
+    labels = np.where(np.asarray(y) > 0, 1.0, -1.0)
+    st, b, hits = {}, 0.0, 0
+    for t, (ht, yt) in enumerate(zip(h, labels), 1):
+        hits += (ht + b > 0) == (yt > 0)
+        b = design(st, t, yt, ht)
+    return hits / len(h)
+
+
+def offset_steps():
+    """The default offset (fit_intercept="prior") under either step, beside
+    fit_intercept=False and the previous rule: the kernel part steps without the offset, so
+    the previous rule is `prior_shift` added to fit_intercept=False's progressive
+    predictions (`decision_only`; the library's own rule, `lag_capped_shift`, is checked
+    the same way)."""
+    print("| setting | stream | gamma | eta='auto': False | previous rule | 'prior' | "
+          "eta='scaled' (default): False | previous rule | 'prior' (default) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for setting, name, gamma, Z, y in offset_streams():
+        kw = dict(gamma=gamma, lam=1e-3, budget=None) if gamma else {}
+        row = []
+        for eta in ("auto", "scaled"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                h = np.asarray(progressive_validation(
+                    OnlineKernelClassifier(eta=eta, fit_intercept=False, **kw), Z, y,
+                    chunk_size=1000).scores)
+            library = score(OnlineKernelClassifier(eta=eta, **kw), Z, y, "classification")
+            if abs(decision_only(h, y, lag_capped_shift) - library) > 0.5 / len(y):
+                raise AssertionError(f"{name}: lag_capped_shift is not the library's rule")
+            row += [decision_only(h, y, lambda *a: 0.0), decision_only(h, y, prior_shift),
+                    library]
+        print(f"| {setting} | {name} | {gamma or 'scale'} | "
+              + " | ".join(f"{a:.4f}" for a in row) + " |", flush=True)
 
 
 def step():
@@ -701,6 +788,7 @@ def hinge_step(seeds=10):
 
 if __name__ == "__main__":
     {"table": table, "widths": widths, "warmup": warmup, "cost": cost, "intercept": intercept,
+     "offset_steps": offset_steps,
      "step": step, "hinge": hinge_step, "diagnosis": hinge_diagnosis,
      "approx": hinge_approximations}[
         sys.argv[1] if len(sys.argv) > 1 else "table"]()

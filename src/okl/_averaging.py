@@ -11,7 +11,7 @@ import numpy as np
 from okl._kernel_learners import PointwiseMixin
 from okl._core._kernels import kernel_matrix
 from okl._engines import ENGINES, engine_of
-from okl._numpy.pointwise import prior_offset
+from okl._numpy.pointwise import prior_offset, prior_state
 from okl._pa_models import (
     FeaturePAModel, KernelMultiPAModel, KernelPAModel, LinearMultiPAModel, LinearPAModel,
 )
@@ -204,8 +204,8 @@ def average_models(models):
         b = np.mean([m.__dict__.get("intercept_", 0.0) for m in models], axis=0)
         out.intercept_ = b if np.ndim(b) else float(b)         # one per class (multiclass)
     if "_prior_state" in lead.__dict__:         # the prior-shift offset: the models' means pooled
-        n = np.array([m.__dict__.get("_prior_state", (0.0,) * 4)[0] for m in models])
-        means = np.array([m.__dict__.get("_prior_state", (0.0,) * 4)[1:] for m in models])
+        states = np.array([prior_state(m.__dict__.get("_prior_state")) for m in models])
+        n, means = states[:, 0], states[:, 1:]
         pooled = means.T @ n / n.sum() if n.sum() > 0 else means.mean(axis=0)
         out._prior_state = (float(n.sum()), *(float(v) for v in pooled))
         out.intercept_ = prior_offset(out._prior_state)

@@ -95,10 +95,12 @@ fit_intercept : bool, default=True
     "fit_intercept_margin": """\
 fit_intercept : "prior" or bool, default="prior"
     The offset b of ``f(x) = b + sum_i a_i K(x_i, x)``.  "prior" follows a
-    shift of the label prior: ``b_t = S(r_t - ybar_t) hbar_t``, the recent
-    labels' mean (forgetting at rate 0.01) less their mean, soft-thresholded
-    at three standard deviations of a stationary stream's, in units of the
-    mean ``|h_s(x_s)|`` of the kernel part; the kernel part steps without b,
+    shift of the label prior that the kernel part has not followed yet:
+    ``u_t = r_t - ybar_t``, the recent labels' mean (forgetting at rate 0.01)
+    less their mean, soft-thresholded at three standard deviations of a
+    stationary stream's and capped by the kernel part's lag ``r_t - s_t`` (s_t
+    the recent mean of its signs), in units of the mean ``|h_s(x_s)|`` of the
+    kernel part; the kernel part steps without b,
     so on a stationary stream (b = 0) the model is the papers' (binary; with
     three classes or more b stays as the binary model left it).  True is
     NORMA's step ``b_{t+1} = b_t - eta_t w_t g_t`` (docs/algorithms.md,

@@ -24,7 +24,7 @@ from okl._gamma import check_width_moments, join, start_warmup, warm_rows, warn_
 from okl._numpy.expansion import NumpyExpansion
 from okl._numpy.codes import Offset
 from okl._numpy.pointwise import (
-    make_schedule, make_state, prior_count, prior_offset,
+    make_schedule, make_state, prior_count, prior_offset, prior_state,
 )
 from okl._params import InvalidParameterError, validate_params
 from okl.budgets import (
@@ -282,16 +282,18 @@ class PointwiseMixin(KernelModelMixin):
         return built
 
     def _check_prior_state(self, check):
-        """okl.load's check of the prior-shift offset's state (fit_intercept="prior")."""
+        """okl.load's check of the prior-shift offset's state (fit_intercept="prior"); a
+        4-tuple (without srecent) continues as `okl._numpy.pointwise.prior_state` reads it."""
         if "_prior_state" in check.attrs:
             state = check.attrs["_prior_state"]
             if (getattr(self, "fit_intercept", False) != "prior"
-                    or not isinstance(state, (list, tuple)) or len(state) != 4
+                    or not isinstance(state, (list, tuple)) or len(state) not in (4, 5)
                     or not all(isinstance(v, (int, float)) and np.isfinite(v) for v in state)
-                    or state[0] < 0 or abs(state[1]) > 1 or abs(state[2]) > 1 or state[3] < 0):
-                check.fail("_prior_state must be [n >= 0, |ybar| <= 1, |recent| <= 1, hbar >= 0] "
-                           "of fit_intercept='prior'")
-            check.out["_prior_state"] = tuple(float(v) for v in state)
+                    or state[0] < 0 or max(abs(v) for v in state[1:3]) > 1 or state[3] < 0
+                    or (len(state) == 5 and abs(state[4]) > 1)):
+                check.fail("_prior_state must be [n >= 0, |ybar| <= 1, |recent| <= 1, hbar >= 0, "
+                           "|srecent| <= 1] of fit_intercept='prior'")
+            check.out["_prior_state"] = prior_state(tuple(float(v) for v in state))
 
     @classmethod
     def _state_classes(cls):
@@ -451,7 +453,7 @@ class PointwiseMixin(KernelModelMixin):
         (`okl._numpy.pointwise.prior_offsets` and its compiled twin); keeps its state and
         intercept_."""
         b, state = ENGINES[self.engine].prior_offsets(
-            self.__dict__.get("_prior_state", (0.0, 0.0, 0.0, 0.0)),
+            prior_state(self.__dict__.get("_prior_state")),
             np.ascontiguousarray(h, dtype=np.float64), np.ascontiguousarray(y, dtype=np.float64),
             None if weight is None else np.ascontiguousarray(weight, dtype=np.float64))
         self._prior_state = state
@@ -492,7 +494,7 @@ class PointwiseMixin(KernelModelMixin):
             if self._prior():
                 d = self.__dict__
                 state = d["_prior_state"] = prior_count(
-                    d.get("_prior_state", (0.0, 0.0, 0.0, 0.0)), f, y, weight)
+                    prior_state(d.get("_prior_state")), f, y, weight)
                 d["intercept_"] = prior_offset(state)
 
     def _compiled_events(self, cache):

@@ -106,10 +106,10 @@ cdef class Events:
     cdef dict codes
     cdef list labels
     cdef object acquire, release    # the learner's lock (okl._locks), taken in the call
-    # the prior-shift offset's state (n, ybar, recent, hbar) as last stored in the
+    # the prior-shift offset's state (n, ybar, recent, hbar, srecent) as last stored in the
     # learner's _prior_state (that very tuple: a restore or a chunk rereads it)
     cdef object prior_tuple
-    cdef double prior_state[4]
+    cdef double prior_state[5]
     cpdef bint matches(self, est)
     cpdef bint learn_ready(self, object est, object x, object y, object weight=*) except -1
     cpdef object predict_ready(self, object est, object x)

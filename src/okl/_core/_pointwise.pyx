@@ -402,20 +402,21 @@ cdef class Events:
     cdef int ccount_prior(self, dict attrs, double h, double y, double w) except -1:
         """A taken step of kernel part h counts for the prior-shift offset: its state and
         intercept_ in `attrs` (the learner's ``__dict__``).  The state is read from the
-        tuple only when it is not the one this step last stored."""
-        cdef double ps[4]
+        tuple only when it is not the one this step last stored (a 4-tuple as
+        `okl._numpy.pointwise.prior_state` reads it)."""
+        cdef double ps[5]
         state = attrs.get("_prior_state")
         if state is None:
-            ps[0] = ps[1] = ps[2] = ps[3] = 0.0
+            ps[0] = ps[1] = ps[2] = ps[3] = ps[4] = 0.0
         elif state is self.prior_tuple:
-            memcpy(ps, self.prior_state, 4 * sizeof(double))
+            memcpy(ps, self.prior_state, 5 * sizeof(double))
         else:
-            ps[0], ps[1], ps[2], ps[3] = state
+            cread_prior(ps, state)
         cprior_count(ps, h, y, w)
-        state = (ps[0], ps[1], ps[2], ps[3])
+        state = (ps[0], ps[1], ps[2], ps[3], ps[4])
         attrs["_prior_state"] = state
         attrs["intercept_"] = cprior_offset(ps)
-        memcpy(self.prior_state, ps, 4 * sizeof(double))
+        memcpy(self.prior_state, ps, 5 * sizeof(double))
         self.prior_tuple = state
         return 0
 
@@ -767,22 +768,37 @@ PRIOR_NOISE = 3.0       # the soft threshold, in standard deviations of that mea
 cdef double CPRIOR_RATE = PRIOR_RATE, CPRIOR_NOISE = PRIOR_NOISE
 
 
+cdef int cread_prior(double* ps, object state) except -1:
+    """ps = the stored state (`okl._numpy.pointwise.prior_state`: a 4-tuple's srecent
+    starts at its recent)."""
+    if len(state) == 4:
+        ps[0], ps[1], ps[2], ps[3] = state
+        ps[4] = ps[2]
+    else:
+        ps[0], ps[1], ps[2], ps[3], ps[4] = state
+    return 0
+
+
 cdef inline double cprior_offset(const double* s) noexcept nogil:
-    """b = S(recent - ybar) hbar of the state s = (n, ybar, recent, hbar)."""
+    """b = sign(u) max(min(|u| - noise, sign(u) v), 0) hbar of the state
+    s = (n, ybar, recent, hbar, srecent), u = recent - ybar, v = recent - srecent."""
     cdef double noise = CPRIOR_NOISE * sqrt(CPRIOR_RATE / (2.0 - CPRIOR_RATE)
                                             * fmax(1.0 - s[1] * s[1], 0.0))
     cdef double shift = s[2] - s[1]
-    return copysign(fmax(fabs(shift) - noise, 0.0), shift) * s[3]
+    cdef double lag = copysign(1.0, shift) * (s[2] - s[4])
+    return copysign(fmax(fmin(fabs(shift) - noise, lag), 0.0), shift) * s[3]
 
 
 cdef inline void cprior_count(double* s, double h, double y, double w) noexcept nogil:
     """The state after a step of weight w > 0 on label y with kernel part h."""
-    cdef double rate
+    cdef double rate, fast
     s[0] += 1.0
     rate = w / s[0] if w < s[0] else 1.0
+    fast = fmax(rate, fmin(CPRIOR_RATE * w, 1.0))
     s[1] = s[1] + rate * (y - s[1])
-    s[2] = s[2] + fmax(rate, fmin(CPRIOR_RATE * w, 1.0)) * (y - s[2])
+    s[2] = s[2] + fast * (y - s[2])
     s[3] = s[3] + rate * (fabs(h) - s[3])
+    s[4] = s[4] + fast * ((1.0 if h > 0.0 else -1.0) - s[4])
 
 
 def prior_offsets(tuple state, const double[::1] h, const double[::1] y,
@@ -790,10 +806,13 @@ def prior_offsets(tuple state, const double[::1] h, const double[::1] y,
     """The prior-shift offset over a chunk: (b_t of every row, the state after)."""
     cdef Py_ssize_t i, n = h.shape[0]
     cdef double w
-    cdef double ps[4]
+    cdef double ps[5]
     if y.shape[0] != n or (weight is not None and weight.shape[0] != n):
         raise ValueError("h, y and weight do not match.")
-    ps[0], ps[1], ps[2], ps[3] = state
+    if state is None:
+        ps[0] = ps[1] = ps[2] = ps[3] = ps[4] = 0.0
+    else:
+        cread_prior(ps, state)
     out = np.empty(n)
     cdef double[::1] b = out
     with nogil:
@@ -802,4 +821,4 @@ def prior_offsets(tuple state, const double[::1] h, const double[::1] y,
             w = 1.0 if weight is None else weight[i]
             if w != 0.0:
                 cprior_count(ps, h[i], y[i], w)
-    return out, (ps[0], ps[1], ps[2], ps[3])
+    return out, (ps[0], ps[1], ps[2], ps[3], ps[4])

@@ -61,40 +61,59 @@ def offset(s, b, y, w, t):
 # the prior-shift offset of the binary classifier (docs/defaults.md, section 1)
 PRIOR_RATE = 0.01       # the recent labels' mean forgets at this rate
 PRIOR_NOISE = 3.0       # the soft threshold, in standard deviations of that mean
+PRIOR_START = (0.0, 0.0, 0.0, 0.0, 0.0)     # no step counted
+
+
+def prior_state(state):
+    """The prior-shift state ``(n, ybar, recent, hbar, srecent)`` of a stored one: None is
+    `PRIOR_START`; a 4-tuple (saved before srecent was kept) starts srecent at recent, no lag
+    seen yet (b = 0 until the kernel part's recent signs are counted)."""
+    if state is None:
+        return PRIOR_START
+    if len(state) == 4:
+        return (*state, state[2])
+    return state
 
 
 def prior_offset(state):
-    """b = S(recent - ybar) hbar of the prior-shift state ``(n, ybar, recent, hbar)``
-    (`prior_offsets`): 0 while the recent labels' mean is within `PRIOR_NOISE` of its
-    standard deviations on a stationary stream."""
-    _, ybar, recent, hbar = state
+    """b = sign(u) max(min(|u| - noise, sign(u) v), 0) hbar of the prior-shift state
+    ``(n, ybar, recent, hbar, srecent)`` (`prior_offsets`), u = recent - ybar the prior's
+    shift, v = recent - srecent the kernel part's lag behind the recent labels: 0 while
+    the shift is within `PRIOR_NOISE` of its standard deviations on a stationary stream
+    or the kernel part's recent signs already follow it."""
+    _, ybar, recent, hbar, srecent = state
     noise = PRIOR_NOISE * math.sqrt(PRIOR_RATE / (2.0 - PRIOR_RATE) * max(1.0 - ybar * ybar, 0.0))
     shift = recent - ybar
-    return math.copysign(max(abs(shift) - noise, 0.0), shift) * hbar
+    lag = math.copysign(1.0, shift) * (recent - srecent)
+    return math.copysign(max(min(abs(shift) - noise, lag), 0.0), shift) * hbar
 
 
 def prior_count(state, h, y, w):
     """The prior-shift state after a step of weight w > 0 on label y with kernel part h: a
     weight counts as w events, capped at replacing the means."""
-    n, ybar, recent, hbar = state
+    n, ybar, recent, hbar, srecent = state
     n += 1.0
     rate = w / n if w < n else 1.0
+    fast = max(rate, min(PRIOR_RATE * w, 1.0))
     return (n, ybar + rate * (y - ybar),
-            recent + max(rate, min(PRIOR_RATE * w, 1.0)) * (y - recent),
-            hbar + rate * (abs(h) - hbar))
+            recent + fast * (y - recent),
+            hbar + rate * (abs(h) - hbar),
+            srecent + fast * ((1.0 if h > 0.0 else -1.0) - srecent))
 
 
 def prior_offsets(state, h, y, weight=None):
     """The prior-shift offset over a chunk: (b_t of every row, the state after).
 
-    `state` is ``(n, ybar, recent, hbar)``: the steps counted, the mean of their
-    labels y in {-1, 1}, that mean forgetting at `PRIOR_RATE`, and the mean
-    ``|h_s(x_s)|`` of the kernel part before each step.  Row t is predicted with
-    ``b_t = prior_offset(state)``, then counted (`prior_count`; a zero weight is
-    not).  The kernel part never sees b: it steps on h, the papers' iterates.
-    Both engines and the one-event step call these functions, so they agree
-    exactly.
+    `state` is ``(n, ybar, recent, hbar, srecent)``: the steps counted, the mean
+    of their labels y in {-1, 1}, that mean forgetting at `PRIOR_RATE`, the mean
+    ``|h_s(x_s)|`` of the kernel part before each step, and the mean of its signs
+    ``sign h_s(x_s)`` (the label it predicted) forgetting as ``recent`` (`prior_state`
+    reads a stored one).  Row t is predicted with ``b_t = prior_offset(state)``, then
+    counted (`prior_count`; a zero weight is not).  The kernel part never sees b: it
+    steps on h, the papers' iterates.  Both engines and the one-event step call these
+    functions, so they agree exactly.
     """
+    state = prior_state(state)
     b_out = np.empty(len(h))
     for i in range(len(h)):
         b_out[i] = prior_offset(state)
