@@ -168,31 +168,50 @@ def error(model, X, y, task):
 
 
 def split(records, t0, t1, est):
-    """Seconds per worker (averaged over the workers): where a k-worker run's wall time went."""
+    """Milliseconds per worker (averaged over the workers): where a k-worker run's wall time went.
+
+    From the call's start: the client's plan (until its first submission), the first dispatch
+    (until the worker's first task starts), the worker's tasks (learning, averaging, the rest
+    of the round tasks, other tasks), the gaps between its tasks (the barrier of each
+    synchronisation: waiting for the other workers' states, and the hops), its wait for the
+    last task of the other workers, the final gather (the last task's end to the states'
+    arrival here) and the client's average (unpickled states averaged, sizes counted).
+    """
+    phases = est._phases
     workers = {}
     for rec in records:
         name = key_split(rec["key"])
         for s in rec["startstops"]:
             w = workers.setdefault(rec["worker"], {"round": 0.0, "other": 0.0, "transfer": 0.0,
-                                                   "first": t1, "last": t0})
-            seconds = s["stop"] - s["start"]
+                                                   "spans": []})
             if s["action"] != "compute":
-                w["transfer"] += seconds
+                w["transfer"] += s["stop"] - s["start"]
                 continue
-            w["round" if name == "learn_round" else "other"] += seconds
-            w["first"], w["last"] = min(w["first"], s["start"]), max(w["last"], s["stop"])
-    k, wall = len(est.busy_seconds_), t1 - t0
-    learn, mixing = sum(est.busy_seconds_) / k, sum(est.mixing_seconds_) / k
+            w["round" if name == "learn_round" else "other"] += s["stop"] - s["start"]
+            w["spans"].append((s["start"], s["stop"]))
+    k = len(est.busy_seconds_)
     n = max(len(workers), 1)
-    total = {key: sum(w[key] for w in workers.values()) / n
-             for key in ("round", "other", "transfer")}
-    return {"wall": wall, "learning": learn, "learning CPU": sum(est.cpu_seconds_) / k,
-            "averaging": mixing,
-            "round tasks, rest": total["round"] - learn - mixing, "other tasks": total["other"],
-            "idle": wall - total["round"] - total["other"],
-            "before 1st task": sum(w["first"] - t0 for w in workers.values()) / n,
-            "after last task": sum(t1 - w["last"] for w in workers.values()) / n,
-            "transfers": total["transfer"]}
+    last = max((max(b for _, b in w["spans"]) for w in workers.values() if w["spans"]),
+               default=t1)
+
+    def mean(f):
+        return sum(f(w) for w in workers.values() if w["spans"]) / n
+
+    def gaps(spans):
+        spans = sorted(spans)
+        return sum(max(0.0, b[0] - max(a[1] for a in spans[:i + 1]))
+                   for i, b in enumerate(spans[1:]))
+    learn, mixing = sum(est.busy_seconds_) / k, sum(est.mixing_seconds_) / k
+    return {"wall": t1 - t0, "plan": phases["planned"] - t0,
+            "first dispatch": mean(lambda w: min(a for a, _ in w["spans"]) - phases["planned"]),
+            "learning": learn, "learning CPU": sum(est.cpu_seconds_) / k, "averaging": mixing,
+            "round tasks, rest": mean(lambda w: w["round"]) - learn - mixing,
+            "other tasks": mean(lambda w: w["other"]),
+            "between tasks": mean(lambda w: gaps(w["spans"])),
+            "wait for the last": mean(lambda w: last - max(b for _, b in w["spans"])),
+            "final gather": phases["gathered"] - last,
+            "client average": phases["averaged"] - phases["gathered"],
+            "after": t1 - phases["averaged"], "transfers": mean(lambda w: w["transfer"])}
 
 
 def main():
@@ -208,6 +227,9 @@ def main():
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--models", nargs="+", default=["kernel", "fourier"])
     parser.add_argument("--tasks", nargs="+", default=["classification", "regression"])
+    parser.add_argument("--runs", nargs="+", default=list(RUNS[1:]), choices=RUNS[1:],
+                        help="the runs beside the one process (its throughput and error are "
+                             "the reference)")
     args = parser.parse_args()
     distributed = import_distributed()
     k, chunk = args.workers, args.chunk
@@ -251,9 +273,11 @@ def main():
                 Xt, yt = test[:, :D_FEATURES], test[:, column]
                 classes = [0.0, 1.0] if task == "classification" else None
                 kwargs = {} if classes is None else {"classes": classes}
-                runs = {run: [] for run in RUNS}
+                chosen = ("1 process", *args.runs)
+                runs = {run: [] for run in chosen}
                 for rep in range(args.repeats):
-                    order = RUNS[rep % 4:] + RUNS[:rep % 4]     # rotated: load drift hits all
+                    turn = rep % len(chosen)
+                    order = chosen[turn:] + chosen[:turn]       # rotated: load drift hits all
                     for run in order:
                         if run == "processes":
                             with Load() as load:
@@ -281,7 +305,7 @@ def main():
                 base = error(runs["1 process"][0][2], Xt, yt, task)
                 rate = args.n / statistics.median(r[0] for r in runs["1 process"])
                 seq_cpu = statistics.median(r[3]["cpu"] for r in runs["1 process"])
-                for run in RUNS:
+                for run in chosen:
                     seconds = statistics.median(r[0] for r in runs[run])
                     est = runs[run][0][2]
                     before = statistics.median(r[1].before for r in runs[run])
@@ -310,9 +334,9 @@ def main():
     for row in rows_out:
         print("| " + " | ".join(row) + " |")
     keys = list(splits[0][4]) if splits else []
-    print("\nwhere the k-worker wall time went (ms per worker, medians; idle = wall - tasks: "
-          "scheduler hops, waiting for the other workers, the client's plan and final gather; "
-          "learning CPU below learning: the worker waited for a core)\n")
+    print("\nwhere the k-worker wall time went (ms per worker, medians; plan + first dispatch "
+          "+ the tasks + between tasks + wait for the last + final gather + client average + "
+          "after = wall; learning CPU below learning: the worker waited for a core)\n")
     print("| model | task | run | 1 process CPU | " + " | ".join(keys)
           + " |\n|" + "---|" * (len(keys) + 4))
     for model, task, run, seq_cpu, parts in splits:

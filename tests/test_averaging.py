@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 distributed = pytest.importorskip(
     "distributed", reason="okl.distributed needs Dask: pip install \"okl[dask]\"")
@@ -439,6 +440,27 @@ def test_a_bad_partition_is_named_and_the_model_kept(client):
         assert est.t_ == t
     with pytest.raises(ValueError, match=r"rows 200..249 holds NaN"):
         AveragedLearner(learner, sync_every=50, client="sequential").fit(bad, y)
+
+
+@pytest.mark.parametrize("name", sorted(LEARNERS))
+@pytest.mark.parametrize("where", ["X", "y"])
+def test_values_are_checked_by_the_learner_and_the_partition_named(name, where):
+    # the rounds leave the finite check to the learner and name the partition when it fails
+    learner, stream = LEARNERS[name]
+    X, y = stream(9, 300)
+    X, y = X.copy(), y.astype(float)
+    if where == "X":
+        X[170, 0] = np.inf
+    else:
+        y[170] = np.nan
+    est = AveragedLearner(learner, sync_every=50, client="sequential")
+    what = "feature values" if where == "X" else "labels"
+    with pytest.raises(ValueError, match=rf"rows 150..199 holds NaN or infinite {what}"):
+        est.fit(X, y, classes=[0.0, 1.0] if is_classifier(learner) else None)
+    assert not hasattr(est, "model_")
+    if name == "pa-linear" and where == "X":                    # sparse rows too
+        with pytest.raises(ValueError, match=r"rows 150..199 holds NaN or infinite feature"):
+            est.fit(sp.csr_matrix(X), y, classes=[0.0, 1.0])
 
 
 @pytest.mark.parametrize("sync", ["static", "dynamic"])

@@ -90,7 +90,7 @@ def _learn_round(j, go, classes, learner, n_features, spans, names, mix, n_prev,
     pieces = []
     for (i, lo, hi), part in zip(spans, parts):
         X, y = part[0][lo:hi], np.asarray(part[1][lo:hi])
-        _check_part(X, y, n_features, names[i])
+        _check_shape(X, y, n_features, names[i])
         pieces.append((names[i], X, y))
     if not pieces:
         return prev
@@ -102,6 +102,11 @@ def _learn_round(j, go, classes, learner, n_features, spans, names, mix, n_prev,
         try:
             model.partial_fit(X, y, **kwargs)
         except Exception as exc:
+            # the learner checks its values itself (every okl estimator refuses NaN and
+            # infinity): a second pass is paid only here, to name the partition clearly
+            bad = _bad_values(X, y)
+            if bad:
+                raise ValueError(f"{name} holds {bad}.") from exc
             try:
                 named = type(exc)(f"learning {name}: {exc}")
             except Exception:           # noqa: BLE001 (an exception type with other arguments)
@@ -111,18 +116,23 @@ def _learn_round(j, go, classes, learner, n_features, spans, names, mix, n_prev,
                          cpu=prev.cpu + time.thread_time() - cpu)
 
 
-def _check_part(X, y, n_features, name):
-    """A partition's rows must have the stream's columns, finite values and their labels."""
+def _check_shape(X, y, n_features, name):
+    """A partition's rows must have the stream's columns and their labels."""
     if X.ndim != 2 or (n_features is not None and X.shape[1] != n_features):
         raise ValueError(f"{name} has {X.shape[1] if X.ndim == 2 else X.shape} columns of "
                          f"features where the stream has {n_features}.")
     if X.shape[0] != len(y):
         raise ValueError(f"{name} has {X.shape[0]} rows but {len(y)} labels.")
+
+
+def _bad_values(X, y):
+    """What is not finite in a partition's values, or None."""
     values = X.data if hasattr(X, "tocsr") else X
     if not np.all(np.isfinite(values)):
-        raise ValueError(f"{name} holds NaN or infinite feature values.")
+        return "NaN or infinite feature values"
     if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
-        raise ValueError(f"{name} holds NaN or infinite labels.")
+        return "NaN or infinite labels"
+    return None
 
 
 def _mix(*states, sizes=False):
@@ -501,6 +511,7 @@ class AveragedLearner(BaseEstimator):
             return [list(row)] * k
 
         submitted, r = -1, 0
+        phases = {"planned": time.time()}   # wall-clock moments of the call, for bench/
         try:
             while True:
                 # keep AHEAD rounds in flight beyond the one watched
@@ -522,6 +533,7 @@ class AveragedLearner(BaseEstimator):
                     elif s < R - 1:
                         inputs[s + 1] = (synchronise(states[s]), True, True)
                     submitted = s
+                phases.setdefault("dispatched", time.time())
                 if r == R - 1:
                     break
                 # watch round r: it is learned (static), or the drift reports say whether
@@ -548,9 +560,11 @@ class AveragedLearner(BaseEstimator):
                 r += 1
             # the last states come to the client, which averages them: one hop, in parallel
             final = client.gather(states[R - 1]) if dask else [f.result() for f in states[R - 1]]
+            phases["gathered"] = time.time()
             average, own, busy, mixing, cpu, received = _mix(*final)
             # every synchronisation sent each model to the k - 1 others; the last, to here
             sent += sum(received) + sum(_nbytes(st.model) for st in final if st.model is not None)
+            phases["averaged"] = time.time()
         except lost as exc:
             raise WorkerLostError(r + 1, sum(parts.lengths),
                                   f"{type(exc).__name__}: {exc}") from exc
@@ -569,6 +583,7 @@ class AveragedLearner(BaseEstimator):
         self.busy_seconds_ = busy
         self.mixing_seconds_ = mixing
         self.cpu_seconds_ = cpu
+        self._phases = phases
         before = {} if fresh else self.__dict__
         self.n_rounds_ = before.get("n_rounds_", 0) + R
         self.n_syncs_ = before.get("n_syncs_", 0) + n_syncs
