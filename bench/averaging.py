@@ -25,9 +25,17 @@ rest of the round tasks (checks, copies), other tasks, and idle (scheduler
 hops, transfers, waiting for the other worker, the client's plan and the
 final gather).  The LocalCluster is started and warmed once, before.
 
+With ``--lost-worker``, instead: for each model and task, kill one worker's process
+(SIGKILL; the nanny starts a new one) at each ``--kill-at`` fraction of an undisturbed fit
+of the same session, and give both wall times, the learning lost with the worker, the round
+tasks finished, the blocks of the persisted stream remade, and whether the result is the
+undisturbed run's bit for bit (`lost_worker`).
+
 Run:  python bench/averaging.py [--n 1000000] [--chunk 50000] [--sync-every N]
                                 [--repeats 3] [--workers 2] [--threshold 0.05]
                                 [--models kernel fourier] [--tasks classification regression]
+                                [--runs processes static dynamic]
+      python bench/averaging.py --lost-worker [--kill-at 0.25 0.5 0.75] [--models ...] [--tasks ...]
 """
 import argparse
 import os
@@ -61,14 +69,15 @@ def block_rows(block, seed):
     return rows(int(seed[0, 0]), block.shape[0])
 
 
-def dask_stream(n, chunk):
-    """The stream as a dask array generated block by block where it is computed."""
+def dask_stream(n, chunk, name=None):
+    """The stream as a dask array generated block by block where it is computed (``name``:
+    the prefix of its keys, to make a stream that shares no block with another)."""
     import dask.array as da
 
     chunks = (tuple([chunk] * (n // chunk) + ([n % chunk] if n % chunk else [])),)
     template = da.zeros((n, D_FEATURES + 2), chunks=(chunks[0], D_FEATURES + 2))
     seeds = da.from_array(np.arange(len(chunks[0]))[:, None], chunks=(1, 1))
-    return da.map_blocks(block_rows, template, seeds, dtype=float)
+    return da.map_blocks(block_rows, template, seeds, dtype=float, name=name)
 
 
 def local_stream(n, chunk):
@@ -214,6 +223,107 @@ def split(records, t0, t1, est):
             "after": t1 - phases["averaged"], "transfers": mean(lambda w: w["transfer"])}
 
 
+def lost_worker(client, args, test):
+    """Kill one worker's process at about 25 %, 50 % and 75 % of a fit: the cost, the work
+    recomputed, and whether the result is the one of an undisturbed run of the same session.
+
+    Before each pair of runs the stream is persisted afresh (the dead worker's blocks are gone
+    and the nanny's new worker holds none), an undisturbed fit is timed, then the same fit with
+    a SIGKILL sent from a timer thread to the process of model 0's worker; the task streams of
+    the two runs give the rounds learned and the tasks that remade lost blocks.
+    """
+    import signal
+
+    distributed = import_distributed()
+    k, out = args.workers, []
+    for model in args.models:
+        for task in args.tasks:
+            column = D_FEATURES if task == "regression" else D_FEATURES + 1
+            classes = [0.0, 1.0] if task == "classification" else None
+            Xt = test[:, :D_FEATURES]
+            for fraction in args.kill_at:
+                client.wait_for_workers(k, timeout=120)
+                name = f"lost-{model}-{task}-{fraction}"
+                stream = dask_stream(args.n, args.chunk, name)
+                X, y = client.persist([stream[:, :D_FEATURES], stream[:, column]])
+                distributed.wait([X, y])
+                warm = dask_stream(4 * args.chunk, args.chunk, name + "-warm")
+                AveragedLearner(MODELS[model, task](), k, client=client).fit(
+                    warm[:, :D_FEATURES], warm[:, column], classes=classes)
+                placed = _placement(client, X)
+                runs = {}
+                for kind in ("undisturbed", "killed"):
+                    for _ in range(50):                 # the plan depends on where blocks are
+                        if _placement(client, X) == placed:
+                            break
+                        time.sleep(0.1)
+                    est = AveragedLearner(MODELS[model, task](), k, client=client)
+                    timer, victim = None, sorted(client.nthreads())[0]
+                    if kind == "killed":
+                        pid = client.run(os.getpid, workers=[victim])[victim]
+                        delay = fraction * runs["undisturbed"]["seconds"]
+                        timer = threading.Timer(delay, os.kill, (pid, signal.SIGKILL))
+                    with distributed.get_task_stream(client) as ts:
+                        t0, w0 = time.perf_counter(), time.time()
+                        if timer is not None:
+                            timer.start()
+                        try:
+                            est.fit(X, y, classes=classes)
+                            failed = None
+                        except Exception as exc:        # noqa: BLE001 (reported)
+                            failed = f"{type(exc).__name__}: {str(exc)[:80]}"
+                        seconds = time.perf_counter() - t0
+                        if timer is not None:
+                            timer.join()
+                    tasks, done = {}, [0.0]          # tasks run; victim's last task end
+                    for rec in ts.data:
+                        key = key_split(rec["key"])
+                        for ss in rec["startstops"]:
+                            if ss["action"] == "compute":
+                                tasks[key] = tasks.get(key, 0) + 1
+                                if timer is not None and rec["worker"] == victim \
+                                        and ss["stop"] - w0 < delay:
+                                    done.append(ss["stop"] - w0)
+                    runs[kind] = {"seconds": seconds, "tasks": tasks, "failed": failed,
+                                  "lost": None if timer is None else delay - max(done),
+                                  "f": None if failed else (
+                                      est.decision_function(Xt) if classes else est.predict(Xt))}
+                ok, bad = runs["undisturbed"], runs["killed"]
+                block = key_split(name)
+                remade = bad["tasks"].get(block, 0) - ok["tasks"].get(block, 0)
+                if bad["failed"]:
+                    same = bad["failed"]
+                elif np.array_equal(bad["f"], ok["f"]):
+                    same = "identical"
+                else:
+                    same = f"differs by {np.max(np.abs(bad['f'] - ok['f'])):.1e}"
+                row = [model, task, f"{fraction:.0%}", f"{ok['seconds'] * 1e3:,.0f}",
+                       f"{bad['seconds'] * 1e3:,.0f}",
+                       f"{bad['seconds'] / ok['seconds']:.2f}",
+                       f"{bad['lost'] * 1e3:,.0f}",
+                       f"{ok['tasks'].get('learn_round', 0)} -> "
+                       f"{bad['tasks'].get('learn_round', 0)}",
+                       f"{remade} of {len(X.chunks[0])}", same,
+                       f"{os.getloadavg()[0]:.2f}"]
+                out.append(row)
+                print(" | ".join(row), flush=True)
+                client.cancel([X, y])
+    head = ["model", "task", "killed at", "undisturbed (ms)", "with a lost worker (ms)",
+            "ratio", "learning lost (ms)", "round tasks finished", "blocks remade", "result",
+            "load after"]
+    print("\n| " + " | ".join(head) + " |\n|" + "---|" * len(head))
+    for row in out:
+        print("| " + " | ".join(row) + " |")
+
+
+def _placement(client, X):
+    """The workers holding each persisted block of X."""
+    from distributed import futures_of
+
+    held = client.who_has(futures_of(X))
+    return {key: tuple(sorted(workers)) for key, workers in held.items()}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1_000_000)
@@ -227,6 +337,9 @@ def main():
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--models", nargs="+", default=["kernel", "fourier"])
     parser.add_argument("--tasks", nargs="+", default=["classification", "regression"])
+    parser.add_argument("--lost-worker", action="store_true",
+                        help="kill a worker mid-fit instead (--kill-at fractions of a fit)")
+    parser.add_argument("--kill-at", nargs="+", type=float, default=[0.25, 0.5, 0.75])
     parser.add_argument("--runs", nargs="+", default=list(RUNS[1:]), choices=RUNS[1:],
                         help="the runs beside the one process (its throughput and error are "
                              "the reference)")
@@ -240,13 +353,17 @@ def main():
           f"sync_every = {S:,}, threshold = {args.threshold}, {args.repeats} repeats; "
           f"{os.cpu_count()} cores; load average now {os.getloadavg()[0]:.2f}", flush=True)
     test = rows(10**6 + 7, 20_000)
-    start = time.perf_counter()
-    data = local_stream(args.n, chunk)
-    print(f"stream made in this process: {time.perf_counter() - start:.2f} s (not timed)")
     with distributed.LocalCluster(n_workers=k, threads_per_worker=1, processes=True,
                                   host="127.0.0.1", dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
         client.wait_for_workers(k)
+        if args.lost_worker:
+            lost_worker(client, args, test)
+            print(f"\nall runs took {time.perf_counter() - began:.0f} s")
+            return
+        start = time.perf_counter()
+        data = local_stream(args.n, chunk)
+        print(f"stream made in this process: {time.perf_counter() - start:.2f} s (not timed)")
         start = time.perf_counter()
         stream = dask_stream(args.n, chunk)
         X, y_reg, y_cls = client.persist([stream[:, :D_FEATURES], stream[:, D_FEATURES],
