@@ -27,7 +27,8 @@ final gather).  The LocalCluster is started and warmed once, before.
 
 With ``--lost-worker``, instead: for each model and task, kill one worker's process
 (SIGKILL; the nanny starts a new one) at each ``--kill-at`` fraction of an undisturbed fit
-of the same session, and give both wall times, the learning lost with the worker, the round
+of the same session, and give both wall times, the learning lost with the worker (the time
+from its last finished task to its death), the round
 tasks finished, the blocks of the persisted stream remade, and whether the result is the
 undisturbed run's bit for bit (`lost_worker`).
 
