@@ -198,6 +198,56 @@ def test_dynamic_with_a_large_threshold_syncs_only_at_the_end(client):
     np.testing.assert_allclose(dynamic.predict(X), average_models(alone).predict(X), atol=1e-12)
 
 
+class Gated(OnlineKernelRegressor):
+    """Model 1 (rows whose second feature is 1) waits in its first partition until model 0
+    has learned 100 events more, which it can do only if its rounds do not wait for model 1."""
+
+    def __init__(self, gate=None, gamma=1.0):
+        super().__init__(gamma=gamma)
+        self.gate = gate
+
+    def _validate_params(self):        # the parent's defaults are valid; gate is a name
+        pass
+
+    def partial_fit(self, X, y):
+        if self.gate is not None:
+            event, t = distributed.Event(self.gate), getattr(self, "t_", 0)
+            if X[0, 1] == 1 and t == 0 and not event.wait(timeout=300):
+                raise RuntimeError("model 1 was never let go: model 0 waited for it")
+            if X[0, 1] == 0 and t + len(X) == 150:          # model 0, round 3 of 4
+                event.set()
+        return super().partial_fit(X, y)
+
+
+def test_dynamic_rounds_without_a_sync_do_not_wait_for_the_other_worker(client):
+    X, y = regression_stream(14, 400)
+    X[:, 1] = np.arange(400) // 50 % 2                      # the model that learns each row
+    gate = f"gate-{os.getpid()}-{id(X)}"
+    est = AveragedLearner(Gated(gate, gamma=0.5), sync_every=50, sync="dynamic",
+                          threshold=1e9, client=client).fit(X, y)
+    here = AveragedLearner(Gated(None, gamma=0.5), sync_every=50, sync="dynamic",
+                           threshold=1e9, client="sequential").fit(X, y)
+    np.testing.assert_allclose(est.predict(X), here.predict(X), rtol=0, atol=1e-12)
+    assert est.n_syncs_ == here.n_syncs_ == 1 and est.t_ == 400
+    distributed.Event(gate, client=client).clear()
+
+
+def test_speculative_rounds_are_dropped_when_a_sync_is_due(client):
+    # syncs after some rounds and not others: the rounds learned ahead are dropped at a sync
+    X, y = regression_stream(15, 1000)
+    learner = OnlineKernelRegressor(gamma=0.5, budget=30, budget_policy="merge")
+    runs = [AveragedLearner(learner, sync_every=25, sync="dynamic", threshold=threshold,
+                            client=where).fit(X, y)
+            for threshold in (0.3, 1.0) for where in (client, "sequential")]
+    for dask_run, here in zip(runs[::2], runs[1::2]):
+        np.testing.assert_allclose(dask_run.predict(X), here.predict(X), rtol=0, atol=1e-12)
+        assert dask_run.n_syncs_ == here.n_syncs_
+        assert 2 < here.n_syncs_ < here.n_rounds_                   # some rounds, not all
+    assert not client.run_on_scheduler(
+        lambda dask_scheduler: [name for name in dask_scheduler.extensions["events"]._events
+                                  if name.startswith("okl-sync")])
+
+
 class DiesOnce(OnlineKernelRegressor):
     """Kills its worker process the first time it learns (a marker file remembers)."""
 

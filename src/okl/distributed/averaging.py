@@ -3,6 +3,7 @@ docs/distributed.md, section 2)."""
 
 import copy
 import time
+import uuid
 from typing import NamedTuple
 
 import numpy as np
@@ -59,7 +60,7 @@ class _Sync(NamedTuple):
     received: list
 
 
-def _learn_round(j, go, classes, learner, n_features, spans, names, mix, n_prev, *args):
+def _learn_round(j, go, stop, classes, learner, n_features, spans, names, mix, n_prev, *args):
     """Model j's share of one round, on the worker that holds its partitions.
 
     The first ``n_prev`` arguments are the model's state after the previous
@@ -68,10 +69,14 @@ def _learn_round(j, go, classes, learner, n_features, spans, names, mix, n_prev,
     all-reduce: the states travel worker to worker, no task in between) and
     restarts from it, keeping its own event count, as in iterative parameter
     mixing.  The others are the partitions of ``spans``.  ``go`` is True, or
-    (dynamic averaging) the threshold and the k drifts of the previous round,
-    which every model reads itself (no task in between): when some model
-    drifted past the threshold it learns nothing and halts until the driver
-    synchronises.
+    (dynamic averaging) the threshold and drifts of the previous round: the
+    k drifts in this process; on a cluster only this model's own, so that the
+    round starts without waiting for the other workers (a speculative round:
+    the driver keeps it only if no model drifted past the threshold).  When a
+    drift is past the threshold the model learns nothing and halts until the
+    driver synchronises; ``stop`` (a speculative round) names the
+    `distributed.Event` that another model's drift report sets then, read
+    before each partition, so that a speculative round halts early too.
     """
     prev, parts = args[:n_prev], args[n_prev:]
     if mix:
@@ -88,7 +93,7 @@ def _learn_round(j, go, classes, learner, n_features, spans, names, mix, n_prev,
     if prev.halted or not (go is True or _go(*go)):
         return prev._replace(halted=True)
     pieces = []
-    for (i, lo, hi), part in zip(spans, parts):
+    for (i, lo, hi), part in zip(spans, parts):     # the shapes: checked before learning
         X, y = part[0][lo:hi], np.asarray(part[1][lo:hi])
         _check_shape(X, y, n_features, names[i])
         pieces.append((names[i], X, y))
@@ -99,6 +104,8 @@ def _learn_round(j, go, classes, learner, n_features, spans, names, mix, n_prev,
     model = clone(learner) if prev.model is None else copy.deepcopy(prev.model)
     kwargs = {} if classes is None else {"classes": classes}
     for name, X, y in pieces:       # one pass, partition by partition: no concatenated copy
+        if stop is not None and _stopped(stop):
+            return prev._replace(halted=True)
         try:
             model.partial_fit(X, y, **kwargs)
         except Exception as exc:
@@ -151,15 +158,28 @@ def _mix(*states, sizes=False):
                  [s.mixing for s in states], [s.cpu for s in states], received)
 
 
-def _divergence(state):
-    """||f_j - f_ref||^2 of a local model, computed on its worker (a float travels)."""
+def _divergence(state, threshold=None, stop=None):
+    """||f_j - f_ref||^2 of a local model, computed on its worker (a float travels).
+
+    Past ``threshold``, it also sets the `distributed.Event` ``stop``: the other
+    models' speculative rounds halt at their next partition.
+    """
     from okl._averaging import divergence
 
     if state.model is None:
-        return 0.0
-    if state.reference is None:             # the common start is the zero function
-        return state.model.rkhs_norm() ** 2 + state.model.__dict__.get("intercept_", 0.0) ** 2
-    return divergence(state.model, state.reference)
+        drift = 0.0
+    elif state.reference is None:           # the common start is the zero function
+        drift = state.model.rkhs_norm() ** 2 + state.model.__dict__.get("intercept_", 0.0) ** 2
+    else:
+        drift = divergence(state.model, state.reference)
+    if stop is not None and not _go(threshold, drift):
+        import_distributed().Event(stop).set()
+    return drift
+
+
+def _stopped(stop):
+    """True once some model's drift report asked for a synchronisation (``stop`` is set)."""
+    return import_distributed().Event(stop).is_set()
 
 
 def _go(threshold, *drifts):
@@ -215,6 +235,12 @@ def _warm_up():
         state = _State(model, None)
         _mix(state, state, sizes=True)
         _divergence(state)
+    try:                    # the worker's client, which speculative rounds ask for their Event
+        from distributed import get_client, get_worker
+        get_worker()
+        get_client()
+    except (ImportError, ValueError):
+        pass
 
 
 _WARM = set()
@@ -500,15 +526,18 @@ class AveragedLearner(BaseEstimator):
         start = ([_State(None, None)] * k if average is None
                  else [_Sync(average, own, [0.0] * k, [0.0] * k, [0.0] * k, [0] * k)] * k)
         sent = 0 if average is None else k * _nbytes(average)
-        # inputs[s]: (the previous states: one per model, or all k for a synchronisation, go)
-        made, inputs, states, gos = {}, {0: ([[x] for x in start], True, False)}, {}, {}
+        # inputs[s]: (the previous states: one per model, or all k for a synchronisation,
+        # each model's go, whether to average first, the Event that halts a speculative round)
+        made, states, gos = {}, {}, {}
+        inputs = {0: ([[x] for x in start], [True] * k, False, None)}
         n_syncs = 1                         # the call's final average
+        events, call = [], uuid.uuid4().hex     # one Event per dynamic round on a cluster
 
         def synchronise(row):
             """The states of a round are averaged at the start of the next (all-reduce)."""
             nonlocal n_syncs
             n_syncs += 1
-            return [list(row)] * k
+            return [list(row)] * k, [True] * k, True, None
 
         submitted, r = -1, 0
         phases = {"planned": time.time()}   # wall-clock moments of the call, for bench/
@@ -519,19 +548,27 @@ class AveragedLearner(BaseEstimator):
                     s = submitted + 1
                     need = sorted({i for spans in rounds[s] for i, _, _ in spans} - set(made))
                     made.update(parts.make(client if dask else None, need, where))
-                    base, go, mix = inputs[s]
-                    states[s] = [submit(_learn_round, j, go, classes, self.learner,
+                    base, go, mix, stop = inputs[s]
+                    states[s] = [submit(_learn_round, j, go[j], stop, classes, self.learner,
                                         parts.n_features, rounds[s][j], parts.names,
                                         mix, len(base[j]), *base[j],
                                         *[made[i] for i, _, _ in rounds[s][j]], j=j)
                                  for j in range(k)]
                     if s < R - 1 and dynamic:
-                        gos[s] = [submit(_divergence, st, j=j, priority=1)
+                        # on a cluster, model j's next round waits for its own drift only,
+                        # not for the other workers (speculative: kept when no model
+                        # drifted past the threshold); here, for all k
+                        threshold, stop = float(self.threshold), None
+                        if dask:        # a new name per submission: a dropped round's
+                            stop = f"okl-sync-{call}-{len(events)}"
+                            events.append(stop)     # report never halts a later one
+                        gos[s] = [submit(_divergence, st, threshold, stop, j=j, priority=1)
                                   for j, st in enumerate(states[s])]
-                        inputs[s + 1] = ([[st] for st in states[s]],
-                                         (float(self.threshold), *gos[s]), False)
+                        go = ([(threshold, g) for g in gos[s]] if dask
+                              else [(threshold, *gos[s])] * k)
+                        inputs[s + 1] = ([[st] for st in states[s]], go, False, stop)
                     elif s < R - 1:
-                        inputs[s + 1] = (synchronise(states[s]), True, True)
+                        inputs[s + 1] = synchronise(states[s])
                     submitted = s
                 phases.setdefault("dispatched", time.time())
                 if r == R - 1:
@@ -545,7 +582,7 @@ class AveragedLearner(BaseEstimator):
                         for s in range(r + 1, submitted + 1):   # halted: dropped, released
                             states.pop(s)
                             gos.pop(s, None)
-                        inputs[r + 1] = (synchronise(states[r]), True, True)
+                        inputs[r + 1] = synchronise(states[r])
                         submitted = r
                 else:
                     if dask:
@@ -577,6 +614,11 @@ class AveragedLearner(BaseEstimator):
                 if dask and hasattr(f, "release") and hasattr(f, "key"):
                     f.release()
             states.clear(), gos.clear(), made.clear(), inputs.clear()
+            for name in events:                     # the scheduler forgets them
+                try:
+                    import_distributed().Event(name, client=client).clear()
+                except Exception:       # noqa: BLE001 (a scheduler lost with the call's error)
+                    pass
         self.model_ = average
         self._own_t = own
         self.t_ = int(average.t_)
