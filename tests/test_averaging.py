@@ -200,7 +200,7 @@ def test_dynamic_with_a_large_threshold_syncs_only_at_the_end(client):
 
 class Gated(OnlineKernelRegressor):
     """Model 1 (rows whose second feature is 1) waits in its first partition until model 0
-    has learned 100 events more, which it can do only if its rounds do not wait for model 1."""
+    has learned 150 events, which it can do only if its rounds do not wait for model 1."""
 
     def __init__(self, gate=None, gamma=1.0):
         super().__init__(gamma=gamma)
@@ -220,8 +220,11 @@ class Gated(OnlineKernelRegressor):
 
 
 def test_dynamic_rounds_without_a_sync_do_not_wait_for_the_other_worker(client):
+    import dask.array as da
+
     X, y = regression_stream(14, 400)
-    X[:, 1] = np.arange(400) // 50 % 2                      # the model that learns each row
+    X[:, 1] = np.arange(400) // 25 % 2                      # the model that learns each row
+    X, y = da.from_array(X, chunks=(25, 2)), da.from_array(y, chunks=25)
     gate = f"gate-{os.getpid()}-{id(X)}"
     est = AveragedLearner(Gated(gate, gamma=0.5), sync_every=50, sync="dynamic",
                           threshold=1e9, client=client).fit(X, y)
@@ -234,10 +237,13 @@ def test_dynamic_rounds_without_a_sync_do_not_wait_for_the_other_worker(client):
 
 def test_speculative_rounds_are_dropped_when_a_sync_is_due(client):
     # syncs after some rounds and not others: the rounds learned ahead are dropped at a sync
+    import dask.array as da
+
     X, y = regression_stream(15, 1000)
+    Xd, yd = da.from_array(X, chunks=(10, 2)), da.from_array(y, chunks=10)
     learner = OnlineKernelRegressor(gamma=0.5, budget=30, budget_policy="merge")
     runs = [AveragedLearner(learner, sync_every=25, sync="dynamic", threshold=threshold,
-                            client=where).fit(X, y)
+                            client=where).fit(Xd, yd)
             for threshold in (0.3, 1.0) for where in (client, "sequential")]
     for dask_run, here in zip(runs[::2], runs[1::2]):
         np.testing.assert_allclose(dask_run.predict(X), here.predict(X), rtol=0, atol=1e-12)

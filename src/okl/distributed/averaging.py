@@ -513,6 +513,9 @@ class AveragedLearner(BaseEstimator):
                     last_use[i] = r
         lost = (import_distributed().KilledWorker, *_cancelled_errors()) if dask else ()
         dynamic = self.sync == "dynamic"
+        # rounds learn ahead on a cluster when a speculative round can halt part-way (its
+        # partitions are at most half a round; not an in-memory array's, a round long)
+        speculate = dynamic and dask and 2 * max(parts.lengths) <= S
 
         def submit(func, *args, j=None, priority=0):
             if not dask:
@@ -555,16 +558,16 @@ class AveragedLearner(BaseEstimator):
                                         *[made[i] for i, _, _ in rounds[s][j]], j=j)
                                  for j in range(k)]
                     if s < R - 1 and dynamic:
-                        # on a cluster, model j's next round waits for its own drift only,
-                        # not for the other workers (speculative: kept when no model
-                        # drifted past the threshold); here, for all k
+                        # speculative: model j's next round waits for its own drift only, not
+                        # for the other workers (kept when no model drifted past the
+                        # threshold); else for all k drifts
                         threshold, stop = float(self.threshold), None
-                        if dask:        # a new name per submission: a dropped round's
+                        if speculate:   # a new name per submission: a dropped round's
                             stop = f"okl-sync-{call}-{len(events)}"
                             events.append(stop)     # report never halts a later one
                         gos[s] = [submit(_divergence, st, threshold, stop, j=j, priority=1)
                                   for j, st in enumerate(states[s])]
-                        go = ([(threshold, g) for g in gos[s]] if dask
+                        go = ([(threshold, g) for g in gos[s]] if speculate
                               else [(threshold, *gos[s])] * k)
                         inputs[s + 1] = ([[st] for st in states[s]], go, False, stop)
                     elif s < R - 1:
