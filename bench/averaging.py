@@ -338,6 +338,8 @@ def main():
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--models", nargs="+", default=["kernel", "fourier"])
     parser.add_argument("--tasks", nargs="+", default=["classification", "regression"])
+    parser.add_argument("--malloc-trim", choices=["dask", "off"], default="dask",
+                        help="the workers' MALLOC_TRIM_THRESHOLD_: Dask's 65536, or unset")
     parser.add_argument("--lost-worker", action="store_true",
                         help="kill a worker mid-fit instead (--kill-at fractions of a fit)")
     parser.add_argument("--kill-at", nargs="+", type=float, default=[0.25, 0.5, 0.75])
@@ -354,7 +356,13 @@ def main():
           f"sync_every = {S:,}, threshold = {args.threshold}, {args.repeats} repeats; "
           f"{os.cpu_count()} cores; load average now {os.getloadavg()[0]:.2f}", flush=True)
     test = rows(10**6 + 7, 20_000)
-    with distributed.LocalCluster(n_workers=k, threads_per_worker=1, processes=True,
+    import dask
+
+    # Dask's nanny starts workers with MALLOC_TRIM_THRESHOLD_=65536, which turns off glibc's
+    # adaptive mmap threshold: every large temporary is then a fresh mapping, paid in page faults
+    trim = {} if args.malloc_trim == "dask" else {
+        "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
+    with dask.config.set(trim), distributed.LocalCluster(n_workers=k, threads_per_worker=1, processes=True,
                                   host="127.0.0.1", dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
         client.wait_for_workers(k)
