@@ -243,11 +243,15 @@ def lost_worker(client, args, test):
             classes = [0.0, 1.0] if task == "classification" else None
             Xt = test[:, :D_FEATURES]
             for fraction in args.kill_at:
-                client.wait_for_workers(k, timeout=120)
+                try:
+                    client.wait_for_workers(k, timeout=60)
+                except (TimeoutError, distributed.TimeoutError) as exc:
+                    # seen once at load 4: a nanny's new worker that never arrived
+                    print(f"({type(exc).__name__}: {exc}; restarting the workers)", flush=True)
+                    client.restart(timeout=120)
+                    client.wait_for_workers(k, timeout=120)
                 name = f"lost-{model}-{task}-{fraction}"
-                stream = dask_stream(args.n, args.chunk, name)
-                X, y = client.persist([stream[:, :D_FEATURES], stream[:, column]])
-                distributed.wait([X, y])
+                X, y = _persist_balanced(client, args, column, name)
                 warm = dask_stream(4 * args.chunk, args.chunk, name + "-warm")
                 AveragedLearner(MODELS[model, task](), k, client=client).fit(
                     warm[:, :D_FEATURES], warm[:, column], classes=classes)
@@ -258,6 +262,7 @@ def lost_worker(client, args, test):
                         if _placement(client, X) == placed:
                             break
                         time.sleep(0.1)
+                    same = _placement(client, X) == placed
                     est = AveragedLearner(MODELS[model, task](), k, client=client)
                     timer, victim = None, sorted(client.nthreads())[0]
                     if kind == "killed":
@@ -286,6 +291,7 @@ def lost_worker(client, args, test):
                                         and ss["stop"] - w0 < delay:
                                     done.append(ss["stop"] - w0)
                     runs[kind] = {"seconds": seconds, "tasks": tasks, "failed": failed,
+                                  "same": same,
                                   "lost": None if timer is None else delay - max(done),
                                   "f": None if failed else (
                                       est.decision_function(Xt) if classes else est.predict(Xt))}
@@ -294,6 +300,8 @@ def lost_worker(client, args, test):
                 remade = bad["tasks"].get(block, 0) - ok["tasks"].get(block, 0)
                 if bad["failed"]:
                     same = bad["failed"]
+                elif not bad["same"]:
+                    same = "not compared: the blocks moved between the runs"
                 elif np.array_equal(bad["f"], ok["f"]):
                     same = "identical"
                 else:
@@ -315,6 +323,23 @@ def lost_worker(client, args, test):
     print("\n| " + " | ".join(head) + " |\n|" + "---|" * len(head))
     for row in out:
         print("| " + " | ".join(row) + " |")
+
+
+def _persist_balanced(client, args, column, name):
+    """The stream persisted with 1/k of its blocks on each worker (Dask places them unevenly:
+    then blocks would move to balance the shares, and their copies change the next plan)."""
+    distributed = import_distributed()
+    k = args.workers
+    for attempt in range(20):
+        stream = dask_stream(args.n, args.chunk, f"{name}-{attempt}")
+        X, y = client.persist([stream[:, :D_FEATURES], stream[:, column]])
+        distributed.wait([X, y])
+        held = _placement(client, X)
+        counts = [sum(w == (worker,) for w in held.values()) for worker in client.nthreads()]
+        if counts == [len(held) // k] * k and len(held) % k == 0:
+            return X, y
+        client.cancel([X, y])
+    return X, y
 
 
 def _placement(client, X):
