@@ -36,7 +36,8 @@ Run:  python bench/averaging.py [--n 1000000] [--chunk 50000] [--sync-every N]
                                 [--repeats 3] [--workers 2] [--threshold 0.05]
                                 [--models kernel fourier] [--tasks classification regression]
                                 [--runs processes static dynamic]
-      python bench/averaging.py --lost-worker [--kill-at 0.25 0.5 0.75] [--models ...] [--tasks ...]
+      python bench/averaging.py --lost-worker [--kill-at 0.25 0.5 0.75] [--models ...]
+                                              [--tasks ...]
 """
 import argparse
 import os
@@ -224,14 +225,14 @@ def split(records, t0, t1, est):
             "after": t1 - phases["averaged"], "transfers": mean(lambda w: w["transfer"])}
 
 
-def lost_worker(client, args, test):
+def lost_worker(args, test):
     """Kill one worker's process at about 25 %, 50 % and 75 % of a fit: the cost, the work
     recomputed, and whether the result is the one of an undisturbed run of the same session.
 
-    Before each pair of runs the stream is persisted afresh (the dead worker's blocks are gone
-    and the nanny's new worker holds none), an undisturbed fit is timed, then the same fit with
-    a SIGKILL sent from a timer thread to the process of model 0's worker; the task streams of
-    the two runs give the rounds learned and the tasks that remade lost blocks.
+    Each pair of runs has its own LocalCluster and the stream persisted on it, half of its
+    blocks on each worker: an undisturbed fit is timed, then the same fit with a SIGKILL sent
+    from a timer thread to the process of model 0's worker (the nanny starts a new one); the
+    task streams of the two runs give the rounds learned and the tasks that remade lost blocks.
     """
     import signal
 
@@ -243,80 +244,78 @@ def lost_worker(client, args, test):
             classes = [0.0, 1.0] if task == "classification" else None
             Xt = test[:, :D_FEATURES]
             for fraction in args.kill_at:
-                try:
-                    client.wait_for_workers(k, timeout=60)
-                except (TimeoutError, distributed.TimeoutError) as exc:
-                    # seen once at load 4: a nanny's new worker that never arrived
-                    print(f"({type(exc).__name__}: {exc}; restarting the workers)", flush=True)
-                    client.restart(timeout=120)
-                    client.wait_for_workers(k, timeout=120)
-                name = f"lost-{model}-{task}-{fraction}"
-                X, y = _persist_balanced(client, args, column, name)
-                warm = dask_stream(4 * args.chunk, args.chunk, name + "-warm")
-                AveragedLearner(MODELS[model, task](), k, client=client).fit(
-                    warm[:, :D_FEATURES], warm[:, column], classes=classes)
-                placed = _placement(client, X)
-                runs = {}
-                for kind in ("undisturbed", "killed"):
-                    for _ in range(50):                 # the plan depends on where blocks are
-                        if _placement(client, X) == placed:
-                            break
-                        time.sleep(0.1)
-                    same = _placement(client, X) == placed
-                    est = AveragedLearner(MODELS[model, task](), k, client=client)
-                    timer, victim = None, sorted(client.nthreads())[0]
-                    if kind == "killed":
-                        pid = client.run(os.getpid, workers=[victim])[victim]
-                        delay = fraction * runs["undisturbed"]["seconds"]
-                        timer = threading.Timer(delay, os.kill, (pid, signal.SIGKILL))
-                    with distributed.get_task_stream(client) as ts:
-                        t0, w0 = time.perf_counter(), time.time()
-                        if timer is not None:
-                            timer.start()
-                        try:
-                            est.fit(X, y, classes=classes)
-                            failed = None
-                        except Exception as exc:        # noqa: BLE001 (reported)
-                            failed = f"{type(exc).__name__}: {str(exc)[:80]}"
-                        seconds = time.perf_counter() - t0
-                        if timer is not None:
-                            timer.join()
-                    tasks, done = {}, [0.0]          # tasks run; victim's last task end
-                    for rec in ts.data:
-                        key = key_split(rec["key"])
-                        for ss in rec["startstops"]:
-                            if ss["action"] == "compute":
-                                tasks[key] = tasks.get(key, 0) + 1
-                                if timer is not None and rec["worker"] == victim \
-                                        and ss["stop"] - w0 < delay:
-                                    done.append(ss["stop"] - w0)
-                    runs[kind] = {"seconds": seconds, "tasks": tasks, "failed": failed,
-                                  "same": same,
-                                  "lost": None if timer is None else delay - max(done),
-                                  "f": None if failed else (
-                                      est.decision_function(Xt) if classes else est.predict(Xt))}
-                ok, bad = runs["undisturbed"], runs["killed"]
-                block = key_split(name)
-                remade = bad["tasks"].get(block, 0) - ok["tasks"].get(block, 0)
-                if bad["failed"]:
-                    same = bad["failed"]
-                elif not bad["same"]:
-                    same = "not compared: the blocks moved between the runs"
-                elif np.array_equal(bad["f"], ok["f"]):
-                    same = "identical"
-                else:
-                    same = f"differs by {np.max(np.abs(bad['f'] - ok['f'])):.1e}"
-                row = [model, task, f"{fraction:.0%}", f"{ok['seconds'] * 1e3:,.0f}",
-                       f"{bad['seconds'] * 1e3:,.0f}",
-                       f"{bad['seconds'] / ok['seconds']:.2f}",
-                       f"{bad['lost'] * 1e3:,.0f}",
-                       f"{ok['tasks'].get('learn_round', 0)} -> "
-                       f"{bad['tasks'].get('learn_round', 0)}",
-                       f"{remade} of {len(X.chunks[0])}", same,
-                       f"{os.getloadavg()[0]:.2f}"]
-                out.append(row)
-                print(" | ".join(row), flush=True)
-                client.cancel([X, y])
+                # a cluster per pair: the nanny's new worker is not always back in time
+                with distributed.LocalCluster(n_workers=k, threads_per_worker=1,
+                                              processes=True, host="127.0.0.1",
+                                              dashboard_address=None) as cluster, \
+                        distributed.Client(cluster) as client:
+                    client.wait_for_workers(k)
+                    name = f"lost-{model}-{task}-{fraction}"
+                    X, y = _persist_balanced(client, args, column, name)
+                    warm = dask_stream(4 * args.chunk, args.chunk, name + "-warm")
+                    AveragedLearner(MODELS[model, task](), k, client=client).fit(
+                        warm[:, :D_FEATURES], warm[:, column], classes=classes)
+                    placed = _placement(client, X)
+                    runs = {}
+                    for kind in ("undisturbed", "killed"):
+                        for _ in range(50):                 # the plan depends on where blocks are
+                            if _placement(client, X) == placed:
+                                break
+                            time.sleep(0.1)
+                        same = _placement(client, X) == placed
+                        est = AveragedLearner(MODELS[model, task](), k, client=client)
+                        timer, victim = None, sorted(client.nthreads())[0]
+                        if kind == "killed":
+                            pid = client.run(os.getpid, workers=[victim])[victim]
+                            delay = fraction * runs["undisturbed"]["seconds"]
+                            timer = threading.Timer(delay, os.kill, (pid, signal.SIGKILL))
+                        with distributed.get_task_stream(client) as ts:
+                            t0, w0 = time.perf_counter(), time.time()
+                            if timer is not None:
+                                timer.start()
+                            try:
+                                est.fit(X, y, classes=classes)
+                                failed = None
+                            except Exception as exc:        # noqa: BLE001 (reported)
+                                failed = f"{type(exc).__name__}: {str(exc)[:80]}"
+                            seconds = time.perf_counter() - t0
+                            if timer is not None:
+                                timer.join()
+                        tasks, done = {}, [0.0]          # tasks run; victim's last task end
+                        for rec in ts.data:
+                            key = key_split(rec["key"])
+                            for ss in rec["startstops"]:
+                                if ss["action"] == "compute":
+                                    tasks[key] = tasks.get(key, 0) + 1
+                                    if timer is not None and rec["worker"] == victim \
+                                            and ss["stop"] - w0 < delay:
+                                        done.append(ss["stop"] - w0)
+                        runs[kind] = {"seconds": seconds, "tasks": tasks, "failed": failed,
+                                      "same": same,
+                                      "lost": None if timer is None else delay - max(done),
+                                      "f": None if failed else (est.decision_function(Xt)
+                                                                if classes else est.predict(Xt))}
+                    ok, bad = runs["undisturbed"], runs["killed"]
+                    block = key_split(name)
+                    remade = bad["tasks"].get(block, 0) - ok["tasks"].get(block, 0)
+                    if bad["failed"]:
+                        same = bad["failed"]
+                    elif not bad["same"]:
+                        same = "not compared: the blocks moved between the runs"
+                    elif np.array_equal(bad["f"], ok["f"]):
+                        same = "identical"
+                    else:
+                        same = f"differs by {np.max(np.abs(bad['f'] - ok['f'])):.1e}"
+                    row = [model, task, f"{fraction:.0%}", f"{ok['seconds'] * 1e3:,.0f}",
+                           f"{bad['seconds'] * 1e3:,.0f}",
+                           f"{bad['seconds'] / ok['seconds']:.2f}",
+                           f"{bad['lost'] * 1e3:,.0f}",
+                           f"{ok['tasks'].get('learn_round', 0)} -> "
+                           f"{bad['tasks'].get('learn_round', 0)}",
+                           f"{remade} of {len(X.chunks[0])}", same,
+                           f"{os.getloadavg()[0]:.2f}"]
+                    out.append(row)
+                    print(" | ".join(row), flush=True)
     head = ["model", "task", "killed at", "undisturbed (ms)", "with a lost worker (ms)",
             "ratio", "learning lost (ms)", "round tasks finished", "blocks remade", "result",
             "load after"]
@@ -387,14 +386,15 @@ def main():
     # adaptive mmap threshold: every large temporary is then a fresh mapping, paid in page faults
     trim = {} if args.malloc_trim == "dask" else {
         "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
-    with dask.config.set(trim), distributed.LocalCluster(n_workers=k, threads_per_worker=1, processes=True,
-                                  host="127.0.0.1", dashboard_address=":0") as cluster, \
-            distributed.Client(cluster) as client:
+    if args.lost_worker:
+        with dask.config.set(trim):
+            lost_worker(args, test)
+        print(f"\nall runs took {time.perf_counter() - began:.0f} s")
+        return
+    with dask.config.set(trim), distributed.LocalCluster(
+            n_workers=k, threads_per_worker=1, processes=True, host="127.0.0.1",
+            dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
         client.wait_for_workers(k)
-        if args.lost_worker:
-            lost_worker(client, args, test)
-            print(f"\nall runs took {time.perf_counter() - began:.0f} s")
-            return
         start = time.perf_counter()
         data = local_stream(args.n, chunk)
         print(f"stream made in this process: {time.perf_counter() - start:.2f} s (not timed)")
