@@ -269,7 +269,9 @@ class AveragedLearner(BaseEstimator):
     every model continues from the average with its own event count.  The
     whole chain of rounds is submitted ahead to the scheduler, so models pass
     worker to worker and the client is never on the path between rounds
-    (dynamic averaging asks it once per synchronisation).  Every call of fit /
+    (dynamic averaging asks it once per synchronisation; its rounds without
+    one do not wait for the other workers, when the partitions of a Dask
+    collection let a round learned ahead halt part-way).  Every call of fit /
     partial_fit ends with an average, ``model_``: an ordinary okl estimator.
     A bad partition raises an error naming it; a worker that dies is replaced
     and its share recomputed when the scheduler can, else the call raises
