@@ -537,17 +537,20 @@ def test_bounded_kernel_and_fourier_models_average_within_their_size(client, syn
                                        atol=1e-12)
 
 
-def test_a_killed_worker_recomputes_a_dask_share(client, tmp_path):
+@pytest.mark.parametrize("sync, chunk", [("static", 50), ("dynamic", 25)])
+def test_a_killed_worker_recomputes_a_dask_share(client, tmp_path, sync, chunk):
+    # dynamic with partitions of half a round: speculative rounds, then a sync, a worker dying
     import dask.array as da
 
     X, y = regression_stream(13, 400)
+    Xd, yd = da.from_array(X, chunks=(chunk, 2)), da.from_array(y, chunks=chunk)
     marker = str(tmp_path / "died")
-    est = AveragedLearner(DiesOnce(marker, gamma=0.5), sync_every=50, client=client)
-    est.fit(da.from_array(X, chunks=(50, 2)), da.from_array(y, chunks=50))
+    options = dict(sync_every=50, sync=sync, threshold=0.5)
+    est = AveragedLearner(DiesOnce(marker, gamma=0.5), client=client, **options).fit(Xd, yd)
     assert os.path.exists(marker)
-    reference = AveragedLearner(OnlineKernelRegressor(gamma=0.5), sync_every=50,
-                                client="sequential").fit(X, y)
-    assert est.t_ == len(X)
+    reference = AveragedLearner(OnlineKernelRegressor(gamma=0.5), client="sequential",
+                                **options).fit(Xd, yd)
+    assert est.t_ == len(X) and est.n_syncs_ == reference.n_syncs_
     np.testing.assert_allclose(est.predict(X), reference.predict(X), rtol=0, atol=1e-12)
     client.wait_for_workers(2, timeout=600)
 
