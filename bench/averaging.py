@@ -20,14 +20,16 @@ the target's variance), rounds, synchronisations, model bytes per
 synchronisation, and the 1-minute load average before each run and its
 maximum during it (sampled every 0.2 s; a run that starts above 1.5 does not
 count).  A second table splits the k-worker wall time, per worker, from
-Dask's task stream and the learner's own clocks: learning, averaging, the
-rest of the round tasks (checks, copies), other tasks, and idle (scheduler
-hops, transfers, waiting for the other worker, the client's plan and the
-final gather).  The LocalCluster is started and warmed once, before.
+Dask's task stream and the learner's own clocks (`split`): the client's plan,
+the first dispatch, learning, averaging, the rest of the round tasks, other
+tasks, the time between the worker's tasks (a synchronisation's barrier,
+hops), its wait for the other workers' last task, the final gather and the
+client's average.  The LocalCluster is started and warmed once, before;
+``--malloc-trim off`` starts its workers without Dask's MALLOC_TRIM_THRESHOLD_.
 
-With ``--lost-worker``, instead: for each model and task, kill one worker's process
-(SIGKILL; the nanny starts a new one) at each ``--kill-at`` fraction of an undisturbed fit
-of the same session, and give both wall times, the learning lost with the worker (the time
+With ``--lost-worker``, instead: for each model and task, on a LocalCluster per pair of
+runs, kill one worker's process (SIGKILL; the nanny starts a new one) at each ``--kill-at``
+fraction of an undisturbed fit of the same session, and give both wall times, the learning lost with the worker (the time
 from its last finished task to its death), the round
 tasks finished, the blocks of the persisted stream remade, and whether the result is the
 undisturbed run's bit for bit (`lost_worker`).
