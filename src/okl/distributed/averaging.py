@@ -68,7 +68,8 @@ def _learn_round(j, go, stop, classes, learner, n_features, spans, names, mix, n
     synchronisation: then each model computes the same average itself (an
     all-reduce: the states travel worker to worker, no task in between) and
     restarts from it, keeping its own event count, as in iterative parameter
-    mixing.  The others are the partitions of ``spans``.  ``go`` is True, or
+    mixing.  The others are the partitions of ``spans`` (``names``: their names
+    for errors, by partition index).  ``go`` is True, or
     (dynamic averaging) the threshold and drifts of the previous round: the
     k drifts in this process; on a cluster only this model's own, so that the
     round starts without waiting for the other workers (a speculative round:
@@ -555,7 +556,8 @@ class AveragedLearner(BaseEstimator):
                     made.update(parts.make(client if dask else None, need, where))
                     base, go, mix, stop = inputs[s]
                     states[s] = [submit(_learn_round, j, go[j], stop, classes, self.learner,
-                                        parts.n_features, rounds[s][j], parts.names,
+                                        parts.n_features, rounds[s][j],
+                                        {i: parts.names[i] for i, _, _ in rounds[s][j]},
                                         mix, len(base[j]), *base[j],
                                         *[made[i] for i, _, _ in rounds[s][j]], j=j)
                                  for j in range(k)]
