@@ -20,14 +20,26 @@ the target's variance), rounds, synchronisations, model bytes per
 synchronisation, and the 1-minute load average before each run and its
 maximum during it (sampled every 0.2 s; a run that starts above 1.5 does not
 count).  A second table splits the k-worker wall time, per worker, from
-Dask's task stream and the learner's own clocks: learning, averaging, the
-rest of the round tasks (checks, copies), other tasks, and idle (scheduler
-hops, transfers, waiting for the other worker, the client's plan and the
-final gather).  The LocalCluster is started and warmed once, before.
+Dask's task stream and the learner's own clocks (`split`): the client's plan,
+the first dispatch, learning, averaging, the rest of the round tasks, other
+tasks, the time between the worker's tasks (a synchronisation's barrier,
+hops), its wait for the other workers' last task, the final gather and the
+client's average.  The LocalCluster is started and warmed once, before;
+``--malloc-trim off`` starts its workers without Dask's MALLOC_TRIM_THRESHOLD_.
+
+With ``--lost-worker``, instead: for each model and task, on a LocalCluster per pair of
+runs, kill one worker's process (SIGKILL; the nanny starts a new one) at each ``--kill-at``
+fraction of an undisturbed fit of the same session, and give both wall times, the learning lost with the worker (the time
+from its last finished task to its death), the round
+tasks finished, the blocks of the persisted stream remade, and whether the result is the
+undisturbed run's bit for bit (`lost_worker`).
 
 Run:  python bench/averaging.py [--n 1000000] [--chunk 50000] [--sync-every N]
                                 [--repeats 3] [--workers 2] [--threshold 0.05]
                                 [--models kernel fourier] [--tasks classification regression]
+                                [--runs processes static dynamic]
+      python bench/averaging.py --lost-worker [--kill-at 0.25 0.5 0.75] [--models ...]
+                                              [--tasks ...]
 """
 import argparse
 import os
@@ -61,14 +73,15 @@ def block_rows(block, seed):
     return rows(int(seed[0, 0]), block.shape[0])
 
 
-def dask_stream(n, chunk):
-    """The stream as a dask array generated block by block where it is computed."""
+def dask_stream(n, chunk, name=None):
+    """The stream as a dask array generated block by block where it is computed (``name``:
+    the prefix of its keys, to make a stream that shares no block with another)."""
     import dask.array as da
 
     chunks = (tuple([chunk] * (n // chunk) + ([n % chunk] if n % chunk else [])),)
     template = da.zeros((n, D_FEATURES + 2), chunks=(chunks[0], D_FEATURES + 2))
     seeds = da.from_array(np.arange(len(chunks[0]))[:, None], chunks=(1, 1))
-    return da.map_blocks(block_rows, template, seeds, dtype=float)
+    return da.map_blocks(block_rows, template, seeds, dtype=float, name=name)
 
 
 def local_stream(n, chunk):
@@ -168,31 +181,174 @@ def error(model, X, y, task):
 
 
 def split(records, t0, t1, est):
-    """Seconds per worker (averaged over the workers): where a k-worker run's wall time went."""
+    """Milliseconds per worker (averaged over the workers): where a k-worker run's wall time went.
+
+    From the call's start: the client's plan (until its first submission), the first dispatch
+    (until the worker's first task starts), the worker's tasks (learning, averaging, the rest
+    of the round tasks, other tasks), the gaps between its tasks (the barrier of each
+    synchronisation: waiting for the other workers' states, and the hops), its wait for the
+    last task of the other workers, the final gather (the last task's end to the states'
+    arrival here) and the client's average (unpickled states averaged, sizes counted).
+    """
+    phases = est._phases
     workers = {}
     for rec in records:
         name = key_split(rec["key"])
         for s in rec["startstops"]:
             w = workers.setdefault(rec["worker"], {"round": 0.0, "other": 0.0, "transfer": 0.0,
-                                                   "first": t1, "last": t0})
-            seconds = s["stop"] - s["start"]
+                                                   "spans": []})
             if s["action"] != "compute":
-                w["transfer"] += seconds
+                w["transfer"] += s["stop"] - s["start"]
                 continue
-            w["round" if name == "learn_round" else "other"] += seconds
-            w["first"], w["last"] = min(w["first"], s["start"]), max(w["last"], s["stop"])
-    k, wall = len(est.busy_seconds_), t1 - t0
-    learn, mixing = sum(est.busy_seconds_) / k, sum(est.mixing_seconds_) / k
+            w["round" if name == "learn_round" else "other"] += s["stop"] - s["start"]
+            w["spans"].append((s["start"], s["stop"]))
+    k = len(est.busy_seconds_)
     n = max(len(workers), 1)
-    total = {key: sum(w[key] for w in workers.values()) / n
-             for key in ("round", "other", "transfer")}
-    return {"wall": wall, "learning": learn, "learning CPU": sum(est.cpu_seconds_) / k,
-            "averaging": mixing,
-            "round tasks, rest": total["round"] - learn - mixing, "other tasks": total["other"],
-            "idle": wall - total["round"] - total["other"],
-            "before 1st task": sum(w["first"] - t0 for w in workers.values()) / n,
-            "after last task": sum(t1 - w["last"] for w in workers.values()) / n,
-            "transfers": total["transfer"]}
+    last = max((max(b for _, b in w["spans"]) for w in workers.values() if w["spans"]),
+               default=t1)
+
+    def mean(f):
+        return sum(f(w) for w in workers.values() if w["spans"]) / n
+
+    def gaps(spans):
+        spans = sorted(spans)
+        return sum(max(0.0, b[0] - max(a[1] for a in spans[:i + 1]))
+                   for i, b in enumerate(spans[1:]))
+    learn, mixing = sum(est.busy_seconds_) / k, sum(est.mixing_seconds_) / k
+    return {"wall": t1 - t0, "plan": phases["planned"] - t0,
+            "first dispatch": mean(lambda w: min(a for a, _ in w["spans"]) - phases["planned"]),
+            "learning": learn, "learning CPU": sum(est.cpu_seconds_) / k, "averaging": mixing,
+            "round tasks, rest": mean(lambda w: w["round"]) - learn - mixing,
+            "other tasks": mean(lambda w: w["other"]),
+            "between tasks": mean(lambda w: gaps(w["spans"])),
+            "wait for the last": mean(lambda w: last - max(b for _, b in w["spans"])),
+            "final gather": phases["gathered"] - last,
+            "client average": phases["averaged"] - phases["gathered"],
+            "after": t1 - phases["averaged"], "transfers": mean(lambda w: w["transfer"])}
+
+
+def lost_worker(args, test):
+    """Kill one worker's process at about 25 %, 50 % and 75 % of a fit: the cost, the work
+    recomputed, and whether the result is the one of an undisturbed run of the same session.
+
+    Each pair of runs has its own LocalCluster and the stream persisted on it, half of its
+    blocks on each worker: an undisturbed fit is timed, then the same fit with a SIGKILL sent
+    from a timer thread to the process of model 0's worker (the nanny starts a new one); the
+    task streams of the two runs give the rounds learned and the tasks that remade lost blocks.
+    """
+    import signal
+
+    distributed = import_distributed()
+    k, out = args.workers, []
+    for model in args.models:
+        for task in args.tasks:
+            column = D_FEATURES if task == "regression" else D_FEATURES + 1
+            classes = [0.0, 1.0] if task == "classification" else None
+            Xt = test[:, :D_FEATURES]
+            for fraction in args.kill_at:
+                # a cluster per pair: the nanny's new worker is not always back in time
+                with distributed.LocalCluster(n_workers=k, threads_per_worker=1,
+                                              processes=True, host="127.0.0.1",
+                                              dashboard_address=None) as cluster, \
+                        distributed.Client(cluster) as client:
+                    client.wait_for_workers(k)
+                    name = f"lost-{model}-{task}-{fraction}"
+                    X, y = _persist_balanced(client, args, column, name)
+                    warm = dask_stream(4 * args.chunk, args.chunk, name + "-warm")
+                    AveragedLearner(MODELS[model, task](), k, client=client).fit(
+                        warm[:, :D_FEATURES], warm[:, column], classes=classes)
+                    placed = _placement(client, X)
+                    runs = {}
+                    for kind in ("undisturbed", "killed"):
+                        for _ in range(50):                 # the plan depends on where blocks are
+                            if _placement(client, X) == placed:
+                                break
+                            time.sleep(0.1)
+                        same = _placement(client, X) == placed
+                        est = AveragedLearner(MODELS[model, task](), k, client=client)
+                        timer, victim = None, sorted(client.nthreads())[0]
+                        if kind == "killed":
+                            pid = client.run(os.getpid, workers=[victim])[victim]
+                            delay = fraction * runs["undisturbed"]["seconds"]
+                            timer = threading.Timer(delay, os.kill, (pid, signal.SIGKILL))
+                        with distributed.get_task_stream(client) as ts:
+                            t0, w0 = time.perf_counter(), time.time()
+                            if timer is not None:
+                                timer.start()
+                            try:
+                                est.fit(X, y, classes=classes)
+                                failed = None
+                            except Exception as exc:        # noqa: BLE001 (reported)
+                                failed = f"{type(exc).__name__}: {str(exc)[:80]}"
+                            seconds = time.perf_counter() - t0
+                            if timer is not None:
+                                timer.join()
+                        tasks, done = {}, [0.0]          # tasks run; victim's last task end
+                        for rec in ts.data:
+                            key = key_split(rec["key"])
+                            for ss in rec["startstops"]:
+                                if ss["action"] == "compute":
+                                    tasks[key] = tasks.get(key, 0) + 1
+                                    if timer is not None and rec["worker"] == victim \
+                                            and ss["stop"] - w0 < delay:
+                                        done.append(ss["stop"] - w0)
+                        runs[kind] = {"seconds": seconds, "tasks": tasks, "failed": failed,
+                                      "same": same,
+                                      "lost": None if timer is None else delay - max(done),
+                                      "f": None if failed else (est.decision_function(Xt)
+                                                                if classes else est.predict(Xt))}
+                    ok, bad = runs["undisturbed"], runs["killed"]
+                    block = key_split(name)
+                    remade = bad["tasks"].get(block, 0) - ok["tasks"].get(block, 0)
+                    if bad["failed"]:
+                        same = bad["failed"]
+                    elif not bad["same"]:
+                        same = "not compared: the blocks moved between the runs"
+                    elif np.array_equal(bad["f"], ok["f"]):
+                        same = "identical"
+                    else:
+                        same = f"differs by {np.max(np.abs(bad['f'] - ok['f'])):.1e}"
+                    row = [model, task, f"{fraction:.0%}", f"{ok['seconds'] * 1e3:,.0f}",
+                           f"{bad['seconds'] * 1e3:,.0f}",
+                           f"{bad['seconds'] / ok['seconds']:.2f}",
+                           f"{bad['lost'] * 1e3:,.0f}",
+                           f"{ok['tasks'].get('learn_round', 0)} -> "
+                           f"{bad['tasks'].get('learn_round', 0)}",
+                           f"{remade} of {len(X.chunks[0])}", same,
+                           f"{os.getloadavg()[0]:.2f}"]
+                    out.append(row)
+                    print(" | ".join(row), flush=True)
+    head = ["model", "task", "killed at", "undisturbed (ms)", "with a lost worker (ms)",
+            "ratio", "learning lost (ms)", "round tasks finished", "blocks remade", "result",
+            "load after"]
+    print("\n| " + " | ".join(head) + " |\n|" + "---|" * len(head))
+    for row in out:
+        print("| " + " | ".join(row) + " |")
+
+
+def _persist_balanced(client, args, column, name):
+    """The stream persisted with 1/k of its blocks on each worker (Dask places them unevenly:
+    then blocks would move to balance the shares, and their copies change the next plan)."""
+    distributed = import_distributed()
+    k = args.workers
+    for attempt in range(20):
+        stream = dask_stream(args.n, args.chunk, f"{name}-{attempt}")
+        X, y = client.persist([stream[:, :D_FEATURES], stream[:, column]])
+        distributed.wait([X, y])
+        held = _placement(client, X)
+        counts = [sum(w == (worker,) for w in held.values()) for worker in client.nthreads()]
+        if counts == [len(held) // k] * k and len(held) % k == 0:
+            return X, y
+        client.cancel([X, y])
+    return X, y
+
+
+def _placement(client, X):
+    """The workers holding each persisted block of X."""
+    from distributed import futures_of
+
+    held = client.who_has(futures_of(X))
+    return {key: tuple(sorted(workers)) for key, workers in held.items()}
 
 
 def main():
@@ -208,6 +364,14 @@ def main():
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--models", nargs="+", default=["kernel", "fourier"])
     parser.add_argument("--tasks", nargs="+", default=["classification", "regression"])
+    parser.add_argument("--malloc-trim", choices=["dask", "off"], default="dask",
+                        help="the workers' MALLOC_TRIM_THRESHOLD_: Dask's 65536, or unset")
+    parser.add_argument("--lost-worker", action="store_true",
+                        help="kill a worker mid-fit instead (--kill-at fractions of a fit)")
+    parser.add_argument("--kill-at", nargs="+", type=float, default=[0.25, 0.5, 0.75])
+    parser.add_argument("--runs", nargs="+", default=list(RUNS[1:]), choices=RUNS[1:],
+                        help="the runs beside the one process (its throughput and error are "
+                             "the reference)")
     args = parser.parse_args()
     distributed = import_distributed()
     k, chunk = args.workers, args.chunk
@@ -218,13 +382,24 @@ def main():
           f"sync_every = {S:,}, threshold = {args.threshold}, {args.repeats} repeats; "
           f"{os.cpu_count()} cores; load average now {os.getloadavg()[0]:.2f}", flush=True)
     test = rows(10**6 + 7, 20_000)
-    start = time.perf_counter()
-    data = local_stream(args.n, chunk)
-    print(f"stream made in this process: {time.perf_counter() - start:.2f} s (not timed)")
-    with distributed.LocalCluster(n_workers=k, threads_per_worker=1, processes=True,
-                                  host="127.0.0.1", dashboard_address=":0") as cluster, \
-            distributed.Client(cluster) as client:
+    import dask
+
+    # Dask's nanny starts workers with MALLOC_TRIM_THRESHOLD_=65536, which turns off glibc's
+    # adaptive mmap threshold: every large temporary is then a fresh mapping, paid in page faults
+    trim = {} if args.malloc_trim == "dask" else {
+        "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
+    if args.lost_worker:
+        with dask.config.set(trim):
+            lost_worker(args, test)
+        print(f"\nall runs took {time.perf_counter() - began:.0f} s")
+        return
+    with dask.config.set(trim), distributed.LocalCluster(
+            n_workers=k, threads_per_worker=1, processes=True, host="127.0.0.1",
+            dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
         client.wait_for_workers(k)
+        start = time.perf_counter()
+        data = local_stream(args.n, chunk)
+        print(f"stream made in this process: {time.perf_counter() - start:.2f} s (not timed)")
         start = time.perf_counter()
         stream = dask_stream(args.n, chunk)
         X, y_reg, y_cls = client.persist([stream[:, :D_FEATURES], stream[:, D_FEATURES],
@@ -251,9 +426,11 @@ def main():
                 Xt, yt = test[:, :D_FEATURES], test[:, column]
                 classes = [0.0, 1.0] if task == "classification" else None
                 kwargs = {} if classes is None else {"classes": classes}
-                runs = {run: [] for run in RUNS}
+                chosen = ("1 process", *args.runs)
+                runs = {run: [] for run in chosen}
                 for rep in range(args.repeats):
-                    order = RUNS[rep % 4:] + RUNS[:rep % 4]     # rotated: load drift hits all
+                    turn = rep % len(chosen)
+                    order = chosen[turn:] + chosen[:turn]       # rotated: load drift hits all
                     for run in order:
                         if run == "processes":
                             with Load() as load:
@@ -281,7 +458,7 @@ def main():
                 base = error(runs["1 process"][0][2], Xt, yt, task)
                 rate = args.n / statistics.median(r[0] for r in runs["1 process"])
                 seq_cpu = statistics.median(r[3]["cpu"] for r in runs["1 process"])
-                for run in RUNS:
+                for run in chosen:
                     seconds = statistics.median(r[0] for r in runs[run])
                     est = runs[run][0][2]
                     before = statistics.median(r[1].before for r in runs[run])
@@ -310,9 +487,9 @@ def main():
     for row in rows_out:
         print("| " + " | ".join(row) + " |")
     keys = list(splits[0][4]) if splits else []
-    print("\nwhere the k-worker wall time went (ms per worker, medians; idle = wall - tasks: "
-          "scheduler hops, waiting for the other workers, the client's plan and final gather; "
-          "learning CPU below learning: the worker waited for a core)\n")
+    print("\nwhere the k-worker wall time went (ms per worker, medians; plan + first dispatch "
+          "+ the tasks + between tasks + wait for the last + final gather + client average + "
+          "after = wall; learning CPU below learning: the worker waited for a core)\n")
     print("| model | task | run | 1 process CPU | " + " | ".join(keys)
           + " |\n|" + "---|" * (len(keys) + 4))
     for model, task, run, seq_cpu, parts in splits:

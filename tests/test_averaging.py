@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 distributed = pytest.importorskip(
     "distributed", reason="okl.distributed needs Dask: pip install \"okl[dask]\"")
@@ -195,6 +196,59 @@ def test_dynamic_with_a_large_threshold_syncs_only_at_the_end(client):
     alone = [clone(learner).fit(np.concatenate([p[0] for p in parts[j::2]]),
                                 np.concatenate([p[1] for p in parts[j::2]])) for j in range(2)]
     np.testing.assert_allclose(dynamic.predict(X), average_models(alone).predict(X), atol=1e-12)
+
+
+class Gated(OnlineKernelRegressor):
+    """Model 1 (rows whose second feature is 1) waits in its first partition until model 0
+    has learned 150 events, which it can do only if its rounds do not wait for model 1."""
+
+    def __init__(self, gate=None, gamma=1.0):
+        super().__init__(gamma=gamma)
+        self.gate = gate
+
+    def _validate_params(self):        # the parent's defaults are valid; gate is a name
+        pass
+
+    def partial_fit(self, X, y):
+        if self.gate is not None:
+            event, t = distributed.Event(self.gate), getattr(self, "t_", 0)
+            if X[0, 1] == 1 and t == 0 and not event.wait(timeout=300):
+                raise RuntimeError("model 1 was never let go: model 0 waited for it")
+            if X[0, 1] == 0 and t + len(X) == 150:          # model 0, round 3 of 4
+                event.set()
+        return super().partial_fit(X, y)
+
+
+def test_dynamic_rounds_without_a_sync_do_not_wait_for_the_other_worker(client):
+    import dask.array as da
+
+    X, y = regression_stream(14, 400)
+    X[:, 1] = np.arange(400) // 25 % 2                      # the model that learns each row
+    X, y = da.from_array(X, chunks=(25, 2)), da.from_array(y, chunks=25)
+    gate = f"gate-{os.getpid()}-{id(X)}"
+    est = AveragedLearner(Gated(gate, gamma=0.5), sync_every=50, sync="dynamic",
+                          threshold=1e9, client=client).fit(X, y)
+    here = AveragedLearner(Gated(None, gamma=0.5), sync_every=50, sync="dynamic",
+                           threshold=1e9, client="sequential").fit(X, y)
+    np.testing.assert_allclose(est.predict(X), here.predict(X), rtol=0, atol=1e-12)
+    assert est.n_syncs_ == here.n_syncs_ == 1 and est.t_ == 400
+    distributed.Event(gate, client=client).clear()
+
+
+def test_speculative_rounds_are_dropped_when_a_sync_is_due(client):
+    # syncs after some rounds and not others: the rounds learned ahead are dropped at a sync
+    import dask.array as da
+
+    X, y = regression_stream(15, 1000)
+    Xd, yd = da.from_array(X, chunks=(10, 2)), da.from_array(y, chunks=10)
+    learner = OnlineKernelRegressor(gamma=0.5, budget=30, budget_policy="merge")
+    runs = [AveragedLearner(learner, sync_every=25, sync="dynamic", threshold=threshold,
+                            client=where).fit(Xd, yd)
+            for threshold in (0.3, 1.0) for where in (client, "sequential")]
+    for dask_run, here in zip(runs[::2], runs[1::2]):
+        np.testing.assert_allclose(dask_run.predict(X), here.predict(X), rtol=0, atol=1e-12)
+        assert dask_run.n_syncs_ == here.n_syncs_
+        assert 2 < here.n_syncs_ < here.n_rounds_                   # some rounds, not all
 
 
 class DiesOnce(OnlineKernelRegressor):
@@ -441,6 +495,27 @@ def test_a_bad_partition_is_named_and_the_model_kept(client):
         AveragedLearner(learner, sync_every=50, client="sequential").fit(bad, y)
 
 
+@pytest.mark.parametrize("name", sorted(LEARNERS))
+@pytest.mark.parametrize("where", ["X", "y"])
+def test_values_are_checked_by_the_learner_and_the_partition_named(name, where):
+    # the rounds leave the finite check to the learner and name the partition when it fails
+    learner, stream = LEARNERS[name]
+    X, y = stream(9, 300)
+    X, y = X.copy(), y.astype(float)
+    if where == "X":
+        X[170, 0] = np.inf
+    else:
+        y[170] = np.nan
+    est = AveragedLearner(learner, sync_every=50, client="sequential")
+    what = "feature values" if where == "X" else "labels"
+    with pytest.raises(ValueError, match=rf"rows 150..199 holds NaN or infinite {what}"):
+        est.fit(X, y, classes=[0.0, 1.0] if is_classifier(learner) else None)
+    assert not hasattr(est, "model_")
+    if name == "pa-linear" and where == "X":                    # sparse rows too
+        with pytest.raises(ValueError, match=r"rows 150..199 holds NaN or infinite feature"):
+            est.fit(sp.csr_matrix(X), y, classes=[0.0, 1.0])
+
+
 @pytest.mark.parametrize("sync", ["static", "dynamic"])
 def test_bounded_kernel_and_fourier_models_average_within_their_size(client, sync):
     X, y = lazy_stream([50] * 12, seed=2)
@@ -462,17 +537,20 @@ def test_bounded_kernel_and_fourier_models_average_within_their_size(client, syn
                                        atol=1e-12)
 
 
-def test_a_killed_worker_recomputes_a_dask_share(client, tmp_path):
+@pytest.mark.parametrize("sync, chunk", [("static", 50), ("dynamic", 25)])
+def test_a_killed_worker_recomputes_a_dask_share(client, tmp_path, sync, chunk):
+    # dynamic with partitions of half a round: speculative rounds, then a sync, a worker dying
     import dask.array as da
 
     X, y = regression_stream(13, 400)
+    Xd, yd = da.from_array(X, chunks=(chunk, 2)), da.from_array(y, chunks=chunk)
     marker = str(tmp_path / "died")
-    est = AveragedLearner(DiesOnce(marker, gamma=0.5), sync_every=50, client=client)
-    est.fit(da.from_array(X, chunks=(50, 2)), da.from_array(y, chunks=50))
+    options = dict(sync_every=50, sync=sync, threshold=0.5)
+    est = AveragedLearner(DiesOnce(marker, gamma=0.5), client=client, **options).fit(Xd, yd)
     assert os.path.exists(marker)
-    reference = AveragedLearner(OnlineKernelRegressor(gamma=0.5), sync_every=50,
-                                client="sequential").fit(X, y)
-    assert est.t_ == len(X)
+    reference = AveragedLearner(OnlineKernelRegressor(gamma=0.5), client="sequential",
+                                **options).fit(Xd, yd)
+    assert est.t_ == len(X) and est.n_syncs_ == reference.n_syncs_
     np.testing.assert_allclose(est.predict(X), reference.predict(X), rtol=0, atol=1e-12)
     client.wait_for_workers(2, timeout=600)
 

@@ -3,6 +3,7 @@ docs/distributed.md, section 2)."""
 
 import copy
 import time
+import uuid
 from typing import NamedTuple
 
 import numpy as np
@@ -59,7 +60,7 @@ class _Sync(NamedTuple):
     received: list
 
 
-def _learn_round(j, go, classes, learner, n_features, spans, names, mix, n_prev, *args):
+def _learn_round(j, go, stop, classes, learner, n_features, spans, names, mix, n_prev, *args):
     """Model j's share of one round, on the worker that holds its partitions.
 
     The first ``n_prev`` arguments are the model's state after the previous
@@ -67,11 +68,16 @@ def _learn_round(j, go, classes, learner, n_features, spans, names, mix, n_prev,
     synchronisation: then each model computes the same average itself (an
     all-reduce: the states travel worker to worker, no task in between) and
     restarts from it, keeping its own event count, as in iterative parameter
-    mixing.  The others are the partitions of ``spans``.  ``go`` is True, or
-    (dynamic averaging) the threshold and the k drifts of the previous round,
-    which every model reads itself (no task in between): when some model
-    drifted past the threshold it learns nothing and halts until the driver
-    synchronises.
+    mixing.  The others are the partitions of ``spans`` (``names``: their names
+    for errors, by partition index).  ``go`` is True, or
+    (dynamic averaging) the threshold and drifts of the previous round: the
+    k drifts in this process; on a cluster only this model's own, so that the
+    round starts without waiting for the other workers (a speculative round:
+    the driver keeps it only if no model drifted past the threshold).  When a
+    drift is past the threshold the model learns nothing and halts until the
+    driver synchronises; ``stop`` (a speculative round) names the
+    `distributed.Event` that another model's drift report sets then, read
+    before each partition, so that a speculative round halts early too.
     """
     prev, parts = args[:n_prev], args[n_prev:]
     if mix:
@@ -88,9 +94,9 @@ def _learn_round(j, go, classes, learner, n_features, spans, names, mix, n_prev,
     if prev.halted or not (go is True or _go(*go)):
         return prev._replace(halted=True)
     pieces = []
-    for (i, lo, hi), part in zip(spans, parts):
+    for (i, lo, hi), part in zip(spans, parts):     # the shapes: checked before learning
         X, y = part[0][lo:hi], np.asarray(part[1][lo:hi])
-        _check_part(X, y, n_features, names[i])
+        _check_shape(X, y, n_features, names[i])
         pieces.append((names[i], X, y))
     if not pieces:
         return prev
@@ -99,9 +105,16 @@ def _learn_round(j, go, classes, learner, n_features, spans, names, mix, n_prev,
     model = clone(learner) if prev.model is None else copy.deepcopy(prev.model)
     kwargs = {} if classes is None else {"classes": classes}
     for name, X, y in pieces:       # one pass, partition by partition: no concatenated copy
+        if stop is not None and _stopped(stop):
+            return prev._replace(halted=True)
         try:
             model.partial_fit(X, y, **kwargs)
         except Exception as exc:
+            # the learner checks its values itself (every okl estimator refuses NaN and
+            # infinity): a second pass is paid only here, to name the partition clearly
+            bad = _bad_values(X, y)
+            if bad:
+                raise ValueError(f"{name} holds {bad}.") from exc
             try:
                 named = type(exc)(f"learning {name}: {exc}")
             except Exception:           # noqa: BLE001 (an exception type with other arguments)
@@ -111,18 +124,23 @@ def _learn_round(j, go, classes, learner, n_features, spans, names, mix, n_prev,
                          cpu=prev.cpu + time.thread_time() - cpu)
 
 
-def _check_part(X, y, n_features, name):
-    """A partition's rows must have the stream's columns, finite values and their labels."""
+def _check_shape(X, y, n_features, name):
+    """A partition's rows must have the stream's columns and their labels."""
     if X.ndim != 2 or (n_features is not None and X.shape[1] != n_features):
         raise ValueError(f"{name} has {X.shape[1] if X.ndim == 2 else X.shape} columns of "
                          f"features where the stream has {n_features}.")
     if X.shape[0] != len(y):
         raise ValueError(f"{name} has {X.shape[0]} rows but {len(y)} labels.")
+
+
+def _bad_values(X, y):
+    """What is not finite in a partition's values, or None."""
     values = X.data if hasattr(X, "tocsr") else X
     if not np.all(np.isfinite(values)):
-        raise ValueError(f"{name} holds NaN or infinite feature values.")
+        return "NaN or infinite feature values"
     if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
-        raise ValueError(f"{name} holds NaN or infinite labels.")
+        return "NaN or infinite labels"
+    return None
 
 
 def _mix(*states, sizes=False):
@@ -141,15 +159,28 @@ def _mix(*states, sizes=False):
                  [s.mixing for s in states], [s.cpu for s in states], received)
 
 
-def _divergence(state):
-    """||f_j - f_ref||^2 of a local model, computed on its worker (a float travels)."""
+def _divergence(state, threshold=None, stop=None):
+    """||f_j - f_ref||^2 of a local model, computed on its worker (a float travels).
+
+    Past ``threshold``, it also sets the `distributed.Event` ``stop``: the other
+    models' speculative rounds halt at their next partition.
+    """
     from okl._averaging import divergence
 
     if state.model is None:
-        return 0.0
-    if state.reference is None:             # the common start is the zero function
-        return state.model.rkhs_norm() ** 2 + state.model.__dict__.get("intercept_", 0.0) ** 2
-    return divergence(state.model, state.reference)
+        drift = 0.0
+    elif state.reference is None:           # the common start is the zero function
+        drift = state.model.rkhs_norm() ** 2 + state.model.__dict__.get("intercept_", 0.0) ** 2
+    else:
+        drift = divergence(state.model, state.reference)
+    if stop is not None and not _go(threshold, drift):
+        import_distributed().Event(stop).set()
+    return drift
+
+
+def _stopped(stop):
+    """True once some model's drift report asked for a synchronisation (``stop`` is set)."""
+    return import_distributed().Event(stop).is_set()
 
 
 def _go(threshold, *drifts):
@@ -205,6 +236,12 @@ def _warm_up():
         state = _State(model, None)
         _mix(state, state, sizes=True)
         _divergence(state)
+    try:                    # the worker's client, which speculative rounds ask for their Event
+        from distributed import get_client, get_worker
+        get_worker()
+        get_client()
+    except (ImportError, ValueError):
+        pass
 
 
 _WARM = set()
@@ -233,7 +270,9 @@ class AveragedLearner(BaseEstimator):
     every model continues from the average with its own event count.  The
     whole chain of rounds is submitted ahead to the scheduler, so models pass
     worker to worker and the client is never on the path between rounds
-    (dynamic averaging asks it once per synchronisation).  Every call of fit /
+    (dynamic averaging asks it once per synchronisation; its rounds without
+    one do not wait for the other workers, when the partitions of a Dask
+    collection let a round learned ahead halt part-way).  Every call of fit /
     partial_fit ends with an average, ``model_``: an ordinary okl estimator.
     A bad partition raises an error naming it; a worker that dies is replaced
     and its share recomputed when the scheduler can, else the call raises
@@ -477,6 +516,9 @@ class AveragedLearner(BaseEstimator):
                     last_use[i] = r
         lost = (import_distributed().KilledWorker, *_cancelled_errors()) if dask else ()
         dynamic = self.sync == "dynamic"
+        # rounds learn ahead on a cluster when a speculative round can halt part-way (its
+        # partitions are at most half a round; not an in-memory array's, a round long)
+        speculate = dynamic and dask and 2 * max(parts.lengths) <= S
 
         def submit(func, *args, j=None, priority=0):
             if not dask:
@@ -490,17 +532,21 @@ class AveragedLearner(BaseEstimator):
         start = ([_State(None, None)] * k if average is None
                  else [_Sync(average, own, [0.0] * k, [0.0] * k, [0.0] * k, [0] * k)] * k)
         sent = 0 if average is None else k * _nbytes(average)
-        # inputs[s]: (the previous states: one per model, or all k for a synchronisation, go)
-        made, inputs, states, gos = {}, {0: ([[x] for x in start], True, False)}, {}, {}
+        # inputs[s]: (the previous states: one per model, or all k for a synchronisation,
+        # each model's go, whether to average first, the Event that halts a speculative round)
+        made, states, gos = {}, {}, {}
+        inputs = {0: ([[x] for x in start], [True] * k, False, None)}
         n_syncs = 1                         # the call's final average
+        events, call = [], uuid.uuid4().hex     # one Event per dynamic round on a cluster
 
         def synchronise(row):
             """The states of a round are averaged at the start of the next (all-reduce)."""
             nonlocal n_syncs
             n_syncs += 1
-            return [list(row)] * k
+            return [list(row)] * k, [True] * k, True, None
 
         submitted, r = -1, 0
+        phases = {"planned": time.time()}   # wall-clock moments of the call, for bench/
         try:
             while True:
                 # keep AHEAD rounds in flight beyond the one watched
@@ -508,20 +554,30 @@ class AveragedLearner(BaseEstimator):
                     s = submitted + 1
                     need = sorted({i for spans in rounds[s] for i, _, _ in spans} - set(made))
                     made.update(parts.make(client if dask else None, need, where))
-                    base, go, mix = inputs[s]
-                    states[s] = [submit(_learn_round, j, go, classes, self.learner,
-                                        parts.n_features, rounds[s][j], parts.names,
+                    base, go, mix, stop = inputs[s]
+                    states[s] = [submit(_learn_round, j, go[j], stop, classes, self.learner,
+                                        parts.n_features, rounds[s][j],
+                                        {i: parts.names[i] for i, _, _ in rounds[s][j]},
                                         mix, len(base[j]), *base[j],
                                         *[made[i] for i, _, _ in rounds[s][j]], j=j)
                                  for j in range(k)]
                     if s < R - 1 and dynamic:
-                        gos[s] = [submit(_divergence, st, j=j, priority=1)
+                        # speculative: model j's next round waits for its own drift only, not
+                        # for the other workers (kept when no model drifted past the
+                        # threshold); else for all k drifts
+                        threshold, stop = float(self.threshold), None
+                        if speculate:   # a new name per submission: a dropped round's
+                            stop = f"okl-sync-{call}-{len(events)}"
+                            events.append(stop)     # report never halts a later one
+                        gos[s] = [submit(_divergence, st, threshold, stop, j=j, priority=1)
                                   for j, st in enumerate(states[s])]
-                        inputs[s + 1] = ([[st] for st in states[s]],
-                                         (float(self.threshold), *gos[s]), False)
+                        go = ([(threshold, g) for g in gos[s]] if speculate
+                              else [(threshold, *gos[s])] * k)
+                        inputs[s + 1] = ([[st] for st in states[s]], go, False, stop)
                     elif s < R - 1:
-                        inputs[s + 1] = (synchronise(states[s]), True, True)
+                        inputs[s + 1] = synchronise(states[s])
                     submitted = s
+                phases.setdefault("dispatched", time.time())
                 if r == R - 1:
                     break
                 # watch round r: it is learned (static), or the drift reports say whether
@@ -533,7 +589,7 @@ class AveragedLearner(BaseEstimator):
                         for s in range(r + 1, submitted + 1):   # halted: dropped, released
                             states.pop(s)
                             gos.pop(s, None)
-                        inputs[r + 1] = (synchronise(states[r]), True, True)
+                        inputs[r + 1] = synchronise(states[r])
                         submitted = r
                 else:
                     if dask:
@@ -548,9 +604,11 @@ class AveragedLearner(BaseEstimator):
                 r += 1
             # the last states come to the client, which averages them: one hop, in parallel
             final = client.gather(states[R - 1]) if dask else [f.result() for f in states[R - 1]]
+            phases["gathered"] = time.time()
             average, own, busy, mixing, cpu, received = _mix(*final)
             # every synchronisation sent each model to the k - 1 others; the last, to here
             sent += sum(received) + sum(_nbytes(st.model) for st in final if st.model is not None)
+            phases["averaged"] = time.time()
         except lost as exc:
             raise WorkerLostError(r + 1, sum(parts.lengths),
                                   f"{type(exc).__name__}: {exc}") from exc
@@ -563,12 +621,18 @@ class AveragedLearner(BaseEstimator):
                 if dask and hasattr(f, "release") and hasattr(f, "key"):
                     f.release()
             states.clear(), gos.clear(), made.clear(), inputs.clear()
+            for name in events:                     # the scheduler forgets them
+                try:
+                    import_distributed().Event(name, client=client).clear()
+                except Exception:       # noqa: BLE001 (a scheduler lost with the call's error)
+                    pass
         self.model_ = average
         self._own_t = own
         self.t_ = int(average.t_)
         self.busy_seconds_ = busy
         self.mixing_seconds_ = mixing
         self.cpu_seconds_ = cpu
+        self._phases = phases
         before = {} if fresh else self.__dict__
         self.n_rounds_ = before.get("n_rounds_", 0) + R
         self.n_syncs_ = before.get("n_syncs_", 0) + n_syncs
