@@ -70,9 +70,8 @@ def isolated():
     return _run_forked
 
 
-@pytest.fixture(scope="module")
-def client():
-    """A real two-process LocalCluster (one thread per worker) and its Client, per test module.
+def _two_workers():
+    """A real two-process LocalCluster (one thread per worker) and its Client.
 
     allowed-failures=1: a task is declared lost after its second dead worker, not its fourth.
     """
@@ -87,6 +86,19 @@ def client():
                                      host="127.0.0.1", dashboard_address=None) as cluster, \
             distributed.Client(cluster) as dask_client:
         yield dask_client
+
+
+@pytest.fixture(scope="module")
+def client():
+    """Two workers shared by a test module (`_two_workers`)."""
+    yield from _two_workers()
+
+
+@pytest.fixture
+def own_client():
+    """Two workers of the test's own, for a test that kills one: on a loaded machine a nanny's
+    replacement worker may come late or not at all, which must not reach the other tests."""
+    yield from _two_workers()
 
 
 class ModelState:

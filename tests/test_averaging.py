@@ -271,7 +271,8 @@ class DiesOnce(OnlineKernelRegressor):
 
 
 def test_a_killed_worker_with_scattered_rows_is_reported_and_nothing_is_half_learned(
-        client, tmp_path):
+        own_client, tmp_path):
+    client = own_client
     X, y = regression_stream(11, 400)
     marker = str(tmp_path / "died")
     est = AveragedLearner(DiesOnce(marker, gamma=0.5), sync_every=50, client=client)
@@ -286,10 +287,10 @@ def test_a_killed_worker_with_scattered_rows_is_reported_and_nothing_is_half_lea
                                 client="sequential").fit(X, y)
     assert est.t_ == len(X)                         # every event learned, none silently lost
     np.testing.assert_allclose(est.predict(X), reference.predict(X), rtol=0, atol=1e-12)
-    client.wait_for_workers(2, timeout=600)
 
 
-def test_a_share_that_keeps_killing_workers_is_reported(client):
+def test_a_share_that_keeps_killing_workers_is_reported(own_client):
+    client = own_client
     X, y = regression_stream(12, 200)
     est = AveragedLearner(DiesOnce("always", gamma=0.5), sync_every=50, client=client)
     with pytest.raises(WorkerLostError, match="not learned") as info:
@@ -305,7 +306,6 @@ def test_a_share_that_keeps_killing_workers_is_reported(client):
         est.fit(X, y)
     np.testing.assert_array_equal(est.predict(X), before)
     assert est.t_ == 100 and est.n_rounds_ == 1
-    client.wait_for_workers(2, timeout=600)
 
 
 def test_sklearn_protocol():
@@ -538,7 +538,7 @@ def test_bounded_kernel_and_fourier_models_average_within_their_size(client, syn
 
 
 @pytest.mark.parametrize("sync, chunk", [("static", 50), ("dynamic", 25)])
-def test_a_killed_worker_recomputes_a_dask_share(client, tmp_path, sync, chunk):
+def test_a_killed_worker_recomputes_a_dask_share(own_client, tmp_path, sync, chunk):
     # dynamic with partitions of half a round: speculative rounds, then a sync, a worker dying
     import dask.array as da
 
@@ -546,13 +546,12 @@ def test_a_killed_worker_recomputes_a_dask_share(client, tmp_path, sync, chunk):
     Xd, yd = da.from_array(X, chunks=(chunk, 2)), da.from_array(y, chunks=chunk)
     marker = str(tmp_path / "died")
     options = dict(sync_every=50, sync=sync, threshold=0.5)
-    est = AveragedLearner(DiesOnce(marker, gamma=0.5), client=client, **options).fit(Xd, yd)
+    est = AveragedLearner(DiesOnce(marker, gamma=0.5), client=own_client, **options).fit(Xd, yd)
     assert os.path.exists(marker)
     reference = AveragedLearner(OnlineKernelRegressor(gamma=0.5), client="sequential",
                                 **options).fit(Xd, yd)
     assert est.t_ == len(X) and est.n_syncs_ == reference.n_syncs_
     np.testing.assert_allclose(est.predict(X), reference.predict(X), rtol=0, atol=1e-12)
-    client.wait_for_workers(2, timeout=600)
 
 
 def test_in_memory_rows_are_scattered_once(client, monkeypatch):
@@ -612,7 +611,9 @@ def test_a_persisted_array_is_learned_where_it_lives(client):
     for i, (x_key, y_key) in enumerate(zip(keys, y.__dask_keys__())):
         assert (x_key in fetched) == (y_key in fetched) == (i in moved)
     parts = Partitions.of(X, y, 40, client, where)
-    assert parts.locate(client, where) == owners and len(parts.held) == 8
+    # the blocks that never moved are in place; a moved block's copy on its new worker may
+    # already be dropped again (Dask's active memory manager keeps one copy of a key)
+    assert parts.locate(client, where) == owners and set(parts.held) >= set(range(8)) - moved
     Xn, yn = stream_rows(chunks, seed=3)
     expected = by_hand(learner, blocks(Xn, yn, 40), 2, 40, owners=owners)
     np.testing.assert_allclose(est.predict(Xn), expected.predict(Xn), rtol=0, atol=1e-12)
