@@ -452,24 +452,27 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
     # -- eta="scaled": the hinge step on the scale of the kernel values (docs/defaults.md, 4) --
 
     def _margin_scaled(self):
-        """Whether eta="scaled" scales the hinge step: the hinge loss on an exact expansion of a
-        width kernel (K(x, x) = 1); otherwise "scaled" is "auto"."""
-        return (self.eta == "scaled" and self.loss == "hinge" and self.approximation is None
-                and kernel_row(self.kernel).width)
+        """Whether eta="scaled" scales the hinge step: the hinge loss with a width kernel
+        (K(x, x) = 1), on its exact expansion or on features; otherwise "scaled" is "auto"."""
+        return self.eta == "scaled" and self.loss == "hinge" and kernel_row(self.kernel).width
 
     def _kernel_mean(self):
-        """kbar: the mean kernel value between two distinct centres, counting K(x, x) = 1 as one
-        pair more (kbar = 1 before two centres exist); measured over the first `WARMUP` steps,
-        then it stays (`kernel_mean_`)."""
+        """kbar: the mean kernel value between two distinct centres (on features: rows
+        learned), counting K(x, x) = 1 as one pair more (kbar = 1 before two exist); measured
+        over the first `WARMUP` steps, then it stays (`kernel_mean_`)."""
         kbar = self.__dict__.get("kernel_mean_")
         if kbar is not None:
             return kbar
         return self._measure_kernel_mean()
 
     def _measure_kernel_mean(self):
-        """kbar of the model's centres now (the width as fitted)."""
+        """kbar of the model's centres now, or on features of the rows learned so far
+        (`_warmup_rows`), at the width as fitted."""
         model = self.__dict__.get("_expansion")
-        centres = model.centers_ if model is not None and hasattr(model, "centers_") else ()
+        if isinstance(model, FeatureModel):
+            centres = self.__dict__.get("_warmup_rows", ())
+        else:
+            centres = model.centers_ if model is not None and hasattr(model, "centers_") else ()
         m = len(centres)
         if m < 2:
             return 1.0
@@ -479,16 +482,24 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
 
     def _learn(self, X, y, weight=None):
         """The rows in order; with eta="scaled" the first `WARMUP` steps one row at a time, each
-        with kbar of the centres before it, then kbar stays (`kernel_mean_`)."""
+        with kbar of the centres (on features: the rows learned, `_warmup_rows`) before it,
+        then kbar stays (`kernel_mean_`)."""
         if not self._margin_scaled() or "kernel_mean_" in self.__dict__:
             return super()._learn(X, y, weight)
         parts, i, n = [], 0, X.shape[0]
+        features = isinstance(self.__dict__.get("_expansion"), FeatureModel)
         while i < n and "kernel_mean_" not in self.__dict__:
+            t = self.t_
             parts.append(super()._learn(X[i:i + 1], y[i:i + 1],
                                         None if weight is None else weight[i:i + 1]))
+            if features and self.t_ > t:        # a new array: the template's undo keeps the old
+                rows = self.__dict__.get("_warmup_rows")
+                self._warmup_rows = (np.array(X[i:i + 1], dtype=np.float64) if rows is None
+                                     else np.vstack([rows, X[i:i + 1]]))
             i += 1
             if self.t_ >= WARMUP:
                 self.kernel_mean_ = self._measure_kernel_mean()
+                self.__dict__.pop("_warmup_rows", None)
         if i < n:
             parts.append(super()._learn(X[i:], y[i:], None if weight is None else weight[i:]))
         return join(parts)
@@ -496,6 +507,7 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
     def _start(self, X, y):
         super()._start(X, y)
         self.__dict__.pop("kernel_mean_", None)
+        self.__dict__.pop("_warmup_rows", None)
 
 
 @loadable
