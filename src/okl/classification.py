@@ -387,15 +387,27 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
     def _check_state(self, check):
         """okl.load's checks (see `OnlineLearner._check_state`); k >= 3 classes: a multi-output
         expansion, an offset per class (docs/multiclass.md).  `kernel_mean_` (eta="scaled"
-        after its first `WARMUP` steps) is a kernel value in (0, 1]."""
+        after its first `WARMUP` steps) is a kernel value in (0, 1]; `_warmup_rows` (on features,
+        before them) at most t_ < `WARMUP` rows of the model's width."""
         kbar = check.attrs.pop("kernel_mean_", None)
+        rows = check.attrs.pop("_warmup_rows", None)
         try:
             built = self._check_model_state(check)
         finally:
             if kbar is not None:
                 check.attrs["kernel_mean_"] = kbar
+            if rows is not None:
+                check.attrs["_warmup_rows"] = rows
         if kbar is not None:
             check.out["kernel_mean_"] = check.float(kbar, "kernel_mean_", 0.0, 1.0, open_lo=True)
+        if rows is not None:
+            out = check.out
+            rows = check.array(rows, "_warmup_rows", (None, out["n_features_in_"]))
+            if (kbar is not None or built["_expansion"][0] != "FeatureModel"
+                    or len(rows) > min(out["t_"], WARMUP - 1)):
+                check.fail("_warmup_rows must hold the rows learned so far (at most t_ < "
+                           f"{WARMUP}) of a model on features whose kernel_mean_ is not fixed")
+            out["_warmup_rows"] = rows
         return built
 
     def _check_model_state(self, check):
