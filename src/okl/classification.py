@@ -115,13 +115,14 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         without a budget it keeps ``||f_t||_K <= C_K |phi'_-(0)| / lam``
         (docs/algorithms.md, section 3.1).  "scaled" is
         ``1 / ((lam + M kbar C_K^2) t**eta_decay)`` with kbar (`kernel_mean_`) the
-        mean kernel value between two centres, measured over the first 100 steps
-        and then fixed: a step on the scale of the kernel values a new event
-        sees, so that f reaches the hinge's margin (docs/defaults.md, section 4);
-        it applies to the hinge loss on an exact expansion of a width kernel,
-        and is "auto" otherwise.  The exponential loss has no finite M: give it
-        an explicit eta.  A float gives ``eta * t**-eta_decay``; a callable maps
-        the array of step numbers t (from 1) to step sizes.
+        mean kernel value between two centres (with `approximation`: two of the
+        rows learned), measured over the first 100 steps and then fixed: a step
+        on the scale of the kernel values a new event sees, so that f reaches
+        the hinge's margin (docs/defaults.md, section 4); it applies to the
+        hinge loss with a width kernel, and is "auto" otherwise.  The
+        exponential loss has no finite M: give it an explicit eta.  A float
+        gives ``eta * t**-eta_decay``; a callable maps the array of step numbers
+        t (from 1) to step sizes.
     eta_decay : float >= 0, default=0.5
         Exponent of the step size: NORMA's ``eta_t ~ t**-1/2``, for which
         Kivinen et al. bound the cumulative regularized loss by O(sqrt(T)).
@@ -156,7 +157,8 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         The step size and regularization of the most recent step.
     kernel_mean_ : float
         kbar of eta="scaled", in (0, 1], fixed after the first 100 steps (absent
-        before them and with a step that does not measure it).
+        before them and with a step that does not measure it); on features, of
+        the first 100 rows learned.
     intercept_ : float or ndarray of shape (n_classes,)
         The offset b (0 with fit_intercept=False), one per class with more
         than two.
