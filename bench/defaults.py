@@ -719,11 +719,13 @@ def rows_and_centres(raw, seeds=5):
     """kbar of the first 100 rows (eta="scaled" on features) beside kbar of the centres the
     same steps kept (Nystroem D=200's exact phase, and the exact learner without a budget),
     shuffle seed 0: the two rules differ only by the rows no step kept.  Then the accuracy of
-    Nystroem features with kbar of the centres during the exact phase (`_CentresKbar`) against
-    the default, the mean over `seeds` shuffles."""
-    print("\n| stream, shuffle 0 | kbar, 100 rows (features) | kbar, Nystroem's centres at "
-          "step 100 (their number) | kernel_mean_ of the exact learner, budget=None |")
-    print("|---|---|---|---|")
+    Nystroem features with kbar of the rows (the default) and of the centres during the exact
+    phase (`_CentresKbar`), the mean over `seeds` shuffles."""
+    print(f"\n| stream | kbar, 100 rows (features), shuffle 0 | kbar, Nystroem's centres at "
+          "step 100 (their number) | kernel_mean_ of the exact learner, budget=None | accuracy, "
+          f"mean of {seeds} shuffles: kbar of the rows / of the centres, Nystroem D=100 | "
+          "the same, D=200 |")
+    print("|---|---|---|---|---|---|")
     for name, (X, y) in raw.items():
         Z, ys = _shuffled_scaled(X, y, 0)
         nys = OnlineKernelClassifier(approximation="nystroem", n_components=200,
@@ -734,13 +736,7 @@ def rows_and_centres(raw, seeds=5):
         K = kernel_matrix(centres, kernel="gaussian", gamma=nys.gamma_)
         m = len(centres)
         kbar = (0.5 * (K.sum() - np.trace(K)) + 1.0) / (m * (m - 1) / 2.0 + 1.0)
-        print(f"| {name} | {nys.kernel_mean_:.4f} | {kbar:.4f} ({m}) | "
-              f"{exact.kernel_mean_:.4f} |", flush=True)
-    print(f"\n| stream, mean of {seeds} shuffles: kbar of the rows (default) / of the centres "
-          "| Nystroem D=100 | Nystroem D=200 |")
-    print("|---|---|---|")
-    for name, (X, y) in raw.items():
-        cells = []
+        cells = [f"{nys.kernel_mean_:.4f}", f"{kbar:.4f} ({m})", f"{exact.kernel_mean_:.4f}"]
         for D in (100, 200):
             runs = []
             for seed in range(seeds):
