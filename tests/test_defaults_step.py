@@ -147,10 +147,13 @@ def test_on_features_kbar_is_that_of_the_first_100_rows_learned(kw):
     first = X[w > 0][:100]
     assert est.kernel_mean_ == pytest.approx(kbar(first, est.gamma_), rel=1e-12)
     assert "_warmup_rows" not in est.__dict__
-    part = OnlineKernelClassifier(gamma=0.3, classes=[0, 1], **kw).partial_fit(
-        X[:60], y[:60], sample_weight=w[:60])
-    np.testing.assert_array_equal(part._warmup_rows, X[:60][w[:60] > 0])
-    assert part._kernel_mean() == pytest.approx(kbar(X[:60][w[:60] > 0], 0.3), rel=1e-12)
+    for gamma in (0.3, "scale"):        # the sum kept row by row; all pairs as the width moves
+        part = OnlineKernelClassifier(gamma=gamma, classes=[0, 1], **kw).partial_fit(
+            X[:60], y[:60], sample_weight=w[:60])
+        rows = X[:60][w[:60] > 0]
+        np.testing.assert_array_equal(part._warmup_rows, rows)
+        width = part.__dict__.get("gamma_", gamma)
+        assert part._kernel_mean() == pytest.approx(kbar(rows, width), rel=1e-12)
 
 
 def test_nystroem_s_exact_phase_is_the_exact_learner_and_its_switch_is_continuous():
@@ -212,15 +215,23 @@ def test_saved_warm_up_rows_are_checked():
     X, y = stream(300)
     est = OnlineKernelClassifier(approximation="nystroem", n_components=30).partial_fit(
         X[:40], y[:40])
-    for bad in (np.zeros((41, 5)), np.zeros((10, 4)), np.full((3, 5), np.nan)):
-        est._warmup_rows = bad
+    rows, total = est._warmup_rows, est._warmup_sum
+    for bad, name in ((dict(_warmup_rows=np.zeros((41, 5))), "_warmup_rows"),
+                      (dict(_warmup_rows=np.zeros((10, 4))), "_warmup_rows"),
+                      (dict(_warmup_rows=np.full((3, 5), np.nan)), "_warmup_rows"),
+                      (dict(_warmup_sum=-0.5), "_warmup_sum"),
+                      (dict(_warmup_sum=40 * 39 / 2 + 1), "_warmup_sum"),
+                      (dict(_warmup_sum=None), "_warmup_sum")):
+        est.__dict__.update(dict(dict(_warmup_rows=rows, _warmup_sum=total), **bad))
+        if est._warmup_sum is None:
+            del est._warmup_sum
         buffer = io.BytesIO()
         okl.save(est, buffer)
         buffer.seek(0)
-        with pytest.raises(ModelFileError, match="_warmup_rows"):
+        with pytest.raises(ModelFileError, match=name):
             okl.load(buffer)
     exact = OnlineKernelClassifier().partial_fit(X[:40], y[:40])
-    exact._warmup_rows = X[:3]
+    exact._warmup_rows, exact._warmup_sum = X[:3], 1.0
     buffer = io.BytesIO()
     okl.save(exact, buffer)
     buffer.seek(0)

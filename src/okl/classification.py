@@ -19,6 +19,7 @@ from sklearn.utils import check_array
 from okl._base import Diverged, OnlineLearner, check_X, params_changed
 from okl._core._coefreg import CoefRegEvents
 from okl._core._expansion import KernelExpansion
+from okl._core._kernels import kernel_matrix as gram
 from okl._core._linear import MultiLinearModel
 from okl._core._multiclass import MulticlassEvents, MultiFeatureEvents
 from okl._core._multiexpansion import MultiExpansion
@@ -49,6 +50,13 @@ from okl.schedules import step_numbers, step_sizes
 
 MULTI_EXPANSIONS = (MultiExpansion, NumpyMultiExpansion)
 MULTICLASS_LOSSES = {"hinge": MulticlassLoss.HINGE, "logistic": MulticlassLoss.LOGISTIC}
+
+
+def _pair_sum(params, rows):
+    """The sum of K(x_i, x_j) over the pairs i < j of `rows`."""
+    K = gram(np.ascontiguousarray(rows, dtype=np.float64),
+             np.ascontiguousarray(rows, dtype=np.float64), params)
+    return float(0.5 * (K.sum() - np.trace(K)))
 
 
 def _finite_lipschitz(estimator):
@@ -389,27 +397,30 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
     def _check_state(self, check):
         """okl.load's checks (see `OnlineLearner._check_state`); k >= 3 classes: a multi-output
         expansion, an offset per class (docs/multiclass.md).  `kernel_mean_` (eta="scaled"
-        after its first `WARMUP` steps) is a kernel value in (0, 1]; `_warmup_rows` (on features,
-        before them) at most t_ < `WARMUP` rows of the model's width."""
-        kbar = check.attrs.pop("kernel_mean_", None)
-        rows = check.attrs.pop("_warmup_rows", None)
+        after its first `WARMUP` steps) is a kernel value in (0, 1]; before them a model on
+        features holds at most t_ < `WARMUP` rows (`_warmup_rows`) and the sum of K over their
+        pairs (`_warmup_sum`)."""
+        own = {name: check.attrs.pop(name) for name in ("kernel_mean_", "_warmup_rows",
+                                                        "_warmup_sum") if name in check.attrs}
         try:
             built = self._check_model_state(check)
         finally:
-            if kbar is not None:
-                check.attrs["kernel_mean_"] = kbar
-            if rows is not None:
-                check.attrs["_warmup_rows"] = rows
-        if kbar is not None:
-            check.out["kernel_mean_"] = check.float(kbar, "kernel_mean_", 0.0, 1.0, open_lo=True)
-        if rows is not None:
-            out = check.out
-            rows = check.array(rows, "_warmup_rows", (None, out["n_features_in_"]))
-            if (kbar is not None or built["_expansion"][0] != "FeatureModel"
-                    or len(rows) > min(out["t_"], WARMUP - 1)):
+            check.attrs.update(own)
+        out = check.out
+        if "kernel_mean_" in own:
+            out["kernel_mean_"] = check.float(own["kernel_mean_"], "kernel_mean_", 0.0, 1.0,
+                                              open_lo=True)
+        if "_warmup_rows" in own or "_warmup_sum" in own:
+            rows = check.array(own.get("_warmup_rows"), "_warmup_rows",
+                               (None, out["n_features_in_"]))
+            m = len(rows)
+            if ("kernel_mean_" in own or built["_expansion"][0] != "FeatureModel"
+                    or not 1 <= m <= min(out["t_"], WARMUP - 1)):
                 check.fail("_warmup_rows must hold the rows learned so far (at most t_ < "
                            f"{WARMUP}) of a model on features whose kernel_mean_ is not fixed")
             out["_warmup_rows"] = rows
+            out["_warmup_sum"] = check.float(own.get("_warmup_sum"), "_warmup_sum", 0.0,
+                                             m * (m - 1) / 2.0)
         return built
 
     def _check_model_state(self, check):
@@ -481,47 +492,65 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
 
     def _measure_kernel_mean(self):
         """kbar of the model's centres now, or on features of the rows learned so far
-        (`_warmup_rows`), at the width as fitted."""
+        (`_warmup_rows`, their pairs' sum `_warmup_sum`), at the width as fitted."""
         model = self.__dict__.get("_expansion")
         if isinstance(model, FeatureModel):
-            centres = self.__dict__.get("_warmup_rows", ())
+            m = len(self.__dict__.get("_warmup_rows", ()))
+            total = self.__dict__.get("_warmup_sum", 0.0)
         else:
             centres = model.centers_ if model is not None and hasattr(model, "centers_") else ()
-        m = len(centres)
+            m = len(centres)
+            total = _pair_sum(self._kernel_params(), centres) if m >= 2 else 0.0
         if m < 2:
             return 1.0
-        K = kernel_matrix(self._kernel_params(), centres, centres)
-        pairs = m * (m - 1) / 2.0
-        return float((0.5 * (K.sum() - np.trace(K)) + 1.0) / (pairs + 1.0))
+        return float((total + 1.0) / (m * (m - 1) / 2.0 + 1.0))
+
+    def _take_row(self, row, moved):
+        """On features: `row` (None: no row learned) joins `_warmup_rows`, and `_warmup_sum`, the
+        sum of K over their pairs, stays that of the width now: the new row's kernel values,
+        O(m d), or all pairs again when the width moved (gamma="scale").  New objects: the
+        template's undo keeps the old."""
+        d = self.__dict__
+        rows, total = d.get("_warmup_rows"), d.get("_warmup_sum", 0.0)
+        params = self._kernel_params()
+        if row is not None:
+            row = np.array(row, dtype=np.float64, order="C").reshape(1, -1)
+            if rows is not None and not moved:
+                total += float(gram(row, rows, params).sum())
+            rows = row if rows is None else np.vstack([rows, row])
+        if rows is None:
+            return
+        if moved:
+            total = _pair_sum(params, rows)
+        self._warmup_rows, self._warmup_sum = rows, total
 
     def _learn(self, X, y, weight=None):
         """The rows in order; with eta="scaled" the first `WARMUP` steps one row at a time, each
-        with kbar of the centres (on features: the rows learned, `_warmup_rows`) before it,
-        then kbar stays (`kernel_mean_`)."""
+        with kbar of the centres (on features: the rows learned, `_take_row`) before it, then
+        kbar stays (`kernel_mean_`)."""
         if not self._margin_scaled() or "kernel_mean_" in self.__dict__:
             return super()._learn(X, y, weight)
         parts, i, n = [], 0, X.shape[0]
         features = isinstance(self.__dict__.get("_expansion"), FeatureModel)
         while i < n and "kernel_mean_" not in self.__dict__:
-            t = self.t_
+            t, gamma = self.t_, self._kernel_gamma()
             parts.append(super()._learn(X[i:i + 1], y[i:i + 1],
                                         None if weight is None else weight[i:i + 1]))
-            if features and self.t_ > t:        # a new array: the template's undo keeps the old
-                rows = self.__dict__.get("_warmup_rows")
-                self._warmup_rows = (np.array(X[i:i + 1], dtype=np.float64) if rows is None
-                                     else np.vstack([rows, X[i:i + 1]]))
+            if features:
+                self._take_row(X[i] if self.t_ > t else None, self._kernel_gamma() != gamma)
             i += 1
             if self.t_ >= WARMUP:
                 self.kernel_mean_ = self._measure_kernel_mean()
                 self.__dict__.pop("_warmup_rows", None)
+                self.__dict__.pop("_warmup_sum", None)
         if i < n:
             parts.append(super()._learn(X[i:], y[i:], None if weight is None else weight[i:]))
         return join(parts)
 
     def _start(self, X, y):
         super()._start(X, y)
-        self.__dict__.pop("kernel_mean_", None)
-        self.__dict__.pop("_warmup_rows", None)
+        for name in ("kernel_mean_", "_warmup_rows", "_warmup_sum"):
+            self.__dict__.pop(name, None)
 
 
 @loadable
