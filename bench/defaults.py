@@ -13,6 +13,7 @@
     python bench/defaults.py hinge      # the classifier's step only
     python bench/defaults.py diagnosis  # why the papers' hinge step was weak on digits
     python bench/defaults.py approx     # the hinge step on Nystroem and Fourier features
+    python bench/defaults.py approxcost # its cost per event on features (run under the lock)
 
 Streams (scikit-learn's bundled data): digits (0-4 vs 5-9, d = 64), breast cancer (d = 30) and
 diabetes (regression, d = 10), each shuffled once (seed 0) and standardised online with
@@ -749,6 +750,45 @@ def rows_and_centres(raw, seeds=5):
         print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
 
 
+def approx_cost(repeats=5):
+    """us per event of the hinge classifier on features learned one event at a time (digits
+    0-4 vs 5-9, standardised, d = 64): the first 100 events (eta="scaled" measures kbar on
+    the one-row path) and events 101-1100, eta="auto" and "scaled", the best of `repeats`;
+    run it under the bench lock."""
+    X, y = load_digits(return_X_y=True)
+    X = (X - X.mean(0)) / (X.std(0) + 1e-9)
+    y = (y >= 5).astype(int)
+    print("| features | gamma | eta | us per event, events 1-100 | events 101-1100 | "
+          "Nystroem's switch at event |")
+    print("|---|---|---|---|---|---|")
+    for label, kw in (("Nystroem D=100", dict(approximation="nystroem", n_components=100)),
+                      ("Fourier D=200", dict(approximation="fourier", n_components=200,
+                                             random_state=0))):
+        for gamma in ("scale", 1 / 64):
+            for eta in ("auto", "scaled"):
+                first, rest, switch = np.inf, np.inf, "-"
+                for _ in range(repeats):
+                    est = OnlineKernelClassifier(eta=eta, gamma=gamma, classes=[0, 1], **kw)
+                    start = time.perf_counter()
+                    for i in range(100):
+                        est.learn_one(X[i], int(y[i]))
+                    mid = time.perf_counter()
+                    for i in range(100, 1100):
+                        est.learn_one(X[i], int(y[i]))
+                    end = time.perf_counter()
+                    first, rest = min(first, (mid - start) / 100), min(rest, (end - mid) / 1000)
+                if kw["approximation"] == "nystroem":
+                    est = OnlineKernelClassifier(eta=eta, gamma=gamma, classes=[0, 1], **kw)
+                    for i in range(1100):
+                        est.learn_one(X[i], int(y[i]))
+                        if est.n_components_:
+                            switch = i + 1
+                            break
+                g = gamma if isinstance(gamma, str) else "1/64"
+                print(f"| {label} | {g} | {eta} | {first * 1e6:.0f} | {rest * 1e6:.1f} | "
+                      f"{switch} |", flush=True)
+
+
 def hinge_step(seeds=10):
     """OnlineKernelClassifier's step (docs/defaults.md, section 4): the default eta="scaled"
     against the papers' eta="auto" on 16 streams (shuffle seed 0), each with its best width in
@@ -805,5 +845,5 @@ def hinge_step(seeds=10):
 if __name__ == "__main__":
     {"table": table, "widths": widths, "warmup": warmup, "cost": cost, "intercept": intercept,
      "step": step, "hinge": hinge_step, "diagnosis": hinge_diagnosis,
-     "approx": hinge_approximations}[
+     "approx": hinge_approximations, "approxcost": approx_cost}[
         sys.argv[1] if len(sys.argv) > 1 else "table"]()
