@@ -13,7 +13,8 @@
                                         # then the classifier's on 16 streams)
     python bench/defaults.py hinge      # the classifier's step only
     python bench/defaults.py diagnosis  # why the papers' hinge step was weak on digits
-    python bench/defaults.py approx     # the hinge step on random features (still "auto")
+    python bench/defaults.py approx     # the hinge step on Nystroem and Fourier features
+    python bench/defaults.py approxcost # its cost per event on features (run under the lock)
 
 Streams (scikit-learn's bundled data): digits (0-4 vs 5-9, d = 64), breast cancer (d = 30) and
 diabetes (regression, d = 10), each shuffled once (seed 0) and standardised online with
@@ -38,6 +39,7 @@ from okl import (
     OnlineKernelClassifier, OnlineKernelRegressor, RegularizedPAClassifier,
 )
 from okl.evaluation import progressive_validation
+from okl.kernels import kernel_matrix
 from okl.preprocessing import OnlineStandardScaler
 
 GRID = 2.0 ** np.arange(-3, 6)
@@ -715,22 +717,163 @@ def hinge_diagnosis():
               f"{np.median(np.abs(full.decision_function(Z))):.3f} |", flush=True)
 
 
-def hinge_approximations():
-    """The hinge step on random Fourier and Nystroem features, where eta="scaled" is still
-    "auto" (docs/defaults.md, section 4): c times the papers' step, on seven of the streams."""
+APPROXIMATIONS = {"Nystroem D=50": dict(approximation="nystroem", n_components=50),
+                  "Nystroem D=100": dict(approximation="nystroem", n_components=100),
+                  "Nystroem D=200": dict(approximation="nystroem", n_components=200),
+                  "Fourier D=200": dict(approximation="fourier", n_components=200)}
+
+
+def hinge_approximations(seeds=5, raw_seeds=10):
+    """The hinge step on Nystroem and random Fourier features (docs/defaults.md, section 4):
+    the papers' eta="auto" against the default eta="scaled" (kbar of the first 100 rows
+    learned), the mean over `seeds` shuffles (Fourier's draw follows the seed) of every
+    classifier stream, with the smallest difference of the shuffles, and river's untuned peers
+    on the same events (their mean over the same shuffles); the streams of k >= 3 classes
+    learn a weight matrix (MultiFeatureEvents).  Then six raw streams (not scaled,
+    `raw_seeds` shuffles: their differences are a few events of wine's 178) and kbar of the
+    rows beside that of the centres (`rows_and_centres`)."""
+    from river import linear_model, neighbors
     raw = hinge_streams()
-    print("| stream | approximation | eta='auto' (default) | 4 x the step | 6 x the step |")
-    print("|---|---|---|---|---|")
-    for name in ("digits 0-4 vs 5-9", "breast cancer", "wine 1 vs rest", "iris 2 vs rest",
-                 "make_moons noise 0.3", "digits (10 classes)", "wine (3 classes)"):
-        Z, y = _shuffled_scaled(*raw[name], 0)
-        for kw in (dict(approximation="nystroem", n_components=100),
-                   dict(approximation="fourier", n_components=200, random_state=0)):
-            accs = [score(OnlineKernelClassifier(eta=lambda t, c=c: c * t ** -0.5 / (1 + 1e-3),
-                                                 **kw), Z, y, "classification")
-                    for c in (1, 4, 6)]
-            print(f"| {name} | {kw['approximation']} | "
-                  + " | ".join(f"{a:.4f}" for a in accs) + " |", flush=True)
+    print(f"| stream, mean of {seeds} shuffles: eta='auto' / 'scaled' (smallest difference) | "
+          + " | ".join(APPROXIMATIONS) + " | kernel_mean_ | river LogisticRegression "
+          "(Softmax, k >= 3) | river PAClassifier | river KNNClassifier |")
+    print("|---" * (len(APPROXIMATIONS) + 5) + "|")
+    for name, (X, y) in raw.items():
+        runs = {label: [] for label in APPROXIMATIONS}
+        kbars, river = [], []
+        multi = len(np.unique(y)) > 2
+        for seed in range(seeds):
+            Z, ys = _shuffled_scaled(X, y, seed)
+            for label, kw in APPROXIMATIONS.items():
+                kw = dict(kw, random_state=seed) if kw["approximation"] == "fourier" else kw
+                scaled = OnlineKernelClassifier(**kw)
+                runs[label].append([score(OnlineKernelClassifier(eta="auto", **kw), Z, ys,
+                                          "classification"),
+                                    score(scaled, Z, ys, "classification")])
+                kbars.append(scaled.kernel_mean_)
+            models = [linear_model.SoftmaxRegression() if multi
+                      else linear_model.LogisticRegression(),
+                      None if multi else linear_model.PAClassifier(),
+                      neighbors.KNNClassifier()]
+            river.append([np.nan if m is None else
+                          river_score(m, Z, ys, "classification", labels=multi)
+                          for m in models])
+        cells = []
+        for label in APPROXIMATIONS:
+            a, b = np.array(runs[label]).T
+            cells.append(f"{a.mean():.4f} / {b.mean():.4f} ({(b - a).min():+.4f})")
+        cells.append(f"{np.mean(kbars):.3f}")
+        cells += ["-" if np.isnan(r) else f"{r:.4f}" for r in np.mean(river, axis=0)]
+        print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
+    print(f"\n| raw stream (not scaled), mean of {raw_seeds} shuffles: eta='auto' / 'scaled' "
+          "(smallest difference) | " + " | ".join(APPROXIMATIONS) + " |")
+    print("|---" * (len(APPROXIMATIONS) + 1) + "|")
+    for name in ("digits 0-4 vs 5-9", "breast cancer", "wine 0 vs rest", "wine 1 vs rest",
+                 "wine (3 classes)", "iris (3 classes)"):
+        X, y = raw[name]
+        runs = {label: [] for label in APPROXIMATIONS}
+        for seed in range(raw_seeds):
+            order = np.random.default_rng(seed).permutation(len(X))
+            Xs, ys = np.asarray(X, dtype=np.float64)[order], np.asarray(y)[order]
+            for label, kw in APPROXIMATIONS.items():
+                kw = dict(kw, random_state=seed) if kw["approximation"] == "fourier" else kw
+                runs[label].append([score(OnlineKernelClassifier(eta=eta, **kw), Xs, ys,
+                                          "classification") for eta in ("auto", "scaled")])
+        cells = []
+        for label in APPROXIMATIONS:
+            a, b = np.array(runs[label]).T
+            cells.append(f"{a.mean():.4f} / {b.mean():.4f} ({(b - a).min():+.4f})")
+        print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
+    rows_and_centres(raw)
+
+
+class _CentresKbar(OnlineKernelClassifier):
+    """eta="scaled" on Nystroem features with kbar of the centres during the exact phase (the
+    exact learner's rule) and of the rows after it: the variant `rows_and_centres` measures."""
+
+    def _measure_kernel_mean(self):
+        model = self.__dict__.get("_expansion")
+        if getattr(model, "linear", True) is not None:
+            return super()._measure_kernel_mean()
+        centres = model.expansion.centers_
+        m = len(centres)
+        if m < 2:
+            return 1.0
+        K = kernel_matrix(centres, kernel=self.kernel, gamma=self._kernel_gamma())
+        return float((0.5 * (K.sum() - np.trace(K)) + 1.0) / (m * (m - 1) / 2.0 + 1.0))
+
+
+def rows_and_centres(raw, seeds=5):
+    """kbar of the first 100 rows (eta="scaled" on features) beside kbar of the centres the
+    same steps kept (Nystroem D=200's exact phase, and the exact learner without a budget),
+    shuffle seed 0: the two rules differ only by the rows no step kept.  Then the accuracy of
+    Nystroem features with kbar of the rows (the default) and of the centres during the exact
+    phase (`_CentresKbar`), the mean over `seeds` shuffles."""
+    print(f"\n| stream | kbar, 100 rows (features), shuffle 0 | kbar, Nystroem's centres at "
+          "step 100 (their number) | kernel_mean_ of the exact learner, budget=None | accuracy, "
+          f"mean of {seeds} shuffles: kbar of the rows / of the centres, Nystroem D=100 | "
+          "the same, D=200 |")
+    print("|---|---|---|---|---|---|")
+    for name, (X, y) in raw.items():
+        Z, ys = _shuffled_scaled(X, y, 0)
+        nys = OnlineKernelClassifier(approximation="nystroem", n_components=200,
+                                     classes=np.unique(ys)).partial_fit(Z[:100], ys[:100])
+        exact = OnlineKernelClassifier(budget=None, classes=np.unique(ys)).partial_fit(
+            Z[:100], ys[:100])
+        centres = nys._expansion.expansion.centers_
+        K = kernel_matrix(centres, kernel="gaussian", gamma=nys.gamma_)
+        m = len(centres)
+        kbar = (0.5 * (K.sum() - np.trace(K)) + 1.0) / (m * (m - 1) / 2.0 + 1.0)
+        cells = [f"{nys.kernel_mean_:.4f}", f"{kbar:.4f} ({m})", f"{exact.kernel_mean_:.4f}"]
+        for D in (100, 200):
+            runs = []
+            for seed in range(seeds):
+                Z, ys = _shuffled_scaled(X, y, seed)
+                runs.append([score(cls(approximation="nystroem", n_components=D), Z, ys,
+                                   "classification")
+                             for cls in (OnlineKernelClassifier, _CentresKbar)])
+            a, b = np.array(runs).T
+            cells.append(f"{a.mean():.4f} / {b.mean():.4f}")
+        print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
+
+
+def approx_cost(repeats=5):
+    """us per event of the hinge classifier on features learned one event at a time (digits
+    0-4 vs 5-9, standardised, d = 64): the first 100 events (eta="scaled" measures kbar on
+    the one-row path) and events 101-1100, eta="auto" and "scaled", the best of `repeats`;
+    run it under the bench lock."""
+    X, y = load_digits(return_X_y=True)
+    X = (X - X.mean(0)) / (X.std(0) + 1e-9)
+    y = (y >= 5).astype(int)
+    print("| features | gamma | eta | us per event, events 1-100 | events 101-1100 | "
+          "Nystroem's switch at event |")
+    print("|---|---|---|---|---|---|")
+    for label, kw in (("Nystroem D=100", dict(approximation="nystroem", n_components=100)),
+                      ("Fourier D=200", dict(approximation="fourier", n_components=200,
+                                             random_state=0))):
+        for gamma in ("scale", 1 / 64):
+            for eta in ("auto", "scaled"):
+                first, rest, switch = np.inf, np.inf, "-"
+                for _ in range(repeats):
+                    est = OnlineKernelClassifier(eta=eta, gamma=gamma, classes=[0, 1], **kw)
+                    start = time.perf_counter()
+                    for i in range(100):
+                        est.learn_one(X[i], int(y[i]))
+                    mid = time.perf_counter()
+                    for i in range(100, 1100):
+                        est.learn_one(X[i], int(y[i]))
+                    end = time.perf_counter()
+                    first, rest = min(first, (mid - start) / 100), min(rest, (end - mid) / 1000)
+                if kw["approximation"] == "nystroem":
+                    est = OnlineKernelClassifier(eta=eta, gamma=gamma, classes=[0, 1], **kw)
+                    for i in range(1100):
+                        est.learn_one(X[i], int(y[i]))
+                        if est.n_components_:
+                            switch = i + 1
+                            break
+                g = gamma if isinstance(gamma, str) else "1/64"
+                print(f"| {label} | {g} | {eta} | {first * 1e6:.0f} | {rest * 1e6:.1f} | "
+                      f"{switch} |", flush=True)
 
 
 def hinge_step(seeds=10):
@@ -790,5 +933,5 @@ if __name__ == "__main__":
     {"table": table, "widths": widths, "warmup": warmup, "cost": cost, "intercept": intercept,
      "offset_steps": offset_steps,
      "step": step, "hinge": hinge_step, "diagnosis": hinge_diagnosis,
-     "approx": hinge_approximations}[
+     "approx": hinge_approximations, "approxcost": approx_cost}[
         sys.argv[1] if len(sys.argv) > 1 else "table"]()

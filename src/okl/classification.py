@@ -19,6 +19,7 @@ from sklearn.utils import check_array
 from okl._base import Diverged, OnlineLearner, check_X, params_changed
 from okl._core._coefreg import CoefRegEvents
 from okl._core._expansion import KernelExpansion
+from okl._core._kernels import kernel_matrix as gram
 from okl._core._linear import MultiLinearModel
 from okl._core._multiclass import MulticlassEvents, MultiFeatureEvents
 from okl._core._multiexpansion import MultiExpansion
@@ -49,6 +50,13 @@ from okl.schedules import step_numbers, step_sizes
 
 MULTI_EXPANSIONS = (MultiExpansion, NumpyMultiExpansion)
 MULTICLASS_LOSSES = {"hinge": MulticlassLoss.HINGE, "logistic": MulticlassLoss.LOGISTIC}
+
+
+def _pair_sum(params, rows):
+    """The sum of K(x_i, x_j) over the pairs i < j of `rows`."""
+    K = gram(np.ascontiguousarray(rows, dtype=np.float64),
+             np.ascontiguousarray(rows, dtype=np.float64), params)
+    return float(0.5 * (K.sum() - np.trace(K)))
 
 
 def _finite_lipschitz(estimator):
@@ -115,13 +123,14 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         without a budget it keeps ``||f_t||_K <= C_K |phi'_-(0)| / lam``
         (docs/algorithms.md, section 3.1).  "scaled" is
         ``1 / ((lam + M kbar C_K^2) t**eta_decay)`` with kbar (`kernel_mean_`) the
-        mean kernel value between two centres, measured over the first 100 steps
-        and then fixed: a step on the scale of the kernel values a new event
-        sees, so that f reaches the hinge's margin (docs/defaults.md, section 4);
-        it applies to the hinge loss on an exact expansion of a width kernel,
-        and is "auto" otherwise.  The exponential loss has no finite M: give it
-        an explicit eta.  A float gives ``eta * t**-eta_decay``; a callable maps
-        the array of step numbers t (from 1) to step sizes.
+        mean kernel value between two centres (with `approximation`: two of the
+        rows learned), measured over the first 100 steps and then fixed: a step
+        on the scale of the kernel values a new event sees, so that f reaches
+        the hinge's margin (docs/defaults.md, section 4); it applies to the
+        hinge loss with a width kernel, and is "auto" otherwise.  The
+        exponential loss has no finite M: give it an explicit eta.  A float
+        gives ``eta * t**-eta_decay``; a callable maps the array of step numbers
+        t (from 1) to step sizes.
     eta_decay : float >= 0, default=0.5
         Exponent of the step size: NORMA's ``eta_t ~ t**-1/2``, for which
         Kivinen et al. bound the cumulative regularized loss by O(sqrt(T)).
@@ -156,7 +165,8 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         The step size and regularization of the most recent step.
     kernel_mean_ : float
         kbar of eta="scaled", in (0, 1], fixed after the first 100 steps (absent
-        before them and with a step that does not measure it).
+        before them and with a step that does not measure it); on features, of
+        the first 100 rows learned.
     intercept_ : float or ndarray of shape (n_classes,)
         The offset b (0 with fit_intercept=False), one per class with more
         than two.
@@ -387,15 +397,30 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
     def _check_state(self, check):
         """okl.load's checks (see `OnlineLearner._check_state`); k >= 3 classes: a multi-output
         expansion, an offset per class (docs/multiclass.md).  `kernel_mean_` (eta="scaled"
-        after its first `WARMUP` steps) is a kernel value in (0, 1]."""
-        kbar = check.attrs.pop("kernel_mean_", None)
+        after its first `WARMUP` steps) is a kernel value in (0, 1]; before them a model on
+        features holds at most t_ < `WARMUP` rows (`_warmup_rows`) and the sum of K over their
+        pairs (`_warmup_sum`)."""
+        own = {name: check.attrs.pop(name) for name in ("kernel_mean_", "_warmup_rows",
+                                                        "_warmup_sum") if name in check.attrs}
         try:
             built = self._check_model_state(check)
         finally:
-            if kbar is not None:
-                check.attrs["kernel_mean_"] = kbar
-        if kbar is not None:
-            check.out["kernel_mean_"] = check.float(kbar, "kernel_mean_", 0.0, 1.0, open_lo=True)
+            check.attrs.update(own)
+        out = check.out
+        if "kernel_mean_" in own:
+            out["kernel_mean_"] = check.float(own["kernel_mean_"], "kernel_mean_", 0.0, 1.0,
+                                              open_lo=True)
+        if "_warmup_rows" in own or "_warmup_sum" in own:
+            rows = check.array(own.get("_warmup_rows"), "_warmup_rows",
+                               (None, out["n_features_in_"]))
+            m = len(rows)
+            if ("kernel_mean_" in own or built["_expansion"][0] != "FeatureModel"
+                    or not 1 <= m <= min(out["t_"], WARMUP - 1)):
+                check.fail("_warmup_rows must hold the rows learned so far (at most t_ < "
+                           f"{WARMUP}) of a model on features whose kernel_mean_ is not fixed")
+            out["_warmup_rows"] = rows
+            out["_warmup_sum"] = check.float(own.get("_warmup_sum"), "_warmup_sum", 0.0,
+                                             m * (m - 1) / 2.0)
         return built
 
     def _check_model_state(self, check):
@@ -452,50 +477,80 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
     # -- eta="scaled": the hinge step on the scale of the kernel values (docs/defaults.md, 4) --
 
     def _margin_scaled(self):
-        """Whether eta="scaled" scales the hinge step: the hinge loss on an exact expansion of a
-        width kernel (K(x, x) = 1); otherwise "scaled" is "auto"."""
-        return (self.eta == "scaled" and self.loss == "hinge" and self.approximation is None
-                and kernel_row(self.kernel).width)
+        """Whether eta="scaled" scales the hinge step: the hinge loss with a width kernel
+        (K(x, x) = 1), on its exact expansion or on features; otherwise "scaled" is "auto"."""
+        return self.eta == "scaled" and self.loss == "hinge" and kernel_row(self.kernel).width
 
     def _kernel_mean(self):
-        """kbar: the mean kernel value between two distinct centres, counting K(x, x) = 1 as one
-        pair more (kbar = 1 before two centres exist); measured over the first `WARMUP` steps,
-        then it stays (`kernel_mean_`)."""
+        """kbar: the mean kernel value between two distinct centres (on features: rows
+        learned), counting K(x, x) = 1 as one pair more (kbar = 1 before two exist); measured
+        over the first `WARMUP` steps, then it stays (`kernel_mean_`)."""
         kbar = self.__dict__.get("kernel_mean_")
         if kbar is not None:
             return kbar
         return self._measure_kernel_mean()
 
     def _measure_kernel_mean(self):
-        """kbar of the model's centres now (the width as fitted)."""
+        """kbar of the model's centres now, or on features of the rows learned so far
+        (`_warmup_rows`, their pairs' sum `_warmup_sum`), at the width as fitted."""
         model = self.__dict__.get("_expansion")
-        centres = model.centers_ if model is not None and hasattr(model, "centers_") else ()
-        m = len(centres)
+        if isinstance(model, FeatureModel):
+            m = len(self.__dict__.get("_warmup_rows", ()))
+            total = self.__dict__.get("_warmup_sum", 0.0)
+        else:
+            centres = model.centers_ if model is not None and hasattr(model, "centers_") else ()
+            m = len(centres)
+            total = _pair_sum(self._kernel_params(), centres) if m >= 2 else 0.0
         if m < 2:
             return 1.0
-        K = kernel_matrix(self._kernel_params(), centres, centres)
-        pairs = m * (m - 1) / 2.0
-        return float((0.5 * (K.sum() - np.trace(K)) + 1.0) / (pairs + 1.0))
+        return float((total + 1.0) / (m * (m - 1) / 2.0 + 1.0))
+
+    def _take_row(self, row, moved):
+        """On features: `row` (None: no row learned) joins `_warmup_rows`, and `_warmup_sum`, the
+        sum of K over their pairs, stays that of the width now: the new row's kernel values,
+        O(m d), or all pairs again when the width moved (gamma="scale").  New objects: the
+        template's undo keeps the old."""
+        d = self.__dict__
+        rows, total = d.get("_warmup_rows"), d.get("_warmup_sum", 0.0)
+        params = self._kernel_params()
+        if row is not None:
+            row = np.array(row, dtype=np.float64, order="C").reshape(1, -1)
+            if rows is not None and not moved:
+                total += float(gram(row, rows, params).sum())
+            rows = row if rows is None else np.vstack([rows, row])
+        if rows is None:
+            return
+        if moved:
+            total = _pair_sum(params, rows)
+        self._warmup_rows, self._warmup_sum = rows, total
 
     def _learn(self, X, y, weight=None):
         """The rows in order; with eta="scaled" the first `WARMUP` steps one row at a time, each
-        with kbar of the centres before it, then kbar stays (`kernel_mean_`)."""
+        with kbar of the centres (on features: the rows learned, `_take_row`) before it, then
+        kbar stays (`kernel_mean_`)."""
         if not self._margin_scaled() or "kernel_mean_" in self.__dict__:
             return super()._learn(X, y, weight)
         parts, i, n = [], 0, X.shape[0]
+        features = isinstance(self.__dict__.get("_expansion"), FeatureModel)
         while i < n and "kernel_mean_" not in self.__dict__:
+            t, gamma = self.t_, self._kernel_gamma()
             parts.append(super()._learn(X[i:i + 1], y[i:i + 1],
                                         None if weight is None else weight[i:i + 1]))
+            if features:
+                self._take_row(X[i] if self.t_ > t else None, self._kernel_gamma() != gamma)
             i += 1
             if self.t_ >= WARMUP:
                 self.kernel_mean_ = self._measure_kernel_mean()
+                self.__dict__.pop("_warmup_rows", None)
+                self.__dict__.pop("_warmup_sum", None)
         if i < n:
             parts.append(super()._learn(X[i:], y[i:], None if weight is None else weight[i:]))
         return join(parts)
 
     def _start(self, X, y):
         super()._start(X, y)
-        self.__dict__.pop("kernel_mean_", None)
+        for name in ("kernel_mean_", "_warmup_rows", "_warmup_sum"):
+            self.__dict__.pop(name, None)
 
 
 @loadable
