@@ -33,7 +33,7 @@ from okl._core._kernels cimport cdot, cself
 from okl._core._expansion cimport MERGE, KernelExpansion
 from okl._core._multiexpansion cimport MultiExpansion
 from okl._core._lazy cimport cshrink_lazy
-from okl._core._pointwise cimport Events
+from okl._core._pointwise cimport Events, cready
 from okl._core._signals cimport cinterrupted, craise_pending, craise_signals
 from okl._core._projections cimport AbsIndex, chalfspace_l1, chalfspace_l2, ctruncate_smallest
 
@@ -799,6 +799,7 @@ cdef class PAEvents(Events):
     cdef Py_ssize_t d, k
     cdef double[::1] w, last_row, last_s, a, a_work, work
     cdef double[::1] last_x, fb           # random Fourier features: the row x, the phases b
+    cdef const double[::1] view           # a row that is not a ready array, while it is read
     cdef double[:, ::1] fW                # (n_in, D) frequencies
     cdef double fc                        # sqrt(2 / D)
     cdef Py_ssize_t n_in                  # the row's width (d, or n_in with features)
@@ -891,16 +892,26 @@ cdef class PAEvents(Events):
             return self.mexpansion.scale
         return self.model.scale
 
-    cdef int _scores(self, const double[::1] x, double t) except -1:
-        """The scores of row x into last_s (kept for the next call on the same row and model);
-        raises on a row of the wrong width or with NaN/inf."""
+    cdef const double* _row(self, object x) except NULL:
+        """The data of row x (a ready array in place; any other 1-D float64 buffer through a
+        typed view kept in `view`), after checking its width."""
+        cdef Py_ssize_t n = 0
+        cdef const double* p = cready(x, &n)
+        if p == NULL:
+            self.view = x
+            n, p = self.view.shape[0], &self.view[0] if self.view.shape[0] else NULL
+        if n != self.n_in:
+            raise ValueError(f"X has {n} features, but {self.name} is expecting "
+                             f"{self.n_in} features as input.")
+        return p
+
+    cdef int _scores(self, const double* x, double t) except -1:
+        """The scores of row x (of width n_in, `_row`) into last_s (kept for the next call on
+        the same row and model); raises on a row with NaN/inf."""
         cdef Py_ssize_t c, n = 0, slot = 0, rescale = 0, d = self.d, d_in = self.n_in
         cdef double scale, xx
         cdef Row row
         cdef double* seen = &self.last_x[0] if self.fourier else &self.last_row[0]
-        if x.shape[0] != d_in:
-            raise ValueError(f"X has {x.shape[0]} features, but {self.name} is expecting "
-                             f"{d_in} features as input.")
         scale = self._scale()
         if self.kind == KERNEL:
             n, slot, rescale = (self.expansion.n_support, self.expansion.next_slot,
@@ -911,13 +922,14 @@ cdef class PAEvents(Events):
         if (self.has_last and t == self.last_t and scale == self.last_scale
                 and n == self.last_n and slot == self.last_slot
                 and rescale == self.last_rescale
-                and memcmp(&x[0], seen, d_in * sizeof(double)) == 0):
+                and memcmp(x, seen, d_in * sizeof(double)) == 0):
             return 0
         self.has_last = False
-        memcpy(seen, &x[0], d_in * sizeof(double))
+        memcpy(seen, x, d_in * sizeof(double))
         xx = cdot(seen, seen, d_in)
         if not row_is_finite(seen, d_in, xx):
-            raise ValueError(f"{self.name} got a row with NaN or inf: {np.asarray(x)[:10]}; "
+            raise ValueError(f"{self.name} got a row with NaN or inf: "
+                             f"{np.array([seen[c] for c in range(min(d_in, 10))])}; "
                              "non-finite values cannot be learned or predicted.")
         if self.fourier:            # z(x) into last_row, as RandomFourierFeatures.transform
             okl_fourier_rows(1, d_in, d, seen, &self.fW[0, 0], &self.fb[0], self.fc,
@@ -939,13 +951,13 @@ cdef class PAEvents(Events):
         return self.last_s[0] if self.kind == LINEAR or self.kind == KERNEL \
             else np.array(self.last_s)
 
-    def predict(self, const double[::1] x, double t, b=None):
+    def predict(self, x, double t, b=None):
         """f(x) for one row (k scores with k >= 3 classes); t: the learner's t_, for the
         cache; b: unused (the model has no intercept)."""
-        self._scores(x, t)
+        self._scores(self._row(x), t)
         return self._result()
 
-    def learn(self, const double[::1] x, double y, dict counters):
+    def learn(self, x, double y, dict counters):
         """Predict f_t(x_t), then take step t + 1; return (f_t(x_t), Event).
 
         `y` is the label as -1.0 / +1.0 (two classes) or the class index.
@@ -955,13 +967,15 @@ cdef class PAEvents(Events):
         changes nothing, and the caller warns, then calls `skipped`.  Raises,
         leaving the model as it was, on a bad row or label, or a divergent step.
         """
+        cdef const double* p = self._row(x)
+        cdef double t = counters["t_"]
+        self._predict_step(p, y, t)
+        result = self._result()
+        return result, self._step(y, counters)
+
+    cdef int _predict_step(self, const double* x, double y, double t) except -1:
+        """Check the label, make room for a newcomer, and predict f_t(x_t) into last_s."""
         cdef Py_ssize_t c, yi = <Py_ssize_t>y
-        cdef double scale, ww, xx
-        cdef int ev
-        cdef Row row
-        cdef const double* xp = &self.last_row[0]
-        steps = counters["t_"]
-        cdef double t = steps
         if self.kind == MULTI_LINEAR or self.kind == MULTI_KERNEL:
             if not (0 <= yi < self.k and yi == y):
                 raise ValueError(f"y = {y} is not a class index in [0, {self.k}).")
@@ -977,10 +991,21 @@ cdef class PAEvents(Events):
                      or self.mexpansion.policy == MERGE):
             self.mexpansion.reserve(1)
         self._scores(x, t)
-        result = self._result()
         for c in range(self.k):
             if not isfinite(self.last_s[c]):
                 self._diverged(t)
+        return 0
+
+    cdef int _step(self, double y, dict counters) except -1:
+        """Step t + 1 on the row `_predict_step` just predicted; its Event, with the counters
+        stored in `counters`."""
+        cdef Py_ssize_t yi = <Py_ssize_t>y
+        cdef double scale, ww, xx
+        cdef int ev
+        cdef Row row
+        cdef const double* xp = &self.last_row[0]
+        steps = counters["t_"]
+        cdef double t = steps
         ww = self.model.sq_norm
         xx = self.last_xx
         craise_signals()                # a Ctrl-C so far: raised before any write
@@ -1011,16 +1036,23 @@ cdef class PAEvents(Events):
             counters["n_updates_"] = counters["n_updates_"] + 1
         if ev != INFEASIBLE:
             counters["t_"] = steps + 1
-        return result, ev
+        return ev
 
     cdef int cevent(self, dict attrs, object x, double y) except -1:
         """`learn` with its counters; an INFEASIBLE step (which changed nothing) is declined,
         for the learner to warn and count it."""
-        return self.learn(x, y, attrs)[1] != INFEASIBLE
+        self._predict_step(self._row(x), y, attrs["t_"])
+        return self._step(y, attrs) != INFEASIBLE
 
     cdef object cpredict(self, dict attrs, object x):
-        self._scores(x, attrs["t_"])
+        self._scores(self._row(x), attrs["t_"])
         return self._result()
+
+    cdef object cpredict_label(self, dict attrs, object x):
+        if self.kind == LINEAR or self.kind == KERNEL:
+            return Events.cpredict_label(self, attrs, x)
+        self._scores(self._row(x), attrs["t_"])
+        return self.clabel_of(&self.last_s[0], self.k)
 
     def skipped(self, dict counters):
         """Count an INFEASIBLE step: ``t_`` and ``n_infeasible_`` in one C call."""
