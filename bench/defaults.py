@@ -101,6 +101,17 @@ REGRESSORS = {
 }
 
 
+def classification_sets():
+    """The binary and multiclass streams of the width tables (sklearn's bundled sets)."""
+    from sklearn.datasets import load_iris, load_wine
+    digits = load_digits(return_X_y=True)
+    return {"digits 0-4 vs 5-9": (digits[0], (digits[1] >= 5).astype(int)),
+            "digits (10 classes)": digits,
+            "breast cancer": load_breast_cancer(return_X_y=True),
+            "wine (3 classes)": load_wine(return_X_y=True),
+            "iris (3 classes)": load_iris(return_X_y=True)}
+
+
 def score(est, Z, y, task, chunk_size=1000):
     """Progressive accuracy (classification) or RMSE (regression) of one pass."""
     with warnings.catch_warnings():
@@ -235,13 +246,7 @@ def widths():
     gamma = 1/d (the rule on standardised rows) with the previous CoefficientRegularized
     defaults (100 centres, lam = 1e-2); "100 centres" is its defaults with n_centers=100.
     OnlineKernelClassifier (the rule itself, over its warm-up) is shown for comparison."""
-    from sklearn.datasets import load_iris, load_wine
-    digits = load_digits(return_X_y=True)
-    sets = {"digits 0-4 vs 5-9": (digits[0], (digits[1] >= 5).astype(int)),
-            "digits (10 classes)": digits,
-            "breast cancer": load_breast_cancer(return_X_y=True),
-            "wine (3 classes)": load_wine(return_X_y=True),
-            "iris (3 classes)": load_iris(return_X_y=True)}
+    sets = classification_sets()
     learners = {"RegularizedPAClassifier(gaussian)": (_pa, {}, None),
                 "CoefficientRegularizedClassifier": (CoefficientRegularizedClassifier,
                                                      dict(n_centers=100, lam=0.01),
@@ -278,17 +283,10 @@ def warmup():
     scaling, gives factor / d).  "warm-up" is the default now, the same model either way
     (checked here); PairwiseLearner(pair_kernel="difference") shows the ranking error on the
     second half after learning the first, one event at a time, and in one chunk."""
-    from sklearn.datasets import load_iris, load_wine
-
     from okl import PairwiseLearner
     from okl._gamma import LOCAL_FACTOR, scale_gamma
     from okl.evaluation import ranking_error
-    digits = load_digits(return_X_y=True)
-    sets = {"digits 0-4 vs 5-9": (digits[0], (digits[1] >= 5).astype(int)),
-            "digits (10 classes)": digits,
-            "breast cancer": load_breast_cancer(return_X_y=True),
-            "wine (3 classes)": load_wine(return_X_y=True),
-            "iris (3 classes)": load_iris(return_X_y=True)}
+    sets = classification_sets()
     learners = {
         "RegularizedPAClassifier(gaussian)": (_pa, LOCAL_FACTOR),
         "RegularizedPAClassifier(fourier, D=200)": (

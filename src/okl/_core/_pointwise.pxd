@@ -114,6 +114,7 @@ cdef class Events:
     cpdef bint learn_ready(self, object est, object x, object y, object weight=*) except -1
     cpdef object predict_ready(self, object est, object x)
     cdef int cmatches(self, object est, dict attrs) except -1
+    cdef int cstill(self, object est, dict attrs) except -1
     cdef object crow(self, dict attrs, object x)
     cdef int cevent(self, dict attrs, object x, double y) except -1
     cdef object cpredict(self, dict attrs, object x)

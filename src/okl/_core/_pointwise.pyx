@@ -331,15 +331,13 @@ cdef class Events:
             return False
         self.acquire()
         try:
+            if not self.cstill(est, attrs):
+                return False
             if self.serves == LABELS:
-                if PyDict_GetItem(attrs, "classes_") != <PyObject*>self.classes:
-                    return False
                 code = PyDict_GetItem(self.codes, y)      # NULL for an unhashable y too
                 if code == NULL:
                     return False
                 target = PyFloat_AS_DOUBLE(<object>code)
-            if not self.cmatches(est, attrs):
-                return False
             return self.cevent(attrs, row, target) == 1
         finally:
             self.release()
@@ -356,16 +354,21 @@ cdef class Events:
             return MISS
         self.acquire()
         try:
-            if self.serves == LABELS and (PyDict_GetItem(attrs, "classes_")
-                                          != <PyObject*>self.classes):
-                return MISS
-            if not self.cmatches(est, attrs):
+            if not self.cstill(est, attrs):
                 return MISS
             if self.serves == TARGETS:
                 return self.cpredict(attrs, row)
             return self.cpredict_label(attrs, row)
         finally:
             self.release()
+
+    cdef int cstill(self, object est, dict attrs) except -1:
+        """Under the lock: the learner still has the classes_ the label codes are of, and the
+        objects this step was built from (`cmatches`)."""
+        if self.serves == LABELS and (PyDict_GetItem(attrs, "classes_")
+                                      != <PyObject*>self.classes):
+            return False
+        return self.cmatches(est, attrs)
 
     cdef object cpredict_label(self, dict attrs, object x):
         """The label of one ready row (`clabel` of `cpredict`; the steps of k classes give it
