@@ -116,15 +116,17 @@ def test_every_learner_takes_one_compiled_call_with_the_chunk_iterates(name, ada
 
 @pytest.mark.parametrize("name", ["kernel-classifier", "fourier", "coefreg", "pa-kernel",
                                   "kernel-regressor"])
-@pytest.mark.parametrize("form", ["list", "float32", "fortran", "dict"])
+@pytest.mark.parametrize("form", ["list", "float32", "fortran", "dict", "dict-new-keys"])
 def test_other_row_types_are_converted_in_the_same_call(name, form, adapter_calls):
     est, X, y = warm(name)
     ref = copy.deepcopy(est)
-    if form == "dict":
+    if form.startswith("dict"):
         est._row_keys = tuple(f"x{j}" for j in range(X.shape[1]))  # as if fitted on dicts
         est.learn_one(dict(zip(est._row_keys, X[60].tolist())), y[60].item())
         ref.partial_fit(X[60:61], y[60:61])
-        rows = [dict(zip(est._row_keys, row.tolist())) for row in X]
+        rows = [dict(zip(est._row_keys if form == "dict" else       # new key objects each time
+                         ["".join(("x", str(j))) for j in range(X.shape[1])], row.tolist()))
+                for row in X]
     elif form == "list":
         rows = X.tolist()
     elif form == "float32":
@@ -132,7 +134,7 @@ def test_other_row_types_are_converted_in_the_same_call(name, form, adapter_call
         rows = list(X.astype(np.float32))
     else:
         rows = list(np.asfortranarray(X))
-    start = 61 if form == "dict" else 60
+    start = 61 if form.startswith("dict") else 60
     calls = dict(adapter_calls)
     for i in range(start, 120):
         est.predict_one(rows[i])
@@ -203,20 +205,23 @@ def test_a_feature_model_with_new_weights_builds_a_new_step():
     assert est._one_event()._events[0] is not events
 
 
-def test_threads_and_a_chunk_learner_share_one_model():
+@pytest.mark.parametrize("form", ["ready", "list"])
+def test_threads_and_a_chunk_learner_share_one_model(form):
     """Threads calling learn_one / predict_one while another calls partial_fit: the compiled
-    call holds the estimator's lock, so every event and row is learned once."""
+    call holds the estimator's lock (and converts a list into its one row buffer under it),
+    so every event and row is learned once."""
     import threading
     X, y = stream(2, n=2400)
+    rows = list(X) if form == "ready" else X.tolist()
     est = OnlineKernelClassifier(gamma=0.5, budget=30)
     est.partial_fit(X[:40], y[:40], classes=["no", "yes"])
     errors = []
 
-    def events(rows):
+    def events(events_of):
         try:
-            for i in rows:
-                est.predict_one(X[i])
-                est.learn_one(X[i], y[i].item())
+            for i in events_of:
+                est.predict_one(rows[i])
+                est.learn_one(rows[i], y[i].item())
         except BaseException as error:      # noqa: BLE001 - reported below
             errors.append(error)
 

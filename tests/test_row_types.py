@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from okl import OnlineKernelClassifier, OnlineKernelRegressor, RegularizedPAClassifier
-from okl._core._event import array_row
+from okl._core._event import array_row, dict_row
 
 rng = np.random.default_rng(22)
 X = rng.normal(size=(80, 6))
@@ -16,7 +16,20 @@ FORMS = {
     "fortran": lambda X: list(np.asfortranarray(X)),
     "strided": lambda X: list(np.repeat(X, 2, axis=1)[:, ::2]),
     "dict": lambda X: [dict(zip("abcdef", row.tolist())) for row in X],
+    # keys of the same characters, but new str objects in every event (as a parser makes)
+    "dict-new-keys": lambda X: [{"".join(("x", c)): v for c, v in zip("abcdef", row.tolist())}
+                                for row in X],
+    "dict-str-subclass": lambda X: [{Name(c): v for c, v in zip("abcdef", row.tolist())}
+                                    for row in X],
 }
+
+
+class Name(str):
+    """A key type whose comparison is Python code: the conversion in C declines it."""
+    def __eq__(self, other):
+        return str.__eq__(self, other)
+
+    __hash__ = str.__hash__
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -49,6 +62,19 @@ def test_array_row_takes_only_what_it_converts_exactly():
                  (np.arange(4, dtype=">f8"), 4), (np.arange(4), 4), (F, 4), ([], 0),
                  ((1.0, 2.0), 2)]:
         assert array_row(x, d) is None          # the general path decides (and explains)
+
+
+def test_dict_row_takes_only_what_it_converts_exactly():
+    keys = tuple("".join(("k", str(j))) for j in range(3))
+    np.testing.assert_array_equal(dict_row({"k0": 1.5, "k1": -2, "k2": 3.0}, keys),
+                                  [1.5, -2.0, 3.0])
+    for x in [{"k0": 1.0, "k1": 2.0}, {"k1": 2.0, "k0": 1.0, "k2": 3.0},
+              {"k0": 1.0, "k1": True, "k2": 3.0}, {"k0": 1.0, "k1": 2 ** 60, "k2": 3.0},
+              {"k0": 1.0, "k1": np.float64(2.0), "k2": 3.0}, {"k0": 1.0, "k1": "a", "k2": 3.0},
+              {Name("k0"): 1.0, "k1": 2.0, "k2": 3.0}, {"k0": 1.0, "k1": 2.0, "kz": 3.0},
+              {"k0": 1.0, "k1": 2.0, "k22": 3.0}, {"k0": 1.0, "k1": 2.0, "k\u00e9": 3.0},
+              {"k0": 1.0, "k1": 2.0, 2: 3.0}]:
+        assert dict_row(x, keys) is None        # the general path decides (and explains)
 
 
 @pytest.mark.parametrize("bad, error, match", [

@@ -5,37 +5,100 @@ from cpython.dict cimport PyDict_Next, PyDict_Size
 from cpython.float cimport PyFloat_AS_DOUBLE, PyFloat_CheckExact
 from cpython.long cimport PyLong_CheckExact
 from cpython.object cimport PyObject
+from cpython.unicode cimport PyUnicode_CheckExact
+from libc.string cimport memcmp
+
+cdef extern from "Python.h":
+    Py_ssize_t PyUnicode_GET_LENGTH(PyObject*)
+    int PyUnicode_KIND(PyObject*)
+    void* PyUnicode_DATA(PyObject*)
 
 cnp.import_array()
 
 
-def dict_row(dict x, tuple keys):
-    """The values of dict `x` as a float64 row, when its keys are `keys` in that order and
-    every value is a Python float or int; None otherwise (the caller takes the general path).
+cdef inline bint same_str(PyObject* a, PyObject* b) noexcept:
+    """a and b are exact str objects of the same characters (compared in place: no Python
+    code runs; kind 0 is a legacy string not yet ready, declined)."""
+    cdef Py_ssize_t n
+    if not (PyUnicode_CheckExact(<object>a) and PyUnicode_CheckExact(<object>b)):
+        return False
+    n = PyUnicode_GET_LENGTH(a)
+    return (n == PyUnicode_GET_LENGTH(b) and PyUnicode_KIND(a) == PyUnicode_KIND(b)
+            and PyUnicode_KIND(a) != 0 and memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), n * PyUnicode_KIND(a)) == 0)
 
-    One pass in C: the common stream event, every feature in the first event's order.
-    """
-    cdef cnp.npy_intp d = len(keys)
-    cdef Py_ssize_t i = 0, pos = 0
+
+cdef int cdict_into(dict x, tuple keys, double* out) except -1:
+    """The values of dict `x` into out[:len(keys)] (1), when its keys are `keys` in that order
+    and every value is a Python float or int; 0 otherwise, after writing part of out.
+
+    No Python code runs: a key that is not the very object of `keys` compares as an exact
+    str, and anything else declines (the caller may hold a buffer it reuses)."""
+    cdef Py_ssize_t i = 0, pos = 0, d = len(keys)
     cdef PyObject* key
     cdef PyObject* value
-    cdef object expected
+    cdef PyObject* expected
     if PyDict_Size(x) != d:
-        return None
-    row = cnp.PyArray_EMPTY(1, &d, cnp.NPY_DOUBLE, 0)
-    cdef double* out = <double*>cnp.PyArray_DATA(<cnp.ndarray>row)
+        return 0
     while PyDict_Next(x, &pos, &key, &value):
-        expected = keys[i]
-        if key is not <PyObject*>expected and not (<object>key == expected):
-            return None
+        expected = <PyObject*>keys[i]
+        if key != expected and not same_str(key, expected):
+            return 0
         if PyFloat_CheckExact(<object>value):
             out[i] = PyFloat_AS_DOUBLE(<object>value)
-        elif PyLong_CheckExact(<object>value):
+        elif PyLong_CheckExact(<object>value) and -2 ** 53 <= <object>value <= 2 ** 53:
             out[i] = <double><object>value
         else:
-            return None
+            return 0
         i += 1
-    return row
+    return 1
+
+
+cdef int carray_into(object x, cnp.npy_intp d, double* out) except -1:
+    """`x` into out[:d] (1), when it is a list of `d` Python floats or ints, or a 1-D
+    float32 / float64 array of `d` values and any stride (a row of a Fortran-ordered X);
+    0 otherwise, after writing part of out.  No Python code runs."""
+    cdef cnp.npy_intp i, stride
+    cdef char* data
+    cdef object value
+    cdef cnp.ndarray a
+    if type(x) is list:
+        if len(<list>x) != d or d == 0:
+            return 0
+        for i in range(d):
+            value = (<list>x)[i]
+            if PyFloat_CheckExact(value):
+                out[i] = PyFloat_AS_DOUBLE(value)
+            elif PyLong_CheckExact(value) and -2 ** 53 <= value <= 2 ** 53:
+                out[i] = <double>value
+            else:
+                return 0
+        return 1
+    if type(x) is not cnp.ndarray:
+        return 0
+    a = <cnp.ndarray>x
+    if (cnp.PyArray_NDIM(a) != 1 or cnp.PyArray_DIM(a, 0) != d or d == 0
+            or not cnp.PyArray_ISNOTSWAPPED(a) or not cnp.PyArray_ISALIGNED(a)):
+        return 0
+    stride, data = cnp.PyArray_STRIDE(a, 0), <char*>cnp.PyArray_DATA(a)
+    if cnp.PyArray_TYPE(a) == cnp.NPY_DOUBLE:
+        for i in range(d):
+            out[i] = (<double*>(data + i * stride))[0]
+        return 1
+    if cnp.PyArray_TYPE(a) == cnp.NPY_FLOAT:
+        for i in range(d):
+            out[i] = (<float*>(data + i * stride))[0]
+        return 1
+    return 0
+
+
+def dict_row(dict x, tuple keys):
+    """The values of dict `x` as a new float64 row, when its keys are `keys` in that order
+    and every value is a Python float or int; None otherwise (the caller takes the general
+    path).  One pass in C: the common stream event, every feature in the first event's order.
+    """
+    cdef cnp.npy_intp d = len(keys)
+    row = cnp.PyArray_EMPTY(1, &d, cnp.NPY_DOUBLE, 0)
+    return row if cdict_into(x, keys, <double*>cnp.PyArray_DATA(<cnp.ndarray>row)) else None
 
 
 def array_row(object x, cnp.npy_intp d):
@@ -45,42 +108,7 @@ def array_row(object x, cnp.npy_intp d):
 
     One pass in C, for the rows a stream hands `learn_one` besides a ready float64 row.
     """
-    cdef cnp.npy_intp i, stride
-    cdef char* data
-    cdef object value
-    cdef double* out
-    cdef cnp.ndarray a
-    if type(x) is list:
-        if len(<list>x) != d or d == 0:
-            return None
-        row = cnp.PyArray_EMPTY(1, &d, cnp.NPY_DOUBLE, 0)
-        out = <double*>cnp.PyArray_DATA(<cnp.ndarray>row)
-        for i in range(d):
-            value = (<list>x)[i]
-            if PyFloat_CheckExact(value):
-                out[i] = PyFloat_AS_DOUBLE(value)
-            elif PyLong_CheckExact(value) and -2 ** 53 <= value <= 2 ** 53:
-                out[i] = <double>value
-            else:
-                return None
-        return row
-    if type(x) is not cnp.ndarray:
+    if d < 0:
         return None
-    a = <cnp.ndarray>x
-    if (cnp.PyArray_NDIM(a) != 1 or cnp.PyArray_DIM(a, 0) != d or d == 0
-            or not cnp.PyArray_ISNOTSWAPPED(a) or not cnp.PyArray_ISALIGNED(a)):
-        return None
-    stride, data = cnp.PyArray_STRIDE(a, 0), <char*>cnp.PyArray_DATA(a)
-    if cnp.PyArray_TYPE(a) == cnp.NPY_DOUBLE:
-        row = cnp.PyArray_EMPTY(1, &d, cnp.NPY_DOUBLE, 0)
-        out = <double*>cnp.PyArray_DATA(<cnp.ndarray>row)
-        for i in range(d):
-            out[i] = (<double*>(data + i * stride))[0]
-        return row
-    if cnp.PyArray_TYPE(a) == cnp.NPY_FLOAT:
-        row = cnp.PyArray_EMPTY(1, &d, cnp.NPY_DOUBLE, 0)
-        out = <double*>cnp.PyArray_DATA(<cnp.ndarray>row)
-        for i in range(d):
-            out[i] = (<float*>(data + i * stride))[0]
-        return row
-    return None
+    row = cnp.PyArray_EMPTY(1, &d, cnp.NPY_DOUBLE, 0)
+    return row if carray_into(x, d, <double*>cnp.PyArray_DATA(<cnp.ndarray>row)) else None

@@ -106,6 +106,7 @@ cdef class Events:
     cdef dict codes
     cdef list labels
     cdef object acquire, release    # the learner's lock (okl._locks), taken in the call
+    cdef object row_buffer          # a converted row (crow), under the lock
     # the prior-shift offset's state (n, ybar, recent, hbar, srecent) as last stored in the
     # learner's _prior_state (that very tuple: a restore or a chunk rereads it)
     cdef object prior_tuple

@@ -36,7 +36,7 @@ from okl._core._losses cimport LossSpec, cgradient
 from okl._core._expansion cimport MERGE, KernelExpansion
 from okl._core._linear cimport FeatureRow, LinearModel
 from okl._core._signals cimport cinterrupted, craise_pending, craise_signals
-from okl._core._event import array_row, dict_row
+from okl._core._event cimport carray_into, cdict_into
 
 
 cnp.import_array()
@@ -291,18 +291,32 @@ cdef class Events:
                 pass
 
     cdef object crow(self, dict attrs, object x):
-        """x as a float64 row the step reads: x itself when ready, else converted in C (a
-        dict in the learner's feature order, a list of numbers, a float32 or strided row);
+        """Under the lock: x as a float64 row the step reads, x itself when ready, else
+        converted in C into this step's row buffer (a dict in the learner's feature order, a
+        list of numbers, a float32 or strided row; no allocation, and no Python code runs);
         None for anything else (the adapter's `okl._rows.check_row` names what is wrong)."""
         cdef Py_ssize_t n
+        cdef cnp.npy_intp d
+        cdef int kind
         if cready(x, &n) != NULL:
             return x
         if type(x) is dict:
             keys = attrs.get("_feature_keys")
-            return None if type(keys) is not tuple else dict_row(x, keys)
-        if type(x) is list or type(x) is cnp.ndarray:
-            d = attrs.get("n_features_in_")
-            return None if type(d) is not int else array_row(x, d)
+            if type(keys) is not tuple:
+                return None
+            d, kind = len(<tuple>keys), 0
+        elif type(x) is list or type(x) is cnp.ndarray:
+            width = attrs.get("n_features_in_")
+            if type(width) is not int or not 0 < width < 1 << 40:
+                return None
+            d, kind = width, 1
+        else:
+            return None
+        if self.row_buffer is None or cnp.PyArray_DIM(<cnp.ndarray>self.row_buffer, 0) != d:
+            self.row_buffer = cnp.PyArray_EMPTY(1, &d, cnp.NPY_DOUBLE, 0)
+        out = <double*>cnp.PyArray_DATA(<cnp.ndarray>self.row_buffer)
+        if kind == 0 and cdict_into(x, <tuple>keys, out) or kind == 1 and carray_into(x, d, out):
+            return self.row_buffer
         return None
 
     cpdef bint learn_ready(self, object est, object x, object y, object weight=1.0) except -1:
@@ -326,12 +340,10 @@ cdef class Events:
             if not isfinite(target):
                 return False
         attrs = est.__dict__
-        row = self.crow(attrs, x)
-        if row is None:
-            return False
         self.acquire()
         try:
-            if not self.cstill(est, attrs):
+            row = self.crow(attrs, x)
+            if row is None or not self.cstill(est, attrs):
                 return False
             if self.serves == LABELS:
                 code = PyDict_GetItem(self.codes, y)      # NULL for an unhashable y too
@@ -349,12 +361,10 @@ cdef class Events:
         if self.serves == NOTHING or self.acquire is None:
             return MISS
         attrs = est.__dict__
-        row = self.crow(attrs, x)
-        if row is None:
-            return MISS
         self.acquire()
         try:
-            if not self.cstill(est, attrs):
+            row = self.crow(attrs, x)
+            if row is None or not self.cstill(est, attrs):
                 return MISS
             if self.serves == TARGETS:
                 return self.cpredict(attrs, row)
