@@ -3,12 +3,15 @@
 `locked(estimator)` serialises the calls that read or write a model; two
 threads calling partial_fit on one estimator get the result of one serial
 order, and two estimators learn in two threads at once.  The lock lives
-outside the estimator, so pickling and cloning never see it.  `VALIDATED`
+outside the estimator, so pickling and cloning never see it.  It is a
+`okl._core._lock.ReentrantLock`, which the compiled one-event steps take in C.  `VALIDATED`
 holds the parameter values each estimator was last validated with (okl._base).
 """
 import functools
 import threading
 import weakref
+
+from okl._core._lock import ReentrantLock
 
 _LOCKS = weakref.WeakKeyDictionary()
 VALIDATED = weakref.WeakKeyDictionary()
@@ -20,7 +23,7 @@ def locked(estimator):
     with GUARD:
         lock = _LOCKS.get(estimator)
         if lock is None:
-            lock = _LOCKS[estimator] = threading.RLock()
+            lock = _LOCKS[estimator] = ReentrantLock()
     return lock
 
 

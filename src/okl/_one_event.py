@@ -179,10 +179,13 @@ class EventAdapter:
         if events is None or not events.matches(est):
             compiled = getattr(est, "_compiled_events", None)
             events = None if compiled is None else compiled(self._events)
+            if events is not None:
+                self._sync_schema()
+                events.set_lock(self.lock)
+            if isinstance(est, OneEventMixin):      # the compiled learn_one's first try
+                object.__setattr__(est, "_one_event_step", events)
             if events is None:
                 return None
-            self._sync_schema()
-            events.set_lock(self.lock)
         if self._is_classifier():       # the ready-row entry: the labels it takes
             classes, memo = est.__dict__.get("classes_"), self._targets
             events.set_labels(classes, memo[1] if memo[0] is classes else None)
@@ -438,7 +441,9 @@ class OneEventMixin:
     a classifier the one label seen so far, or None).
     """
 
-    __slots__ = ("_attr_version",)      # not in __dict__: not model state, never saved
+    # not in __dict__: not model state, never saved or copied.  `_one_event_step` is the
+    # compiled step the adapter last gave (`EventAdapter._fast`), for learn_one / predict_one
+    __slots__ = ("_attr_version", "_one_event_step")
 
     def __setattr__(self, name, value):
         """Bind, and give the learner a new `_attr_version`: the compiled one-event step

@@ -792,6 +792,7 @@ cdef class PAEvents(Events):
     """
     cdef readonly int kind
     cdef object model, raw, cure
+    cdef dict mattrs                      # the model's __dict__: its scale, sq_norm, raw
     cdef KernelExpansion expansion
     cdef MultiExpansion mexpansion
     cdef PASpec spec
@@ -820,6 +821,7 @@ cdef class PAEvents(Events):
         reg, variant, C, alpha, beta, mistake = rule
         self.spec = PASpec(<Regularization>reg, <Variant>variant, C, alpha, beta, mistake)
         self.kind, self.model, self.sigma = kind, model, sigma
+        self.mattrs = model.__dict__
         self.name, self.cure, self.names = name, cure, names
         self.values = tuple([model] + [None] * (len(names) - 1))
         self.k = 1
@@ -880,7 +882,7 @@ cdef class PAEvents(Events):
         if not Events.cmatches(self, est, attrs):
             return False
         if self.kind == LINEAR or self.kind == MULTI_LINEAR:
-            return self.model.raw is self.raw
+            return self.mattrs.get("raw") is self.raw
         if self.kind == KERNEL:
             return self.model.expansion is self.expansion
         return self.model.expansion is self.mexpansion
@@ -890,7 +892,7 @@ cdef class PAEvents(Events):
             return self.expansion.scale
         if self.kind == MULTI_KERNEL:
             return self.mexpansion.scale
-        return self.model.scale
+        return self.mattrs["scale"]
 
     cdef const double* _row(self, object x) except NULL:
         """The data of row x (a ready array in place; any other 1-D float64 buffer through a
@@ -1006,7 +1008,7 @@ cdef class PAEvents(Events):
         cdef const double* xp = &self.last_row[0]
         steps = counters["t_"]
         cdef double t = steps
-        ww = self.model.sq_norm
+        ww = self.mattrs["sq_norm"]
         xx = self.last_xx
         craise_signals()                # a Ctrl-C so far: raised before any write
         if self.kind == KERNEL:
@@ -1016,7 +1018,7 @@ cdef class PAEvents(Events):
             ev = cmulti_kernel_step(self.mexpansion, xp, xx, cself(&self.mexpansion.kernel, xx),
                                     &self.last_s[0], yi, &self.spec, &ww, &self.a[0])
         else:
-            scale = self.model.scale
+            scale = self.mattrs["scale"]
             row = Row(xp, NULL, self.d)
             if self.kind == LINEAR:
                 ev = clinear_step(&self.w[0], &scale, &ww, self.d, &row, y, self.last_s[0],
@@ -1027,11 +1029,11 @@ cdef class PAEvents(Events):
                                         &self.last_s[0], &self.spec, self.sigma, NULL,
                                         &self.a_work[0], &self.work[0], self.pairs)
             if ev == UPDATED:
-                self.model.scale = scale
+                self.mattrs["scale"] = scale
         if ev == DIVERGED:
             self._diverged(t)
         if ev == UPDATED:
-            self.model.sq_norm = ww
+            self.mattrs["sq_norm"] = ww
             self.has_last = False
             counters["n_updates_"] = counters["n_updates_"] + 1
         if ev != INFEASIBLE:

@@ -7,6 +7,8 @@ is written once.
 cimport numpy as cnp
 from libc.math cimport pow
 
+from okl._core._lock cimport ReentrantLock
+
 
 cpdef enum StepSize:
     AUTO = 0        # eta_t = t**-eta_decay / (lam_t + M C_K^2), the papers' admissible step
@@ -105,7 +107,7 @@ cdef class Events:
     cdef object classes
     cdef dict codes
     cdef list labels
-    cdef object acquire, release    # the learner's lock (okl._locks), taken in the call
+    cdef ReentrantLock lock         # the learner's lock (okl._locks), taken in the call
     cdef object row_buffer          # a converted row (crow), under the lock
     # the prior-shift offset's state (n, ybar, recent, hbar, srecent) as last stored in the
     # learner's _prior_state (that very tuple: a restore or a chunk rereads it)

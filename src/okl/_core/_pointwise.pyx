@@ -37,6 +37,7 @@ from okl._core._expansion cimport MERGE, KernelExpansion
 from okl._core._linear cimport FeatureRow, LinearModel
 from okl._core._signals cimport cinterrupted, craise_pending, craise_signals
 from okl._core._event cimport carray_into, cdict_into
+from okl._core._lock cimport ReentrantLock
 
 
 cnp.import_array()
@@ -186,31 +187,30 @@ def learn_one(self, x, y, sample_weight=1.0):
     """Predict, then learn one event (x a dict or a 1-D row, y a scalar); returns None.
 
     `okl._one_event.OneEventMixin.learn_one`, compiled: the learner's one-event step
-    (`Events.learn_ready`) in one call, or the adapter (`okl._one_event.EventAdapter`)
-    for what it declines."""
-    cdef Events events
+    (`Events.learn_ready`, kept in the learner's slot `_one_event_step`) in one call, or
+    the adapter (`okl._one_event.EventAdapter`) for what it declines."""
+    step = getattr(self, "_one_event_step", None)
+    if isinstance(step, Events) and (<Events>step).learn_ready(self, x, y, sample_weight):
+        return
     adapter = self.__dict__.get("_one_event_state")
     if adapter is None or adapter.estimator is not self:
         adapter = self._one_event()
-    events = adapter._events[0]
-    if events is None or not events.learn_ready(self, x, y, sample_weight):
-        with adapter.lock:
-            adapter.learn_one(x, y, sample_weight)
+    with adapter.lock:
+        adapter.learn_one(x, y, sample_weight)
 
 
 def predict_one(self, x):
     """The prediction for one event; the prior before any learning.
 
     `okl._one_event.OneEventMixin.predict_one`, compiled as `learn_one`."""
-    cdef Events events
+    step = getattr(self, "_one_event_step", None)
+    if isinstance(step, Events):
+        label = (<Events>step).predict_ready(self, x)
+        if label is not MISS:
+            return label
     adapter = self.__dict__.get("_one_event_state")
     if adapter is None or adapter.estimator is not self:
         adapter = self._one_event()
-    events = adapter._events[0]
-    if events is not None:
-        label = events.predict_ready(self, x)
-        if label is not MISS:
-            return label
     with adapter.lock:
         return adapter.predict_one(x)
 
@@ -278,9 +278,9 @@ cdef class Events:
             self.codes = {} if codes is None else dict(codes)
             self.serves = LABELS
 
-    def set_lock(self, lock):
+    def set_lock(self, ReentrantLock lock):
         """The learner's re-entrant lock (okl._locks): the ready-row calls hold it."""
-        self.acquire, self.release = lock.acquire, lock.release
+        self.lock = lock
 
     def remember(self, classes, y, double target):
         """The code of label y, as the adapter found it (at most 64 labels are kept)."""
@@ -325,7 +325,7 @@ cdef class Events:
         cdef dict attrs
         cdef double target
         cdef PyObject* code
-        if self.serves == NOTHING or self.acquire is None:
+        if self.serves == NOTHING or self.lock is None:
             return False
         if not (type(weight) is float and PyFloat_AS_DOUBLE(weight) == 1.0
                 or type(weight) is int and weight == 1):
@@ -340,7 +340,7 @@ cdef class Events:
             if not isfinite(target):
                 return False
         attrs = est.__dict__
-        self.acquire()
+        self.lock.cacquire()
         try:
             row = self.crow(attrs, x)
             if row is None or not self.cstill(est, attrs):
@@ -352,16 +352,16 @@ cdef class Events:
                 target = PyFloat_AS_DOUBLE(<object>code)
             return self.cevent(attrs, row, target) == 1
         finally:
-            self.release()
+            self.lock.crelease()
 
     cpdef object predict_ready(self, object est, object x):
         """The prediction for one event (a label, or f) under the learner's lock, or `MISS`
         when declined."""
         cdef dict attrs
-        if self.serves == NOTHING or self.acquire is None:
+        if self.serves == NOTHING or self.lock is None:
             return MISS
         attrs = est.__dict__
-        self.acquire()
+        self.lock.cacquire()
         try:
             row = self.crow(attrs, x)
             if row is None or not self.cstill(est, attrs):
@@ -370,7 +370,7 @@ cdef class Events:
                 return self.cpredict(attrs, row)
             return self.cpredict_label(attrs, row)
         finally:
-            self.release()
+            self.lock.crelease()
 
     cdef int cstill(self, object est, dict attrs) except -1:
         """Under the lock: the learner still has the classes_ the label codes are of, and the
