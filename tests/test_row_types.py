@@ -93,3 +93,33 @@ def test_bad_rows_keep_their_clear_errors_and_leave_the_model(bad, error, match)
         est.predict_one(bad)
     np.testing.assert_array_equal(est.predict(X), before)
     assert est.t_ == 20
+
+
+@pytest.mark.parametrize("change", ["value", "same-value", "reorder", "key", "type"])
+def test_a_dict_changed_between_predict_and_learn_is_read_again(change):
+    """learn_one takes the dict predict_one converted without reading it again only while
+    the dict is unchanged (its version, PEP 509): every change is learned as it is."""
+    make = lambda: RegularizedPAClassifier(kernel="gaussian", gamma=0.3, classes=[0, 1])
+    ready, other = make(), make()
+    rows = FORMS["dict"](X)
+    for i in range(40):
+        ready.learn_one(X[i], labels[i])
+        other.learn_one(rows[i], labels[i])
+    for i in range(40, len(X)):
+        x = rows[i]
+        assert other.predict_one(x) == ready.predict_one(X[i])
+        row = X[i].copy()
+        if change == "value":
+            x["c"] = row[2] = 2.5 * i
+        elif change == "same-value":
+            x["c"] = float(x["c"])
+        elif change == "reorder":           # same values, another key order: the adapter's
+            x = {key: x[key] for key in reversed(list(x))}
+        elif change == "key":               # a key taken out and put back (now the last)
+            del x["a"]
+            x["a"] = row[0] = -1.0
+        else:
+            x["a"] = row[0] = int(i)
+        ready.learn_one(row, labels[i])
+        other.learn_one(x, labels[i])
+    np.testing.assert_array_equal(ready.decision_function(X), other.decision_function(X))

@@ -16,6 +16,35 @@ cdef extern from "Python.h":
 cnp.import_array()
 
 
+cdef extern from *:
+    """
+    /* The version of a dict (PEP 509): CPython gives each dict a new one, unique in the
+       interpreter, when it is made and at every change.  The field is deprecated from
+       3.12 and gone in 3.14: there dict_version returns 0, which matches nothing. */
+    #if PY_VERSION_HEX < 0x030E0000 && !defined(Py_GIL_DISABLED) && !defined(PYPY_VERSION)
+    #if defined(__GNUC__)
+    #pragma GCC diagnostic push
+    #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    #endif
+    static inline unsigned long long okl_dict_version(PyObject* d) {
+        return (unsigned long long)((PyDictObject*)d)->ma_version_tag;
+    }
+    #if defined(__GNUC__)
+    #pragma GCC diagnostic pop
+    #endif
+    #else
+    static inline unsigned long long okl_dict_version(PyObject* d) { (void)d; return 0; }
+    #endif
+    """
+    unsigned long long okl_dict_version(PyObject* d) noexcept
+
+
+cdef unsigned long long dict_version(dict x) noexcept:
+    """x's version (PEP 509): another dict, or x after any change, has another; 0 where
+    CPython does not keep one."""
+    return okl_dict_version(<PyObject*>x)
+
+
 cdef inline bint same_str(PyObject* a, PyObject* b) noexcept:
     """a and b are exact str objects of the same characters (compared in place: no Python
     code runs; kind 0 is a legacy string not yet ready, declined)."""

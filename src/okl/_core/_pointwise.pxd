@@ -5,6 +5,7 @@
 is written once.
 """
 cimport numpy as cnp
+from cpython.object cimport PyObject
 from libc.math cimport pow
 
 from okl._core._lock cimport ReentrantLock
@@ -109,6 +110,11 @@ cdef class Events:
     cdef list labels
     cdef ReentrantLock lock         # the learner's lock (okl._locks), taken in the call
     cdef object row_buffer          # a converted row (crow), under the lock
+    # the dict it holds (only compared, never read: no reference), that dict's version
+    # then, and the feature order it was read in
+    cdef PyObject* row_dict
+    cdef unsigned long long row_version
+    cdef object row_keys
     # the prior-shift offset's state (n, ybar, recent, hbar, srecent) as last stored in the
     # learner's _prior_state (that very tuple: a restore or a chunk rereads it)
     cdef object prior_tuple

@@ -36,7 +36,7 @@ from okl._core._losses cimport LossSpec, cgradient
 from okl._core._expansion cimport MERGE, KernelExpansion
 from okl._core._linear cimport FeatureRow, LinearModel
 from okl._core._signals cimport cinterrupted, craise_pending, craise_signals
-from okl._core._event cimport carray_into, cdict_into
+from okl._core._event cimport carray_into, cdict_into, dict_version
 from okl._core._lock cimport ReentrantLock
 
 
@@ -294,9 +294,13 @@ cdef class Events:
         """Under the lock: x as a float64 row the step reads, x itself when ready, else
         converted in C into this step's row buffer (a dict in the learner's feature order, a
         list of numbers, a float32 or strided row; no allocation, and no Python code runs);
-        None for anything else (the adapter's `okl._rows.check_row` names what is wrong)."""
+        None for anything else (the adapter's `okl._rows.check_row` names what is wrong).
+
+        The dict `predict_one` just converted, unchanged since (its version, PEP 509), is
+        not converted again by `learn_one`."""
         cdef Py_ssize_t n
         cdef cnp.npy_intp d
+        cdef unsigned long long version = 0
         cdef int kind
         if cready(x, &n) != NULL:
             return x
@@ -304,6 +308,10 @@ cdef class Events:
             keys = attrs.get("_feature_keys")
             if type(keys) is not tuple:
                 return None
+            version = dict_version(<dict>x)
+            if (version != 0 and version == self.row_version and keys is self.row_keys
+                    and <PyObject*>x == self.row_dict):
+                return self.row_buffer
             d, kind = len(<tuple>keys), 0
         elif type(x) is list or type(x) is cnp.ndarray:
             width = attrs.get("n_features_in_")
@@ -312,12 +320,16 @@ cdef class Events:
             d, kind = width, 1
         else:
             return None
+        self.row_dict, self.row_version, self.row_keys = NULL, 0, None
         if self.row_buffer is None or cnp.PyArray_DIM(<cnp.ndarray>self.row_buffer, 0) != d:
             self.row_buffer = cnp.PyArray_EMPTY(1, &d, cnp.NPY_DOUBLE, 0)
         out = <double*>cnp.PyArray_DATA(<cnp.ndarray>self.row_buffer)
-        if kind == 0 and cdict_into(x, <tuple>keys, out) or kind == 1 and carray_into(x, d, out):
-            return self.row_buffer
-        return None
+        if kind == 1:
+            return self.row_buffer if carray_into(x, d, out) else None
+        if not cdict_into(x, <tuple>keys, out):
+            return None
+        self.row_dict, self.row_version, self.row_keys = <PyObject*>x, version, keys
+        return self.row_buffer
 
     cpdef bint learn_ready(self, object est, object x, object y, object weight=1.0) except -1:
         """Learn one event in this call, under the learner's lock, or decline it (False)
