@@ -119,3 +119,28 @@ def test_the_fast_cosine_hands_far_arguments_to_libm(scale):
     Z = np.full((1, D), np.nan)
     cos_rows(Z, b, c)
     assert np.isnan(Z).all()
+
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+@pytest.mark.parametrize("approximation, classes", [("fourier", 2), ("fourier", 3),
+                                                    ("nystroem", 2), ("nystroem", 3)])
+def test_a_chunk_maps_its_features_a_block_at_a_time_with_the_same_iterates(
+        monkeypatch, engine, approximation, classes):
+    """A chunk's features are mapped FEATURE_ROWS rows at a time (okl._feature_model): the
+    blocks change nothing, with sample weights and the exact phase included."""
+    import okl._feature_model as feature_model
+    from okl import OnlineKernelClassifier
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(700, 4))
+    y = np.argmax(X[:, :classes], axis=1) if classes > 2 else (X[:, 0] * X[:, 1] > 0)
+    w = rng.uniform(0.5, 2.0, size=len(X))
+    models = []
+    for rows in (100_000, 37):
+        monkeypatch.setattr(feature_model, "FEATURE_ROWS", rows)
+        est = OnlineKernelClassifier(approximation=approximation, n_components=30, gamma=0.4,
+                                     random_state=0, engine=engine)
+        est.partial_fit(X[:650], y[:650], classes=np.unique(y), sample_weight=w[:650])
+        est.partial_fit(X[650:], y[650:], sample_weight=w[650:])
+        models.append(est)
+    assert models[0].t_ == models[1].t_ == len(X)
+    np.testing.assert_array_equal(models[0].decision_function(X), models[1].decision_function(X))

@@ -32,6 +32,10 @@ from okl._numpy.multiexpansion import from_binary, insert_class
 from okl.kernels import kernel_diagonal
 
 APPROXIMATIONS = ("fourier", "nystroem")
+# rows whose features a chunk maps at a time: z of 512 rows (2 MB at D = 500) is learned while
+# it is in the cache, where a 50000-row chunk's z (200 MB) went to memory and back (2.8 -> 2.3 us
+# a row at D = 500, d = 20)
+FEATURE_ROWS = 512
 
 
 class FeatureModel:
@@ -185,11 +189,17 @@ class FeatureModel:
             start = stop
             self._full()
         if start < n:
-            kdiag = kernel_diagonal(self.params, X[start:])
-            failed, state = loop(self.linear, self.fmap.transform(X[start:]), y[start:], *args,
-                                 scores[start:], rows(weight, start, n), rows(eta, start, n),
-                                 kdiag)
-            return (start + failed if failed >= 0 else -1), state
+            Z = np.empty((min(FEATURE_ROWS, n - start), self.fmap.n_components))
+        while start < n:
+            stop = min(n, start + FEATURE_ROWS)
+            z = self.fmap.transform(X[start:stop], out=Z[:stop - start])
+            failed, state = loop(self.linear, z, y[start:stop], *args, scores[start:stop],
+                                 rows(weight, start, stop), rows(eta, start, stop),
+                                 kernel_diagonal(self.params, X[start:stop]))
+            args = (*args[:2], state, *args[3:])
+            if failed >= 0:
+                return start + failed, state
+            start = stop
         return -1, args[2]
 
     def _exact_stop(self, start, n):
