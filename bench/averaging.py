@@ -24,8 +24,9 @@ Dask's task stream and the learner's own clocks (`split`): the client's plan,
 the first dispatch, learning, averaging, the rest of the round tasks, other
 tasks, the time between the worker's tasks (a synchronisation's barrier,
 hops), its wait for the other workers' last task, the final gather and the
-client's average.  The LocalCluster is started and warmed once, before;
-``--malloc-trim off`` starts its workers without Dask's MALLOC_TRIM_THRESHOLD_.
+client's average.  The LocalCluster is started and warmed once, before, as okl starts its
+own (`okl.distributed.tasks.local_cluster`: without Dask's MALLOC_TRIM_THRESHOLD_);
+``--malloc-trim dask`` starts its workers with Dask's 65536 instead.
 
 With ``--lost-worker``, instead: for each model and task, on a LocalCluster per pair of
 runs, kill one worker's process (SIGKILL; the nanny starts a new one) at each ``--kill-at``
@@ -37,7 +38,7 @@ undisturbed run's bit for bit (`lost_worker`).
 Run:  python bench/averaging.py [--n 1000000] [--chunk 50000] [--sync-every N]
                                 [--repeats 3] [--workers 2] [--threshold 0.05]
                                 [--models kernel fourier] [--tasks classification regression]
-                                [--runs processes static dynamic]
+                                [--runs processes static dynamic] [--malloc-trim off|dask]
       python bench/averaging.py --lost-worker [--kill-at 0.25 0.5 0.75] [--models ...]
                                               [--tasks ...]
 """
@@ -364,8 +365,10 @@ def main():
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--models", nargs="+", default=["kernel", "fourier"])
     parser.add_argument("--tasks", nargs="+", default=["classification", "regression"])
-    parser.add_argument("--malloc-trim", choices=["dask", "off"], default="dask",
-                        help="the workers' MALLOC_TRIM_THRESHOLD_: Dask's 65536, or unset")
+    parser.add_argument("--malloc-trim", choices=["off", "dask"], default="off",
+                        help="the workers' MALLOC_TRIM_THRESHOLD_: unset, as in the LocalCluster "
+                             "okl starts itself (okl.distributed.tasks.local_cluster), or Dask's "
+                             "65536")
     parser.add_argument("--lost-worker", action="store_true",
                         help="kill a worker mid-fit instead (--kill-at fractions of a fit)")
     parser.add_argument("--kill-at", nargs="+", type=float, default=[0.25, 0.5, 0.75])
@@ -385,7 +388,8 @@ def main():
     import dask
 
     # Dask's nanny starts workers with MALLOC_TRIM_THRESHOLD_=65536, which turns off glibc's
-    # adaptive mmap threshold: every large temporary is then a fresh mapping, paid in page faults
+    # adaptive mmap threshold: every large temporary is then a fresh mapping, paid in page
+    # faults; okl's own LocalCluster unsets it (okl.distributed.tasks.local_cluster)
     trim = {} if args.malloc_trim == "dask" else {
         "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
     if args.lost_worker:

@@ -78,13 +78,12 @@ def _two_workers():
     dask = pytest.importorskip("dask", reason="okl.distributed needs Dask: pip install "
                                               "\"okl[dask]\"")
     distributed = pytest.importorskip("distributed", reason="okl.distributed needs Dask")
+    from okl.distributed.tasks import local_cluster     # as okl starts its own
     # generous connection timeouts: on a loaded machine a worker process can take long to start
     with dask.config.set({"distributed.scheduler.allowed-failures": 1,
                           "distributed.comm.timeouts.connect": "300s",
                           "distributed.comm.timeouts.tcp": "300s"}), \
-            distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                                     host="127.0.0.1", dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as dask_client:
+            local_cluster(2) as cluster, distributed.Client(cluster) as dask_client:
         yield dask_client
 
 

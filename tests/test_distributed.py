@@ -107,6 +107,19 @@ def test_user_client_is_left_open_and_an_address_works(client):
         learn_many(OnlineKernelRegressor(), streams, client, n_workers=2)
 
 
+def test_okl_starts_its_workers_without_dask_malloc_trim():
+    """okl's own LocalCluster (client=None) unsets Dask's MALLOC_TRIM_THRESHOLD_=65536, which
+    costs a learner 3-6 % of its CPU in page faults (docs/distributed.md, section 2)."""
+    import dask
+    import distributed
+    from okl.distributed.tasks import local_cluster
+    assert dask.config.get("distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_")
+    with local_cluster(1) as cluster, distributed.Client(cluster) as own:
+        env = own.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_"))
+    assert list(env.values()) == [None]
+    assert dask.config.get("distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_")
+
+
 def test_a_task_error_names_its_key(client):
     X, y = regression_stream(0, 50)
     bad = X.copy()

@@ -10,7 +10,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 
 from okl._averaging import average_models
-from okl.distributed.tasks import SEQUENTIAL, import_distributed
+from okl.distributed.tasks import SEQUENTIAL, import_distributed, local_cluster
 
 
 
@@ -445,11 +445,8 @@ class AveragedLearner(BaseEstimator):
             return _InProcess(), ["local"] * k
         if self.client is None:
             if getattr(self, "_own_client", None) is None:
-                distributed = import_distributed()
-                self._cluster = distributed.LocalCluster(
-                    n_workers=k, threads_per_worker=1, processes=True, host="127.0.0.1",
-                    dashboard_address=None)
-                self._own_client = distributed.Client(self._cluster)
+                self._cluster = local_cluster(k)
+                self._own_client = import_distributed().Client(self._cluster)
             client = self._own_client
         elif isinstance(self.client, str):
             if getattr(self, "_own_client", None) is None:

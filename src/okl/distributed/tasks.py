@@ -22,6 +22,21 @@ def import_distributed():
     return distributed
 
 
+def local_cluster(n_workers):
+    """The `LocalCluster` okl starts itself: ``n_workers`` single-threaded worker processes on
+    the loopback interface, started without Dask's ``MALLOC_TRIM_THRESHOLD_=65536``.
+
+    That setting turns glibc's adaptive mmap threshold off, so every large temporary of a
+    learning task (a chunk's validated copy, its scores) is a fresh mapping paid in page
+    faults: 3-6 % of an okl learner's CPU (docs/distributed.md, section 2)."""
+    distributed = import_distributed()
+    import dask
+    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+        return distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1,
+                                        processes=True, host="127.0.0.1",
+                                        dashboard_address=None)
+
+
 class TaskError(RuntimeError):
     """A task raised; ``key`` names it and the original exception is the cause."""
 
@@ -53,8 +68,7 @@ def _session(client=None, n_workers=None):
     """Yield the `distributed.Client` to run on (None for ``client="sequential"``).
 
     ``client=None`` starts a `LocalCluster` of ``n_workers`` (default: the
-    number of cores) single-threaded worker processes on the loopback
-    interface and closes it on exit; a scheduler address string connects a
+    number of cores; `local_cluster`) and closes it on exit; a scheduler address string connects a
     new Client, closed on exit; a Client is yielded as given and left open.
     """
     if isinstance(client, str) and client == SEQUENTIAL:
@@ -71,9 +85,7 @@ def _session(client=None, n_workers=None):
         with distributed.Client(client) as new:
             yield new
         return
-    with distributed.LocalCluster(n_workers=n_workers or os.cpu_count() or 1,
-                                  threads_per_worker=1, processes=True, host="127.0.0.1",
-                                  dashboard_address=None) as cluster, \
+    with local_cluster(n_workers or os.cpu_count() or 1) as cluster, \
             distributed.Client(cluster) as new:
         yield new
 
