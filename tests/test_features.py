@@ -144,3 +144,51 @@ def test_a_chunk_maps_its_features_a_block_at_a_time_with_the_same_iterates(
         models.append(est)
     assert models[0].t_ == models[1].t_ == len(X)
     np.testing.assert_array_equal(models[0].decision_function(X), models[1].decision_function(X))
+
+
+@pytest.mark.parametrize("repeat", [0, 5])
+def test_nystroem_lower_basis_is_a_rotation_whose_one_row_map_reads_half(repeat):
+    """basis="lower" (the default) is the eigen basis rotated by an orthogonal Q that makes C
+    zero above its diagonal: the same kernel approximation, the same f from the same
+    expansion, and the compiled one-row map (which reads C from row j on) agrees with
+    `transform`; with a dropped eigenvalue (repeated landmarks) C is lower-trapezoidal."""
+    from okl._core._linear import FeatureRow
+    rng = np.random.default_rng(3)
+    base = rng.normal(size=(70, 4)) / 2
+    L = np.vstack([base, base[:repeat]])
+    lower = NystroemFeatures(L, "gaussian", gamma=0.7, tol=1e-10)
+    eigen = NystroemFeatures(L, "gaussian", gamma=0.7, tol=1e-10, basis="eigen")
+    C = lower.components
+    assert lower.basis == "lower" and C.shape == eigen.components.shape
+    assert not np.any(np.triu(C, 1)) and np.any(np.triu(eigen.components, 1))
+    X = rng.normal(size=(40, 4)) / 2
+    Zl, Ze = lower.transform(X), eigen.transform(X)
+    np.testing.assert_allclose(Zl, Ze @ lower.rotation, atol=1e-12)
+    np.testing.assert_allclose(Zl @ Zl.T, Ze @ Ze.T, atol=1e-12)
+    a = rng.normal(size=(len(L), 3))
+    np.testing.assert_allclose(Zl @ lower.weights_from_expansion(a),
+                               Ze @ eigen.weights_from_expansion(a), atol=1e-10)
+    for fmap, Z in ((lower, Zl), (eigen, Ze)):
+        np.testing.assert_allclose(fmap.row_map().transform(X), Z, atol=1e-12)
+    with pytest.raises(ValueError, match="basis"):
+        NystroemFeatures(L, "gaussian", basis="other")
+
+
+def test_a_nystroem_state_without_a_basis_is_the_eigen_basis_of_its_time():
+    """A model saved before the lower basis (its state has no fmap_basis, its weights are in
+    the eigen basis) loads with that basis and predicts as it did."""
+    from okl import OnlineKernelRegressor
+    from okl._feature_model import FeatureModel
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(300, 3))
+    y = np.sin(X[:, 0]) + X[:, 1]
+    est = OnlineKernelRegressor(approximation="nystroem", n_components=40, gamma=0.5).fit(X, y)
+    model = est._expansion
+    state = model.get_state()
+    assert state["fmap_basis"] == "lower"
+    old = dict(state, linear_w=model.fmap.rotation @ state["linear_w"])
+    del old["fmap_basis"]
+    restored = FeatureModel.from_state(old)
+    assert restored.fmap.basis == "eigen"
+    np.testing.assert_allclose(restored.linear.predict(restored.fmap.transform(X)),
+                               model.linear.predict(model.fmap.transform(X)), atol=1e-10)

@@ -364,6 +364,14 @@ def _known_attack(name):
             blob = _edit(RegularizedPAClassifier(kernel="gaussian", approximation="nystroem",
                                                  n_components=30).fit(X, yc),
                          {("params", "n_components"): 3, ("objects", "_model", "n_components"): 3})
+        elif name == "Nystroem basis of the PA":
+            blob = _edit(RegularizedPAClassifier(kernel="gaussian", approximation="nystroem",
+                                                 n_components=4).fit(X, yc),
+                         {("objects", "_model", "fmap_basis"): "other"})
+        elif name == "Nystroem basis of a regressor":
+            blob = _edit(OnlineKernelRegressor(approximation="nystroem", n_components=4,
+                                               gamma=0.5).fit(X, yr),
+                         {("objects", "_expansion", "fmap_basis"): "other"})
         elif name == "random bytes":
             blob = np.random.default_rng(0).bytes(500)
         elif name == "invalid parameter":
@@ -380,7 +388,8 @@ def _known_attack(name):
 
 KNOWN = ["budget ring slot", "ring slot of a regressor", "pairwise t_", "pairwise history index",
          "shortened centres", "lengthened coefficients", "re-typed weights", "n_features_in_",
-         "random bytes", "invalid parameter", "Nystroem exact phase past n_components"]
+         "random bytes", "invalid parameter", "Nystroem exact phase past n_components",
+         "Nystroem basis of the PA", "Nystroem basis of a regressor"]
 
 
 @pytest.mark.parametrize("name", KNOWN)

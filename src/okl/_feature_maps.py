@@ -223,13 +223,17 @@ def kernel_matrix(params, X, L):
 
 
 class NystroemFeatures:
-    """z(x) = k_L(x) U_r Lambda_r^{-1/2}, from landmarks L and K_LL = U Lambda U^T.
+    """z(x) = k_L(x) C, from landmarks L and K_LL = U Lambda U^T: C = U_r Lambda_r^{-1/2} Q.
 
     Eigenvalues below `tol * max eigenvalue` are dropped (r <= len(L) components
     remain), so z(L_i) . z(L_j) = K(L_i, L_j) up to the dropped part: exactly
-    when nothing is dropped.  `weights_from_expansion` turns f = sum_i a_i K(L_i, .)
-    into w with <w, z(x)> = f(x): NOGD's switch from an exact kernel phase on
-    the first B samples to a linear model on their features.
+    when nothing is dropped.  ``basis="lower"`` (the default) takes the rotation Q
+    (r x r, orthogonal; from the QR factorisation of (U_r Lambda_r^{-1/2})^T) that
+    makes C lower-trapezoidal, C[i, j] = 0 for i < j: the same inner products, and
+    the one-row product reads half of C (docs/budget.md, section 2).  ``"eigen"``
+    (Q = I) is the basis of models saved before it.  `weights_from_expansion` turns
+    f = sum_i a_i K(L_i, .) into w with <w, z(x)> = f(x): NOGD's switch from an exact
+    kernel phase on the first B samples to a linear model on their features.
 
     References
     ----------
@@ -237,13 +241,16 @@ class NystroemFeatures:
     """
 
     def __init__(self, landmarks, kernel="gaussian", gamma=1.0, degree=3, coef0=0.0,
-                 tol=1e-12, **params):
+                 tol=1e-12, basis="lower", **params):
         self.params = _record(kernel, "Nystroem features", gamma=gamma, degree=degree,
                               coef0=coef0, **params)
         self.kernel = self.params["kernel"]
         self.gamma, self.degree, self.coef0 = (self.params[k]
                                                for k in ("gamma", "degree", "coef0"))
         self.tol = float(tol)
+        if basis not in ("lower", "eigen"):
+            raise ValueError(f"basis must be 'lower' or 'eigen'; got {basis!r}.")
+        self.basis = basis
         L = np.ascontiguousarray(landmarks, dtype=np.float64)
         if L.ndim != 2 or len(L) < 1:
             raise ValueError(f"landmarks must be a non-empty 2-D array; got shape {L.shape}.")
@@ -259,7 +266,12 @@ class NystroemFeatures:
         keep = lam > self.tol * top
         self.eigenvalues = lam[keep]
         self.eigenvectors = np.ascontiguousarray(U[:, keep])
-        self.components = np.ascontiguousarray(self.eigenvectors / np.sqrt(self.eigenvalues))
+        C = self.eigenvectors / np.sqrt(self.eigenvalues)
+        self.rotation = None
+        if basis == "lower":            # C^T = Q R: C Q = R^T, zero above its diagonal
+            self.rotation, R = np.linalg.qr(C.T)
+            C = R.T
+        self.components = np.ascontiguousarray(C)
         self.n_components = int(keep.sum())
 
     def transform(self, X, out=None):
@@ -279,7 +291,7 @@ class NystroemFeatures:
         return FeatureRow.nystroem(self.landmarks, self.components, self.params)
 
     def weights_from_expansion(self, coef):
-        """w = Lambda_r^{1/2} U_r^T a, so <w, z(x)> = k_L(x)^T U_r U_r^T a (a (B, k): one
+        """w = Q^T Lambda_r^{1/2} U_r^T a, so <w, z(x)> = k_L(x)^T U_r U_r^T a (a (B, k): one
         column of w per class).
 
         That is f(x) = sum_i a_i K(L_i, x) exactly when no eigenvalue was
@@ -289,13 +301,15 @@ class NystroemFeatures:
         """
         a = np.asarray(coef, dtype=np.float64)
         root = np.sqrt(self.eigenvalues)
-        return (root if a.ndim == 1 else root[:, None]) * (self.eigenvectors.T @ a)
+        w = (root if a.ndim == 1 else root[:, None]) * (self.eigenvectors.T @ a)
+        return w if self.rotation is None else self.rotation.T @ w
 
     def get_state(self):
-        return dict(kind="nystroem", **self.params, tol=self.tol,
+        return dict(kind="nystroem", **self.params, tol=self.tol, basis=self.basis,
                     landmarks=self.landmarks.copy())
 
     @classmethod
     def from_state(cls, state):
+        """The map of `get_state`; a state without a basis (saved before it) is "eigen"."""
         return cls(state["landmarks"], kernel_record(state, complete=True),
-                   tol=float(state["tol"]))
+                   tol=float(state["tol"]), basis=state.get("basis", "eigen"))

@@ -373,6 +373,7 @@ class StateCheck:
                 if not 1 <= r <= D:
                     self.fail(f"a Nystroem model of {D} landmarks has {r} features")
                 self.array(state.get("fmap_landmarks"), "_expansion.fmap_landmarks", (D, d))
+                self.basis(state, "_expansion")
             self.float(state.get("linear_scale"), "_expansion.linear_scale", 0.0, open_lo=True)
         else:
             self.fail(f"_expansion.phase = {state['phase']!r} is neither 'exact' nor 'linear'")
@@ -386,7 +387,8 @@ class StateCheck:
             else ("kind", "kernel", "gamma", "degree", "coef0", "tol", "landmarks")
         check.keys(state, ("linear_raw", "linear_scale", "linear_sq_norm")
                    + tuple("fmap_" + k for k in fmap), "the feature model '_model'",
-                   optional=tuple("fmap_" + k for k in KERNEL_PARAMS))  # Fourier: no degree
+                   optional=tuple("fmap_" + k for k in KERNEL_PARAMS)   # Fourier: no degree
+                   + (() if fourier else ("fmap_basis",)))
         gamma = float(self.out.get("gamma_", est.gamma))
         record = self.kernel_of(est, gamma)
         k = len(self.out["classes_"])          # k >= 3: one row of weights per class
@@ -414,9 +416,10 @@ class StateCheck:
                         fmap_b=check.array(state["fmap_b"], "_model.fmap_b", (D,)))
         tol = check.float(state["fmap_tol"], "_model.fmap_tol", 0.0, 1.0)
         landmarks = check.array(state["fmap_landmarks"], "_model.fmap_landmarks", (D, d))
+        basis = check.basis(state, "_model")
         try:                    # the map itself: K_LL's eigendecomposition, r <= D components
             with np.errstate(all="ignore"):
-                built = NystroemFeatures(landmarks, record, tol=tol)
+                built = NystroemFeatures(landmarks, record, tol=tol, basis=basis)
         except (ValueError, ArithmeticError, np.linalg.LinAlgError):
             check.fail("the Nystroem landmarks give no valid feature map")
         if not np.all(np.isfinite(built.components)):
@@ -424,7 +427,15 @@ class StateCheck:
         if raw.shape[-1] != built.n_components:
             check.fail(f"_model.linear_raw has {raw.shape[-1]} weights for {built.n_components} "
                        "Nystroem features")
-        return dict(out, fmap_tol=tol, fmap_landmarks=landmarks)
+        return dict(out, fmap_tol=tol, fmap_landmarks=landmarks, fmap_basis=basis)
+
+    def basis(self, state, key):
+        """The basis of a Nystroem map (okl._feature_maps.NystroemFeatures): "lower", or
+        "eigen" for a file saved before the key existed."""
+        basis = state.get("fmap_basis", "eigen")
+        if basis not in ("lower", "eigen"):
+            self.fail(f"{key}.fmap_basis = {basis!r} is neither 'lower' nor 'eigen'")
+        return basis
 
     def history(self, state, d, kind, buffer, t, n_centres):
         """Check the stored points of a PairwiseLearner's model against its counters."""

@@ -23,6 +23,7 @@ cdef class FeatureRow:
     cdef const double* W                    # Fourier (d, D); Nystroem's landmarks (B, d)
     cdef const double* b                    # Fourier (D,)
     cdef const double* components           # Nystroem's C (B, r), packed (_rowmat.h)
+    cdef bint lower                         # C[i, j] = 0 for i < j: read from row j on
     cdef double c                           # Fourier's sqrt(2 / D)
     cdef double* kbuf                       # Nystroem's kernel row (B,)
     cdef const double* lt                   # Nystroem's L^T (d, B), packed

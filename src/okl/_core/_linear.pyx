@@ -28,6 +28,8 @@ from okl._core._lazy cimport RENORMALISED, cshrink_lazy
 cdef extern from "_rowmat.h" nogil:
     const Py_ssize_t OKL_ROW_BLOCK
     void okl_row_times(Py_ssize_t n, Py_ssize_t D, const double* x, const double* W, double* z)
+    void okl_row_times_lower(Py_ssize_t n, Py_ssize_t D, const double* x, const double* W,
+                             double* z)
 
 
 cdef extern from "_cos.h" nogil:
@@ -180,6 +182,7 @@ cdef class FeatureRow:
         self.kind, self.kernel = 1, kernel_spec(kernel)
         self.n_features, self.n_landmarks = landmarks.shape[1], landmarks.shape[0]
         self.n_components = components.shape[1]
+        self.lower = not np.any(np.triu(np.asarray(components), 1))
         # the Gaussian, linear and polynomial rows from x L^T in blocks of columns (as the
         # chunks' matrix products), with ||l_i||^2; the others sum distances (ckernel_row)
         cdef const double[::1] lt = packed(np.asarray(landmarks).T)
@@ -219,7 +222,10 @@ cdef class FeatureRow:
                                          self.kernel.degree)
         else:
             ckernel_row(&self.kernel, x, self.W, B, self.n_features, self.kbuf)
-        okl_row_times(B, r, self.kbuf, self.components, z)
+        if self.lower:
+            okl_row_times_lower(B, r, self.kbuf, self.components, z)
+        else:
+            okl_row_times(B, r, self.kbuf, self.components, z)
 
     def transform(self, const double[:, ::1] X):
         """z of every row (a test's view of `cmap`)."""

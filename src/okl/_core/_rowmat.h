@@ -66,4 +66,18 @@ static void okl_row_times(ptrdiff_t n, ptrdiff_t D, const double *x, const doubl
         okl_row_block(n, x, W + n * j0, D - j0, z + j0);
 }
 
+/* z <- x W for W (n, D) lower-trapezoidal (W[i, j] = 0 for i < j), packed as above: the
+ * block of columns j0 ... reads its rows from j0 on, about half of W when n = D; the rows
+ * skipped add exact zeros. */
+OKL_ROWMAT_CLONES
+static void okl_row_times_lower(ptrdiff_t n, ptrdiff_t D, const double *x, const double *W,
+                                double *z)
+{
+    ptrdiff_t j0 = 0;
+    for (; j0 + OKL_ROW_BLOCK <= D; j0 += OKL_ROW_BLOCK)
+        okl_row_block(n - j0, x + j0, W + n * j0 + j0 * OKL_ROW_BLOCK, OKL_ROW_BLOCK, z + j0);
+    if (j0 < D)
+        okl_row_block(n - j0, x + j0, W + n * j0 + j0 * (D - j0), D - j0, z + j0);
+}
+
 #endif
