@@ -1,4 +1,5 @@
-"""Dict events as rows: one pass in C over a stream event's features (okl._rows)."""
+"""Stream events as rows: one pass in C over a dict's, a list's or a strided row's values
+(okl._rows, and the one-event steps' row buffer, okl._core._pointwise.Events.crow)."""
 cimport numpy as cnp
 
 from cpython.dict cimport PyDict_Next, PyDict_Size
@@ -8,12 +9,13 @@ from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_CheckExact
 from libc.string cimport memcmp
 
+cnp.import_array()
+
+
 cdef extern from "Python.h":
     Py_ssize_t PyUnicode_GET_LENGTH(PyObject*)
     int PyUnicode_KIND(PyObject*)
     void* PyUnicode_DATA(PyObject*)
-
-cnp.import_array()
 
 
 cdef extern from *:
@@ -53,7 +55,8 @@ cdef inline bint same_str(PyObject* a, PyObject* b) noexcept:
         return False
     n = PyUnicode_GET_LENGTH(a)
     return (n == PyUnicode_GET_LENGTH(b) and PyUnicode_KIND(a) == PyUnicode_KIND(b)
-            and PyUnicode_KIND(a) != 0 and memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), n * PyUnicode_KIND(a)) == 0)
+            and PyUnicode_KIND(a) != 0
+            and memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), n * PyUnicode_KIND(a)) == 0)
 
 
 cdef int cdict_into(dict x, tuple keys, double* out) except -1:

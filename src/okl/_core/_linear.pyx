@@ -152,9 +152,10 @@ cdef class FeatureRow:
     function.  `FeatureRow.nystroem(landmarks, components, kernel)`: z = k_L(x) C, the
     kernel row of x against the B landmarks (from x L^T, as the chunks compute it, for
     the Gaussian, linear and polynomial kernels) times C (B, r), both products in
-    blocks of columns over matrices packed block by block (`_rowmat.h`); it may differ
-    from the chunks' BLAS products in the last bits.  `kernel` is the learner's kernel record (`okl.kernels.kernel_params`),
-    kept as a `KernelSpec`.
+    blocks of columns over matrices packed block by block (`_rowmat.h`; a C zero above
+    its diagonal, the lower basis of `NystroemFeatures`, is read from row j on for column
+    j); it may differ from the chunks' BLAS products in the last bits.  `kernel` is the
+    learner's kernel record (`okl.kernels.kernel_params`), kept as a `KernelSpec`.
     """
 
     def __dealloc__(self):
