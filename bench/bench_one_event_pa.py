@@ -4,8 +4,8 @@ Every benchmark runs K events through a warm model (the kernel models hold
 m = 100 centres, budget 100, so m stays fixed; d = 20) and reports the median
 time per event (``extra_info["steps"] = K``).  Each event is "predict, then
 learn", as progressive validation and a live stream do.  Groups: linear,
-kernel (Gaussian, budget 100, each budget policy) and 200 random Fourier
-features, two classes and k = 10.
+kernel (Gaussian, budget 100, each budget policy), 200 random Fourier
+features and 200 Nystroem features (NOGD after its switch), two classes and k = 10.
 Labels:
 
 - "cython": the fused loop, ``partial_fit`` on the K rows at once (its
@@ -36,6 +36,7 @@ MODELS = {
     "smallest": dict(kernel="gaussian", gamma=0.05, budget=M, budget_policy="smallest"),
     "fourier": dict(kernel="gaussian", gamma=0.05, approximation="fourier", n_components=200,
                     random_state=0),
+    "nystroem": dict(kernel="gaussian", gamma=0.05, approximation="nystroem", n_components=200),
 }
 LAYOUTS = ["event", "event-dict", "event-list", "event-f32", "event-F", "event-before"]
 
@@ -69,7 +70,7 @@ def warm(model, k, dicts=False):
 
 
 def run(benchmark, model, k, label, loop):
-    size = {"linear": "", "fourier": " D=200"}.get(model, f" m={M}")
+    size = {"linear": "", "fourier": " D=200", "nystroem": " D=200"}.get(model, f" m={M}")
     benchmark.group = f"PA one event {model:<8} k={k:<2d} d={D}{size}"
     benchmark.extra_info.update(label=label, steps=K)
     benchmark.pedantic(loop, rounds=7, iterations=1, warmup_rounds=1)

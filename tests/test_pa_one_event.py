@@ -99,15 +99,15 @@ def test_fourier_features_events_equal_partial_fit(rule, k):
                                         random_state=0), k, 1500)
 
 
-@pytest.mark.parametrize("k", [2, 4])
-def test_nystroem_events_take_the_one_row_path(k):
-    """approximation="nystroem" has no compiled step (two phases): the same iterates anyway."""
-    X, y = stream(300, k)
-    params = dict(kernel="gaussian", gamma=0.1, approximation="nystroem", n_components=20,
-                  classes=list(range(k)))
-    ours, _, _ = events_run(RegularizedPAClassifier(**params), X, y)
-    assert ours._one_event()._fast() is None
-    assert_same(ours, RegularizedPAClassifier(**params).partial_fit(X, y))
+@pytest.mark.parametrize("k", [2, 10])
+@pytest.mark.parametrize("kernel", [dict(kernel="gaussian", gamma=0.1),
+                                    dict(kernel="polynomial", degree=2, coef0=1.0, gamma=0.1)],
+                         ids=["gaussian", "polynomial"])
+def test_nystroem_events_equal_partial_fit(kernel, k):
+    """approximation="nystroem": the exact phase takes one-row partial_fit, then (after the
+    switch) the compiled step on z(x), whose coefficients take K(x, x) as the chunk loop's."""
+    check_events_equal_partial_fit(dict(kernel, variant="PA-I", C=0.5,
+                                        approximation="nystroem", n_components=40), k, 1500)
 
 
 @pytest.mark.parametrize("k", [2, 5])

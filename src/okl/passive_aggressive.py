@@ -11,7 +11,7 @@ from okl import _locks, _warnings
 from okl._base import Diverged, OnlineLearner, check_X, params_changed
 from okl._kernel_learners import KernelModelMixin, expansion_fitted_with, fitted_params
 from okl._sparse import check_csr
-from okl._feature_maps import RandomFourierFeatures
+from okl._feature_maps import NystroemFeatures, RandomFourierFeatures
 from okl._pa_models import (
     FeaturePAModel, KernelMultiPAModel, KernelPAModel, LinearMultiPAModel, LinearPAModel,
     NystroemPAModel, WarmFourierPAModel, is_multiclass, with_classes,
@@ -489,7 +489,7 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
 
     def _compiled_events(self, cache):
         """The `PAEvents` of this fitted learner on the cython engine, or None (the one-row
-        partial_fit path: the NumPy engine, approximation="nystroem", a new label).
+        partial_fit path: the NumPy engine, Nystroem's exact phase, a new label).
 
         `cache` is a one-element list holding the last one built; it serves while
         the estimator holds the very model and parameter objects it was built with
@@ -504,7 +504,10 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
                 or "_width_moments" in d or params_changed(self)):
             return None             # the warm-up of gamma="scale": one-row partial_fit
         fmap = None
-        if type(model) is FeaturePAModel and type(model.fmap) is RandomFourierFeatures:
+        if type(model) is NystroemPAModel and model.features is not None:
+            model = model.features          # NOGD after its switch: the features' model
+        if type(model) is FeaturePAModel and type(model.fmap) in (RandomFourierFeatures,
+                                                                  NystroemFeatures):
             fmap, model = model.fmap, model.linear      # the linear step on z(x)
         kind = type(model)
         if kind is LinearPAModel and k == 2:

@@ -33,14 +33,10 @@ from okl._core._kernels cimport cdot, cself
 from okl._core._expansion cimport MERGE, KernelExpansion
 from okl._core._multiexpansion cimport MultiExpansion
 from okl._core._lazy cimport cshrink_lazy
+from okl._core._linear cimport FeatureRow
 from okl._core._pointwise cimport Events, cready
 from okl._core._signals cimport cinterrupted, craise_pending, craise_signals
 from okl._core._projections cimport AbsIndex, chalfspace_l1, chalfspace_l2, ctruncate_smallest
-
-
-cdef extern from "_cos.h" nogil:
-    void okl_fourier_rows(Py_ssize_t n, Py_ssize_t d, Py_ssize_t D, const double* X,
-                          const double* W, const double* b, double c, double* Z)
 
 
 cpdef enum Event:
@@ -786,9 +782,12 @@ cdef class PAEvents(Events):
         The estimator's class name and the end of the divergence message.
     names : tuple of str
         The estimator attributes `matches` compares (the model and the parameters).
-    fmap : RandomFourierFeatures, optional
-        A linear model on the features z(x) = sqrt(2 / D) cos(x W + b) of each
-        row (``approximation="fourier"``), computed as its `transform` does.
+    fmap : RandomFourierFeatures or NystroemFeatures, optional
+        A linear model on the features z(x) of each row (``approximation="fourier"``,
+        or "nystroem" once its features exist), computed in C by the map's
+        `row_map` (`okl._core._linear.FeatureRow`: the Fourier features bit for bit as
+        `transform`); on Nystroem features the step takes K(x, x) in place of
+        ||z(x)||^2, as the chunk loop does.
     """
     cdef readonly int kind
     cdef object model, raw, cure
@@ -799,12 +798,13 @@ cdef class PAEvents(Events):
     cdef double sigma
     cdef Py_ssize_t d, k
     cdef double[::1] w, last_row, last_s, a, a_work, work
-    cdef double[::1] last_x, fb           # random Fourier features: the row x, the phases b
+    cdef double[::1] last_x               # a feature model's row x (its z is last_row)
+    cdef FeatureRow frow                  # the feature map of one row, or None
+    cdef bint nystroem                    # Nystroem features: the step takes K(x, x)
+    cdef double last_kxx                  # K(x, x) of the last row (Nystroem)
     cdef const double[::1] view           # a row that is not a ready array, while it is read
-    cdef double[:, ::1] fW                # (n_in, D) frequencies
-    cdef double fc                        # sqrt(2 / D)
     cdef Py_ssize_t n_in                  # the row's width (d, or n_in with features)
-    cdef bint fourier
+    cdef bint features                    # a linear model on the features of the row
     cdef AbsIndex* pairs
     cdef bint has_last
     cdef double last_xx, last_t, last_scale
@@ -852,16 +852,16 @@ cdef class PAEvents(Events):
             model.sq_norm = cmulti_ww(self.mexpansion, model.sq_norm)
         else:
             raise ValueError(f"unknown kind {kind}.")
-        self.fourier = fmap is not None
+        self.features = fmap is not None
         self.n_in = self.d
-        if self.fourier:
+        if self.features:
             if kind != LINEAR and kind != MULTI_LINEAR:
-                raise ValueError("random Fourier features feed a linear model.")
-            self.fW = np.ascontiguousarray(fmap.W, dtype=np.float64)
-            self.fb = np.ascontiguousarray(fmap.b, dtype=np.float64)
-            if self.fW.shape[1] != self.d or self.fb.shape[0] != self.d:
+                raise ValueError("feature maps feed a linear model.")
+            self.frow = fmap.row_map()
+            if self.frow.n_components != self.d:
                 raise ValueError("the features and the weights disagree.")
-            self.n_in, self.fc = self.fW.shape[0], np.sqrt(2.0 / self.d)
+            self.nystroem = self.frow.kind == 1
+            self.n_in = self.frow.n_features
             self.last_x = np.empty(self.n_in)
         self.last_row = np.empty(self.d)
         self.last_s = np.empty(self.k)
@@ -913,7 +913,7 @@ cdef class PAEvents(Events):
         cdef Py_ssize_t c, n = 0, slot = 0, rescale = 0, d = self.d, d_in = self.n_in
         cdef double scale, xx
         cdef Row row
-        cdef double* seen = &self.last_x[0] if self.fourier else &self.last_row[0]
+        cdef double* seen = &self.last_x[0] if self.features else &self.last_row[0]
         scale = self._scale()
         if self.kind == KERNEL:
             n, slot, rescale = (self.expansion.n_support, self.expansion.next_slot,
@@ -933,9 +933,10 @@ cdef class PAEvents(Events):
             raise ValueError(f"{self.name} got a row with NaN or inf: "
                              f"{np.array([seen[c] for c in range(min(d_in, 10))])}; "
                              "non-finite values cannot be learned or predicted.")
-        if self.fourier:            # z(x) into last_row, as RandomFourierFeatures.transform
-            okl_fourier_rows(1, d_in, d, seen, &self.fW[0, 0], &self.fb[0], self.fc,
-                             &self.last_row[0])
+        if self.features:           # z(x) into last_row, as the map's transform
+            self.frow.cmap(seen, &self.last_row[0])
+            if self.nystroem:
+                self.last_kxx = cself(&self.frow.kernel, xx)
         if self.kind == KERNEL:
             self.last_s[0] = self.expansion.cpredict(&self.last_row[0])
         elif self.kind == MULTI_KERNEL:
@@ -1006,6 +1007,7 @@ cdef class PAEvents(Events):
         cdef int ev
         cdef Row row
         cdef const double* xp = &self.last_row[0]
+        cdef const double* kxx
         steps = counters["t_"]
         cdef double t = steps
         ww = self.mattrs["sq_norm"]
@@ -1020,13 +1022,14 @@ cdef class PAEvents(Events):
         else:
             scale = self.mattrs["scale"]
             row = Row(xp, NULL, self.d)
+            kxx = &self.last_kxx if self.nystroem else NULL
             if self.kind == LINEAR:
                 ev = clinear_step(&self.w[0], &scale, &ww, self.d, &row, y, self.last_s[0],
-                                  &self.spec, self.sigma, NULL, &self.a_work[0], &self.work[0],
+                                  &self.spec, self.sigma, kxx, &self.a_work[0], &self.work[0],
                                   self.pairs)
             else:
                 ev = cmulti_linear_step(&self.w[0], &scale, &ww, self.k, self.d, &row, yi,
-                                        &self.last_s[0], &self.spec, self.sigma, NULL,
+                                        &self.last_s[0], &self.spec, self.sigma, kxx,
                                         &self.a_work[0], &self.work[0], self.pairs)
             if ev == UPDATED:
                 self.mattrs["scale"] = scale
