@@ -82,26 +82,33 @@ def test_a_signal_interrupts_a_wait_without_taking_the_lock():
 
     class Woken(Exception):
         pass
+    fired = []
 
     def handler(signum, frame):
-        raise Woken
+        if not fired:               # the first signal raises; any later one finds it done
+            fired.append(True)
+            raise Woken
+
+    def send():                     # until one lands: one that came just before the wait
+        while not fired and not done.is_set():     # began would not wake it
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGUSR1)
+            done.wait(0.05)
     thread = threading.Thread(target=holder)
     thread.start()
     held.wait()
     old = signal.signal(signal.SIGUSR1, handler)
+    sender = threading.Thread(target=send)
     try:
         with pytest.raises(Woken):
-            timer = threading.Timer(0.1, signal.pthread_kill,
-                                    (threading.main_thread().ident, signal.SIGUSR1))
-            timer.start()
+            sender.start()
             lock.acquire()
         assert not released                 # woken while the holder still held it
         assert not lock.acquire(blocking=False)
     finally:
-        signal.signal(signal.SIGUSR1, old)
         done.set()
+        sender.join()
         thread.join()
-        timer.join()
+        signal.signal(signal.SIGUSR1, old)
     assert lock.acquire(blocking=False)
     lock.release()
 
