@@ -29,6 +29,7 @@ river and vowpalwabbit are optional: their benchmarks are skipped without them.
 
     python -m pytest bench/bench_one_event.py --benchmark-only
     python bench/bench_one_event.py      # every learner beside its fused loop (p5 / median)
+    python bench/bench_one_event.py Pairwise     # the learners whose name holds "Pairwise"
 """
 import numpy as np
 import pytest
@@ -272,16 +273,17 @@ def test_vowpalwabbit(benchmark, task, d):
     vw.finish()
 
 
-def every_learner(rounds=5, chunk=100, n=2000):
+def every_learner(rounds=5, chunk=100, n=2000, only=""):
     """predict_one + learn_one of every learner at m = 100 centres (or D = 100-500 features),
     d = 20 (64 for the feature models of bench_one_event_features.py), beside its fused loop:
     per event, the 5th percentile / median over chunks of 100 events of interleaved rounds on
     copies of one warm model (each copy first takes 50 events: its first calls validate its
-    parameters and build the compiled step, once per estimator object)."""
+    parameters and build the compiled step, once per estimator object).  `only`: the
+    learners whose name holds it."""
     import copy
     import time
 
-    from okl import CoefficientRegularizedClassifier, RegularizedPAClassifier
+    from okl import CoefficientRegularizedClassifier, PairwiseLearner, RegularizedPAClassifier
 
     def stream(d, task, rows):
         rng = np.random.default_rng(0)
@@ -319,13 +321,32 @@ def every_learner(rounds=5, chunk=100, n=2000):
             lambda: OnlineKernelClassifier(approximation="nystroem", n_components=100,
                                            gamma=0.5, loss="hinge", random_state=0), 20,
             "classification", 600),
+        # a ranker's step reads its m = 100 stored points (buffer); the difference pair
+        # kernel's g also has one centre per step (t = 150 ... 2150 here)
+        "PairwiseLearner linear, buffer 100": (
+            lambda: PairwiseLearner(eta=0.5, buffer=M, random_state=0), 20, "regression", W),
+        "PairwiseLearner metric, buffer 100": (
+            lambda: PairwiseLearner(pair_kernel="metric", eta=0.01, buffer=M, random_state=0),
+            20, "regression", W),
+        "PairwiseLearner difference, buffer 100": (
+            lambda: PairwiseLearner(pair_kernel="difference", gamma=0.5, eta=0.5, buffer=M,
+                                    random_state=0), 20, "regression", W),
+        "PairwiseLearner linear, every point (t = 1050-3050)": (
+            lambda: PairwiseLearner(eta=0.5), 20, "regression", 1000),
+        "PairwiseLearner squared (running moments)": (
+            lambda: PairwiseLearner(loss="squared", reducer="difference", eta=0.05), 20,
+            "regression", W),
     }
     prime = 50
     for name, (make, d, task, warm) in learners.items():
+        if only and only not in name:
+            continue
         X, y = stream(d, task, warm + prime + n)
         est = make()
         kwargs = {"classes": [0, 1]} if task == "classification" else {}
         est.partial_fit(X[:warm], y[:warm], **kwargs)
+        # a metric ranker has no score of one point: its events only learn
+        predicts = getattr(est, "pair_kernel", None) != "metric"
         X, y = X[warm:], y[warm:]
         rows, labels = list(X), y.tolist()
         fused, one = [], []
@@ -333,7 +354,8 @@ def every_learner(rounds=5, chunk=100, n=2000):
             a, b = copy.deepcopy(est), copy.deepcopy(est)
             a.partial_fit(X[:prime], y[:prime])
             for x, target in zip(rows[:prime], labels[:prime]):
-                b.predict_one(x)
+                if predicts:
+                    b.predict_one(x)
                 b.learn_one(x, target)
             for s in range(prime, prime + n, chunk):
                 start = time.perf_counter()
@@ -341,7 +363,8 @@ def every_learner(rounds=5, chunk=100, n=2000):
                 fused.append(time.perf_counter() - start)
                 start = time.perf_counter()
                 for x, target in zip(rows[s:s + chunk], labels[s:s + chunk]):
-                    b.predict_one(x)
+                    if predicts:
+                        b.predict_one(x)
                     b.learn_one(x, target)
                 one.append(time.perf_counter() - start)
         f, e = np.array(fused) / chunk * 1e6, np.array(one) / chunk * 1e6
@@ -351,4 +374,5 @@ def every_learner(rounds=5, chunk=100, n=2000):
 
 
 if __name__ == "__main__":
-    every_learner()
+    import sys
+    every_learner(only=" ".join(sys.argv[1:]))

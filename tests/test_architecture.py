@@ -8,7 +8,7 @@ import okl
 LAYERS = [
     ("engines", ("okl._core", "okl._numpy", "okl._engines")),
     ("registries", ("okl.kernels", "okl.losses", "okl.budgets", "okl.schedules", "okl._params",
-                    "okl._gamma", "okl._feature_maps", "okl._locks", "okl._warnings",
+                    "okl._gamma", "okl._feature_maps", "okl._locks", "okl._blas", "okl._warnings",
                     "okl._sparse", "okl._progress", "okl._rows", "okl.stream", "okl.synth",
                     "okl.streams", "okl.projections", "okl._docstrings")),
     ("template and models", ("okl._base", "okl._one_event", "okl._kernel_learners",

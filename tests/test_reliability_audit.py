@@ -134,11 +134,20 @@ INTERRUPTED = {
     "pointwise": (lambda: OnlineKernelRegressor(gamma=0.02, budget=None), False),
     "multiclass": (lambda: OnlineKernelClassifier(gamma=0.02, budget=None), True),
     "multikernel": (lambda: MultiKernelRegressor(gammas=(0.02,), budget=None), False),
+    # rankers: the stored points grow (their buffers too), or g grows and a reservoir turns
+    "pairwise": (lambda: PairwiseLearner(eta=0.5), False),
+    "pairwise-difference": (lambda: PairwiseLearner(pair_kernel="difference", gamma=0.02,
+                                                    eta=0.5, buffer=300, random_state=0), False),
 }
 
 
 def _size(est):
-    return (est.__dict__.get("_expansion") or est.__dict__["_model"]).n_support
+    model = est.__dict__.get("_expansion") or est.__dict__["_model"]
+    return model.n_stored if isinstance(est, PairwiseLearner) else model.n_support
+
+
+def _count(est):
+    return est.n_stored_ if isinstance(est, PairwiseLearner) else est.n_support_
 
 
 def _interrupted_events(name, trials=6, n=2500, d=50):
@@ -152,7 +161,9 @@ def _interrupted_events(name, trials=6, n=2500, d=50):
     y = np.digitize(X[:, 0], [-0.4, 0.4]) if classifier else np.sin(X[:, 0])
     est = make().fit(X[:n], y[:n])
     probe = X[:20]
-    scores = (lambda m: m.decision_function(probe)) if classifier else (lambda m: m.predict(probe))
+    scores = (lambda m: m.decision_function(probe)) if classifier else (
+        (lambda m: m.score_samples(probe)) if isinstance(est, PairwiseLearner) else
+        (lambda m: m.predict(probe)))
 
     def interrupt(signum, frame):
         raise KeyboardInterrupt
@@ -179,9 +190,9 @@ def _interrupted_events(name, trials=6, n=2500, d=50):
             if not same and i < start + 400:            # or the interrupted event completed
                 ref.learn_one(X[i], y[i])
                 same = ref.t_ == est.t_ and np.array_equal(scores(ref), scores(est))
-            outcomes.append(None if same and est.n_support_ == ref.n_support_ else
-                            f"event {i - start}: t_ {est.t_} (replayed {ref.t_}), n_support_ "
-                            f"{est.n_support_}, the model's {_size(est)} "
+            outcomes.append(None if same and _count(est) == _count(ref) else
+                            f"event {i - start}: t_ {est.t_} (replayed {ref.t_}), size "
+                            f"{_count(est)}, the model's {_size(est)} "
                             f"(replayed {_size(ref)})")
             start += 400
     finally:

@@ -17,28 +17,14 @@ from numbers import Integral
 
 import numpy as np
 from scipy.spatial.distance import cdist
-from threadpoolctl import ThreadpoolController
 
+from okl._blas import one_thread
 from okl._core._kernels import Kernel, kernel_matrix as _kernel_matrix
 from okl._core._linear import FeatureRow, fourier_rows
 from okl._numpy.kernels import kernel_record, matern
 from okl.kernels import KERNELS, kernel_params
 
 CHUNK_ROWS = 256        # rows per matrix product: a block of CHUNK_ROWS x D stays in cache
-
-
-_CONTROLLER = []
-
-
-def _one_blas_thread():
-    """A context with BLAS/LAPACK on one thread (the library scan is done once per process).
-
-    The Nystroem products and eigendecomposition are small; on a shared 2-core
-    machine their threads, waiting for a busy core, stalled them tenfold.
-    """
-    if not _CONTROLLER:
-        _CONTROLLER.append(ThreadpoolController())
-    return _CONTROLLER[0].limit(limits=1, user_api="blas")
 
 
 def _kernel_row(kernel, what, fourier=False):
@@ -256,7 +242,7 @@ class NystroemFeatures:
             raise ValueError(f"landmarks must be a non-empty 2-D array; got shape {L.shape}.")
         self.landmarks = L
         self.n_features = L.shape[1]
-        with _one_blas_thread():
+        with one_thread():
             K = kernel_matrix(self.params, L, L)
             K = 0.5 * (K + K.T)
             lam, U = np.linalg.eigh(K)
@@ -279,7 +265,7 @@ class NystroemFeatures:
         X = _as_rows(X, self.n_features)
         if out is None:
             out = np.empty((len(X), self.n_components), dtype=np.float64)
-        with _one_blas_thread():
+        with one_thread():
             for lo in range(0, len(X), CHUNK_ROWS):
                 k = kernel_matrix(self.params, X[lo:lo + CHUNK_ROWS], self.landmarks)
                 np.dot(k, self.components, out=out[lo:lo + CHUNK_ROWS])

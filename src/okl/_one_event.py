@@ -109,7 +109,7 @@ class EventAdapter:
         self._pending = []          # (row, y, weight) waiting for the second label
         self._classes = None        # (classes_, classes_.tolist()) for the label of one event
         self._events = [None]       # the compiled one-event step (`_compiled_events`)
-        self._kind = None           # (estimator, is a classifier)
+        self._kind = None           # (estimator, is a classifier, native, labelled)
         self._targets = (None, {})  # (classes_, {label: what `_sign` gave}) of the last labels
 
     def reset(self):
@@ -140,12 +140,15 @@ class EventAdapter:
         return self._kinds()[2]
 
     def _kinds(self):
-        """(estimator, is a classifier, has its own learn_one), computed once per estimator."""
+        """(estimator, is a classifier, has its own learn_one, learns labels), computed once
+        per estimator.  A learner that is not a classifier learns labels when it maps them
+        to its targets itself (`_event_target`: `PairwiseLearner(reducer="dissimilar")`)."""
         kind = self._kind
         if kind is None or kind[0] is not self.estimator:
             est = self.estimator
-            kind = self._kind = (est, is_classifier(est),
-                                 self.delegate and hasattr(est, "learn_one"))
+            classifier = is_classifier(est)
+            kind = self._kind = (est, classifier, self.delegate and hasattr(est, "learn_one"),
+                                 classifier or hasattr(est, "_event_target"))
         return kind
 
     def _fit_kwargs(self, sample_weight, classes=None):
@@ -186,7 +189,7 @@ class EventAdapter:
                 object.__setattr__(est, "_one_event_step", events)
             if events is None:
                 return None
-        if self._is_classifier():       # the ready-row entry: the labels it takes
+        if self._kinds()[3]:            # the ready-row entry: the labels it takes
             classes, memo = est.__dict__.get("classes_"), self._targets
             events.set_labels(classes, memo[1] if memo[0] is classes else None)
         else:
@@ -262,7 +265,7 @@ class EventAdapter:
         kind = self._kind
         if kind is None or kind[0] is not est:
             kind = self._kinds()
-        _, classifier, native = kind
+        _, classifier, native, labelled = kind
         if native:
             x = self._drop_unknown(x)
             if sample_weight == 1.0:
@@ -275,7 +278,7 @@ class EventAdapter:
         events = self._events[0]
         if events is None or not events.matches(est):
             events = self._fast()
-        if events is not None and classifier:
+        if events is not None and labelled:
             target = self._sign(y)
             if target is None:              # a new label: the one-row partial_fit adds it
                 events = None
@@ -284,7 +287,7 @@ class EventAdapter:
             if not (type(x) is np.ndarray and x.dtype is F64 and x.ndim == 1
                     and x.flags.c_contiguous):
                 x, names = self.schema.row(x, check_finite=False)  # the compiled step checks
-            if classifier:
+            if labelled:
                 pass                        # target: above
             elif type(y) is float and y - y == 0.0:        # a finite float
                 target = y
@@ -331,7 +334,7 @@ class EventAdapter:
         kind = self._kind
         if kind is None or kind[0] is not est:
             kind = self._kinds()
-        _, classifier, native = kind
+        _, classifier, native, _ = kind
         if native:
             return est.predict_one(self._drop_unknown(x))
         events = self._events[0]
@@ -374,8 +377,8 @@ class EventAdapter:
         if self.native and hasattr(est, "decision_function_one"):
             return est.decision_function_one(x)
         events = self._fast()
-        if events is not None:
-            return self._decision_fast(events, x)
+        if events is not None and (hasattr(est, "predict") or hasattr(est, "score_samples")):
+            return self._decision_fast(events, x)      # (not f(x, 0) of a metric ranker)
         X = self._row(x)
         if not _is_fitted(est):
             return 0.0

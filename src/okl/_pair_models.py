@@ -11,8 +11,8 @@ validation.  See docs/algorithms.md, section 6.
     MomentsPairModel     the linear model from running moments    O(d^2) (squared loss)
 """
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
+from okl._blas import one_thread
 from okl._engines import ENGINES, engine_of
 from okl._core._kernels import kernel_matrix
 
@@ -40,23 +40,6 @@ def reservoir_slots(t, buffer, seed):
     return slots.astype(np.intp)
 
 
-_BLAS = []
-
-
-def _one_blas_thread():
-    """A context that runs BLAS on one thread.
-
-    The difference and metric loops call BLAS once or twice per step on
-    operands that OpenBLAS would split over threads; when the cores are
-    oversubscribed its threads stall (measured here: symv at m = 400 took 7 ms
-    on two threads and 17 us on one).  The products are memory-bound, so one
-    thread loses little; scikit-learn's KMeans does the same.
-    """
-    if not _BLAS:
-        _BLAS.append(ThreadpoolController())
-    return _BLAS[0].limit(limits=1, user_api="blas")
-
-
 # ---- the stored points -----------------------------------------------------------------------
 
 class PairHistory:
@@ -82,7 +65,8 @@ class PairHistory:
             self.gram = np.empty((0, 0))
 
     def reserve(self, n_new):
-        """Room for `n_new` more points (capped by the buffer)."""
+        """Room for `n_new` more points (capped by the buffer).  All or nothing: the new
+        arrays are bound in one call, so an interrupt leaves the old ones."""
         need = self.m + n_new if self.buffer is None else min(self.m + n_new, self.buffer)
         if need <= self.capacity:
             return
@@ -90,6 +74,7 @@ class PairHistory:
         if self.buffer is not None:
             capacity = min(capacity, self.buffer)
         m = self.m
+        grown = {"capacity": capacity}
         if self.kind == "centres":
             try:
                 gram = np.empty((capacity, capacity))
@@ -100,14 +85,14 @@ class PairHistory:
                     "Pass buffer=B to average over a reservoir of B points (8 B^2 bytes).") \
                     from None
             gram[:m, :m] = self.gram[:m, :m]
-            self.gram = gram
+            grown["gram"] = gram
         for name in ("y", "X", "idx", "s"):
             if hasattr(self, name):
                 old = getattr(self, name)
                 new = np.empty((capacity,) + old.shape[1:], dtype=old.dtype)
                 new[:m] = old[:m]
-                setattr(self, name, new)
-        self.capacity = capacity
+                grown[name] = new
+        self.__dict__.update(grown)
 
     def checkpoint(self, n_new):
         """What `restore` needs to undo the next `n_new` steps.
@@ -237,7 +222,7 @@ class MetricPairModel(LinearPairModel):
         h = self.history
         h.reserve(len(X))
         M = self.w.copy()
-        with _one_blas_thread():
+        with one_thread():
             h.m, failed = engine.metric_chunk(h.X, h.y, h.m, M, X, y, eta, slots, *args)
         self.w = M
         return failed
@@ -306,7 +291,7 @@ class DifferencePairModel:
         h.reserve(len(X))
         g = self.on(engine)
         engine = ENGINES[engine].pairwise
-        with _one_blas_thread():
+        with one_thread():
             h.m, failed = engine.difference_chunk(g, h.idx, h.y, h.s, h.gram, h.m,
                                                   X, y, eta, slots, *args)
         return failed

@@ -1,4 +1,5 @@
 """PairwiseLearner: online pairwise learning in an RKHS (Lin-Lei-Zhang-Zhou, Algorithm 1)."""
+from contextlib import nullcontext
 from numbers import Integral, Real
 
 import numpy as np
@@ -9,11 +10,13 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from okl import _locks, _warnings
-from okl._base import Diverged, OnlineLearner, check_X, check_X_y
+from okl._base import Diverged, OnlineLearner, check_X, check_X_y, params_changed
+from okl._blas import one_thread
 from okl._docstrings import shared_params
 from okl._engines import ENGINES
 from okl._gamma import check_width_moments, start_warmup, warm_rows
-from okl._core._pairwise import Reducer
+from okl._core._expansion import KernelExpansion
+from okl._core._pairwise import PairEvents, PairKind, Reducer
 from okl._pair_models import (
     DifferencePairModel, LinearPairModel, MetricPairModel, MomentsPairModel,
     reservoir_slots,
@@ -427,10 +430,12 @@ class PairwiseLearner(OnlineLearner):
         self.t_ += n
         self.n_stored_ = int(self._model.n_stored)
 
-    def _check_size(self):
+    def _check_size(self, m=None):
+        """Warn once past the size that slows every step (m: the points stored, by default
+        those of the model)."""
         if self.buffer is not None:
             return
-        m, d = int(self._model.n_stored), self.n_features_in_
+        m, d = int(self._model.n_stored if m is None else m), self.n_features_in_
         if self.pair_kernel == "difference":
             _warnings.warn_size(
                 self, "gram", 8 * m * m, _warnings.GRAM_BYTES,
@@ -445,6 +450,65 @@ class PairwiseLearner(OnlineLearner):
                 f"{type(self).__name__} averages over all {m} points seen: every step now "
                 "reads them all and the store keeps growing. Pass buffer=B to average over a "
                 "reservoir of B points (this warning is shown once).")
+
+    def _warn_at(self):
+        """The number of stored points `_check_size` first warns at (0: never)."""
+        if self.buffer is not None or isinstance(self._model, MomentsPairModel):
+            return 0
+        d = self.n_features_in_
+        if self.pair_kernel == "difference":
+            return int(np.ceil(np.sqrt(_warnings.GRAM_BYTES / 8)))
+        return -(-_warnings.EXPANSION_WORK // (d * d if self.pair_kernel == "metric" else d))
+
+    # -- one event (okl._one_event) ---------------------------------------------------------
+
+    def _compiled_events(self, cache):
+        """The `PairEvents` of this fitted learner on the cython engine, or None (the one-row
+        partial_fit path: the NumPy engine, the warm-up of gamma="scale").
+
+        `cache` is a one-element list holding the last one built; it serves while
+        the estimator holds the very model, labels and parameter objects it was built with.
+        """
+        events = cache[0]
+        if events is not None and events.matches(self):
+            return events
+        d = self.__dict__
+        if (not ("t_" in d and self.engine == "cython") or "_width_moments" in d
+                or params_changed(self)):
+            return None
+        model = d["_model"]
+        kind = {LinearPairModel: PairKind.LINEAR, MetricPairModel: PairKind.METRIC,
+                DifferencePairModel: PairKind.DIFFERENCE_KERNEL,
+                MomentsPairModel: PairKind.MOMENTS}[type(model)]
+        if kind == PairKind.DIFFERENCE_KERNEL and type(model.g) is not KernelExpansion:
+            return None         # g on the NumPy engine: the one-row path converts it
+        names = ("_model", "eta1_", "theta_", "_seed") + (
+            ("classes_",) if self.reducer == "dissimilar" else ()) + tuple(
+            name for name in self.get_params(deep=False) if name in d)
+        events = cache[0] = PairEvents(
+            int(kind), model, int(REDUCERS[self.reducer]), loss_spec(self.loss, p=self.p),
+            self.eta1_, self.theta_, self.buffer or 0, self._seed, self._warn_at(),
+            type(self).__name__, self._divergence_cure, names)
+        events.bind(self)
+        return events
+
+    def _learn_event(self, events, row, y, weight=1.0):
+        """One event through `PairEvents.learn` (y: a class code for reducer="dissimilar"),
+        after the size warning it may bring; BLAS on one thread where the step's products
+        could wake more (`okl._blas.one_thread`)."""
+        d = self.__dict__
+        if self.buffer is None and not isinstance(self._model, MomentsPairModel):
+            self._check_size(d["n_stored_"] + 1)
+        with one_thread() if events.blas_threads else nullcontext():
+            events.learn(d, row, y)
+
+    @available_if(lambda self: self.reducer == "dissimilar")
+    def _event_target(self, y):
+        """reducer="dissimilar": the code of label y (its index in classes_, as `_targets`
+        gives it), or None for a new label (the one-row partial_fit adds it)."""
+        labels = self.__dict__.get("classes_")
+        labels = [] if labels is None else labels.tolist()
+        return float(labels.index(y)) if y in labels else None
 
     # -- prediction ---------------------------------------------------------------------------
 

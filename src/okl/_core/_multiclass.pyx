@@ -22,7 +22,7 @@ from okl._core._expansion cimport MERGE
 from okl._core._kernels cimport cdot, cself
 from okl._core._linear cimport FeatureRow, MultiLinearModel
 from okl._core._multiexpansion cimport MultiExpansion
-from okl._core._pointwise cimport GIVEN, Events, Schedule, cready, cschedule
+from okl._core._pointwise cimport GIVEN, Events, Schedule, cready, cschedule, row_is_finite
 from okl._core._signals cimport cinterrupted, craise_pending, craise_signals
 
 
@@ -162,16 +162,6 @@ def fit_chunk(MModel model,
     if interrupted:
         craise_pending()
     return failed, state
-
-
-cdef inline bint row_is_finite(const double* x, Py_ssize_t d, double xx) noexcept nogil:
-    cdef Py_ssize_t j
-    if isfinite(xx):
-        return True
-    for j in range(d):
-        if not isfinite(x[j]):
-            return False
-    return True
 
 
 cdef const double* cvector(object v, Py_ssize_t* n, list keep) except NULL:

@@ -34,7 +34,7 @@ from okl._core._expansion cimport MERGE, KernelExpansion
 from okl._core._multiexpansion cimport MultiExpansion
 from okl._core._lazy cimport cshrink_lazy
 from okl._core._linear cimport FeatureRow
-from okl._core._pointwise cimport Events, cready
+from okl._core._pointwise cimport Events, cready, row_is_finite
 from okl._core._signals cimport cinterrupted, craise_pending, craise_signals
 from okl._core._projections cimport AbsIndex, chalfspace_l1, chalfspace_l2, ctruncate_smallest
 
@@ -743,16 +743,6 @@ cpdef enum EventsKind:
     MULTI_LINEAR = 1    # LinearMultiPAModel: W = scale * raw, (k, d)
     KERNEL = 2          # KernelPAModel on a KernelExpansion
     MULTI_KERNEL = 3    # KernelMultiPAModel on a MultiExpansion
-
-
-cdef inline bint row_is_finite(const double* x, Py_ssize_t d, double xx) noexcept nogil:
-    cdef Py_ssize_t j
-    if isfinite(xx):
-        return True
-    for j in range(d):                  # ||x||^2 overflowed, or x holds NaN/inf
-        if not isfinite(x[j]):
-            return False
-    return True
 
 
 cdef class PAEvents(Events):

@@ -6,7 +6,7 @@ is written once.
 """
 cimport numpy as cnp
 from cpython.object cimport PyObject
-from libc.math cimport pow
+from libc.math cimport isfinite, pow
 
 from okl._core._lock cimport ReentrantLock
 
@@ -87,6 +87,17 @@ cdef inline const double* cready(object x, Py_ssize_t* n) noexcept:
         return NULL
     n[0] = cnp.PyArray_DIM(a, 0)
     return <const double*>cnp.PyArray_DATA(a)
+
+
+cdef inline bint row_is_finite(const double* x, Py_ssize_t d, double xx) noexcept nogil:
+    """x holds no NaN or inf, given xx = <x, x>."""
+    cdef Py_ssize_t j
+    if isfinite(xx):
+        return True
+    for j in range(d):                  # ||x||^2 overflowed, or x holds NaN/inf
+        if not isfinite(x[j]):
+            return False
+    return True
 
 
 cpdef enum Serves:

@@ -169,16 +169,6 @@ def fit_chunk(Model model,
     return failed, state
 
 
-cdef inline bint row_is_finite(const double* x, Py_ssize_t d, double xx) noexcept nogil:
-    cdef Py_ssize_t j
-    if isfinite(xx):
-        return True
-    for j in range(d):                  # ||x||^2 overflowed, or x holds NaN/inf
-        if not isfinite(x[j]):
-            return False
-    return True
-
-
 MISS = object()     # what predict_ready returns for an event it does not serve
 cdef object MAX_EXACT = 2 ** 53     # the integer targets a double holds exactly
 

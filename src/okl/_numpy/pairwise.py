@@ -99,10 +99,12 @@ def difference_chunk(g, idx, yh, s, gram, m, X, y, eta, slot, reducer, loss):
             gj = slope(loss, reduce(reducer, y[i], yh[:m]), gx - s[:m])
             G, dgx = gj.sum(), gj @ kvec
             c = eta[i] / m
-            s[:m] -= c * (G * kvec - gram[:m, :m] @ gj)
-            g._coef[idx[:m]] += c * gj
-            if not np.all(np.isfinite(s[:m])):
+            s_next = s[:m] - c * (G * kvec - gram[:m, :m] @ gj)
+            coef_next = g._coef[idx[:m]] + c * gj
+            if not (np.all(np.isfinite(s_next)) and np.all(np.isfinite(coef_next))):
                 return m, i
+            s[:m] = s_next
+            g._coef[idx[:m]] = coef_next
         gnew = gx - c * (G * kself - dgx)
         if not np.isfinite(gnew) or not g.add(x, -c * G):
             return m, i
