@@ -12,7 +12,8 @@ learn", as progressive validation and a live stream do.  Labels:
   "event-dict": the same with a dict of feature name -> value; "event-list",
   "event-f32", "event-F": a Python list, a float32 row, a row of a
   Fortran-ordered X (non-contiguous), in the group "one event row types" whose
-  reference is "event" (any row type should cost at most 1.5x a ready row);
+  reference is "event" (any row type should cost at most 1.5x a ready row), and in
+  "one event row types PairwiseLearner" for a ranker of 100 stored points;
   "okl-river":
   the same through ``okl.river.to_river`` (river's protocol, dicts);
 - "row": ``predict(X[i:i+1])`` + ``partial_fit(X[i:i+1], y[i:i+1])`` on a ready
@@ -35,7 +36,7 @@ import numpy as np
 import pytest
 from sklearn.linear_model import SGDClassifier, SGDRegressor
 
-from okl import OnlineKernelClassifier, OnlineKernelRegressor
+from okl import OnlineKernelClassifier, OnlineKernelRegressor, PairwiseLearner
 
 M = 100          # centres
 W = M + 1        # warm-up events: a regressor's first one only sets its offset (no centre)
@@ -130,24 +131,32 @@ def test_okl_one_event(benchmark, task, d, form):
     assert est.n_support_ == M
 
 
+ROW_FORMS = ["event", "event-list", "event-f32", "event-F", "event-dict"]
+
+
+def row_form(est, X, form):
+    """The rows of X as `form` gives them (a dict learner's names set as if its first event
+    had been a dict)."""
+    d = X.shape[1]
+    if form == "event-dict":
+        est._row_keys = tuple(f"x{j}" for j in range(d))
+        return dict_events(X, d)
+    if form == "event-list":
+        return X.tolist()
+    if form == "event-f32":
+        return list(X.astype(np.float32))
+    if form == "event-F":
+        return list(np.asfortranarray(X))
+    return list(X)
+
+
 @pytest.mark.parametrize("d", [5, 20])
 @pytest.mark.parametrize("task", TASKS)
-@pytest.mark.parametrize("form", ["event", "event-list", "event-f32", "event-F", "event-dict"])
+@pytest.mark.parametrize("form", ROW_FORMS)
 def test_okl_event_row_types(benchmark, task, d, form):
     est, X, y = warm_okl(task, d)
     predict_one, learn_one = one_event_api(est)
-    if form == "event-dict":
-        est._row_keys = tuple(f"x{j}" for j in range(d))     # as if the first event was a dict
-        rows = dict_events(X, d)
-    elif form == "event-list":
-        rows = X.tolist()
-    elif form == "event-f32":
-        rows = list(X.astype(np.float32))
-    elif form == "event-F":
-        rows = list(np.asfortranarray(X))
-    else:
-        rows = list(X)
-    labels = y.tolist()
+    rows, labels = row_form(est, X, form), y.tolist()
 
     def loop():
         for x, target in zip(rows, labels):
@@ -157,6 +166,26 @@ def test_okl_event_row_types(benchmark, task, d, form):
     benchmark.extra_info.update(label=form, steps=K, ref="event")
     benchmark.pedantic(loop, rounds=7, iterations=1, warmup_rounds=1)
     assert est.n_support_ == M
+
+
+@pytest.mark.parametrize("pair_kernel", ["linear", "difference"])
+@pytest.mark.parametrize("form", ROW_FORMS)
+def test_pairwise_event_row_types(benchmark, pair_kernel, form):
+    """PairwiseLearner, m = 100 stored points (a reservoir), d = 20: each row type beside a
+    ready row (the difference pair kernel's g also gains a centre per event)."""
+    X, y = events("regression", 20)
+    est = PairwiseLearner(pair_kernel=pair_kernel, gamma=0.5, eta=0.5, buffer=M,
+                          random_state=0).fit(X[:W], y[:W])
+    rows, labels = row_form(est, X[W:], form), y[W:].tolist()
+
+    def loop():
+        for x, target in zip(rows, labels):
+            est.predict_one(x)
+            est.learn_one(x, target)
+    benchmark.group = f"one event row types PairwiseLearner {pair_kernel:<10} d=20 buffer={M}"
+    benchmark.extra_info.update(label=form, steps=K, ref="event")
+    benchmark.pedantic(loop, rounds=7, iterations=1, warmup_rounds=1)
+    assert est.n_stored_ == M
 
 
 @pytest.mark.parametrize("d", [5, 20])
@@ -283,7 +312,7 @@ def every_learner(rounds=5, chunk=100, n=2000, only=""):
     import copy
     import time
 
-    from okl import CoefficientRegularizedClassifier, PairwiseLearner, RegularizedPAClassifier
+    from okl import CoefficientRegularizedClassifier, RegularizedPAClassifier
 
     def stream(d, task, rows):
         rng = np.random.default_rng(0)
