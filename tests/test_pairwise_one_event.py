@@ -327,3 +327,28 @@ def test_threads_share_one_model(name):
     assert not errors
     assert est.t_ == 1200 and est.n_stored_ == 40
     assert np.all(np.isfinite(est.score_samples(X)))
+
+
+@pytest.mark.parametrize("name", ["linear-buffer", "metric", "difference-buffer", "moments",
+                                  "dissimilar"])
+def test_one_row_partial_fit_takes_the_compiled_step(name, monkeypatch):
+    """partial_fit on one row (any dtype or order, or a nested list) takes the compiled step:
+    no validation by the template, the iterates of one partial_fit."""
+    params = MODELS[name]
+    X, y = data_for(params, 200, seed=11)
+    ours = PairwiseLearner(**params).fit(X[:20], y[:20])
+    calls = []
+    original = PairwiseLearner._check_X_y
+    monkeypatch.setattr(PairwiseLearner, "_check_X_y",
+                        lambda self, *a, **k: calls.append(1) or original(self, *a, **k))
+    for i in range(20, 200):
+        rows = X[i:i + 1] if i % 3 else (X[i:i + 1].tolist() if i % 2 else
+                                         np.asfortranarray(X[i:i + 1], dtype=np.float32))
+        assert ours.partial_fit(rows, y[i:i + 1]) is ours
+    assert calls == []
+    monkeypatch.undo()
+    X32 = X.copy()
+    f32 = [i for i in range(20, 200) if i % 6 == 0]
+    X32[f32] = X[f32].astype(np.float32)            # the float32 rows, as they were learned
+    ref = PairwiseLearner(**params).fit(X[:20], y[:20]).partial_fit(X32[20:], y[20:])
+    assert_same(ours, ref)

@@ -253,8 +253,8 @@ class OnlineLearner(OneEventMixin, BaseEstimator):
         """Learn the rows in order; return f_t(x_t) for each, computed before its update."""
         if not reset and classes is None and sample_weight is None and "t_" in self.__dict__:
             with _locks.locked(self):
-                scores = self._one_row(X, y)
-            if scores is not None:
+                taken, scores = self._one_row(X, y)
+            if taken:
                 return scores
         with _locks.locked(self), transaction(self) as guarded:
             first = reset or not hasattr(self, "t_")
@@ -327,16 +327,17 @@ class OnlineLearner(OneEventMixin, BaseEstimator):
         """Warn once when the model passes a size that slows every step (see okl._warnings)."""
 
     def _one_row(self, X, y):
-        """A one-row chunk through the compiled one-event step; None where it does not apply.
+        """A one-row chunk through the compiled one-event step: (True, f_t(x_t) as an array of
+        one, or None for a learner without scores), or (False, None) where it does not apply.
 
         Same iterates as the chunk loop; O(d) checks instead of scikit-learn's
         validation, which costs far more than the step.
         """
         if not (hasattr(self, "_loss_spec") and self.engine == "cython"):
-            return None
+            return False, None
         row = one_row(self, X)
         if row is None or not _one_target(y):
-            return None
+            return False, None
         existed = "_one_event_state" in self.__dict__
         try:
             adapter = self._one_event()
@@ -344,17 +345,18 @@ class OnlineLearner(OneEventMixin, BaseEstimator):
             if events is None:
                 if not existed:
                     del self.__dict__["_one_event_state"]
-                return None
+                return False, None
             target = y[0]
-            if adapter._is_classifier():
+            if adapter._kinds()[3]:         # labels: through their codes
                 target = adapter._sign(target.item() if isinstance(target, np.generic) else target)
                 if target is None:          # a new label: the template adds it
                     if not existed:
                         del self.__dict__["_one_event_state"]
-                    return None
+                    return False, None
             else:
                 target = check_label(self, target)
-            return np.array([self._learn_event(events, row, target)])
+            f = self._learn_event(events, row, target)
+            return True, None if f is None else np.array([f])
         except BaseException:
             if not existed:
                 self.__dict__.pop("_one_event_state", None)    # a failed call adds nothing

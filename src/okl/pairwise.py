@@ -422,7 +422,7 @@ class PairwiseLearner(OnlineLearner):
         n = X.shape[0]
         t = step_numbers(self.t_, n)
         eta_t = step_sizes(self.eta1_, self.theta_, np.maximum(t - 1.0, 1.0))
-        args = (int(REDUCERS[self.reducer]), loss_spec(self.loss, p=self.p))
+        args = (int(REDUCERS[self.reducer]), self._loss_spec())
         slots = reservoir_slots(t, self.buffer, self._seed)
         failed = self._model.learn(self.engine, X, y, eta_t, slots, args)
         if failed >= 0:
@@ -486,11 +486,16 @@ class PairwiseLearner(OnlineLearner):
             ("classes_",) if self.reducer == "dissimilar" else ()) + tuple(
             name for name in self.get_params(deep=False) if name in d)
         events = cache[0] = PairEvents(
-            int(kind), model, int(REDUCERS[self.reducer]), loss_spec(self.loss, p=self.p),
+            int(kind), model, int(REDUCERS[self.reducer]), self._loss_spec(),
             self.eta1_, self.theta_, self.buffer or 0, self._seed, self._warn_at(),
             type(self).__name__, self._divergence_cure, names)
         events.bind(self)
         return events
+
+    def _loss_spec(self):
+        """The loss as the compiled steps take it (its presence lets a one-row `partial_fit`
+        take the one-event step, `okl._base.OnlineLearner._one_row`)."""
+        return loss_spec(self.loss, p=self.p)
 
     def _learn_event(self, events, row, y, weight=1.0):
         """One event through `PairEvents.learn` (y: a class code for reducer="dissimilar"),
