@@ -25,8 +25,10 @@ the first dispatch, learning, averaging, the rest of the round tasks, other
 tasks, the time between the worker's tasks (a synchronisation's barrier,
 hops), its wait for the other workers' last task, the final gather and the
 client's average.  The LocalCluster is started and warmed once, before, as okl starts its
-own (`okl.distributed.tasks.local_cluster`: without Dask's MALLOC_TRIM_THRESHOLD_);
-``--malloc-trim dask`` starts its workers with Dask's 65536 instead.
+own (`okl.distributed.tasks.local_cluster`: without Dask's MALLOC_TRIM_THRESHOLD_, and
+without the workers' profiler, with their event-loop checks every second and their system
+monitor every 5 s); ``--malloc-trim dask`` starts its workers with Dask's 65536 instead, and
+``--background dask`` with Dask's background work.
 
 With ``--lost-worker``, instead: for each model and task, on a LocalCluster per pair of
 runs, kill one worker's process (SIGKILL; the nanny starts a new one) at each ``--kill-at``
@@ -39,6 +41,7 @@ Run:  python bench/averaging.py [--n 1000000] [--chunk 50000] [--sync-every N]
                                 [--repeats 3] [--workers 2] [--threshold 0.05]
                                 [--models kernel fourier] [--tasks classification regression]
                                 [--runs processes static dynamic] [--malloc-trim off|dask]
+                                [--background okl|dask]
       python bench/averaging.py --lost-worker [--kill-at 0.25 0.5 0.75] [--models ...]
                                               [--tasks ...]
 """
@@ -53,7 +56,7 @@ from dask.utils import key_split
 
 from okl import OnlineKernelClassifier, OnlineKernelRegressor
 from okl.distributed import AveragedLearner
-from okl.distributed.tasks import import_distributed
+from okl.distributed.tasks import QUIET, UNTRIMMED, import_distributed
 
 D_FEATURES = 20
 Y_MEAN, Y_STD = 14.41, 4.99        # Friedman #1 target (noise 1), to standardise
@@ -369,6 +372,10 @@ def main():
                         help="the workers' MALLOC_TRIM_THRESHOLD_: unset, as in the LocalCluster "
                              "okl starts itself (okl.distributed.tasks.local_cluster), or Dask's "
                              "65536")
+    parser.add_argument("--background", choices=["okl", "dask"], default="okl",
+                        help="the workers' profiler, event-loop checks and system monitor: "
+                             "quieted, as in the LocalCluster okl starts itself "
+                             "(okl.distributed.tasks.QUIET), or Dask's defaults")
     parser.add_argument("--lost-worker", action="store_true",
                         help="kill a worker mid-fit instead (--kill-at fractions of a fit)")
     parser.add_argument("--kill-at", nargs="+", type=float, default=[0.25, 0.5, 0.75])
@@ -387,11 +394,10 @@ def main():
     test = rows(10**6 + 7, 20_000)
     import dask
 
-    # Dask's nanny starts workers with MALLOC_TRIM_THRESHOLD_=65536, which turns off glibc's
-    # adaptive mmap threshold: every large temporary is then a fresh mapping, paid in page
-    # faults; okl's own LocalCluster unsets it (okl.distributed.tasks.local_cluster)
-    trim = {} if args.malloc_trim == "dask" else {
-        "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
+    # the workers as okl's own LocalCluster starts them (okl.distributed.tasks.local_cluster),
+    # or with Dask's MALLOC_TRIM_THRESHOLD_ and background work
+    trim = {**({} if args.malloc_trim == "dask" else UNTRIMMED),
+            **({} if args.background == "dask" else QUIET)}
     if args.lost_worker:
         with dask.config.set(trim):
             lost_worker(args, test)

@@ -107,17 +107,24 @@ def test_user_client_is_left_open_and_an_address_works(client):
         learn_many(OnlineKernelRegressor(), streams, client, n_workers=2)
 
 
-def test_okl_starts_its_workers_without_dask_malloc_trim():
+def test_okl_starts_its_workers_without_dask_malloc_trim_and_background_work():
     """okl's own LocalCluster (client=None) unsets Dask's MALLOC_TRIM_THRESHOLD_=65536, which
-    costs a learner 3-6 % of its CPU in page faults (docs/distributed.md, section 2)."""
+    costs a learner 3-6 % of its CPU in page faults, and quiets its workers' profiler, event
+    loop checks and system monitor, whose wakeups made learning tasks wait 6-7 % of their time
+    (docs/distributed.md, section 2); the client's own configuration is left as it was."""
     import dask
     import distributed
-    from okl.distributed.tasks import local_cluster
+    from okl.distributed.tasks import QUIET, local_cluster
+    before = {key: dask.config.get(key) for key in QUIET}
     assert dask.config.get("distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_")
     with local_cluster(1) as cluster, distributed.Client(cluster) as own:
         env = own.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_"))
+        config = own.run(lambda: {key: dask.config.get(key) for key in QUIET})
+        profiled = own.run(lambda dask_worker: "profile" in dask_worker.periodic_callbacks)
     assert list(env.values()) == [None]
+    assert list(config.values()) == [QUIET] and list(profiled.values()) == [False]
     assert dask.config.get("distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_")
+    assert {key: dask.config.get(key) for key in QUIET} == before
 
 
 def test_a_task_error_names_its_key(client):

@@ -22,16 +22,28 @@ def import_distributed():
     return distributed
 
 
+# What okl's own LocalCluster changes in Dask's defaults (docs/distributed.md, section 2).
+# Dask's nanny starts workers with MALLOC_TRIM_THRESHOLD_=65536, which turns glibc's adaptive
+# mmap threshold off: every large temporary of a learning task (a chunk's validated copy, its
+# scores) is then a fresh mapping paid in page faults, 3-6 % of an okl learner's CPU.
+UNTRIMMED = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
+# A worker's own background work: its profiler samples the task's stack every 10 ms, its event
+# loop checks its health every 20 ms and its system monitor runs every 0.5 s.  Each wakes a
+# thread that must take the GIL from the learning task and a core from the other worker: the
+# learning tasks of two workers waited 6-7 % of their time with them, 1.6-1.9 % without.
+QUIET = {"distributed.worker.profile.enabled": False,
+         "distributed.admin.tick.interval": "1s",
+         "distributed.admin.system-monitor.interval": "5s"}
+
+
 def local_cluster(n_workers):
     """The `LocalCluster` okl starts itself: ``n_workers`` single-threaded worker processes on
-    the loopback interface, started without Dask's ``MALLOC_TRIM_THRESHOLD_=65536``.
-
-    That setting turns glibc's adaptive mmap threshold off, so every large temporary of a
-    learning task (a chunk's validated copy, its scores) is a fresh mapping paid in page
-    faults: 3-6 % of an okl learner's CPU (docs/distributed.md, section 2)."""
+    the loopback interface, without Dask's ``MALLOC_TRIM_THRESHOLD_=65536`` (`UNTRIMMED`)
+    and without the background work its workers do for a dashboard it does not have
+    (`QUIET`: no profiler, an event-loop check every second, a system monitor every 5 s)."""
     distributed = import_distributed()
     import dask
-    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+    with dask.config.set({**UNTRIMMED, **QUIET}):
         return distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1,
                                         processes=True, host="127.0.0.1",
                                         dashboard_address=None)
