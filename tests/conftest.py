@@ -12,6 +12,7 @@ os.environ.setdefault("SCIPY_ARRAY_API", "1")
 import math
 import pickle
 import signal
+import threading
 import time
 import traceback
 import warnings
@@ -124,3 +125,24 @@ class ModelState:
 def model_state():
     """The state of an estimator's model, to check that a call left it exactly as it was."""
     return ModelState()
+
+
+@pytest.fixture
+def in_threads():
+    """run(work, parts): work(part) in one thread per part, all at once; returns what they
+    raised."""
+    def run(work, parts):
+        errors = []
+
+        def target(part):
+            try:
+                work(part)
+            except BaseException as error:      # noqa: BLE001 - returned to the test
+                errors.append(error)
+        threads = [threading.Thread(target=target, args=(part,)) for part in parts]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return errors
+    return run

@@ -344,30 +344,18 @@ def test_untracked_norm_of_an_older_model_is_recomputed(engine):
 
 @pytest.mark.parametrize("params", [dict(), dict(kernel="gaussian", gamma=0.1, budget=20)],
                          ids=["linear", "kernel"])
-def test_threads_share_one_model(params):
+def test_threads_share_one_model(params, in_threads):
     """Threads calling learn_one / predict_one on one model: every event is learned once, the
     model stays finite (the estimator's lock serialises the compiled step)."""
-    import threading
     X, y = stream(2000, 5, d=6, seed=7)
     est = RegularizedPAClassifier(**params, classes=list(range(5))).partial_fit(X[:10], y[:10])
-    errors = []
 
-    def worker(rows):
-        try:
-            for i in rows:
-                est.predict_one(X[i])
-                est.learn_one(X[i], int(y[i]))
-                est.decision_function_one(X[(i * 7) % len(X)])
-        except BaseException as error:      # noqa: BLE001 - reported below
-            errors.append(error)
-
-    threads = [threading.Thread(target=worker, args=(range(10 + j, 2000, 4),))
-               for j in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors
+    def work(rows):
+        for i in rows:
+            est.predict_one(X[i])
+            est.learn_one(X[i], int(y[i]))
+            est.decision_function_one(X[(i * 7) % len(X)])
+    assert not in_threads(work, [range(10 + j, 2000, 4) for j in range(4)])
     assert est.t_ == 2000
     assert np.all(np.isfinite(est.decision_function(X)))
     assert est._model.sq_norm == pytest.approx(

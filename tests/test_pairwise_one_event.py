@@ -1,7 +1,6 @@
 """PairwiseLearner one event at a time: the compiled step (`okl._core._pairwise.PairEvents`)
 takes the iterates of partial_fit on the same rows, and fails leaving the model as it was."""
 import copy
-import threading
 import warnings
 
 import numpy as np
@@ -302,29 +301,18 @@ def test_save_load_and_engine_switch_rebuild_the_step(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["linear-buffer", "difference-buffer"])
-def test_threads_share_one_model(name):
+def test_threads_share_one_model(name, in_threads):
     """Threads calling learn_one / predict_one on one model: every event is learned once and
     the model stays finite (the estimator's lock serialises the compiled step)."""
     params = MODELS[name]
     X, y = stream(1200, seed=10)
     est = PairwiseLearner(**params).fit(X[:10], y[:10])
-    errors = []
 
-    def worker(rows):
-        try:
-            for i in rows:
-                est.predict_one(X[i])
-                est.learn_one(X[i], float(y[i]))
-        except BaseException as error:      # noqa: BLE001 - reported below
-            errors.append(error)
-
-    threads = [threading.Thread(target=worker, args=(range(10 + j, 1200, 4),))
-               for j in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors
+    def work(rows):
+        for i in rows:
+            est.predict_one(X[i])
+            est.learn_one(X[i], float(y[i]))
+    assert not in_threads(work, [range(10 + j, 1200, 4) for j in range(4)])
     assert est.t_ == 1200 and est.n_stored_ == 40
     assert np.all(np.isfinite(est.score_samples(X)))
 
