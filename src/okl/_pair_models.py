@@ -10,6 +10,8 @@ validation.  See docs/algorithms.md, section 6.
     DifferencePairModel  f(x, x') = g(x) - g(x'), g an expansion   O(t d + m^2)
     MomentsPairModel     the linear model from running moments    O(d^2) (squared loss)
 """
+from contextlib import nullcontext
+
 import numpy as np
 
 from okl._blas import one_thread
@@ -290,10 +292,11 @@ class DifferencePairModel:
         h = self.history
         h.reserve(len(X))
         g = self.on(engine)
-        engine = ENGINES[engine].pairwise
-        with one_thread():
-            h.m, failed = engine.difference_chunk(g, h.idx, h.y, h.s, h.gram, h.m,
-                                                  X, y, eta, slots, *args)
+        loops = ENGINES[engine].pairwise
+        # the cython step calls no BLAS; the NumPy twin's products on one thread
+        with one_thread() if engine == "numpy" else nullcontext():
+            h.m, failed = loops.difference_chunk(g, h.idx, h.y, h.s, h.gram, h.m,
+                                                 X, y, eta, slots, *args)
         return failed
 
     def decision(self, X1, X2):

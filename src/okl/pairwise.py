@@ -502,7 +502,7 @@ class PairwiseLearner(OnlineLearner):
         after the size warning it may bring; BLAS on one thread where the step's products
         could wake more (`okl._blas.one_thread`)."""
         d = self.__dict__
-        if self.buffer is None and not isinstance(self._model, MomentsPairModel):
+        if self._warn_at():             # a store that grows: its warning comes before the step
             self._check_size(d["n_stored_"] + 1)
         with one_thread() if events.blas_threads else nullcontext():
             events.learn(d, row, y)
