@@ -110,8 +110,9 @@ def test_user_client_is_left_open_and_an_address_works(client):
 def test_okl_starts_its_workers_without_dask_malloc_trim_and_background_work():
     """okl's own LocalCluster (client=None) unsets Dask's MALLOC_TRIM_THRESHOLD_=65536, which
     costs a learner 3-6 % of its CPU in page faults, and quiets its workers' profiler, event
-    loop checks and system monitor, whose wakeups made learning tasks wait 6-7 % of their time
-    (docs/distributed.md, section 2); the client's own configuration is left as it was."""
+    loop checks, system monitor and memory checks (the worker's and its nanny's), whose wakeups
+    made learning tasks wait 6-7 % of their time (docs/distributed.md, section 2); the client's
+    own configuration is left as it was."""
     import dask
     import distributed
     from okl.distributed.tasks import QUIET, local_cluster
@@ -121,7 +122,12 @@ def test_okl_starts_its_workers_without_dask_malloc_trim_and_background_work():
         env = own.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_"))
         config = own.run(lambda: {key: dask.config.get(key) for key in QUIET})
         profiled = own.run(lambda dask_worker: "profile" in dask_worker.periodic_callbacks)
+        checks = own.run(lambda dask_worker:
+                         dask_worker.periodic_callbacks["memory_monitor"].callback_time)
+        nanny_checks = [nanny.periodic_callbacks["memory_monitor"].callback_time
+                        for nanny in cluster.workers.values()]
     assert list(env.values()) == [None]
+    assert list(checks.values()) == [1000] and nanny_checks == [1000]
     assert list(config.values()) == [QUIET] and list(profiled.values()) == [False]
     assert dask.config.get("distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_")
     assert {key: dask.config.get(key) for key in QUIET} == before
