@@ -3,6 +3,7 @@ import copy
 import os
 import pickle
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -198,6 +199,30 @@ def test_dynamic_with_a_large_threshold_syncs_only_at_the_end(client):
     np.testing.assert_allclose(dynamic.predict(X), average_models(alone).predict(X), atol=1e-12)
 
 
+@pytest.mark.parametrize("collection", [False, True])     # rounds waiting for k drifts, or not
+def test_models_that_agree_never_travel(client, collection):
+    # dynamic rounds without a synchronisation send the drift floats, not the models: no learn
+    # task's result goes from one worker to another; a synchronisation sends them
+    import dask.array as da
+    from dask.utils import key_split
+
+    X, y = regression_stream(17, 400)
+    if collection:
+        X, y = da.from_array(X, chunks=(25, 2)), da.from_array(y, chunks=25)
+    moved = {}
+    for threshold in (1e9, 0.0):
+        since = time.time()
+        est = AveragedLearner(OnlineKernelRegressor(gamma=0.5), sync_every=50, sync="dynamic",
+                              threshold=threshold, client=client).fit(X, y)
+        logs = client.run(lambda dask_worker: [
+            key for entry in dask_worker.transfer_incoming_log if entry["start"] >= since
+            for key in entry["keys"]])
+        moved[threshold] = [key for keys in logs.values() for key in keys
+                            if key_split(key) == "learn_round"]
+        assert est.n_syncs_ == (1 if threshold else 4) and est.t_ == 400
+    assert moved[1e9] == [] and len(moved[0.0]) >= 2 * 3     # each sync: each model, once
+
+
 class Gated(OnlineKernelRegressor):
     """Model 1 (rows whose second feature is 1) waits in its first partition until model 0
     has learned 150 events, which it can do only if its rounds do not wait for model 1."""
@@ -249,54 +274,6 @@ def test_speculative_rounds_are_dropped_when_a_sync_is_due(client):
         np.testing.assert_allclose(dask_run.predict(X), here.predict(X), rtol=0, atol=1e-12)
         assert dask_run.n_syncs_ == here.n_syncs_
         assert 2 < here.n_syncs_ < here.n_rounds_                   # some rounds, not all
-
-
-class SignalsOnRestart(OnlineKernelRegressor):
-    """Sets the Event ``gate`` when it starts a round from an average (a round of ``every``
-    events that is not the first; with threshold 0 every dynamic round synchronises)."""
-
-    def __init__(self, gate=None, every=1, gamma=1.0):
-        super().__init__(gamma=gamma)
-        self.gate, self.every = gate, every
-
-    def _validate_params(self):        # the parent's defaults are valid; gate is a name
-        pass
-
-    def partial_fit(self, X, y):
-        t = getattr(self, "t_", 0)
-        if self.gate is not None and t > 0 and t % self.every == 0:
-            distributed.Event(self.gate).set()
-        return super().partial_fit(X, y)
-
-
-@pytest.mark.parametrize("chunk, every", [(10, 20), (25, 25)])  # speculative rounds or not
-def test_a_dynamic_synchronisation_starts_without_the_client(client, monkeypatch, chunk, every):
-    # the client reads round 1's drifts only once round 2, a synchronisation, is learning:
-    # the synchronising round must already be on its way to the workers
-    import dask.array as da
-    from dask.utils import key_split
-
-    X, y = regression_stream(16, 200)
-    Xd, yd = da.from_array(X, chunks=(chunk, 2)), da.from_array(y, chunks=chunk)
-    gate = f"restart-{os.getpid()}-{chunk}"
-    gather = distributed.Client.gather
-
-    def gather_after_the_restart(self, futures, *args, **kwargs):
-        if isinstance(futures, list) and futures \
-                and all(key_split(f.key) == "divergence" for f in futures):
-            assert distributed.Event(gate, client=self).wait(timeout=120), \
-                "the synchronisation waited for the client"
-        return gather(self, futures, *args, **kwargs)
-
-    monkeypatch.setattr(distributed.Client, "gather", gather_after_the_restart)
-    est = AveragedLearner(SignalsOnRestart(gate, every, gamma=0.5), sync_every=every,
-                          sync="dynamic", threshold=0.0, client=client).fit(Xd, yd)
-    monkeypatch.undo()
-    here = AveragedLearner(SignalsOnRestart(None, every, gamma=0.5), sync_every=every,
-                           sync="dynamic", threshold=0.0, client="sequential").fit(Xd, yd)
-    np.testing.assert_allclose(est.predict(X), here.predict(X), rtol=0, atol=1e-12)
-    assert est.n_syncs_ == here.n_syncs_ == 100 // every and est.t_ == 200
-    distributed.Event(gate, client=client).clear()
 
 
 class DiesOnce(OnlineKernelRegressor):

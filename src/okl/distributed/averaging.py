@@ -70,22 +70,16 @@ def _learn_round(j, go, stop, classes, learner, n_features, spans, names, mix, n
     restarts from it, keeping its own event count, as in iterative parameter
     mixing.  The others are the partitions of ``spans`` (``names``: their names
     for errors, by partition index).  ``go`` is True, or
-    (dynamic averaging) ``(threshold, sync, *drifts)``, the drifts of the
-    previous round: the k drifts in this process; on a cluster only this
-    model's own, so that the round starts without waiting for the other
-    workers (a speculative round: the driver keeps it only if no model
-    drifted past the threshold).  When a drift is past the threshold the model
-    learns nothing and halts; ``stop`` (a speculative round) names the
+    (dynamic averaging) the threshold and drifts of the previous round: the
+    k drifts in this process; on a cluster only this model's own, so that the
+    round starts without waiting for the other workers (a speculative round:
+    the driver keeps it only if no model drifted past the threshold).  When a
+    drift is past the threshold the model learns nothing and halts until the
+    driver synchronises; ``stop`` (a speculative round) names the
     `distributed.Event` that another model's drift report sets then, read
-    before each partition, so that a speculative round halts early too.  With
-    ``sync`` the round is the synchronising alternative, submitted beside the
-    speculative one: it waits for the k drifts and learns only when one is
-    past the threshold (then the driver keeps it), so that a synchronisation
-    needs no client round trip either.
+    before each partition, so that a speculative round halts early too.
     """
     prev, parts = args[:n_prev], args[n_prev:]
-    if go is not True and _go(go[0], *go[2:]) == go[1]:
-        return (prev[j] if mix else prev[0])._replace(halted=True)   # the other alternative
     if mix:
         start = time.perf_counter()
         prev = _mix(*prev, sizes=True)
@@ -97,8 +91,8 @@ def _learn_round(j, go, stop, classes, learner, n_features, spans, names, mix, n
         model.t_ = prev.own[j]
         prev = _State(model, prev.average, False, prev.busy[j], prev.mixing[j], prev.cpu[j],
                       prev.received[j])
-    if prev.halted:
-        return prev
+    if prev.halted or not (go is True or _go(*go)):
+        return prev._replace(halted=True)
     pieces = []
     for (i, lo, hi), part in zip(spans, parts):     # the shapes: checked before learning
         X, y = part[0][lo:hi], np.asarray(part[1][lo:hi])
@@ -537,47 +531,16 @@ class AveragedLearner(BaseEstimator):
         sent = 0 if average is None else k * _nbytes(average)
         # inputs[s]: (the previous states: one per model, or all k for a synchronisation,
         # each model's go, whether to average first, the Event that halts a speculative round)
-        # and, after a dynamic round on a cluster, the inputs of its alternative: round s as a
-        # synchronisation that learns only if a drift is past the threshold (alternatives[s])
-        made, states, gos, alternatives = {}, {}, {}, {}
-        inputs = {0: (([[x] for x in start], [True] * k, False, None), None)}
+        made, states, gos = {}, {}, {}
+        inputs = {0: ([[x] for x in start], [True] * k, False, None)}
         n_syncs = 1                         # the call's final average
         events, call = [], uuid.uuid4().hex     # one Event per dynamic round on a cluster
 
-        def synchronise(row, go=True):
+        def synchronise(row):
             """The states of a round are averaged at the start of the next (all-reduce)."""
-            return [list(row)] * k, [go] * k, True, None
-
-        def learn(s, given):
-            """Submit round s from ``given`` inputs: one task per model."""
-            base, go, mix, stop = given
-            return [submit(_learn_round, j, go[j], stop, classes, self.learner,
-                           parts.n_features, rounds[s][j],
-                           {i: parts.names[i] for i, _, _ in rounds[s][j]},
-                           mix, len(base[j]), *base[j],
-                           *[made[i] for i, _, _ in rounds[s][j]], j=j)
-                    for j in range(k)]
-
-        def follow(s):
-            """What round s + 1 starts from, once round s is submitted."""
             nonlocal n_syncs
-            if not dynamic:
-                n_syncs += 1
-                inputs[s + 1] = synchronise(states[s]), None
-                return
-            # speculative: model j's next round waits for its own drift only, not for the
-            # other workers (kept when no model drifted past the threshold); else for all k
-            # drifts.  On a cluster its synchronising alternative is submitted beside it.
-            threshold, stop = float(self.threshold), None
-            if speculate:   # a new name per submission: a dropped round's
-                stop = f"okl-sync-{call}-{len(events)}"
-                events.append(stop)     # report never halts a later one
-            gos[s] = [submit(_divergence, st, threshold, stop, j=j, priority=1)
-                      for j, st in enumerate(states[s])]
-            go = ([(threshold, False, g) for g in gos[s]] if speculate
-                  else [(threshold, False, *gos[s])] * k)
-            inputs[s + 1] = (([[st] for st in states[s]], go, False, stop),
-                             synchronise(states[s], (threshold, True, *gos[s])) if dask else None)
+            n_syncs += 1
+            return [list(row)] * k, [True] * k, True, None
 
         submitted, r = -1, 0
         phases = {"planned": time.time()}   # wall-clock moments of the call, for bench/
@@ -588,12 +551,28 @@ class AveragedLearner(BaseEstimator):
                     s = submitted + 1
                     need = sorted({i for spans in rounds[s] for i, _, _ in spans} - set(made))
                     made.update(parts.make(client if dask else None, need, where))
-                    chain, alternative = inputs[s]
-                    states[s] = learn(s, chain)
-                    if alternative is not None:
-                        alternatives[s] = learn(s, alternative)
-                    if s < R - 1:
-                        follow(s)
+                    base, go, mix, stop = inputs[s]
+                    states[s] = [submit(_learn_round, j, go[j], stop, classes, self.learner,
+                                        parts.n_features, rounds[s][j],
+                                        {i: parts.names[i] for i, _, _ in rounds[s][j]},
+                                        mix, len(base[j]), *base[j],
+                                        *[made[i] for i, _, _ in rounds[s][j]], j=j)
+                                 for j in range(k)]
+                    if s < R - 1 and dynamic:
+                        # speculative: model j's next round waits for its own drift only, not
+                        # for the other workers (kept when no model drifted past the
+                        # threshold); else for all k drifts
+                        threshold, stop = float(self.threshold), None
+                        if speculate:   # a new name per submission: a dropped round's
+                            stop = f"okl-sync-{call}-{len(events)}"
+                            events.append(stop)     # report never halts a later one
+                        gos[s] = [submit(_divergence, st, threshold, stop, j=j, priority=1)
+                                  for j, st in enumerate(states[s])]
+                        go = ([(threshold, g) for g in gos[s]] if speculate
+                              else [(threshold, *gos[s])] * k)
+                        inputs[s + 1] = ([[st] for st in states[s]], go, False, stop)
+                    elif s < R - 1:
+                        inputs[s + 1] = synchronise(states[s])
                     submitted = s
                 phases.setdefault("dispatched", time.time())
                 if r == R - 1:
@@ -603,24 +582,12 @@ class AveragedLearner(BaseEstimator):
                 if dynamic:
                     sent += 8 * k
                     drifts = client.gather(gos[r]) if dask else [f.result() for f in gos[r]]
-                    alternative = alternatives.pop(r + 1, None)
-                    if _go(float(self.threshold), *drifts):
-                        for f in alternative or ():         # halted: released
-                            f.release()
-                    else:
-                        n_syncs += 1
+                    if not _go(float(self.threshold), *drifts):
                         for s in range(r + 1, submitted + 1):   # halted: dropped, released
                             states.pop(s)
                             gos.pop(s, None)
-                            alternatives.pop(s, None)
-                        if alternative is None:     # in this process: submitted now
-                            inputs[r + 1] = synchronise(states[r]), None
-                            submitted = r
-                        else:                       # on a cluster: already under way
-                            states[r + 1] = alternative
-                            if r + 1 < R - 1:
-                                follow(r + 1)
-                            submitted = r + 1
+                        inputs[r + 1] = synchronise(states[r])
+                        submitted = r
                 else:
                     if dask:
                         import_distributed().wait(states[r])
@@ -645,13 +612,12 @@ class AveragedLearner(BaseEstimator):
         finally:
             # release every future of the call now, so that the scheduler forgets its tasks
             # (a traceback that keeps this frame alive must not keep them running)
-            held = [f for row in [*states.values(), *gos.values(), *alternatives.values()]
-                    for f in row] \
+            held = [f for row in [*states.values(), *gos.values()] for f in row] \
                 + list(made.values()) + list(parts.sources)
             for f in held:
                 if dask and hasattr(f, "release") and hasattr(f, "key"):
                     f.release()
-            states.clear(), gos.clear(), alternatives.clear(), made.clear(), inputs.clear()
+            states.clear(), gos.clear(), made.clear(), inputs.clear()
             for name in events:                     # the scheduler forgets them
                 try:
                     import_distributed().Event(name, client=client).clear()
