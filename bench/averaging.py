@@ -9,39 +9,39 @@ AveragedLearner finds it: each run learns data already in memory, as the
 issue asks ("the data stays where it is").  The sequential learner learns the
 same rows, one `partial_fit` per block of ``--chunk`` rows.
 
-For each model (a kernel expansion with budget 200 and the merging policy;
-random Fourier features with D = 500) and task, the runs (1 process; k plain
-processes learning their shares at once, without Dask or averaging: the
-speed-up this machine allows right now; k workers static; k workers dynamic)
-are interleaved ``--repeats`` times, so
-that a change of load hits all of them, and the table gives medians: events
-per second, speed-up, held-out error (misclassification rate; MSE relative to
-the target's variance), rounds, synchronisations, model bytes per
-synchronisation, and the 1-minute load average before each run and its
-maximum during it (sampled every 0.2 s; a run that starts above 1.5 does not
-count).  A second table splits the k-worker wall time, per worker, from
-Dask's task stream and the learner's own clocks (`split`): the client's plan,
-the first dispatch, learning, averaging, the rest of the round tasks, other
-tasks, the time between the worker's tasks (a synchronisation's barrier,
-hops), its wait for the other workers' last task, the final gather and the
-client's average.  The LocalCluster is started and warmed once, before, as okl starts its
-own (`okl.distributed.tasks.local_cluster`: without Dask's MALLOC_TRIM_THRESHOLD_, and
-without the workers' profiler, with their event-loop checks every second and their system
-monitor every 5 s); ``--malloc-trim dask`` starts its workers with Dask's 65536 instead, and
-``--background dask`` with Dask's background work.
+For each model (a kernel expansion with budget 200 and the merging policy; random
+Fourier features with D = 500) and task, the runs (1 process; k plain processes learning
+their shares at once, without Dask or averaging: the speed-up this machine allows right
+now; k workers static; k workers dynamic) are interleaved ``--repeats`` times, so that a
+change of load hits all of them, and the table gives medians: events per second,
+speed-up, held-out error (misclassification rate; MSE relative to the target's
+variance), rounds, synchronisations, model bytes per synchronisation, and the 1-minute
+load average before each run and its maximum during it (sampled every 0.2 s; a run that
+starts above 1.5 does not count); before each model and task it waits, 3 minutes at
+most, until the load average is at most ``--settle`` (1.0), which its own runs lift. A
+second table splits the k-worker wall time, per worker, from Dask's task stream and the
+learner's own clocks (`split`): the client's plan, the first dispatch, learning,
+averaging, the rest of the round tasks, other tasks, the time between the worker's tasks
+(a synchronisation's barrier, hops), its wait for the other workers' last task, the
+final gather and the client's average. The LocalCluster is started and warmed once,
+before, as okl starts its own (`okl.distributed.tasks.local_cluster`: without Dask's
+MALLOC_TRIM_THRESHOLD_, and without the workers' profiler, with their event-loop checks
+every second, their memory checks every second and their system monitor every 5 s);
+``--malloc-trim dask`` starts its workers with Dask's 65536 instead, and ``--background
+dask`` with Dask's background work.
 
 With ``--lost-worker``, instead: for each model and task, on a LocalCluster per pair of
-runs, kill one worker's process (SIGKILL; the nanny starts a new one) at each ``--kill-at``
-fraction of an undisturbed fit of the same session, and give both wall times, the learning lost with the worker (the time
-from its last finished task to its death), the round
-tasks finished, the blocks of the persisted stream remade, and whether the result is the
-undisturbed run's bit for bit (`lost_worker`).
+runs, kill one worker's process (SIGKILL; the nanny starts a new one) at each
+``--kill-at`` fraction of an undisturbed fit of the same session, and give both wall
+times, the learning lost with the worker (the time from its last finished task to its
+death), the round tasks finished, the blocks of the persisted stream remade, and whether
+the result is the undisturbed run's bit for bit (`lost_worker`).
 
 Run:  python bench/averaging.py [--n 1000000] [--chunk 50000] [--sync-every N]
                                 [--repeats 3] [--workers 2] [--threshold 0.05]
                                 [--models kernel fourier] [--tasks classification regression]
                                 [--runs processes static dynamic] [--malloc-trim off|dask]
-                                [--background okl|dask]
+                                [--background okl|dask] [--settle 1.0]
       python bench/averaging.py --lost-worker [--kill-at 0.25 0.5 0.75] [--models ...]
                                               [--tasks ...]
 """
@@ -355,6 +355,15 @@ def _placement(client, X):
     return {key: tuple(sorted(workers)) for key, workers in held.items()}
 
 
+def settle(bound, most=180.0):
+    """Wait until the 1-minute load average is at most ``bound`` (or ``most`` seconds)."""
+    start = time.perf_counter()
+    while os.getloadavg()[0] > bound and time.perf_counter() - start < most:
+        time.sleep(5)
+    print(f"waited {time.perf_counter() - start:.0f} s for the load average to reach "
+          f"{os.getloadavg()[0]:.2f}", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1_000_000)
@@ -373,9 +382,13 @@ def main():
                              "okl starts itself (okl.distributed.tasks.local_cluster), or Dask's "
                              "65536")
     parser.add_argument("--background", choices=["okl", "dask"], default="okl",
-                        help="the workers' profiler, event-loop checks and system monitor: "
-                             "quieted, as in the LocalCluster okl starts itself "
+                        help="the workers' profiler, event-loop and memory checks and system "
+                             "monitor: quieted, as in the LocalCluster okl starts itself "
                              "(okl.distributed.tasks.QUIET), or Dask's defaults")
+    parser.add_argument("--settle", type=float, default=1.0,
+                        help="before each model and task, wait (at most 3 minutes) until the "
+                             "1-minute load average is at most this: the benchmark's own runs "
+                             "lift it, and a row that starts above 1.5 does not count")
     parser.add_argument("--lost-worker", action="store_true",
                         help="kill a worker mid-fit instead (--kill-at fractions of a fit)")
     parser.add_argument("--kill-at", nargs="+", type=float, default=[0.25, 0.5, 0.75])
@@ -431,6 +444,7 @@ def main():
         rows_out, splits = [], []
         for model in args.models:
             for task in args.tasks:
+                settle(args.settle)
                 column = D_FEATURES if task == "regression" else D_FEATURES + 1
                 y = y_reg if task == "regression" else y_cls
                 Xt, yt = test[:, :D_FEATURES], test[:, column]
