@@ -15,7 +15,9 @@ from okl._engines import ENGINES
 from okl._feature_maps import RandomFourierFeatures
 from okl._gamma import WARMUP, WidthMoments, check_width_moments, start_warmup, warn_spread
 from okl._numpy.codes import Prune
-from okl._numpy.krls import NumpyKRLS, NumpyRLSFeatures, rewidth
+from okl._numpy.krls import (
+    NOISE_GRID, WIDTH_FACTORS, NumpyKRLS, NumpyRLSFeatures, evidence_choice, rewidth,
+)
 from okl._params import (
     BOOL, ENGINE_CONSTRAINTS, NONE, Interval, InvalidParameterError, Options, kernel_constraints,
 )
@@ -25,10 +27,10 @@ from okl.kernels import KERNEL_PARAMS, KERNELS, kernel_diagonal, kernel_matrix, 
 
 #: budget="auto": the centres KernelRLSRegressor keeps (docs/krls.md, section 5)
 DEFAULT_BUDGET = 200
-#: the noise-to-signal variance ratio of noise="auto" (docs/krls.md, section 5)
-DEFAULT_NOISE = 1e-2
-#: nu="auto": the ALD threshold a new centre's residual must pass (docs/krls.md, section 5)
+#: nu="auto": the ALD threshold a new centre's residual must pass, at most (docs/krls.md, 8)
 DEFAULT_NU = 1e-4
+#: noise="auto": the noise of the warm-up's events, before their evidence chooses one
+WARMUP_NOISE = 0.1
 POLICIES = {"significance": Prune.SIGNIFICANCE, "oldest": Prune.OLDEST}
 # the events after which gamma="scale" takes the width of the rows so far (docs/krls.md, 5)
 WIDTH_EVENTS = (1, 2, 4, 8, 16, 32, 64, WARMUP)
@@ -142,7 +144,7 @@ class KernelRLSRegressor(RegressorMixin, OnlineLearner):
 
     _parameter_constraints = {
         **{k: v for k, v in kernel_constraints().items() if k != "nu"},
-        "noise": [Interval(Real, 0, None, closed="neither")],
+        "noise": [Interval(Real, 0, None, closed="neither"), Options("auto")],
         "forgetting": [Interval(Real, 0, 1, closed="right")],
         "budget": [NONE, Interval(Integral, 1, None, closed="left"), Options("auto")],
         "budget_policy": [Options(*POLICIES)],
@@ -164,7 +166,7 @@ class KernelRLSRegressor(RegressorMixin, OnlineLearner):
     }
 
     def __init__(self, kernel="gaussian", gamma="scale", degree=3, coef0=0.0,
-                 kernel_params=None, noise=DEFAULT_NOISE, forgetting=1.0, budget="auto",
+                 kernel_params=None, noise="auto", forgetting=1.0, budget="auto",
                  budget_policy="significance", nu="auto", approximation=None, n_components=100,
                  random_state=None, fit_intercept=True, verbose=False, engine="cython"):
         self.kernel = kernel
@@ -207,12 +209,18 @@ class KernelRLSRegressor(RegressorMixin, OnlineLearner):
         return 0 if self.budget is None else int(self.budget)
 
     def _noise_value(self):
-        """The noise the fitted model was built with (the parameter before any fit)."""
-        model = self.__dict__.get("_krls")
-        return float(self.noise) if model is None else float(model.noise)
+        """The noise in use: noise_ (noise="auto"), else the parameter; before any fit,
+        the warm-up's."""
+        if self.noise == "auto" or "noise_" in self.__dict__:
+            return float(self.__dict__.get("noise_", WARMUP_NOISE))
+        return float(self.noise)
 
-    def _nu(self):
-        return DEFAULT_NU if self.nu == "auto" else float(self.nu)
+    def _nu(self, noise=None):
+        """nu="auto": DEFAULT_NU, or the noise when smaller (a residual below the noise is
+        noise)."""
+        if self.nu != "auto":
+            return float(self.nu)
+        return min(DEFAULT_NU, self._noise_value() if noise is None else noise)
 
     def _kernel_params(self):
         return kernel_params_of(self, gamma=self.__dict__.get("gamma_", self.gamma))
@@ -224,20 +232,21 @@ class KernelRLSRegressor(RegressorMixin, OnlineLearner):
         record = (RandomFourierFeatures.from_state(model.fmap).params if features
                   else model.kernel_params)
         names = {int(row.code): name for name, row in KERNELS.items()}
+        noise = "auto" if "noise_" in self.__dict__ else model.noise
         out = [("kernel", names.get(record["kernel"])), *fitted_params(self, record),
-               ("noise", model.noise), ("forgetting", model.forgetting),
+               ("noise", noise), ("forgetting", model.forgetting),
                ("fit_intercept", model.intercept)]
         if features or "_warm_X" in self.__dict__:
             return out + [("approximation", "fourier"), ("n_components", self.n_components)
                           if not features else ("n_components", model.n_components)]
         if model.policy == Prune.FREEZE:
             return out + [("approximation", "nystroem"), ("n_components", model.budget),
-                          ("nu", _auto(self.nu, model.threshold, DEFAULT_NU))]
+                          ("nu", _auto(self.nu, model.threshold, self._nu(model.noise)))]
         policies = {int(code): name for name, code in POLICIES.items()}
         return out + [("approximation", None), ("budget", _auto(self.budget, model.budget or
                                                                  None, DEFAULT_BUDGET)),
                       ("budget_policy", policies[model.policy]),
-                      ("nu", _auto(self.nu, model.threshold, DEFAULT_NU))]
+                      ("nu", _auto(self.nu, model.threshold, self._nu(model.noise)))]
 
     # -- the model ------------------------------------------------------------------------------
 
@@ -246,7 +255,7 @@ class KernelRLSRegressor(RegressorMixin, OnlineLearner):
         budget, policy = self._budget(), POLICIES[self.budget_policy]
         if self.approximation == "nystroem":
             budget, policy = int(self.n_components), Prune.FREEZE
-        return engine.krls(n_features, self._kernel_params(), float(self.noise),
+        return engine.krls(n_features, self._kernel_params(), self._noise_value(),
                            float(self.forgetting), self._nu(), budget, int(policy),
                            bool(self.fit_intercept))
 
@@ -268,78 +277,132 @@ class KernelRLSRegressor(RegressorMixin, OnlineLearner):
         return (KRLSModel, NumpyKRLS, RLSFeatures, NumpyRLSFeatures)
 
     def _start(self, X, y):
+        d = self.__dict__
+        for name in ("_width_moments", "gamma_", "noise_", "_warm_X", "_warm_y", "_warm_w"):
+            d.pop(name, None)
         if isinstance(self.gamma, str):
             start_warmup(self, X.shape[1])
         else:
-            self.__dict__.pop("gamma_", None)
-            self.__dict__.pop("_width_moments", None)
             warn_spread(X, self.kernel, float(self.gamma), type(self).__name__, stacklevel=5)
+        if self.noise == "auto":
+            self.noise_ = WARMUP_NOISE
+        if self.noise == "auto" or (self.approximation == "fourier"
+                                    and isinstance(self.gamma, str)):
+            d["_warm_X"] = np.empty((0, X.shape[1]))
+            d["_warm_y"] = d["_warm_w"] = np.empty(0)
         self._krls = self._new_model(X.shape[1])
-        if self.approximation == "fourier" and "_width_moments" not in self.__dict__:
+        if self.approximation == "fourier" and not self._warming():
             self._to_features()
         self.t_ = 0
         self.n_support_ = 0
 
+    def _warming(self):
+        """Whether the warm-up is under way: gamma="scale"'s width, noise="auto"'s events."""
+        return "_width_moments" in self.__dict__ or "_warm_X" in self.__dict__
+
     def _to_features(self):
-        """Random Fourier features of the final width; the events learned so far (the
-        warm-up's, kept by the exact model) are learned again on them."""
+        """Recursive least squares on random Fourier features of the width in use; the events
+        kept by the warm-up are learned again on them."""
         fmap = RandomFourierFeatures(self._kernel_params(), n_components=self.n_components,
                                      random_state=self.random_state).fit(self.n_features_in_)
-        features = ENGINES[self.engine].rls_features(
-            fmap.get_state(), float(self.noise), float(self.forgetting), bool(self.fit_intercept))
+        self._krls = ENGINES[self.engine].rls_features(
+            fmap.get_state(), self._noise_value(), float(self.forgetting),
+            bool(self.fit_intercept))
+        self._replay()
+
+    def _replay(self):
+        """Learn the warm-up's events again on the model (a fresh one of the final settings)."""
         d = self.__dict__
-        if "_warm_X" in d:
-            features.fit_rows(d.pop("_warm_X"), d.pop("_warm_y"), d.pop("_warm_w"))
-        self._krls = features
+        X, y, w = d.pop("_warm_X", None), d.pop("_warm_y", None), d.pop("_warm_w", None)
+        if X is not None and len(X):
+            model = self._krls
+            failed = ENGINES[self.engine].krls_chunk(model, X, y, np.empty(len(y)),
+                                                      np.empty(len(y)), w)
+            if failed >= 0:
+                raise Diverged(failed)
 
     # -- learning -------------------------------------------------------------------------------
 
     def _learn(self, X, y, weight=None):
-        """The rows in order; during gamma="scale"'s warm-up in stretches that end at
-        `WIDTH_EVENTS`, where the model takes the width of the rows so far (`rewidth`)."""
+        """The rows in order; during the warm-up in stretches that end where the model
+        changes: at `WIDTH_EVENTS` (gamma="scale": the width of the rows so far, `rewidth`)
+        and at the end of the warm-up (noise="auto": the evidence of its events chooses the
+        noise, and with gamma="scale" the width; docs/krls.md, section 8)."""
         parts, n, lo = [], X.shape[0], 0
-        d = self.__dict__
         while lo < n:
             hi = n
-            if "_width_moments" in d:
-                moments = WidthMoments(*d["_width_moments"])
-                target = next(e for e in WIDTH_EVENTS if e > moments.rows)
+            if self._warming():
+                seen = self._warm_events()
+                target = (next(e for e in WIDTH_EVENTS if e > seen)
+                          if "_width_moments" in self.__dict__ else WARMUP)
                 active = np.ones(n - lo, dtype=bool) if weight is None else weight[lo:] > 0
-                reach = np.flatnonzero(np.cumsum(active) >= target - moments.rows)
+                reach = np.flatnonzero(np.cumsum(active) >= target - seen)
                 hi = lo + int(reach[0]) + 1 if len(reach) else n
-            parts.append(self._learn_rows(X[lo:hi], y[lo:hi],
-                                          None if weight is None else weight[lo:hi]))
-            if "_width_moments" in d:
-                self._follow_width(X[lo:hi], y[lo:hi],
-                                   None if weight is None else weight[lo:hi])
+            w = None if weight is None else weight[lo:hi]
+            parts.append(self._learn_rows(X[lo:hi], y[lo:hi], w))
+            if self._warming():
+                self._follow_warmup(X[lo:hi], y[lo:hi], w)
             lo = hi
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
-    def _follow_width(self, X, y, weight):
-        """gamma="scale": take the rows learned into the width; at a width event the model
-        takes the new width, and after the warm-up the width stays.  With random Fourier
-        features, the warm-up's events are kept to be learned on the features at its end."""
+    def _warm_events(self):
+        """The warm-up's events of positive weight so far."""
         d = self.__dict__
-        moments = WidthMoments(*d["_width_moments"])
-        for i in range(len(X)):
-            if weight is None or weight[i] != 0.0:
-                moments.add(X[i])
-        if self.approximation == "fourier":
+        if "_width_moments" in d:
+            return int(d["_width_moments"][0])
+        return int(np.count_nonzero(d["_warm_w"] > 0))
+
+    def _follow_warmup(self, X, y, weight):
+        """The warm-up takes the rows just learned: gamma="scale"'s moments (at a width event
+        the model takes the width of the rows so far), the events kept for its end."""
+        d = self.__dict__
+        if "_warm_X" in d:
             w = np.ones(len(X)) if weight is None else weight
-            for name, part in (("_warm_X", X), ("_warm_y", y), ("_warm_w", w)):
-                d[name] = part.copy() if name not in d else np.concatenate([d[name], part])
-        d["_width_moments"] = moments.state()
-        if moments.rows in WIDTH_EVENTS:
+            d["_warm_X"] = np.concatenate([d["_warm_X"], X])
+            d["_warm_y"] = np.concatenate([d["_warm_y"], y])
+            d["_warm_w"] = np.concatenate([d["_warm_w"], w])
+        if "_width_moments" in d:
+            moments = WidthMoments(*d["_width_moments"])
+            for i in range(len(X)):
+                if weight is None or weight[i] != 0.0:
+                    moments.add(X[i])
+            d["_width_moments"] = moments.state()
             gamma = moments.gamma(X.shape[1])
-            if gamma != d["gamma_"]:
+            if moments.rows in WIDTH_EVENTS and gamma != d["gamma_"]:
                 d["gamma_"] = gamma
-                model = self._engine_model()
-                self._krls = type(model).from_state(rewidth(model.get_state(), gamma))
+                if "_warm_X" not in d or moments.warming:
+                    model = self._engine_model()
+                    self._krls = type(model).from_state(rewidth(model.get_state(), gamma))
+                    self.n_support_ = int(self._krls.n_support)
+        if self._warm_events() >= WARMUP:
+            self._end_warmup()
+
+    def _end_warmup(self):
+        """noise="auto": the noise (and with gamma="scale" the width, among multiples of the
+        scale) of the largest evidence of the warm-up's events, then a fresh model of those
+        settings learns them again; random Fourier features take the final width."""
+        d = self.__dict__
+        d.pop("_width_moments", None)
+        if self.noise == "auto":
+            keep = d["_warm_w"] > 0
+            scale = d.get("gamma_")
+            gammas = (scale * WIDTH_FACTORS if scale is not None
+                      else np.array([float(self.gamma)]))
+            record = self._kernel_params()
+            gamma, noise = evidence_choice(record, d["_warm_X"][keep], d["_warm_y"][keep],
+                                           d["_warm_w"][keep], gammas, NOISE_GRID,
+                                           bool(self.fit_intercept))
+            if scale is not None:
+                d["gamma_"] = gamma
+            d["noise_"] = noise
+            if self.approximation != "fourier":
+                self._krls = self._new_model(self.n_features_in_)
+                self._replay()
                 self.n_support_ = int(self._krls.n_support)
-        if not moments.warming:
-            del d["_width_moments"]
-            if self.approximation == "fourier":
-                self._to_features()
+        if self.approximation == "fourier":
+            self._to_features()
+        for name in ("_warm_X", "_warm_y", "_warm_w"):
+            d.pop(name, None)
 
     def _learn_rows(self, X, y, weight):
         n = X.shape[0]
@@ -383,26 +446,36 @@ class KernelRLSRegressor(RegressorMixin, OnlineLearner):
         the centres' Gram matrix, the covariance symmetric positive semi-definite)."""
         attrs, out = check.attrs, check.out
         d, t = out["n_features_in_"], out["t_"]
-        check.keys(attrs, ("n_features_in_", "t_", "n_support_"), "KernelRLSRegressor's attributes",
-                   optional=("gamma_", "_width_moments", "_row_keys", "_warm_X", "_warm_y",
-                             "_warm_w"))
+        check.keys(attrs, ("n_features_in_", "t_", "n_support_"),
+                   "KernelRLSRegressor's attributes",
+                   optional=("gamma_", "noise_", "_width_moments", "_row_keys", "_warm_X",
+                             "_warm_y", "_warm_w"))
         check.fitted_gamma()
         check_width_moments(check, self.gamma)
         check.row_keys()
+        if self.noise == "auto":
+            out["noise_"] = check.float(attrs.get("noise_"), "noise_", 0.0, open_lo=True)
+        elif "noise_" in attrs:
+            check.fail(f"noise_ is stored, but noise={self.noise!r} sets none")
         kind, state = check.model("_krls", ("KRLSModel", "NumpyKRLS", "RLSFeatures",
                                             "NumpyRLSFeatures"))
         record = check.kernel_of(self, out.get("gamma_", self.gamma))
         warm = "_warm_X" in attrs
+        kept = self.noise == "auto" or (self.approximation == "fourier"
+                                          and isinstance(self.gamma, str))
+        if warm != (kept and t < WARMUP):
+            check.fail("the warm-up's events (_warm_X, _warm_y, _warm_w) are kept during the "
+                       "warm-up of noise='auto' or of approximation='fourier', and only then")
         if warm:
-            if self.approximation != "fourier" or "_width_moments" not in out:
-                check.fail("_warm_X is kept only during the warm-up of approximation='fourier'")
-            n = int(out["_width_moments"][0])
+            n = check.int(len(attrs["_warm_X"]) if isinstance(attrs["_warm_X"], np.ndarray)
+                          else -1, "the length of _warm_X", 0, WARMUP)
             out["_warm_X"] = check.array(attrs["_warm_X"], "_warm_X", (n, d))
             out["_warm_y"] = check.array(attrs.get("_warm_y"), "_warm_y", (n,))
             out["_warm_w"] = check.array(attrs.get("_warm_w"), "_warm_w", (n,))
-            if np.any(out["_warm_w"] < 0):
-                check.fail("_warm_w holds a negative weight")
-        for name, value in (("noise", self.noise), ("forgetting", self.forgetting),
+            if np.any(out["_warm_w"] < 0) or np.count_nonzero(out["_warm_w"] > 0) != t:
+                check.fail("_warm_w must hold the weights >= 0 of the warm-up's t_ events")
+        noise = out.get("noise_", self.noise)
+        for name, value in (("noise", noise), ("forgetting", self.forgetting),
                             ("intercept", self.fit_intercept)):
             check.equal(state.get(name), value if name == "intercept" else float(value),
                         f"_krls.{name}")
@@ -426,7 +499,7 @@ class KernelRLSRegressor(RegressorMixin, OnlineLearner):
         check.equal(state["n_features"], d, "_krls.n_features")
         check.equal(state["kernel"], record["kernel"], "_krls.kernel")
         check.kernel_fields(state, "_krls", record)
-        check.equal(float(state["threshold"]), self._nu(), "_krls.threshold")
+        check.equal(float(state["threshold"]), self._nu(float(noise)), "_krls.threshold")
         check.equal(check.int(state["budget"], "_krls.budget", 0, 2 ** 31 - 1), budget,
                     "_krls.budget")
         check.equal(check.int(state["policy"], "_krls.policy", 0, 2), int(policy),

@@ -32,7 +32,7 @@ mirrors it.  The compiled twin takes the same operations in the same order.
 import math
 
 import numpy as np
-from scipy.linalg import solve_triangular
+from scipy.linalg import LinAlgError, cholesky, solve_triangular
 
 from okl._numpy.codes import Prune
 from okl._numpy.kernels import kernel_record, kernel_values
@@ -469,3 +469,40 @@ def fit_chunk(model, X, y, pred_out, var_out, weight=None):
             return i
         pred_out[i], var_out[i] = out
     return -1
+
+
+#: noise="auto": the noises the warm-up's evidence chooses from (docs/krls.md, section 8)
+NOISE_GRID = 10.0 ** np.arange(-6.0, 1.0)
+#: gamma="scale" with noise="auto": the widths, as multiples of the scale rule's
+WIDTH_FACTORS = 2.0 ** np.arange(-6.0, 4.0)
+
+
+def log_evidence(K, y, w, noise, centred):
+    """The log marginal likelihood of targets y under f ~ GP(0, s02 K) and noise
+    s02 noise / w, the scale s02 at its maximum (up to a constant): with A = K + noise
+    diag(1 / w) = L L^T and q = y^T A^-1 y, ``-dof / 2 log(q / dof) - log |L|``.  With
+    `centred`, y less its weighted mean, and one degree of freedom fewer."""
+    y = y - np.average(y, weights=w) if centred else y
+    dof = len(y) - 1 if centred else len(y)
+    try:
+        L = cholesky(K + np.diag(noise / w), lower=True)
+    except LinAlgError:
+        return -np.inf
+    a = solve_triangular(L, y, lower=True)
+    q = max(float(a @ a), np.finfo(float).tiny)
+    return -0.5 * dof * math.log(q / dof) - float(np.log(np.diag(L)).sum())
+
+
+def evidence_choice(kernel, X, y, w, gammas, noises, centred):
+    """(gamma, noise) of the largest `log_evidence` of the rows (X, y, w) over the grids (the
+    first of equal ones, gammas then noises in their order)."""
+    best, choice = -np.inf, (float(gammas[0]), float(noises[-1]))
+    for gamma in gammas:
+        record = dict(kernel_record(kernel), gamma=float(gamma))
+        K = np.array([kernel_values(record, X, x) for x in X])
+        K = 0.5 * (K + K.T)
+        for noise in noises:
+            value = log_evidence(K, y, w, float(noise), centred)
+            if value > best:
+                best, choice = value, (float(gamma), float(noise))
+    return choice
