@@ -28,7 +28,9 @@ class ProgressiveResult:
     ----------
     predictions : ndarray
         The prediction for x_t made before learning z_t (labels for
-        classifiers), one per sample.
+        classifiers), one per sample; None (an object array) for the first
+        samples of a classifier that knows no label yet, as its predict_one
+        says.
     scores : ndarray or None
         f_t(x_t), the raw model output behind each prediction (None for
         estimators without okl's fused predict-then-learn loop).
@@ -48,7 +50,8 @@ class ProgressiveResult:
         For classifiers: the sorted labels of the stream (predicted or true).
     confusion : ndarray or None
         For classifiers: ``confusion[i, j]`` counts the samples of label
-        ``classes[i]`` predicted as ``classes[j]`` (docs/multiclass.md).
+        ``classes[i]`` predicted as ``classes[j]`` (docs/multiclass.md); a
+        sample without a prediction (None) is in no cell.
     """
 
     predictions: np.ndarray
@@ -223,9 +226,14 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
         the first few samples silenced).  Default: the error
         ("error_rate" or "mse") and, for okl learners, "loss".
     classes : array, optional
-        All labels, for a classifier's first partial_fit.  Default: np.unique(y)
-        for arrays; for a stream, none for okl's classifiers (they add a label
-        as it appears, docs/multiclass.md), else the labels of its first
+        All labels, for a classifier's first partial_fit.  Default: none for
+        okl's classifiers (also at the end of a StreamPipeline): they add a
+        label as it appears (docs/multiclass.md), so that the run knows no
+        future label and equals a predict_one / learn_one loop; a sample
+        predicted before any label is known is predicted None, an error for
+        "error_rate" and "accuracy", probability 0 for "log_loss", left out of
+        the functions' samples and of the confusion matrix.  For another
+        classifier: np.unique(y) for arrays, the labels of a stream's first
         samples, read until two differ.
     chunk_size : int, default=1000
         Samples per call into an okl learner (events are gathered into chunks
@@ -262,6 +270,8 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
     classifier = _is_classifier(estimator) or (classes is not None and not fused)
     discovers = fused and hasattr(estimator, "_align_scores")    # adds labels as they come
     final = estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator
+    adds_labels = hasattr(final, "_event_target")     # okl's: labels discovered as they come
+    knew_labels = len(getattr(final, "classes_", ())) > 0
     # a stream's first labels are the prior of the predictions; learners that add labels
     # (okl's classifiers, also at the end of a StreamPipeline) are not told them as classes
     tell_classes = classes is not None or y is not None or not hasattr(final, "_event_target")
@@ -269,11 +279,11 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
     if y is not None:
         y = np.asarray(y)
         total = len(y)
-        if classifier and classes is None:
+        if classifier and classes is None and not adds_labels:
             classes = np.unique(y)
         X = iter_array(X, y, chunk_size=chunk_size if fused else 1)
     blocks = _blocks(X, chunk_size if fused else 1)
-    if classifier and classes is None and not discovers:
+    if classifier and classes is None and not discovers and not adds_labels:
         blocks = _with_two_labels(blocks)
     metrics = [as_metric(m, estimator, fused) for m in (
         metrics if metrics is not None
@@ -303,10 +313,15 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
         if isinstance(metric, RunningMetric):
             done = at_totals[name] - (last_totals[name] if lo else 0.0)
             return metric.finish(done / (hi - lo))
-        y_all, p_all = seen_y.array(), seen_pred.array()
+        y_all, p_all = seen_y.array()[lo:hi], seen_pred.array()[lo:hi]
+        if p_all.dtype == object:           # samples predicted before any label was known
+            made = p_all != None                                        # noqa: E711
+            if not made.any():
+                return float("nan")
+            y_all, p_all = y_all[made], np.array(p_all[made].tolist())
         with warnings.catch_warnings():     # e.g. one label in the first samples
             warnings.simplefilter("ignore")
-            return float(metric(y_all[lo:hi], p_all[lo:hi]))
+            return float(metric(y_all, p_all))
 
     def report(point, at_totals):
         """Record the metrics over the first `point` samples; print a line when asked."""
@@ -327,7 +342,7 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
 
     def learn(Xb, yb):
         """Predict-then-learn a piece; return the running metrics' sample values."""
-        nonlocal fitted
+        nonlocal fitted, knew_labels
         kwargs = ({"classes": classes} if classifier and classes is not None and tell_classes
                   and not hasattr(estimator, "classes_") else {})
         proba = None
@@ -338,17 +353,27 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
             if needs_proba:
                 proba = (estimator._scores_proba(scores) if discovers
                          else np.column_stack([expit(-scores), expit(scores)]))
+            if discovers and not knew_labels:     # the first sample: no label known before it
+                predictions = predictions.astype(object)
+                predictions[0] = None
+                if proba is not None:
+                    proba[0] = 0.0
         else:
             if fitted:
                 predictions = estimator.predict(Xb)
                 if needs_proba:
                     proba = estimator.predict_proba(Xb)
+            elif classifier and classes is None:     # no label known: no prediction
+                predictions = np.full(len(yb), None, dtype=object)
             else:      # nothing learned yet: predict the first class, or 0
                 predictions = np.full(len(yb), classes[0] if classifier else 0.0)
                 if needs_proba:
                     proba = np.full((len(yb), len(classes)), 1.0 / len(classes))
             estimator.partial_fit(Xb, yb, **kwargs)
+            if needs_proba and proba is None:
+                proba = np.zeros((len(yb), len(getattr(estimator, "classes_", yb[:1]))))
             fitted = True
+        knew_labels = True
         seen_y.append(yb)
         seen_pred.append(np.asarray(predictions))
         if discovers:           # the scores of each block have the classes known after it
@@ -367,7 +392,7 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
                 Xb = np.ascontiguousarray(Xb, dtype=np.float64)
             if not classifier:
                 yb = np.asarray(yb, dtype=np.float64)
-            elif classes is None and not discovers:     # the first block shows two labels
+            elif classes is None and not discovers and not adds_labels:   # two labels
                 classes = np.unique(yb)
             lo, n = 0, Xb.shape[0]
             while lo < n:      # printing splits the chunk at report points, for exact centres
@@ -399,9 +424,11 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
     loss = _cumulative_mean(estimator._stream_loss(scores, y_all)) if fused else None
     labels = confusion = None
     if classifier:
-        labels = np.unique(np.concatenate([np.unique(y_all), np.unique(predictions)]))
+        made = predictions != None if predictions.dtype == object else slice(None)  # noqa: E711
+        labels = np.unique(np.concatenate([np.unique(y_all), np.unique(predictions[made])]))
         confusion = np.zeros((len(labels), len(labels)), dtype=np.int64)
-        np.add.at(confusion, (np.searchsorted(labels, y_all), np.searchsorted(labels, predictions)),
+        np.add.at(confusion, (np.searchsorted(labels, y_all[made]),
+                              np.searchsorted(labels, predictions[made].astype(labels.dtype))),
                   1)
     return ProgressiveResult(predictions, scores, error, loss, np.array(steps),
                              {name: np.array(v) for name, v in recorded.items()},
