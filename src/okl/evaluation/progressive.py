@@ -16,7 +16,7 @@ from sklearn.utils.validation import check_is_fitted
 from okl._base import OnlineLearner
 from okl._progress import progress as progress_bar
 from okl._progress import write
-from okl.evaluation.metrics import RunningMetric, as_metric, metric_name
+from okl.evaluation.metrics import RunningMetric, as_metric, metric_name, refuse_label_metrics
 from okl.stream import iter_array
 
 
@@ -285,6 +285,7 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
     blocks = _blocks(X, chunk_size if fused else 1)
     if classifier and classes is None and not discovers and not adds_labels:
         blocks = _with_two_labels(blocks)
+    refuse_label_metrics(metrics, classifier, estimator)
     metrics = [as_metric(m, estimator, fused) for m in (
         metrics if metrics is not None
         else ["error_rate" if classifier else "mse"] + (["loss"] if fused else []))]
@@ -460,6 +461,7 @@ def evaluate(estimator: Any, X: Any, y: Any = None, *, metrics: Iterable[Any] | 
     if not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}.")
     classifier = _is_classifier(estimator)
+    refuse_label_metrics(metrics, classifier, estimator)
     metrics = [as_metric(m, estimator, False) for m in (
         metrics if metrics is not None else ["error_rate" if classifier else "mse"])]
     names = [metric_name(m) for m in metrics]
