@@ -3,7 +3,7 @@
 An optional dependency: ``pip install "okl[river]"``.
 
 `to_river(estimator)` wraps an okl learner in a `river.base.Regressor` or a
-binary `river.base.Classifier`, so that `river.evaluate.progressive_val_score`,
+`river.base.Classifier` (binary or multiclass), so that `river.evaluate.progressive_val_score`,
 river pipelines (``preprocessing.StandardScaler() | to_river(model)``) and
 river metrics work with it.  Events are dicts of feature name -> value; the
 first event fixes the feature order (a missing key is 0, an unknown key
@@ -237,7 +237,7 @@ def to_river(estimator, unknown_features="error"):
     Parameters
     ----------
     estimator : okl learner
-        A classifier (binary) becomes a `river.base.Classifier`; a regressor or
+        A classifier (binary or multiclass) becomes a `river.base.Classifier`; a regressor or
         a `PairwiseLearner` (its score g(x)) a `river.base.Regressor`.
     unknown_features : {"error", "ignore"}, default="error"
         What a dict event with a key the first event did not have does: raise
