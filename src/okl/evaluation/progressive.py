@@ -360,6 +360,7 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
                 if proba is not None:
                     proba[0] = 0.0
         else:
+            known = getattr(estimator, "classes_", None)    # the labels before this piece
             if fitted:
                 predictions = estimator.predict(Xb)
                 if needs_proba:
@@ -371,8 +372,12 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
                 if needs_proba:
                     proba = np.full((len(yb), len(classes)), 1.0 / len(classes))
             estimator.partial_fit(Xb, yb, **kwargs)
-            if needs_proba and proba is None:
-                proba = np.zeros((len(yb), len(getattr(estimator, "classes_", yb[:1]))))
+            after = getattr(estimator, "classes_", yb[:1])
+            if needs_proba and (proba is None or len(after) > proba.shape[1]):
+                grown = np.zeros((len(yb), len(after)))    # a new label: probability 0
+                if proba is not None:
+                    grown[:, np.searchsorted(after, known)] = proba
+                proba = grown
             fitted = True
         knew_labels = True
         seen_y.append(yb)
