@@ -346,9 +346,18 @@ class ConformalRegressor(RegressorMixin, _ConformalBase):
     def _progressive_intervals(self, X, y):
         """Learn the rows; (f_t(x_t), lower, upper) of each, made before its update."""
         with _locks.locked(self):
-            pred = self._progressive_scores(X, y)
+            pred = super()._progressive_scores(X, y)
             lower, upper = self.__dict__.pop("_chunk_bands")
             return pred, lower, upper
+
+    def _progressive_scores(self, X, y, classes=None, reset=False, sample_weight=None):
+        if sample_weight is not None:
+            raise TypeError("ConformalRegressor takes no sample_weight: the calibration "
+                            "counts events.")
+        with _locks.locked(self):
+            pred = super()._progressive_scores(X, y, reset=reset)
+            self.__dict__.pop("_chunk_bands", None)
+            return pred
 
     def _stream_loss(self, scores, y):
         """The squared error of the point predictions."""
@@ -596,3 +605,236 @@ def _check_calibration(check, state, est):
     if np.any(out["variance"] < 0) or np.any(out["range"] < 0):
         check.fail("calibration_.variance and range must be >= 0")
     return out
+
+
+@loadable
+class ConformalClassifier(ClassifierMixin, _ConformalBase):
+    """Prediction sets with a long-run coverage guarantee, learned on the stream.
+
+    Wraps a classifier and learns the threshold q_t of the score
+    ``1 - p(y | x)``: the set of an event holds every label whose probability
+    is at least ``1 - q_t``, and q_t moves (as in `ConformalRegressor`) so
+    that the fraction of events whose label is outside its set tends to
+    `alpha` on any sequence (docs/conformal.md).  The probabilities are the
+    learner's ``predict_proba`` where it has one, else the logistic (two
+    labels) or the softmax of its decision scores.
+
+    One event at a time: `predict_set_one(x)` (a set of labels),
+    `predict_one(x)`, `learn_one(x, y)`; chunks: `predict_set(X)` (a boolean
+    array, one column per label of `classes_`), `predict(X)`,
+    `partial_fit(X, y)`.
+
+    Parameters
+    ----------
+    estimator : classifier, default=None
+        An okl classifier; None is ``OnlineKernelClassifier(loss="logistic")``.
+    alpha, method, gamma, window, engine
+        As in `ConformalRegressor`.
+
+    Attributes
+    ----------
+    estimator_, calibration_, threshold_, t_, n_features_in_
+        As in `ConformalRegressor`.
+    classes_ : ndarray
+        The labels seen (the learner's).
+
+    References
+    ----------
+    See docs/conformal.md.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from okl import ConformalClassifier
+    >>> X, y = load_iris(return_X_y=True)
+    >>> model = ConformalClassifier(alpha=0.1).fit(X, y)
+    >>> model.predict_set(X[:2]).shape
+    (2, 3)
+    """
+
+    def __init__(self, estimator=None, alpha=0.1, method="agaci", gamma="auto", window=1000,
+                 engine="cython"):
+        self.estimator = estimator
+        self.alpha = alpha
+        self.method = method
+        self.gamma = gamma
+        self.window = window
+        self.engine = engine
+
+    def _validate_params(self):
+        super()._validate_params()
+        base = self._base()
+        if not is_classifier(base):
+            raise InvalidParameterError(f"ConformalClassifier wraps a classifier; "
+                                        f"{type(base).__name__} is not one: use "
+                                        "okl.ConformalRegressor.")
+        if not hasattr(base, "learn_one"):
+            raise InvalidParameterError(f"ConformalClassifier learns one event at a time and "
+                                        f"needs learn_one; {type(base).__name__} has none.")
+
+    def _base(self):
+        if self.estimator is None:
+            from okl.classification import OnlineKernelClassifier
+            return OnlineKernelClassifier(loss="logistic")
+        return self.estimator
+
+    @property
+    def classes_(self):
+        return getattr(self.estimator_, "classes_", np.array([]))
+
+    def _start(self, X, y):
+        self._remember_params()
+        self.estimator_ = clone(self._base())
+        self.calibration_ = self._new_calibration()
+        self.t_ = 0
+
+    def _check_X_y(self, X, y, reset):
+        return check_X_y(self, X, y, reset=reset, y_numeric=False)
+
+    def _targets(self, y, classes, first):
+        return np.asarray(y)
+
+    def _learn(self, X, y):
+        n = len(y)
+        predictions, covered, sizes = np.empty(n, dtype=object), np.empty(n, bool), np.empty(n)
+        for i in range(n):
+            label = y[i].item() if isinstance(y[i], np.generic) else y[i]
+            proba = _proba_one(self.estimator_, X[i])
+            q = self.calibration_.threshold()
+            chosen = {c for c, p in proba.items() if 1.0 - p <= q}
+            predictions[i] = max(proba, key=proba.get) if proba else label
+            covered[i], sizes[i] = label in chosen, len(chosen)
+            s = 1.0 - proba.get(label, 0.0)
+            self.estimator_.learn_one(X[i], label)
+            self.calibration_.learn(s)
+        self.t_ += n
+        self._chunk_sets = covered, sizes
+        return predictions
+
+    def _progressive_sets(self, X, y):
+        """Learn the rows; (prediction, label in its set, set size) of each, made before its
+        update."""
+        with _locks.locked(self):
+            pred = super()._progressive_scores(X, y)
+            covered, sizes = self.__dict__.pop("_chunk_sets")
+            return pred, covered, sizes
+
+    def _progressive_scores(self, X, y, classes=None, reset=False, sample_weight=None):
+        if sample_weight is not None:
+            raise TypeError("ConformalClassifier takes no sample_weight: the calibration "
+                            "counts events.")
+        with _locks.locked(self):
+            pred = super()._progressive_scores(X, y, reset=reset)
+            self.__dict__.pop("_chunk_sets", None)
+            return pred
+
+    def _predictions(self, scores):
+        return np.asarray(scores)
+
+    def _stream_loss(self, scores, y):
+        """The error rate of the point predictions."""
+        return (np.asarray(scores) != np.asarray(y)).astype(np.float64)
+
+    def _check_fitted(self):
+        if "calibration_" not in self.__dict__:
+            raise NotFittedError("This ConformalClassifier has learned nothing yet: call fit, "
+                                 "partial_fit or learn_one first.")
+
+    def predict(self, X):
+        """The learner's label for every row of X."""
+        with _locks.locked(self):
+            self._check_fitted()
+            from okl._base import check_X
+            return self.estimator_.predict(check_X(self, X, reset=False))
+
+    def predict_set(self, X):
+        """Boolean array (n_samples, n_classes): label ``classes_[j]`` is in the set of row i."""
+        with _locks.locked(self):
+            self._check_fitted()
+            from okl._base import check_X
+            P = _proba(self.estimator_, check_X(self, X, reset=False))
+            return 1.0 - P <= self.calibration_.threshold()
+
+    def predict_set_one(self, x):
+        """The set of labels for one event (every label seen, before any threshold is
+        learned)."""
+        with _locks.locked(self):
+            if "calibration_" not in self.__dict__:
+                return set()
+            q = self.calibration_.threshold()
+            return {c for c, p in _proba_one(self.estimator_, x).items() if 1.0 - p <= q}
+
+    def predict_one(self, x):
+        """The learner's label for one event (None before any learning)."""
+        with _locks.locked(self):
+            if "calibration_" not in self.__dict__:
+                return None
+            return self.estimator_.predict_one(x)
+
+    def learn_one(self, x, y, sample_weight=1.0):
+        """Take the probabilities of x (before learning), then learn the event: the learner and
+        the threshold."""
+        from okl._base import params_changed, transaction, _params_validated, _check_unchanged
+        if sample_weight != 1.0:
+            raise TypeError("ConformalClassifier.learn_one takes no sample_weight: the "
+                            "calibration counts events.")
+        with _locks.locked(self), transaction(self) as guarded:
+            if "calibration_" not in self.__dict__:
+                self._validate_params()
+                row, _ = check_row(self, x)
+                self._start(row[None, :], None)
+                self.n_features_in_ = row.shape[0]
+            elif params_changed(self):
+                self._validate_params()
+                _check_unchanged(self)
+            for model in self._models():
+                guarded.append((model, model.checkpoint(1)))
+            s = 1.0 - _proba_one(self.estimator_, x).get(y, 0.0)
+            self.estimator_.learn_one(x, y)
+            self.calibration_.learn(s)
+            self.t_ += 1
+            _params_validated(self)
+
+    def _check_state(self, check):
+        check.attrs.setdefault("score_", "absolute")
+        out = _check_conformal_state(self, check)
+        check.out.pop("score_", None)
+        return out
+
+
+def _label(value):
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _proba_one(est, x):
+    """{label: probability} of one event ({} before any label)."""
+    if hasattr(est, "predict_proba_one") and hasattr(est, "predict_proba"):
+        return {_label(k): float(v) for k, v in est.predict_proba_one(x).items()}
+    classes = getattr(est, "classes_", None)
+    if classes is None or len(classes) == 0:
+        return {}
+    if len(classes) == 1:
+        return {_label(classes[0]): 1.0}
+    f = np.atleast_1d(np.asarray(est.decision_function_one(x), dtype=np.float64))
+    p = _softmax(f, len(classes))
+    return {_label(c): float(v) for c, v in zip(classes, p)}
+
+
+def _proba(est, X):
+    """Probabilities (n, k) of the rows: predict_proba, else from the decision scores."""
+    if hasattr(est, "predict_proba"):
+        return np.asarray(est.predict_proba(X), dtype=np.float64)
+    classes = est.classes_
+    if len(classes) == 1:
+        return np.ones((X.shape[0], 1))
+    F = np.asarray(est.decision_function(X), dtype=np.float64)
+    return np.array([_softmax(np.atleast_1d(f), len(classes)) for f in F])
+
+
+def _softmax(f, k):
+    """The logistic of one margin (two labels), else the softmax of the k scores."""
+    if k == 2 and len(f) == 1:
+        p = 1.0 / (1.0 + math.exp(-f[0])) if f[0] >= 0 else math.exp(f[0]) / (1.0 + math.exp(f[0]))
+        return np.array([1.0 - p, p])
+    e = np.exp(f - f.max())
+    return e / e.sum()
