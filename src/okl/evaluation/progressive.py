@@ -60,6 +60,23 @@ class ProgressiveResult:
     seconds: float = 0.0
     classes: np.ndarray | None = None
     confusion: np.ndarray | None = None
+    lower: np.ndarray | None = None
+    upper: np.ndarray | None = None
+    covered: np.ndarray | None = None
+    width: np.ndarray | None = None
+    targets: np.ndarray | None = None
+
+    def window_coverage(self, window: int = 500) -> np.ndarray:
+        """Coverage over the last `window` events, after each event (conformal wrappers).
+
+        The first ``window - 1`` values cover the events so far.
+        """
+        if self.covered is None:
+            raise ValueError("window_coverage needs a conformal wrapper's run (okl.conformal).")
+        c = np.concatenate([[0], np.cumsum(self.covered)])
+        t = np.arange(1, len(self.covered) + 1)
+        lo = np.maximum(t - window, 0)
+        return (c[t] - c[lo]) / (t - lo)
 
     def plot(self, axes: Any = None) -> Any:
         """Learning curves: each metric against the samples seen (log scale); needs matplotlib.
@@ -79,9 +96,22 @@ class ProgressiveResult:
             raise ImportError("ProgressiveResult.plot needs matplotlib: "
                               "pip install 'okl[plot]'.") from None
         names = list(self.metrics)
+        band = self.lower is not None
         if axes is None:
-            _, axes = plt.subplots(1, len(names), figsize=(4 * len(names), 3.2), squeeze=False)
+            panels = len(names) + band
+            _, axes = plt.subplots(1, panels, figsize=(4 * panels, 3.2), squeeze=False)
             axes = axes[0]
+        if band:        # the intervals over the stream, and the targets
+            ax, axes = axes[0], axes[1:]
+            t = np.arange(1, len(self.lower) + 1)
+            finite = np.isfinite(self.lower) & np.isfinite(self.upper)
+            ax.fill_between(t[finite], self.lower[finite], self.upper[finite], alpha=0.35,
+                            label="interval", step="mid")
+            ax.plot(t, self.predictions, lw=0.8, label="prediction")
+            if self.targets is not None:
+                ax.plot(t, self.targets, ".", ms=1.5, color="k", label="target")
+            ax.set(xlabel="event", title="intervals over the stream")
+            ax.legend(loc="upper right", fontsize="small")
         for ax, name in zip(axes, names):
             ax.plot(self.steps, self.metrics[name], marker=".")
             ax.set(xscale="log", xlabel="samples seen", ylabel=name,
@@ -259,6 +289,7 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
                         "partial_fit and predict (for a scaler followed by a learner, chain "
                         "them with okl.pipeline.StreamPipeline, not sklearn's Pipeline).")
     fused = isinstance(estimator, OnlineLearner)
+    banded = hasattr(estimator, "_progressive_intervals") or hasattr(estimator, "_progressive_sets")
     classifier = _is_classifier(estimator) or (classes is not None and not fused)
     discovers = fused and hasattr(estimator, "_align_scores")    # adds labels as they come
     final = estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator
@@ -275,9 +306,12 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
     blocks = _blocks(X, chunk_size if fused else 1)
     if classifier and classes is None and not discovers:
         blocks = _with_two_labels(blocks)
-    metrics = [as_metric(m, estimator, fused) for m in (
-        metrics if metrics is not None
-        else ["error_rate" if classifier else "mse"] + (["loss"] if fused else []))]
+    if metrics is None:
+        metrics = ["error_rate" if classifier else "mse"] + (
+            list(BAND_METRICS) if banded else ["loss"] if fused else [])
+    band_names = [m for m in metrics if banded and isinstance(m, str) and m in BAND_METRICS]
+    metrics = [as_metric(m, estimator, fused) for m in metrics if m not in band_names] or [
+        as_metric("error_rate" if classifier else "mse", estimator, fused)]
     names = [metric_name(m) for m in metrics]
     if len(set(names)) < len(names):
         raise ValueError(f"Two metrics share a name: {names}.")
@@ -288,6 +322,7 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
                          "has no predict_proba (okl classifiers have it with loss='logistic').")
 
     seen_y, seen_pred, seen_scores = _Record(), _Record(), _Record()
+    seen_a, seen_b = _Record(), _Record()       # a conformal wrapper's bands or sets
     score_parts = []
     totals = dict.fromkeys(names, 0.0)
     last_totals = dict(totals)
@@ -332,7 +367,13 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
                   and not hasattr(estimator, "classes_") else {})
         proba = None
         scores = None
-        if fused:
+        if banded:
+            scores, a, b = (estimator._progressive_intervals(Xb, yb) if not classifier
+                            else estimator._progressive_sets(Xb, yb))
+            seen_a.append(a)
+            seen_b.append(b)
+            predictions = estimator._predictions(scores)
+        elif fused:
             scores = estimator._progressive_scores(Xb, yb, **kwargs)
             predictions = estimator._predictions(scores)
             if needs_proba:
@@ -403,9 +444,39 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
         confusion = np.zeros((len(labels), len(labels)), dtype=np.int64)
         np.add.at(confusion, (np.searchsorted(labels, y_all), np.searchsorted(labels, predictions)),
                   1)
-    return ProgressiveResult(predictions, scores, error, loss, np.array(steps),
-                             {name: np.array(v) for name, v in recorded.items()},
-                             time.perf_counter() - start, labels, confusion)
+    result = ProgressiveResult(predictions, scores, error, loss, np.array(steps),
+                               {name: np.array(v) for name, v in recorded.items()},
+                               time.perf_counter() - start, labels, confusion)
+    if banded:
+        _band_metrics(result, band_names, y_all, seen_a.array(), seen_b.array(), classifier)
+    return result
+
+
+BAND_METRICS = ("coverage", "width", "window_coverage")
+WINDOW = 500        # events of "window_coverage"
+
+
+def _band_metrics(result, names, y, a, b, classifier):
+    """A conformal wrapper's run: each event's band (or set), whether it held the target,
+    its width (or set size), and the band metrics at the report points: "coverage" so far,
+    the mean "width" of the finite bands so far (the set size), "window_coverage" over
+    the last WINDOW events."""
+    if classifier:
+        result.covered, result.width = a.astype(bool), b.astype(np.float64)
+    else:
+        result.lower, result.upper, result.targets = a, b, y
+        result.covered, result.width = (y >= a) & (y <= b), b - a
+    steps = result.steps
+    finite = np.isfinite(result.width)
+    sums = np.cumsum(np.where(finite, result.width, 0.0))
+    counts = np.cumsum(finite)
+    window = result.window_coverage(WINDOW)
+    values = {"coverage": np.cumsum(result.covered)[steps - 1] / steps,
+              "width": np.where(counts[steps - 1] > 0, sums[steps - 1]
+                                / np.maximum(counts[steps - 1], 1), np.inf),
+              "window_coverage": window[steps - 1]}
+    for name in names:
+        result.metrics[name] = values[name]
 
 
 def evaluate(estimator: Any, X: Any, y: Any = None, *, metrics: Iterable[Any] | None = None,
