@@ -136,19 +136,46 @@ def learn(args: argparse.Namespace) -> None:
     _needs_target(args)
     model = make_model(args.model, args.param)
     stream = _stream(args, model)
-    print(f"okl learn: {model!r} on {stream.name}")
     metrics = ["loss", *_default_metrics(model)]
+    if args.interval is not None:       # calibrated intervals / sets (docs/conformal.md)
+        if not 0 < args.interval < 1:
+            raise UsageError(f"--interval is a coverage in (0, 1), e.g. 0.9; got {args.interval}.")
+        from sklearn.base import is_classifier
+        wrapper = okl.ConformalClassifier if is_classifier(model) else okl.ConformalRegressor
+        model = wrapper(model, alpha=round(1.0 - args.interval, 12))
+        metrics = [metrics[1], "coverage", "width", "window_coverage"]
+    print(f"okl learn: {model!r} on {stream.name}")
     result = progressive_validation(model, _read_with_progress(stream, "learn"), metrics=metrics,
                                     chunk_size=args.chunk_size, print_every=args.print_every,
                                     progress=False)
     print(f"finished: {len(result.predictions)} samples in {result.seconds:.2f} s; "
           + ", ".join(f"{name} {values[-1]:.6g}" for name, values in result.metrics.items()))
+    if args.output:
+        _write_predictions(args.output, result)
     if result.confusion is not None and len(result.classes) <= 20:
         print(_confusion_table(result.classes, result.confusion))
     _skipped(stream)
     if args.model_file:
         okl.save(model, args.model_file)
         print(f"model written to {args.model_file}")
+
+
+def _write_predictions(path: str, result: Any) -> None:
+    """The progressive predictions, one a line; with --interval the bounds beside them
+    (prediction,lower,upper), or for a classifier the set's size."""
+    with open(path, "w", encoding="utf-8") as out:
+        if result.lower is not None:
+            out.write("prediction,lower,upper\n")
+            out.writelines(f"{p:.10g},{lo:.10g},{hi:.10g}\n" for p, lo, hi in zip(
+                result.predictions.tolist(), result.lower.tolist(), result.upper.tolist()))
+        elif result.width is not None:
+            out.write("prediction,set_size\n")
+            out.writelines(f"{p},{int(k)}\n" for p, k in zip(result.predictions.tolist(),
+                                                                result.width.tolist()))
+        else:
+            out.writelines(f"{p:.10g}\n" if isinstance(p, float) else f"{p}\n"
+                           for p in result.predictions.tolist())
+    print(f"predictions written to {path}")
 
 
 def _confusion_table(classes: Any, confusion: Any) -> str:
@@ -264,6 +291,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="save the model there (okl.save format)")
     learn_.add_argument("--print-every", type=int, default=0, metavar="N",
                         help="also print a line every N rows (default: doubling counts only)")
+    learn_.add_argument("--interval", type=float, metavar="LEVEL",
+                        help="calibrated intervals (prediction sets) of coverage LEVEL, e.g. "
+                             "0.9: prints coverage and width (docs/conformal.md)")
+    learn_.add_argument("-o", "--output", metavar="OUT",
+                        help="write the progressive predictions there, one a line (with "
+                             "--interval: prediction,lower,upper)")
 
     predict_ = sub.add_parser("predict", help="predict every row of a file with a saved model")
     predict_.add_argument("-m", "--model-file", metavar="MODEL", required=True)
