@@ -48,7 +48,7 @@ SCORES = ("auto", "absolute", "normalized", "quantile")
 
 def _steps(value):
     return isinstance(value, (tuple, list)) and len(value) > 0 and all(
-        Interval(Real, 0, 1, closed="right").is_satisfied_by(g) for g in value)
+        Interval(Real, 0, 1).is_satisfied_by(g) for g in value)
 
 
 COMMON_CONSTRAINTS = {
@@ -56,8 +56,8 @@ COMMON_CONSTRAINTS = {
                        "None or an estimator (an okl learner, or one with partial_fit)")],
     "alpha": [Interval(Real, 0, 1, closed="neither")],
     "method": [Options(*METHODS)],
-    "gamma": [Options("auto"), Interval(Real, 0, 1, closed="right"),
-              Kind(_steps, "a sequence of floats in (0, 1]")],
+    "gamma": [Options("auto"), Interval(Real, 0, 1),
+              Kind(_steps, "a sequence of floats in [0, 1]")],
     "window": [Interval(Integral, 1, 10 ** 6)],
     "engine": [Options("cython", "numpy")],
 }
@@ -185,10 +185,11 @@ class ConformalRegressor(RegressorMixin, _ConformalBase):
         quantile tracking of the threshold, the proportional part of
         conformal PID control (Angelopoulos, Candes and Tibshirani);
         "agaci": ACI over several steps, aggregated (Zaffran et al.).
-    gamma : "auto", float or sequence of floats in (0, 1], default="auto"
-        The step: of alpha_t for "aci" (auto: 0.005, the paper's), of q_t in
-        units of the largest recent score for "quantile" (auto: 0.01), the
-        steps of the experts for "agaci" (auto: 0.0005 to 0.1).
+    gamma : "auto", float or sequence of floats in [0, 1], default="auto"
+        The step: of alpha_t for "aci" (auto: 0.005, the paper's; 0 is split
+        conformal, the threshold the conformal quantile of the window), of
+        q_t in units of the largest recent score for "quantile" (auto: 0.01),
+        the steps of the experts for "agaci" (auto: 0.0005 to 0.1).
     window : int, default=1000
         Scores kept for the conformal quantile (the most recent ones).
     score : {"auto", "absolute", "normalized", "quantile"}, default="auto"
