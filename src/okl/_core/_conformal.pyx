@@ -47,7 +47,7 @@ cdef class Calibration:
     `okl._numpy.conformal.NumpyCalibration`, whose parameters it takes)."""
 
     cdef readonly int method
-    cdef readonly double alpha, q
+    cdef readonly double alpha, q, level
     cdef readonly Py_ssize_t window, t, n, head, k
     cdef double[::1] gammas_, levels_, regret_, variance_, range_, ring_, sorted_, scratch, wbuf
 
@@ -102,22 +102,20 @@ cdef class Calibration:
 
     cdef void crefresh(self) noexcept:
         cdef Py_ssize_t i
-        cdef double q = 0.0, lo, hi
-        cdef double* e = &self.scratch[0]
+        cdef double level = 0.0
         cdef double* w = &self.wbuf[0]
+        self.level = self.levels_[0]
+        if self.method == AGACI:
+            self.cweights(w)
+            for i in range(self.k):
+                level += w[i] * self.levels_[i]
+            self.level = level
         if self.n == 0:
             self.q = INFINITY
-            return
-        if self.method != AGACI:
-            self.cexperts(e)
-            self.q = e[0]
-            return
-        self.cweights(w)
-        self.cexperts(e)
-        lo, hi = self.sorted_[0], self.sorted_[self.n - 1]
-        for i in range(self.k):
-            q += w[i] * fmin(fmax(e[i], lo), hi)
-        self.q = q
+        elif self.method == QUANTILE:
+            self.q = self.levels_[0]
+        else:
+            self.q = self.cquantile(1.0 - self.level)
 
     def threshold(self):
         """q_t: the threshold of the next event's prediction set."""
@@ -167,11 +165,11 @@ cdef class Calibration:
         else:
             self.cexperts(e)
             if self.method == AGACI and self.n > 0:
-                beta = 1.0 - alpha
-                g = -beta if s > self.q else 1.0 - beta
+                beta = 1.0 - csearch(&self.sorted_[0], self.n, s, False) / (self.n + 1.0)
+                g = (1.0 if beta < self.level else 0.0) - alpha
                 logk = log(<double>self.k)
                 for i in range(self.k):
-                    r = g * (self.q - fmin(fmax(e[i], self.sorted_[0]), self.sorted_[self.n - 1]))
+                    r = g * (self.level - self.levels_[i])
                     eta = self.ceta(i, logk)
                     self.regret_[i] += r - eta * r * r
                     self.variance_[i] += r * r
@@ -255,11 +253,14 @@ cdef class LastEvent:
     cdef readonly bint normalized, fast, valid
     cdef object x, t, version
     cdef unsigned long long dversion
-    cdef double[::1] row
+    cdef object row                 # a float64 buffer of row_d values: the row predicted
+    cdef double* row_data
+    cdef Py_ssize_t row_d
     cdef double f, a, b
 
     def __init__(self, ReentrantLock lock, bint normalized, bint fast):
         self.lock, self.normalized, self.fast, self.valid = lock, normalized, fast, False
+        self.row_d = -1
 
     def invalidate(self):
         self.valid = False
@@ -279,14 +280,15 @@ cdef class LastEvent:
                 return
         elif type(x) is cnp.ndarray:
             arr = <cnp.ndarray>x
-            if not (arr.ndim == 1 and cnp.PyArray_TYPE(arr) == cnp.NPY_DOUBLE
+            if not (cnp.PyArray_NDIM(arr) == 1 and cnp.PyArray_TYPE(arr) == cnp.NPY_DOUBLE
                     and cnp.PyArray_IS_C_CONTIGUOUS(arr)):
                 return
-            d = arr.shape[0]
-            if self.row is None or self.row.shape[0] != d:
+            d = cnp.PyArray_DIM(arr, 0)
+            if d != self.row_d:
                 self.row = np.empty(d)
-            if d:
-                memcpy(&self.row[0], cnp.PyArray_DATA(arr), d * sizeof(double))
+                self.row_data = <double*>cnp.PyArray_DATA(<cnp.ndarray>self.row)
+                self.row_d = d
+            memcpy(self.row_data, cnp.PyArray_DATA(arr), d * sizeof(double))
             self.dversion = 0
         else:
             return
@@ -299,6 +301,7 @@ cdef class LastEvent:
 
     cdef bint cmatch(self, object x, object est) except -1:
         cdef cnp.ndarray arr
+        cdef Py_ssize_t d
         if not self.valid or x is not self.x:
             return False
         if est.__dict__.get("t_") is not self.t or getattr(est, "_attr_version", None) \
@@ -307,10 +310,10 @@ cdef class LastEvent:
         if type(x) is dict:
             return dict_version(<dict>x) == self.dversion
         arr = <cnp.ndarray>x
-        return (arr.ndim == 1 and arr.shape[0] == self.row.shape[0]
-                and cnp.PyArray_TYPE(arr) == cnp.NPY_DOUBLE and cnp.PyArray_IS_C_CONTIGUOUS(arr)
-                and (arr.shape[0] == 0 or memcmp(&self.row[0], cnp.PyArray_DATA(arr),
-                                                 arr.shape[0] * sizeof(double)) == 0))
+        d = cnp.PyArray_DIM(arr, 0) if cnp.PyArray_NDIM(arr) == 1 else -1
+        return (d == self.row_d and cnp.PyArray_TYPE(arr) == cnp.NPY_DOUBLE
+                and cnp.PyArray_IS_C_CONTIGUOUS(arr)
+                and memcmp(self.row_data, cnp.PyArray_DATA(arr), d * sizeof(double)) == 0)
 
     def match(self, x, est):
         """(f, a, b) kept for x, or None."""

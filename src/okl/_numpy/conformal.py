@@ -11,9 +11,10 @@ model learns the event, then updates the state.  Three rules:
 - ``QUANTILE``: quantile tracking, the proportional part of conformal PID
   control (Angelopoulos, Candes and Tibshirani 2023),
   q_{t+1} = q_t + gamma B_t (err_t - alpha), B_t the largest score of the window;
-- ``AGACI``: ACI experts over several steps gamma_k, their thresholds
+- ``AGACI``: ACI experts over several steps gamma_k, their levels a_k
   aggregated by second-order exponential weights on the pinball loss of
-  level 1 - alpha (Zaffran et al. 2022).
+  level alpha of the levels (Zaffran et al. 2022), q_t the conformal
+  quantile of level 1 - sum_k w_k a_k.
 
 The compiled twin holds the same state in the same arrays and takes the same
 steps in the same order (max abs difference <= 1e-10, tests/test_conformal.py).
@@ -96,20 +97,19 @@ class NumpyCalibration:
             total += v
         return np.array([v / total for v in w])
 
-    def _stand_ins(self, q):
-        """Expert thresholds clipped to the window's scores (finite, for the aggregate)."""
-        return np.minimum(np.maximum(q, self.sorted[0]), self.sorted[self.n - 1])
-
     def _refresh(self):
+        self.level = float(self.levels[0])
+        if self.method == Method.AGACI:
+            level = 0.0                     # summed in order, as the compiled twin
+            for w, a in zip(self.weights(), self.levels):
+                level += w * a
+            self.level = level
         if self.n == 0:
             self.q = math.inf
-        elif self.method == Method.AGACI:
-            q = 0.0                         # summed in order, as the compiled twin
-            for w, stand in zip(self.weights(), self._stand_ins(self.expert_thresholds())):
-                q += w * stand
-            self.q = float(q)
+        elif self.method == Method.QUANTILE:
+            self.q = float(self.levels[0])
         else:
-            self.q = float(self.expert_thresholds()[0])
+            self.q = conformal_quantile(self.sorted, self.n, 1.0 - self.level)
 
     def threshold(self):
         """q_t: the threshold of the next event's prediction set."""
@@ -145,12 +145,13 @@ class NumpyCalibration:
         else:
             q = self.expert_thresholds()
             if self.method == Method.AGACI and self.n > 0:
-                beta = 1.0 - alpha
-                g = -beta if s > self.q else 1.0 - beta     # d/dq of the pinball loss at q_t
+                # beta: the largest level whose set holds s (its rank among the window's scores)
+                rank = int(np.searchsorted(self.sorted[:self.n], s, side="left"))
+                beta = 1.0 - rank / (self.n + 1.0)
+                g = (1.0 if beta < self.level else 0.0) - alpha   # pinball'(beta - a) in a
                 logk = math.log(len(self.gammas))
-                stand = self._stand_ins(q)
                 for i in range(len(self.gammas)):
-                    r = g * (self.q - stand[i])             # the linearised regret of expert i
+                    r = g * (self.level - self.levels[i])   # the linearised regret of expert i
                     eta = 0.0
                     if self.variance[i] > 0.0:
                         eta = min(1.0 / (2.0 * self.range[i]),
