@@ -136,18 +136,25 @@ cdef class Calibration:
     # -- learning ---------------------------------------------------------------------------
 
     cdef void cinsert(self, double s) noexcept:
+        """s joins the window (the oldest score leaves a full one); the sorted copy moves only
+        the scores between the two positions (the twin removes, then inserts: the same array)."""
         cdef Py_ssize_t n = self.n, i, j
         cdef double* a = &self.sorted_[0]
+        j = csearch(a, n, s, True)
         if n == self.window:
             i = csearch(a, n, self.ring_[self.head], False)
-            memmove(a + i, a + i + 1, (n - 1 - i) * sizeof(double))
-            n -= 1
+            if j > i:
+                memmove(a + i, a + i + 1, (j - 1 - i) * sizeof(double))
+                a[j - 1] = s
+            else:
+                memmove(a + j + 1, a + j, (i - j) * sizeof(double))
+                a[j] = s
+        else:
+            memmove(a + j + 1, a + j, (n - j) * sizeof(double))
+            a[j] = s
+            self.n = n + 1
         self.ring_[self.head] = s
         self.head = (self.head + 1) % self.window
-        j = csearch(a, n, s, True)
-        memmove(a + j + 1, a + j, (n - j) * sizeof(double))
-        a[j] = s
-        self.n = n + 1
 
     cdef void clearn(self, double s) noexcept:
         """One event's score s (finite), taken before the model learned the event."""
