@@ -210,4 +210,5 @@ def sets():
 
 
 if __name__ == "__main__":
-    {"table": table, "steps": steps, "cost": cost, "sets": sets}[sys.argv[1] if len(sys.argv) > 1 else "table"]()
+    COMMANDS = {"table": table, "steps": steps, "cost": cost, "sets": sets}
+    COMMANDS[sys.argv[1] if len(sys.argv) > 1 else "table"]()

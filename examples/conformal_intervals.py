@@ -1,5 +1,5 @@
-"""Calibrated intervals on a stream: okl.ConformalRegressor on a heteroscedastic and a drifting stream.
-=======================================================================================================
+"""Calibrated intervals: okl.ConformalRegressor on a heteroscedastic and a drifting stream.
+=========================================================================================
 
 Two generated streams of 2 features uniform on [-3, 3]^2 (``y = sin(x0) + cos(x1) / 2`` plus noise):
 a heteroscedastic one, whose noise sd grows from 0.05 to 0.95 with ``|x0|``, and a drifting one of

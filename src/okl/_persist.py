@@ -130,7 +130,8 @@ def save(estimator: Any, path: Any) -> None:
     for key, value in vars(estimator).items():
         if key in TRANSIENT:            # caches of the one-event path, rebuilt on demand
             continue
-        if key in params or f"param:{key}" in arrays or {f"param:{key}", f"attr:{key}"} & set(nested):
+        if key in params or f"param:{key}" in arrays or (
+                {f"param:{key}", f"attr:{key}"} & set(nested)):
             continue                    # parameters are stored once, in "params"
         if type(value).__name__ in state_types:
             objects[key] = {"type": type(value).__name__,

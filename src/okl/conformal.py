@@ -28,7 +28,10 @@ from sklearn.base import ClassifierMixin, RegressorMixin, clone, is_classifier
 from sklearn.exceptions import NotFittedError
 
 from okl import _locks
-from okl._base import OnlineLearner, check_X_y
+from okl._base import (
+    OnlineLearner, _check_unchanged, _params_validated, check_X, check_X_y, params_changed,
+    transaction,
+)
 from okl._core import _conformal
 from okl._core._conformal import Calibration
 from okl._numpy.conformal import Method, NumpyCalibration
@@ -253,8 +256,9 @@ class ConformalRegressor(RegressorMixin, _ConformalBase):
         super()._validate_params()
         base = self._base()
         if is_classifier(base):
-            raise InvalidParameterError(f"ConformalRegressor wraps a regressor; {type(base).__name__}"
-                                        " is a classifier: use okl.ConformalClassifier.")
+            raise InvalidParameterError(
+                f"ConformalRegressor wraps a regressor; {type(base).__name__} is a classifier: "
+                "use okl.ConformalClassifier.")
         if self.score == "normalized" and not returns_std(base):
             raise InvalidParameterError(
                 f"score='normalized' needs a learner whose predict takes return_std (as "
@@ -378,7 +382,6 @@ class ConformalRegressor(RegressorMixin, _ConformalBase):
             return np.asarray(self.estimator_.predict(self._X(X)), dtype=np.float64)
 
     def _X(self, X):
-        from okl._base import check_X
         return check_X(self, X, reset=False)
 
     def predict_interval(self, X):
@@ -420,7 +423,6 @@ class ConformalRegressor(RegressorMixin, _ConformalBase):
 
     def _learn_one_python(self, x, y, sample_weight=1.0):
         """learn_one without the compiled path (the first event, another engine, a check)."""
-        from okl._base import params_changed, transaction, _params_validated, _check_unchanged
         if sample_weight != 1.0:
             raise TypeError("ConformalRegressor.learn_one takes no sample_weight: the "
                             "calibration counts events.")
@@ -497,7 +499,6 @@ class ConformalRegressor(RegressorMixin, _ConformalBase):
         An unfitted wrapper takes a copy of the fitted `estimator` as it is.
         """
         with _locks.locked(self):
-            from okl._base import transaction
             with transaction(self) as guarded:
                 if "calibration_" not in self.__dict__:
                     self._validate_params()
@@ -745,14 +746,12 @@ class ConformalClassifier(ClassifierMixin, _ConformalBase):
         """The learner's label for every row of X."""
         with _locks.locked(self):
             self._check_fitted()
-            from okl._base import check_X
             return self.estimator_.predict(check_X(self, X, reset=False))
 
     def predict_set(self, X):
         """Boolean array (n_samples, n_classes): label ``classes_[j]`` is in the set of row i."""
         with _locks.locked(self):
             self._check_fitted()
-            from okl._base import check_X
             P = _proba(self.estimator_, check_X(self, X, reset=False))
             return 1.0 - P <= self.calibration_.threshold()
 
@@ -775,7 +774,6 @@ class ConformalClassifier(ClassifierMixin, _ConformalBase):
     def learn_one(self, x, y, sample_weight=1.0):
         """Take the probabilities of x (before learning), then learn the event: the learner and
         the threshold."""
-        from okl._base import params_changed, transaction, _params_validated, _check_unchanged
         if sample_weight != 1.0:
             raise TypeError("ConformalClassifier.learn_one takes no sample_weight: the "
                             "calibration counts events.")
