@@ -14,6 +14,8 @@ import numpy as np
 cimport numpy as cnp
 from libc.math cimport INFINITY, ceil, exp, fabs, fmax, fmin, isfinite, log, sqrt
 from libc.string cimport memcmp, memcpy, memmove
+from cpython.dict cimport PyDict_GetItem
+from cpython.object cimport PyObject
 
 from okl._core._event cimport dict_version
 from okl._core._lock cimport ReentrantLock
@@ -259,6 +261,7 @@ cdef class LastEvent:
     cdef ReentrantLock lock
     cdef readonly bint normalized, fast, valid
     cdef object x, t, version
+    cdef object est, est_dict, est_predict, est_learn   # the learner, its dict and methods
     cdef unsigned long long dversion
     cdef object row                 # a float64 buffer of row_d values: the row predicted
     cdef double* row_data
@@ -273,6 +276,17 @@ cdef class LastEvent:
         self.valid = False
         self.x = None
 
+    cdef inline void cbind(self, object est) except *:
+        """Keep the learner's dict and bound methods (looked up again for another learner)."""
+        if est is not self.est:
+            self.est, self.est_dict = est, est.__dict__
+            self.est_predict, self.est_learn = est.predict_one, est.learn_one
+
+    cdef inline object ct(self):
+        """The learner's t_ (None before it has one)."""
+        cdef PyObject* t = PyDict_GetItem(self.est_dict, "t_")
+        return None if t == NULL else <object>t
+
     cdef void cstore(self, object x, object est, double f, double a, double b) except *:
         cdef cnp.ndarray arr
         cdef Py_ssize_t d
@@ -281,6 +295,7 @@ cdef class LastEvent:
         version = getattr(est, "_attr_version", None)
         if version is None:
             return
+        self.cbind(est)
         if type(x) is dict:
             self.dversion = dict_version(<dict>x)
             if self.dversion == 0:
@@ -299,7 +314,7 @@ cdef class LastEvent:
             self.dversion = 0
         else:
             return
-        self.x, self.t, self.version = x, est.__dict__.get("t_"), version
+        self.x, self.t, self.version = x, self.ct(), version
         self.f, self.a, self.b = f, a, b
         self.valid = True
 
@@ -309,10 +324,9 @@ cdef class LastEvent:
     cdef bint cmatch(self, object x, object est) except -1:
         cdef cnp.ndarray arr
         cdef Py_ssize_t d
-        if not self.valid or x is not self.x:
+        if not self.valid or x is not self.x or est is not self.est:
             return False
-        if est.__dict__.get("t_") is not self.t or getattr(est, "_attr_version", None) \
-                is not self.version:
+        if self.ct() is not self.t or getattr(est, "_attr_version", None) is not self.version:
             return False
         if type(x) is dict:
             return dict_version(<dict>x) == self.dversion
@@ -334,11 +348,12 @@ cdef class LastEvent:
             return None
         self.lock.cacquire()
         try:
+            self.cbind(est)
             if self.normalized:
-                r = est.predict_one(x, return_std=True)
+                r = self.est_predict(x, return_std=True)
                 f, a = r[0], r[1]
             else:
-                f, a = est.predict_one(x), 1.0
+                f, a = self.est_predict(x), 1.0
             self.cstore(x, est, f, a, a)
             if not interval:
                 return f
@@ -360,20 +375,21 @@ cdef class LastEvent:
             return 0
         self.lock.cacquire()
         try:
+            self.cbind(est)
             if self.cmatch(x, est):
                 f, a = self.f, self.a
             elif self.normalized:
-                r = est.predict_one(x, return_std=True)
+                r = self.est_predict(x, return_std=True)
                 f, a = r[0], r[1]
             else:
-                f, a = est.predict_one(x), 1.0
+                f, a = self.est_predict(x), 1.0
             s = fabs(y - f) / fmax(a, 1e-300)
             if not isfinite(s):
                 return 0
             self.valid = False
             self.x = None
             after = t + 1
-            est.learn_one(x, y)
+            self.est_learn(x, y)
             (<Calibration>cal).clearn(s)            # C only: no signal lands in between
             d["t_"] = after
             return 1
