@@ -49,6 +49,12 @@ class ProgressiveResult:
     confusion : ndarray or None
         For classifiers: ``confusion[i, j]`` counts the samples of label
         ``classes[i]`` predicted as ``classes[j]`` (docs/multiclass.md).
+    lower, upper, targets : ndarray or None
+        An `okl.ConformalRegressor`'s interval of each event, made before
+        learning it, and the targets (docs/conformal.md).
+    covered, width : ndarray or None
+        A conformal wrapper's run: whether each event's interval (set) held
+        its target, and its width (set size).
     """
 
     predictions: np.ndarray
@@ -246,7 +252,10 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
     metrics : list, optional
         Names ("mae", "mse", "rmse", "accuracy", "error_rate", "log_loss",
         "macro_f1", "pinball", "coverage", "loss": an okl learner's training
-        loss),
+        loss; for an `okl.conformal` wrapper "coverage" of its intervals or
+        sets, "width" (the mean width of the finite intervals, or the set
+        size) and "window_coverage" (over the last 500 events), its default
+        beside the error),
         `RunningMetric` objects such as ``PinballLoss(0.9)``, or functions
         ``f(y_true, y_pred)`` such as ``sklearn.metrics.r2_score`` (evaluated
         on all predictions so far at each report point, their warnings on
