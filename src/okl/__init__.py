@@ -1,12 +1,8 @@
-"""okl: online kernel learning with a typed-Cython core.
-
-`okl.streams` is the former name of `okl.synth`, kept as an alias.
-"""
+"""okl: online kernel learning with a typed-Cython core."""
 from importlib.metadata import version
 
 from okl import (
-    evaluation, kernels, losses, pipeline, preprocessing, projections, schedules, stream, streams,
-    synth,
+    evaluation, kernels, losses, pipeline, preprocessing, projections, schedules, stream, synth,
 )
 from okl._persist import ModelFileError, load, save
 from okl.classification import CoefficientRegularizedClassifier, OnlineKernelClassifier
