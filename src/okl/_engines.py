@@ -12,11 +12,13 @@ from okl._core._expansion import KernelExpansion
 from okl._core._linear import LinearModel, MultiLinearModel
 from okl._core._multiexpansion import MultiExpansion
 from okl._core._multikernel import MultiKernel
+from okl._core._warmup import KernelMean, Width
 from okl._numpy import coefreg, multiclass, pa, pairwise, pointwise
 from okl._numpy.expansion import NumpyExpansion
 from okl._numpy.linear import NumpyLinearModel, NumpyMultiLinearModel
 from okl._numpy.multiexpansion import NumpyMultiExpansion
 from okl._numpy.multikernel import NumpyMultiKernel
+from okl._numpy.warmup import KernelMean as NumpyKernelMean, Width as NumpyWidth
 
 ENGINES = {
     "cython": SimpleNamespace(expansion=KernelExpansion, linear=LinearModel,
@@ -26,7 +28,8 @@ ENGINES = {
                               pairwise=_pairwise,
                               multi_expansion=MultiExpansion, multiclass=_multiclass.fit_chunk,
                               multi_linear=MultiLinearModel,
-                              multikernel=MultiKernel, prior_offsets=_pointwise.prior_offsets),
+                              multikernel=MultiKernel, prior_offsets=_pointwise.prior_offsets,
+                              width=Width, kernel_mean=KernelMean),
     "numpy": SimpleNamespace(expansion=NumpyExpansion, linear=NumpyLinearModel,
                              pointwise=pointwise.fit_chunk, coefreg=coefreg.fit_chunk,
                              coefreg_multi=coefreg.fit_multi_chunk,
@@ -34,7 +37,8 @@ ENGINES = {
                              pairwise=pairwise,
                              multi_expansion=NumpyMultiExpansion, multiclass=multiclass.fit_chunk,
                              multi_linear=NumpyMultiLinearModel,
-                             multikernel=NumpyMultiKernel, prior_offsets=pointwise.prior_offsets),
+                             multikernel=NumpyMultiKernel, prior_offsets=pointwise.prior_offsets,
+                             width=NumpyWidth, kernel_mean=NumpyKernelMean),
 }
 
 
