@@ -5,8 +5,8 @@
 from importlib.metadata import version
 
 from okl import (
-    evaluation, kernels, losses, pipeline, preprocessing, projections, schedules, stream, streams,
-    synth,
+    drift, evaluation, kernels, losses, pipeline, preprocessing, projections, schedules, stream,
+    streams, synth,
 )
 from okl._persist import ModelFileError, load, save
 from okl.classification import CoefficientRegularizedClassifier, OnlineKernelClassifier
@@ -26,6 +26,7 @@ __all__ = [
     "OnlineKernelRegressor",
     "PairwiseLearner",
     "RegularizedPAClassifier",
+    "drift",
     "evaluation",
     "kernels",
     "load",
