@@ -10,6 +10,7 @@ from okl import (
 )
 from okl._persist import ModelFileError, load, save
 from okl.classification import CoefficientRegularizedClassifier, OnlineKernelClassifier
+from okl.krls import KernelRLSRegressor
 from okl.multikernel import MultiKernelClassifier, MultiKernelRegressor
 from okl.pairwise import PairwiseLearner
 from okl.passive_aggressive import RegularizedPAClassifier
@@ -19,6 +20,7 @@ __version__ = version("okl")     # set once, in meson.build's project()
 
 __all__ = [
     "CoefficientRegularizedClassifier",
+    "KernelRLSRegressor",
     "ModelFileError",
     "MultiKernelClassifier",
     "MultiKernelRegressor",

@@ -13,6 +13,7 @@ from typing import Any
 MODELS = {   # --model name: (estimator class name, fixed parameters)
     "regressor": ("OnlineKernelRegressor", {}),
     "quantile": ("OnlineKernelRegressor", {"loss": "pinball"}),
+    "krls": ("KernelRLSRegressor", {}),           # second order, with variance (docs/krls.md)
     "classifier": ("OnlineKernelClassifier", {}),
     "coefreg": ("CoefficientRegularizedClassifier", {}),
     "pa": ("RegularizedPAClassifier", {}),

@@ -326,6 +326,10 @@ class OnlineLearner(OneEventMixin, BaseEstimator):
     def _check_size(self):
         """Warn once when the model passes a size that slows every step (see okl._warnings)."""
 
+    def _takes_one_row(self):
+        """Whether a one-row chunk may take the compiled one-event step (`_one_row`)."""
+        return hasattr(self, "_loss_spec") and self.engine == "cython"
+
     def _one_row(self, X, y):
         """A one-row chunk through the compiled one-event step: (True, f_t(x_t) as an array of
         one, or None for a learner without scores), or (False, None) where it does not apply.
@@ -333,7 +337,7 @@ class OnlineLearner(OneEventMixin, BaseEstimator):
         Same iterates as the chunk loop; O(d) checks instead of scikit-learn's
         validation, which costs far more than the step.
         """
-        if not (hasattr(self, "_loss_spec") and self.engine == "cython"):
+        if not self._takes_one_row():
             return False, None
         row = one_row(self, X)
         if row is None or not _one_target(y):

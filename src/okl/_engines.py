@@ -7,12 +7,12 @@ NumPy twins (`okl._numpy`) take the same arguments and give the same iterates
 """
 from types import SimpleNamespace
 
-from okl._core import _coefreg, _multiclass, _pa, _pairwise, _pointwise
+from okl._core import _coefreg, _krls, _multiclass, _pa, _pairwise, _pointwise
 from okl._core._expansion import KernelExpansion
 from okl._core._linear import LinearModel, MultiLinearModel
 from okl._core._multiexpansion import MultiExpansion
 from okl._core._multikernel import MultiKernel
-from okl._numpy import coefreg, multiclass, pa, pairwise, pointwise
+from okl._numpy import coefreg, krls, multiclass, pa, pairwise, pointwise
 from okl._numpy.expansion import NumpyExpansion
 from okl._numpy.linear import NumpyLinearModel, NumpyMultiLinearModel
 from okl._numpy.multiexpansion import NumpyMultiExpansion
@@ -26,7 +26,9 @@ ENGINES = {
                               pairwise=_pairwise,
                               multi_expansion=MultiExpansion, multiclass=_multiclass.fit_chunk,
                               multi_linear=MultiLinearModel,
-                              multikernel=MultiKernel, prior_offsets=_pointwise.prior_offsets),
+                              multikernel=MultiKernel, prior_offsets=_pointwise.prior_offsets,
+                              krls=_krls.KRLSModel, krls_chunk=_krls.fit_chunk,
+                              rls_features=_krls.RLSFeatures),
     "numpy": SimpleNamespace(expansion=NumpyExpansion, linear=NumpyLinearModel,
                              pointwise=pointwise.fit_chunk, coefreg=coefreg.fit_chunk,
                              coefreg_multi=coefreg.fit_multi_chunk,
@@ -34,7 +36,9 @@ ENGINES = {
                              pairwise=pairwise,
                              multi_expansion=NumpyMultiExpansion, multiclass=multiclass.fit_chunk,
                              multi_linear=NumpyMultiLinearModel,
-                             multikernel=NumpyMultiKernel, prior_offsets=pointwise.prior_offsets),
+                             multikernel=NumpyMultiKernel, prior_offsets=pointwise.prior_offsets,
+                             krls=krls.NumpyKRLS, krls_chunk=krls.fit_chunk,
+                             rls_features=krls.NumpyRLSFeatures),
 }
 
 

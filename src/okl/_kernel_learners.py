@@ -31,7 +31,7 @@ from okl.budgets import (
     DEFAULT_BUDGET, budget_code, default_budget_policy, resolve_budget, resolve_budget_policy,
 )
 from okl.kernels import (
-    KERNEL_PARAMS, KERNELS, NAMED_KERNEL_PARAMS, kernel_params_of, kernel_row,
+    KERNEL_PARAMS, KERNELS, kernel_params_of, kernel_row, named_kernel_params,
 )
 from okl.schedules import step_sizes
 
@@ -87,7 +87,7 @@ def fitted_params(estimator, params):
     """The kernel parameters a model was built with (its record `params`), as [(name, value)]:
     those the estimator names (gamma, degree, coef0, nu: every learner names the first three),
     and `kernel_params`, the others, as the estimator would give them."""
-    named = [name for name in NAMED_KERNEL_PARAMS
+    named = [name for name in named_kernel_params(estimator)
              if name in ("gamma", "degree", "coef0") or hasattr(estimator, name)]
     out = [(name, params[name]) for name in named]
     if hasattr(estimator, "kernel_params"):

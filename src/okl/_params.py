@@ -106,10 +106,10 @@ def validate_params(estimator):
             f"The {param!r} parameter of {name} must be {allowed}. Got {value!r} instead"
             f"{_why(value, constraints)}.")
     if params.get("kernel_params") is not None and "kernel" in params:
-        from okl.kernels import NAMED_KERNEL_PARAMS, check_kernel_params
+        from okl.kernels import check_kernel_params, named_kernel_params
         try:        # the kernel's row: names it reads and no other parameter sets, valid values
             check_kernel_params(params["kernel"], params["kernel_params"],
-                                [k for k in NAMED_KERNEL_PARAMS if k in params])
+                                [k for k in named_kernel_params(estimator) if k in params])
         except ValueError as exc:
             raise InvalidParameterError(f"The 'kernel_params' parameter of {name}: {exc}") \
                 from None

@@ -172,11 +172,18 @@ def kernel_params(kernel, kernel_params=None, **params):
     return kernel_record(dict(params, kernel=code), complete=True)
 
 
+def named_kernel_params(estimator):
+    """The kernel parameters an estimator names: `NAMED_KERNEL_PARAMS`, or its class's
+    ``_named_kernel_params`` when one of those names means something else there
+    (`okl.KernelRLSRegressor`'s `nu` is its ALD threshold)."""
+    return getattr(estimator, "_named_kernel_params", NAMED_KERNEL_PARAMS)
+
+
 def kernel_params_of(estimator, **fitted):
     """The kernel's record of an estimator: its kernel, the kernel parameters it names
-    (those of `NAMED_KERNEL_PARAMS` it has), its ``kernel_params`` dict when it has one, and
+    (those of `named_kernel_params` it has), its ``kernel_params`` dict when it has one, and
     the `fitted` values over them (gamma: gamma_ when gamma="scale" set it)."""
-    named = {name: getattr(estimator, name) for name in NAMED_KERNEL_PARAMS
+    named = {name: getattr(estimator, name) for name in named_kernel_params(estimator)
              if hasattr(estimator, name)}
     return kernel_params(estimator.kernel, getattr(estimator, "kernel_params", None),
                          **dict(named, **fitted))

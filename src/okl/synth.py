@@ -24,8 +24,8 @@ PHASES = np.array([
     [[0.0, 0.5, 0.0, 0.5], [0.0, 0.3, 0.0, 0.7]],
 ])
 
-__all__ = ["conditional_quantile", "drifting_phases", "mixture_weight", "nonidentical",
-           "phase_probabilities", "target"]
+__all__ = ["conditional_quantile", "drifting_phases", "lorenz", "mackey_glass",
+           "mixture_weight", "nonidentical", "phase_probabilities", "target"]
 
 
 def _count(value, name):
@@ -294,3 +294,109 @@ def nonidentical(n, b, *, c=1.0, nu=(0.0, 0.2), n_features=1, f=None, chunk_size
             yield from zip(X, y.tolist())
 
     return events() if chunk_size is None else chunks(int(chunk_size))
+
+
+def _embed(series, embedding, horizon):
+    """Rows of `embedding` consecutive values and the value `horizon` steps after each row."""
+    n = len(series) - embedding - horizon + 1
+    X = np.lib.stride_tricks.sliding_window_view(series, embedding)[:n]
+    return np.ascontiguousarray(X), series[embedding + horizon - 1:embedding + horizon - 1 + n].copy()
+
+
+def lorenz(n_samples=10000, embedding=6, *, component="z", dt=0.01, horizon=1, noise=0.0,
+           sigma=10.0, rho=28.0, beta=8.0 / 3.0, burn_in=1000, random_state=None):
+    """A time series of the Lorenz attractor, embedded for one-step prediction.
+
+    The system ``x' = sigma (y - x)``, ``y' = x (rho - z) - y``, ``z' = x y - beta z`` is
+    integrated by the classical Runge-Kutta method with step `dt` from a start drawn near
+    (1, 1, 1) by `random_state`; after `burn_in` steps (onto the attractor) the coordinate
+    `component` is sampled every step.  Row t of X holds `embedding` consecutive values,
+    y[t] the value `horizon` steps after the last of them: the benchmark of kernel adaptive
+    filtering (Lorenz, embedding 6, one-step prediction; docs/krls.md, section 6).
+    `noise` adds Gaussian noise of that standard deviation to the series.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, embedding)
+    y : ndarray of shape (n_samples,)
+    """
+    n_samples, embedding = _count(n_samples, "n_samples"), _count(embedding, "embedding")
+    horizon = _count(horizon, "horizon")
+    burn_in = int(_number(burn_in, "burn_in"))
+    if component not in ("x", "y", "z"):
+        raise ValueError(f"component must be 'x', 'y' or 'z'; got {component!r}.")
+    dt, noise = _number(dt, "dt"), _number(noise, "noise")
+    if not dt > 0 or noise < 0 or burn_in < 0:
+        raise ValueError("dt must be > 0, noise and burn_in >= 0.")
+    sigma, rho, beta = (_number(v, name) for v, name in ((sigma, "sigma"), (rho, "rho"),
+                                                          (beta, "beta")))
+    rng = np.random.default_rng(random_state)
+
+    def velocity(p):
+        x, y, z = p
+        return np.array([sigma * (y - x), x * (rho - z) - y, x * y - beta * z])
+
+    p = np.ones(3) + 0.01 * rng.standard_normal(3)
+    length = n_samples + embedding + horizon - 1
+    series = np.empty(length)
+    index = "xyz".index(component)
+    for step in range(burn_in + length):
+        k1 = velocity(p)
+        k2 = velocity(p + 0.5 * dt * k1)
+        k3 = velocity(p + 0.5 * dt * k2)
+        k4 = velocity(p + dt * k3)
+        p = p + dt / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+        if step >= burn_in:
+            series[step - burn_in] = p[index]
+    if noise:
+        series += noise * rng.standard_normal(length)
+    return _embed(series, embedding, horizon)
+
+
+def mackey_glass(n_samples=10000, embedding=7, *, tau=30.0, horizon=1, noise=0.0, a=0.2, b=0.1,
+                 power=10, dt=0.1, sample_every=1.0, burn_in=1000, random_state=None):
+    """A time series of the Mackey-Glass delay equation, embedded for one-step prediction.
+
+    ``x'(t) = a x(t - tau) / (1 + x(t - tau)^power) - b x(t)`` is integrated by the
+    classical Runge-Kutta method with step `dt` (the delayed value at a half step is the
+    mean of its neighbours), from a constant history drawn near 1.2 by `random_state`, and
+    sampled every `sample_every` time units after `burn_in` samples.  tau = 17 and 30 give
+    the usual chaotic series (KAFBOX's "mg30" is tau = 30).  X, y as `lorenz`.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, embedding)
+    y : ndarray of shape (n_samples,)
+    """
+    n_samples, embedding = _count(n_samples, "n_samples"), _count(embedding, "embedding")
+    horizon, power = _count(horizon, "horizon"), _count(power, "power")
+    tau, dt, every = _number(tau, "tau"), _number(dt, "dt"), _number(sample_every, "sample_every")
+    noise, burn_in = _number(noise, "noise"), int(_number(burn_in, "burn_in"))
+    a, b = _number(a, "a"), _number(b, "b")
+    lag, stride = int(round(tau / dt)), int(round(every / dt))
+    if not (dt > 0 and lag >= 1 and stride >= 1 and abs(lag * dt - tau) < 1e-9 * max(tau, 1)
+            and abs(stride * dt - every) < 1e-9 * max(every, 1)):
+        raise ValueError("tau and sample_every must be positive multiples of dt.")
+    if noise < 0 or burn_in < 0:
+        raise ValueError("noise and burn_in must be >= 0.")
+    rng = np.random.default_rng(random_state)
+    length = n_samples + embedding + horizon - 1
+    steps = (burn_in + length) * stride
+    x = np.empty(lag + steps + 1)
+    x[:lag + 1] = 1.2 + 0.1 * rng.uniform(-1.0, 1.0)
+
+    def slope(value, delayed):
+        return a * delayed / (1.0 + delayed ** power) - b * value
+
+    for i in range(lag, lag + steps):
+        now, delayed, then = x[i], x[i - lag], x[i - lag + 1]
+        half = 0.5 * (delayed + then)
+        k1 = slope(now, delayed)
+        k2 = slope(now + 0.5 * dt * k1, half)
+        k3 = slope(now + 0.5 * dt * k2, half)
+        k4 = slope(now + dt * k3, then)
+        x[i + 1] = now + dt / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+    series = x[lag + stride::stride][burn_in:burn_in + length].copy()
+    if noise:
+        series += noise * rng.standard_normal(length)
+    return _embed(series, embedding, horizon)

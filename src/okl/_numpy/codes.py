@@ -18,6 +18,12 @@ class BudgetPolicy(IntEnum):
     MERGE = 2
 
 
+class Prune(IntEnum):
+    SIGNIFICANCE = 0    # KRLS-T: the centre whose removal costs the least squared error
+    OLDEST = 1          # a sliding window
+    FREEZE = 2          # a full dictionary takes no centre (the Nystroem approximation)
+
+
 class StepSize(IntEnum):
     AUTO = 0      # 1 / (lam_t + L C_K^2), times t^-eta_decay
     POWER = 1     # eta t^-eta_decay

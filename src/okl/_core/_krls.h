@@ -1,0 +1,81 @@
+/* The O(m^2) loops of a KRLS step (_krls.pyx): the posterior's rank-one update fused with
+ * forgetting, and the Givens rotations that remove a centre.  Rows are contiguous (stride
+ * cap), every loop runs along a row, and `restrict` lets the compiler vectorise them; like
+ * _simd.h they are compiled for the baseline, x86-64-v3 and x86-64-v4.  The NumPy twin
+ * (okl/_numpy/krls.py) takes the same operations in the same order.
+ */
+#ifndef OKL_KRLS_H
+#define OKL_KRLS_H
+
+#include <stddef.h>
+
+#include "_simd.h"
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=fast")
+#endif
+
+/* cov[:n, :n] <- lam (cov - c g g^T) + (1 - lam) I (lam = 1: cov - c g g^T), row by row;
+ * (g_i g_j) c is formed the same way for (i, j) and (j, i), so a symmetric cov stays so. */
+OKL_SIMD_CLONES OKL_MAYBE_UNUSED
+static void okl_krls_update(ptrdiff_t n, ptrdiff_t cap, double *restrict cov,
+                            const double *restrict g, double c, double lam)
+{
+    for (ptrdiff_t i = 0; i < n; i++) {
+        double *restrict row = cov + i * cap;
+        const double gi = g[i];
+        if (lam == 1.0) {
+            for (ptrdiff_t j = 0; j < n; j++)
+                row[j] -= (gi * g[j]) * c;
+        } else {
+            for (ptrdiff_t j = 0; j < n; j++)
+                row[j] = (row[j] - (gi * g[j]) * c) * lam;
+            row[i] += 1.0 - lam;
+        }
+    }
+}
+
+/* y[:n] += a x[:n] */
+OKL_SIMD_CLONES OKL_MAYBE_UNUSED
+static void okl_axpy(ptrdiff_t n, double a, const double *restrict x, double *restrict y)
+{
+    for (ptrdiff_t j = 0; j < n; j++)
+        y[j] += a * x[j];
+}
+
+/* (u, v) <- (c u - s v, s u + c v) over n entries: two rows rotated */
+OKL_SIMD_CLONES OKL_MAYBE_UNUSED
+static void okl_rotate_rows(ptrdiff_t n, double *restrict u, double *restrict v, double c,
+                            double s)
+{
+    for (ptrdiff_t k = 0; k < n; k++) {
+        const double a = u[k], b = v[k];
+        u[k] = c * a - s * b;
+        v[k] = s * a + c * b;
+    }
+}
+
+/* Columns (i, i + 1) of rows 0..n-1 rotated by (cs[i], sn[i]) for i = r..m-2 in turn, one row
+ * at a time (each row's entries in order: the rotations of the columns, along the row). */
+OKL_MAYBE_UNUSED
+static void okl_rotate_columns(ptrdiff_t n, ptrdiff_t cap, double *cov, ptrdiff_t r,
+                               ptrdiff_t m, const double *cs, const double *sn)
+{
+    for (ptrdiff_t k = 0; k < n; k++) {
+        double *row = cov + k * cap;
+        double a = row[r];
+        for (ptrdiff_t i = r; i < m - 1; i++) {
+            const double b = row[i + 1];
+            row[i] = cs[i] * a - sn[i] * b;
+            a = sn[i] * a + cs[i] * b;
+        }
+        row[m - 1] = a;
+    }
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+
+#endif

@@ -1,0 +1,660 @@
+"""Kernel recursive least squares: KRLS-T, ALD and budgets, compiled (docs/krls.md).
+
+`KRLSModel` holds a Gaussian-process posterior over f in whitened coordinates of a
+dictionary of centres (R = L^-1, K_D = L L^T; f(x) = b + l(x)^T u, l(x) = R k_D(x)) and
+`cstep` is its one step: predict, one Kalman update (a new centre's coordinate enters when
+its residual gamma2 passes nu), forgetting back to the prior, the offset and signal scale,
+and over budget one centre marginalised by Givens rotations.  The NumPy engine's twin,
+`okl._numpy.krls`, documents each operation; this file takes the same ones in the same
+order.  Callers: `fit_chunk` (the nogil loop of a chunk) and `KRLSEvents` (one event).
+Every step is O(m^2) with m centres and allocates nothing.
+"""
+import numpy as np
+
+cimport numpy as cnp
+from libc.math cimport NAN, fabs, hypot, isfinite, sqrt
+from libc.string cimport memcpy, memmove, memset
+
+from okl._core._kernels cimport (
+    KernelSpec, cdot, ckernel_row_norms, cself, kernel_spec, spec_params,
+)
+from okl._core._linear cimport FeatureRow
+from okl._core._pointwise cimport Events, cready, row_is_finite
+from okl._core._signals cimport cinterrupted, craise_pending, craise_signals
+
+cnp.import_array()
+
+
+cdef extern from "_krls.h" nogil:
+    void okl_krls_update(Py_ssize_t n, Py_ssize_t cap, double* cov, const double* g, double c,
+                         double lam)
+    void okl_axpy(Py_ssize_t n, double a, const double* x, double* y)
+    void okl_rotate_rows(Py_ssize_t n, double* u, double* v, double c, double s)
+    void okl_rotate_columns(Py_ssize_t n, Py_ssize_t cap, double* cov, Py_ssize_t r,
+                            Py_ssize_t m, const double* cs, const double* sn)
+
+
+cpdef enum Prune:
+    SIGNIFICANCE = 0    # KRLS-T: the centre whose removal costs the least squared error
+    OLDEST = 1          # a sliding window
+    FREEZE = 2          # a full dictionary takes no centre (the Nystroem approximation)
+
+
+cdef enum:
+    TAKEN = 0
+    DIVERGED = 2
+
+
+# a centre joins only if its residual is above this fraction of k(x, x) (okl._numpy.krls)
+cdef double RESIDUAL_FLOOR = 1e-12
+
+
+cdef class Posterior:
+    """The posterior of the whitened coordinates (or feature weights), the offset b and the
+    signal scale, shared by `KRLSModel` and `RLSFeatures` (`okl._numpy.krls.Posterior`)."""
+    cdef readonly Py_ssize_t n_features, n_support, capacity
+    cdef readonly double noise, forgetting
+    cdef readonly bint intercept
+    cdef public double t, b, wsum, nums, dens
+    cdef double[:, ::1] cov
+    cdef double[::1] mean, ones, kb, lv, gv
+
+    def scale(self):
+        """s02, the signal scale the variances are in units of (1 until an event counts)."""
+        return self.nums / self.dens if self.dens > 0.0 else 1.0
+
+    def _scalars(self):
+        return dict(t=self.t, b=self.b, wsum=self.wsum, nums=self.nums, dens=self.dens)
+
+    def _set_scalars(self, state):
+        self.t, self.b, self.wsum = float(state["t"]), float(state["b"]), float(state["wsum"])
+        self.nums, self.dens = float(state["nums"]), float(state["dens"])
+
+    def checkpoint(self, n_new=0):
+        return self.get_state()
+
+    def restore(self, token):
+        cdef Posterior other = type(self).from_state(token)
+        self._take(other)
+
+    def _take(self, Posterior other):
+        self.t, self.b, self.wsum, self.nums, self.dens = (other.t, other.b, other.wsum,
+                                                           other.nums, other.dens)
+        self.n_support, self.capacity = other.n_support, other.capacity
+        self.cov, self.mean, self.ones = other.cov, other.mean, other.ones
+        self.kb, self.lv, self.gv = other.kb, other.lv, other.gv
+
+    def __reduce__(self):
+        return (_rebuild, (type(self), self.get_state()))
+
+    cdef double cmean(self, Py_ssize_t m) noexcept nogil:
+        """b + l^T (mean - b ones), l in self.lv."""
+        cdef Py_ssize_t i
+        for i in range(m):
+            self.kb[i] = self.mean[i] - self.b * self.ones[i]
+        return self.b + cdot(&self.lv[0], &self.kb[0], m)
+
+    cdef double cvariance(self, Py_ssize_t m) noexcept nogil:
+        """l^T cov l, with g = cov l into self.gv."""
+        cdef Py_ssize_t i
+        for i in range(m):
+            self.gv[i] = cdot(&self.cov[i, 0], &self.lv[0], m)
+        return cdot(&self.lv[0], &self.gv[0], m)
+
+    cdef void cforget(self, Py_ssize_t m) noexcept nogil:
+        """Back to the prior: cov <- lam cov + (1 - lam) I, mean and ones times sqrt(lam)."""
+        cdef Py_ssize_t i, j, cap = self.cov.shape[1]
+        cdef double lam = self.forgetting, root
+        cdef double* cov = &self.cov[0, 0]
+        if lam == 1.0:
+            return
+        root = sqrt(lam)
+        for i in range(m):
+            for j in range(m):
+                cov[i * cap + j] *= lam
+            cov[i * cap + i] += 1.0 - lam
+            self.mean[i] *= root
+            self.ones[i] *= root
+
+    cdef bint cinnovations(self, Py_ssize_t m, double y, double w, double f, double sf2,
+                           double* terms) noexcept nogil:
+        """terms = (s, innov, innov1, z2) of an event (l in self.lv); False when not finite."""
+        cdef const double* l = &self.lv[0]
+        terms[0] = self.noise / w + sf2
+        terms[1] = y - cdot(l, &self.mean[0], m)
+        terms[2] = 1.0 - cdot(l, &self.ones[0], m)
+        terms[3] = (y - f) * (y - f) / (self.noise / w + sf2)
+        return (isfinite(f) and isfinite(terms[1] / terms[0]) and isfinite(terms[2] / terms[0])
+                and isfinite(terms[3]) and terms[0] > 0.0)
+
+    cdef void cabsorb(self, Py_ssize_t n, const double* terms, double y, double w) noexcept nogil:
+        """The Kalman update along h = self.gv of n coordinates and the forgetting, in one
+        pass; then the signal scale and the offset take the event (the offset's first event
+        only fixes b)."""
+        cdef Py_ssize_t i
+        cdef double c = 1.0 / terms[0], lam = self.forgetting, root = sqrt(lam)
+        cdef const double* g = &self.gv[0]
+        for i in range(n):
+            self.mean[i] += g[i] * (terms[1] * c)
+            self.ones[i] += g[i] * (terms[2] * c)
+            if lam != 1.0:
+                self.mean[i] *= root
+                self.ones[i] *= root
+        okl_krls_update(n, self.cov.shape[1], &self.cov[0, 0], g, c, lam)
+        if not self.intercept or self.wsum > 0.0:
+            self.nums = lam * self.nums + terms[3]
+            self.dens = lam * self.dens + 1.0
+        if self.intercept:
+            self.wsum = lam * self.wsum + w
+            self.b += (w / self.wsum) * (y - self.b)
+
+    cdef bint cpass(self, Py_ssize_t m, double f) noexcept nogil:
+        """An event of weight 0: time passes (forgetting), nothing is learned."""
+        if not isfinite(f):
+            return False
+        self.cforget(m)
+        self.wsum *= self.forgetting
+        return True
+
+    cdef void cpredict(self, const double* x, double* f, double* sf2) noexcept nogil:
+        pass
+
+    cdef Py_ssize_t cwork(self) noexcept nogil:
+        """The multiply-adds of one step, about (for Ctrl-C's checks)."""
+        return self.n_support * (self.n_support + self.n_features) + self.n_features
+
+    cdef int cstep(self, const double* x, double xx, double y, double w, double* f_out,
+                   double* sf2_out) noexcept nogil:
+        return DIVERGED
+
+    def predict(self, const double[:, ::1] X, double[::1] var_out=None):
+        """f(x) of every row; with `var_out`, the variance of f(x) (noise excluded) into it."""
+        cdef Py_ssize_t i, n = X.shape[0]
+        cdef double f, sf2
+        if X.shape[1] != self.n_features:
+            raise ValueError(f"X has {X.shape[1]} columns, the model {self.n_features}.")
+        if var_out is not None and var_out.shape[0] != n:
+            raise ValueError("var_out must have one value per row.")
+        out = np.empty(n)
+        cdef double[::1] o = out
+        with nogil:
+            for i in range(n):
+                self.cpredict(&X[i, 0], &f, &sf2)
+                o[i] = f
+                if var_out is not None:
+                    var_out[i] = sf2
+        return out
+
+    def learn_one(self, const double[::1] x, double y, double w=1.0):
+        """Predict, then learn one event: (f, sf2) before the step, or None when the step
+        would leave a non-finite model (nothing changed)."""
+        cdef double f, sf2, xx
+        if x.shape[0] != self.n_features:
+            raise ValueError(f"x has {x.shape[0]} values, the model {self.n_features}.")
+        self.reserve(1)
+        xx = cdot(&x[0], &x[0], self.n_features)
+        if not row_is_finite(&x[0], self.n_features, xx):
+            return None
+        if self.cstep(&x[0], xx, y, w, &f, &sf2) != TAKEN:
+            return None
+        return f, sf2
+
+    def reserve(self, Py_ssize_t n_new):
+        pass
+
+
+cdef class KRLSModel(Posterior):
+    """KRLS on a dictionary of centres (the twin of `okl._numpy.krls.NumpyKRLS`, same
+    parameters, state and iterates)."""
+    cdef readonly Py_ssize_t budget
+    cdef KernelSpec kernel
+    cdef readonly double threshold
+    cdef readonly int policy
+    cdef public long long next_order
+    cdef double[:, ::1] centers, R
+    cdef double[::1] sqnorms, last
+    cdef long long[::1] order
+
+    def __init__(self, Py_ssize_t n_features, kernel, double noise, double forgetting=1.0,
+                 double threshold=0.0, Py_ssize_t budget=0, int policy=SIGNIFICANCE,
+                 bint intercept=True):
+        if (n_features < 1 or not noise > 0.0 or not 0.0 < forgetting <= 1.0
+                or not threshold >= 0.0):
+            raise ValueError("KRLSModel needs n_features >= 1, noise > 0, 0 < forgetting <= 1 "
+                             "and threshold >= 0.")
+        self.n_features = n_features
+        self.kernel = kernel_spec(kernel)
+        self.noise, self.forgetting, self.threshold = noise, forgetting, threshold
+        self.budget, self.policy, self.intercept = budget, policy, intercept
+        self.n_support = 0
+        self.t = self.b = self.wsum = self.nums = self.dens = 0.0
+        self.next_order = 0
+        self._alloc(0)
+
+    def _alloc(self, Py_ssize_t capacity):
+        cdef Py_ssize_t c = max(capacity, 1)
+        self.capacity = capacity
+        self.centers = np.zeros((c, self.n_features))
+        self.R = np.zeros((c, c))
+        self.cov = np.zeros((c, c))
+        self.sqnorms = np.zeros(c)
+        self.mean = np.zeros(c)
+        self.ones = np.zeros(c)
+        self.order = np.zeros(c, dtype=np.int64)
+        self.kb = np.zeros(c)
+        self.lv = np.zeros(c)
+        self.gv = np.zeros(c)
+        self.last = np.zeros(c)
+
+    @property
+    def kernel_params(self):
+        """The kernel's record (`okl.kernels.kernel_params`)."""
+        return spec_params(self.kernel)
+
+    def reserve(self, Py_ssize_t n_new):
+        """Room for n_new more centres (a budget of B needs B + 1: the newcomer)."""
+        cdef Py_ssize_t need = self.n_support + n_new
+        if self.budget:
+            need = min(need, self.budget + 1)
+        if need > self.capacity:
+            arrays = self.get_arrays()
+            self._alloc(max(need, 2 * self.capacity))
+            self.set_arrays(arrays)
+
+    def get_arrays(self):
+        cdef Py_ssize_t m = self.n_support
+        return dict(centers=np.array(self.centers[:m]), order=np.array(self.order[:m]),
+                    R=np.array(self.R[:m, :m]), cov=np.array(self.cov[:m, :m]),
+                    mean=np.array(self.mean[:m]), ones=np.array(self.ones[:m]))
+
+    def set_arrays(self, arrays):
+        cdef Py_ssize_t m = len(arrays["mean"])
+        if m > self.capacity:
+            self._alloc(m)
+        centers = np.asarray(self.centers)
+        centers[:m] = arrays["centers"]
+        np.asarray(self.sqnorms)[:m] = np.einsum("ij,ij->i", centers[:m], centers[:m])
+        np.asarray(self.order)[:m] = arrays["order"]
+        np.asarray(self.R)[:m, :m] = arrays["R"]
+        np.asarray(self.cov)[:m, :m] = arrays["cov"]
+        np.asarray(self.mean)[:m] = arrays["mean"]
+        np.asarray(self.ones)[:m] = arrays["ones"]
+        self.n_support = m
+
+    def get_state(self):
+        """Scalars and arrays that rebuild this model exactly (okl.save writes them)."""
+        return dict(n_features=self.n_features, **self.kernel_params, noise=self.noise,
+                    forgetting=self.forgetting, threshold=self.threshold, budget=self.budget,
+                    policy=self.policy, intercept=self.intercept, next_order=self.next_order,
+                    **self._scalars(), **self.get_arrays())
+
+    @classmethod
+    def from_state(cls, state):
+        from okl._numpy.kernels import kernel_record
+        cdef KRLSModel self = cls(int(state["n_features"]), kernel_record(state, complete=True),
+                                  float(state["noise"]), float(state["forgetting"]),
+                                  float(state["threshold"]), int(state["budget"]), int(state["policy"]),
+                                  bool(state["intercept"]))
+        self._set_scalars(state)
+        self.next_order = int(state["next_order"])
+        self._alloc(len(state["mean"]))
+        self.set_arrays({k: np.asarray(state[k]) for k in
+                         ("centers", "order", "R", "cov", "mean", "ones")})
+        return self
+
+    def _take(self, Posterior other):
+        cdef KRLSModel o = <KRLSModel>other
+        Posterior._take(self, other)
+        self.next_order = o.next_order
+        self.centers, self.R, self.order = o.centers, o.R, o.order
+        self.sqnorms, self.last = o.sqnorms, o.last
+
+    # -- the step ------------------------------------------------------------------------------
+
+    cdef double cwhiten(self, const double* x, double xx, double* kxx) noexcept nogil:
+        """l = R k_D(x) into self.lv, k(x, x) into kxx; returns gamma2 = k(x, x) - l^T l."""
+        cdef Py_ssize_t i, m = self.n_support, cap = self.capacity
+        cdef double* l = &self.lv[0]
+        kxx[0] = cself(&self.kernel, xx)
+        if m == 0:
+            return kxx[0]
+        ckernel_row_norms(&self.kernel, x, xx, &self.centers[0, 0], &self.sqnorms[0], m,
+                          self.n_features, &self.kb[0])
+        for i in range(m):
+            l[i] = cdot(&self.R[i, 0], &self.kb[0], i + 1)
+        return kxx[0] - cdot(l, l, m)
+
+    cdef void cpredict(self, const double* x, double* f, double* sf2) noexcept nogil:
+        """f(x) and the variance of f(x), noise excluded."""
+        cdef double kxx, xx = cdot(x, x, self.n_features)
+        cdef double gamma2 = self.cwhiten(x, xx, &kxx)
+        sf2[0] = (gamma2 if gamma2 > 0.0 else 0.0) + self.cvariance(self.n_support)
+        f[0] = self.cmean(self.n_support)
+
+    cdef int cstep(self, const double* x, double xx, double y, double w, double* f_out,
+                   double* sf2_out) noexcept nogil:
+        """Predict, then learn (x, y) with weight w: TAKEN, or DIVERGED (nothing changed).
+        The dictionary must have room for one more centre (`reserve`)."""
+        cdef Py_ssize_t i, j, m = self.n_support, n, cap = self.capacity, r
+        cdef double kxx, gamma2, sf2, f, gamma, thresh
+        cdef double terms[4]
+        cdef bint add
+        cdef double* l = &self.lv[0]
+        cdef double* g = &self.gv[0]
+        cdef double* cov = &self.cov[0, 0]
+        cdef double* R = &self.R[0, 0]
+        gamma2 = self.cwhiten(x, xx, &kxx)
+        if gamma2 < 0.0:
+            gamma2 = 0.0
+        sf2 = gamma2 + self.cvariance(m)
+        f = self.cmean(m)
+        f_out[0], sf2_out[0] = f, sf2
+        if w == 0.0:
+            return TAKEN if self.cpass(m, f) else DIVERGED
+        if not self.cinnovations(m, y, w, f, sf2, terms):
+            return DIVERGED
+        thresh = RESIDUAL_FLOOR * kxx
+        if self.threshold > thresh:
+            thresh = self.threshold
+        add = gamma2 > thresh and (self.policy != FREEZE or m < self.budget)
+        if add:
+            gamma = sqrt(gamma2)
+            # the new centre's row of R, [-l^T R / gamma, 1 / gamma], from the rows of R
+            memset(&self.kb[0], 0, m * sizeof(double))
+            for i in range(m):
+                okl_axpy(i + 1, l[i], &R[i * cap], &self.kb[0])
+            for j in range(m):
+                R[m * cap + j] = -self.kb[j] / gamma
+                R[j * cap + m] = 0.0
+                cov[m * cap + j] = 0.0
+                cov[j * cap + m] = 0.0
+            R[m * cap + m] = 1.0 / gamma
+            cov[m * cap + m] = 1.0
+            self.mean[m] = 0.0
+            self.ones[m] = 0.0
+            g[m] = gamma
+            memcpy(&self.centers[m, 0], x, self.n_features * sizeof(double))
+            self.sqnorms[m] = xx
+            self.order[m] = self.next_order
+            self.next_order += 1
+            n = m + 1
+        else:
+            n = m
+        self.cabsorb(n, terms, y, w)
+        self.n_support = n
+        if self.budget and n > self.budget and self.policy != FREEZE:
+            r = 0
+            if self.policy == SIGNIFICANCE:
+                r = self.cleast_significant(n)
+            else:
+                for i in range(1, n):
+                    if self.order[i] < self.order[r]:
+                        r = i
+            self.cremove(r)
+        self.t += 1.0
+        return TAKEN
+
+    cdef Py_ssize_t cleast_significant(self, Py_ssize_t m) noexcept nogil:
+        """The centre of least |(K^-1 mu)_i| / (K^-1)_ii (`okl._numpy.krls.significance`)."""
+        cdef Py_ssize_t i, j, cap = self.capacity, best = 0
+        cdef double* v = &self.kb[0]
+        cdef double* norm = &self.last[0]
+        cdef double* R = &self.R[0, 0]
+        cdef double mc, value, low = 0.0
+        memset(v, 0, m * sizeof(double))
+        memset(norm, 0, m * sizeof(double))
+        for i in range(m):
+            mc = self.mean[i] - self.b * self.ones[i]
+            for j in range(i + 1):
+                v[j] += R[i * cap + j] * mc
+                norm[j] += R[i * cap + j] * R[i * cap + j]
+        for j in range(m):
+            value = fabs(v[j]) / norm[j]
+            if j == 0 or value < low:
+                low, best = value, j
+        return best
+
+    cdef void cremove(self, Py_ssize_t r) noexcept nogil:
+        """The dictionary without centre r (`okl._numpy.krls.remove`)."""
+        cdef Py_ssize_t i, k, j, m = self.n_support, n = m - 1, cap = self.capacity
+        cdef Py_ssize_t d = self.n_features
+        cdef double* R = &self.R[0, 0]
+        cdef double* cov = &self.cov[0, 0]
+        cdef double* last = &self.last[0]
+        cdef double* cs = &self.lv[0]           # the rotations (l and g are free by now)
+        cdef double* sn = &self.gv[0]
+        cdef double a, b, rho, c, s, t
+        for i in range(r, m):
+            last[i - r] = R[i * cap + r]
+            for j in range(r, i):
+                R[i * cap + j] = R[i * cap + j + 1]
+            R[i * cap + i] = 0.0
+        for k in range(m - 1 - r):
+            i = r + k
+            a, b = last[k], last[k + 1]
+            rho = hypot(a, b)
+            if rho == 0.0:
+                c, s = 1.0, 0.0
+            else:
+                c, s = b / rho, a / rho
+            cs[i], sn[i] = c, s
+            okl_rotate_rows(i + 1, &R[i * cap], &R[(i + 1) * cap], c, s)
+            last[k], last[k + 1] = 0.0, rho
+            a, b = self.mean[i], self.mean[i + 1]
+            self.mean[i], self.mean[i + 1] = c * a - s * b, s * a + c * b
+            a, b = self.ones[i], self.ones[i + 1]
+            self.ones[i], self.ones[i + 1] = c * a - s * b, s * a + c * b
+            okl_rotate_rows(m, &cov[i * cap], &cov[(i + 1) * cap], c, s)
+        okl_rotate_columns(m, cap, cov, r, m, cs, sn)
+        for i in range(n):                      # symmetric: the lower triangle's values
+            for j in range(i + 1, n):
+                cov[i * cap + j] = cov[j * cap + i]
+        for j in range(m):
+            R[n * cap + j] = 0.0
+            R[j * cap + n] = 0.0
+        for i in range(r, n):
+            if R[i * cap + i] < 0.0:
+                for j in range(i + 1):
+                    R[i * cap + j] = -R[i * cap + j]
+                self.mean[i] = -self.mean[i]
+                self.ones[i] = -self.ones[i]
+                for j in range(n):
+                    cov[i * cap + j] = -cov[i * cap + j]
+                    cov[j * cap + i] = -cov[j * cap + i]
+        memmove(&self.centers[r, 0], &self.centers[r + 1, 0], (m - 1 - r) * d * sizeof(double))
+        memmove(&self.sqnorms[r], &self.sqnorms[r + 1], (m - 1 - r) * sizeof(double))
+        memmove(&self.order[r], &self.order[r + 1], (m - 1 - r) * sizeof(long long))
+        self.n_support = n
+
+
+cdef class RLSFeatures(Posterior):
+    """Recursive least squares on random Fourier features (the twin of
+    `okl._numpy.krls.NumpyRLSFeatures`): the posterior of the weights of f(x) = b + z(x)^T w,
+    z(x) computed in C by `FeatureRow` (the map's `transform`, bit for bit)."""
+    cdef readonly Py_ssize_t n_components
+    cdef FeatureRow rowmap
+    cdef readonly dict fmap
+
+    def __init__(self, dict fmap, double noise, double forgetting=1.0, bint intercept=True):
+        from okl._feature_maps import RandomFourierFeatures
+        cdef Py_ssize_t D = int(fmap["n_components"])
+        if not noise > 0.0 or not 0.0 < forgetting <= 1.0:
+            raise ValueError("RLSFeatures needs noise > 0 and 0 < forgetting <= 1.")
+        self.fmap = dict(fmap)
+        self.rowmap = RandomFourierFeatures.from_state(self.fmap).row_map()
+        self.n_features, self.n_components = self.rowmap.n_features, D
+        self.noise, self.forgetting, self.intercept = noise, forgetting, intercept
+        self.t = self.b = self.wsum = self.nums = self.dens = 0.0
+        self.n_support = 0
+        self.capacity = D
+        self.cov = np.eye(D)
+        self.mean, self.ones = np.zeros(D), np.zeros(D)
+        self.kb, self.lv, self.gv = np.zeros(D), np.zeros(D), np.zeros(D)
+
+    cdef Py_ssize_t cwork(self) noexcept nogil:
+        return self.n_components * (self.n_components + self.n_features)
+
+    cdef void cpredict(self, const double* x, double* f, double* sf2) noexcept nogil:
+        self.rowmap.cmap(x, &self.lv[0])
+        sf2[0] = self.cvariance(self.n_components)
+        f[0] = self.cmean(self.n_components)
+
+    cdef int cstep(self, const double* x, double xx, double y, double w, double* f_out,
+                   double* sf2_out) noexcept nogil:
+        """As `KRLSModel.cstep`, along e = z(x)."""
+        cdef Py_ssize_t D = self.n_components
+        cdef double terms[4]
+        self.cpredict(x, f_out, sf2_out)
+        if w == 0.0:
+            return TAKEN if self.cpass(D, f_out[0]) else DIVERGED
+        if not self.cinnovations(D, y, w, f_out[0], sf2_out[0], terms):
+            return DIVERGED
+        self.cabsorb(D, terms, y, w)
+        self.t += 1.0
+        return TAKEN
+
+    def fit_rows(self, const double[:, ::1] X, const double[::1] y, const double[::1] weight):
+        """Learn rows (the warm-up's, again): the number that would not be finite, or -1."""
+        return fit_chunk(self, X, y, np.empty(X.shape[0]), np.empty(X.shape[0]), weight)
+
+    def get_arrays(self):
+        return dict(mean=np.array(self.mean), ones=np.array(self.ones), cov=np.array(self.cov))
+
+    def get_state(self):
+        return dict(**{"map_" + k: v for k, v in self.fmap.items()}, noise=self.noise,
+                    forgetting=self.forgetting, intercept=self.intercept, **self._scalars(),
+                    **self.get_arrays())
+
+    @classmethod
+    def from_state(cls, state):
+        fmap = {k[4:]: v for k, v in state.items() if k.startswith("map_")}
+        cdef RLSFeatures self = cls(fmap, float(state["noise"]), float(state["forgetting"]),
+                                    bool(state["intercept"]))
+        self._set_scalars(state)
+        self.mean = np.array(state["mean"], dtype=np.float64)
+        self.ones = np.array(state["ones"], dtype=np.float64)
+        self.cov = np.array(state["cov"], dtype=np.float64)
+        return self
+
+
+def _rebuild(cls, state):
+    return cls.from_state(state)
+
+
+def fit_chunk(Posterior model,
+              const double[:, ::1] X,       # IN (n, d) rows
+              const double[::1] y,          # IN (n,) targets
+              double[::1] pred_out,         # OUT (n,) f_t(x_t), before each step
+              double[::1] var_out,          # OUT (n,) the variance of f_t(x_t), noise excluded
+              const double[::1] weight=None):   # IN (n,) w_t >= 0, or None for 1
+    """Run the chunk: the index of the first step that would leave a non-finite model, or -1.
+
+    The model after a failure is the one before that step (the caller's checkpoint undoes
+    the steps before it)."""
+    cdef Py_ssize_t i, n = X.shape[0], d = X.shape[1], failed = -1, work = 0
+    cdef bint interrupted = False
+    cdef double w = 1.0, xx
+    if d != model.n_features:
+        raise ValueError(f"X has {d} columns, the model {model.n_features}.")
+    if y.shape[0] != n or pred_out.shape[0] != n or var_out.shape[0] != n:
+        raise ValueError("X, y, pred_out and var_out must have the same number of rows.")
+    if weight is not None and weight.shape[0] != n:
+        raise ValueError(f"weight has {weight.shape[0]} values for {n} rows.")
+    model.reserve(n)
+    with nogil:
+        for i in range(n):
+            if cinterrupted(&work, model.cwork()):
+                interrupted = True
+                break
+            if weight is not None:
+                w = weight[i]
+            xx = cdot(&X[i, 0], &X[i, 0], d)
+            if (not row_is_finite(&X[i, 0], d, xx)
+                    or model.cstep(&X[i, 0], xx, y[i], w, &pred_out[i], &var_out[i]) != TAKEN):
+                failed = i
+                break
+    if interrupted:
+        craise_pending()
+    return failed
+
+
+cdef class KRLSEvents(Events):
+    """One-event predict and learn for `okl.KernelRLSRegressor` (`okl._core._pointwise.Events`):
+    the row, the step and the learner's counters (t_, n_support_) in one compiled call,
+    checked before the first write; `predict_std` gives the mean and the variance of f(x).
+
+    Parameters
+    ----------
+    model : KRLSModel or RLSFeatures
+    name : str, the estimator's class name (for error messages)
+    names : tuple of str, the estimator attributes `matches` compares (the model first)
+    """
+    cdef Posterior model
+
+    def __init__(self, Posterior model, str name, tuple names=()):
+        self.model = model
+        self.name, self.names = name, names
+        self.values = tuple([model] + [None] * (len(names) - 1))
+        self.ready = True
+
+    cdef const double* crow_of(self, object x, str action) except NULL:
+        """The data of a 1-D float64 row of the model's width, finite; else a clear error."""
+        cdef Py_ssize_t n = 0
+        cdef const double[::1] typed
+        cdef const double* p = cready(x, &n)
+        cdef double xx
+        if p == NULL:
+            typed = x
+            n, p = typed.shape[0], &typed[0]
+        if n != self.model.n_features:
+            raise ValueError(f"X has {n} features, but {self.name} is expecting "
+                             f"{self.model.n_features} features as input.")
+        xx = cdot(p, p, n)
+        if not row_is_finite(p, n, xx):
+            raise ValueError(f"{self.name} got a row with NaN or inf: {np.asarray(x)[:10]}; "
+                             f"non-finite values cannot be {action}.")
+        return p
+
+    def predict(self, x, t=None, b=None):
+        """The posterior mean of f(x) for one row (t, b: the signature of the other steps)."""
+        cdef double f, sf2
+        self.model.cpredict(self.crow_of(x, "predicted"), &f, &sf2)
+        return f
+
+    def predict_std(self, x):
+        """(mean, variance of f(x)) for one row, noise excluded."""
+        cdef double f, sf2
+        self.model.cpredict(self.crow_of(x, "predicted"), &f, &sf2)
+        return f, sf2
+
+    def learn_into(self, dict attrs, x, double y, double weight=1.0):
+        """Predict f_t(x_t), then learn the event; t_ and n_support_ stored into `attrs` (the
+        learner's ``__dict__``).  Raises, leaving the model and `attrs` as they were."""
+        return self._learn_into(attrs, x, y, weight)
+
+    cdef double _learn_into(self, dict attrs, object x, double y, double weight) except? -1.0:
+        cdef double f, sf2
+        cdef const double* p = self.crow_of(x, "learned")
+        if not isfinite(y):
+            raise ValueError(f"{self.name} got a non-finite target {y!r}; targets must be "
+                             "finite numbers.")
+        self.model.reserve(1)           # moves the buffers, the model unchanged
+        craise_signals()                # a Ctrl-C so far: raised before any write
+        if self.model.cstep(p, cdot(p, p, self.model.n_features), y, weight, &f,
+                            &sf2) != TAKEN:
+            raise FloatingPointError(
+                f"{self.name}: learning this event would leave a non-finite posterior (the "
+                "target or the kernel values are too large). Check the targets' scale, or use "
+                "a larger noise. The model is left as it was.")
+        attrs["t_"] = <long long>self.model.t
+        attrs["n_support_"] = self.model.n_support
+        return f
+
+    cdef int cevent(self, dict attrs, object x, double y) except -1:
+        self._learn_into(attrs, x, y, 1.0)
+        return 1
+
+    cdef object cpredict(self, dict attrs, object x):
+        cdef double f, sf2
+        self.model.cpredict(self.crow_of(x, "predicted"), &f, &sf2)
+        return f

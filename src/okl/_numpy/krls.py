@@ -1,0 +1,508 @@
+"""The kernel recursive least-squares step (KRLS-T, ALD, budgets), the readable twin of
+_core/_krls.pyx (docs/krls.md).
+
+The model is a Gaussian-process posterior over f, written in whitened coordinates of a
+dictionary of m centres D: with K_D = L L^T and R = L^-1 (lower triangular),
+
+    f(x) = b + l(x)^T u,   l(x) = R k_D(x),   u ~ N(mean - b ones, cov)
+
+so that the prior is u ~ N(0, I) and ``gamma2 = k(x, x) - l^T l`` is the part of f(x)
+the dictionary cannot explain (Engel's approximate-linear-dependence residual).  `mean`
+is the posterior mean the raw targets give and `ones` the one the all-ones targets
+give: every operation of the step is linear in the targets, so the posterior of the
+targets centred by the current offset b (their running mean) is ``mean - b ones``.
+
+One step, from the model before it (docs/krls.md, section 2):
+
+1. predict: ``f = b + l^T (mean - b ones)``, variance ``sf2 = gamma2 + l^T cov l``;
+2. learn (weight w > 0: the noise variance is noise / w): a centre joins the
+   dictionary when gamma2 > nu (its coordinate enters with the prior N(0, 1)), else the
+   residual counts as noise; one Kalman update of (mean, ones, cov) along
+   e = [l; sqrt(gamma2)] or l;
+3. the offset b and the signal scale s02 (the predictive variance is s02 (noise + sf2))
+   take the event; over budget, one centre leaves: its coordinate is rotated to the last
+   place by Givens rotations and marginalised (policy SIGNIFICANCE: the centre whose
+   loss costs the least squared error, KRLS-T's rule; OLDEST: the sliding window);
+4. forgetting lambda < 1 pulls the posterior back to the prior:
+   ``cov <- lambda cov + (1 - lambda) I``, ``mean, ones <- sqrt(lambda) (mean, ones)``.
+
+`cov` is kept exactly symmetric: every write computes the lower triangle's formula and
+mirrors it.  The compiled twin takes the same operations in the same order.
+"""
+import math
+
+import numpy as np
+from scipy.linalg import LinAlgError, cholesky, solve_triangular
+
+from okl._numpy.codes import Prune
+from okl._numpy.kernels import kernel_record, kernel_values
+
+# a centre joins only if its residual is above this fraction of k(x, x) (with nu = 0: every
+# point that the dictionary does not already span to rounding)
+RESIDUAL_FLOOR = 1e-12
+
+
+def forget(cov, mean, ones, lam, m):
+    """Back to the prior by lam: cov <- lam cov + (1 - lam) I, mean and ones times sqrt(lam)."""
+    if lam == 1.0:
+        return
+    c = cov[:m, :m]
+    c *= lam
+    c[np.diag_indices(m)] += 1.0 - lam
+    root = math.sqrt(lam)
+    mean[:m] *= root
+    ones[:m] *= root
+
+
+def remove(R, cov, mean, ones, r, m):
+    """The dictionary without centre r: R and the posterior of its m - 1 coordinates (the
+    rows of R and entries of the posterior are updated in place; index m - 1 is dropped).
+
+    Moving column r of R last leaves the rows r..m-1 one entry above the diagonal
+    (the moved column); Givens rotations of rows (i, i + 1), i = r..m-2, zero it, so
+    the leading block is the inverse Cholesky factor of the other centres' Gram matrix
+    and the last coordinate, the one centre r alone explains, is marginalised.  The
+    posterior's coordinates turn with the same rotations: cov's rows, then its columns
+    (each row along its entries), then its lower triangle mirrored.
+    """
+    last = R[r:m, r].copy()
+    for i in range(r, m):
+        R[i, r:i] = R[i, r + 1:i + 1]
+        R[i, i] = 0.0
+    turns = []
+    for k in range(m - 1 - r):
+        i = r + k
+        a, b = last[k], last[k + 1]
+        rho = math.hypot(a, b)
+        c, s = (1.0, 0.0) if rho == 0.0 else (b / rho, a / rho)
+        turns.append((i, c, s))
+        ri, rj = R[i, :i + 1].copy(), R[i + 1, :i + 1].copy()
+        R[i, :i + 1] = c * ri - s * rj
+        R[i + 1, :i + 1] = s * ri + c * rj
+        last[k], last[k + 1] = 0.0, rho
+        for v in (mean, ones):
+            v[i], v[i + 1] = c * v[i] - s * v[i + 1], s * v[i] + c * v[i + 1]
+        ci, cj = cov[i, :m].copy(), cov[i + 1, :m].copy()
+        cov[i, :m] = c * ci - s * cj
+        cov[i + 1, :m] = s * ci + c * cj
+    for i, c, s in turns:
+        ci, cj = cov[:m, i].copy(), cov[:m, i + 1].copy()
+        cov[:m, i] = c * ci - s * cj
+        cov[:m, i + 1] = s * ci + c * cj
+    n = m - 1
+    upper = np.triu_indices(n, 1)
+    cov[upper] = cov[:n, :n].T[upper]
+    R[n, :m] = 0.0
+    R[:m, n] = 0.0
+    for i in range(r, n):               # the factor with a positive diagonal: flip a coordinate
+        if R[i, i] < 0.0:
+            R[i, :i + 1] *= -1.0
+            mean[i], ones[i] = -mean[i], -ones[i]
+            cov[i, :n] *= -1.0
+            cov[:n, i] *= -1.0
+
+
+def significance(R, mean, ones, b, m):
+    """KRLS-T's pruning criterion of every centre: |(K^-1 mu)_i| / (K^-1)_ii, mu the centred
+    posterior mean at the centres (K^-1 mu = R^T (mean - b ones), (K^-1)_ii the squared norm
+    of column i of R): the squared error the centre's removal costs, up to a factor."""
+    Rm = R[:m, :m]
+    v = Rm.T @ (mean[:m] - b * ones[:m])
+    return np.abs(v) / np.einsum("ij,ij->j", Rm, Rm)
+
+
+class Posterior:
+    """What the dictionary model and the feature model share: the posterior (mean, ones, cov)
+    of the whitened coordinates (or feature weights), the offset b and the signal scale, and
+    the update of one event along a measurement vector."""
+
+    SCALARS = ("t", "b", "wsum", "nums", "dens")
+
+    def _start(self, noise, forgetting, intercept):
+        self.noise, self.forgetting, self.intercept = float(noise), float(forgetting), bool(intercept)
+        self.t = 0.0            # events of positive weight
+        self.b = 0.0            # the offset
+        self.wsum = 0.0         # the forgetting sum of weights behind b
+        self.nums = 0.0         # s02 = nums / dens: the signal scale
+        self.dens = 0.0
+
+    def scale(self):
+        """s02, the signal scale the variances are in units of (1 until an event counts)."""
+        return self.nums / self.dens if self.dens > 0.0 else 1.0
+
+    def _mean(self, l, m):
+        return self.b + float(l @ (self.mean[:m] - self.b * self.ones[:m]))
+
+    def _innovations(self, l, y, w, f, sf2, m):
+        """(s, innov, innov1, z2) of an event, or None when they are not finite."""
+        s = self.noise / w + sf2
+        innov, innov1 = y - float(l @ self.mean[:m]), 1.0 - float(l @ self.ones[:m])
+        z2 = (y - f) ** 2 / (self.noise / w + sf2)
+        if not (math.isfinite(f) and math.isfinite(innov / s) and math.isfinite(innov1 / s)
+                and math.isfinite(z2) and s > 0.0):
+            return None
+        return s, innov, innov1, z2
+
+    def _absorb(self, h, n, s, innov, innov1, z2, y, w):
+        """The Kalman update along h = cov e of the n coordinates and the forgetting; then
+        the signal scale and the offset take the event (the offset's first event only fixes
+        b)."""
+        c = 1.0 / s
+        self.mean[:n] += h * (innov * c)
+        self.ones[:n] += h * (innov1 * c)
+        self.cov[:n, :n] -= np.outer(h, h) * c
+        lam = self.forgetting
+        forget(self.cov, self.mean, self.ones, lam, n)
+        if not self.intercept or self.wsum > 0.0:
+            self.nums = lam * self.nums + z2
+            self.dens = lam * self.dens + 1.0
+        if self.intercept:
+            self.wsum = lam * self.wsum + w
+            self.b += (w / self.wsum) * (y - self.b)
+
+    def _pass(self, f, m):
+        """An event of weight 0: time passes (forgetting), nothing is learned."""
+        if not math.isfinite(f):
+            return False
+        forget(self.cov, self.mean, self.ones, self.forgetting, m)
+        self.wsum *= self.forgetting
+        return True
+
+    def _scalars(self):
+        return {name: getattr(self, name) for name in self.SCALARS}
+
+    def _set_scalars(self, state):
+        for name in self.SCALARS:
+            setattr(self, name, float(state[name]))
+
+    def predict(self, X, var_out=None):
+        """f(x) of every row; with `var_out` (an array), the variance of f(x) into it."""
+        out = np.empty(len(X))
+        for i, x in enumerate(X):
+            out[i], sf2 = self.predict_one(x)
+            if var_out is not None:
+                var_out[i] = sf2
+        return out
+
+    def checkpoint(self, n_new=0):
+        return self.get_state()
+
+    def restore(self, token):
+        self.__dict__.update(type(self).from_state(token).__dict__)
+
+
+class NumpyKRLS(Posterior):
+    """KRLS on a dictionary of centres: the posterior, the factor R and the counters.
+
+    Parameters
+    ----------
+    n_features : int
+    kernel : dict, the kernel's record (`okl.kernels.kernel_params`)
+    noise : float > 0, the noise-to-signal variance ratio (KRLS-T's sn2)
+    forgetting : float in (0, 1], lambda
+    threshold : float >= 0, the ALD threshold nu a new centre's residual must pass
+    budget : int >= 0, the most centres kept (0: no bound)
+    policy : a `Prune` code: which centre leaves a full dictionary
+    intercept : bool, whether the offset b is the running mean of the targets
+    """
+
+    def __init__(self, n_features, kernel, noise, forgetting=1.0, threshold=0.0, budget=0,
+                 policy=Prune.SIGNIFICANCE, intercept=True):
+        self.n_features = int(n_features)
+        self.kernel_params = kernel_record(kernel)
+        self._start(noise, forgetting, intercept)
+        self.threshold, self.budget, self.policy = float(threshold), int(budget), int(policy)
+        self.n_support = 0
+        self.next_order = 0     # the order number of the next centre
+        self._alloc(0)
+
+    def _alloc(self, capacity):
+        d = self.n_features
+        self.centers = np.zeros((capacity, d))
+        self.sqnorms = np.zeros(capacity)
+        self.order = np.zeros(capacity, dtype=np.int64)
+        self.R = np.zeros((capacity, capacity))
+        self.cov = np.zeros((capacity, capacity))
+        self.mean = np.zeros(capacity)
+        self.ones = np.zeros(capacity)
+
+    @property
+    def capacity(self):
+        return len(self.mean)
+
+    def reserve(self, n_new):
+        """Room for n_new more centres (a budget of B needs B + 1: the newcomer)."""
+        need = self.n_support + n_new
+        if self.budget:
+            need = min(need, self.budget + 1)
+        if need > self.capacity:
+            m, old = self.n_support, self.get_arrays()
+            self._alloc(max(need, 2 * self.capacity))
+            self.set_arrays(old, m)
+
+    def get_arrays(self):
+        m = self.n_support
+        return dict(centers=self.centers[:m].copy(), order=self.order[:m].copy(),
+                    R=self.R[:m, :m].copy(), cov=self.cov[:m, :m].copy(),
+                    mean=self.mean[:m].copy(), ones=self.ones[:m].copy())
+
+    def set_arrays(self, arrays, m):
+        self.centers[:m] = arrays["centers"]
+        self.sqnorms[:m] = np.einsum("ij,ij->i", self.centers[:m], self.centers[:m])
+        self.order[:m] = arrays["order"]
+        self.R[:m, :m] = arrays["R"]
+        self.cov[:m, :m] = arrays["cov"]
+        self.mean[:m] = arrays["mean"]
+        self.ones[:m] = arrays["ones"]
+        self.n_support = m
+
+    def whiten(self, x):
+        """(l, gamma2, k(x, x)) of a row: l = R k_D(x) and the residual k(x, x) - l^T l."""
+        m = self.n_support
+        kxx = float(kernel_values(self.kernel_params, x[None, :], x)[0])
+        if m == 0:
+            return np.empty(0), kxx, kxx
+        k = kernel_values(self.kernel_params, self.centers[:m], x, self.sqnorms[:m])
+        l = self.R[:m, :m] @ k
+        return l, kxx - float(l @ l), kxx
+
+    def predict_one(self, x):
+        """(f(x), sf2): the posterior mean and the variance of f(x), noise excluded."""
+        m = self.n_support
+        l, gamma2, _ = self.whiten(x)
+        return self._mean(l, m), max(gamma2, 0.0) + float(l @ (self.cov[:m, :m] @ l))
+
+    def learn_one(self, x, y, w=1.0):
+        """Predict, then learn one event: returns (f, sf2) before the step; None if the
+        step would leave a non-finite model (nothing changed)."""
+        m = self.n_support
+        l, gamma2, kxx = self.whiten(x)
+        g = self.cov[:m, :m] @ l
+        gamma2 = max(gamma2, 0.0)
+        sf2 = gamma2 + float(l @ g)
+        f = self._mean(l, m)
+        if w == 0.0:            # time passes, nothing is learned
+            return (f, sf2) if self._pass(f, m) else None
+        terms = self._innovations(l, y, w, f, sf2, m)
+        if terms is None:
+            return None
+        add = gamma2 > max(self.threshold, RESIDUAL_FLOOR * kxx) and (
+            self.policy != Prune.FREEZE or m < self.budget)
+        self.reserve(1)
+        if add:
+            gamma = math.sqrt(gamma2)
+            h = np.append(g, gamma)
+            self.cov[m, :m + 1] = 0.0
+            self.cov[:m + 1, m] = 0.0
+            self.cov[m, m] = 1.0
+            self.mean[m] = self.ones[m] = 0.0
+            # the new centre's row of R: [-l^T R / gamma, 1 / gamma]
+            self.R[m, :m] = -(l @ self.R[:m, :m]) / gamma
+            self.R[m, m] = 1.0 / gamma
+            self.R[:m, m] = 0.0
+            self.centers[m] = x
+            self.sqnorms[m] = float(x @ x)
+            self.order[m] = self.next_order
+            self.next_order += 1
+            n = m + 1
+        else:
+            h, n = g, m
+        self._absorb(h, n, *terms, y, w)
+        self.n_support = n
+        if self.budget and n > self.budget and self.policy != Prune.FREEZE:
+            if self.policy == Prune.OLDEST:
+                r = int(np.argmin(self.order[:n]))
+            else:
+                r = int(np.argmin(significance(self.R, self.mean, self.ones, self.b, n)))
+            self._remove(r)
+        self.t += 1.0
+        return f, sf2
+
+    def _remove(self, r):
+        m = self.n_support
+        remove(self.R, self.cov, self.mean, self.ones, r, m)
+        self.centers[r:m - 1] = self.centers[r + 1:m]
+        self.sqnorms[r:m - 1] = self.sqnorms[r + 1:m]
+        self.order[r:m - 1] = self.order[r + 1:m]
+        self.n_support = m - 1
+
+    def get_state(self):
+        """Scalars and arrays that rebuild this model exactly (okl.save writes them)."""
+        return dict(n_features=self.n_features, **self.kernel_params, noise=self.noise,
+                    forgetting=self.forgetting, threshold=self.threshold, budget=self.budget,
+                    policy=self.policy, intercept=self.intercept, next_order=self.next_order,
+                    **self._scalars(), **self.get_arrays())
+
+    @classmethod
+    def from_state(cls, state):
+        self = cls(int(state["n_features"]), kernel_record(state, complete=True),
+                   float(state["noise"]), float(state["forgetting"]), float(state["threshold"]),
+                   int(state["budget"]), int(state["policy"]), bool(state["intercept"]))
+        self._set_scalars(state)
+        self.next_order = int(state["next_order"])
+        m = len(state["mean"])
+        self._alloc(m)
+        self.set_arrays({k: np.asarray(state[k]) for k in
+                         ("centers", "order", "R", "cov", "mean", "ones")}, m)
+        return self
+
+
+def fourier_features(state, x):
+    """z(x) = sqrt(2 / D) cos(x W + b) of a random Fourier map's state (`RandomFourierFeatures`)."""
+    W, b = state["W"], state["b"]
+    return math.sqrt(2.0 / W.shape[1]) * np.cos(x @ W + b)
+
+
+class NumpyRLSFeatures(Posterior):
+    """Recursive least squares on random Fourier features: the posterior of the weights w of
+    f(x) = b + z(x)^T w, prior N(0, I) (so that the prior covariance is z(x)^T z(u), which
+    approximates k(x, u)); the same update as `NumpyKRLS` along e = z(x), no dictionary.
+
+    Parameters
+    ----------
+    fmap : dict, the state of a fitted `okl._feature_maps.RandomFourierFeatures`
+    noise, forgetting, intercept : as `NumpyKRLS`
+    """
+
+    def __init__(self, fmap, noise, forgetting=1.0, intercept=True):
+        self.fmap = {k: (np.ascontiguousarray(v, dtype=np.float64) if isinstance(v, np.ndarray)
+                         else v) for k, v in fmap.items()}
+        self.n_features = int(self.fmap["n_features"])
+        self.n_components = D = int(self.fmap["n_components"])
+        self._start(noise, forgetting, intercept)
+        self.n_support = 0
+        self.mean, self.ones = np.zeros(D), np.zeros(D)
+        self.cov = np.eye(D)
+
+    def reserve(self, n_new):
+        """Nothing to make room for: the model has a fixed size."""
+
+    def predict_one(self, x):
+        z = fourier_features(self.fmap, x)
+        D = self.n_components
+        return self._mean(z, D), float(z @ (self.cov @ z))
+
+    def learn_one(self, x, y, w=1.0):
+        """As `NumpyKRLS.learn_one`."""
+        D = self.n_components
+        z = fourier_features(self.fmap, x)
+        g = self.cov @ z
+        sf2 = float(z @ g)
+        f = self._mean(z, D)
+        if w == 0.0:
+            return (f, sf2) if self._pass(f, D) else None
+        terms = self._innovations(z, y, w, f, sf2, D)
+        if terms is None:
+            return None
+        self._absorb(g, D, *terms, y, w)
+        self.t += 1.0
+        return f, sf2
+
+    def fit_rows(self, X, y, weight):
+        """Learn rows (the warm-up's, again): the number that would not be finite, or -1."""
+        for i in range(len(X)):
+            if self.learn_one(X[i], y[i], weight[i]) is None:
+                return i
+        return -1
+
+    def get_arrays(self):
+        return dict(mean=self.mean.copy(), ones=self.ones.copy(), cov=self.cov.copy())
+
+    def get_state(self):
+        return dict(**{"map_" + k: v for k, v in self.fmap.items()}, noise=self.noise,
+                    forgetting=self.forgetting, intercept=self.intercept, **self._scalars(),
+                    **self.get_arrays())
+
+    @classmethod
+    def from_state(cls, state):
+        fmap = {k[4:]: v for k, v in state.items() if k.startswith("map_")}
+        self = cls(fmap, float(state["noise"]), float(state["forgetting"]),
+                   bool(state["intercept"]))
+        self._set_scalars(state)
+        for name in ("mean", "ones", "cov"):
+            setattr(self, name, np.array(state[name], dtype=np.float64))
+        return self
+
+
+def rewidth(state, gamma):
+    """The state of a dictionary model at another kernel width (gamma="scale"'s warm-up,
+    docs/krls.md, section 5): the posterior of f at the centres (mean L mean, covariance
+    L cov L^T) kept, the factor of the centres' Gram matrix at the new width, and a centre
+    whose residual falls below the ALD threshold there marginalised."""
+    state = dict(state, gamma=float(gamma))
+    m = len(state["mean"])
+    if m == 0:
+        return state
+    L = solve_triangular(state["R"], np.eye(m), lower=True)
+    f_mean, f_ones = L @ state["mean"], L @ state["ones"]
+    f_cov = L @ state["cov"] @ L.T
+    centers = np.asarray(state["centers"])
+    record = kernel_record(state, complete=True)
+    K = np.array([kernel_values(record, centers, x) for x in centers])
+    K = 0.5 * (K + K.T)
+    keep, Lk = [], np.zeros((m, m))
+    for j in range(m):                  # Cholesky, a centre at a time, in the centres' order
+        row = solve_triangular(Lk[:len(keep), :len(keep)], K[keep, j], lower=True) \
+            if keep else np.empty(0)
+        gamma2 = K[j, j] - row @ row
+        if gamma2 > max(float(state["threshold"]), RESIDUAL_FLOOR * K[j, j]):
+            n = len(keep)
+            Lk[n, :n], Lk[n, n] = row, math.sqrt(gamma2)
+            keep.append(j)
+    n = len(keep)
+    R = solve_triangular(Lk[:n, :n], np.eye(n), lower=True)
+    cov = R @ f_cov[np.ix_(keep, keep)] @ R.T
+    state.update(centers=centers[keep], order=np.asarray(state["order"])[keep], R=R,
+                 mean=R @ f_mean[keep], ones=R @ f_ones[keep], cov=0.5 * (cov + cov.T))
+    return state
+
+
+def fit_chunk(model, X, y, pred_out, var_out, weight=None):
+    """Run the chunk (`_core._krls.fit_chunk`): the index of the first row that is not finite
+    or whose step would leave a non-finite model (nothing changed by it), or -1."""
+    for i in range(len(X)):
+        x = X[i]
+        out = None
+        if np.isfinite(x @ x) or np.isfinite(x).all():
+            out = model.learn_one(x, y[i], 1.0 if weight is None else weight[i])
+        if out is None:
+            return i
+        pred_out[i], var_out[i] = out
+    return -1
+
+
+#: noise="auto": the noises the warm-up's evidence chooses from (docs/krls.md, section 8)
+NOISE_GRID = 10.0 ** np.arange(-6.0, 1.0)
+#: gamma="scale" with noise="auto": the widths, as multiples of the scale rule's
+WIDTH_FACTORS = 2.0 ** np.arange(-6.0, 4.0)
+
+
+def log_evidence(K, y, w, noise, centred):
+    """The log marginal likelihood of targets y under f ~ GP(0, s02 K) and noise
+    s02 noise / w, the scale s02 at its maximum (up to a constant): with A = K + noise
+    diag(1 / w) = L L^T and q = y^T A^-1 y, ``-dof / 2 log(q / dof) - log |L|``.  With
+    `centred`, y less its weighted mean, and one degree of freedom fewer."""
+    y = y - np.average(y, weights=w) if centred else y
+    dof = len(y) - 1 if centred else len(y)
+    try:
+        L = cholesky(K + np.diag(noise / w), lower=True)
+    except LinAlgError:
+        return -np.inf
+    a = solve_triangular(L, y, lower=True)
+    q = max(float(a @ a), np.finfo(float).tiny)
+    return -0.5 * dof * math.log(q / dof) - float(np.log(np.diag(L)).sum())
+
+
+def evidence_choice(kernel, X, y, w, gammas, noises, centred):
+    """(gamma, noise) of the largest `log_evidence` of the rows (X, y, w) over the grids (the
+    first of equal ones, gammas then noises in their order)."""
+    best, choice = -np.inf, (float(gammas[0]), float(noises[-1]))
+    for gamma in gammas:
+        record = dict(kernel_record(kernel), gamma=float(gamma))
+        K = np.array([kernel_values(record, X, x) for x in X])
+        K = 0.5 * (K + K.T)
+        for noise in noises:
+            value = log_evidence(K, y, w, float(noise), centred)
+            if value > best:
+                best, choice = value, (float(gamma), float(noise))
+    return choice

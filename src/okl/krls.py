@@ -1,0 +1,675 @@
+"""KernelRLSRegressor: kernel recursive least squares (KRLS-T, ALD-KRLS, sliding-window and
+fixed-budget dictionaries, RLS on random features), with predictive variance."""
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import RegressorMixin
+from sklearn.utils.validation import check_is_fitted
+
+from okl import _locks, _warnings
+from okl._base import Diverged, OnlineLearner, check_X, params_changed
+from okl._core import _pointwise
+from okl._core._krls import KRLSEvents, KRLSModel, RLSFeatures
+from okl._docstrings import shared_params
+from okl._engines import ENGINES
+from okl._feature_maps import RandomFourierFeatures
+from okl._gamma import WARMUP, WidthMoments, check_width_moments, start_warmup, warn_spread
+from okl._numpy.codes import Prune
+from okl._numpy.krls import (
+    NOISE_GRID, WIDTH_FACTORS, NumpyKRLS, NumpyRLSFeatures, evidence_choice, rewidth,
+)
+from okl._params import (
+    BOOL, ENGINE_CONSTRAINTS, NONE, Interval, InvalidParameterError, Options, kernel_constraints,
+)
+from okl._persist import loadable
+from okl._kernel_learners import fitted_params
+from okl.kernels import KERNEL_PARAMS, KERNELS, kernel_diagonal, kernel_matrix, kernel_params_of
+
+#: budget="auto": the centres KernelRLSRegressor keeps (docs/krls.md, section 5)
+DEFAULT_BUDGET = 200
+#: nu="auto": the ALD threshold a new centre's residual must pass, at most (docs/krls.md, 8)
+DEFAULT_NU = 1e-4
+#: noise="auto": the noise of the warm-up's events, before their evidence chooses one
+WARMUP_NOISE = 0.1
+POLICIES = {"significance": Prune.SIGNIFICANCE, "oldest": Prune.OLDEST}
+# the events after which gamma="scale" takes the width of the rows so far (docs/krls.md, 5)
+WIDTH_EVENTS = (1, 2, 4, 8, 16, 32, 64, WARMUP)
+
+
+def _auto(given, value, default):
+    """"auto" when the model's value is what "auto" resolves to (unchanged), else the value."""
+    return "auto" if given == "auto" and value == default else value
+
+
+@loadable
+@shared_params
+class KernelRLSRegressor(RegressorMixin, OnlineLearner):
+    """Kernel recursive least squares: a Gaussian-process posterior learned one event at a time.
+
+    Each event is predicted (mean and variance), then learned by one rank-one update of the
+    posterior over a dictionary of centres: the kernel recursive least-squares tracker,
+    KRLS-T (Van Vaerenbergh, Lazaro-Gredilla and Santamaria), with Engel's approximate
+    linear dependence test (a new centre joins when its residual passes `nu`), a bounded
+    dictionary (`budget`, `budget_policy`), forgetting back to the prior (`forgetting`),
+    and an offset b, the running mean of the targets.  ``forgetting=1, budget=None,
+    nu=0`` gives exactly the kernel ridge (Gaussian-process) solution on the data seen
+    (docs/krls.md).  Per event O(m^2) with m centres; the posterior is kept in
+    whitened coordinates of the dictionary, which keeps it symmetric positive definite.
+
+    ``predict(X, return_std=True)`` and ``predict_one(x, return_std=True)`` give the
+    posterior predictive standard deviation, noise included:
+    ``sqrt(s02 (noise + sf2(x)))`` with s02 the signal scale estimated from the
+    standardised residuals of the stream (`noise_scale_`).
+
+    Parameters
+    ----------
+    {kernel}
+    {gamma}
+    {degree}
+    {coef0}
+    kernel_params : dict or None, default=None
+        The kernel's own parameters by name (the Matern kernel's smoothness:
+        ``kernel_params={{"nu": 2.5}}``; `nu` of this estimator is the ALD threshold).
+    noise : float > 0, default=0.01
+        KRLS-T's sn2: the variance of the noise relative to the prior variance of f,
+        k(x, x) (1 for the Gaussian kernel).  Small values follow the data closely.
+    forgetting : float in (0, 1], default=1.0
+        KRLS-T's lambda: each event pulls the posterior back to the prior by this
+        factor (``cov <- lambda cov + (1 - lambda) K``), so that old data fade and
+        the model tracks a changing target; 1 keeps everything.
+    budget : int, "auto" or None, default="auto"
+        The most centres kept ("auto": 200; None: no bound).
+    budget_policy : {{"significance", "oldest"}}, default="significance"
+        Which centre leaves a full dictionary: "significance" the one whose removal
+        costs the least squared error (KRLS-T, FB-KRLS), "oldest" the oldest (the
+        sliding window of SW-KRLS).  The centre leaves by marginalisation: what it
+        taught the others stays.
+    nu : float >= 0 or "auto", default="auto"
+        The approximate linear dependence threshold of Engel, Mannor and Meir: a new
+        centre joins only when ``k(x, x) - k_D(x)^T K_D^-1 k_D(x) > nu`` ("auto":
+        1e-4); below it the event updates the posterior without a centre.
+    approximation : {{None, "fourier", "nystroem"}}, default=None
+        "nystroem": the dictionary is frozen once it holds `n_components` centres
+        (recursive least squares on their Nystroem features); "fourier": recursive
+        least squares on `n_components` random Fourier features.  O(n_components^2)
+        per event; exclusive with `budget`.
+    {n_components}
+    {random_state}
+    fit_intercept : bool, default=True
+        The offset b is the running mean of the targets (with forgetting, their
+        forgetting mean) and the posterior is that of the centred targets.
+    {verbose}
+    {engine}
+
+    Attributes
+    ----------
+    n_features_in_ : int
+    t_ : int
+        Events learned (weight > 0).
+    n_support_ : int
+        Centres in the dictionary (0 on random Fourier features).
+    support_vectors_ : ndarray of shape (n_support_, n_features_in_)
+    dual_coef_ : ndarray of shape (n_support_,)
+        The posterior mean is ``intercept_ + sum_i dual_coef_[i] K(support_vectors_[i], x)``.
+    intercept_ : float
+        The offset b.
+    noise_scale_ : float
+        s02, the signal scale the variances are in units of.
+    gamma_ : float
+        The kernel width in use, with gamma="scale".
+
+    References
+    ----------
+    See docs/krls.md.
+
+    .. [1] S. Van Vaerenbergh, M. Lazaro-Gredilla and I. Santamaria, "Kernel recursive
+       least-squares tracker for time-varying regression", IEEE Transactions on Neural
+       Networks and Learning Systems, 23(8):1313-1326, 2012.
+    .. [2] Y. Engel, S. Mannor and R. Meir, "The kernel recursive least-squares
+       algorithm", IEEE Transactions on Signal Processing, 52(8):2275-2285, 2004.
+    .. [3] S. Van Vaerenbergh, J. Via and I. Santamaria, "A sliding-window kernel RLS
+       algorithm and its application to nonlinear channel identification", ICASSP 2006;
+       S. Van Vaerenbergh, I. Santamaria, W. Liu and J. C. Principe, "Fixed-budget
+       kernel recursive least-squares", ICASSP 2010.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from okl import KernelRLSRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-3, 3, (500, 1)); y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=500)
+    >>> est = KernelRLSRegressor().fit(X, y)
+    >>> mean, std = est.predict([[0.5]], return_std=True)
+    """
+
+    _parameter_constraints = {
+        **{k: v for k, v in kernel_constraints().items() if k != "nu"},
+        "noise": [Interval(Real, 0, None, closed="neither"), Options("auto")],
+        "forgetting": [Interval(Real, 0, 1, closed="right")],
+        "budget": [NONE, Interval(Integral, 1, None, closed="left"), Options("auto")],
+        "budget_policy": [Options(*POLICIES)],
+        "nu": [Interval(Real, 0, None, closed="left"), Options("auto")],
+        "approximation": [NONE, Options("fourier", "nystroem")],
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "random_state": [NONE, Interval(Integral, 0, None, closed="left")],
+        "fit_intercept": [BOOL],
+        **ENGINE_CONSTRAINTS,
+    }
+    # the kernel parameters this estimator names (`nu` is the ALD threshold here)
+    _named_kernel_params = ("gamma", "degree", "coef0")
+    _supports_sample_weight = True
+    # a weight scales one observation's precision; it is not repeated rows
+    expected_failed_checks = {
+        "check_sample_weight_equivalence_on_dense_data":
+            "sample_weight w divides one event's noise variance by w (docs/krls.md, section "
+            "2); forgetting and the signal scale count events, not copies of rows",
+    }
+
+    def __init__(self, kernel="gaussian", gamma="scale", degree=3, coef0=0.0,
+                 kernel_params=None, noise="auto", forgetting=1.0, budget="auto",
+                 budget_policy="significance", nu="auto", approximation=None, n_components=100,
+                 random_state=None, fit_intercept=True, verbose=False, engine="cython"):
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.kernel_params = kernel_params
+        self.noise = noise
+        self.forgetting = forgetting
+        self.budget = budget
+        self.budget_policy = budget_policy
+        self.nu = nu
+        self.approximation = approximation
+        self.n_components = n_components
+        self.random_state = random_state
+        self.fit_intercept = fit_intercept
+        self.verbose = verbose
+        self.engine = engine
+
+    # -- parameters -----------------------------------------------------------------------------
+
+    def _validate_params(self):
+        super()._validate_params()
+        if self.approximation is not None and self.budget not in ("auto", None):
+            raise InvalidParameterError(
+                f"approximation={self.approximation!r} is a model of n_components features; "
+                f"budget={self.budget} bounds the exact dictionary. Set one of them, not both.")
+        if self.approximation == "fourier" and self.kernel not in ("gaussian", "laplacian",
+                                                                    "matern"):
+            raise InvalidParameterError(
+                f"approximation='fourier' draws random features of the gaussian, laplacian "
+                f"and matern kernels; kernel={self.kernel!r} has none. Use "
+                "approximation='nystroem' with this kernel.")
+
+    def _budget(self):
+        if self.approximation is not None:
+            return 0
+        if self.budget == "auto":
+            return DEFAULT_BUDGET
+        return 0 if self.budget is None else int(self.budget)
+
+    def _noise_value(self):
+        """The noise in use: noise_ (noise="auto"), else the parameter; before any fit,
+        the warm-up's."""
+        if self.noise == "auto" or "noise_" in self.__dict__:
+            return float(self.__dict__.get("noise_", WARMUP_NOISE))
+        return float(self.noise)
+
+    def _nu(self, noise=None):
+        """nu="auto": DEFAULT_NU, or the noise when smaller (a residual below the noise is
+        noise)."""
+        if self.nu != "auto":
+            return float(self.nu)
+        return min(DEFAULT_NU, self._noise_value() if noise is None else noise)
+
+    def _kernel_params(self):
+        return kernel_params_of(self, gamma=self.__dict__.get("gamma_", self.gamma))
+
+    def _fitted_with(self):
+        """The parameters the fitted model was built with, read from the model."""
+        model = self._krls
+        features = isinstance(model, (RLSFeatures, NumpyRLSFeatures))
+        record = (RandomFourierFeatures.from_state(model.fmap).params if features
+                  else model.kernel_params)
+        names = {int(row.code): name for name, row in KERNELS.items()}
+        noise = "auto" if "noise_" in self.__dict__ else model.noise
+        out = [("kernel", names.get(record["kernel"])), *fitted_params(self, record),
+               ("noise", noise), ("forgetting", model.forgetting),
+               ("fit_intercept", model.intercept)]
+        if features or "_warm_X" in self.__dict__:
+            return out + [("approximation", "fourier"), ("n_components", self.n_components)
+                          if not features else ("n_components", model.n_components)]
+        if model.policy == Prune.FREEZE:
+            return out + [("approximation", "nystroem"), ("n_components", model.budget),
+                          ("nu", _auto(self.nu, model.threshold, self._nu(model.noise)))]
+        policies = {int(code): name for name, code in POLICIES.items()}
+        return out + [("approximation", None), ("budget", _auto(self.budget, model.budget or
+                                                                 None, DEFAULT_BUDGET)),
+                      ("budget_policy", policies[model.policy]),
+                      ("nu", _auto(self.nu, model.threshold, self._nu(model.noise)))]
+
+    # -- the model ------------------------------------------------------------------------------
+
+    def _new_model(self, n_features, engine=None):
+        engine = ENGINES[engine or self.engine]
+        budget, policy = self._budget(), POLICIES[self.budget_policy]
+        if self.approximation == "nystroem":
+            budget, policy = int(self.n_components), Prune.FREEZE
+        return engine.krls(n_features, self._kernel_params(), self._noise_value(),
+                           float(self.forgetting), self._nu(), budget, int(policy),
+                           bool(self.fit_intercept))
+
+    def _engine_model(self):
+        """The model, converted if `engine` was changed since it was built."""
+        model = self._krls
+        engine = ENGINES[self.engine]
+        cls = (engine.rls_features if isinstance(model, (RLSFeatures, NumpyRLSFeatures))
+               else engine.krls)
+        if not isinstance(model, cls):
+            model = self._krls = cls.from_state(model.get_state())
+        return model
+
+    def _models(self):
+        return (self._engine_model(),)
+
+    @classmethod
+    def _state_classes(cls):
+        return (KRLSModel, NumpyKRLS, RLSFeatures, NumpyRLSFeatures)
+
+    def _start(self, X, y):
+        d = self.__dict__
+        for name in ("_width_moments", "gamma_", "noise_", "_warm_X", "_warm_y", "_warm_w"):
+            d.pop(name, None)
+        if isinstance(self.gamma, str):
+            start_warmup(self, X.shape[1])
+        else:
+            warn_spread(X, self.kernel, float(self.gamma), type(self).__name__, stacklevel=5)
+        if self.noise == "auto":
+            self.noise_ = WARMUP_NOISE
+        if self.noise == "auto" or (self.approximation == "fourier"
+                                    and isinstance(self.gamma, str)):
+            d["_warm_X"] = np.empty((0, X.shape[1]))
+            d["_warm_y"] = d["_warm_w"] = np.empty(0)
+        self._krls = self._new_model(X.shape[1])
+        if self.approximation == "fourier" and not self._warming():
+            self._to_features()
+        self.t_ = 0
+        self.n_support_ = 0
+
+    def _warming(self):
+        """Whether the warm-up is under way: gamma="scale"'s width, noise="auto"'s events."""
+        return "_width_moments" in self.__dict__ or "_warm_X" in self.__dict__
+
+    def _to_features(self):
+        """Recursive least squares on random Fourier features of the width in use; the events
+        kept by the warm-up are learned again on them."""
+        fmap = RandomFourierFeatures(self._kernel_params(), n_components=self.n_components,
+                                     random_state=self.random_state).fit(self.n_features_in_)
+        self._krls = ENGINES[self.engine].rls_features(
+            fmap.get_state(), self._noise_value(), float(self.forgetting),
+            bool(self.fit_intercept))
+        self._replay()
+
+    def _replay(self):
+        """Learn the warm-up's events again on the model (a fresh one of the final settings)."""
+        d = self.__dict__
+        X, y, w = d.pop("_warm_X", None), d.pop("_warm_y", None), d.pop("_warm_w", None)
+        if X is not None and len(X):
+            model = self._krls
+            failed = ENGINES[self.engine].krls_chunk(model, X, y, np.empty(len(y)),
+                                                      np.empty(len(y)), w)
+            if failed >= 0:
+                raise Diverged(failed)
+
+    # -- learning -------------------------------------------------------------------------------
+
+    def _learn(self, X, y, weight=None):
+        """The rows in order; during the warm-up in stretches that end where the model
+        changes: at `WIDTH_EVENTS` (gamma="scale": the width of the rows so far, `rewidth`)
+        and at the end of the warm-up (noise="auto": the evidence of its events chooses the
+        noise, and with gamma="scale" the width; docs/krls.md, section 8)."""
+        parts, n, lo = [], X.shape[0], 0
+        while lo < n:
+            hi = n
+            if self._warming():
+                seen = self._warm_events()
+                target = (next(e for e in WIDTH_EVENTS if e > seen)
+                          if "_width_moments" in self.__dict__ else WARMUP)
+                active = np.ones(n - lo, dtype=bool) if weight is None else weight[lo:] > 0
+                reach = np.flatnonzero(np.cumsum(active) >= target - seen)
+                hi = lo + int(reach[0]) + 1 if len(reach) else n
+            w = None if weight is None else weight[lo:hi]
+            parts.append(self._learn_rows(X[lo:hi], y[lo:hi], w))
+            if self._warming():
+                self._follow_warmup(X[lo:hi], y[lo:hi], w)
+            lo = hi
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def _warm_events(self):
+        """The warm-up's events of positive weight so far."""
+        d = self.__dict__
+        if "_width_moments" in d:
+            return int(d["_width_moments"][0])
+        return int(np.count_nonzero(d["_warm_w"] > 0))
+
+    def _follow_warmup(self, X, y, weight):
+        """The warm-up takes the rows just learned: gamma="scale"'s moments (at a width event
+        the model takes the width of the rows so far), the events kept for its end."""
+        d = self.__dict__
+        if "_warm_X" in d:
+            w = np.ones(len(X)) if weight is None else weight
+            d["_warm_X"] = np.concatenate([d["_warm_X"], X])
+            d["_warm_y"] = np.concatenate([d["_warm_y"], y])
+            d["_warm_w"] = np.concatenate([d["_warm_w"], w])
+        if "_width_moments" in d:
+            moments = WidthMoments(*d["_width_moments"])
+            for i in range(len(X)):
+                if weight is None or weight[i] != 0.0:
+                    moments.add(X[i])
+            d["_width_moments"] = moments.state()
+            gamma = moments.gamma(X.shape[1])
+            if moments.rows in WIDTH_EVENTS and gamma != d["gamma_"]:
+                d["gamma_"] = gamma
+                if "_warm_X" not in d or moments.warming:
+                    model = self._engine_model()
+                    self._krls = type(model).from_state(rewidth(model.get_state(), gamma))
+                    self.n_support_ = int(self._krls.n_support)
+        if self._warm_events() >= WARMUP:
+            self._end_warmup()
+
+    def _end_warmup(self):
+        """noise="auto": the noise (and with gamma="scale" the width, among multiples of the
+        scale) of the largest evidence of the warm-up's events, then a fresh model of those
+        settings learns them again; random Fourier features take the final width."""
+        d = self.__dict__
+        d.pop("_width_moments", None)
+        if self.noise == "auto":
+            keep = d["_warm_w"] > 0
+            scale = d.get("gamma_")
+            gammas = (scale * WIDTH_FACTORS if scale is not None
+                      else np.array([float(self.gamma)]))
+            record = self._kernel_params()
+            gamma, noise = evidence_choice(record, d["_warm_X"][keep], d["_warm_y"][keep],
+                                           d["_warm_w"][keep], gammas, NOISE_GRID,
+                                           bool(self.fit_intercept))
+            if scale is not None:
+                d["gamma_"] = gamma
+            d["noise_"] = noise
+            if self.approximation != "fourier":
+                self._krls = self._new_model(self.n_features_in_)
+                self._replay()
+                self.n_support_ = int(self._krls.n_support)
+        if self.approximation == "fourier":
+            self._to_features()
+        for name in ("_warm_X", "_warm_y", "_warm_w"):
+            d.pop(name, None)
+
+    def _learn_rows(self, X, y, weight):
+        n = X.shape[0]
+        pred, var = np.empty(n), np.empty(n)
+        model = self._engine_model()
+        failed = ENGINES[self.engine].krls_chunk(model, X, y, pred, var, weight)
+        if failed >= 0:
+            raise Diverged(failed)
+        self.t_ = int(model.t)
+        self.n_support_ = int(model.n_support)
+        return pred
+
+    def fit(self, X, y, sample_weight=None):
+        """Learn the rows of X in order, from a fresh model (one online pass).
+
+        `sample_weight` w_t >= 0 divides the noise variance of event t by w_t; 0 lets
+        time pass (forgetting) without learning the event (docs/krls.md, section 2).
+        """
+        self._progressive_scores(X, y, reset=True, sample_weight=sample_weight)
+        return self
+
+    def partial_fit(self, X, y, sample_weight=None):
+        """Continue the stream with the rows of X, in order (`sample_weight` as in `fit`).
+
+        A call that raises (bad input, a non-finite posterior) leaves the model exactly as
+        it was.
+        """
+        self._progressive_scores(X, y, sample_weight=sample_weight)
+        return self
+
+    _divergence_cure = ("check the targets' scale, or use a larger noise")
+
+    def _stream_loss(self, scores, y):
+        return 0.5 * (np.asarray(scores) - np.asarray(y, dtype=np.float64)) ** 2
+
+    # -- okl.load ------------------------------------------------------------------------------
+
+    def _check_state(self, check):
+        """okl.load's checks of the fitted state (`OnlineLearner._check_state`): every field
+        against the parameters, and the model's invariants (R the inverse Cholesky factor of
+        the centres' Gram matrix, the covariance symmetric positive semi-definite)."""
+        attrs, out = check.attrs, check.out
+        d, t = out["n_features_in_"], out["t_"]
+        check.keys(attrs, ("n_features_in_", "t_", "n_support_"),
+                   "KernelRLSRegressor's attributes",
+                   optional=("gamma_", "noise_", "_width_moments", "_row_keys", "_warm_X",
+                             "_warm_y", "_warm_w"))
+        check.fitted_gamma()
+        check_width_moments(check, self.gamma)
+        check.row_keys()
+        if self.noise == "auto":
+            out["noise_"] = check.float(attrs.get("noise_"), "noise_", 0.0, open_lo=True)
+        elif "noise_" in attrs:
+            check.fail(f"noise_ is stored, but noise={self.noise!r} sets none")
+        kind, state = check.model("_krls", ("KRLSModel", "NumpyKRLS", "RLSFeatures",
+                                            "NumpyRLSFeatures"))
+        record = check.kernel_of(self, out.get("gamma_", self.gamma))
+        warm = "_warm_X" in attrs
+        kept = self.noise == "auto" or (self.approximation == "fourier"
+                                          and isinstance(self.gamma, str))
+        if warm != (kept and t < WARMUP):
+            check.fail("the warm-up's events (_warm_X, _warm_y, _warm_w) are kept during the "
+                       "warm-up of noise='auto' or of approximation='fourier', and only then")
+        if warm:
+            n = check.int(len(attrs["_warm_X"]) if isinstance(attrs["_warm_X"], np.ndarray)
+                          else -1, "the length of _warm_X", 0, WARMUP)
+            out["_warm_X"] = check.array(attrs["_warm_X"], "_warm_X", (n, d))
+            out["_warm_y"] = check.array(attrs.get("_warm_y"), "_warm_y", (n,))
+            out["_warm_w"] = check.array(attrs.get("_warm_w"), "_warm_w", (n,))
+            if np.any(out["_warm_w"] < 0) or np.count_nonzero(out["_warm_w"] > 0) != t:
+                check.fail("_warm_w must hold the weights >= 0 of the warm-up's t_ events")
+        noise = out.get("noise_", self.noise)
+        for name, value in (("noise", noise), ("forgetting", self.forgetting),
+                            ("intercept", self.fit_intercept)):
+            check.equal(state.get(name), value if name == "intercept" else float(value),
+                        f"_krls.{name}")
+        for name in ("t", "wsum", "nums", "dens"):
+            check.float(state.get(name), f"_krls.{name}", 0.0)
+        check.float(state.get("b"), "_krls.b")
+        check.equal(check.float(state["t"], "_krls.t", 0.0), float(t), "_krls.t")
+        if kind.endswith("RLSFeatures"):
+            if self.approximation != "fourier" or warm:
+                check.fail("a feature model belongs to approximation='fourier' after its warm-up")
+            state = self._check_features(check, state, d, record)
+            out["n_support_"] = check.int(attrs["n_support_"], "n_support_", 0, 0)
+            return {"_krls": (kind, state)}
+        policy = (Prune.FREEZE if self.approximation == "nystroem"
+                  else POLICIES[self.budget_policy])
+        budget = int(self.n_components) if self.approximation == "nystroem" else self._budget()
+        check.keys(state, ("n_features", "kernel", *KERNEL_PARAMS, "noise", "forgetting", "threshold",
+                           "budget", "policy", "intercept", "next_order", "t", "b", "wsum",
+                           "nums", "dens", "centers", "order", "R", "cov", "mean", "ones"),
+                   "the model '_krls'")
+        check.equal(state["n_features"], d, "_krls.n_features")
+        check.equal(state["kernel"], record["kernel"], "_krls.kernel")
+        check.kernel_fields(state, "_krls", record)
+        check.equal(float(state["threshold"]), self._nu(float(noise)), "_krls.threshold")
+        check.equal(check.int(state["budget"], "_krls.budget", 0, 2 ** 31 - 1), budget,
+                    "_krls.budget")
+        check.equal(check.int(state["policy"], "_krls.policy", 0, 2), int(policy),
+                    "_krls.policy")
+        mean = check.array(state["mean"], "_krls.mean", (None,))
+        m = len(mean)
+        if budget and m > budget:
+            check.fail(f"_krls holds {m} centres, more than its budget {budget}")
+        if m > t:
+            check.fail(f"_krls holds {m} centres but learned {t} events")
+        out["n_support_"] = check.int(attrs["n_support_"], "n_support_", m, m)
+        centers = check.array(state["centers"], "_krls.centers", (m, d))
+        ones = check.array(state["ones"], "_krls.ones", (m,))
+        order = check.array(state["order"], "_krls.order", (m,), kind="i")
+        nxt = check.int(state["next_order"], "_krls.next_order", 0)
+        if m and (np.any(np.diff(order) <= 0) or order[0] < 0 or order[-1] >= nxt):
+            check.fail("_krls.order must increase and stay below _krls.next_order")
+        R = check.array(state["R"], "_krls.R", (m, m))
+        cov = check.array(state["cov"], "_krls.cov", (m, m))
+        if np.any(np.triu(R, 1)) or np.any(np.diag(R) <= 0):
+            check.fail("_krls.R is not lower triangular with a positive diagonal")
+        if not np.array_equal(cov, cov.T):
+            check.fail("_krls.cov is not symmetric")
+        if m:
+            K = kernel_matrix(centers, centers, **record)
+            whitened = R @ K @ R.T
+            if not np.allclose(whitened, np.eye(m), rtol=0.0, atol=1e-6):
+                check.fail("_krls.R is not the inverse Cholesky factor of the Gram matrix of "
+                           "_krls.centers (the centres or the kernel were changed)")
+            low = np.linalg.eigvalsh(cov)[0]
+            if low < -1e-9 * max(1.0, float(np.abs(cov).max())):
+                check.fail("_krls.cov is not positive semi-definite")
+        return {"_krls": (kind, dict(state, centers=centers, mean=mean, ones=ones, order=order,
+                                     R=R, cov=cov))}
+
+    def _check_features(self, check, state, d, record):
+        """The state of recursive least squares on random Fourier features."""
+        D = int(self.n_components)
+        fmap = {k[4:]: v for k, v in state.items() if k.startswith("map_")}
+        check.keys(state, ("noise", "forgetting", "intercept", "t", "b", "wsum", "nums",
+                           "dens", "mean", "ones", "cov", *("map_" + k for k in fmap)),
+                   "the model '_krls'")
+        check.keys(fmap, ("kind", "kernel", *KERNEL_PARAMS, "n_components", "n_features", "W",
+                          "b"), "the feature map of '_krls'")
+        check.equal(fmap["kind"], "fourier", "_krls.map_kind")
+        check.equal(fmap["kernel"], record["kernel"], "_krls.map_kernel")
+        check.kernel_fields(fmap, "_krls", record, prefix="")
+        check.equal(fmap["n_components"], D, "_krls.map_n_components")
+        check.equal(fmap["n_features"], d, "_krls.map_n_features")
+        W = check.array(fmap["W"], "_krls.map_W", (d, D))
+        b = check.array(fmap["b"], "_krls.map_b", (D,))
+        if self.random_state is not None:       # the map is the seed's draw: recompute it
+            drawn = RandomFourierFeatures(record, n_components=D,
+                                          random_state=self.random_state).fit(d)
+            if not (np.array_equal(drawn.W, W) and np.array_equal(drawn.b, b)):
+                check.fail("_krls's random Fourier map is not the draw of random_state")
+        mean = check.array(state["mean"], "_krls.mean", (D,))
+        ones = check.array(state["ones"], "_krls.ones", (D,))
+        cov = check.array(state["cov"], "_krls.cov", (D, D))
+        if not np.array_equal(cov, cov.T):
+            check.fail("_krls.cov is not symmetric")
+        if np.linalg.eigvalsh(cov)[0] < -1e-9 * max(1.0, float(np.abs(cov).max())):
+            check.fail("_krls.cov is not positive semi-definite")
+        return dict(state, mean=mean, ones=ones, cov=cov, map_W=W, map_b=b)
+
+    # -- one event at a time (docs/streaming.md) -----------------------------------------------
+
+    def _takes_one_row(self):
+        return self.engine == "cython"
+
+    def _compiled_events(self, cache):
+        """The `KRLSEvents` of this fitted learner on the cython engine, or None (the NumPy
+        engine; the warm-up of gamma="scale" or noise="auto", which takes the chunk path); `cache`
+        as `okl._kernel_learners.PointwiseMixin._compiled_events`."""
+        events = cache[0]
+        if events is not None and events.matches(self):
+            return events
+        model = self.__dict__.get("_krls")
+        if not (type(model) in (KRLSModel, RLSFeatures) and self.engine == "cython"
+                and not self._warming()) or params_changed(self):
+            return None
+        names = ("_krls",) + tuple(name for name in self.get_params(deep=False)
+                                   if name in self.__dict__)
+        events = cache[0] = KRLSEvents(model, type(self).__name__, names)
+        events.bind(self)
+        return events
+
+    def _learn_event(self, events, row, y, weight=1.0):
+        """One event through the compiled step; f_t(x_t)."""
+        return events.learn_into(self.__dict__, row, y, weight)
+
+    def predict_one(self, x, return_std=False):
+        """The posterior mean of f(x) for one event (x a dict or a 1-D row; 0 before any
+        learning); with ``return_std=True``, (mean, predictive standard deviation)."""
+        if not return_std:
+            return _pointwise.predict_one(self, x)
+        adapter = self._one_event()
+        with adapter.lock:
+            if "t_" not in self.__dict__:
+                row, _ = adapter.schema.row(x)
+                gamma = 1.0 / len(row) if isinstance(self.gamma, str) else self.gamma
+                kxx = float(kernel_diagonal(kernel_params_of(self, gamma=gamma), row)[0])
+                return 0.0, float(np.sqrt(self._noise_value() + kxx))
+            events = adapter._fast()
+            row, _ = adapter.schema.row(x, check_finite=events is None)
+            if events is not None:
+                f, sf2 = events.predict_std(row)
+            else:
+                f, sf2 = self._engine_model().predict_one(check_X(self, row[None], False)[0])
+            return f, float(np.sqrt(self._krls.scale() * (self._noise_value() + sf2)))
+
+    # -- prediction -----------------------------------------------------------------------------
+
+    @_locks.serialised
+    def predict(self, X, return_std=False):
+        """The posterior mean of f(x) for every row; with ``return_std=True`` also the
+        predictive standard deviation, noise included: (mean, std)."""
+        if "t_" not in self.__dict__:
+            check_is_fitted(self, "t_")
+        X = check_X(self, X, reset=False)
+        model = self._engine_model()
+        if not return_std:
+            return model.predict(X)
+        var = np.empty(X.shape[0])
+        mean = model.predict(X, var)
+        return mean, np.sqrt(model.scale() * (self._noise_value() + var))
+
+    def _decision(self, X):
+        return self.predict(X)
+
+    @property
+    def intercept_(self):
+        """The offset b."""
+        check_is_fitted(self, "t_")
+        return float(self._krls.b)
+
+    @property
+    def noise_scale_(self):
+        """s02: the variances of the posterior are in units of this scale."""
+        check_is_fitted(self, "t_")
+        return float(self._krls.scale())
+
+    @property
+    def support_vectors_(self):
+        """The centres of the dictionary, in storage order."""
+        check_is_fitted(self, "t_")
+        return self._krls.get_arrays().get("centers", np.empty((0, self.n_features_in_)))
+
+    @property
+    def dual_coef_(self):
+        """a with posterior mean ``intercept_ + sum_i a_i K(support_vectors_[i], x)``."""
+        check_is_fitted(self, "t_")
+        model = self._krls
+        arrays = model.get_arrays()
+        if "R" not in arrays:
+            return np.empty(0)
+        return arrays["R"].T @ (arrays["mean"] - model.b * arrays["ones"])
+
+    def _check_size(self):
+        model = self._krls
+        if self._budget() == 0 and self.approximation is None:
+            m = model.n_support
+            work = m * (m + self.n_features_in_)
+            _warnings.warn_size(
+                self, "krls", work, _warnings.EXPANSION_WORK,
+                f"{type(self).__name__} holds {m} centres and has no budget: every event now "
+                f"costs {work:.2g} multiply-adds and the dictionary keeps growing. Pass "
+                "budget=B (or a larger nu) to bound it (this warning is shown once).")
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        return tags
