@@ -10,6 +10,7 @@ from importlib.metadata import version as _version
 
 from docutils import nodes
 from sphinx.domains.python import PyXRefRole
+from sphinx.util.math import get_node_equation_number
 
 project = "okl"
 author = "the okl developers"
@@ -22,7 +23,6 @@ extensions = [
     "numpydoc",
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
-    "sphinx.ext.mathjax",
     "sphinx_gallery.gen_gallery",
     "matplotlib.sphinxext.plot_directive",
 ]
@@ -114,7 +114,33 @@ def _code_if_unresolved(app, env, node, contnode):
     return contnode if node.get("okl_code_or_link") else None
 
 
+# ---- Math: MathML written at build time, which browsers render with no script -----------------
+# The site reads offline: no MathJax from a CDN (nor any other script from outside the site).
+html_math_renderer = "mathml"
+
+
+def _mathml(latex, display):
+    from latex2mathml.converter import convert
+    return convert(latex.strip(), display=display)
+
+
+def _visit_math(self, node):
+    self.body.append(f'<span class="math notranslate">{_mathml(node.astext(), "inline")}</span>')
+    raise nodes.SkipNode
+
+
+def _visit_math_block(self, node):
+    self.body.append(self.starttag(node, "div", CLASS="math notranslate"))
+    if node["number"]:
+        self.body.append(f'<span class="eqno">({get_node_equation_number(self, node)})')
+        self.add_permalink_ref(node, "Link to this equation")
+        self.body.append("</span>")
+    self.body.append(_mathml(node.astext(), "block") + "</div>\n")
+    raise nodes.SkipNode
+
+
 def setup(app):
+    app.add_html_math_renderer("mathml", (_visit_math, None), (_visit_math_block, None))
     app.add_role("code-or-link", _CodeOrLink(innernodeclass=nodes.literal))
     app.connect("missing-reference", _code_if_unresolved)
     app.connect("source-read", _raw_anchors_to_targets)
@@ -167,6 +193,7 @@ sphinx_gallery_conf = {
     "matplotlib_animations": False,
     "show_memory": False,
     "min_reported_time": 1,
+    "write_computation_times": False,      # its pages load DataTables from a CDN
 }
 
 # ---- Plots of the getting-started page (the demo) --------------------------------------------

@@ -16,7 +16,7 @@ LAYERS = [
                              "okl._pair_models", "okl._persist")),
     ("estimators", ("okl.regression", "okl.classification", "okl.passive_aggressive",
                     "okl.pairwise", "okl.preprocessing", "okl.pipeline", "okl.multikernel",
-                    "okl.krls")),
+                    "okl.krls", "okl.conformal")),
     ("tools", ("okl.evaluation", "okl.distributed", "okl.river", "okl._averaging",
                "okl._demo")),
     ("facade", ("okl.__init__", "okl.__main__")),

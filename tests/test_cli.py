@@ -138,9 +138,9 @@ def test_model_takes_estimator_class_names(data, name, cls):
      "unknown parameter 'gama' for --model regressor (OnlineKernelRegressor); the parameters are"),
     (["learn", "{csv}", "--target", "target", "--param", "gamma=-1"], "'gamma' parameter"),
     (["learn", "{csv}", "--target", "target", "--model", "svm"],
-     "unknown model 'svm'; the models are regressor, quantile, classifier, coefreg, pa, auto, "
-     "auto-classifier, or the estimator classes CoefficientRegularizedClassifier, "
-     "MultiKernelClassifier, MultiKernelRegressor, OnlineKernelClassifier, "
+     "unknown model 'svm'; the models are regressor, quantile, krls, classifier, coefreg, pa, "
+     "auto, auto-classifier, or the estimator classes CoefficientRegularizedClassifier, "
+     "KernelRLSRegressor, MultiKernelClassifier, MultiKernelRegressor, OnlineKernelClassifier, "
      "OnlineKernelRegressor, RegularizedPAClassifier."),
     (["learn", "{bad}", "--target", "y"], "bad.csv:3: non-numeric value 'oops' in column 'a'"),
     (["learn", "{csv}"], "name the target column with --target"),
@@ -173,7 +173,7 @@ def test_a_user_error_in_a_subprocess_has_no_traceback(data):
 def test_skip_malformed_counts_lines(data, capsys):
     folder, *_ = data
     path = folder / "holes.csv"
-    path.write_text("a,y\n1,2\noops,3\n2,4\n3\n")
+    path.write_text("a,y\n1,2.5\noops,3\n2,4.5\n3\n")
     assert main(["learn", str(path), "--target", "y", "--skip-malformed"]) == 0
     out = capsys.readouterr().out
     assert "finished: 2 samples" in out and "skipped 2 malformed lines" in out
@@ -186,3 +186,83 @@ def test_version_and_demo(tmp_path):
     result = run("demo", "--n", "1000", "--out", tmp_path / "demo.png")
     assert result.returncode == 0 and (tmp_path / "demo.png").exists()
     assert result.stderr == ""                    # no progress bar when stderr is not a terminal
+
+
+def test_a_libsvm_file_named_txt_is_read_as_libsvm_and_its_classes_get_a_classifier(data):
+    folder, _, libsvm, X, _, labels = data
+    txt = folder / "a9a.txt"                      # LIBSVM's own files are named so
+    txt.write_text(libsvm.read_text())
+    model_file = folder / "auto.okl"
+    result = run("learn", txt, "-f", model_file)
+    assert result.returncode == 0, result.stderr
+    first = result.stdout.splitlines()[0]
+    assert first.startswith("okl learn: OnlineKernelClassifier()")
+    assert "the labels -1, 1 are classes" in first and "--model regressor" in first
+    assert "(hinge loss)" in result.stdout and "finished: 400 samples" in result.stdout
+    predicted = run("predict", "-m", model_file, txt)
+    assert predicted.returncode == 0, predicted.stderr
+    np.testing.assert_array_equal(np.array(predicted.stdout.split(), dtype=float),
+                                  okl.load(model_file).predict(np.round(X, 6)))
+
+
+def test_integer_labels_of_many_kinds_ask_which_model(data):
+    folder, _, _, X, _, _ = data
+    path = folder / "counts.txt"
+    path.write_text("".join(f"{k} 1:{a:.6f} 2:{b:.6f}\n" for (a, b), k in zip(X, range(400))))
+    result = run("learn", path, "--param", "gamma=1.0")
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1
+    assert "are integers (0, 1, 2, ..., 399 in the first 400 rows)" in result.stderr
+    for model in ("classifier", "regressor"):
+        assert f"okl learn {path} --param gamma=1.0 --model {model}" in result.stderr
+    assert run("learn", path, "--model", "regressor").returncode == 0
+
+
+def test_a_label_metric_on_a_regressor_is_refused(data):
+    folder, _, libsvm, *_ = data
+    model_file = folder / "regressor.okl"
+    assert run("learn", libsvm, "--model", "regressor", "-f", model_file).returncode == 0
+    result = run("eval", "-m", model_file, libsvm, "--metric", "error_rate",
+                 "--metric", "accuracy")
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1
+    assert "'error_rate' compares predicted labels" in result.stderr
+    assert "OnlineKernelRegressor is a regressor" in result.stderr
+    assert run("eval", "-m", model_file, libsvm, "--metric", "mae").returncode == 0
+
+
+def test_the_loss_column_names_its_loss(data):
+    folder, csv, libsvm, *_ = data
+    quantile = run("learn", csv, "--target", "target", "--model", "quantile")
+    assert "(pinball loss)" in quantile.stdout and "pinball loss " in quantile.stdout
+    hedge = run("learn", libsvm, "--model", "auto-classifier")      # its loss: its mistakes
+    assert hedge.returncode == 0 and "(error_rate)" in hedge.stdout and " loss " not in hedge.stdout
+
+
+def test_help_does_not_import_scikit_learn():
+    code = ("import runpy, sys\nsys.argv = ['okl', '--help']\ntry:\n"
+            "    runpy.run_module('okl', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "print(sorted({'sklearn', 'scipy', 'numpy'} & set(sys.modules)))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0 and "learn" in result.stdout
+    assert result.stdout.splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("name, text, message", [
+    ("big.libsvm", "1 1:2\n-1 9999999999:1\n", "feature index 9999999999 is beyond"),
+    ("long.csv", "x,y\n1," + "9" * 200_000 + "\n", "long.csv:2: cannot split the line"),
+    ("latin.csv", "x,y\n1,caf\xe9\n", "latin.csv:2: not UTF-8 text"),
+    ("dup.libsvm", "1 1:2 1:3\n", "feature index 1 appears twice"),
+])
+def test_bad_files_stop_in_one_line_with_status_2(tmp_path, name, text, message):
+    path = tmp_path / name
+    path.write_bytes(text.encode("latin-1"))
+    result = run("learn", path, "--target", "y", "--model", "regressor") \
+        if name.endswith(".csv") else run("learn", path, "--model", "regressor")
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert message in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("option", ["--n-features", "--chunk-size"])
+def test_sizes_must_be_positive(data, option):
+    _, _, libsvm, *_ = data
+    result = run("learn", libsvm, option, "0")
+    assert result.returncode == 2 and "a positive integer is needed" in result.stderr

@@ -75,12 +75,15 @@ def test_classification_metrics_and_log_loss():
     result = progressive_validation(clf, X, y, metrics=["accuracy", "error_rate", "log_loss",
                                                         skm.balanced_accuracy_score])
     p, s = result.predictions, result.scores
-    assert result.metrics["accuracy"][-1] == pytest.approx(skm.accuracy_score(y, p))
+    assert p[0] is None                           # no label known before the first sample
+    assert result.metrics["accuracy"][-1] == pytest.approx(np.mean(p == y))
     assert result.metrics["error_rate"][-1] == pytest.approx(np.mean(p != y))
-    proba = np.column_stack([expit(-s), expit(s)])
-    assert result.metrics["log_loss"][-1] == pytest.approx(skm.log_loss(y, proba))
+    proba = np.column_stack([expit(-s), expit(s)])[1:]
+    first = -np.log(1e-15)                        # probability 0 for the first label
+    assert result.metrics["log_loss"][-1] == pytest.approx(
+        (skm.log_loss(y[1:], proba) * 299 + first) / 300)
     assert result.metrics["balanced_accuracy_score"][-1] == pytest.approx(
-        skm.balanced_accuracy_score(y, p))
+        skm.balanced_accuracy_score(y[1:], p[1:].astype(str)))
     assert result.error[-1] == pytest.approx(np.mean(p != y))
 
 
@@ -123,8 +126,35 @@ def test_stream_classifier_finds_its_labels():
     from_stream = progressive_validation(OnlineKernelClassifier(), ((x, t) for x, t in zip(X, y)))
     clf = OnlineKernelClassifier()
     scores = clf._progressive_scores(X, y)        # labels added as they appear
-    np.testing.assert_array_equal(from_stream.predictions, clf._predictions(scores))
-    assert from_stream.confusion.sum() == 120 and from_stream.classes.tolist() == [-1, 1]
+    assert from_stream.predictions[0] is None     # before the first label
+    np.testing.assert_array_equal(from_stream.predictions[1:], clf._predictions(scores)[1:])
+    assert from_stream.confusion.sum() == 119 and from_stream.classes.tolist() == [-1, 1]
+
+
+@pytest.mark.parametrize("pipeline", [False, True])
+def test_arrays_know_no_future_label_and_equal_a_predict_one_learn_one_loop(pipeline):
+    """On arrays as on streams, okl's classifiers discover the labels as they come: the
+    run equals the loop of predict_one then learn_one (the first prediction is None)."""
+    from sklearn.datasets import load_digits
+
+    from okl.pipeline import StreamPipeline
+    from okl.preprocessing import OnlineStandardScaler
+    X, y = load_digits(return_X_y=True)
+    order = np.random.default_rng(0).permutation(len(y))[:500]
+    X, y = X[order], y[order]
+
+    def model():
+        clf = OnlineKernelClassifier(loss="logistic", gamma=0.04, lam=1e-4, eta_decay=0.0,
+                                     fit_intercept=False, budget=100)
+        return StreamPipeline([("scale", OnlineStandardScaler()), ("learn", clf)]) \
+            if pipeline else OnlineKernelClassifier(loss="logistic", gamma=0.001)
+    result = progressive_validation(model(), X, y, metrics=["accuracy"])
+    loop, predictions = model(), []
+    for x, label in zip(X, y):
+        predictions.append(loop.predict_one(x))
+        loop.learn_one(x, label)
+    assert predictions[0] is None and result.predictions.tolist() == predictions
+    assert result.metrics["accuracy"][-1] == np.mean(np.array(predictions) == y)
 
 
 def test_csv_stream_dict_events_and_arrays_agree(tmp_path):

@@ -183,3 +183,82 @@ def test_files_report_their_size_and_bytes_read(csv_file, monkeypatch):
     monkeypatch.setattr("sys.stdin", io.StringIO("x,y\n1,2\n"))
     piped = iter_csv("-", target="y")
     assert piped.size is None and [piped.bytes_read() for _ in piped] == [None]
+
+
+def test_the_format_is_guessed_from_the_first_lines_when_the_extension_says_nothing(tmp_path):
+    from okl.stream import guess_format
+    libsvm = tmp_path / "a9a.txt"              # a libsvm file as LIBSVM's site names them
+    libsvm.write_text("# a comment\n-1 3:1 6:1 qid:2\n+1 5:0.5\n")
+    plain = tmp_path / "plain.txt"
+    plain.write_text("1 2 3\n4 5 6\n")          # numbers without index:value: a CSV
+    gz = tmp_path / "a9a.t.gz"
+    with gzip.open(gz, "wt") as file:
+        file.write("1 1:2\n")
+    named = tmp_path / "named.libsvm"           # the extension decides
+    named.write_text("x,y\n")
+    assert [guess_format(p) for p in (libsvm, plain, gz, named, tmp_path / "missing")] == \
+        ["libsvm", "csv", "libsvm", "libsvm", "csv"]
+    assert rows(iter_file(libsvm)) == [([0.0, 0.0, 1.0, 0.0, 0.0, 1.0], -1.0),
+                                       ([0.0, 0.0, 0.0, 0.0, 0.5, 0.0], 1.0)]
+
+
+@pytest.mark.parametrize("data, line, reason", [
+    (b"x,y\n1,2\n3,\xff\n", 3, "not UTF-8 text"),
+    (bytes(np.random.default_rng(0).integers(0, 256, 2000, dtype=np.uint8)), 1,
+     "not UTF-8 text"),
+])
+def test_bytes_that_are_not_utf8_name_the_file_and_line(tmp_path, data, line, reason):
+    path = tmp_path / "bad.csv"
+    path.write_bytes(data)
+    with pytest.raises(MalformedLineError, match=rf"bad.csv:{line}: {reason}"):
+        list(iter_csv(path, target=None))
+
+
+def test_a_broken_gzip_file_names_the_file_and_line(tmp_path):
+    rng = np.random.default_rng(0)
+    text = "x,y\n" + "".join(f"{a:.17g},{b:.17g}\n" for a, b in rng.normal(size=(5000, 2)))
+    whole = gzip.compress(text.encode())
+    for name, data in (("cut.csv.gz", whole[:len(whole) // 2]), ("not.csv.gz", b"plain text\n")):
+        path = tmp_path / name
+        path.write_bytes(data)
+        with pytest.raises(MalformedLineError, match=rf"{name}:\d+: cannot read the file"):
+            list(iter_csv(path, target="y", chunk_size=100))
+
+
+def test_a_utf8_byte_order_mark_is_not_part_of_the_first_name(tmp_path):
+    path = tmp_path / "bom.csv"
+    path.write_bytes("\ufeffa,y\n1,2\n".encode())
+    stream = iter_csv(path, target="y")
+    assert rows(stream) == [([1.0], 2.0)] and stream.feature_names == ["a"]
+    libsvm = tmp_path / "bom.libsvm"
+    libsvm.write_bytes("\ufeff1 1:2\n".encode())
+    assert rows(iter_libsvm(libsvm)) == [([2.0], 1.0)]
+
+
+def test_a_csv_field_past_the_csv_modules_limit_is_a_malformed_line(tmp_path):
+    path = tmp_path / "long.csv"
+    path.write_text("x,y\n1,2\n1," + "9" * 200_000 + "\n3,4\n")
+    with pytest.raises(MalformedLineError, match="long.csv:3: cannot split the line"):
+        list(iter_csv(path, target="y"))
+    stream = iter_csv(path, target="y", skip_malformed=True)
+    assert rows(stream) == [([1.0], 2.0), ([3.0], 4.0)] and stream.n_skipped == 1
+
+
+def test_libsvm_refuses_duplicate_and_int32_overflowing_indices(tmp_path):
+    path = tmp_path / "dup.libsvm"
+    path.write_text("1 1:2 3:1 1:5\n")          # scikit-learn's load_svmlight_file refuses it
+    with pytest.raises(MalformedLineError, match="dup.libsvm:1: feature index 1 appears twice"):
+        list(iter_libsvm(path))
+    big = tmp_path / "big.libsvm"
+    big.write_text("1 1:2\n-1 9999999999:1\n")
+    with pytest.raises(MalformedLineError, match=r"big.libsvm:2: feature index 9999999999 "
+                                                 r"is beyond n_features=1 \(the largest is"):
+        list(iter_libsvm(big))
+    stream = iter_libsvm(big, skip_malformed=True)
+    assert rows(stream) == [([2.0], 1.0)] and stream.n_skipped == 1
+
+
+@pytest.mark.parametrize("n_features", [0, -3, 2.5, True])
+def test_libsvm_n_features_must_be_positive(tmp_path, n_features):
+    with pytest.raises(ValueError, match="n_features must be a positive integer"):
+        iter_libsvm(tmp_path / "x.libsvm", n_features=n_features)

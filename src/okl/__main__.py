@@ -1,13 +1,18 @@
 """The `okl` command line (also `python -m okl`): learn, predict, eval, demo.
 
 A user error (a missing file, a malformed line, a missing column, an unknown
-model or parameter) prints one line to stderr and exits with status 2.
+model or parameter) prints one line to stderr and exits with status 2.  The
+estimators (and scikit-learn) are imported only by the commands that use them:
+``okl --help`` answers at once.
 """
 import argparse
 import ast
 import os
+import shlex
 import sys
 from collections.abc import Sequence
+from importlib.metadata import version
+from itertools import chain
 from typing import Any
 
 MODELS = {   # --model name: (estimator class name, fixed parameters)
@@ -94,6 +99,47 @@ def _stream(args: argparse.Namespace, model: Any) -> Any:
                     fill_value=args.fill_value, **common)
 
 
+def _labels_shown(values: Any) -> str:
+    """Sorted labels as text: up to five, else the first three, ... and the last."""
+    shown = [f"{v:g}" if isinstance(v, float) else str(v) for v in values]
+    return ", ".join(shown if len(shown) <= 5 else [*shown[:3], "...", shown[-1]])
+
+
+def _model_for_labels(y: Any, args: argparse.Namespace) -> str:
+    """The --model of a learn without one, from the first chunk's labels: a classifier for
+    text labels and for -1 / 0 / 1, a regressor for other numbers; integers of more kinds
+    may be either: a UsageError names the two commands."""
+    import numpy as np
+
+    if y is None or not len(y):
+        return "regressor"
+    if np.asarray(y).dtype.kind not in "biuf":
+        return "classifier"
+    values = np.unique(np.asarray(y, dtype=np.float64))
+    if not np.all(values == np.round(values)):
+        return "regressor"
+    if set(values.tolist()) <= {-1.0, 0.0, 1.0}:
+        return "classifier"
+    command = ["okl", *args.argv]
+    raise UsageError(
+        f"the labels of {args.data} are integers ({_labels_shown(values.astype(np.int64))} in "
+        f"the first {len(y)} rows): classes or numbers? Choose the model: "
+        f"{shlex.join([*command, '--model', 'classifier'])}  or  "
+        f"{shlex.join([*command, '--model', 'regressor'])}")
+
+
+def _loss_metric(model: Any) -> Any:
+    """The model's training loss as a metric named for what it is ("hinge loss"), or None for
+    a model whose stream loss is its error rate (MultiKernelClassifier: Hedge's mistakes)."""
+    from okl.evaluation.metrics import TrainingLoss
+
+    if type(model).__name__ == "MultiKernelClassifier":
+        return None
+    metric = TrainingLoss(model)
+    metric.name = f"{getattr(model, 'loss', None) or 'hinge'} loss"     # PA's: the hinge
+    return metric
+
+
 def _default_metrics(model: Any) -> list[str]:
     from sklearn.base import is_classifier
 
@@ -106,10 +152,9 @@ def _default_metrics(model: Any) -> list[str]:
 
 
 def _needs_target(args: argparse.Namespace) -> None:
-    from okl.stream import guess_format
-
-    if (args.format or guess_format(args.data)) == "csv" and args.target is None:
-        raise UsageError(f"{args.command} needs labels: name the target column with --target.")
+    if _format(args) == "csv" and args.target is None:
+        raise UsageError(f"{args.command} needs labels: name the target column with --target "
+                         "(a libsvm file: --format libsvm).")
 
 
 def _skipped(stream: Any) -> None:
@@ -135,21 +180,62 @@ def learn(args: argparse.Namespace) -> None:
     from okl.evaluation import progressive_validation
 
     _needs_target(args)
-    model = make_model(args.model, args.param)
-    stream = _stream(args, model)
-    print(f"okl learn: {model!r} on {stream.name}")
-    metrics = ["loss", *_default_metrics(model)]
-    result = progressive_validation(model, _read_with_progress(stream, "learn"), metrics=metrics,
+    if args.interval is not None and not 0 < args.interval < 1:
+        raise UsageError(f"--interval is a coverage in (0, 1), e.g. 0.9; got {args.interval}.")
+    note = ""
+    if args.model is None:            # chosen from the first chunk's labels
+        stream = _stream(args, None)
+        chunks = _read_with_progress(stream, "learn")
+        first = next(chunks, None)
+        name = _model_for_labels(None if first is None else first[1], args)
+        model = make_model(name, args.param)
+        chunks = chunks if first is None else chain([first], chunks)
+        if name == "classifier":
+            note = (f" (the labels {_labels_shown(sorted(set(first[1].tolist())))} are classes; "
+                    "--model regressor learns them as numbers)")
+    else:
+        model = make_model(args.model, args.param)
+        stream = _stream(args, model)
+        chunks = _read_with_progress(stream, "learn")
+    loss = _loss_metric(model)
+    metrics = ([] if loss is None else [loss]) + _default_metrics(model)
+    if args.interval is not None:       # calibrated intervals / sets (docs/conformal.md)
+        from sklearn.base import is_classifier
+        wrapper = okl.ConformalClassifier if is_classifier(model) else okl.ConformalRegressor
+        metrics = [_default_metrics(model)[0], "coverage", "width", "window_coverage"]
+        model = wrapper(model, alpha=round(1.0 - args.interval, 12))
+    print(f"okl learn: {model!r} on {stream.name}{note}")
+    result = progressive_validation(model, chunks, metrics=metrics,
                                     chunk_size=args.chunk_size, print_every=args.print_every,
                                     progress=False)
     print(f"finished: {len(result.predictions)} samples in {result.seconds:.2f} s; "
           + ", ".join(f"{name} {values[-1]:.6g}" for name, values in result.metrics.items()))
+    if args.output:
+        _write_predictions(args.output, result)
     if result.confusion is not None and len(result.classes) <= 20:
         print(_confusion_table(result.classes, result.confusion))
     _skipped(stream)
     if args.model_file:
         okl.save(model, args.model_file)
         print(f"model written to {args.model_file}")
+
+
+def _write_predictions(path: str, result: Any) -> None:
+    """The progressive predictions, one a line; with --interval the bounds beside them
+    (prediction,lower,upper), or for a classifier the set's size."""
+    with open(path, "w", encoding="utf-8") as out:
+        if result.lower is not None:
+            out.write("prediction,lower,upper\n")
+            out.writelines(f"{p:.10g},{lo:.10g},{hi:.10g}\n" for p, lo, hi in zip(
+                result.predictions.tolist(), result.lower.tolist(), result.upper.tolist()))
+        elif result.width is not None:
+            out.write("prediction,set_size\n")
+            out.writelines(f"{p},{int(k)}\n" for p, k in zip(result.predictions.tolist(),
+                                                                result.width.tolist()))
+        else:
+            out.writelines(f"{p:.10g}\n" if isinstance(p, float) else f"{p}\n"
+                           for p in result.predictions.tolist())
+    print(f"predictions written to {path}")
 
 
 def _confusion_table(classes: Any, confusion: Any) -> str:
@@ -223,28 +309,37 @@ def _data_options(parser: argparse.ArgumentParser) -> None:
                         help="the label column of a CSV file (a number with --no-header)")
     parser.add_argument("--format", choices=("csv", "libsvm"),
                         help="default: from the extension (.csv .tsv .libsvm .svm .svmlight), "
-                             "else csv")
+                             "else from the first lines (label index:value ... is libsvm)")
     parser.add_argument("--delimiter", help="CSV field separator (default: , or a tab for .tsv)")
     parser.add_argument("--no-header", action="store_true", help="the CSV has no header line")
     parser.add_argument("--fill-value", type=float, metavar="X",
                         help="replaces missing CSV values (default: a row with one is malformed)")
-    parser.add_argument("--n-features", type=int, metavar="D",
+    parser.add_argument("--n-features", type=_positive, metavar="D",
                         help="width of libsvm rows (default: a first pass over the file)")
     parser.add_argument("--zero-based", choices=("auto", "true", "false"), default="auto",
                         help="libsvm indices start at 0: true, false, or auto (default: 0-based "
                              "if some index is 0, as scikit-learn's load_svmlight_file)")
     parser.add_argument("--skip-malformed", action="store_true",
                         help="skip and count malformed lines instead of stopping")
-    parser.add_argument("--chunk-size", type=int, default=1000, metavar="N",
+    parser.add_argument("--chunk-size", type=_positive, default=1000, metavar="N",
                         help="rows per call into the model (default 1000)")
+
+
+def _positive(text: str) -> int:
+    """An argparse type: a positive integer."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"a positive integer is needed, not {text!r}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of the `okl` command."""
-    from okl import __version__
-
     parser = argparse.ArgumentParser(prog="okl", description="okl: online kernel learning")
-    parser.add_argument("--version", action="version", version=f"okl {__version__}")
+    parser.add_argument("--version", action="version", version=f"okl {version('okl')}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     demo = sub.add_parser("demo", help="learn an embedded stream and plot learning curves")
@@ -257,14 +352,21 @@ def build_parser() -> argparse.ArgumentParser:
         description="Progressive validation: each row is predicted, then learned. Lines are "
                     "printed after 1, 2, 4, 8, ... rows and every --print-every rows.")
     _data_options(learn_)
-    learn_.add_argument("--model", default="regressor", help=f"one of {', '.join(MODELS)} "
-                        f"(default regressor), or a class name: {', '.join(CLASS_NAMES)}")
+    learn_.add_argument("--model", help=f"one of {', '.join(MODELS)}, or a class name: "
+                        f"{', '.join(CLASS_NAMES)}; default: classifier for text labels and "
+                        "-1 / 0 / 1, regressor for other numbers (asked for other integers)")
     learn_.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="an estimator parameter, e.g. --param gamma=0.5 (repeatable)")
     learn_.add_argument("-f", "--model-file", metavar="MODEL",
                         help="save the model there (okl.save format)")
     learn_.add_argument("--print-every", type=int, default=0, metavar="N",
                         help="also print a line every N rows (default: doubling counts only)")
+    learn_.add_argument("--interval", type=float, metavar="LEVEL",
+                        help="calibrated intervals (prediction sets) of coverage LEVEL, e.g. "
+                             "0.9: prints coverage and width (docs/conformal.md)")
+    learn_.add_argument("-o", "--output", metavar="OUT",
+                        help="write the progressive predictions there, one a line (with "
+                             "--interval: prediction,lower,upper)")
 
     predict_ = sub.add_parser("predict", help="predict every row of a file with a saved model")
     predict_.add_argument("-m", "--model-file", metavar="MODEL", required=True)
@@ -287,6 +389,7 @@ COMMANDS = {"learn": learn, "predict": predict, "eval": evaluate}
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the `okl` command line; return its exit status."""
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     if args.command == "demo":
         from okl._demo import run
         run(n=args.n, seed=args.seed, out=args.out)

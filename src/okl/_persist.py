@@ -8,6 +8,7 @@ checked against the header and the model's invariants (shapes, dtypes,
 finiteness, counters, slot and history indices) before anything is built.
 A broken or edited file raises `ModelFileError`, naming what is wrong.
 """
+import io
 import json
 import math
 import os
@@ -60,7 +61,20 @@ def _state_types(cls):
 
 
 # attributes that are caches, not model state (okl._one_event, okl._rows)
-TRANSIENT = ("_one_event_state", "_feature_index", "_feature_keys")
+TRANSIENT = ("_one_event_state", "_feature_index", "_feature_keys", "_last")
+
+
+def _is_estimator(value):
+    """An okl estimator that okl.load can build (a wrapper's learner is saved inside it)."""
+    return ESTIMATORS.get(type(value).__name__) is type(value)
+
+
+def _nested_file(value):
+    """An estimator held by another (a parameter or an attribute) as a complete okl file of
+    its own, stored as bytes in its holder's file."""
+    buffer = io.BytesIO()
+    save(value, buffer)
+    return np.frombuffer(buffer.getvalue(), dtype=np.uint8)
 
 
 def _scalar(value):
@@ -103,13 +117,21 @@ def save(estimator: Any, path: Any) -> None:
     `path` is a file name or a binary file object.  Parameters must be plain
     values (a callable eta cannot be saved: use pickle).
     """
-    arrays, objects, attrs = {}, {}, {}
-    params = _split(estimator.get_params(deep=False), "param:", arrays, "parameter")
+    arrays, objects, attrs, nested = {}, {}, {}, []
+    params = estimator.get_params(deep=False)
+    for key, value in [("param:" + k, v) for k, v in params.items()] + [
+            ("attr:" + k, v) for k, v in vars(estimator).items() if k not in params]:
+        if _is_estimator(value):
+            nested.append(key)
+            arrays["nested:" + key] = _nested_file(value)
+    params = _split({k: v for k, v in params.items() if "param:" + k not in nested}, "param:",
+                    arrays, "parameter")
     state_types = _state_types(type(estimator))
     for key, value in vars(estimator).items():
         if key in TRANSIENT:            # caches of the one-event path, rebuilt on demand
             continue
-        if key in params or f"param:{key}" in arrays:
+        if key in params or f"param:{key}" in arrays or (
+                {f"param:{key}", f"attr:{key}"} & set(nested)):
             continue                    # parameters are stored once, in "params"
         if type(value).__name__ in state_types:
             objects[key] = {"type": type(value).__name__,
@@ -118,6 +140,8 @@ def save(estimator: Any, path: Any) -> None:
             attrs.update(_split({key: value}, "attr:", arrays, "attribute"))
     header = {"format": FORMAT, "class": type(estimator).__name__, "params": params,
               "attrs": attrs, "objects": objects}
+    if nested:
+        header["nested"] = nested
     blob = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
     if hasattr(path, "write"):
         np.savez(path, __header__=blob, **arrays)
@@ -552,6 +576,29 @@ def prefixed(prefix, state):
     return {prefix + k: v for k, v in state.items()}
 
 
+def _load_nested(header, arrays, source, check):
+    """The estimators a file holds inside it (`_nested_file`): {"param:": {name: estimator},
+    "attr:": {...}}, each read and checked by `load`."""
+    keys = header.get("nested", [])
+    if not isinstance(keys, list) or not all(
+            isinstance(k, str) and k.startswith(("param:", "attr:")) for k in keys):
+        check.fail("the header's 'nested' entry is malformed")
+    inner = {"param:": {}, "attr:": {}}
+    for key in keys:
+        blob = arrays.get("nested:" + key)
+        if not isinstance(blob, np.ndarray) or blob.dtype != np.uint8 or blob.ndim != 1:
+            check.fail(f"the estimator {key!r} it holds is missing")
+        kind, name = key.split(":", 1)
+        try:
+            inner[kind + ":"][name] = load(io.BytesIO(blob.tobytes()))
+        except ModelFileError as exc:
+            check.fail(f"the estimator {name!r} it holds is not intact ({exc})")
+    for key in arrays:
+        if key.startswith("nested:") and key[len("nested:"):] not in keys:
+            check.fail(f"the array {key!r} belongs to no estimator of the header")
+    return inner
+
+
 def load(path: Any) -> Any:
     """Read an estimator written by `save`; never unpickles.
 
@@ -571,13 +618,15 @@ def load(path: Any) -> Any:
         return {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
 
     for key in arrays:
-        if not key.startswith(("param:", "attr:", "obj:")):
+        if not key.startswith(("param:", "attr:", "obj:", "nested:")):
             check.fail(f"it holds an unknown array {key!r}")
+    inner = _load_nested(header, arrays, source, check)
     params = dict(header["params"])
     for key, value in gather("param:").items():
         if key in params:
             check.fail(f"the parameter {key!r} is stored twice")
         params[key] = value
+    params.update(inner["param:"])
     defaults = cls().get_params(deep=False)
     for key in LATER_PARAMS:            # a file saved before the parameter existed: its default
         if key in defaults and key not in params:
@@ -597,6 +646,8 @@ def load(path: Any) -> Any:
             continue
         if isinstance(value, (list, dict)):
             check.fail(f"the parameter {key!r} is a {type(value).__name__}")
+        if key in inner["param:"]:
+            continue
     estimator = cls(**params)
     try:
         estimator._validate_params()
@@ -609,6 +660,7 @@ def load(path: Any) -> Any:
         if key in attrs:
             check.fail(f"the attribute {key!r} is stored twice")
         attrs[key] = value
+    attrs.update(inner["attr:"])
     for key in list(attrs):
         if key in params:       # files of okl <= 0.1 store parameters among the attributes too
             same = (np.array_equal(attrs[key], params[key])

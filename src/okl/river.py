@@ -3,7 +3,7 @@
 An optional dependency: ``pip install "okl[river]"``.
 
 `to_river(estimator)` wraps an okl learner in a `river.base.Regressor` or a
-binary `river.base.Classifier`, so that `river.evaluate.progressive_val_score`,
+`river.base.Classifier` (binary or multiclass), so that `river.evaluate.progressive_val_score`,
 river pipelines (``preprocessing.StandardScaler() | to_river(model)``) and
 river metrics work with it.  Events are dicts of feature name -> value; the
 first event fixes the feature order (a missing key is 0, an unknown key
@@ -218,15 +218,33 @@ def _classes():
             from okl.classification import OnlineKernelClassifier
             yield {"estimator": OnlineKernelClassifier(loss="logistic")}
 
-    for cls in (RiverRegressor, RiverClassifier):
+    class RiverConformalRegressor(RiverRegressor):
+        """An `okl.ConformalRegressor` as a river regressor: ``predict_one(x,
+        with_interval=True)`` gives river's `river.conf.Interval` (as river's
+        `RegressionJackknife`), without it the point prediction."""
+
+        def predict_one(self, x, with_interval=False, **kwargs):
+            if not with_interval:
+                return float(self._events.predict_one(x))
+            from river.conf import Interval
+            lower, upper = self.estimator.predict_interval_one(self._events._drop_unknown(x))
+            return Interval(lower=lower, upper=upper)
+
+        @classmethod
+        def _unit_test_params(cls):
+            from okl.conformal import ConformalRegressor
+            yield {"estimator": ConformalRegressor()}
+
+    classes = (RiverRegressor, RiverClassifier, RiverConformalRegressor)
+    for cls in classes:
         cls.__module__ = __name__
         cls.__qualname__ = cls.__name__
-    return {"RiverRegressor": RiverRegressor, "RiverClassifier": RiverClassifier}
+    return {cls.__name__: cls for cls in classes}
 
 
 def __getattr__(name):
     """RiverRegressor and RiverClassifier exist once river is importable (so pickles load)."""
-    if name in ("RiverRegressor", "RiverClassifier"):
+    if name in ("RiverRegressor", "RiverClassifier", "RiverConformalRegressor"):
         return _classes()[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
@@ -237,7 +255,7 @@ def to_river(estimator, unknown_features="error"):
     Parameters
     ----------
     estimator : okl learner
-        A classifier (binary) becomes a `river.base.Classifier`; a regressor or
+        A classifier (binary or multiclass) becomes a `river.base.Classifier`; a regressor or
         a `PairwiseLearner` (its score g(x)) a `river.base.Regressor`.
     unknown_features : {"error", "ignore"}, default="error"
         What a dict event with a key the first event did not have does: raise
@@ -245,8 +263,9 @@ def to_river(estimator, unknown_features="error"):
 
     Returns
     -------
-    RiverClassifier or RiverRegressor
-        learn_one(x, y, w=1.0), predict_one(x), and for classifiers
+    RiverClassifier, RiverRegressor or RiverConformalRegressor
+        learn_one(x, y, w=1.0), predict_one(x) (for an `okl.ConformalRegressor`
+        also ``predict_one(x, with_interval=True)``: a `river.conf.Interval`), and for classifiers
         predict_proba_one(x): the model's own with loss="logistic", else an
         online Platt scaling of the margin (`OnlinePlatt`).
 
@@ -264,6 +283,8 @@ def to_river(estimator, unknown_features="error"):
     >>> evaluate.progressive_val_score(stream, model, metrics.MAE())   # doctest: +SKIP
     """
     classes = _classes()
+    if hasattr(estimator, "predict_interval_one"):      # river's interval form
+        return classes["RiverConformalRegressor"](estimator, unknown_features)
     if is_classifier(estimator):
         return classes["RiverClassifier"](estimator, unknown_features)
     return classes["RiverRegressor"](estimator, unknown_features)

@@ -8,12 +8,16 @@ decompressed on the fly.  Iterating again re-reads a file.
 
 A malformed line raises `MalformedLineError` naming the file and the line, or
 with ``skip_malformed=True`` is skipped and counted in ``Stream.n_skipped``.
+Files are UTF-8 text (a byte-order mark is dropped): other bytes, and a broken
+``.gz`` file, raise `MalformedLineError` naming the file and the line too.
 """
 import csv
 import gzip
 import io
 import os
+import re
 import sys
+import zlib
 from collections.abc import Iterable, Iterator
 from itertools import chain, islice
 from typing import Any
@@ -26,6 +30,7 @@ __all__ = ["MalformedLineError", "Stream", "guess_format", "iter_array", "iter_c
 
 MISSING = ("", "NA", "N/A", "NaN", "nan", "null", "?")
 BLOCK = 1024            # lines parsed at once when events are asked for
+MAX_INDEX = 2**31 - 1   # the largest libsvm feature index (the int32 indices of a CSR matrix)
 
 Path = str | os.PathLike
 
@@ -81,16 +86,35 @@ class Stream:
         return f"<{type(self).__name__} {self.name} chunk_size={self.chunk_size}>"
 
 
-def _open_text(source: Path | io.TextIOBase) -> tuple[Any, str, bool]:
-    """(text file, name for messages, whether we opened it and must close it)."""
+def _open_lines(source: Path | io.TextIOBase) -> tuple[Any, str, bool]:
+    """(file of lines, bytes or text; name for messages; whether we opened it and must close
+    it).  Paths and standard input are read as bytes: `_text` decodes them a line at a time."""
     if hasattr(source, "read"):
         return source, getattr(source, "name", "<stream>"), False
     if os.fspath(source) == "-":
-        return sys.stdin, "<stdin>", False
+        return getattr(sys.stdin, "buffer", sys.stdin), "<stdin>", False
     path = os.fspath(source)
     if path.endswith(".gz"):
-        return gzip.open(path, "rt", newline=""), path, True
-    return open(path, newline="", encoding="utf-8"), path, True
+        return gzip.open(path, "rb"), path, True
+    return open(path, "rb"), path, True
+
+
+def _text(file: Any, name: str) -> Iterator[str]:
+    """The lines of `file` as text: UTF-8 decoded line by line (a byte-order mark dropped), so
+    that bytes of another encoding and a broken .gz file are named by file and line."""
+    number = 0
+    try:
+        for number, line in enumerate(file, start=1):
+            if isinstance(line, bytes):
+                line = line.decode("utf-8")
+            yield line.removeprefix("\ufeff") if number == 1 else line
+    except UnicodeDecodeError as exc:
+        raise MalformedLineError(
+            f"{name}:{number}: not UTF-8 text (byte {line[exc.start:exc.start + 1]!r} at "
+            f"column {exc.start + 1}); okl reads UTF-8 files") from None
+    except (EOFError, OSError, zlib.error) as exc:      # gzip's BadGzipFile is an OSError
+        raise MalformedLineError(f"{name}:{number + 1}: cannot read the file past line "
+                                 f"{number} ({type(exc).__name__}: {exc})") from None
 
 
 class _FileStream(Stream):
@@ -108,8 +132,9 @@ class _FileStream(Stream):
         self._file = None
 
     def bytes_read(self) -> int | None:
-        buffer = getattr(self._file, "buffer", None)
-        return buffer.tell() if self.size is not None and buffer is not None else None
+        if self.size is None or self._file is None:
+            return None
+        return self._file.tell()
 
     def _bad(self, number: int, reason: str) -> None:
         """Raise for line `number`, or count it when skipping."""
@@ -118,10 +143,10 @@ class _FileStream(Stream):
         self.n_skipped += 1
 
     def _chunks(self, size):
-        file, self.name, close = _open_text(self.source)
+        file, self.name, close = _open_lines(self.source)
         self._file = file
         try:
-            yield from self._parse(file, size)
+            yield from self._parse(_text(file, self.name), size)
         finally:
             self._file = None
             if close:
@@ -165,9 +190,23 @@ class _CSVStream(_FileStream):
             self.feature_names = [self.feature_names[j] for j in features]
         return features, target
 
+    def _rows(self, lines):
+        """(line number, fields) of every non-empty row; a row the csv module cannot split
+        (a field past its limit, 131072 characters) is malformed."""
+        rows = csv.reader(lines, delimiter=self.delimiter)
+        while True:
+            try:
+                row = next(rows)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                self._bad(rows.line_num, f"cannot split the line into fields ({exc})")
+                continue
+            if row:
+                yield rows.line_num, row
+
     def _parse(self, file, size):
-        rows = csv.reader(file, delimiter=self.delimiter)
-        numbered = ((rows.line_num, row) for row in rows if row)
+        numbered = self._rows(file)
         first = next(numbered, None)
         if first is None:
             return
@@ -288,6 +327,10 @@ class _LibsvmStream(_FileStream):
             raise ValueError("Sparse rows come in chunks: pass chunk_size with sparse=True.")
         if not (isinstance(zero_based, (bool, np.bool_)) or zero_based == "auto"):
             raise ValueError(f"zero_based must be True, False or 'auto'; got {zero_based!r}.")
+        if n_features is not None and (not isinstance(n_features, (int, np.integer))
+                                       or isinstance(n_features, bool)
+                                       or not 1 <= n_features <= MAX_INDEX + 1):
+            raise ValueError(f"n_features must be a positive integer, got {n_features!r}.")
         self.n_features = n_features
         self.zero_based = zero_based if zero_based == "auto" else bool(zero_based)
         self.offset = 0 if self.zero_based is True else 1
@@ -309,12 +352,12 @@ class _LibsvmStream(_FileStream):
                                  "the width of the rows cannot be known before the end.")
             return (1 if fixed is None else fixed), int(self.n_features)
         smallest, largest = None, -1
-        file, _, _ = _open_text(self.source)
+        file, name, _ = _open_lines(self.source)
         with file:
-            for line in file:
+            for line in _text(file, name):
                 for token in line.partition("#")[0].split()[1:]:
                     index = token.partition(":")[0]
-                    if index.isdigit():
+                    if index.isdigit() and int(index) <= MAX_INDEX:     # others: malformed
                         index = int(index)
                         largest = max(largest, index)
                         smallest = index if smallest is None else min(smallest, index)
@@ -364,9 +407,15 @@ class _LibsvmStream(_FileStream):
                         "command line)") if index == "0" else ""
                 return self._bad(number, f"cannot read {token!r} as index:value{hint}")
             if column >= width:
-                return self._bad(number, f"feature index {index} is beyond n_features={width}")
+                too_large = f" (the largest is {MAX_INDEX})" if int(index) > MAX_INDEX else ""
+                return self._bad(number, f"feature index {index} is beyond "
+                                         f"n_features={width}{too_large}")
             columns.append(column)
             values.append(value)
+        if len(set(columns)) < len(columns):
+            twice = next(c for i, c in enumerate(columns) if c in columns[:i])
+            return self._bad(number, f"feature index {twice + self.offset} appears twice (as "
+                                     "scikit-learn's load_svmlight_file, okl does not add them)")
         if not np.isfinite(label):
             return self._bad(number, f"the label {tokens[0]!r} is not finite")
         return label, columns, values
@@ -476,12 +525,58 @@ def iter_pandas(frames: Any, target: str | None = None, *,
 
 FORMATS = {".csv": "csv", ".tsv": "csv", ".libsvm": "libsvm", ".svm": "libsvm",
            ".svmlight": "libsvm"}
+SNIFF_BYTES = 1 << 16   # how much of a file guess_format reads when the extension says nothing
+
+
+def _sample_lines(path: Path | io.TextIOBase) -> list[str]:
+    """The complete lines in the first SNIFF_BYTES of a file (standard input: peeked, not
+    consumed); none when it cannot be read or peeked."""
+    try:
+        if os.fspath(path) == "-":
+            data = sys.stdin.buffer.peek(SNIFF_BYTES)[:SNIFF_BYTES]
+        else:
+            opener = gzip.open if os.fspath(path).endswith(".gz") else open
+            with opener(path, "rb") as file:
+                data = file.read(SNIFF_BYTES)
+    except (AttributeError, OSError, EOFError, zlib.error, ValueError):
+        return []
+    lines = data.decode("utf-8", errors="replace").splitlines(keepends=True)
+    if lines and len(data) == SNIFF_BYTES and not lines[-1].endswith(("\n", "\r")):
+        lines.pop()                                          # cut short
+    return lines
+
+
+def _is_libsvm(lines: Iterable[str]) -> bool:
+    """Whether lines read as libsvm: ``label index:value ... [# comment]``, with a pair on at
+    least one of them (a label alone is also a one-column CSV)."""
+    pairs = False
+    for line in lines:
+        tokens = line.partition("#")[0].split()
+        if not tokens:
+            continue
+        if not _is_number(tokens[0].lstrip("\ufeff")):
+            return False
+        for token in tokens[1:]:
+            index, colon, value = token.partition(":")
+            if not colon or not value or not (index.isdigit() or index == "qid"):
+                return False
+            pairs = True
+    return pairs
 
 
 def guess_format(path: Path | io.TextIOBase) -> str:
-    """"csv" or "libsvm" from a file name's extension, gzipped or not; "csv" otherwise."""
-    name = "" if hasattr(path, "read") else os.fspath(path).removesuffix(".gz")
-    return FORMATS.get(os.path.splitext(name)[1].lower(), "csv")
+    """"csv" or "libsvm": from a file name's extension (``.csv``, ``.tsv``; ``.libsvm``,
+    ``.svm``, ``.svmlight``; under ``.gz`` too), else from the file's first lines, as other
+    tools' readers do: "libsvm" when every line reads ``label index:value ...`` (a libsvm
+    file named ``.txt``), else "csv".  Standard input is peeked without being consumed; an
+    open file object is "csv"."""
+    if hasattr(path, "read"):
+        return "csv"
+    name = os.fspath(path).removesuffix(".gz")
+    known = FORMATS.get(os.path.splitext(name)[1].lower())
+    if known is not None:
+        return known
+    return "libsvm" if _is_libsvm(_sample_lines(path)) else "csv"
 
 
 def iter_file(path: Path | io.TextIOBase, format: str | None = None, **options: Any) -> Stream:
@@ -492,8 +587,9 @@ def iter_file(path: Path | io.TextIOBase, format: str | None = None, **options: 
     path : path, ``"-"`` for standard input, or an open text file
     format : {"csv", "libsvm"}, optional
         Default: from the extension (``.csv``, ``.tsv``; ``.libsvm``, ``.svm``,
-        ``.svmlight``; also under ``.gz``), else "csv".  ``.tsv`` sets a tab
-        delimiter unless `options` give one.
+        ``.svmlight``; also under ``.gz``), else from the first lines
+        (`guess_format`).  ``.tsv`` sets a tab delimiter unless `options` give
+        one.
     **options
         Passed on to the reader.
     """

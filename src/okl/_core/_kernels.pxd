@@ -15,6 +15,7 @@ cdef extern from "_simd.h" nogil:
     void okl_l1dists(Py_ssize_t n, Py_ssize_t d, const double* C, const double* x, double* out)
     double okl_exp_nonpos(double x)
     void okl_exp_scaled(Py_ssize_t n, double gamma, double* kb)
+    int okl_simd_level()
 
 
 cpdef enum Kernel:

@@ -1,9 +1,25 @@
 """Array-level kernel functions over the inline point functions of _kernels.pxd."""
+import os
+import warnings
+
 import numpy as np
 
 # the distance rule of `okl_sqdists_norms` (docs/algorithms.md, section 0.4)
 CANCEL_TAU = OKL_CANCEL_TAU
 EXPAND_MIN_D = OKL_EXPAND_MIN_D
+
+# the SIMD levels of the loops of _simd.h, by the names OKL_SIMD takes
+SIMD_LEVELS = {1: "baseline", 3: "x86-64-v3", 4: "x86-64-v4"}
+if os.environ.get("OKL_SIMD", "") not in ("", *SIMD_LEVELS.values()):
+    warnings.warn(f"OKL_SIMD={os.environ['OKL_SIMD']!r} is not a SIMD level and is ignored: "
+                  f"use one of {', '.join(SIMD_LEVELS.values())}.", RuntimeWarning, stacklevel=1)
+
+
+def simd_level():
+    """The SIMD level the compiled loops run at: "baseline", "x86-64-v3" or "x86-64-v4", the
+    highest the CPU supports or the lower one the environment variable OKL_SIMD names, chosen
+    when the modules are loaded (docs/architecture.md, "SIMD levels")."""
+    return SIMD_LEVELS[okl_simd_level()]
 
 
 def kernel_matrix(const double[:, ::1] X, const double[:, ::1] U, params):

@@ -1,7 +1,7 @@
 /* The O(m^2) loops of a KRLS step (_krls.pyx): the posterior's rank-one update fused with
  * forgetting, and the Givens rotations that remove a centre.  Rows are contiguous (stride
  * cap), every loop runs along a row, and `restrict` lets the compiler vectorise them; like
- * _simd.h they are compiled for the baseline, x86-64-v3 and x86-64-v4.  The NumPy twin
+ * _simd.h they are compiled at each SIMD level (OKL_LEVELS).  The NumPy twin
  * (okl/_numpy/krls.py) takes the same operations in the same order.
  */
 #ifndef OKL_KRLS_H
@@ -18,9 +18,8 @@
 
 /* cov[:n, :n] <- lam (cov - c g g^T) + (1 - lam) I (lam = 1: cov - c g g^T), row by row;
  * (g_i g_j) c is formed the same way for (i, j) and (j, i), so a symmetric cov stays so. */
-OKL_SIMD_CLONES OKL_MAYBE_UNUSED
-static void okl_krls_update(ptrdiff_t n, ptrdiff_t cap, double *restrict cov,
-                            const double *restrict g, double c, double lam)
+OKL_INLINE void okl_krls_update_at(ptrdiff_t n, ptrdiff_t cap, double *restrict cov,
+                                   const double *restrict g, double c, double lam)
 {
     for (ptrdiff_t i = 0; i < n; i++) {
         double *restrict row = cov + i * cap;
@@ -35,19 +34,22 @@ static void okl_krls_update(ptrdiff_t n, ptrdiff_t cap, double *restrict cov,
         }
     }
 }
+OKL_LEVELS_VOID(okl_krls_update, (ptrdiff_t n, ptrdiff_t cap, double *restrict cov,
+                                  const double *restrict g, double c, double lam),
+                (n, cap, cov, g, c, lam))
 
 /* y[:n] += a x[:n] */
-OKL_SIMD_CLONES OKL_MAYBE_UNUSED
-static void okl_axpy(ptrdiff_t n, double a, const double *restrict x, double *restrict y)
+OKL_INLINE void okl_axpy_at(ptrdiff_t n, double a, const double *restrict x, double *restrict y)
 {
     for (ptrdiff_t j = 0; j < n; j++)
         y[j] += a * x[j];
 }
+OKL_LEVELS_VOID(okl_axpy, (ptrdiff_t n, double a, const double *restrict x, double *restrict y),
+                (n, a, x, y))
 
 /* (u, v) <- (c u - s v, s u + c v) over n entries: two rows rotated */
-OKL_SIMD_CLONES OKL_MAYBE_UNUSED
-static void okl_rotate_rows(ptrdiff_t n, double *restrict u, double *restrict v, double c,
-                            double s)
+OKL_INLINE void okl_rotate_rows_at(ptrdiff_t n, double *restrict u, double *restrict v,
+                                   double c, double s)
 {
     for (ptrdiff_t k = 0; k < n; k++) {
         const double a = u[k], b = v[k];
@@ -55,6 +57,9 @@ static void okl_rotate_rows(ptrdiff_t n, double *restrict u, double *restrict v,
         v[k] = s * a + c * b;
     }
 }
+OKL_LEVELS_VOID(okl_rotate_rows, (ptrdiff_t n, double *restrict u, double *restrict v, double c,
+                                  double s),
+                (n, u, v, c, s))
 
 /* Columns (i, i + 1) of rows 0..n-1 rotated by (cs[i], sn[i]) for i = r..m-2 in turn, one row
  * at a time (each row's entries in order: the rotations of the columns, along the row). */

@@ -1,6 +1,6 @@
 /* The loops of the BSGD partner search (_merge.pyx), written for the compiler's
  * vectoriser: branch-free bodies, min reductions, the table read by gathers.
- * Compiled, like _simd.h, for the baseline and for x86-64-v3 (AVX2).
+ * Compiled, like _simd.h, at each SIMD level (OKL_LEVELS).
  */
 #ifndef OKL_MERGE_H
 #define OKL_MERGE_H
@@ -9,8 +9,7 @@
 #include "_simd.h"
 
 /* The first i with |c[i]| = min_j |c[j]| (NaNs are passed over; 0 when all are NaN). */
-OKL_SIMD_CLONES OKL_MAYBE_UNUSED
-static ptrdiff_t okl_merge_argmin_abs(ptrdiff_t n, const double *c)
+OKL_INLINE ptrdiff_t okl_merge_argmin_abs_at(ptrdiff_t n, const double *c)
 {
     double v = INFINITY;
     #pragma omp simd reduction(min:v)
@@ -23,10 +22,10 @@ static ptrdiff_t okl_merge_argmin_abs(ptrdiff_t n, const double *c)
             return i;
     return 0;
 }
+OKL_LEVELS(ptrdiff_t, okl_merge_argmin_abs, (ptrdiff_t n, const double *c), (n, c))
 
 /* The first i with w[i] = min_j w[j] (w >= -0 or +inf), -1 when every w[i] is +inf. */
-OKL_SIMD_CLONES OKL_MAYBE_UNUSED
-static ptrdiff_t okl_merge_argmin(ptrdiff_t n, const double *w)
+OKL_INLINE ptrdiff_t okl_merge_argmin_at(ptrdiff_t n, const double *w)
 {
     double v = INFINITY;
     #pragma omp simd reduction(min:v)
@@ -39,13 +38,13 @@ static ptrdiff_t okl_merge_argmin(ptrdiff_t n, const double *w)
             return i;
     return -1;
 }
+OKL_LEVELS(ptrdiff_t, okl_merge_argmin, (ptrdiff_t n, const double *w), (n, w))
 
 /* w[i] <- rho(mu_i, k_i) interpolated in the (nm + 1, nk + 1) table T, with w[i] = k_i on
  * entry and mu_i = am / (am + |c[i]|), for every i with cm c[i] > 0; +inf for the others.
  * mu and k are clamped to the table (a NaN to its lower edge) before the look-up. */
-OKL_SIMD_CLONES OKL_MAYBE_UNUSED
-static void okl_merge_rho(ptrdiff_t n, double cm, const double *c, const double *T,
-                          int nm, int nk, double *w)
+OKL_INLINE void okl_merge_rho_at(ptrdiff_t n, double cm, const double *c, const double *T,
+                                 int nm, int nk, double *w)
 {
     double am = fabs(cm), xmax = 2.0 * nm, ymax = nk;
     #pragma omp simd
@@ -63,5 +62,8 @@ static void okl_merge_rho(ptrdiff_t n, double cm, const double *c, const double 
         w[i] = cm * c[i] > 0.0 ? r : INFINITY;
     }
 }
+OKL_LEVELS_VOID(okl_merge_rho, (ptrdiff_t n, double cm, const double *c, const double *T,
+                                int nm, int nk, double *w),
+                (n, cm, c, T, nm, nk, w))
 
 #endif

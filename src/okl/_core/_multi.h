@@ -1,5 +1,5 @@
 /* The loop of the multi-output expansion's scores (_multiexpansion.pyx), written for the
- * compiler's vectoriser and compiled, like _simd.h, for the baseline and for x86-64-v3 (AVX2).
+ * compiler's vectoriser and compiled, like _simd.h, at each SIMD level (OKL_LEVELS).
  */
 #ifndef OKL_MULTI_H
 #define OKL_MULTI_H
@@ -12,9 +12,8 @@
  * whose every add waited for the previous row's store. */
 #define OKL_ROWS_K 32
 
-OKL_SIMD_CLONES OKL_MAYBE_UNUSED
-static void okl_rows_axpy(ptrdiff_t n, ptrdiff_t k, const double *restrict A,
-                          const double *restrict w, double *restrict out)
+OKL_INLINE void okl_rows_axpy_at(ptrdiff_t n, ptrdiff_t k, const double *restrict A,
+                                 const double *restrict w, double *restrict out)
 {
     if (k > OKL_ROWS_K) {
         for (ptrdiff_t c = 0; c < k; c++)
@@ -48,5 +47,8 @@ static void okl_rows_axpy(ptrdiff_t n, ptrdiff_t k, const double *restrict A,
     for (ptrdiff_t c = 0; c < k; c++)
         out[c] = (acc[0][c] + acc[1][c]) + (acc[2][c] + acc[3][c]);
 }
+OKL_LEVELS_VOID(okl_rows_axpy, (ptrdiff_t n, ptrdiff_t k, const double *restrict A,
+                                const double *restrict w, double *restrict out),
+                (n, k, A, w, out))
 
 #endif

@@ -16,13 +16,17 @@
  * instead of a subnormal (an absolute error below 3.3e-308), and a NaN stays
  * NaN (docs/algorithms.md, section 0.4).
  *
- * On x86-64 with GCC/Clang the loops are compiled three times, for the
- * baseline, for x86-64-v3 (AVX2) and for x86-64-v4 (AVX-512, where GCC gives a
- * loop of exponentials eight lanes and mask registers for its selects: 1.6x
- * faster than AVX2), and the loader picks the clone the CPU supports.  GCC
- * contracts a * b + c into one fused multiply-add here (where the target has
- * one), as Clang does by default: one rounding instead of two, and half the
- * latency of the sums' add chains and of exp's polynomial.
+ * On x86-64 with GCC >= 12 or Clang >= 18 the loops are compiled three times
+ * (OKL_LEVELS below), for the build's baseline, for x86-64-v3 (AVX2, FMA) and
+ * for x86-64-v4 (AVX-512, where GCC gives a loop of exponentials eight lanes
+ * and mask registers for its selects: 1.6x faster than AVX2).  Each module
+ * picks its level once, when it is loaded: the highest the CPU supports, or a
+ * lower one named by the environment variable OKL_SIMD ("baseline",
+ * "x86-64-v3" or "x86-64-v4"), so that tests can run every compiled path on
+ * one machine (docs/architecture.md, "SIMD levels").  GCC contracts a * b + c
+ * into one fused multiply-add here (where the target has one), as Clang does
+ * by default: one rounding instead of two, and half the latency of the sums'
+ * add chains and of exp's polynomial.
  */
 #ifndef OKL_SIMD_H
 #define OKL_SIMD_H
@@ -30,18 +34,89 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#if defined(__x86_64__) && defined(__ELF__) && (defined(__GNUC__) || defined(__clang__))
-#define OKL_SIMD_CLONES \
-    __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
-#else
-#define OKL_SIMD_CLONES
-#endif
-
 /* Every module that cimports _kernels.pxd includes this header; most use only some loops. */
 #if defined(__GNUC__) || defined(__clang__)
 #define OKL_MAYBE_UNUSED __attribute__((unused))
 #else
 #define OKL_MAYBE_UNUSED
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define OKL_INLINE static inline __attribute__((always_inline))
+#else
+#define OKL_INLINE static inline
+#endif
+
+#if defined(__x86_64__) && defined(__ELF__) && \
+    ((defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12) || \
+     (defined(__clang__) && __clang_major__ >= 18))
+#define OKL_HAVE_LEVELS 1
+#else
+#define OKL_HAVE_LEVELS 0
+#endif
+
+/* The SIMD level of this module's loops: 1 (the build's baseline), 3 (x86-64-v3) or 4
+ * (x86-64-v4).  okl_simd_choose runs once, when the module is loaded (under Python's import
+ * lock, before any loop): the highest level the CPU supports, lowered to the one OKL_SIMD
+ * names.  Without levels (another compiler or machine) the one build is the baseline. */
+#if OKL_HAVE_LEVELS
+#include <stdlib.h>
+#include <string.h>
+
+static int okl_simd_chosen = 1;
+
+__attribute__((constructor)) static void okl_simd_choose(void)
+{
+    __builtin_cpu_init();
+    int level = __builtin_cpu_supports("x86-64-v4") ? 4 :
+                __builtin_cpu_supports("x86-64-v3") ? 3 : 1;
+    const char *asked = getenv("OKL_SIMD");
+    int cap = !asked ? 4 : !strcmp(asked, "baseline") ? 1 : !strcmp(asked, "x86-64-v3") ? 3 : 4;
+    okl_simd_chosen = level < cap ? level : cap;
+}
+
+OKL_INLINE int okl_simd_level(void)
+{
+    return okl_simd_chosen;
+}
+
+/* A loop compiled at each level: `name` calls name_v1, name_v3 or name_v4, each the body
+ * name_at (an always-inline function defined before) compiled for its target. */
+#define OKL_TARGET_V3 __attribute__((target("arch=x86-64-v3")))
+#define OKL_TARGET_V4 __attribute__((target("arch=x86-64-v4")))
+#define OKL_LEVELS(ret, name, params, args) \
+    OKL_MAYBE_UNUSED static ret name##_v1 params { return name##_at args; } \
+    OKL_MAYBE_UNUSED OKL_TARGET_V3 static ret name##_v3 params { return name##_at args; } \
+    OKL_MAYBE_UNUSED OKL_TARGET_V4 static ret name##_v4 params { return name##_at args; } \
+    OKL_MAYBE_UNUSED static ret name params \
+    { \
+        int level = okl_simd_level(); \
+        return level == 4 ? name##_v4 args : level == 3 ? name##_v3 args : name##_v1 args; \
+    }
+#define OKL_LEVELS_VOID(name, params, args) \
+    OKL_MAYBE_UNUSED static void name##_v1 params { name##_at args; } \
+    OKL_MAYBE_UNUSED OKL_TARGET_V3 static void name##_v3 params { name##_at args; } \
+    OKL_MAYBE_UNUSED OKL_TARGET_V4 static void name##_v4 params { name##_at args; } \
+    OKL_MAYBE_UNUSED static void name params \
+    { \
+        int level = okl_simd_level(); \
+        if (level == 4) \
+            name##_v4 args; \
+        else if (level == 3) \
+            name##_v3 args; \
+        else \
+            name##_v1 args; \
+    }
+#else
+OKL_INLINE int okl_simd_level(void)
+{
+    return 1;
+}
+
+#define OKL_LEVELS(ret, name, params, args) \
+    OKL_MAYBE_UNUSED static ret name params { return name##_at args; }
+#define OKL_LEVELS_VOID(name, params, args) \
+    OKL_MAYBE_UNUSED static void name params { name##_at args; }
 #endif
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -88,12 +163,6 @@ static inline double okl_exp_nonpos(double x)
  * one-thread OpenBLAS dgemv, in cache or not.  The last block repeats its first row for the
  * rows past n (their sums are dropped), so every row goes through the same four-row loop and
  * its value never depends on where it sits in C. */
-#if defined(__GNUC__) || defined(__clang__)
-#define OKL_INLINE static inline __attribute__((always_inline))
-#else
-#define OKL_INLINE static inline
-#endif
-
 OKL_INLINE void okl_block(ptrdiff_t i, ptrdiff_t n, ptrdiff_t d, const double *C,
                           const double **c)
 {
@@ -144,8 +213,7 @@ typedef double okl_v4 __attribute__((vector_size(32), aligned(8)));
 
 /* <x, u> in four SIMD sums (one sum, or an `omp simd` reduction, is bound by the latency of its
  * add chain: half the speed on AVX2 at d = 1000 to 10000, as the model's prediction dots are). */
-OKL_SIMD_CLONES OKL_MAYBE_UNUSED
-static double okl_dot(ptrdiff_t d, const double *x, const double *u)
+OKL_INLINE double okl_dot_at(ptrdiff_t d, const double *x, const double *u)
 {
     okl_v4 s0 = {0.0, 0.0, 0.0, 0.0}, s1 = s0, s2 = s0, s3 = s0, a0, a1, a2, a3, b0, b1, b2, b3;
     ptrdiff_t j = 0;
@@ -249,7 +317,7 @@ OKL_INLINE void okl_sqdists4(ptrdiff_t d, const double **c, const double *x, dou
 }
 #else
 /* <x, u>, with a SIMD reduction (a plain loop is bound by the latency of one add chain). */
-static double okl_dot(ptrdiff_t d, const double *x, const double *u)
+OKL_INLINE double okl_dot_at(ptrdiff_t d, const double *x, const double *u)
 {
     double a = 0.0;
     #pragma omp simd reduction(+:a)
@@ -263,7 +331,7 @@ OKL_INLINE void okl_dots4(ptrdiff_t d, const double **c, const double *x, double
 {
     (void)ahead;
     for (int r = 0; r < 4; r++)
-        a[r] = okl_dot(d, c[r], x);
+        a[r] = okl_dot_at(d, c[r], x);
 }
 
 OKL_INLINE void okl_sqdists4(ptrdiff_t d, const double **c, const double *x, double *a,
@@ -280,6 +348,7 @@ OKL_INLINE void okl_sqdists4(ptrdiff_t d, const double **c, const double *x, dou
     }
 }
 #endif
+OKL_LEVELS(double, okl_dot, (ptrdiff_t d, const double *x, const double *u), (d, x, u))
 
 /* The loop over the rows of C, four at a time through `block4` (okl_dots4, okl_sqdists4), into
  * out; compiled twice, with and without the prefetches (okl_ahead). */
@@ -303,19 +372,25 @@ OKL_INLINE void okl_sqdists4(ptrdiff_t d, const double **c, const double *x, dou
     } while (0)
 
 /* out[i] <- <C[i], x> for the rows of the row-major (n, d) matrix C. */
-OKL_SIMD_CLONES OKL_MAYBE_UNUSED
-static void okl_dots(ptrdiff_t n, ptrdiff_t d, const double *C, const double *x, double *out)
+OKL_INLINE void okl_dots_at(ptrdiff_t n, ptrdiff_t d, const double *C, const double *x,
+                            double *out)
 {
     OKL_FOR_BLOCKS(okl_dots4);
 }
+OKL_LEVELS_VOID(okl_dots, (ptrdiff_t n, ptrdiff_t d, const double *C, const double *x,
+                           double *out),
+                (n, d, C, x, out))
 
 /* out[i] <- ||C[i] - x||_2^2, summed directly: exact where |x|^2 + |u|^2 - 2<x, u> would cancel
  * (nearby points far from 0) or overflow (norms past 1e154); NaN stays NaN. */
-OKL_SIMD_CLONES OKL_MAYBE_UNUSED
-static void okl_sqdists(ptrdiff_t n, ptrdiff_t d, const double *C, const double *x, double *out)
+OKL_INLINE void okl_sqdists_at(ptrdiff_t n, ptrdiff_t d, const double *C, const double *x,
+                               double *out)
 {
     OKL_FOR_BLOCKS(okl_sqdists4);
 }
+OKL_LEVELS_VOID(okl_sqdists, (ptrdiff_t n, ptrdiff_t d, const double *C, const double *x,
+                              double *out),
+                (n, d, C, x, out))
 
 /* The distance rule of okl_sqdists_norms (docs/algorithms.md, section 0.4): with at least
  * OKL_EXPAND_MIN_D coordinates, the expanded form D = (xx + cc) - 2 <c, x> is kept when
@@ -335,15 +410,14 @@ OKL_INLINE int okl_expanded_ok(double dist, double s)
     return (dist >= OKL_CANCEL_TAU * s) & (s <= OKL_DBL_MAX);      /* false for NaN */
 }
 
-OKL_SIMD_CLONES OKL_MAYBE_UNUSED
-static void okl_sqdists_norms(ptrdiff_t n, ptrdiff_t d, const double *C, const double *cc,
-                              const double *x, double xx, double *out)
+OKL_INLINE void okl_sqdists_norms_at(ptrdiff_t n, ptrdiff_t d, const double *C,
+                                     const double *cc, const double *x, double xx, double *out)
 {
     if (d < OKL_EXPAND_MIN_D) {
-        okl_sqdists(n, d, C, x, out);
+        okl_sqdists_at(n, d, C, x, out);
         return;
     }
-    okl_dots(n, d, C, x, out);
+    okl_dots_at(n, d, C, x, out);
     for (ptrdiff_t i0 = 0; i0 < n; i0 += 256) {
         ptrdiff_t end = n - i0 < 256 ? n : i0 + 256;
         int ok = 1;
@@ -355,13 +429,16 @@ static void okl_sqdists_norms(ptrdiff_t n, ptrdiff_t d, const double *C, const d
         if (!ok)            /* rare: sum directly the rows where the expanded form cancels */
             for (ptrdiff_t i = i0; i < end; i++)
                 if (!okl_expanded_ok(out[i], xx + cc[i]))
-                    okl_sqdists(1, d, C + i * d, x, out + i);
+                    okl_sqdists_at(1, d, C + i * d, x, out + i);
     }
 }
+OKL_LEVELS_VOID(okl_sqdists_norms, (ptrdiff_t n, ptrdiff_t d, const double *C, const double *cc,
+                                    const double *x, double xx, double *out),
+                (n, d, C, cc, x, xx, out))
 
 /* out[i] <- ||C[i] - x||_1. */
-OKL_SIMD_CLONES OKL_MAYBE_UNUSED
-static void okl_l1dists(ptrdiff_t n, ptrdiff_t d, const double *C, const double *x, double *out)
+OKL_INLINE void okl_l1dists_at(ptrdiff_t n, ptrdiff_t d, const double *C, const double *x,
+                               double *out)
 {
     for (ptrdiff_t i = 0; i < n; i++) {
         const double *c = C + i * d;
@@ -372,17 +449,20 @@ static void okl_l1dists(ptrdiff_t n, ptrdiff_t d, const double *C, const double 
         out[i] = a;
     }
 }
+OKL_LEVELS_VOID(okl_l1dists, (ptrdiff_t n, ptrdiff_t d, const double *C, const double *x,
+                              double *out),
+                (n, d, C, x, out))
 
 /* kb[i] <- exp(-gamma kb[i]) for distances kb[i] >= 0, NaN kept: Gaussian and Laplacian values
  * from squared or L1 distances. */
-OKL_SIMD_CLONES OKL_MAYBE_UNUSED
-static void okl_exp_scaled(ptrdiff_t n, double gamma, double *kb)
+OKL_INLINE void okl_exp_scaled_at(ptrdiff_t n, double gamma, double *kb)
 {
     for (ptrdiff_t i = 0; i < n; i++) {
         double v = kb[i];
         kb[i] = v == v ? okl_exp_nonpos(-gamma * v) : v;
     }
 }
+OKL_LEVELS_VOID(okl_exp_scaled, (ptrdiff_t n, double gamma, double *kb), (n, gamma, kb))
 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC pop_options

@@ -150,6 +150,21 @@ def as_metric(spec: Any, learner: Any, fused: bool) -> RunningMetric | Callable:
     return named[spec]()
 
 
+LABEL_METRICS = ("accuracy", "error_rate", "log_loss", "macro_f1")
+
+
+def refuse_label_metrics(specs: Any, classifier: bool, estimator: Any) -> None:
+    """A metric of labels (accuracy, ...) on a regressor's numbers would count every inexact
+    prediction as a mistake: refused, naming the metrics that fit."""
+    for spec in specs or ():
+        if isinstance(spec, str) and spec in LABEL_METRICS and not classifier:
+            raise ValueError(
+                f"metric {spec!r} compares predicted labels with true ones, but "
+                f"{type(estimator).__name__} is a regressor: its predictions are numbers, "
+                "almost never equal to a label. Use 'mae', 'mse' or 'rmse', or learn a "
+                "classifier (okl learn --model classifier).")
+
+
 def metric_name(metric: RunningMetric | Callable) -> str:
     return metric.name if isinstance(metric, RunningMetric) else getattr(
         metric, "__name__", type(metric).__name__)

@@ -16,7 +16,7 @@ from sklearn.utils.validation import check_is_fitted
 from okl._base import OnlineLearner
 from okl._progress import progress as progress_bar
 from okl._progress import write
-from okl.evaluation.metrics import RunningMetric, as_metric, metric_name
+from okl.evaluation.metrics import RunningMetric, as_metric, metric_name, refuse_label_metrics
 from okl.stream import iter_array
 
 
@@ -28,7 +28,9 @@ class ProgressiveResult:
     ----------
     predictions : ndarray
         The prediction for x_t made before learning z_t (labels for
-        classifiers), one per sample.
+        classifiers), one per sample; None (an object array) for the first
+        samples of a classifier that knows no label yet, as its predict_one
+        says.
     scores : ndarray or None
         f_t(x_t), the raw model output behind each prediction (None for
         estimators without okl's fused predict-then-learn loop).
@@ -48,7 +50,14 @@ class ProgressiveResult:
         For classifiers: the sorted labels of the stream (predicted or true).
     confusion : ndarray or None
         For classifiers: ``confusion[i, j]`` counts the samples of label
-        ``classes[i]`` predicted as ``classes[j]`` (docs/multiclass.md).
+        ``classes[i]`` predicted as ``classes[j]`` (docs/multiclass.md); a
+        sample without a prediction (None) is in no cell.
+    lower, upper, targets : ndarray or None
+        An `okl.ConformalRegressor`'s interval of each event, made before
+        learning it, and the targets (docs/conformal.md).
+    covered, width : ndarray or None
+        A conformal wrapper's run: whether each event's interval (set) held
+        its target, and its width (set size).
     """
 
     predictions: np.ndarray
@@ -60,6 +69,23 @@ class ProgressiveResult:
     seconds: float = 0.0
     classes: np.ndarray | None = None
     confusion: np.ndarray | None = None
+    lower: np.ndarray | None = None
+    upper: np.ndarray | None = None
+    covered: np.ndarray | None = None
+    width: np.ndarray | None = None
+    targets: np.ndarray | None = None
+
+    def window_coverage(self, window: int = 500) -> np.ndarray:
+        """Coverage over the last `window` events, after each event (conformal wrappers).
+
+        The first ``window - 1`` values cover the events so far.
+        """
+        if self.covered is None:
+            raise ValueError("window_coverage needs a conformal wrapper's run (okl.conformal).")
+        c = np.concatenate([[0], np.cumsum(self.covered)])
+        t = np.arange(1, len(self.covered) + 1)
+        lo = np.maximum(t - window, 0)
+        return (c[t] - c[lo]) / (t - lo)
 
     def plot(self, axes: Any = None) -> Any:
         """Learning curves: each metric against the samples seen (log scale); needs matplotlib.
@@ -79,9 +105,22 @@ class ProgressiveResult:
             raise ImportError("ProgressiveResult.plot needs matplotlib: "
                               "pip install 'okl[plot]'.") from None
         names = list(self.metrics)
+        band = self.lower is not None
         if axes is None:
-            _, axes = plt.subplots(1, len(names), figsize=(4 * len(names), 3.2), squeeze=False)
+            panels = len(names) + band
+            _, axes = plt.subplots(1, panels, figsize=(4 * panels, 3.2), squeeze=False)
             axes = axes[0]
+        if band:        # the intervals over the stream, and the targets
+            ax, axes = axes[0], axes[1:]
+            t = np.arange(1, len(self.lower) + 1)
+            finite = np.isfinite(self.lower) & np.isfinite(self.upper)
+            ax.fill_between(t[finite], self.lower[finite], self.upper[finite], alpha=0.35,
+                            label="interval", step="mid")
+            ax.plot(t, self.predictions, lw=0.8, label="prediction")
+            if self.targets is not None:
+                ax.plot(t, self.targets, ".", ms=1.5, color="k", label="target")
+            ax.set(xlabel="event", title="intervals over the stream")
+            ax.legend(loc="upper right", fontsize="small")
         for ax, name in zip(axes, names):
             ax.plot(self.steps, self.metrics[name], marker=".")
             ax.set(xscale="log", xlabel="samples seen", ylabel=name,
@@ -216,16 +255,24 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
     metrics : list, optional
         Names ("mae", "mse", "rmse", "accuracy", "error_rate", "log_loss",
         "macro_f1", "pinball", "coverage", "loss": an okl learner's training
-        loss),
+        loss; for an `okl.conformal` wrapper "coverage" of its intervals or
+        sets, "width" (the mean width of the finite intervals, or the set
+        size) and "window_coverage" (over the last 500 events), its default
+        beside the error),
         `RunningMetric` objects such as ``PinballLoss(0.9)``, or functions
         ``f(y_true, y_pred)`` such as ``sklearn.metrics.r2_score`` (evaluated
         on all predictions so far at each report point, their warnings on
         the first few samples silenced).  Default: the error
         ("error_rate" or "mse") and, for okl learners, "loss".
     classes : array, optional
-        All labels, for a classifier's first partial_fit.  Default: np.unique(y)
-        for arrays; for a stream, none for okl's classifiers (they add a label
-        as it appears, docs/multiclass.md), else the labels of its first
+        All labels, for a classifier's first partial_fit.  Default: none for
+        okl's classifiers (also at the end of a StreamPipeline): they add a
+        label as it appears (docs/multiclass.md), so that the run knows no
+        future label and equals a predict_one / learn_one loop; a sample
+        predicted before any label is known is predicted None, an error for
+        "error_rate" and "accuracy", probability 0 for "log_loss", left out of
+        the functions' samples and of the confusion matrix.  For another
+        classifier: np.unique(y) for arrays, the labels of a stream's first
         samples, read until two differ.
     chunk_size : int, default=1000
         Samples per call into an okl learner (events are gathered into chunks
@@ -259,9 +306,12 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
                         "partial_fit and predict (for a scaler followed by a learner, chain "
                         "them with okl.pipeline.StreamPipeline, not sklearn's Pipeline).")
     fused = isinstance(estimator, OnlineLearner)
+    banded = hasattr(estimator, "_progressive_intervals") or hasattr(estimator, "_progressive_sets")
     classifier = _is_classifier(estimator) or (classes is not None and not fused)
     discovers = fused and hasattr(estimator, "_align_scores")    # adds labels as they come
     final = estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator
+    adds_labels = hasattr(final, "_event_target")     # okl's: labels discovered as they come
+    knew_labels = len(getattr(final, "classes_", ())) > 0
     # a stream's first labels are the prior of the predictions; learners that add labels
     # (okl's classifiers, also at the end of a StreamPipeline) are not told them as classes
     tell_classes = classes is not None or y is not None or not hasattr(final, "_event_target")
@@ -269,15 +319,19 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
     if y is not None:
         y = np.asarray(y)
         total = len(y)
-        if classifier and classes is None:
+        if classifier and classes is None and not adds_labels:
             classes = np.unique(y)
         X = iter_array(X, y, chunk_size=chunk_size if fused else 1)
     blocks = _blocks(X, chunk_size if fused else 1)
-    if classifier and classes is None and not discovers:
+    if classifier and classes is None and not discovers and not adds_labels:
         blocks = _with_two_labels(blocks)
-    metrics = [as_metric(m, estimator, fused) for m in (
-        metrics if metrics is not None
-        else ["error_rate" if classifier else "mse"] + (["loss"] if fused else []))]
+    refuse_label_metrics(metrics, classifier, estimator)
+    if metrics is None:
+        metrics = ["error_rate" if classifier else "mse"] + (
+            list(BAND_METRICS) if banded else ["loss"] if fused else [])
+    band_names = [m for m in metrics if banded and isinstance(m, str) and m in BAND_METRICS]
+    metrics = [as_metric(m, estimator, fused) for m in metrics if m not in band_names] or [
+        as_metric("error_rate" if classifier else "mse", estimator, fused)]
     names = [metric_name(m) for m in metrics]
     if len(set(names)) < len(names):
         raise ValueError(f"Two metrics share a name: {names}.")
@@ -288,6 +342,7 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
                          "has no predict_proba (okl classifiers have it with loss='logistic').")
 
     seen_y, seen_pred, seen_scores = _Record(), _Record(), _Record()
+    seen_a, seen_b = _Record(), _Record()       # a conformal wrapper's bands or sets
     score_parts = []
     totals = dict.fromkeys(names, 0.0)
     last_totals = dict(totals)
@@ -303,10 +358,15 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
         if isinstance(metric, RunningMetric):
             done = at_totals[name] - (last_totals[name] if lo else 0.0)
             return metric.finish(done / (hi - lo))
-        y_all, p_all = seen_y.array(), seen_pred.array()
+        y_all, p_all = seen_y.array()[lo:hi], seen_pred.array()[lo:hi]
+        if p_all.dtype == object:           # samples predicted before any label was known
+            made = p_all != None                                        # noqa: E711
+            if not made.any():
+                return float("nan")
+            y_all, p_all = y_all[made], np.array(p_all[made].tolist())
         with warnings.catch_warnings():     # e.g. one label in the first samples
             warnings.simplefilter("ignore")
-            return float(metric(y_all[lo:hi], p_all[lo:hi]))
+            return float(metric(y_all, p_all))
 
     def report(point, at_totals):
         """Record the metrics over the first `point` samples; print a line when asked."""
@@ -327,28 +387,49 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
 
     def learn(Xb, yb):
         """Predict-then-learn a piece; return the running metrics' sample values."""
-        nonlocal fitted
+        nonlocal fitted, knew_labels
         kwargs = ({"classes": classes} if classifier and classes is not None and tell_classes
                   and not hasattr(estimator, "classes_") else {})
         proba = None
         scores = None
-        if fused:
+        if banded:
+            scores, a, b = (estimator._progressive_intervals(Xb, yb) if not classifier
+                            else estimator._progressive_sets(Xb, yb))
+            seen_a.append(a)
+            seen_b.append(b)
+            predictions = estimator._predictions(scores)
+        elif fused:
             scores = estimator._progressive_scores(Xb, yb, **kwargs)
             predictions = estimator._predictions(scores)
             if needs_proba:
                 proba = (estimator._scores_proba(scores) if discovers
                          else np.column_stack([expit(-scores), expit(scores)]))
+            if discovers and not knew_labels:     # the first sample: no label known before it
+                predictions = predictions.astype(object)
+                predictions[0] = None
+                if proba is not None:
+                    proba[0] = 0.0
         else:
+            known = getattr(estimator, "classes_", None)    # the labels before this piece
             if fitted:
                 predictions = estimator.predict(Xb)
                 if needs_proba:
                     proba = estimator.predict_proba(Xb)
+            elif classifier and classes is None:     # no label known: no prediction
+                predictions = np.full(len(yb), None, dtype=object)
             else:      # nothing learned yet: predict the first class, or 0
                 predictions = np.full(len(yb), classes[0] if classifier else 0.0)
                 if needs_proba:
                     proba = np.full((len(yb), len(classes)), 1.0 / len(classes))
             estimator.partial_fit(Xb, yb, **kwargs)
+            after = getattr(estimator, "classes_", yb[:1])
+            if needs_proba and (proba is None or len(after) > proba.shape[1]):
+                grown = np.zeros((len(yb), len(after)))    # a new label: probability 0
+                if proba is not None:
+                    grown[:, np.searchsorted(after, known)] = proba
+                proba = grown
             fitted = True
+        knew_labels = True
         seen_y.append(yb)
         seen_pred.append(np.asarray(predictions))
         if discovers:           # the scores of each block have the classes known after it
@@ -367,7 +448,7 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
                 Xb = np.ascontiguousarray(Xb, dtype=np.float64)
             if not classifier:
                 yb = np.asarray(yb, dtype=np.float64)
-            elif classes is None and not discovers:     # the first block shows two labels
+            elif classes is None and not discovers and not adds_labels:   # two labels
                 classes = np.unique(yb)
             lo, n = 0, Xb.shape[0]
             while lo < n:      # printing splits the chunk at report points, for exact centres
@@ -399,13 +480,45 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
     loss = _cumulative_mean(estimator._stream_loss(scores, y_all)) if fused else None
     labels = confusion = None
     if classifier:
-        labels = np.unique(np.concatenate([np.unique(y_all), np.unique(predictions)]))
+        made = predictions != None if predictions.dtype == object else slice(None)  # noqa: E711
+        labels = np.unique(np.concatenate([np.unique(y_all), np.unique(predictions[made])]))
         confusion = np.zeros((len(labels), len(labels)), dtype=np.int64)
-        np.add.at(confusion, (np.searchsorted(labels, y_all), np.searchsorted(labels, predictions)),
+        np.add.at(confusion, (np.searchsorted(labels, y_all[made]),
+                              np.searchsorted(labels, predictions[made].astype(labels.dtype))),
                   1)
-    return ProgressiveResult(predictions, scores, error, loss, np.array(steps),
-                             {name: np.array(v) for name, v in recorded.items()},
-                             time.perf_counter() - start, labels, confusion)
+    result = ProgressiveResult(predictions, scores, error, loss, np.array(steps),
+                               {name: np.array(v) for name, v in recorded.items()},
+                               time.perf_counter() - start, labels, confusion)
+    if banded:
+        _band_metrics(result, band_names, y_all, seen_a.array(), seen_b.array(), classifier)
+    return result
+
+
+BAND_METRICS = ("coverage", "width", "window_coverage")
+WINDOW = 500        # events of "window_coverage"
+
+
+def _band_metrics(result, names, y, a, b, classifier):
+    """A conformal wrapper's run: each event's band (or set), whether it held the target,
+    its width (or set size), and the band metrics at the report points: "coverage" so far,
+    the mean "width" of the finite bands so far (the set size), "window_coverage" over
+    the last WINDOW events."""
+    if classifier:
+        result.covered, result.width = a.astype(bool), b.astype(np.float64)
+    else:
+        result.lower, result.upper, result.targets = a, b, y
+        result.covered, result.width = (y >= a) & (y <= b), b - a
+    steps = result.steps
+    finite = np.isfinite(result.width)
+    sums = np.cumsum(np.where(finite, result.width, 0.0))
+    counts = np.cumsum(finite)
+    window = result.window_coverage(WINDOW)
+    values = {"coverage": np.cumsum(result.covered)[steps - 1] / steps,
+              "width": np.where(counts[steps - 1] > 0, sums[steps - 1]
+                                / np.maximum(counts[steps - 1], 1), np.inf),
+              "window_coverage": window[steps - 1]}
+    for name in names:
+        result.metrics[name] = values[name]
 
 
 def evaluate(estimator: Any, X: Any, y: Any = None, *, metrics: Iterable[Any] | None = None,
@@ -433,6 +546,7 @@ def evaluate(estimator: Any, X: Any, y: Any = None, *, metrics: Iterable[Any] | 
     if not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}.")
     classifier = _is_classifier(estimator)
+    refuse_label_metrics(metrics, classifier, estimator)
     metrics = [as_metric(m, estimator, False) for m in (
         metrics if metrics is not None else ["error_rate" if classifier else "mse"])]
     names = [metric_name(m) for m in metrics]

@@ -1,0 +1,214 @@
+"""Conformal intervals measured (docs/conformal.md): coverage, width, windows, cost.
+
+    python bench/conformal.py table      # every method and score on five streams, beside
+                                         # okl's pinball pair and river's jackknife interval
+    python bench/conformal.py steps      # AgACI's step grid and window, untuned
+    python bench/conformal.py cost       # us per event over the base learner, one event at a
+                                         # time (predict_interval_one + learn_one)
+    python bench/conformal.py sets       # ConformalClassifier on scikit-learn's digits, wine,
+                                         # breast cancer, iris (shuffled, standardised)
+
+Streams (generated here, or scikit-learn's bundled diabetes; never river's): 10,000 events of
+2 features uniform on [-3, 3]^2 unless said,
+- "stationary": y = sin(x0) + cos(x1) / 2 + N(0, 0.3^2);
+- "heteroscedastic": the same mean, noise sd 0.05 + 0.3 |x0|;
+- "drifting": five phases of 2,000 events, each with its own amplitude, phase shift and
+  noise sd (0.1 to 1), the change abrupt;
+- "heavy": the stationary mean, Student-t noise with 3 degrees of freedom, scale 0.3;
+- "diabetes": scikit-learn's diabetes (442 events, 10 features), shuffled (seed 0), repeated
+  5 times with fresh noise N(0, 5^2) added to the target each time, features standardised.
+The synthetic streams know their conditional quantiles: "oracle" is the mean width of the
+narrowest band that holds 1 - alpha of y | x (the central interval of a symmetric noise), and
+"ratio" a method's mean width over it.  Coverage over windows: the lowest coverage of the
+500-event windows that start after event 500 (every 100 events).  The base learner is okl's
+default OnlineKernelRegressor() throughout (river's RegressionJackknife wraps it through
+okl.river.to_river); each run is one progressive pass (predict, then learn).
+"""
+import copy
+import sys
+import time
+
+import numpy as np
+from scipy import stats
+from sklearn.datasets import load_diabetes
+
+from okl import ConformalRegressor, OnlineKernelRegressor
+from okl._core._conformal import Calibration
+from okl.conformal import AUTO_GAMMA, METHODS
+from okl.evaluation import progressive_validation
+
+ALPHA = 0.1
+N = 10_000
+
+
+def _mean(X):
+    return np.sin(X[:, 0]) + 0.5 * np.cos(X[:, 1])
+
+
+def make_stream(name, seed=0):
+    """(X, y, oracle half-widths or None)."""
+    rng = np.random.default_rng(seed)
+    z = stats.norm.ppf(1 - ALPHA / 2)
+    if name == "diabetes":
+        X, y = load_diabetes(return_X_y=True)
+        order = np.random.default_rng(0).permutation(len(y))
+        X = (X - X.mean(0)) / X.std(0)
+        X, y = np.tile(X[order], (5, 1)), np.tile(y[order], 5)
+        return X, y + 5.0 * rng.normal(size=len(y)), None
+    X = rng.uniform(-3, 3, (N, 2))
+    if name == "stationary":
+        sd = np.full(N, 0.3)
+    elif name == "heteroscedastic":
+        sd = 0.05 + 0.3 * np.abs(X[:, 0])
+    elif name == "heavy":
+        t = stats.t.ppf(1 - ALPHA / 2, 3)
+        return X, _mean(X) + 0.3 * rng.standard_t(3, N), np.full(N, 0.3 * t)
+    elif name == "drifting":
+        phase = np.arange(N) // 2000
+        amp, shift, sd = (np.array(v)[phase] for v in (
+            [1.0, 2.0, 0.5, 1.5, 1.0], [0.0, 1.5, -1.0, 3.0, 0.5], [0.3, 0.1, 1.0, 0.5, 0.2]))
+        y = amp * np.sin(X[:, 0] + shift) + 0.5 * np.cos(X[:, 1]) + sd * rng.normal(size=N)
+        return X, y, z * sd
+    return X, _mean(X) + sd * rng.normal(size=N), z * sd
+
+
+def summary(y, lower, upper, oracle):
+    covered = (y >= lower) & (y <= upper)
+    width = upper - lower
+    finite = np.isfinite(width)
+    c = np.concatenate([[0], np.cumsum(covered)])
+    starts = np.arange(500, len(y) - 499, 100)
+    windows = (c[starts + 500] - c[starts]) / 500
+    row = {"coverage": covered.mean(), "width": width[finite].mean(),
+           "min window": windows.min() if len(windows) else np.nan}
+    row["ratio"] = row["width"] / (2 * oracle.mean()) if oracle is not None else np.nan
+    return row
+
+
+def run_okl(X, y, **params):
+    result = progressive_validation(ConformalRegressor(OnlineKernelRegressor(), alpha=ALPHA,
+                                                       **params), X, y)
+    return result.lower, result.upper
+
+
+def run_pinball_pair(X, y):
+    bands = []
+    for q in (ALPHA / 2, 1 - ALPHA / 2):
+        est = OnlineKernelRegressor(loss="pinball", quantile=q)
+        bands.append(est._progressive_scores(X, y, reset=True))
+    return np.minimum(*bands), np.maximum(*bands)
+
+
+def run_river(X, y, window=None):
+    from river import conf
+    from okl.river import to_river
+    model = conf.RegressionJackknife(to_river(OnlineKernelRegressor()), confidence_level=1 - ALPHA,
+                                     window_size=window)
+    lower, upper = np.empty(len(y)), np.empty(len(y))
+    for i, (x, t) in enumerate(zip(X, y)):
+        event = dict(enumerate(x.tolist()))
+        interval = model.predict_one(event, with_interval=True)
+        lower[i], upper[i] = interval.lower, interval.upper
+        model.learn_one(event, float(t))
+    return lower, upper
+
+
+RUNS = {
+    "okl agaci (default)": lambda X, y: run_okl(X, y),
+    "okl aci": lambda X, y: run_okl(X, y, method="aci"),
+    "okl quantile": lambda X, y: run_okl(X, y, method="quantile"),
+    "okl agaci, pinball pair (CQR)": lambda X, y: run_okl(X, y, score="quantile"),
+    "okl pinball pair, no calibration": run_pinball_pair,
+    "river jackknife": run_river,
+    "river jackknife, window 1000": lambda X, y: run_river(X, y, 1000),
+}
+STREAMS = ("stationary", "heteroscedastic", "drifting", "heavy", "diabetes")
+
+
+def table(methods=RUNS):
+    for stream in STREAMS:
+        X, y, oracle = make_stream(stream)
+        print(f"\n{stream} ({len(y)} events; alpha = {ALPHA})")
+        print(f"| {'method':<34} | coverage | min window | mean width | ratio |")
+        print(f"|{'-' * 36}|----------|------------|------------|-------|")
+        for name, run in methods.items():
+            r = summary(y, *run(X, y), oracle)
+            print(f"| {name:<34} | {r['coverage']:.4f} | {r['min window']:.3f} | "
+                  f"{r['width']:10.4g} | {r['ratio']:.3f} |")
+
+
+def steps():
+    grids = {"0.0005-0.1 (8, default)": "auto", "0.001-0.05 (4)": (0.001, 0.005, 0.02, 0.05),
+             "0.005-0.2 (5)": (0.005, 0.01, 0.05, 0.1, 0.2)}
+    methods = {f"agaci {g}, window {w}": (lambda X, y, g=v, w=w: run_okl(X, y, gamma=g,
+                                                                        window=w))
+               for g, v in grids.items() for w in (500, 1000, 2000)}
+    table(methods)
+
+
+def cost(n=20_000, repeats=5):
+    """us per event of predict_interval_one + learn_one beside the base learner's
+    predict_one + learn_one: the same rows, in one run, each model warmed on 1,000 events
+    first (gamma="scale"'s warm-up is not timed) and copied for every repeat; the best of
+    `repeats`.  Then the calibration's own update (a chunk of scores, in C)."""
+    X, y, _ = make_stream("stationary")
+    X, y = np.tile(X, (3, 1))[:n + 1000], np.tile(y, 3)[:n + 1000]
+    rows = [np.ascontiguousarray(x) for x in X]
+    targets = y.tolist()
+    for base in (OnlineKernelRegressor(budget=10), OnlineKernelRegressor()):
+        models = {"base": base}
+        models.update({m: ConformalRegressor(base, method=m) for m in ("aci", "quantile",
+                                                                        "agaci")})
+        for name, model in models.items():
+            model = models[name] = copy.deepcopy(model)
+            for x, t in zip(rows[:1000], targets[:1000]):
+                model.learn_one(x, t)
+        best = {}
+        for _ in range(repeats):
+            for name, model in models.items():
+                model = copy.deepcopy(model)
+                predict = model.predict_one if name == "base" else model.predict_interval_one
+                start = time.perf_counter()
+                for x, t in zip(rows[1000:], targets[1000:]):
+                    predict(x)
+                    model.learn_one(x, t)
+                best[name] = min(best.get(name, np.inf), time.perf_counter() - start)
+        print(f"{base!r}: us per event (predict, then learn; {n} events, best of {repeats})")
+        for name, seconds in best.items():
+            extra = "" if name == "base" else \
+                f"  {(seconds - best['base']) / n * 1e6:+.2f} us, x{seconds / best['base']:.3f}"
+            print(f"  {name:<9} {seconds / n * 1e6:7.2f}{extra}")
+    scores = np.abs(np.random.default_rng(0).normal(size=n))
+    print("the calibration alone, ns per event (a chunk of scores):")
+    for name, gammas in (("aci", (0.005,)), ("quantile", (0.01,)), ("agaci", AUTO_GAMMA["agaci"])):
+        seconds = np.inf
+        for _ in range(repeats):
+            cal = Calibration(METHODS[name], ALPHA, gammas, 1000)
+            start = time.perf_counter()
+            cal.update(scores, np.empty(n))
+            seconds = min(seconds, time.perf_counter() - start)
+        print(f"  {name:<9} {seconds / n * 1e9:7.0f}")
+
+
+def sets():
+    from sklearn.datasets import load_breast_cancer, load_digits, load_iris, load_wine
+
+    from okl import ConformalClassifier
+    print(f"| data set | events | method | coverage | min window | mean set size | error rate |")
+    print("|---|---|---|---|---|---|---|")
+    for name, load in (("digits", load_digits), ("wine", load_wine),
+                       ("breast cancer", load_breast_cancer), ("iris", load_iris)):
+        X, y = load(return_X_y=True)
+        order = np.random.default_rng(0).permutation(len(y))
+        X, y = (X[order] - X.mean(0)) / np.maximum(X.std(0), 1e-12), y[order]
+        for method in ("agaci", "aci", "quantile"):
+            result = progressive_validation(ConformalClassifier(alpha=ALPHA, method=method), X, y)
+            window = result.window_coverage(500)[999:] if len(y) >= 1000 else [np.nan]
+            print(f"| {name} | {len(y)} | {method} | {result.covered.mean():.4f} | "
+                  f"{np.min(window):.3f} | {result.width.mean():.3f} | "
+                  f"{result.metrics['error_rate'][-1]:.4f} |")
+
+
+if __name__ == "__main__":
+    COMMANDS = {"table": table, "steps": steps, "cost": cost, "sets": sets}
+    COMMANDS[sys.argv[1] if len(sys.argv) > 1 else "table"]()

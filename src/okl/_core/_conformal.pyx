@@ -1,0 +1,433 @@
+"""Online conformal calibration in C: the threshold update and the one-event path.
+
+`Calibration` is the compiled twin of `okl._numpy.conformal.NumpyCalibration`
+(the same state in the same arrays, the same steps in the same order; the
+rules are derived in docs/conformal.md).  `learn_one`, `predict_one` and
+`predict_interval_one` are `okl.conformal.ConformalRegressor`'s one-event
+methods, compiled: the base learner's prediction, the score, the base
+learner's step and the threshold's update in one call.  The prediction made
+by `predict_one` / `predict_interval_one` is kept (`LastEvent`) and serves the
+`learn_one` of the same event, so predict-then-learn predicts once.
+"""
+import numpy as np
+
+cimport numpy as cnp
+from libc.math cimport INFINITY, ceil, exp, fabs, fmax, fmin, isfinite, log, sqrt
+from libc.string cimport memcmp, memcpy, memmove
+from cpython.dict cimport PyDict_GetItem
+from cpython.object cimport PyObject
+
+from okl._core._event cimport dict_version
+from okl._core._lock cimport ReentrantLock
+
+cnp.import_array()
+
+cpdef enum Method:
+    ACI = 0
+    QUANTILE = 1
+    AGACI = 2
+
+cdef double INDEX_SLACK = 1e-9
+SCALARS = ("method", "alpha", "window", "t", "n", "head")
+ARRAYS = ("gammas", "levels", "regret", "variance", "range", "ring", "sorted")
+
+
+cdef inline Py_ssize_t csearch(const double* a, Py_ssize_t n, double v, bint right) noexcept:
+    """The insertion index of v in the sorted a[:n] (numpy's searchsorted, side left / right)."""
+    cdef Py_ssize_t lo = 0, hi = n, mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < v or (right and a[mid] == v):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+cdef class Calibration:
+    """The threshold of one conformal calibration and the state it learns from (see
+    `okl._numpy.conformal.NumpyCalibration`, whose parameters it takes)."""
+
+    cdef readonly int method
+    cdef readonly double alpha, q, level
+    cdef readonly Py_ssize_t window, t, n, head, k
+    cdef double[::1] gammas_, levels_, regret_, variance_, range_, ring_, sorted_, scratch, wbuf
+
+    def __init__(self, method, double alpha, gammas, Py_ssize_t window):
+        self.method, self.alpha, self.window = int(method), alpha, window
+        g = np.array(gammas, dtype=np.float64)
+        self.k = len(g)
+        self.gammas_ = g
+        self.levels_ = np.full(self.k, alpha if self.method != QUANTILE else 0.0)
+        self.regret_, self.variance_, self.range_ = (np.zeros(self.k), np.zeros(self.k),
+                                                     np.zeros(self.k))
+        self.ring_, self.sorted_ = np.zeros(window), np.zeros(window)
+        self.scratch, self.wbuf = np.zeros(self.k), np.zeros(self.k)
+        self.t = self.n = self.head = 0
+        self.crefresh()
+
+    # -- the threshold ----------------------------------------------------------------------
+
+    cdef double cquantile(self, double beta) noexcept:
+        cdef double k = ceil((self.n + 1) * beta - INDEX_SLACK)
+        if k > self.n:
+            return INFINITY
+        if k < 1:
+            return -INFINITY
+        return self.sorted_[<Py_ssize_t>k - 1]
+
+    cdef void cexperts(self, double* out) noexcept:
+        cdef Py_ssize_t i
+        if self.method == QUANTILE:
+            out[0] = self.levels_[0] if self.t else INFINITY
+            return
+        for i in range(self.k):
+            out[i] = self.cquantile(1.0 - self.levels_[i])
+
+    cdef double ceta(self, Py_ssize_t i, double logk) noexcept:
+        if self.variance_[i] > 0.0:
+            return fmin(1.0 / (2.0 * self.range_[i]), sqrt(logk / self.variance_[i]))
+        return 0.0
+
+    cdef void cweights(self, double* w) noexcept:
+        cdef Py_ssize_t i
+        cdef double logk = log(<double>self.k), top = -INFINITY, total = 0.0
+        for i in range(self.k):
+            w[i] = self.ceta(i, logk) * self.regret_[i]
+            top = fmax(top, w[i])
+        for i in range(self.k):
+            w[i] = exp(w[i] - top)
+        for i in range(self.k):
+            total += w[i]
+        for i in range(self.k):
+            w[i] = w[i] / total
+
+    cdef void crefresh(self) noexcept:
+        cdef Py_ssize_t i
+        cdef double level = 0.0
+        cdef double* w = &self.wbuf[0]
+        self.level = self.levels_[0]
+        if self.method == AGACI:
+            self.cweights(w)
+            for i in range(self.k):
+                level += w[i] * self.levels_[i]
+            self.level = level
+        if self.n == 0:
+            self.q = INFINITY
+        elif self.method == QUANTILE:
+            self.q = self.levels_[0]
+        else:
+            self.q = self.cquantile(1.0 - self.level)
+
+    def threshold(self):
+        """q_t: the threshold of the next event's prediction set."""
+        return self.q
+
+    def expert_thresholds(self):
+        out = np.empty(self.k)
+        cdef double[::1] o = out
+        self.cexperts(&o[0])
+        return out
+
+    def weights(self):
+        out = np.empty(self.k)
+        cdef double[::1] o = out
+        self.cweights(&o[0])
+        return out
+
+    # -- learning ---------------------------------------------------------------------------
+
+    cdef void cinsert(self, double s) noexcept:
+        """s joins the window (the oldest score leaves a full one); the sorted copy moves only
+        the scores between the two positions (the twin removes, then inserts: the same array)."""
+        cdef Py_ssize_t n = self.n, i, j
+        cdef double* a = &self.sorted_[0]
+        j = csearch(a, n, s, True)
+        if n == self.window:
+            i = csearch(a, n, self.ring_[self.head], False)
+            if j > i:
+                memmove(a + i, a + i + 1, (j - 1 - i) * sizeof(double))
+                a[j - 1] = s
+            else:
+                memmove(a + j + 1, a + j, (i - j) * sizeof(double))
+                a[j] = s
+        else:
+            memmove(a + j + 1, a + j, (n - j) * sizeof(double))
+            a[j] = s
+            self.n = n + 1
+        self.ring_[self.head] = s
+        self.head = (self.head + 1) % self.window
+
+    cdef void clearn(self, double s) noexcept:
+        """One event's score s (finite), taken before the model learned the event."""
+        cdef Py_ssize_t i
+        cdef double alpha = self.alpha, err, beta, g, logk, r, eta
+        cdef double* e = &self.scratch[0]
+        if self.method == QUANTILE:
+            if self.t == 0:
+                self.cinsert(s)
+                self.levels_[0] = s
+            else:
+                err = 1.0 if s > self.levels_[0] else 0.0
+                self.cinsert(s)
+                self.levels_[0] += self.gammas_[0] * self.sorted_[self.n - 1] * (err - alpha)
+        else:
+            self.cexperts(e)
+            if self.method == AGACI and self.n > 0:
+                beta = 1.0 - csearch(&self.sorted_[0], self.n, s, False) / (self.n + 1.0)
+                g = (1.0 if beta < self.level else 0.0) - alpha
+                logk = log(<double>self.k)
+                for i in range(self.k):
+                    r = g * (self.level - self.levels_[i])
+                    eta = self.ceta(i, logk)
+                    self.regret_[i] += r - eta * r * r
+                    self.variance_[i] += r * r
+                    self.range_[i] = fmax(self.range_[i], fabs(r))
+            for i in range(self.k):
+                self.levels_[i] += self.gammas_[i] * (alpha - (1.0 if s > e[i] else 0.0))
+            self.cinsert(s)
+        self.t += 1
+        self.crefresh()
+
+    def learn(self, double s):
+        """One event's score s (finite), taken before the model learned the event."""
+        self.clearn(s)
+
+    def update(self, const double[::1] scores, double[::1] q_out):
+        """Learn the scores in order; q_out[i] = the threshold event i was predicted with."""
+        cdef Py_ssize_t i
+        if q_out.shape[0] != scores.shape[0]:
+            raise ValueError("q_out must have one entry per score")
+        for i in range(scores.shape[0]):
+            q_out[i] = self.q
+            self.clearn(scores[i])
+
+    # -- state ------------------------------------------------------------------------------
+
+    def get_state(self):
+        return {"method": self.method, "alpha": self.alpha, "window": self.window, "t": self.t,
+                "n": self.n, "head": self.head, "gammas": np.array(self.gammas_),
+                "levels": np.array(self.levels_), "regret": np.array(self.regret_),
+                "variance": np.array(self.variance_), "range": np.array(self.range_),
+                "ring": np.array(self.ring_), "sorted": np.array(self.sorted_)}
+
+    @classmethod
+    def from_state(cls, state):
+        cdef Calibration new = cls(state["method"], state["alpha"], state["gammas"],
+                                   state["window"])
+        new.t, new.n, new.head = state["t"], state["n"], state["head"]
+        new.levels_ = np.array(state["levels"], dtype=np.float64)
+        new.regret_ = np.array(state["regret"], dtype=np.float64)
+        new.variance_ = np.array(state["variance"], dtype=np.float64)
+        new.range_ = np.array(state["range"], dtype=np.float64)
+        new.ring_ = np.array(state["ring"], dtype=np.float64)
+        new.sorted_ = np.array(state["sorted"], dtype=np.float64)
+        new.crefresh()
+        return new
+
+    def __reduce__(self):
+        return (_rebuild, (type(self), self.get_state()))
+
+    def checkpoint(self, n=0):
+        return self.get_state()
+
+    def restore(self, token):
+        cdef Calibration old = type(self).from_state(token)
+        self.method, self.alpha, self.window, self.k = old.method, old.alpha, old.window, old.k
+        self.t, self.n, self.head = old.t, old.n, old.head
+        self.gammas_, self.levels_, self.regret_ = old.gammas_, old.levels_, old.regret_
+        self.variance_, self.range_, self.ring_ = old.variance_, old.range_, old.ring_
+        self.sorted_, self.scratch, self.wbuf = old.sorted_, old.scratch, old.wbuf
+        self.crefresh()
+
+    def copy(self):
+        return type(self).from_state(self.get_state())
+
+
+def _rebuild(cls, state):
+    return cls.from_state(state)
+
+
+cdef class LastEvent:
+    """The prediction `predict_one` / `predict_interval_one` made for the event x, kept for
+    the `learn_one` of the same event, and the compiled one-event path of the wrapper.
+
+    A kept prediction serves while x is the very object predicted (a dict unchanged since,
+    by its version; a float64 row with the same values) and the learner has not changed
+    (its `t_` and `_attr_version`, okl._one_event).  `fast`: the wrapper's one-event calls
+    run here (the cython engine and an okl learner); else its Python methods do.
+    """
+
+    cdef ReentrantLock lock
+    cdef readonly bint normalized, fast, valid
+    cdef object x, t, version
+    cdef object est, est_dict, est_predict, est_learn   # the learner, its dict and methods
+    cdef unsigned long long dversion
+    cdef object row                 # a float64 buffer of row_d values: the row predicted
+    cdef double* row_data
+    cdef Py_ssize_t row_d
+    cdef double f, a, b
+
+    def __init__(self, ReentrantLock lock, bint normalized, bint fast):
+        self.lock, self.normalized, self.fast, self.valid = lock, normalized, fast, False
+        self.row_d = -1
+
+    def invalidate(self):
+        self.valid = False
+        self.x = None
+
+    cdef inline void cbind(self, object est) except *:
+        """Keep the learner's dict and bound methods (looked up again for another learner)."""
+        if est is not self.est:
+            self.est, self.est_dict = est, est.__dict__
+            self.est_predict, self.est_learn = est.predict_one, est.learn_one
+
+    cdef inline object ct(self):
+        """The learner's t_ (None before it has one)."""
+        cdef PyObject* t = PyDict_GetItem(self.est_dict, "t_")
+        return None if t == NULL else <object>t
+
+    cdef void cstore(self, object x, object est, double f, double a, double b) except *:
+        cdef cnp.ndarray arr
+        cdef Py_ssize_t d
+        self.valid = False
+        self.x = None
+        version = getattr(est, "_attr_version", None)
+        if version is None:
+            return
+        self.cbind(est)
+        if type(x) is dict:
+            self.dversion = dict_version(<dict>x)
+            if self.dversion == 0:
+                return
+        elif type(x) is cnp.ndarray:
+            arr = <cnp.ndarray>x
+            if not (cnp.PyArray_NDIM(arr) == 1 and cnp.PyArray_TYPE(arr) == cnp.NPY_DOUBLE
+                    and cnp.PyArray_IS_C_CONTIGUOUS(arr)):
+                return
+            d = cnp.PyArray_DIM(arr, 0)
+            if d != self.row_d:
+                self.row = np.empty(d)
+                self.row_data = <double*>cnp.PyArray_DATA(<cnp.ndarray>self.row)
+                self.row_d = d
+            memcpy(self.row_data, cnp.PyArray_DATA(arr), d * sizeof(double))
+            self.dversion = 0
+        else:
+            return
+        self.x, self.t, self.version = x, self.ct(), version
+        self.f, self.a, self.b = f, a, b
+        self.valid = True
+
+    def store(self, x, est, double f, double a, double b):
+        self.cstore(x, est, f, a, b)
+
+    cdef bint cmatch(self, object x, object est) except -1:
+        cdef cnp.ndarray arr
+        cdef Py_ssize_t d
+        if not self.valid or x is not self.x or est is not self.est:
+            return False
+        if self.ct() is not self.t or getattr(est, "_attr_version", None) is not self.version:
+            return False
+        if type(x) is dict:
+            return dict_version(<dict>x) == self.dversion
+        arr = <cnp.ndarray>x
+        d = cnp.PyArray_DIM(arr, 0) if cnp.PyArray_NDIM(arr) == 1 else -1
+        return (d == self.row_d and cnp.PyArray_TYPE(arr) == cnp.NPY_DOUBLE
+                and cnp.PyArray_IS_C_CONTIGUOUS(arr)
+                and memcmp(self.row_data, cnp.PyArray_DATA(arr), d * sizeof(double)) == 0)
+
+    def match(self, x, est):
+        """(f, a, b) kept for x, or None."""
+        return (self.f, self.a, self.b) if self.cmatch(x, est) else None
+
+    cdef object cpredict(self, dict d, object x, bint interval):
+        """f, or the interval (lower, upper), for one event, under the wrapper's lock."""
+        cdef double f, a, q, lo, hi
+        est, cal = d.get("estimator_"), d.get("calibration_")
+        if type(cal) is not Calibration or est is None:
+            return None
+        self.lock.cacquire()
+        try:
+            self.cbind(est)
+            if self.normalized:
+                r = self.est_predict(x, return_std=True)
+                f, a = r[0], r[1]
+            else:
+                f, a = self.est_predict(x), 1.0
+            self.cstore(x, est, f, a, a)
+            if not interval:
+                return f
+            q = (<Calibration>cal).q
+            if q == INFINITY:
+                return (-INFINITY, INFINITY)
+            lo, hi = f - q * a, f + q * a
+            if not lo <= hi:
+                return (f, f)
+            return (lo, hi)
+        finally:
+            self.lock.crelease()
+
+    cdef int clearn(self, dict d, object x, double y) except -1:
+        """Learn one event: 1, or 0 when declined before any write (the Python path takes it)."""
+        cdef double f, a, s
+        est, cal, t = d.get("estimator_"), d.get("calibration_"), d.get("t_")
+        if type(cal) is not Calibration or est is None or type(t) is not int:
+            return 0
+        self.lock.cacquire()
+        try:
+            self.cbind(est)
+            if self.cmatch(x, est):
+                f, a = self.f, self.a
+            elif self.normalized:
+                r = self.est_predict(x, return_std=True)
+                f, a = r[0], r[1]
+            else:
+                f, a = self.est_predict(x), 1.0
+            s = fabs(y - f) / fmax(a, 1e-300)
+            if not isfinite(s):
+                return 0
+            self.valid = False
+            self.x = None
+            after = t + 1
+            self.est_learn(x, y)
+            (<Calibration>cal).clearn(s)            # C only: no signal lands in between
+            d["t_"] = after
+            return 1
+        finally:
+            self.lock.crelease()
+
+
+def learn_one(self, x, y, sample_weight=1.0):
+    """Predict (or take the prediction kept for x), then learn one event: the learner and the
+    threshold; returns None.  `okl.conformal.ConformalRegressor.learn_one`, compiled."""
+    cdef dict d = self.__dict__
+    last = d.get("_last")
+    if (type(last) is LastEvent and (<LastEvent>last).fast
+            and (type(y) is float or type(y) is int and -2 ** 53 <= y <= 2 ** 53)
+            and (type(sample_weight) is float and sample_weight == 1.0
+                 or type(sample_weight) is int and sample_weight == 1)
+            and isfinite(<double>y) and (<LastEvent>last).clearn(d, x, <double>y)):
+        return None
+    self._learn_one_python(x, y, sample_weight)
+
+
+def predict_one(self, x):
+    """The learner's prediction for one event (0 before any learning); kept for the
+    `learn_one` of the same event."""
+    last = self.__dict__.get("_last")
+    if type(last) is LastEvent and (<LastEvent>last).fast:
+        out = (<LastEvent>last).cpredict(self.__dict__, x, False)
+        if out is not None:
+            return out
+    return self._predict_one_python(x)
+
+
+def predict_interval_one(self, x):
+    """(lower, upper) for one event ((-inf, inf) before any learning); the prediction is kept
+    for the `learn_one` of the same event."""
+    last = self.__dict__.get("_last")
+    if type(last) is LastEvent and (<LastEvent>last).fast:
+        out = (<LastEvent>last).cpredict(self.__dict__, x, True)
+        if out is not None:
+            return out
+    return self._predict_interval_python(x)

@@ -1,0 +1,297 @@
+"""okl.conformal: the guarantees (docs/conformal.md), both engines, chunks and events, state."""
+import io
+import math
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.base import BaseEstimator, RegressorMixin
+
+import okl
+from okl import ConformalClassifier, ConformalRegressor, OnlineKernelRegressor
+from okl._core._conformal import Calibration
+from okl._core import _conformal
+from okl._numpy.conformal import Method, NumpyCalibration
+from okl._persist import ModelFileError
+
+AGACI_STEPS = (0.001, 0.005, 0.02, 0.1)
+RULES = [(Method.ACI, (0.005,)), (Method.QUANTILE, (0.01,)), (Method.AGACI, AGACI_STEPS)]
+
+
+def heavy_scores(n, seed=0):
+    """Cauchy-sized scores whose scale jumps (a drifting, heavy-tailed score stream)."""
+    rng = np.random.default_rng(seed)
+    return np.abs(rng.standard_cauchy(n)) * np.repeat(rng.uniform(0.1, 10, n // 500 + 1),
+                                                      500)[:n]
+
+
+def stream(n=1500, d=2, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-3, 3, (n, d))
+    y = np.sin(X[:, 0]) + (0.1 + 0.3 * (X[:, 0] > 0)) * rng.normal(size=n)
+    return X, y
+
+
+def test_method_codes_are_the_compiled_ones():
+    assert {m.name: int(m) for m in Method} == {m.name: int(m) for m in _conformal.Method}
+
+
+@pytest.mark.parametrize("method, gammas", RULES)
+def test_both_engines_take_the_same_steps(method, gammas):
+    s = heavy_scores(6000)
+    a, b = Calibration(method, 0.1, gammas, 300), NumpyCalibration(method, 0.1, gammas, 300)
+    qa, qb = np.empty(len(s)), np.empty(len(s))
+    a.update(s, qa)
+    b.update(s, qb)
+    assert np.array_equal(np.isinf(qa), np.isinf(qb))
+    finite = np.isfinite(qa)
+    assert np.max(np.abs(qa[finite] - qb[finite])) <= 1e-10
+    sa, sb = a.get_state(), b.get_state()
+    for key in sa:
+        assert np.allclose(sa[key], sb[key], rtol=0, atol=1e-10), key
+
+
+@pytest.mark.parametrize("gamma", [0.001, 0.01, 0.1])
+@pytest.mark.parametrize("adversary", ["miss", "cover", "alternate", "threshold"])
+def test_aci_long_run_miscoverage_bound_on_adversarial_sequences(gamma, adversary):
+    """Gibbs and Candes, Proposition 4.1: |mean err - alpha| <= (max(a1, 1 - a1) + gamma) /
+    (gamma T) for every sequence of scores (a1 = alpha)."""
+    alpha, T = 0.1, 3000
+    for engine in (Calibration, NumpyCalibration):
+        cal = engine(Method.ACI, alpha, (gamma,), 50)
+        rng = np.random.default_rng(1)
+        errors = 0
+        for t in range(T):
+            q = cal.threshold()
+            if adversary == "miss":         # always beyond a finite threshold
+                s = q + 1.0 if math.isfinite(q) else 1e6 * (1 + t)
+            elif adversary == "cover":
+                s = 0.0
+            elif adversary == "alternate":  # blocks of misses and covers
+                s = (q + 1.0 if math.isfinite(q) else 1e3) if (t // 200) % 2 else 0.0
+            else:                           # exactly at the threshold, or just above it
+                s = (q if rng.random() < 0.5 else q * (1 + 1e-12) + 1e-12) \
+                    if math.isfinite(q) else rng.random()
+            errors += s > q
+            cal.learn(s)
+        bound = (max(alpha, 1 - alpha) + gamma) / (gamma * T)
+        assert abs(errors / T - alpha) <= bound
+
+
+@pytest.mark.parametrize("n, alpha", [(49, 0.1), (99, 0.1), (60, 0.2), (20, 0.05)])
+def test_split_conformal_coverage_is_exact_on_exchangeable_data(n, alpha):
+    """With a fixed model and n calibration points, the chance that the next exchangeable
+    point is covered is ceil((n + 1)(1 - alpha)) / (n + 1), in [1 - alpha,
+    1 - alpha + 1/(n + 1)): averaged exactly over which of the n + 1 points is the new one."""
+    rng = np.random.default_rng(n)
+    X = rng.uniform(-3, 3, (n + 1, 1))
+    y = np.sin(X[:, 0]) + rng.normal(size=n + 1)
+    base = OnlineKernelRegressor(gamma=0.5).fit(rng.uniform(-3, 3, (200, 1)),
+                                                rng.normal(size=200))
+    covered = 0
+    for j in range(n + 1):
+        others = np.arange(n + 1) != j
+        model = ConformalRegressor(base, alpha=alpha, method="aci", gamma=0.0, window=n)
+        model.calibrate(X[others], y[others])
+        lower, upper = model.predict_interval(X[j:j + 1])
+        covered += bool(lower[0] <= y[j] <= upper[0])
+    k = math.ceil((n + 1) * (1 - alpha))
+    assert covered == k
+    assert 1 - alpha <= covered / (n + 1) < 1 - alpha + 1 / (n + 1)
+
+
+@pytest.mark.parametrize("method", ["aci", "quantile", "agaci"])
+@pytest.mark.parametrize("score", ["absolute", "quantile"])
+def test_chunks_and_events_give_the_same_intervals(method, score):
+    X, y = stream(800)
+    chunked = ConformalRegressor(OnlineKernelRegressor(gamma=0.5), method=method, score=score)
+    f, lo, hi = chunked._progressive_intervals(X[:300], y[:300])
+    f2, lo2, hi2 = chunked._progressive_intervals(X[300:], y[300:])
+    lo, hi = np.concatenate([lo, lo2]), np.concatenate([hi, hi2])
+    events = ConformalRegressor(OnlineKernelRegressor(gamma=0.5), method=method, score=score)
+    out = np.array([events.predict_interval_one(x) + (events.learn_one(x, t),)[:0]
+                    for x, t in zip(X, y)])
+    assert np.array_equal(out[:, 0], lo) and np.array_equal(out[:, 1], hi)
+    assert events.t_ == chunked.t_ == 800
+    assert events.threshold_ == chunked.threshold_
+
+
+def test_learn_one_without_a_prediction_and_with_a_changed_row():
+    """The kept prediction serves only the very row it was made for."""
+    X, y = stream(300)
+    a = ConformalRegressor(OnlineKernelRegressor(gamma=0.5))
+    b = ConformalRegressor(OnlineKernelRegressor(gamma=0.5))
+    for x, t in zip(X, y):
+        a.learn_one(x, t)
+        row = x + 1.0
+        b.predict_interval_one(row)
+        row[:] = x                       # changed in place after the prediction
+        b.learn_one(row, t)
+    assert a.threshold_ == b.threshold_
+    assert np.array_equal(a.predict_interval(X), b.predict_interval(X))
+
+
+def test_both_engines_give_the_same_intervals():
+    X, y = stream(1000)
+    a = ConformalRegressor(OnlineKernelRegressor(gamma=0.5)).fit(X, y)
+    b = ConformalRegressor(OnlineKernelRegressor(gamma=0.5), engine="numpy").fit(X, y)
+    assert isinstance(b.calibration_, NumpyCalibration)
+    assert np.allclose(a.predict_interval(X), b.predict_interval(X), rtol=0, atol=1e-10)
+
+
+class StdRegressor(RegressorMixin, BaseEstimator):
+    """A stand-in for a learner with a predictive standard deviation (the contract of
+    okl.KernelRLSRegressor): a running mean, and a spread that grows with |x_0|."""
+
+    def __init__(self, scale=1.0):
+        self.scale = scale
+
+    def _std(self, X):
+        return self.scale * (0.1 + np.abs(np.asarray(X, dtype=float)[..., 0]))
+
+    def predict(self, X, return_std=False):
+        mean = np.full(len(X), getattr(self, "mean_", 0.0))
+        return (mean, self._std(X)) if return_std else mean
+
+    def predict_one(self, x, return_std=False):
+        mean = getattr(self, "mean_", 0.0)
+        return (mean, float(self._std(np.asarray(x)))) if return_std else mean
+
+    def learn_one(self, x, y):
+        self.t_ = getattr(self, "t_", 0) + 1
+        self.mean_ = getattr(self, "mean_", 0.0) + (y - getattr(self, "mean_", 0.0)) / self.t_
+
+    def partial_fit(self, X, y):
+        for x, t in zip(X, y):
+            self.learn_one(x, t)
+        return self
+
+
+def test_a_learner_with_a_standard_deviation_normalises_the_scores():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, (2000, 1))
+    y = (0.1 + np.abs(X[:, 0])) * rng.normal(size=2000)
+    model = ConformalRegressor(StdRegressor(), method="aci")
+    f, lo, hi = model._progressive_intervals(X, y)
+    assert model.score_ == "normalized"
+    sd = 0.1 + np.abs(X[:, 0])
+    half = (hi - lo) / 2
+    finite = np.isfinite(half)
+    q = half[finite] / sd[finite]        # one threshold per event, times each event's spread
+    assert np.allclose(lo[finite] + half[finite], f[finite])
+    events = ConformalRegressor(StdRegressor(), method="aci")
+    out = np.array([events.predict_interval_one(x) + (events.learn_one(x, t),)[:0]
+                    for x, t in zip(X, y)])
+    assert np.allclose(out[:, 0], lo, rtol=0, atol=1e-12) and events.threshold_ == model.threshold_
+    assert np.all(q > 0)
+    assert abs(np.mean((y >= lo) & (y <= hi)) - 0.9) < 0.02
+    with pytest.raises(ValueError, match="return_std"):
+        ConformalRegressor(OnlineKernelRegressor(), score="normalized").fit(X, y)
+
+
+def test_a_failed_call_leaves_the_model_as_it_was():
+    X, y = stream(400)
+    model = ConformalRegressor(OnlineKernelRegressor(gamma=0.5)).fit(X[:200], y[:200])
+    before = pickle.dumps(model)
+    bad = X[200:300].copy()
+    bad[50, 0] = np.nan
+    with pytest.raises(ValueError):
+        model.partial_fit(bad, y[200:300])
+    with pytest.raises(ValueError):
+        model.learn_one(X[0], float("nan"))
+    with pytest.raises(ValueError):
+        model.learn_one(np.array([np.nan, 0.0]), 1.0)
+    assert pickle.dumps(model) == before
+
+
+def test_save_load_and_pickle_keep_learning_identically(tmp_path):
+    X, y = stream(600)
+    for model in (ConformalRegressor(OnlineKernelRegressor(gamma=0.5)),
+                  ConformalRegressor(score="quantile", method="aci", engine="numpy")):
+        model.fit(X[:300], y[:300])
+        okl.save(model, tmp_path / "m.okl")
+        loaded = okl.load(tmp_path / "m.okl")
+        copied = pickle.loads(pickle.dumps(model))
+        for m in (model, loaded, copied):
+            m.partial_fit(X[300:], y[300:])
+        assert np.array_equal(model.predict_interval(X), loaded.predict_interval(X))
+        assert np.array_equal(model.predict_interval(X), copied.predict_interval(X))
+
+
+def test_load_refuses_an_edited_calibration():
+    X, y = stream(300)
+    model = ConformalRegressor(OnlineKernelRegressor(gamma=0.5), window=100).fit(X, y)
+    buffer = io.BytesIO()
+    okl.save(model, buffer)
+    data = dict(np.load(io.BytesIO(buffer.getvalue())))
+    key = "obj:calibration_:sorted"
+    data[key] = data[key][::-1].copy()
+    edited = io.BytesIO()
+    np.savez(edited, **data)
+    edited.seek(0)
+    with pytest.raises(ModelFileError, match="sorted"):
+        okl.load(edited)
+
+
+def test_classifier_sets_from_chunks_and_events_and_its_state():
+    from sklearn.datasets import load_iris
+    X, y = load_iris(return_X_y=True)
+    order = np.random.default_rng(0).permutation(len(y))
+    X, y = X[order], y[order]
+    chunked = ConformalClassifier()
+    pred, covered, sizes = chunked._progressive_sets(X, y)
+    events = ConformalClassifier()
+    seen = []
+    for x, label in zip(X, y):
+        chosen = events.predict_set_one(x)
+        seen.append((label in chosen, len(chosen)))
+        events.learn_one(x, label)
+    assert np.array_equal(covered, [c for c, _ in seen])
+    assert np.array_equal(sizes, [k for _, k in seen])
+    sets = chunked.predict_set(X)
+    assert sets.shape == (len(y), 3) and sets.dtype == bool
+    buffer = io.BytesIO()
+    okl.save(chunked, buffer)
+    buffer.seek(0)
+    assert np.array_equal(okl.load(buffer).predict_set(X), sets)
+
+
+def test_progressive_validation_reports_coverage_width_and_the_window():
+    from okl.evaluation import progressive_validation
+    X, y = stream(1200)
+    result = progressive_validation(ConformalRegressor(OnlineKernelRegressor(gamma=0.5)), X, y)
+    assert set(result.metrics) == {"mse", "coverage", "width", "window_coverage"}
+    covered = (y >= result.lower) & (y <= result.upper)
+    assert result.metrics["coverage"][-1] == covered.mean()
+    assert result.window_coverage(500)[-1] == covered[-500:].mean()
+    finite = np.isfinite(result.width)
+    assert np.isclose(result.metrics["width"][-1], result.width[finite].mean())
+
+
+def test_cli_learn_with_an_interval(tmp_path, capsys):
+    from okl.__main__ import main
+    X, y = stream(500)
+    path = tmp_path / "s.csv"
+    np.savetxt(path, np.column_stack([X, y]), delimiter=",", header="a,b,y", comments="")
+    out = tmp_path / "p.csv"
+    assert main(["learn", str(path), "--target", "y", "--interval", "0.9", "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "coverage" in printed and "width" in printed
+    rows = np.genfromtxt(out, delimiter=",", names=True)
+    assert rows.dtype.names == ("prediction", "lower", "upper") and len(rows) == 500
+    assert np.all(rows["lower"] <= rows["upper"])
+
+
+def test_to_river_gives_rivers_interval():
+    from river import conf as river_conf
+    from okl.river import to_river
+    X, y = stream(200)
+    model = to_river(ConformalRegressor(OnlineKernelRegressor(gamma=0.5)))
+    direct = ConformalRegressor(OnlineKernelRegressor(gamma=0.5))
+    for x, t in zip(X, y):
+        event = {"a": x[0], "b": x[1]}
+        interval = model.predict_one(event, with_interval=True)
+        assert isinstance(interval, river_conf.Interval)
+        assert (interval.lower, interval.upper) == direct.predict_interval_one(x)
+        model.learn_one(event, t)
+        direct.learn_one(x, t)
