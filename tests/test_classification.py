@@ -140,7 +140,7 @@ def test_learns_two_moons(cls):
 def test_progressive_validation_reports_error_and_loss(cls):
     X, y = stream(1500, seed=7, labels=(-3, 8))
     clf = make(cls, loss="logistic")
-    result = progressive_validation(clf, X, y, chunk_size=400)
+    result = progressive_validation(clf, X, y, chunk_size=400, classes=[-3, 8])
     manual = make(cls, loss="logistic")._progressive_scores(X, y, classes=[-3, 8])
     np.testing.assert_array_equal(result.scores, manual)
     np.testing.assert_array_equal(result.predictions, np.where(manual > 0, 8, -3))

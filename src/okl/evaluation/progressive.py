@@ -404,7 +404,7 @@ def progressive_validation(estimator: Any, X: Any, y: Any = None, *,
             if needs_proba:
                 proba = (estimator._scores_proba(scores) if discovers
                          else np.column_stack([expit(-scores), expit(scores)]))
-            if discovers and not knew_labels:     # the first sample: no label known before it
+            if discovers and not knew_labels and "classes" not in kwargs:   # no label known yet
                 predictions = predictions.astype(object)
                 predictions[0] = None
                 if proba is not None:
