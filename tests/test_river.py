@@ -129,10 +129,10 @@ def test_a_bad_label_leaves_the_platt_scaling_as_it_was(river):
     model = to_river(OnlineKernelClassifier())
     for x, label in events[:30]:
         model.learn_one(x, label)
-    before = vars(model.platt).copy()
+    before = model.platt.state()
     with pytest.raises(ValueError):
         model.learn_one(events[30][0], "third label")
-    assert vars(model.platt) == before
+    assert model.platt.state() == before
     again = pickle.loads(pickle.dumps(model))
     assert again.predict_proba_one(events[31][0]) == model.predict_proba_one(events[31][0])
 
