@@ -170,8 +170,12 @@ def _classes():
             if self.platt is not None and len(many) > 2:       # the k scores' softmax
                 s = np.asarray(self._decision(x), dtype=np.float64)
                 e = np.exp(s - s.max())
-                proba = dict(zip(self._labels_of(many), (e / e.sum()).tolist()))
-            elif self._direct and hasattr(self.estimator, "predict_proba_one"):
+                e /= e.sum()
+                return dict(zip(self._labels_of(many), e.tolist()))
+            if self._direct and len(many) >= 2 and hasattr(self.estimator, "_event_proba"):
+                # the model's own (loss="logistic"), from the compiled step's score
+                return self.estimator._event_proba(self.estimator._score_one(x))
+            if self._direct and hasattr(self.estimator, "predict_proba_one"):
                 proba = self.estimator.predict_proba_one(x)
             else:
                 proba = self._events.predict_proba_one(x)
