@@ -388,7 +388,8 @@ def test_labels_and_progressive_validation():
     est = RegularizedPAClassifier(regularization="l2", beta=3.0)
     result = progressive_validation(est, X, labels, chunk_size=100)
     assert list(est.classes_) == ["ham", "spam"]
-    assert set(result.predictions) <= {"ham", "spam"}
+    assert result.predictions[0] is None            # no label known before the first event
+    assert set(result.predictions[1:]) <= {"ham", "spam"}
     np.testing.assert_allclose(result.error[-1], np.mean(result.predictions != labels))
     hinge = np.maximum(0, 1 - y * result.scores)
     np.testing.assert_allclose(result.loss[-1], hinge.mean())
