@@ -290,7 +290,10 @@ def test_random_features_take_the_weights_of_the_warm_up_expansion(name):
     np.testing.assert_allclose(after.linear.coef_ if name == "OnlineKernelClassifier"
                                else after.linear.coef, w, rtol=1e-12, atol=1e-12)
     f = function(est, X)
-    assert np.max(np.abs(f - exact)) < 0.2 * np.max(np.abs(exact)) + 0.2
+    # a Monte Carlo estimate (error ~ sum |a_i| / sqrt(D)): its error's norm on the stream
+    # measured 0.07-0.19 of f's over feature seeds 0-2 (PA-I or PA)
+    assert np.linalg.norm(f - exact) < 0.25 * np.linalg.norm(exact)
+    assert np.corrcoef(f, exact)[0, 1] > 0.95
 
 
 def test_a_pickled_fourier_model_in_its_warm_up_re_draws_its_map():
