@@ -1,7 +1,7 @@
 """Platt's scaling learned online, one event at a time, compiled (`okl.river.OnlinePlatt`).
 
-The twin `okl._numpy.platt.OnlinePlatt` is the readable reference: the same arithmetic
-in the same order, so the two give the same (A, B) to the last bit.
+The rule is written out in plain Python in tests/test_river.py (`ReferencePlatt`): the
+same arithmetic in the same order, and the test checks the same (A, B) to the last bit.
 """
 from libc.math cimport exp, isfinite
 
