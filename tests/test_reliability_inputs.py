@@ -203,7 +203,7 @@ def test_linear_pa_step_is_exact_for_extreme_rows(scale, sparse, engine):
     expected = x[0] / scale / q / scale                       # w = y x / ||x||^2
     with np.errstate(over="ignore", divide="ignore", under="ignore"):
         sq_norm = 1.0 / (q * scale * scale)                   # ||w||^2 = 1 / ||x||^2
-    clf = RegularizedPAClassifier(engine=engine)
+    clf = RegularizedPAClassifier(engine=engine, variant="PA")     # the papers' hard margin
     X = sp.csr_matrix(x) if sparse else x
     if not (np.all(np.isfinite(expected)) and np.isfinite(sq_norm)):
         # ||w||^2 is not representable: a clear error, not a non-finite model
