@@ -28,7 +28,7 @@ def shifted(n=1500, d=5, rates=(0.5, 0.9, 0.2), seed=0):
 def accuracy(est, X, y):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return 1.0 - progressive_validation(est, X, y).error[-1]
+        return 1.0 - progressive_validation(est, X, y, classes=np.unique(y)).error[-1]
 
 
 def issue_stream(name):
