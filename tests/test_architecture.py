@@ -10,7 +10,7 @@ LAYERS = [
     ("registries", ("okl.kernels", "okl.losses", "okl.budgets", "okl.schedules", "okl._params",
                     "okl._gamma", "okl._feature_maps", "okl._locks", "okl._blas", "okl._warnings",
                     "okl._sparse", "okl._progress", "okl._rows", "okl.stream", "okl.synth",
-                    "okl.streams", "okl.projections", "okl._docstrings")),
+                    "okl.projections", "okl._docstrings")),
     ("template and models", ("okl._base", "okl._one_event", "okl._kernel_learners",
                              "okl._labels", "okl._feature_model", "okl._pa_models",
                              "okl._pair_models", "okl._persist")),

@@ -127,7 +127,7 @@ def test_checkpoint_restore_undoes_overwrites(policy, lam):
     fit_chunk(e, X[:30], y[:30], make_schedule(lam=0.1), squared, make_state(), pred, None, eta)
     before = e.get_state()
     undo = e.checkpoint(30)
-    assert len(undo[-1]) == 10 and not any(np.ndim(part) == 2 for part in undo)   # no centres
+    assert len(undo[4]) == 10 and not any(np.ndim(part) == 2 for part in undo)    # no centres
     fit_chunk(e, X[30:], y[30:], make_schedule(lam=lam), squared, make_state(), pred, None, eta)
     assert not np.array_equal(e.get_state()["centers"], before["centers"])
     e.restore(undo)

@@ -176,7 +176,8 @@ def test_bad_row_leaves_the_model_as_it_was(params, k):
     assert_same(est, before, atol=0)
 
 
-@pytest.mark.parametrize("params", [dict(), dict(kernel="gaussian", gamma=0.1, budget=10)],
+@pytest.mark.parametrize("params", [dict(variant="PA"),
+                                    dict(kernel="gaussian", gamma=0.1, budget=10)],
                          ids=["linear", "kernel"])
 @pytest.mark.parametrize("k", [2, 3])
 def test_overflowing_row_is_refused_whole(params, k):
@@ -201,7 +202,7 @@ def test_overflowing_row_is_refused_whole(params, k):
 def test_divergent_step_raises_and_changes_nothing(k):
     """PA's step l / ||x||^2 overflows on a tiny row: FloatingPointError, as partial_fit."""
     X, y = stream(60, k, d=3)
-    est = RegularizedPAClassifier(classes=list(range(k))).fit(X, y)
+    est = RegularizedPAClassifier(variant="PA", classes=list(range(k))).fit(X, y)
     ref = copy.deepcopy(est)
     before = copy.deepcopy(est)
     tiny = np.array([1e-300, 0.0, 0.0])

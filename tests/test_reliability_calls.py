@@ -195,7 +195,7 @@ def test_warnings_as_errors_leave_a_kernel_pa_intact():
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(40, 3)), np.arange(40) % 2
     X[25] = 0.0                             # K(0, 0) = 0: an empty constraint set, a warning
-    clf = RegularizedPAClassifier(kernel="polynomial", degree=2)
+    clf = RegularizedPAClassifier(kernel="polynomial", degree=2, variant="PA")   # hard margin
     clf.partial_fit(X[:20], y[:20], classes=[0, 1])
     before = pickle.dumps(clf)
     with warnings.catch_warnings():

@@ -203,7 +203,7 @@ def test_linear_pa_step_is_exact_for_extreme_rows(scale, sparse, engine):
     expected = x[0] / scale / q / scale                       # w = y x / ||x||^2
     with np.errstate(over="ignore", divide="ignore", under="ignore"):
         sq_norm = 1.0 / (q * scale * scale)                   # ||w||^2 = 1 / ||x||^2
-    clf = RegularizedPAClassifier(engine=engine)
+    clf = RegularizedPAClassifier(engine=engine, variant="PA")     # the papers' hard margin
     X = sp.csr_matrix(x) if sparse else x
     if not (np.all(np.isfinite(expected)) and np.isfinite(sq_norm)):
         # ||w||^2 is not representable: a clear error, not a non-finite model
@@ -502,7 +502,7 @@ def _drifting(**kwargs):
     from sklearn.datasets import load_digits
     X, y = load_digits(return_X_y=True)
     kwargs = {"classes": (3, 7, 8, 9), "n_per_phase": 10, **kwargs}
-    return okl.streams.drifting_phases(X, y, **kwargs)
+    return okl.synth.drifting_phases(X, y, **kwargs)
 
 
 @pytest.mark.parametrize("call, match", [
@@ -510,15 +510,15 @@ def _drifting(**kwargs):
     (lambda: _drifting(classes=None), "classes must be 4 distinct labels"),
     (lambda: _drifting(classes=3), "classes must be 4 distinct labels"),
     (lambda: _drifting(replace="no"), "replace must be True or False"),
-    (lambda: okl.streams.phase_probabilities(True), "n_per_phase must be an int"),
-    (lambda: okl.streams.nonidentical(True, 0.5), "n must be an int"),
-    (lambda: okl.streams.nonidentical(10, True), "b must be"),
-    (lambda: okl.streams.nonidentical(10, 0.5, c=True), "c must be"),
-    (lambda: okl.streams.nonidentical(10, 0.5, n_features=True), "n_features must be an int"),
-    (lambda: okl.streams.nonidentical(10, 0.5, chunk_size=True), "chunk_size"),
-    (lambda: okl.streams.nonidentical(10, 0.5, nu=None), "nu must be"),
-    (lambda: okl.streams.mixture_weight(3, True), "b must be a number"),
-    (lambda: okl.streams.conditional_quantile(np.zeros((2, 1)), True), "quantile must be"),
+    (lambda: okl.synth.phase_probabilities(True), "n_per_phase must be an int"),
+    (lambda: okl.synth.nonidentical(True, 0.5), "n must be an int"),
+    (lambda: okl.synth.nonidentical(10, True), "b must be"),
+    (lambda: okl.synth.nonidentical(10, 0.5, c=True), "c must be"),
+    (lambda: okl.synth.nonidentical(10, 0.5, n_features=True), "n_features must be an int"),
+    (lambda: okl.synth.nonidentical(10, 0.5, chunk_size=True), "chunk_size"),
+    (lambda: okl.synth.nonidentical(10, 0.5, nu=None), "nu must be"),
+    (lambda: okl.synth.mixture_weight(3, True), "b must be a number"),
+    (lambda: okl.synth.conditional_quantile(np.zeros((2, 1)), True), "quantile must be"),
 ])
 def test_stream_generators_refuse_bools_and_none_by_name(call, match):
     with pytest.raises(ValueError, match=match):

@@ -129,10 +129,10 @@ def test_a_bad_label_leaves_the_platt_scaling_as_it_was(river):
     model = to_river(OnlineKernelClassifier())
     for x, label in events[:30]:
         model.learn_one(x, label)
-    before = vars(model.platt).copy()
+    before = model.platt.state()
     with pytest.raises(ValueError):
         model.learn_one(events[30][0], "third label")
-    assert vars(model.platt) == before
+    assert model.platt.state() == before
     again = pickle.loads(pickle.dumps(model))
     assert again.predict_proba_one(events[31][0]) == model.predict_proba_one(events[31][0])
 
@@ -206,3 +206,67 @@ def test_unknown_features_raise_or_are_dropped(river):
     assert lenient.estimator.t_ == 11
     assert lenient.predict_one(extra) == lenient.predict_one(events[10][0])
     assert lenient.clone().unknown_features == "ignore"
+
+
+class ReferencePlatt:
+    """The online Platt scaling written out in plain Python (okl.river's rule)."""
+
+    def __init__(self, lam=1.0, memory=1000.0):
+        self.lam, self.memory, self.A, self.B = lam, memory, 1.0, 0.0
+        self.h, self.n_positive, self.n_negative = [0.0, 0.0, 0.0], 0, 0
+
+    def proba(self, f):
+        z = self.A * f + self.B
+        if z >= 0:
+            return 1.0 / (1.0 + np.exp(-z))
+        e = np.exp(z)
+        return e / (1.0 + e)
+
+    def learn(self, f, positive):
+        if positive:
+            target = (self.n_positive + 1.0) / (self.n_positive + 2.0)
+            self.n_positive += 1
+        else:
+            target = 1.0 / (self.n_negative + 2.0)
+            self.n_negative += 1
+        p = float(self.proba(f))
+        keep, c = 1.0 - 1.0 / self.memory, p * (1.0 - p)
+        self.h = [keep * self.h[0] + c * f * f, keep * self.h[1] + c * f, keep * self.h[2] + c]
+        ga, gb = 1.0 * (p - target) * f, 1.0 * (p - target)
+        haa, hab, hbb = self.h[0] + self.lam, self.h[1], self.h[2] + self.lam
+        det = haa * hbb - hab * hab
+        self.A -= (hbb * ga - hab * gb) / det
+        self.B -= (haa * gb - hab * ga) / det
+
+
+@pytest.mark.parametrize("make, task", [
+    (OnlineKernelClassifier, "hinge"),
+    (lambda: OnlineKernelClassifier(loss="logistic"), "logistic"),
+    (lambda: OnlineKernelClassifier(approximation="fourier", random_state=0), "hinge"),
+    (OnlineKernelRegressor, "regression"),
+])
+def test_the_wrapper_gives_the_learners_own_results_and_platts_scaling_of_its_margins(
+        river, make, task):
+    """to_river(learner) predicts and learns exactly as the learner's own one-event path on
+    the same events, and a hinge model's probabilities are the Platt scaling (written out
+    in `ReferencePlatt`) of the margins taken before each event is learned."""
+    from okl.river import to_river
+    _, _, events = stream(300, classify=task != "regression", seed=3)
+    ours, ref, platt = to_river(make()), make(), ReferencePlatt()
+    for x, y in events:
+        assert ours.predict_one(x) == ref.predict_one(x)
+        classes = ref.__dict__.get("classes_", ())
+        if task == "hinge" and len(classes) == 2:
+            f = ref.decision_function_one(x)
+            p = platt.proba(f)
+            assert ours.predict_proba_one(x) == {bool(classes[0]): 1.0 - p, bool(classes[1]): p}
+        elif task == "logistic" and len(classes) == 2:
+            assert ours.predict_proba_one(x) == ref.predict_proba_one(x)
+        ours.learn_one(x, y)
+        ref.learn_one(x, y)
+        if task == "hinge" and len(classes) == 2:
+            platt.learn(f, y == classes[1])
+    assert (ours.platt.A, ours.platt.B) == (platt.A, platt.B) if task == "hinge" else True
+    X = np.array([list(x.values()) for x, _ in events])
+    predict = "predict" if task == "regression" else "decision_function"
+    np.testing.assert_array_equal(getattr(ours.estimator, predict)(X), getattr(ref, predict)(X))

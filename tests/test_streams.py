@@ -69,8 +69,9 @@ def test_errors_name_the_problem():
         drifting_phases(X, y, (3, 7, 8, 9), n_per_phase=100, replace=False)
 
 
-def test_the_former_name_okl_streams_is_okl_synth():
+def test_okl_synth_is_the_one_name_of_the_synthetic_streams():
     import okl
-    import okl.streams
-    from okl.streams import drifting_phases as old
-    assert okl.streams is okl.synth and old is drifting_phases
+    assert not hasattr(okl, "streams") and "streams" not in okl.__all__
+    with pytest.raises(ImportError):
+        import okl.streams  # noqa: F401
+    assert okl.synth.drifting_phases is drifting_phases

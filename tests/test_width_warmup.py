@@ -128,16 +128,17 @@ def test_a_failed_call_during_the_warm_up_leaves_the_model_as_it_was(name, param
     state = (est.gamma_, list(est.__dict__["_width_moments"]), function(est, X))
     calls = []
 
-    def interrupted(gamma):                     # Ctrl-C at the 5th width of the chunk
-        calls.append(gamma)
-        if len(calls) == 5:
+    def interrupted(X, *args, **kwargs):        # Ctrl-C once the loop has learned 5 rows
+        scores = type(est)._learn_rows(est, X, *args, **kwargs)
+        calls.append(len(X))
+        if sum(calls) >= 5:
             raise KeyboardInterrupt
-        type(est)._set_width(est, gamma)
-    est._set_width = interrupted
+        return scores
+    est._learn_rows = interrupted
     with pytest.raises(KeyboardInterrupt):
         est.partial_fit(X[20:30], y[20:30])
-    del est._set_width
-    assert len(calls) == 5
+    del est._learn_rows
+    assert sum(calls) >= 5
     assert (est.gamma_, est.__dict__["_width_moments"]) == tuple(state[:2])
     np.testing.assert_array_equal(function(est, X), state[2])
     est.partial_fit(X[20:], y[20:])
@@ -289,7 +290,10 @@ def test_random_features_take_the_weights_of_the_warm_up_expansion(name):
     np.testing.assert_allclose(after.linear.coef_ if name == "OnlineKernelClassifier"
                                else after.linear.coef, w, rtol=1e-12, atol=1e-12)
     f = function(est, X)
-    assert np.max(np.abs(f - exact)) < 0.2 * np.max(np.abs(exact)) + 0.2
+    # a Monte Carlo estimate (error ~ sum |a_i| / sqrt(D)): its error's norm on the stream
+    # measured 0.07-0.19 of f's over feature seeds 0-2 (PA-I or PA)
+    assert np.linalg.norm(f - exact) < 0.25 * np.linalg.norm(exact)
+    assert np.corrcoef(f, exact)[0, 1] > 0.95
 
 
 def test_a_pickled_fourier_model_in_its_warm_up_re_draws_its_map():

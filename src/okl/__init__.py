@@ -1,8 +1,7 @@
 """okl: online kernel learning with a typed-Cython core.
 
 The public names are imported when first used (PEP 562), so that the command line answers
-``okl --help`` without loading scikit-learn.  `okl.streams` is the former name of `okl.synth`,
-kept as an alias.
+``okl --help`` without loading scikit-learn.
 """
 from importlib import import_module
 from importlib.metadata import version
@@ -34,13 +33,12 @@ _PUBLIC = {
     "stream": "okl.stream",
     "synth": "okl.synth",
 }
-_ALIASES = {"streams": "okl.streams"}
 
 __all__ = sorted(_PUBLIC)
 
 
 def __getattr__(name):
-    where = _PUBLIC.get(name) or _ALIASES.get(name)
+    where = _PUBLIC.get(name)
     if where is None:
         raise AttributeError(f"module 'okl' has no attribute {name!r}")
     if name == "load":       # okl.load builds any estimator: every public module registers its own

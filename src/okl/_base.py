@@ -133,24 +133,36 @@ def check_dense(estimator, X):
             "linear models use okl.RegularizedPAClassifier(kernel='linear').")
 
 
-def _ready(estimator, X):
-    """True when X is already what validation would return for a fitted estimator.
+def _ready(estimator, X, reset=False):
+    """True when X is already what validation would return for a fitted estimator (`reset`:
+    for a fresh one, whose width X then fixes).
 
     Streams call partial_fit and predict on small chunks; scikit-learn's
     validate_data costs hundreds of microseconds per call, far more than the
-    steps.  A C-contiguous, finite float64 ndarray with the fitted width needs
-    no conversion, so it skips the generic path (which still produces every
-    error message).
+    steps (a millisecond on a first call).  A C-contiguous, finite float64
+    ndarray with the fitted width needs no conversion, so it skips the generic
+    path (which still produces every error message).
     """
     return (type(X) is np.ndarray and X.dtype == np.float64 and X.ndim == 2
             and X.flags.c_contiguous and X.shape[0] > 0
-            and X.shape[1] == getattr(estimator, "n_features_in_", -1)
-            and not hasattr(estimator, "feature_names_in_") and np.isfinite(X).all())
+            and (X.shape[1] > 0 if reset else
+                 X.shape[1] == getattr(estimator, "n_features_in_", -1)
+                 and not hasattr(estimator, "feature_names_in_"))
+            and np.isfinite(X).all())
+
+
+def _reset(estimator, X):
+    """What validate_data(reset=True) records of a ready ndarray: its width, no names."""
+    estimator.n_features_in_ = X.shape[1]
+    if "feature_names_in_" in estimator.__dict__:
+        del estimator.feature_names_in_
 
 
 def check_X(estimator, X, reset):
     """Dense, finite, C-contiguous float64 X with the fitted number of features."""
-    if not reset and _ready(estimator, X):
+    if _ready(estimator, X, reset):
+        if reset:
+            _reset(estimator, X)
         return X
     check_dense(estimator, X)
     return validate_data(estimator, X, reset=reset, dtype=np.float64, order="C")
@@ -158,9 +170,11 @@ def check_X(estimator, X, reset):
 
 def check_X_y(estimator, X, y, reset, y_numeric=True):
     """`check_X` plus a finite 1-D y of the same length (numeric when `y_numeric`)."""
-    if (not reset and _ready(estimator, X) and type(y) is np.ndarray and y.ndim == 1
+    if (_ready(estimator, X, reset) and type(y) is np.ndarray and y.ndim == 1
             and len(y) == len(X) and (y.dtype == np.float64 if y_numeric else y.dtype.kind in "iub")
             and (not y_numeric or np.isfinite(y).all())):
+        if reset:
+            _reset(estimator, X)
         return X, y
     check_dense(estimator, X)
     return validate_data(estimator, X, y, reset=reset, dtype=np.float64, order="C",
@@ -221,6 +235,9 @@ def _one_target(y):
     return (type(y) is np.ndarray and y.shape == (1,)) or (type(y) is list and len(y) == 1)
 
 
+_PARAM_NAMES = {}
+
+
 class OnlineLearner(OneEventMixin, BaseEstimator):
     """The base of every okl learner: the fit / partial_fit template and its hooks.
 
@@ -228,6 +245,15 @@ class OnlineLearner(OneEventMixin, BaseEstimator):
     validation calls it directly (it returns f_t(x_t) of each row, predicted
     before that row is learned) and persistence reads `_state_classes()`.
     """
+
+    @classmethod
+    def _get_param_names(cls):
+        """scikit-learn's parameter names of the class, read from __init__ once (not at
+        every get_params: a learner's first event calls it several times)."""
+        names = _PARAM_NAMES.get(cls)
+        if names is None:
+            names = _PARAM_NAMES[cls] = super()._get_param_names()
+        return list(names)
 
     # the end of the divergence message: what to change
     _divergence_cure = ("use eta='auto', a smaller eta or a larger eta_decay, or scale X "

@@ -12,11 +12,13 @@ from okl._core._expansion import KernelExpansion
 from okl._core._linear import LinearModel, MultiLinearModel
 from okl._core._multiexpansion import MultiExpansion
 from okl._core._multikernel import MultiKernel
+from okl._core._warmup import KernelMean, Width
 from okl._numpy import coefreg, krls, multiclass, pa, pairwise, pointwise
 from okl._numpy.expansion import NumpyExpansion
 from okl._numpy.linear import NumpyLinearModel, NumpyMultiLinearModel
 from okl._numpy.multiexpansion import NumpyMultiExpansion
 from okl._numpy.multikernel import NumpyMultiKernel
+from okl._numpy.warmup import KernelMean as NumpyKernelMean, Width as NumpyWidth
 
 ENGINES = {
     "cython": SimpleNamespace(expansion=KernelExpansion, linear=LinearModel,
@@ -28,7 +30,8 @@ ENGINES = {
                               multi_linear=MultiLinearModel,
                               multikernel=MultiKernel, prior_offsets=_pointwise.prior_offsets,
                               krls=_krls.KRLSModel, krls_chunk=_krls.fit_chunk,
-                              rls_features=_krls.RLSFeatures),
+                              rls_features=_krls.RLSFeatures,
+                              width=Width, kernel_mean=KernelMean),
     "numpy": SimpleNamespace(expansion=NumpyExpansion, linear=NumpyLinearModel,
                              pointwise=pointwise.fit_chunk, coefreg=coefreg.fit_chunk,
                              coefreg_multi=coefreg.fit_multi_chunk,
@@ -38,7 +41,8 @@ ENGINES = {
                              multi_linear=NumpyMultiLinearModel,
                              multikernel=NumpyMultiKernel, prior_offsets=pointwise.prior_offsets,
                              krls=krls.NumpyKRLS, krls_chunk=krls.fit_chunk,
-                             rls_features=krls.NumpyRLSFeatures),
+                             rls_features=krls.NumpyRLSFeatures,
+                             width=NumpyWidth, kernel_mean=NumpyKernelMean),
 }
 
 

@@ -50,7 +50,7 @@ class FeatureModel:
                  engine, warm=False):
         self.approximation = approximation
         self.n_features, self.n_components = int(n_features), int(n_components)
-        self.kernel, self.params = kernel, kernel_record(params)
+        self.kernel, self._params = kernel, kernel_record(params)
         self.engine = engine
         self.fmap, self.linear, self.expansion = None, None, None
         if approximation == "fourier":
@@ -63,12 +63,32 @@ class FeatureModel:
             self.expansion = ENGINES[engine].expansion(n_features, self.params)
 
     @property
+    def params(self):
+        """The kernel's record; in the exact phase at the expansion's width (gamma="scale"'s
+        warm-up sets it row by row, docs/defaults.md, section 2)."""
+        if self.expansion is not None:
+            gamma = self.expansion.kernel_params["gamma"]
+            if gamma != self._params["gamma"]:
+                self._params = kernel_record(dict(self._params, gamma=gamma))
+        return self._params
+
+    @params.setter
+    def params(self, value):
+        self._params = value
+
+    @property
     def kernel_code(self):
         return self.params["kernel"]
 
     @property
     def gamma(self):
         return self.params["gamma"]
+
+    @property
+    def warm(self):
+        """Random Fourier features in gamma="scale"'s warm-up: the exact expansion on the
+        live width until `end_warmup`."""
+        return self.approximation == "fourier" and self.linear is None
 
     # -- the learner's view ------------------------------------------------------------------
 
@@ -151,25 +171,29 @@ class FeatureModel:
         """True once the model can no longer follow a moving width (Nystroem features)."""
         return self.approximation == "nystroem" and self.linear is not None
 
-    def learn(self, engine, X, y, schedule, loss, state, scores, weight=None, eta=None):
+    def learn(self, engine, X, y, schedule, loss, state, scores, weight=None, eta=None,
+              gamma=None, kbar=None):
         """Predict-then-update over the rows: (first divergent row or -1, the state after).
 
         The arguments are those of `_pointwise.fit_chunk`: one step for the
         exact phase and the features alike; on features, C_K^2 follows the
-        kernel's K(x, x) of the raw rows.
+        kernel's K(x, x) of the raw rows.  `gamma` (the width of each row, and
+        after them) reaches the exact phase; `kbar` (over the rows learned) every
+        stretch.
         """
         self._on(engine)
         return self._run(ENGINES[engine].pointwise, X, y, (schedule, loss, state), scores,
-                         weight, eta)
+                         weight, eta, gamma, kbar)
 
-    def learn_multi(self, engine, X, y, schedule, loss, state, b, scores, weight=None, eta=None):
+    def learn_multi(self, engine, X, y, schedule, loss, state, b, scores, weight=None, eta=None,
+                    gamma=None, kbar=None):
         """`learn` with k >= 3 classes: the arguments of `_multiclass.fit_chunk` (y class
         indices, `loss` a MulticlassLoss code, the offsets b (k,) updated in place)."""
         self._on(engine)
         return self._run(ENGINES[engine].multiclass, X, y, (schedule, loss, state, b), scores,
-                         weight, eta)
+                         weight, eta, gamma, kbar)
 
-    def _run(self, loop, X, y, args, scores, weight, eta):
+    def _run(self, loop, X, y, args, scores, weight, eta, gamma=None, kbar=None):
         """`loop` over the rows, the exact phase's stretches first, then the features; `args`
         (schedule, loss, state[, b]) go to every call, the state threaded through them."""
         start, n = 0, len(X)
@@ -182,7 +206,9 @@ class FeatureModel:
             stop = self._exact_stop(start, n)
             failed, state = loop(self.expansion, X[start:stop], y[start:stop], *args,
                                  scores[start:stop], rows(weight, start, stop),
-                                 rows(eta, start, stop))
+                                 rows(eta, start, stop),
+                                 gamma=None if gamma is None else gamma[start:stop + 1],
+                                 kbar=kbar, frozen_at=self._frozen_at())
             args = (*args[:2], state, *args[3:])
             if failed >= 0:
                 return start + failed, state
@@ -190,12 +216,16 @@ class FeatureModel:
             self._full()
         if start < n:
             Z = np.empty((min(FEATURE_ROWS, n - start), self.fmap.n_components))
+            if kbar is not None:
+                kbar.gamma = self.gamma
         while start < n:
             stop = min(n, start + FEATURE_ROWS)
             z = self.fmap.transform(X[start:stop], out=Z[:stop - start])
             failed, state = loop(self.linear, z, y[start:stop], *args, scores[start:stop],
                                  rows(weight, start, stop), rows(eta, start, stop),
-                                 kernel_diagonal(self.params, X[start:stop]))
+                                 kernel_diagonal(self.params, X[start:stop]), kbar=kbar,
+                                 raw=X[start:stop] if kbar is not None and kbar.active
+                                 else None)
             args = (*args[:2], state, *args[3:])
             if failed >= 0:
                 return start + failed, state
@@ -210,6 +240,10 @@ class FeatureModel:
             return n
         return min(n, start + max(self.n_components - self.expansion.n_support, 1))
 
+    def _frozen_at(self):
+        """The centres at which the exact phase ends and its width stays (Nystroem's D)."""
+        return self.n_components if self.approximation == "nystroem" else 0
+
     def _full(self):
         if self.approximation == "nystroem" and self.expansion.n_support >= self.n_components:
             self._switch()
@@ -222,9 +256,12 @@ class FeatureModel:
         if self.approximation != "fourier" or self.linear is not None:
             return self
         out = copy.copy(self)
+        out._params = self.params
+        if self.fmap.gamma != out.gamma:
+            out.fmap = self.fmap.with_gamma(out.gamma)
         linear, _ = self._classes(self.engine)
         coef = np.asarray(self.expansion.coef_, dtype=np.float64)
-        Z = self.fmap.transform(self.expansion.centers_)
+        Z = out.fmap.transform(self.expansion.centers_)
         if coef.ndim == 2:
             out.linear = linear(coef.shape[1], self.n_components)
             out.linear.set_coef(np.ascontiguousarray((Z.T @ coef).T))
@@ -241,6 +278,7 @@ class FeatureModel:
     def _switch(self):
         """From the exact expansion over D centres to Nystroem features on them (same f)."""
         e = self.expansion
+        self._params = self.params          # the width of the exact phase stays
         self.fmap = NystroemFeatures(e.centers_, self.params)
         linear, _ = self._classes(self.engine)
         coef = np.asarray(e.coef_, dtype=np.float64)
@@ -311,8 +349,9 @@ class FeatureModel:
             return {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
         e = ENGINES[self.engine]
         fstate = part("fmap_")
-        if "seed" in fstate:            # a pickle: the map is drawn again from its seed
-            self.fmap = RandomFourierFeatures(self.params, n_components=self.n_components,
+        if "seed" in fstate:            # a pickle: the map is drawn again from its seed, at its width
+            self.fmap = RandomFourierFeatures(kernel_record(fstate, complete=True),
+                                              n_components=self.n_components,
                                               random_state=fstate["seed"])
             self.fmap.fit(self.n_features)
         elif fstate:

@@ -5,9 +5,10 @@ nothing useful and says nothing: with features of scale 1000 and gamma = 1
 every K(x_i, x_j) of distinct points is 0 (each point is its own island, and
 held-out R^2 is 0); with tiny features every K is 1 (one constant function).
 `scale_gamma` is scikit-learn's SVC rule ``gamma = 1 / (n_features Var(X))``
-on a chunk; `WidthMoments` is the same rule over the events seen so far, and
-`warm_rows` the warm-up every kernel learner takes with gamma="scale"
-(docs/defaults.md, section 2);
+on a chunk; `WidthMoments` (okl._numpy.warmup) is the same rule over the events
+seen so far, and `width_of` the warm-up every kernel learner takes with
+gamma="scale" (docs/defaults.md, section 2): its loops set the width of every
+row, the width of the rows before it;
 `spread_warning` looks at the first samples' kernel values and names the
 cure.
 """
@@ -15,6 +16,9 @@ import warnings
 
 import numpy as np
 
+from okl._engines import ENGINES
+from okl._numpy.warmup import WARMUP, WidthMoments
+from okl._numpy.warmup import spread as _spread
 from okl.kernels import KernelScaleWarning, kernel_matrix, kernel_row
 
 # off-diagonal kernel values of the first samples all below / above these: gamma is off
@@ -26,18 +30,6 @@ SPREAD_SAMPLES = 50
 # the width factor of the learners with few centres per region
 # (RegularizedPAClassifier, CoefficientRegularizedClassifier): docs/defaults.md, section 2
 LOCAL_FACTOR = 4.0
-
-# events over which gamma="scale" follows the data, then stays (every kernel learner)
-WARMUP = 100
-
-# a variance below ROUNDING * mean^2 is the rounding of equal entries (~1e-32 mean^2), not a
-# spread: it counts as 0 (else a first row of equal entries gave gamma ~ 1e25)
-ROUNDING = 1e-24
-
-
-def _spread(var, mean):
-    """var, or 0.0 when it is only the rounding of equal entries."""
-    return var if var > ROUNDING * mean * mean else 0.0
 
 
 def scale_gamma(X, name=None, factor=1.0):
@@ -60,66 +52,20 @@ def scale_gamma(X, name=None, factor=1.0):
     return factor / X.shape[1] if X.shape[0] < 2 else 1.0
 
 
-class WidthMoments:
-    """gamma="scale" from the first event: ``factor / (d Var)`` over the entries of the rows so far.
-
-    Welford's running mean and sum of squared deviations over the d entries of
-    every row learned (the variance scikit-learn's ``X.var()`` takes of the rows
-    so far), for the first `WARMUP` rows; then the width stays.  The entries are
-    shifted by the first one seen (`shift`), so rows far from 0 (an offset of
-    1e8 and a spread of 0.01) keep their variance to the last bits, and a
-    translated stream gets the same width.  One row gives the variance of its
-    own entries; a variance of 0 gives ``factor / d`` before the second row and
-    1.0 after (scikit-learn's constant-data value), and so does a variance that
-    is only the rounding of equal entries (`ROUNDING`).
-    """
-
-    def __init__(self, rows=0.0, mean=0.0, m2=0.0, shift=0.0):
-        self.rows, self.mean, self.m2 = float(rows), float(mean), float(m2)
-        self.shift = float(shift)
-
-    @staticmethod
-    def warmup():
-        return WARMUP
-
-    @property
-    def warming(self):
-        return self.rows < WARMUP
-
-    def add(self, x):
-        """Take the row x (its d entries) into the moments; a row they cannot hold
-        (entries so large that the squares overflow) does not count."""
-        x = np.asarray(x, dtype=np.float64)
-        d = x.size
-        n = self.rows * d
-        shift = self.shift
-        if not self.rows:
-            shift = float(x.flat[0]) if np.isfinite(x.flat[0]) else 0.0
-        with np.errstate(over="ignore", invalid="ignore"):
-            x = x - shift
-            row_mean = float(x.mean())
-            delta = row_mean - self.mean
-            m2 = self.m2 + float(((x - row_mean) ** 2).sum()) + delta * delta * n * d / (n + d)
-            mean = self.mean + delta * d / (n + d)
-        if np.isfinite(m2) and np.isfinite(mean):
-            self.m2, self.mean, self.rows, self.shift = m2, mean, self.rows + 1.0, shift
-
-    def gamma(self, d, factor=1.0):
-        """``factor / (d Var)`` of the rows taken so far."""
-        var = _spread(self.m2 / (self.rows * d), self.mean + self.shift) if self.rows else 0.0
-        if var > 0:
-            return factor / (d * var)
-        return factor / d if self.rows <= 1 else 1.0
-
-    def state(self):
-        """[rows, mean, m2, shift], as okl.save keeps them (`_width_moments`)."""
-        return [self.rows, self.mean, self.m2, self.shift]
-
-
 def start_warmup(estimator, n_features):
     """Start gamma="scale"'s warm-up: no rows yet, the width ``factor / n_features``."""
     estimator._width_moments = WidthMoments().state()
     estimator.gamma_ = getattr(estimator, "_width_factor", 1.0) / n_features
+
+
+def width_of(estimator, n_features):
+    """The `Width` of gamma="scale"'s warm-up on the estimator's engine (its `_width_moments`
+    and gamma_), or None when the width stays."""
+    d = estimator.__dict__
+    if "_width_moments" not in d:
+        return None
+    return ENGINES[estimator.engine].width(n_features, getattr(estimator, "_width_factor", 1.0),
+                                           d["_width_moments"], d["gamma_"])
 
 
 def warm_rows(estimator, X, weight, set_width, frozen=None, end=None):

@@ -16,11 +16,14 @@ from okl import _locks, _warnings
 from okl._base import Diverged, params_changed, check_X, one_row
 from okl._core._expansion import KernelExpansion
 from okl._core._linear import LinearModel
-from okl._core._multiclass import MulticlassEvents
+from okl._core._multiclass import MulticlassEvents, MultiFeatureEvents
 from okl._core._pointwise import FeatureEvents, PointwiseEvents, StepSize
 from okl._engines import ENGINES
 from okl._feature_model import FeatureModel
-from okl._gamma import check_width_moments, join, start_warmup, warm_rows, warn_spread
+from okl._core._warmup import Warmup
+from okl._gamma import (
+    WARMUP, check_width_moments, join, start_warmup, warm_rows, warn_spread, width_of,
+)
 from okl._numpy.expansion import NumpyExpansion
 from okl._numpy.codes import Offset
 from okl._numpy.pointwise import (
@@ -122,16 +125,51 @@ class KernelModelMixin:
         else:
             self.__dict__.pop("gamma_", None)
 
-    def _learn(self, X, y, weight=None):
-        """The rows in order (`_learn_rows`); during gamma="scale"'s warm-up one at a time,
-        each row learned with the width of the rows before it, then taken into the width
-        (`okl._gamma.warm_rows`)."""
-        parts = []
-        for rows in warm_rows(self, X, weight, self._set_width, self._width_frozen,
-                              self._end_width):
-            parts.append(self._learn_rows(X[rows], y[rows],
-                                          None if weight is None else weight[rows]))
+    # the loops take the width of every row (`_learn_rows(..., gamma=)`); else the warm-up
+    # learns one row at a time (`okl._gamma.warm_rows`)
+    _width_loops = False
+
+    def _learn(self, X, y, weight=None, **more):
+        """The rows in order (`_learn_rows`, which `more` goes to).  During gamma="scale"'s
+        warm-up each row is learned with the width of the rows before it, then taken into
+        the width (docs/defaults.md, section 2): the widths depend only on the rows
+        (`okl._gamma.width_of`, `sequence`), and the loops set each on the model before
+        the row's step."""
+        if not self._width_loops:
+            parts = []
+            for rows in warm_rows(self, X, weight, self._set_width, self._width_frozen,
+                                  self._end_width):
+                parts.append(self._learn_rows(X[rows], y[rows],
+                                              None if weight is None else weight[rows], **more))
+            return join(parts)
+        width = width_of(self, X.shape[1])
+        if width is None:
+            return self._learn_rows(X, y, weight, **more)
+        n = X.shape[0]
+        gamma, end = width.sequence(X, weight)
+        stop = end if end >= 0 and self._width_ends() else n
+        frozen = self._width_frozen()
+        parts = [self._learn_rows(X[:stop], y[:stop], None if weight is None else weight[:stop],
+                                  gamma=gamma[:stop + 1], **more)]
+        if not frozen and self._width_frozen():     # the model can no longer follow it
+            self.gamma_ = self._expansion.gamma
+            del self._width_moments
+        elif end >= 0:
+            self.gamma_ = float(gamma[stop])
+            del self._width_moments
+            self._end_width()
+        else:
+            self.gamma_ = float(gamma[n])
+            self._width_moments = width.state()
+        if stop < n:
+            parts.append(self._learn_rows(X[stop:], y[stop:],
+                                          None if weight is None else weight[stop:], **more))
         return join(parts)
+
+    def _width_ends(self):
+        """True when the model changes form at the end of the warm-up (`_end_width`): the
+        rows after it are learned apart."""
+        return False
 
     def _width_frozen(self):
         """True once the model can no longer take a new width (the warm-up then ends)."""
@@ -416,13 +454,26 @@ class PointwiseMixin(KernelModelMixin):
         model = self._expansion
         return isinstance(model, FeatureModel) and model.width_frozen
 
+    def _width_ends(self):
+        model = self._expansion
+        return isinstance(model, FeatureModel) and model.warm
+
     def _end_width(self):
         model = self._expansion
         if isinstance(model, FeatureModel):
             self._expansion = model.end_warmup()
             self.n_support_ = int(self._expansion.n_support)   # 0 on features
 
-    def _learn_rows(self, X, y, weight=None):
+    _width_loops = True
+
+    def _kernel_mean_tracker(self):
+        """eta="scaled"'s kbar while it is measured (`okl.classification`), else None."""
+        return None
+
+    def _learn_rows(self, X, y, weight=None, gamma=None, kbar=None):
+        """The loop over the rows (either engine, an expansion or features); `gamma` the
+        width of each row and after them, `kbar` eta="scaled"'s kernel mean (the warm-ups,
+        docs/defaults.md, sections 2 and 4)."""
         n = X.shape[0]
         eta = None
         if callable(self.eta):          # the callable's step sizes at the steps the rows take
@@ -434,9 +485,9 @@ class PointwiseMixin(KernelModelMixin):
         args = (X, y, self._schedule(), self._loss_spec(), self._step_state(), scores, weight,
                 eta)
         if isinstance(model, FeatureModel):
-            failed, state = model.learn(self.engine, *args)
+            failed, state = model.learn(self.engine, *args, gamma=gamma, kbar=kbar)
         else:
-            failed, state = ENGINES[self.engine].pointwise(model, *args)
+            failed, state = ENGINES[self.engine].pointwise(model, *args, gamma=gamma, kbar=kbar)
         if failed >= 0:
             eta_try = state["eta_try"]
             raise Diverged(failed, eta_try if np.isfinite(eta_try) else None)
@@ -470,7 +521,7 @@ class PointwiseMixin(KernelModelMixin):
             eta = float(step_sizes(self.eta, 0.0, np.array([d["t_"] + 1.0]))[0])
         if type(events) is PointwiseEvents or type(events) is FeatureEvents:
             return events.learn_into(d, row, y, weight, eta)
-        if type(events) is MulticlassEvents:
+        if type(events) is MulticlassEvents or type(events) is MultiFeatureEvents:
             return events.learn_into(d, row, y, weight, eta)
         prior = self._prior()
         b = d["intercept_"]
@@ -510,26 +561,58 @@ class PointwiseMixin(KernelModelMixin):
         events = cache[0]
         if events is not None and events.matches(self):
             return events
-        model = self.__dict__.get("_expansion")
-        if not ("ck2_" in self.__dict__ and self.engine == "cython"
-                and "_width_moments" not in self.__dict__):
+        d = self.__dict__
+        model = d.get("_expansion")
+        if not ("ck2_" in d and self.engine == "cython"):
             return None
+        exact = None            # a feature model's exact phase (its expansion)
         if type(model) is FeatureModel:     # its features once they exist (FeatureEvents)
-            if not (model.engine == "cython" and type(model.linear) is LinearModel):
+            if model.engine != "cython":
+                return None
+            if model.linear is None:
+                if type(model.expansion) is not KernelExpansion or self._learner_next(model):
+                    return None
+                exact = model.expansion
+            elif type(model.linear) is not LinearModel:
                 return None
         elif type(model) is not KernelExpansion:
             return None
         if params_changed(self):
             return None
         names = ("_expansion",) + tuple(name for name in self.get_params(deep=False)
-                                        if name in self.__dict__)
-        if type(model) is FeatureModel:
+                                        if name in d)
+        if exact is not None:
+            events = PointwiseEvents(exact, self._schedule(), self._loss_spec(),
+                                     type(self).__name__, names)
+            events.owner, events.warm_end = model, model.warm
+            events.switch_at = model.n_components if model.approximation == "nystroem" else 0
+        elif type(model) is FeatureModel:
             events = FeatureEvents(model, model.fmap.row_map(), self._schedule(),
                                    self._loss_spec(), type(self).__name__, names)
         else:
             events = PointwiseEvents(model, self._schedule(), self._loss_spec(),
                                      type(self).__name__, names)
+        events.warm = self._events_warmup()
         events.prior = self._prior()
         cache[0] = events
         events.bind(self)
         return events
+
+    def _events_warmup(self):
+        """The warm-ups a one-event step takes (docs/defaults.md, sections 2 and 4), or None
+        when both are over."""
+        d = self.__dict__
+        width = width_of(self, d["n_features_in_"])
+        kbar = self._kernel_mean_tracker()
+        if width is None and kbar is None:
+            return None
+        if kbar is not None and isinstance(d["_expansion"], FeatureModel):
+            kbar.gamma = d["_expansion"].gamma
+        return Warmup(width, kbar)
+
+    def _learner_next(self, model):
+        """The next event of a feature model's exact phase is the learner's (one-row
+        partial_fit): the last of the warm-up, after which random Fourier features take
+        their weights (`_end_width`)."""
+        moments = self.__dict__.get("_width_moments")
+        return model.warm and moments is not None and moments[0] >= WARMUP - 1

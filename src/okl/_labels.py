@@ -30,6 +30,7 @@ The estimator supplies the model hooks:
 ``_learn(X, y, weight)``  y as encoded here (+-1 for k = 2, intp indices for k >= 3)
 ``_decision(X)``          f of shape (n,) for k <= 2, scores (n, k) for k >= 3
 """
+import math
 import numbers
 import weakref
 
@@ -348,13 +349,20 @@ class LabelsMixin:
         return labels[int(f.argmax())] if type(f) is np.ndarray else labels[f > 0]
 
     def _event_proba(self, f):
-        """{label: probability} of one decision value (loss="logistic")."""
-        labels = self.classes_.tolist()
+        """{label: probability} of one decision value (loss="logistic"): scipy's expit and
+        softmax, computed as they compute them (without their call overhead, a few
+        microseconds per event)."""
+        labels = self._labels_list()
         if len(labels) == 1:
             return {labels[0]: 1.0}
-        if np.ndim(f):
-            return dict(zip(labels, softmax(np.asarray(f)).tolist()))
-        p = float(expit(f))
+        if not isinstance(f, float):
+            s = np.asarray(f, dtype=np.float64)
+            e = np.exp(s - s.max())
+            return dict(zip(labels, (e / e.sum()).tolist()))
+        try:
+            p = 1.0 / (1.0 + math.exp(-f))         # expit(f)
+        except OverflowError:
+            p = 0.0
         return {labels[0]: 1.0 - p, labels[1]: p}
 
     # -- progressive scores (okl.evaluation) --------------------------------------------------

@@ -387,6 +387,15 @@ class EventAdapter:
         value = est.decision_function(X)[0]
         return value if np.ndim(value) else float(value)     # k scores for k >= 3 classes
 
+    def proba_of(self, f):
+        """{label: probability} of the score f (or the k scores) of a fitted classifier."""
+        proba = getattr(self.estimator, "_event_proba", None)
+        if proba is not None:
+            return proba(f)
+        p = _sigmoid(f)
+        negative, positive = self._labels()
+        return {negative: 1.0 - p, positive: p}
+
     def predict_proba_one(self, x):
         """{label: probability}, river's form; {} while no label is known."""
         est = self.estimator
@@ -397,13 +406,7 @@ class EventAdapter:
             if not hasattr(est, "predict_proba"):
                 raise AttributeError(f"{type(est).__name__} has no predict_proba "
                                      f"(loss={getattr(est, 'loss', None)!r}).")
-            f = self._decision_fast(events, x)
-            proba = getattr(est, "_event_proba", None)
-            if proba is not None:
-                return proba(f)
-            p = _sigmoid(f)
-            negative, positive = self._labels()
-            return {negative: 1.0 - p, positive: p}
+            return self.proba_of(self._decision_fast(events, x))
         X = self._row(x)
         if not _is_fitted(est):
             known = self._known_classes()
@@ -478,16 +481,32 @@ class OneEventMixin:
     learn_one = _pointwise.learn_one
     predict_one = _pointwise.predict_one
 
-    @available_if(lambda self: hasattr(self, "decision_function"))
-    def decision_function_one(self, x):
-        """f(x) for one event (0 before any learning)."""
+    def _score_one(self, x):
+        """f(x) of one event (the k scores with k classes; 0 before any learning): the
+        compiled step's in one call (`Events.decision_ready`), else the adapter's."""
+        step = getattr(self, "_one_event_step", None)
+        if step is not None:
+            f = step.decision_ready(self, x)
+            if f is not _pointwise.MISS:
+                return f
         events = self._one_event()
         with events.lock:
             return events.decision_function_one(x)
 
+    @available_if(lambda self: hasattr(self, "decision_function"))
+    def decision_function_one(self, x):
+        """f(x) for one event (0 before any learning)."""
+        return self._score_one(x)
+
     @available_if(lambda self: hasattr(self, "predict_proba"))
     def predict_proba_one(self, x):
-        """{label: probability} for one event ({} while no label is known)."""
+        """{label: probability} for one event ({} while no label is known): from the
+        compiled step's score where it serves (`decision_function_one`)."""
+        step = getattr(self, "_one_event_step", None)
+        if step is not None:
+            f = step.decision_ready(self, x)
+            if f is not _pointwise.MISS:
+                return self._one_event().proba_of(f)
         events = self._one_event()
         with events.lock:
             return events.predict_proba_one(x)

@@ -10,6 +10,7 @@ CoefficientRegularizedClassifier
     the coefficients bounded.
 """
 import math
+import weakref
 from numbers import Integral, Real
 
 import numpy as np
@@ -19,14 +20,14 @@ from sklearn.utils import check_array
 from okl._base import Diverged, OnlineLearner, check_X, params_changed
 from okl._core._coefreg import CoefRegEvents
 from okl._core._expansion import KernelExpansion
-from okl._core._kernels import kernel_matrix as gram
 from okl._core._linear import MultiLinearModel
 from okl._core._multiclass import MulticlassEvents, MultiFeatureEvents
 from okl._core._multiexpansion import MultiExpansion
 from okl._feature_model import FeatureModel
 from okl._labels import LabelsMixin
 from okl._docstrings import shared_params
-from okl._gamma import LOCAL_FACTOR, WARMUP, join
+from okl._core._warmup import Warmup
+from okl._gamma import LOCAL_FACTOR, WARMUP, width_of
 from okl._engines import ENGINES
 from okl._feature_maps import kernel_matrix
 from okl._kernel_learners import KernelModelMixin, PointwiseMixin, expansion_class, warn_reset
@@ -49,14 +50,17 @@ from okl.schedules import step_numbers, step_sizes
 
 
 MULTI_EXPANSIONS = (MultiExpansion, NumpyMultiExpansion)
+# eta="scaled"'s kbar of each classifier still measuring it, with the `_warmup_rows` it stored
+_KERNEL_MEANS = weakref.WeakKeyDictionary()
 MULTICLASS_LOSSES = {"hinge": MulticlassLoss.HINGE, "logistic": MulticlassLoss.LOGISTIC}
 
 
-def _pair_sum(params, rows):
-    """The sum of K(x_i, x_j) over the pairs i < j of `rows`."""
-    K = gram(np.ascontiguousarray(rows, dtype=np.float64),
-             np.ascontiguousarray(rows, dtype=np.float64), params)
-    return float(0.5 * (K.sum() - np.trace(K)))
+def _holds(kbar, attrs, stored):
+    """The kbar over rows holds what the learner stored last (a failed call may have moved
+    it past the learner's restored `_warmup_rows`)."""
+    rows = attrs.get("_warmup_rows")
+    return (rows is stored and kbar.n_points == (0 if rows is None else len(rows))
+            and kbar.total == attrs.get("_warmup_sum", 0.0))
 
 
 def _finite_lipschitz(estimator):
@@ -330,9 +334,9 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
             return model
         return super()._engine_expansion()
 
-    def _learn_rows(self, X, y, weight=None):
+    def _learn_rows(self, X, y, weight=None, gamma=None, kbar=None):
         if not self._is_multi():
-            return super()._learn_rows(X, y, weight)
+            return super()._learn_rows(X, y, weight, gamma, kbar)
         model = self._engine_expansion()
         n, k = X.shape[0], len(self.classes_)
         eta = None
@@ -347,9 +351,9 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         args = (X, np.ascontiguousarray(y, dtype=np.intp), self._schedule(),
                 int(MULTICLASS_LOSSES[self.loss]), state, b, scores, weight, eta)
         if isinstance(model, FeatureModel):
-            failed, state = model.learn_multi(self.engine, *args)
+            failed, state = model.learn_multi(self.engine, *args, gamma=gamma, kbar=kbar)
         else:
-            failed, state = ENGINES[self.engine].multiclass(model, *args)
+            failed, state = ENGINES[self.engine].multiclass(model, *args, gamma=gamma, kbar=kbar)
         if failed >= 0:
             eta_try = state["eta_try"]
             raise Diverged(failed, eta_try if np.isfinite(eta_try) else None)
@@ -362,8 +366,6 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
     def _compiled_events(self, cache):
         if len(self.__dict__.get("classes_", ())) < 2:
             return None                 # one class: nothing is learned (okl._labels)
-        if self._margin_scaled() and "kernel_mean_" not in self.__dict__:
-            return None                 # eta="scaled" still measures kbar (`_learn`)
         if not self._is_multi():
             return super()._compiled_events(cache)
         events = cache[0]
@@ -372,8 +374,7 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         model = self._expansion
         features = (type(model) is FeatureModel and model.engine == "cython"
                     and type(model.linear) is MultiLinearModel)
-        if not (self.engine == "cython" and (type(model) is MultiExpansion or features)
-                and "_width_moments" not in self.__dict__):
+        if not (self.engine == "cython" and (type(model) is MultiExpansion or features)):
             return None
         if params_changed(self):
             return None
@@ -386,6 +387,7 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         else:
             events = MulticlassEvents(model, self._schedule(), int(MULTICLASS_LOSSES[self.loss]),
                                       type(self).__name__, names)
+        events.warm = self._events_warmup()
         cache[0] = events
         events.bind(self)
         return events
@@ -472,7 +474,10 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         """M of the auto step; with eta="scaled" times kbar, the kernel's typical value between
         two centres (`_kernel_mean`): the step ``1 / ((lam + M kbar C_K^2) t**eta_decay)``."""
         M = _finite_lipschitz(self)
-        return M * self._kernel_mean() if self._margin_scaled() else M
+        if not self._margin_scaled():
+            return M
+        # before kbar is fixed the loops take each step's from `_kernel_mean_tracker`
+        return M * self.__dict__.get("kernel_mean_", 1.0)
 
     # -- eta="scaled": the hinge step on the scale of the kernel values (docs/defaults.md, 4) --
 
@@ -482,75 +487,66 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         return self.eta == "scaled" and self.loss == "hinge" and kernel_row(self.kernel).width
 
     def _kernel_mean(self):
-        """kbar: the mean kernel value between two distinct centres (on features: rows
-        learned), counting K(x, x) = 1 as one pair more (kbar = 1 before two exist); measured
-        over the first `WARMUP` steps, then it stays (`kernel_mean_`)."""
+        """kbar: `kernel_mean_` once fixed; before, the mean kernel value of the centres (on
+        features: the rows learned) now, at the width as fitted (1 before two exist)."""
         kbar = self.__dict__.get("kernel_mean_")
         if kbar is not None:
             return kbar
-        return self._measure_kernel_mean()
-
-    def _measure_kernel_mean(self):
-        """kbar of the model's centres now, or on features of the rows learned so far
-        (`_warmup_rows`, their pairs' sum `_warmup_sum`), at the width as fitted."""
-        model = self.__dict__.get("_expansion")
-        if isinstance(model, FeatureModel):
-            m = len(self.__dict__.get("_warmup_rows", ()))
-            total = self.__dict__.get("_warmup_sum", 0.0)
-        else:
-            centres = model.centers_ if model is not None and hasattr(model, "centers_") else ()
-            m = len(centres)
-            total = _pair_sum(self._kernel_params(), centres) if m >= 2 else 0.0
-        if m < 2:
+        tracker = self._kernel_mean_tracker()
+        if tracker is None:
             return 1.0
-        return float((total + 1.0) / (m * (m - 1) / 2.0 + 1.0))
+        model = self.__dict__["_expansion"]
+        if not tracker.rows:
+            tracker.sync(model.centers_, int(getattr(model, "budget", 0) or 0))
+        return tracker.mean(model.gamma if tracker.rows else self._kernel_gamma())
 
-    def _take_row(self, row, moved):
-        """On features: `row` (None: no row learned) joins `_warmup_rows`, and `_warmup_sum`, the
-        sum of K over their pairs, stays that of the width now: the new row's kernel values,
-        O(m d), or all pairs again when the width moved (gamma="scale").  New objects: the
-        template's undo keeps the old."""
+    def _kernel_mean_tracker(self):
+        """eta="scaled"'s kbar while it is measured (the first `WARMUP` steps), else None: the
+        mean kernel value between two distinct centres (on features: rows learned), counting
+        K(x, x) = 1 as one pair more (kbar = 1 before two exist), at the model's width before
+        each step (`okl._core._warmup.KernelMean` and its twin).  The one of the last call
+        serves while it can: over centres it checks them itself; over rows while the
+        learner holds the rows it stored (`_warmup_rows`)."""
         d = self.__dict__
-        rows, total = d.get("_warmup_rows"), d.get("_warmup_sum", 0.0)
-        params = self._kernel_params()
-        if row is not None:
-            row = np.array(row, dtype=np.float64, order="C").reshape(1, -1)
-            if rows is not None and not moved:
-                total += float(gram(row, rows, params).sum())
-            rows = row if rows is None else np.vstack([rows, row])
-        if rows is None:
-            return
-        if moved:
-            total = _pair_sum(params, rows)
-        self._warmup_rows, self._warmup_sum = rows, total
+        if not self._margin_scaled() or "kernel_mean_" in d or "_expansion" not in d:
+            return None
+        model = d["_expansion"]
+        rows = isinstance(model, FeatureModel)
+        kind = ENGINES[self.engine].kernel_mean
+        kept = _KERNEL_MEANS.get(self)
+        if kept is not None:
+            kbar, stored = kept
+            if (type(kbar) is kind and kbar.rows == rows and kbar.active
+                    and (not rows or _holds(kbar, d, stored))):
+                return kbar
+        kbar = kind(_finite_lipschitz(self), self._kernel_params(), d["n_features_in_"], rows,
+                    d.get("_warmup_rows"), d.get("_warmup_sum", 0.0), self._kernel_gamma())
+        _KERNEL_MEANS[self] = (kbar, d.get("_warmup_rows"))
+        return kbar
 
     def _learn(self, X, y, weight=None):
-        """The rows in order; with eta="scaled" the first `WARMUP` steps one row at a time, each
-        with kbar of the centres (on features: the rows learned, `_take_row`) before it, then
-        kbar stays (`kernel_mean_`)."""
-        if not self._margin_scaled() or "kernel_mean_" in self.__dict__:
+        """The rows in order; with eta="scaled" the first `WARMUP` steps each take kbar of the
+        centres (on features: the rows learned) before them, then kbar stays
+        (`kernel_mean_`)."""
+        kbar = self._kernel_mean_tracker()
+        if kbar is None:
             return super()._learn(X, y, weight)
-        parts, i, n = [], 0, X.shape[0]
-        features = isinstance(self.__dict__.get("_expansion"), FeatureModel)
-        while i < n and "kernel_mean_" not in self.__dict__:
-            t, gamma = self.t_, self._kernel_gamma()
-            parts.append(super()._learn(X[i:i + 1], y[i:i + 1],
-                                        None if weight is None else weight[i:i + 1]))
-            if features:
-                self._take_row(X[i] if self.t_ > t else None, self._kernel_gamma() != gamma)
-            i += 1
-            if self.t_ >= WARMUP:
-                self.kernel_mean_ = self._measure_kernel_mean()
-                self.__dict__.pop("_warmup_rows", None)
-                self.__dict__.pop("_warmup_sum", None)
-        if i < n:
-            parts.append(super()._learn(X[i:], y[i:], None if weight is None else weight[i:]))
-        return join(parts)
+        scores = super()._learn(X, y, weight, kbar=kbar)
+        if not kbar.active:
+            self.kernel_mean_ = float(kbar.final)
+            self.__dict__.pop("_warmup_rows", None)
+            self.__dict__.pop("_warmup_sum", None)
+            _KERNEL_MEANS.pop(self, None)
+        elif kbar.rows:
+            self._warmup_rows, self._warmup_sum = kbar.state()
+            _KERNEL_MEANS[self] = (kbar, self._warmup_rows)
+        return scores
 
     def _start(self, X, y):
         super()._start(X, y)
         for name in ("kernel_mean_", "_warmup_rows", "_warmup_sum"):
             self.__dict__.pop(name, None)
+        _KERNEL_MEANS.pop(self, None)
 
 
 @loadable
@@ -727,13 +723,11 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
     _divergence_cure = ("the explicit step size is too large for this data; use eta='auto' "
                         "(whose steps keep ||a_t|| bounded), a smaller eta or a larger eta_decay")
 
-    def _set_width(self, gamma):
-        """The fixed centres' kernel re-read at the width gamma (coefficients unchanged)."""
-        state = self._engine_expansion().get_state()
-        state["gamma"] = float(gamma)
-        self._expansion = type(self._expansion).from_state(state)
+    _width_loops = True
 
-    def _learn_rows(self, X, y, weight=None):
+    def _learn_rows(self, X, y, weight=None, gamma=None):
+        """The loop over the rows; `gamma` the width of each row and after them (gamma="scale"'s
+        warm-up: the fixed centres' kernel re-read, coefficients unchanged)."""
         n = X.shape[0]
         auto = isinstance(self.eta, str)
         M = _finite_lipschitz(self) if auto else lipschitz_at_origin(self.loss)
@@ -747,14 +741,14 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
             scores = np.empty(n)
             failed = ENGINES[self.engine].coefreg(
                 self._engine_expansion(), X, y, eta_t, float(self.lam), M if auto else 0.0,
-                self.n_centers_, loss_spec(self.loss), scores, eta_used, kk)
+                self.n_centers_, loss_spec(self.loss), scores, eta_used, kk, gamma)
         else:       # k classes: A (m, k), docs/multiclass-pa.md, section 5
             A = A.copy()
             scores = np.empty((n, A.shape[1]))
             failed, scale = ENGINES[self.engine].coefreg_multi(
                 self._engine_expansion(), A, 1.0, X, np.ascontiguousarray(y, dtype=np.intp),
                 eta_t, float(self.lam), M if auto else 0.0, self.n_centers_,
-                loss_spec(self.loss), scores, eta_used, kk)
+                loss_spec(self.loss), scores, eta_used, kk, gamma)
             if failed < 0:
                 A *= scale
                 self._coef_matrix = A
@@ -785,8 +779,7 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
             return events
         d = self.__dict__
         if not ("kappa_max_" in d and len(d.get("classes_", ())) >= 2
-                and self.engine == "cython" and type(d.get("_expansion")) is KernelExpansion
-                and "_width_moments" not in d):     # the warm-up: one-row partial_fit
+                and self.engine == "cython" and type(d.get("_expansion")) is KernelExpansion):
             return None
         if params_changed(self):
             return None
@@ -801,6 +794,8 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
             float(self.eta_decay), M, self.n_centers_, loss_spec(self.loss),
             type(self).__name__, names)
         events.auto, events.gradient_at_zero = auto, self._gradient_at_zero()
+        width = width_of(self, d["n_features_in_"])
+        events.warm = None if width is None else Warmup(width)
         events.bind(self)
         return events
 
@@ -814,12 +809,12 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
         d = self.__dict__
         eta = self.eta
         if type(eta) is str:
-            out, eta_t, kk = events.learn(row, y, d["t_"])
+            out, eta_t, kk = events.learn(row, y, d["t_"], math.nan, d)
         else:
             given = math.nan
             if callable(eta):
                 given = float(step_sizes(eta, self.eta_decay, step_numbers(d["t_"], 1))[0])
-            out, eta_t, kk = events.learn(row, y, d["t_"], given)
+            out, eta_t, kk = events.learn(row, y, d["t_"], given, d)
             if eta_t * self.lam >= 1.0:
                 warn_reset(self, np.array([eta_t]), float(self.lam), np.array([d["t_"] + 1]))
         d["t_"] += 1

@@ -41,6 +41,10 @@ EMPTY_SET = {
     "l1": "beta * ||x||_inf < 1: raise beta or scale X up",
 }
 _INFEASIBLE = int(Event.INFEASIBLE)     # one event's code
+# C="auto" of PA-I: on standardised features (linear, polynomial), and for K(x, x) = 1
+# (docs/defaults.md, section 5)
+AUTO_C_LINEAR = 0.01
+AUTO_C = 1.0
 
 
 class InfeasibleUpdateWarning(UserWarning):
@@ -85,8 +89,10 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
     (docs/multiclass-pa.md).
 
     The model has no intercept, as in the paper: f(x) = w.x (or f(x) =
-    sum_i a_i K(x_i, x)); append a constant column to X to learn one.  These
-    are exactly the paper's iterates.  One event at a time: `learn_one`,
+    sum_i a_i K(x_i, x)); append a constant column to X to learn one.  The
+    regularized rules, and ``variant="PA"``, give exactly the paper's iterates;
+    the default is PA-I with a capped step, robust to noisy labels
+    (docs/defaults.md, section 5).  One event at a time: `learn_one`,
     `predict_one`, `decision_function_one` (a compiled step on the cython
     engine, the iterates of `partial_fit`; docs/multiclass-pa.md, section 7).
 
@@ -101,13 +107,19 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
     ----------
     regularization : {"none", "objective", "l2", "l1"}, default="none"
         The update rule, above.  "l1" needs the linear kernel.
-    variant : {"PA", "PA-I", "PA-II"}, default="PA"
+    variant : {"auto", "PA", "PA-I", "PA-II"}, default="auto"
         With ``regularization="none"``: ``tau = l / ||x||^2`` (PA),
         ``min(C, l / ||x||^2)`` (PA-I) or ``l / (||x||^2 + 1 / (2C))`` (PA-II),
         l the hinge loss (Crammer et al. 2006).  The regularized rules keep the
-        margin constraint hard, so they take "PA" only.
-    C : float > 0, default=1.0
-        Aggressiveness of PA-I and PA-II.
+        margin constraint hard, so they take "PA" only.  "auto" is PA-I with
+        ``regularization="none"`` (robust to label noise: docs/defaults.md,
+        section 5) and PA with the regularized rules; "PA" gives the papers'
+        hard margin.
+    C : float > 0 or "auto", default="auto"
+        Aggressiveness of PA-I and PA-II: the largest step tau.  "auto" is 0.01 for
+        the linear and polynomial kernels (features of unit variance: standardise
+        them) and 1 for the kernels with ``K(x, x) = 1`` (Gaussian, Laplacian,
+        Matern), chosen on noisy and clean streams (docs/defaults.md, section 5).
     alpha : float >= 0, default=0.1
         Shrink rate of "objective": each update divides the weights by
         ``1 + alpha``.
@@ -207,8 +219,8 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
 
     _parameter_constraints = {
         "regularization": [Options(*REGULARIZATIONS)],
-        "variant": [Options(*VARIANTS)],
-        "C": [Interval(Real, 0, None, closed="neither")],
+        "variant": [Options("auto", *VARIANTS)],
+        "C": [Interval(Real, 0, None, closed="neither"), Options("auto")],
         "alpha": [Interval(Real, 0, None, closed="left")],
         "beta": [Interval(Real, 0, None, closed="neither")],
         "update": [Options("margin", "mistake")],
@@ -220,7 +232,7 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
         **CLASSES_CONSTRAINTS,
     }
 
-    def __init__(self, regularization="none", variant="PA", C=1.0, alpha=0.1, beta=1.0,
+    def __init__(self, regularization="none", variant="auto", C="auto", alpha=0.1, beta=1.0,
                  update="margin", truncate_sigma=0.0, kernel="linear", gamma="scale", degree=3,
                  coef0=0.0, nu=1.5, kernel_params=None, budget=None, budget_policy="auto",
                  approximation=None, n_components=100, random_state=None, classes=None,
@@ -251,7 +263,7 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
         super()._validate_params()
         linear = self.kernel == "linear"
         problems = [
-            (self.variant != "PA" and self.regularization != "none",
+            (self.variant not in ("PA", "auto") and self.regularization != "none",
              f"variant={self.variant!r} applies to regularization='none' only: the regularized "
              "updates keep the margin constraint hard (Shen-Dietterich eqs. 3.1, 3.9, 3.10)."),
             (self.regularization == "l1" and not linear,
@@ -481,9 +493,16 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
         return scores
 
     def _rule(self):
-        """(reg, variant, C, alpha, beta, mistake), as the loops of okl._core._pa take it."""
-        return (int(REGULARIZATIONS[self.regularization]), int(VARIANTS[self.variant]),
-                float(self.C), float(self.alpha), float(self.beta), self.update == "mistake")
+        """(reg, variant, C, alpha, beta, mistake), as the loops of okl._core._pa take it;
+        variant="auto" and C="auto" resolved (docs/defaults.md, section 5)."""
+        variant = self.variant
+        if variant == "auto":
+            variant = "PA-I" if self.regularization == "none" else "PA"
+        C = self.C
+        if isinstance(C, str):          # "auto": the largest step on the kernel's scale
+            C = AUTO_C if kernel_row(self.kernel).width else AUTO_C_LINEAR
+        return (int(REGULARIZATIONS[self.regularization]), int(VARIANTS[variant]),
+                float(C), float(self.alpha), float(self.beta), self.update == "mistake")
 
     # -- one event (okl._one_event) ---------------------------------------------------------
 

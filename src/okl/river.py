@@ -9,14 +9,13 @@ river metrics work with it.  Events are dicts of feature name -> value; the
 first event fixes the feature order (a missing key is 0, an unknown key
 raises unless the learner drops it, see `okl.pipeline.EventAdapter`).
 """
-import copy
 import functools
-import math
 
 import numpy as np
 
 from sklearn.base import clone, is_classifier
 
+from okl._core._platt import OnlinePlatt
 from okl._one_event import EventAdapter, _Schema
 
 INSTALL_HINT = 'pip install "okl[river]"'
@@ -32,90 +31,48 @@ def _river():
     return river
 
 
-class OnlinePlatt:
-    """P(y = positive | f) = sigmoid(A f + B), fitted online to a stream of margins.
-
-    Platt's scaling (1999) learned one event at a time: each event's margin
-    f, taken before the model learns the event (an out-of-sample score, as
-    Platt's held-out set), gives one Newton step on the logistic loss of
-    (A, B) against Platt's regularised target (N+ + 1) / (N+ + 2) for a
-    positive label, 1 / (N- + 2) for a negative one.  The curvature is
-    accumulated with a forgetting factor, so that (A, B) follow the margins of
-    a model that is still learning.  Starts at (A, B) = (1, 0): sigmoid(f).
-
-    Parameters
-    ----------
-    lam : float, default=1.0
-        Ridge weight pulling (A, B) towards (1, 0): it damps the first steps.
-    memory : float, default=1000.0
-        Events the curvature remembers (forgetting factor 1 - 1 / memory).
-
-    References
-    ----------
-    J. C. Platt, "Probabilistic outputs for support vector machines and
-    comparisons to regularized likelihood methods", in Advances in Large
-    Margin Classifiers, MIT Press, 1999.  See docs/streaming.md, "Probabilities
-    of hinge models".
-    """
-
-    def __init__(self, lam=1.0, memory=1000.0):
-        self.lam, self.memory = float(lam), float(memory)
-        self.A, self.B = 1.0, 0.0
-        self.h = [0.0, 0.0, 0.0]          # curvature: sum of p (1 - p) (f^2, f, 1)
-        self.n_positive = self.n_negative = 0
-
-    def proba(self, f):
-        """P(positive | margin f)."""
-        return _sigmoid(self.A * f + self.B)
-
-    def learn(self, f, positive, w=1.0):
-        """One weighted Newton step on the event (f, positive)."""
-        f, w = float(f), float(w)
-        if not (math.isfinite(f) and w > 0):
-            return
-        if positive:
-            target = (self.n_positive + 1.0) / (self.n_positive + 2.0)
-            self.n_positive += 1
-        else:
-            target = 1.0 / (self.n_negative + 2.0)
-            self.n_negative += 1
-        p = self.proba(f)
-        keep, c = 1.0 - 1.0 / self.memory, w * p * (1.0 - p)
-        self.h = [keep * self.h[0] + c * f * f, keep * self.h[1] + c * f, keep * self.h[2] + c]
-        # a recursive Newton step: (A, B) minimised the past losses plus
-        # lam / 2 ||(A, B) - (1, 0)||^2; the new loss adds its gradient, and its
-        # curvature joins the Hessian of the past
-        ga, gb = w * (p - target) * f, w * (p - target)
-        haa, hab, hbb = self.h[0] + self.lam, self.h[1], self.h[2] + self.lam
-        det = haa * hbb - hab * hab
-        self.A -= (hbb * ga - hab * gb) / det
-        self.B -= (haa * gb - hab * ga) / det
-
-
 def _label(value):
     """A label as a plain Python value (river's dict keys)."""
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _sigmoid(z):
-    """1 / (1 + e^-z) without overflow."""
-    if z >= 0:
-        return 1.0 / (1.0 + math.exp(-z))
-    e = math.exp(z)
-    return e / (1.0 + e)
-
-
 class _Wrapper:
-    """What the river regressor and classifier share (mixed into river's bases)."""
+    """What the river regressor and classifier share (mixed into river's bases).
+
+    An okl learner takes dict events itself, in one compiled call where it can
+    (`learn_one`, `predict_one`, `decision_function_one`): the wrapper calls them
+    directly, so an event costs what it costs okl (docs/streaming.md).  With
+    unknown_features="ignore" the adapter drops the unknown keys first."""
 
     def __init__(self, estimator, unknown_features="error"):
         self.estimator = estimator
         self.unknown_features = unknown_features
         self._events = EventAdapter(estimator, _Schema(unknown_features))
+        self._labels = (None, [])       # classes_ and classes_.tolist() (river's dict keys)
+        self._direct = self._serves()
+
+    def _serves(self):
+        """The learner's own one-event methods serve every event."""
+        return self.unknown_features == "error" and hasattr(self.estimator, "learn_one")
+
+    def _labels_of(self, classes):
+        """classes_ as plain Python values (computed once per classes_)."""
+        if self._labels[0] is not classes:
+            self._labels = (classes, [_label(c) for c in classes])
+        return self._labels[1]
 
     def learn_one(self, x, y, w=1.0):
         """Learn one event; `w` is river's sample weight (a weight scales the step)."""
-        self._events.learn_one(x, y, w)
+        if w == 1.0 and self._direct:
+            self.estimator.learn_one(x, y)
+        else:
+            self._events.learn_one(x, y, w)
+
+    def _decision(self, x):
+        """The learner's score of x (f, or the k scores)."""
+        if self._direct:
+            return self.estimator._score_one(x)
+        return self._events.decision_function_one(x)
 
     def clone(self, new_params=None, include_attributes=False):
         """A fresh wrapper around an unfitted clone of the okl learner (river's clone)."""
@@ -132,6 +89,8 @@ class _Wrapper:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        self._labels = (None, [])
+        self._direct = self._serves()
 
     @classmethod
     def _unit_test_params(cls):
@@ -147,6 +106,8 @@ def _classes():
         """An okl learner as a river regressor: predict_one is f(x) (0 before learning)."""
 
         def predict_one(self, x):
+            if self._direct:
+                return float(self.estimator.predict_one(x))
             return float(self._events.predict_one(x))
 
     class RiverClassifier(_Wrapper, river.base.Classifier):
@@ -172,35 +133,50 @@ def _classes():
 
         def _binary(self):
             """classes_ once the model has two labels, else None."""
-            classes = getattr(self.estimator, "classes_", None)
+            classes = self.estimator.__dict__.get("classes_")
             return classes if classes is not None and len(classes) == 2 else None
 
         def learn_one(self, x, y, w=1.0):
-            """Learn one event; its margin, taken first, teaches the Platt scaling."""
-            classes = self._binary()
-            if self.platt is None or classes is None:
-                self._events.learn_one(x, y, w)
+            """Learn one event; its margin, taken first, teaches the Platt scaling (after
+            the learner took the event: a bad event raises and changes nothing).  The
+            learner's step reuses the margin's kernel row."""
+            platt = self.platt
+            classes = None if platt is None else self._binary()
+            if classes is None:
+                _Wrapper.learn_one(self, x, y, w)
+            elif w == 1.0 and self._direct:
+                est = self.estimator
+                f = est._score_one(x)
+                est.learn_one(x, y)
+                platt.learn(f, y == self._labels_of(classes)[1])
             else:
-                platt = copy.deepcopy(self.platt)
-                platt.learn(self._events.decision_function_one(x), y == classes[1], w)
-                self._events.learn_one(x, y, w)     # raises (all unchanged) on a bad event
-                self.platt = platt
+                f = self._decision(x)
+                _Wrapper.learn_one(self, x, y, w)
+                platt.learn(f, y == classes[1], w)
             if self._first_label is None:
                 self._first_label = y
 
         def predict_one(self, x, **kwargs):
+            if self._direct:
+                return self.estimator.predict_one(x)
             return self._events.predict_one(x)
 
         def predict_proba_one(self, x, **kwargs):
-            classes = self._binary()
-            many = getattr(self.estimator, "classes_", ())
-            if self.platt is not None and classes is not None:
-                p = self.platt.proba(self._events.decision_function_one(x))
-                proba = {_label(classes[0]): 1.0 - p, _label(classes[1]): p}
-            elif self.platt is not None and len(many) > 2:       # the k scores' softmax
-                s = np.asarray(self._events.decision_function_one(x), dtype=np.float64)
+            many = self.estimator.__dict__.get("classes_", ())
+            if self.platt is not None and len(many) == 2:
+                p = self.platt.proba(self._decision(x))
+                negative, positive = self._labels_of(many)
+                return {negative: 1.0 - p, positive: p}
+            if self.platt is not None and len(many) > 2:       # the k scores' softmax
+                s = np.asarray(self._decision(x), dtype=np.float64)
                 e = np.exp(s - s.max())
-                proba = dict(zip(map(_label, many), (e / e.sum()).tolist()))
+                e /= e.sum()
+                return dict(zip(self._labels_of(many), e.tolist()))
+            if self._direct and len(many) >= 2 and hasattr(self.estimator, "_event_proba"):
+                # the model's own (loss="logistic"), from the compiled step's score
+                return self.estimator._event_proba(self.estimator._score_one(x))
+            if self._direct and hasattr(self.estimator, "predict_proba_one"):
+                proba = self.estimator.predict_proba_one(x)
             else:
                 proba = self._events.predict_proba_one(x)
             if not proba and self._first_label is not None:

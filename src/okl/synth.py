@@ -1,7 +1,5 @@
 """Synthetic streams: a drifting labelled data set, non-identical sampling.
 
-(`okl.streams` is the former name of this module, kept as an alias.)
-
 References
 ----------
 See docs/algorithms.md, section 5.5.

@@ -23,6 +23,7 @@ from okl._core._losses cimport LOGISTIC, Loss, LossSpec, cdloss
 from okl._core._expansion cimport KernelExpansion
 from okl._core._pointwise cimport Events, cready
 from okl._core._signals cimport cinterrupted, craise_pending, craise_signals
+from okl._core._warmup cimport Warmup
 
 
 cdef enum:
@@ -98,18 +99,27 @@ def fit_chunk(KernelExpansion expansion,
               LossSpec loss,               # IN a margin loss (okl.losses.loss_spec)
               double[::1] pred_out,        # OUT (n,) f_t(x_t), before the update
               double[::1] eta_out,         # OUT (n,) the eta_t used
-              double[::1] kk_out):         # OUT (n,) ||k_t||^2
-    """Run the chunk; return -1, or the index of the first step that diverged."""
+              double[::1] kk_out,          # OUT (n,) ||k_t||^2
+              const double[::1] gamma=None):    # IN (n + 1,) the width of each row, and after
+    """Run the chunk; return -1, or the index of the first step that diverged.  `gamma`:
+    gamma="scale"'s warm-up (docs/defaults.md, section 2), set on the centres' kernel
+    before each row."""
     cdef LossSpec spec = loss
     cdef Py_ssize_t i, n = X.shape[0], d = X.shape[1]
     cdef Py_ssize_t failed = -1, work = 0
-    cdef bint interrupted = False
+    cdef bint interrupted = False, widths = gamma is not None
     cdef const double* x
     if d != expansion.n_features:
         raise ValueError(f"X has {d} columns, the expansion {expansion.n_features}.")
+    if widths and gamma.shape[0] != n + 1:
+        raise ValueError("gamma gives the width of the n rows and after them.")
     expansion.reserve(max(0, min(n, n_centers - expansion.n_support)))
     with nogil:
-        for i in range(n):
+        for i in range(n + 1 if widths else n):
+            if widths and gamma[i] != expansion.kernel.gamma:
+                expansion.cset_gamma(gamma[i])
+            if i == n:
+                break
             if cinterrupted(&work, expansion.n_support * d):
                 interrupted = True
                 break
@@ -214,12 +224,13 @@ def fit_multi_chunk(KernelExpansion expansion,  # IN/OUT the centres (its coef s
                     const double[::1] eta, double lam, double lipschitz,
                     Py_ssize_t n_centers, LossSpec loss,
                     double[:, ::1] score_out,   # OUT (n, k) scores before the update
-                    double[::1] eta_out, double[::1] kk_out):
+                    double[::1] eta_out, double[::1] kk_out,
+                    const double[::1] gamma=None):  # IN (n + 1,) the width of each row, and after
     """The multiclass chunk; return (failed, scale), failed = -1 or the first divergent step."""
     cdef LossSpec spec = loss
     cdef Py_ssize_t i, n = X.shape[0], d = X.shape[1], k = A.shape[1]
     cdef Py_ssize_t failed = -1, work = 0
-    cdef bint interrupted = False
+    cdef bint interrupted = False, widths = gamma is not None
     cdef double[::1] g
     cdef const double* x
     if d != expansion.n_features:
@@ -229,12 +240,18 @@ def fit_multi_chunk(KernelExpansion expansion,  # IN/OUT the centres (its coef s
     for i in range(n):
         if not 0 <= y[i] < k:
             raise ValueError(f"class index {y[i]} outside [0, {k}).")
+    if widths and gamma.shape[0] != n + 1:
+        raise ValueError("gamma gives the width of the n rows and after them.")
     if n == 0 or k == 0:
         return -1, scale
     g = np.zeros(k)
     expansion.reserve(max(0, min(n, n_centers - expansion.n_support)))
     with nogil:
-        for i in range(n):
+        for i in range(n + 1 if widths else n):
+            if widths and gamma[i] != expansion.kernel.gamma:
+                expansion.cset_gamma(gamma[i])
+            if i == n:
+                break
             if cinterrupted(&work, expansion.n_support * (d + k)):
                 interrupted = True
                 break
@@ -281,7 +298,8 @@ cdef class CoefRegEvents(Events):
     cdef LossSpec loss
     cdef double[::1] kb, last_row, s, g
     cdef bint has_last
-    cdef double last_t, last_scale, last_f
+    cdef double last_t, last_scale, last_f, last_gamma
+    cdef public Warmup warm             # gamma="scale"'s warm-up, while on (docs/defaults.md, 2)
     # the ready-row entry (`cevent`): eta="auto" (no warning to give), G / ||k_t|| of norm_bound_
     cdef public bint auto
     cdef public double gradient_at_zero
@@ -314,7 +332,7 @@ cdef class CoefRegEvents(Events):
         cdef KernelExpansion e = self.expansion
         return (self.has_last and t == self.last_t and e.n_support == self.last_n
                 and e.scale == self.last_scale and e.n_rescale == self.last_rescale
-                and memcmp(x, &self.last_row[0], e.n_features * sizeof(double)) == 0)
+                and e.kernel.gamma == self.last_gamma and memcmp(x, &self.last_row[0], e.n_features * sizeof(double)) == 0)
 
     cdef const double* _row(self, object x, str action) except NULL:
         """The data of row x (read in place when ready), checked: d values, all finite."""
@@ -338,7 +356,7 @@ cdef class CoefRegEvents(Events):
         cdef KernelExpansion e = self.expansion
         memcpy(&self.last_row[0], x, e.n_features * sizeof(double))
         self.last_t, self.last_n, self.last_scale = t, e.n_support, e.scale
-        self.last_rescale, self.has_last = e.n_rescale, True
+        self.last_rescale, self.has_last, self.last_gamma = e.n_rescale, True, e.kernel.gamma
 
     def predict(self, x, double t, b=None):
         """f(x) (binary) or the k scores A^T k(x) of one row (b: unused, no offset)."""
@@ -361,12 +379,19 @@ cdef class CoefRegEvents(Events):
                 o[c] += self.kb[j] * self.A[j, c]
         return out
 
-    def learn(self, x, double y, double t, double eta_given=NAN):
+    def learn(self, x, double y, double t, double eta_given=NAN, dict attrs=None):
         """Predict, then take step t + 1 (y: +-1.0, or the class index as a float; eta_given:
         eta_t of a callable eta).  Returns (f or the scores, eta_t, ||k_t||^2); raises,
-        leaving the model as it was, on NaN/inf in x or divergence."""
+        leaving the model as it was, on NaN/inf in x or divergence.  During gamma="scale"'s
+        warm-up `attrs` (the learner's ``__dict__``) holds its state (`Warmup`)."""
         cdef double eta_used = NAN, kk = NAN, f = NAN
+        if self.warm is not None and attrs is not None:
+            self.warm.cload(attrs, self.expansion.kernel.gamma)
         self._learn(x, y, t, eta_given, &f, &eta_used, &kk)
+        if self.warm is not None and attrs is not None:
+            self.warm.cstore(attrs)
+            if self.warm.over:
+                self.warm = None
         out = f if self.k == 0 else np.asarray(self.s[:self.k]).copy()
         return out, eta_used, kk
 
@@ -398,6 +423,8 @@ cdef class CoefRegEvents(Events):
                 for i in range(self.A.shape[0] * self.k):
                     (&self.A[0, 0])[i] *= scale
         self.has_last = False
+        if status == TAKEN and self.warm is not None and self.warm.cadd(p):
+            e.cset_gamma(self.warm.width.gamma)
         if status == DIVERGED:
             raise FloatingPointError(
                 f"{self.name} diverged at step t={<Py_ssize_t>t + 1} (eta_t={eta_used[0]:.3g}): "
@@ -415,7 +442,13 @@ cdef class CoefRegEvents(Events):
         if self.eta <= 0.0 or (not self.auto and self.eta * pow(
                 t + 1.0, -self.eta_decay) * self.lam >= 1.0):
             return 0
+        if self.warm is not None:
+            self.warm.cload(attrs, self.expansion.kernel.gamma)
         self._learn(x, y, t, NAN, &f, &eta_used, &kk)
+        if self.warm is not None:
+            self.warm.cstore(attrs)
+            if self.warm.over:
+                self.warm = None
         attrs["t_"] = t + 1
         kappa = sqrt(kk)
         if kappa > attrs["kappa_max_"]:

@@ -54,3 +54,4 @@ cdef class KernelExpansion:
     cdef bint cadd(self, const double* x, double xx, double a) noexcept nogil
     cdef void cmerge(self) noexcept nogil
     cdef void cwrite(self, Py_ssize_t slot, const double* x, double xx, double c) noexcept nogil
+    cdef void cset_gamma(self, double gamma) noexcept nogil

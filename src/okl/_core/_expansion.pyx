@@ -260,6 +260,17 @@ cdef class KernelExpansion:
             self.cwrite(m, self.centers + last * d, self.sqnorms[last], self.coef[last])
         self.n_support = last
 
+    cdef void cset_gamma(self, double gamma) noexcept nogil:
+        """The kernel's width is gamma (gamma="scale"'s warm-up): centres and coefficients
+        stay, the kernel values are re-read."""
+        self.kernel.gamma = gamma
+        self.kbuf_x = NULL
+        self.kbuf_ready = False
+
+    def set_gamma(self, double gamma):
+        """The kernel's width is gamma (`cset_gamma`)."""
+        self.cset_gamma(gamma)
+
     cdef void cwrite(self, Py_ssize_t slot, const double* x, double xx, double c) noexcept nogil:
         """Put the centre x with raw coefficient c in `slot`, logging what it overwrites."""
         cdef Py_ssize_t d = self.n_features
@@ -364,11 +375,11 @@ cdef class KernelExpansion:
         self.log_base = self.n_support
         self.log_lost = False
         return (self.n_support, self.scale, self.n_rescale, self.next_slot,
-                self._coef[:self.n_support].copy())
+                self._coef[:self.n_support].copy(), self.kernel.gamma)
 
     def restore(self, state):
         """Return to a `checkpoint`: replay the log backwards, then the coefficients."""
-        n, scale, n_rescale, next_slot, coef = state
+        n, scale, n_rescale, next_slot, coef, gamma = state
         cdef Py_ssize_t k, d = self.n_features, slot
         if self.log_lost or n > self.capacity:
             raise RuntimeError("The undo log of this chunk is incomplete; the expansion cannot "
@@ -381,6 +392,7 @@ cdef class KernelExpansion:
         self.kbuf_x = NULL
         self.n_support, self.scale = n, scale
         self.n_rescale, self.next_slot = n_rescale, next_slot
+        self.kernel.gamma = gamma
         self.log_len = 0
 
     # -- state (pickle, okl.save, engine switch) -----------------------------------

@@ -24,6 +24,7 @@ from okl._core._linear cimport FeatureRow, MultiLinearModel
 from okl._core._multiexpansion cimport MultiExpansion
 from okl._core._pointwise cimport GIVEN, Events, Schedule, cready, cschedule, row_is_finite
 from okl._core._signals cimport cinterrupted, craise_pending, craise_signals
+from okl._core._warmup cimport KernelMean, Warmup
 
 
 cdef enum:
@@ -106,13 +107,23 @@ def fit_chunk(MModel model,
               double[:, ::1] pred_out,      # OUT (n, k) f_t(x_t) + b_t, before each update
               const double[::1] weight=None,
               const double[::1] eta=None,
-              const double[::1] kdiag=None):    # IN (n,) K(x_t, x_t) (needed on features)
-    """Run the chunk: (index of the first step that diverged or -1, the state after)."""
+              const double[::1] kdiag=None,     # IN (n,) K(x_t, x_t) (needed on features)
+              const double[::1] gamma=None,     # IN (n + 1,) the width of each row, and after
+              KernelMean kbar=None,             # eta="scaled"'s kbar while it is measured
+              const double[:, ::1] raw=None,    # IN (n, d0) the rows themselves (kbar on features)
+              Py_ssize_t frozen_at=0):          # IN the width stays once this many centres exist
+    """Run the chunk: (index of the first step that diverged or -1, the state after).
+
+    `gamma` and `kbar`: the warm-ups, as in `_pointwise.fit_chunk`."""
     cdef Py_ssize_t i, j, n = X.shape[0], d = X.shape[1], k = model.n_classes
     cdef Py_ssize_t failed = -1, work = 0
     cdef bint interrupted = False
     cdef const double* x
     cdef double xx, kxx, w = 1.0, eta_i = NAN
+    cdef bint widths = gamma is not None
+    cdef bint kbar_on = kbar is not None and kbar.active
+    cdef bint rows = kbar_on and kbar.rows
+    cdef int status
     if MModel is MultiExpansion:
         if d != model.n_features:
             raise ValueError(f"X has {d} columns, the expansion {model.n_features}.")
@@ -130,16 +141,32 @@ def fit_chunk(MModel model,
         raise ValueError(f"weight has {weight.shape[0]} values for {n} rows.")
     if schedule.kind == GIVEN and (eta is None or eta.shape[0] != n):
         raise ValueError("A GIVEN schedule needs eta, one value per row.")
+    if widths and (MModel is not MultiExpansion or gamma.shape[0] != n + 1):
+        raise ValueError("gamma gives the width of an expansion's n rows and after them.")
+    if rows and MModel is MultiExpansion:
+        raw = X
+    if rows and (raw is None or raw.shape[0] != n or raw.shape[1] != kbar.n_features):
+        raise ValueError("kbar over the rows learned needs them (raw).")
     g_arr, a_arr = np.empty(k), np.empty(k)
     cdef double[::1] g = g_arr, a = a_arr
     if MModel is MultiExpansion:
         model.reserve(n)
+    if kbar is not None and not kbar.active:    # fixed earlier in the call
+        schedule.lipschitz = kbar.lipschitz * kbar.final
+    if kbar_on:
+        kbar.ensure(max(kbar.n_points, model.n_support if MModel is MultiExpansion else 0)
+                    + n + 1)
     with nogil:
+        if MModel is MultiExpansion:
+            if widths and gamma[0] != model.kernel.gamma:
+                model.cset_gamma(gamma[0])
         for i in range(n):
             if cinterrupted(&work, (model.n_support * (d + k)) if MModel is MultiExpansion
                             else d * k):
                 interrupted = True
                 break
+            if kbar_on and kbar.active:
+                schedule.lipschitz = cmkernel_mean(model, kbar, state.t)
             x = &X[i, 0]
             xx = cdot(x, x, d)
             model.cscores(x, &pred_out[i, 0])
@@ -151,17 +178,41 @@ def fit_chunk(MModel model,
                 eta_i = eta[i]
             if MModel is MultiExpansion:
                 kxx = cself(&model.kernel, xx)
-                if cmstep(model, x, xx, kxx, kxx, &pred_out[i, 0], y[i], w, eta_i, loss,
-                          &schedule, &state, &b[0], &g[0], &a[0]) == DIVERGED:
-                    failed = i
-                    break
-            elif cmstep(model, x, xx, kdiag[i], xx, &pred_out[i, 0], y[i], w, eta_i, loss,
-                        &schedule, &state, &b[0], &g[0], &a[0]) == DIVERGED:
+                status = cmstep(model, x, xx, kxx, kxx, &pred_out[i, 0], y[i], w, eta_i, loss,
+                                &schedule, &state, &b[0], &g[0], &a[0])
+            else:
+                status = cmstep(model, x, xx, kdiag[i], xx, &pred_out[i, 0], y[i], w, eta_i,
+                                loss, &schedule, &state, &b[0], &g[0], &a[0])
+            if status == DIVERGED:
                 failed = i
                 break
+            if rows and status == TAKEN and kbar.active:
+                kbar.cappend(&raw[i, 0])
+            if MModel is MultiExpansion:
+                if frozen_at and model.n_support >= frozen_at:
+                    widths = False          # Nystroem's switch follows: the width stays
+                if widths and gamma[i + 1] != model.kernel.gamma:
+                    model.cset_gamma(gamma[i + 1])
+        if kbar_on and kbar.active and failed < 0 and not interrupted:
+            cmkernel_mean(model, kbar, state.t, True)   # fixed after the WARMUP-th step
     if interrupted:
         craise_pending()
     return failed, state
+
+
+cdef inline double cmkernel_mean(MModel model, KernelMean kbar, double t,
+                                 bint after=False) noexcept nogil:
+    """M kbar of the next step, or `after` a step: `_pointwise.ckernel_mean` on k classes."""
+    if MModel is MultiExpansion:
+        if after:
+            kbar.cafter(model.centers, model.n_support, model.budget, model.kernel.gamma, t)
+            return 0.0
+        return kbar.clipschitz(model.centers, model.n_support, model.budget,
+                               model.kernel.gamma, t)
+    if after:
+        kbar.cafter(NULL, 0, 0, kbar.gamma, t)
+        return 0.0
+    return kbar.clipschitz(NULL, 0, 0, kbar.gamma, t)
 
 
 cdef const double* cvector(object v, Py_ssize_t* n, list keep) except NULL:
@@ -193,6 +244,12 @@ cdef class KScores(Events):
     cdef Py_ssize_t k, d
     cdef double[::1] s, bn, g, a
     cdef readonly object outcome     # what the last `learn` returned, None until it returns
+    cdef public Warmup warm             # the warm-ups, while on (docs/defaults.md, 2 and 4)
+    cdef Schedule schedule
+
+    cdef double _gamma(self):
+        """The model's width (the warm-ups measure at it)."""
+        return NAN
 
     cdef int _buffers(self, Py_ssize_t k, Py_ssize_t d) except -1:
         self.k, self.d = k, d
@@ -291,11 +348,19 @@ cdef class KScores(Events):
     cdef int _learn_into(self, dict attrs, const double* x, object b, const double* pb,
                          double y, double weight, double eta_given) except -1:
         cdef MState st
-        cdef double t0 = attrs["t_"]
+        cdef double fixed, t0 = attrs["t_"]
         dev = attrs.get("dev_")
         st.t, st.ck2 = t0, attrs["ck2_"]
+        if self.warm is not None:
+            self.warm.cload(attrs, self._gamma())
         if self._learn(x, pb, y, weight, eta_given, &st) != TAKEN:
             return 0
+        if self.warm is not None:
+            fixed = self.warm.cstore(attrs)
+            if fixed == fixed:
+                self.schedule.lipschitz = fixed
+            if self.warm.over:
+                self.warm = None
         if st.t != t0:
             attrs["eta_"] = st.eta_t
             attrs["lam_"] = st.lam_t
@@ -345,11 +410,10 @@ cdef class MulticlassEvents(KScores):
     the same row and model ("predict, then learn" costs one kernel row).
     """
     cdef MultiExpansion expansion
-    cdef Schedule schedule
     cdef int loss
     cdef double[::1] last_row, last_s
     cdef bint has_last
-    cdef double last_xx, last_scale, last_t
+    cdef double last_xx, last_scale, last_t, last_gamma
     cdef Py_ssize_t last_n, last_slot, last_rescale
 
     def __init__(self, MultiExpansion expansion, Schedule schedule, int loss, str name,
@@ -371,7 +435,7 @@ cdef class MulticlassEvents(KScores):
         cdef double xx
         if (self.has_last and t == self.last_t and e.n_support == self.last_n
                 and e.scale == self.last_scale and e.next_slot == self.last_slot
-                and e.n_rescale == self.last_rescale
+                and e.n_rescale == self.last_rescale and e.kernel.gamma == self.last_gamma
                 and memcmp(x, &self.last_row[0], d * sizeof(double)) == 0):
             memcpy(out, &self.last_s[0], k * sizeof(double))
             return 0
@@ -384,23 +448,40 @@ cdef class MulticlassEvents(KScores):
         memcpy(&self.last_row[0], x, d * sizeof(double))
         memcpy(&self.last_s[0], out, k * sizeof(double))
         self.last_xx, self.last_t = xx, t
-        self.last_n, self.last_scale = e.n_support, e.scale
+        self.last_n, self.last_scale, self.last_gamma = e.n_support, e.scale, e.kernel.gamma
         self.last_slot, self.last_rescale = e.next_slot, e.n_rescale
         self.has_last = True
         return 0
+
+    cdef double _gamma(self):
+        return self.expansion.kernel.gamma
 
     cdef int _step(self, const double* x, Py_ssize_t y, double weight, double eta_given,
                    MState* st) except -1:
         cdef MultiExpansion e = self.expansion
         cdef double kxx = cself(&e.kernel, self.last_xx)      # _scores just kept x's xx
+        cdef Schedule schedule = self.schedule
+        cdef Warmup warm = self.warm
+        cdef int status
         if weight != 0.0 and e.n_support == e.capacity and (
                 not e.budget or e.n_support < e.budget or e.policy == MERGE):
             # moves the buffers, the model unchanged; a full MERGE budget needs slot B for
             # the newcomer until the merge (`reserve` caps the room at B + 1)
             e.reserve(1)
+        if warm is not None and warm.kbar is not None and weight != 0.0:
+            warm.kbar.ensure(e.n_support + 2)
+            schedule.lipschitz = cmkernel_mean(e, warm.kbar, st.t)
         craise_signals()                # a Ctrl-C so far: raised before any write
-        return cmstep(e, x, self.last_xx, kxx, kxx, &self.s[0], y, weight, eta_given,
-                      self.loss, &self.schedule, st, &self.bn[0], &self.g[0], &self.a[0])
+        status = cmstep(e, x, self.last_xx, kxx, kxx, &self.s[0], y, weight, eta_given,
+                        self.loss, &schedule, st, &self.bn[0], &self.g[0], &self.a[0])
+        if warm is not None and status == TAKEN:
+            if warm.kbar is not None and warm.kbar.rows:
+                warm.kbar.cappend(x)
+            if warm.cadd(x):
+                e.cset_gamma(warm.width.gamma)
+            if warm.kbar is not None:
+                cmkernel_mean(e, warm.kbar, st.t, True)
+        return status
 
     cdef Py_ssize_t n_support(self) noexcept:
         return self.expansion.n_support
@@ -418,7 +499,6 @@ cdef class MultiFeatureEvents(KScores):
     cdef MultiLinearModel linear
     cdef FeatureRow rowmap
     cdef object model, fmap
-    cdef Schedule schedule
     cdef int loss
     cdef double[::1] z, last_row
     cdef bint has_last
@@ -461,10 +541,24 @@ cdef class MultiFeatureEvents(KScores):
         self.linear.cscores(&self.z[0], out)
         return 0
 
+    cdef double _gamma(self):
+        return self.warm.kbar.gamma if self.warm is not None and self.warm.kbar is not None \
+            else NAN
+
     cdef int _step(self, const double* x, Py_ssize_t y, double weight, double eta_given,
                    MState* st) except -1:
+        cdef Schedule schedule = self.schedule
+        cdef Warmup warm = self.warm
+        cdef int status
+        if warm is not None and warm.kbar is not None and weight != 0.0:
+            warm.kbar.ensure(warm.kbar.n_points + 2)
+            schedule.lipschitz = cmkernel_mean(self.linear, warm.kbar, st.t)
         craise_signals()                # a Ctrl-C so far: raised before any write
-        return cmstep(self.linear, &self.z[0], self.last_zz,
-                      cself(&self.rowmap.kernel, self.last_xx), self.last_zz, &self.s[0], y,
-                      weight, eta_given, self.loss, &self.schedule, st, &self.bn[0],
-                      &self.g[0], &self.a[0])
+        status = cmstep(self.linear, &self.z[0], self.last_zz,
+                        cself(&self.rowmap.kernel, self.last_xx), self.last_zz, &self.s[0], y,
+                        weight, eta_given, self.loss, &schedule, st, &self.bn[0],
+                        &self.g[0], &self.a[0])
+        if warm is not None and warm.kbar is not None and status == TAKEN:
+            warm.kbar.cappend(&self.last_row[0])
+            cmkernel_mean(self.linear, warm.kbar, st.t, True)
+        return status

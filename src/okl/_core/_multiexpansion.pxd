@@ -39,6 +39,7 @@ cdef class MultiExpansion:
     cdef bint cadd(self, const double* x, double xx, const double* a) noexcept nogil
     cdef double cweighted(self, const double* y, const double* v, Py_ssize_t n) noexcept nogil
     cdef void cmerge(self) noexcept nogil
+    cdef void cset_gamma(self, double gamma) noexcept nogil
     cdef void cwrite(self, Py_ssize_t slot, const double* x, double xx,
                      const double* c) noexcept nogil
 

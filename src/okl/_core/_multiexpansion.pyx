@@ -526,19 +526,32 @@ cdef class MultiExpansion:
 
     # -- undo, state --------------------------------------------------------------------------
 
+    cdef void cset_gamma(self, double gamma) noexcept nogil:
+        """The kernel's width is gamma (gamma="scale"'s warm-up): centres and coefficients
+        stay, the kernel values are re-read."""
+        self.kernel.gamma = gamma
+        self.kbuf_x = NULL
+        self.kbuf_ready = False
+
+    def set_gamma(self, double gamma):
+        """The kernel's width is gamma (`cset_gamma`)."""
+        self.cset_gamma(gamma)
+
     def checkpoint(self, Py_ssize_t n_new):
         """What `restore` needs to undo the next steps (a copy of the n centres, O(n (d + k)))."""
         n = self.n_support
         return (n, self.scale, self.n_rescale, self.next_slot, self.n_merges,
-                self._coef[:n].copy(), self._centers[:n].copy(), self._sqnorms[:n].copy())
+                self._coef[:n].copy(), self._centers[:n].copy(), self._sqnorms[:n].copy(),
+                self.kernel.gamma)
 
     def restore(self, state):
-        n, scale, n_rescale, next_slot, n_merges, coef, centers, sqnorms = state
+        n, scale, n_rescale, next_slot, n_merges, coef, centers, sqnorms, gamma = state
         if n > self.capacity:
             self._allocate(n)
         self._coef[:n], self._centers[:n], self._sqnorms[:n] = coef, centers, sqnorms
         self.n_support, self.scale, self.n_rescale = n, scale, n_rescale
         self.next_slot, self.n_merges = next_slot, n_merges
+        self.kernel.gamma = gamma
         self.kbuf_x = NULL
         self._norms()
 

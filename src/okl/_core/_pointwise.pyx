@@ -38,6 +38,7 @@ from okl._core._linear cimport FeatureRow, LinearModel
 from okl._core._signals cimport cinterrupted, craise_pending, craise_signals
 from okl._core._event cimport carray_into, cdict_into, dict_version
 from okl._core._lock cimport ReentrantLock
+from okl._core._warmup cimport C_WARMUP, KernelMean, Warmup
 
 
 cnp.import_array()
@@ -99,6 +100,23 @@ cdef inline int cstep(Model model, const double* x, double xx, double kxx, doubl
     return TAKEN
 
 
+cdef inline double ckernel_mean(Model model, KernelMean kbar, double t,
+                                bint after=False) noexcept nogil:
+    """M kbar of the next step (t steps taken; kbar fixed once t >= WARMUP): over the
+    expansion's centres at its width, or the rows learned (`KernelMean.rows`).  `after`
+    a step: fix kbar when it is time, and bring the rows' sum to the width."""
+    if Model is KernelExpansion:
+        if after:
+            kbar.cafter(model.centers, model.n_support, model.budget, model.kernel.gamma, t)
+            return 0.0
+        return kbar.clipschitz(model.centers, model.n_support, model.budget,
+                               model.kernel.gamma, t)
+    if after:
+        kbar.cafter(NULL, 0, 0, kbar.gamma, t)
+        return 0.0
+    return kbar.clipschitz(NULL, 0, 0, kbar.gamma, t)
+
+
 def fit_chunk(Model model,
               const double[:, ::1] X,       # IN (n, d) rows (feature rows z for a LinearModel)
               const double[::1] y,          # IN (n,) targets, or labels in {-1, +1}
@@ -108,18 +126,30 @@ def fit_chunk(Model model,
               double[::1] pred_out,         # OUT (n,) f_t(x_t), before each update
               const double[::1] weight=None,    # IN (n,) w_t >= 0, or None for 1
               const double[::1] eta=None,       # IN (n,) eta_t per row (schedule GIVEN)
-              const double[::1] kdiag=None):    # IN (n,) K(x_t, x_t) (needed for a LinearModel)
+              const double[::1] kdiag=None,     # IN (n,) K(x_t, x_t) (needed for a LinearModel)
+              const double[::1] gamma=None,     # IN (n + 1,) the width of each row, and after
+              KernelMean kbar=None,             # eta="scaled"'s kbar while it is measured
+              const double[:, ::1] raw=None,    # IN (n, d0) the rows themselves (kbar on features)
+              Py_ssize_t frozen_at=0):          # IN the width stays once this many centres exist
     """Run the chunk: (index of the first step that diverged or -1, the state after).
 
     The state after a divergence is the one before that step (the caller's
-    checkpoint undoes the steps before it).
+    checkpoint undoes the steps before it).  During the warm-ups (docs/defaults.md,
+    sections 2 and 4) `gamma` gives the expansion's width before each row (gamma="scale",
+    `_warmup.Width.sequence`; it stays once the expansion holds `frozen_at` centres, the
+    Nystroem features' landmarks) and `kbar` the step's Lipschitz constant M kbar
+    (eta="scaled"); kbar over the rows learned reads them from `raw` (X itself for an
+    expansion).
     """
     cdef Py_ssize_t i, n = X.shape[0], d = X.shape[1]
     cdef Py_ssize_t failed = -1, work = 0, step_work
     cdef bint interrupted = False
     cdef const double* x
     cdef double xx, kxx, w = 1.0, eta_i = NAN, f
-    cdef bint weighted = weight is not None
+    cdef bint weighted = weight is not None, widths = gamma is not None
+    cdef bint kbar_on = kbar is not None and kbar.active
+    cdef bint rows = kbar_on and kbar.rows
+    cdef int status
     if Model is KernelExpansion:
         if d != model.n_features:
             raise ValueError(f"X has {d} columns, the expansion {model.n_features}.")
@@ -134,9 +164,23 @@ def fit_chunk(Model model,
         raise ValueError(f"weight has {weight.shape[0]} values for {n} rows.")
     if schedule.kind == GIVEN and (eta is None or eta.shape[0] != n):
         raise ValueError("A GIVEN schedule needs eta, one value per row.")
+    if widths and (Model is not KernelExpansion or gamma.shape[0] != n + 1):
+        raise ValueError("gamma gives the width of an expansion's n rows and after them.")
+    if rows and Model is KernelExpansion:
+        raw = X
+    if rows and (raw is None or raw.shape[0] != n or raw.shape[1] != kbar.n_features):
+        raise ValueError("kbar over the rows learned needs them (raw).")
     if Model is KernelExpansion:
         model.reserve(n)
+    if kbar is not None and not kbar.active:    # fixed earlier in the call
+        schedule.lipschitz = kbar.lipschitz * kbar.final
+    if kbar_on:
+        kbar.ensure(max(kbar.n_points, model.n_support if Model is KernelExpansion else 0)
+                    + n + 1)
     with nogil:
+        if Model is KernelExpansion:
+            if widths and gamma[0] != model.kernel.gamma:
+                model.cset_gamma(gamma[0])
         for i in range(n):
             if Model is KernelExpansion:
                 step_work = model.n_support * d
@@ -145,6 +189,8 @@ def fit_chunk(Model model,
             if cinterrupted(&work, step_work):
                 interrupted = True
                 break
+            if kbar_on and kbar.active:
+                schedule.lipschitz = ckernel_mean(model, kbar, state.t)
             x = &X[i, 0]
             xx = cdot(x, x, d)
             f = model.cpredict(x) + state.b
@@ -155,15 +201,23 @@ def fit_chunk(Model model,
                 eta_i = eta[i]
             if Model is KernelExpansion:
                 kxx = cself(&model.kernel, xx)
-                if cstep(model, x, xx, kxx, kxx, f, y[i], w, eta_i, &loss, &schedule,
-                         &state) == DIVERGED:
-                    failed = i
-                    break
+                status = cstep(model, x, xx, kxx, kxx, f, y[i], w, eta_i, &loss, &schedule,
+                               &state)
             else:
-                if cstep(model, x, xx, kdiag[i], xx, f, y[i], w, eta_i, &loss, &schedule,
-                         &state) == DIVERGED:
-                    failed = i
-                    break
+                status = cstep(model, x, xx, kdiag[i], xx, f, y[i], w, eta_i, &loss,
+                               &schedule, &state)
+            if status == DIVERGED:
+                failed = i
+                break
+            if rows and status == TAKEN and kbar.active:
+                kbar.cappend(&raw[i, 0])
+            if Model is KernelExpansion:
+                if frozen_at and model.n_support >= frozen_at:
+                    widths = False          # Nystroem's switch follows: the width stays
+                if widths and gamma[i + 1] != model.kernel.gamma:
+                    model.cset_gamma(gamma[i + 1])
+        if kbar_on and kbar.active and failed < 0 and not interrupted:
+            ckernel_mean(model, kbar, state.t, True)    # fixed after the WARMUP-th step
     if interrupted:
         craise_pending()
     return failed, state
@@ -374,6 +428,22 @@ cdef class Events:
         finally:
             self.lock.crelease()
 
+    def decision_ready(self, object est, object x):
+        """f(x) of one event (the k scores with k classes), as `decision_function_one` gives
+        it, under the learner's lock; `MISS` when declined (as `predict_ready`)."""
+        cdef dict attrs
+        if self.serves == NOTHING or self.lock is None:
+            return MISS
+        attrs = est.__dict__
+        self.lock.cacquire()
+        try:
+            row = self.crow(attrs, x)
+            if row is None or not self.cstill(est, attrs):
+                return MISS
+            return self.cpredict(attrs, row)
+        finally:
+            self.lock.crelease()
+
     cdef int cstill(self, object est, dict attrs) except -1:
         """Under the lock: the learner still has the classes_ the label codes are of, and the
         objects this step was built from (`cmatches`)."""
@@ -464,10 +534,17 @@ cdef class PointwiseEvents(Events):
     cdef readonly object outcome     # what the last `learn` returned, None until it returns
     cdef readonly bint given            # a GIVEN schedule: the caller passes eta_t of each step
     cdef public bint prior              # the prior-shift offset (learn_into keeps it)
+    cdef public Warmup warm             # the warm-ups, while on (docs/defaults.md, 2 and 4)
+    # the `FeatureModel` whose exact phase this expansion is (`owner.expansion`), and when
+    # its next event is left to the learner: the warm-up's last (random Fourier features
+    # then take their weights) or a full exact phase (Nystroem's switch)
+    cdef public object owner
+    cdef public bint warm_end
+    cdef public Py_ssize_t switch_at
     # the last prediction and the model it was made on
     cdef double[::1] last_row
     cdef bint has_last
-    cdef double last_f, last_xx, last_scale, last_t
+    cdef double last_f, last_xx, last_scale, last_t, last_gamma
     cdef Py_ssize_t last_n, last_slot, last_rescale
 
     def __init__(self, KernelExpansion expansion, Schedule schedule, LossSpec loss, str name,
@@ -481,6 +558,21 @@ cdef class PointwiseEvents(Events):
         self.last_row = np.empty(expansion.n_features)
         self.has_last = False
 
+    cdef int cmatches(self, object est, dict attrs) except -1:
+        """est holds the objects this step was built from; on a feature model's exact phase,
+        its expansion still, and not at an event the learner takes itself (`owner`)."""
+        cdef Warmup warm = self.warm
+        if not Events.cmatches(self, est, attrs):
+            return False
+        if self.owner is None:
+            return True
+        if self.owner.expansion is not self.expansion:
+            return False
+        if self.switch_at and self.expansion.n_support >= self.switch_at - 1:
+            return False
+        return not (self.warm_end and warm is not None and warm.width is not None
+                    and "_width_moments" in attrs and attrs["_width_moments"][0] >= C_WARMUP - 1)
+
     cdef inline double _f(self, const double* x, double* xx_out, double t):
         """The model part of f(x), with the cache; NaN for a non-finite row."""
         cdef KernelExpansion e = self.expansion
@@ -488,7 +580,7 @@ cdef class PointwiseEvents(Events):
         cdef double xx, f
         if (self.has_last and t == self.last_t and e.n_support == self.last_n
                 and e.scale == self.last_scale and e.next_slot == self.last_slot
-                and e.n_rescale == self.last_rescale
+                and e.n_rescale == self.last_rescale and e.kernel.gamma == self.last_gamma
                 and memcmp(x, &self.last_row[0], d * sizeof(double)) == 0):
             xx_out[0] = self.last_xx
             return self.last_f
@@ -499,7 +591,7 @@ cdef class PointwiseEvents(Events):
         f = e.cpredict(x)
         memcpy(&self.last_row[0], x, d * sizeof(double))
         self.last_f, self.last_xx, self.last_t = f, xx, t
-        self.last_n, self.last_scale = e.n_support, e.scale
+        self.last_n, self.last_scale, self.last_gamma = e.n_support, e.scale, e.kernel.gamma
         self.last_slot, self.last_rescale = e.next_slot, e.n_rescale
         self.has_last = True
         return f
@@ -539,6 +631,8 @@ cdef class PointwiseEvents(Events):
         cdef Py_ssize_t n = 0
         cdef const double[::1] typed
         cdef const double* p = cready(x, &n)
+        cdef Schedule schedule = self.schedule
+        cdef Warmup warm = self.warm
         if p == NULL:
             typed = x
             n, p = typed.shape[0], &typed[0]
@@ -552,11 +646,23 @@ cdef class PointwiseEvents(Events):
             # moves the buffers, the model unchanged; a full MERGE budget needs slot B for
             # the newcomer until the merge (`reserve` caps the room at B + 1)
             e.reserve(1)
+        if warm is not None and warm.kbar is not None and weight != 0.0:
+            warm.kbar.ensure(e.n_support + 2)
+            schedule.lipschitz = ckernel_mean(e, warm.kbar, st.t)
         craise_signals()                # a Ctrl-C so far: raised before any write
         status[0] = cstep(e, p, xx, cself(&e.kernel, xx), cself(&e.kernel, xx), f, y,
-                          weight, eta_given, &self.loss, &self.schedule, st)
+                          weight, eta_given, &self.loss, &schedule, st)
         if status[0] == DIVERGED:
             raise self.diverged(st.t, st.eta_try)
+        if warm is not None and status[0] == TAKEN:
+            if warm.kbar is not None and warm.kbar.rows:
+                warm.kbar.cappend(p)
+            if self.switch_at and e.n_support >= self.switch_at:
+                warm.cstop_width()          # Nystroem's switch: the width stays
+            elif warm.cadd(p):
+                e.cset_gamma(warm.width.gamma)
+            if warm.kbar is not None:
+                ckernel_mean(e, warm.kbar, st.t, True)
         return f
 
     def learn(self, x, double y, double weight, double t, double ck2,
@@ -594,13 +700,21 @@ cdef class PointwiseEvents(Events):
                             double eta_given) except? -1.0:
         cdef StepState st
         cdef int status
-        cdef double f, t0, b = attrs["intercept_"]
+        cdef double f, t0, fixed, b = attrs["intercept_"]
         dev = attrs.get("dev_")
         st.t, st.ck2 = attrs["t_"], attrs["ck2_"]
         st.b = 0.0 if self.prior else b     # the prior-shift offset stays out of the step
         st.dev = 0.0 if dev is None else dev
         t0 = st.t
+        if self.warm is not None:
+            self.warm.cload(attrs, self.expansion.kernel.gamma)
         f = self._learn(x, y, weight, eta_given, &st, &status)
+        if status == TAKEN and self.warm is not None:
+            fixed = self.warm.cstore(attrs)
+            if fixed == fixed:
+                self.schedule.lipschitz = fixed
+            if self.warm.over:
+                self.warm = None
         if status == TAKEN:
             if st.t != t0:
                 attrs["eta_"] = st.eta_t
@@ -613,6 +727,9 @@ cdef class PointwiseEvents(Events):
                 attrs["intercept_"] = st.b
             else:                   # b predicted this event, then the event counts
                 self.ccount_prior(attrs, f, y, weight)
+            if self.switch_at and self.expansion.n_support >= self.switch_at:
+                self.owner._full()          # Nystroem's features on the full exact phase
+                attrs["n_support_"] = self.owner.n_support
         return f + b if self.prior else f
 
     cdef int cevent(self, dict attrs, object x, double y) except -1:
@@ -641,6 +758,7 @@ cdef class FeatureEvents(Events):
     cdef FeatureRow rowmap
     cdef readonly object outcome     # what the last `learn` returned, None until it returns
     cdef public bint prior              # the prior-shift offset (learn_into keeps it)
+    cdef public Warmup warm             # eta="scaled"'s kbar over the rows, while measured
     cdef object model, fmap
     cdef Schedule schedule
     cdef LossSpec loss
@@ -711,15 +829,23 @@ cdef class FeatureEvents(Events):
                     double* f) except -1:
         """Predict f_t(x_t) (into f) from the counters in `st`, then take the step: its status;
         st holds the new counters."""
+        cdef Schedule schedule = self.schedule
+        cdef Warmup warm = self.warm
         f[0] = self._f(x, st.b, "learned")
         st.eta_t = st.lam_t = st.eta_try = NAN
         st.reset_t = st.reset_eta = st.reset_lam = 0.0
+        if warm is not None and warm.kbar is not None and weight != 0.0:
+            warm.kbar.ensure(warm.kbar.n_points + 2)
+            schedule.lipschitz = ckernel_mean(self.linear, warm.kbar, st.t)
         craise_signals()                # a Ctrl-C so far: raised before any write
         status = cstep(self.linear, &self.z[0], self.last_zz,
                        cself(&self.rowmap.kernel, self.last_xx), self.last_zz, f[0], y, weight,
-                       eta_given, &self.loss, &self.schedule, st)
+                       eta_given, &self.loss, &schedule, st)
         if status == DIVERGED:
             raise self.diverged(st.t, st.eta_try)
+        if warm is not None and warm.kbar is not None and status == TAKEN:
+            warm.kbar.cappend(&self.last_row[0])       # the row itself (`_features` keeps it)
+            ckernel_mean(self.linear, warm.kbar, st.t, True)
         return status
 
     def learn(self, x, double y, double weight, double t, double ck2,
@@ -746,13 +872,21 @@ cdef class FeatureEvents(Events):
     cdef double _learn_into(self, dict attrs, object x, double y, double weight,
                             double eta_given) except? -1.0:
         cdef StepState st
-        cdef double f, t0, b = attrs["intercept_"]
+        cdef double f, t0, fixed, b = attrs["intercept_"]
         dev = attrs.get("dev_")
         st.t, st.ck2 = attrs["t_"], attrs["ck2_"]
         st.b = 0.0 if self.prior else b     # the prior-shift offset stays out of the step
         st.dev = 0.0 if dev is None else dev
         t0 = st.t
+        if self.warm is not None:
+            self.warm.cload(attrs, self.warm.kbar.gamma if self.warm.kbar is not None else NAN)
         if self._learn(x, y, weight, eta_given, &st, &f) == TAKEN:
+            if self.warm is not None:
+                fixed = self.warm.cstore(attrs)
+                if fixed == fixed:
+                    self.schedule.lipschitz = fixed
+                if self.warm.over:
+                    self.warm = None
             if st.t != t0:
                 attrs["eta_"] = st.eta_t
                 attrs["lam_"] = st.lam_t

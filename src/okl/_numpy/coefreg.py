@@ -9,10 +9,19 @@ from okl._numpy.codes import Loss
 from okl._numpy.losses import derivative
 
 
-def fit_chunk(expansion, X, y, eta, lam, lipschitz, n_centers, loss, pred_out, eta_out, kk_out):
-    """Predict-then-update over the rows; -1, or the index of the first divergent step."""
+def set_width(expansion, gamma, i):
+    """gamma="scale"'s warm-up: the width of row i (or after the rows), when it moved."""
+    if gamma is not None and gamma[i] != expansion.kernel_params["gamma"]:
+        expansion.set_gamma(gamma[i])
+
+
+def fit_chunk(expansion, X, y, eta, lam, lipschitz, n_centers, loss, pred_out, eta_out, kk_out,
+              gamma=None):
+    """Predict-then-update over the rows; -1, or the index of the first divergent step.
+    `gamma` (n + 1): the width of each row and after them (gamma="scale"'s warm-up)."""
     expansion.reserve(max(0, min(len(X), n_centers - expansion.n_support)))
     for i, x in enumerate(X):
+        set_width(expansion, gamma, i)
         if expansion.n_support < n_centers:
             expansion.add(x, 0.0)               # x_t is a centre from now on, a_j = 0
         k = expansion.values(x)
@@ -32,6 +41,7 @@ def fit_chunk(expansion, X, y, eta, lam, lipschitz, n_centers, loss, pred_out, e
             if not np.isfinite(step * g):
                 return i
             a -= (step * g) * k
+    set_width(expansion, gamma, len(X))
     return -1
 
 
@@ -52,13 +62,14 @@ def gradient(loss, s, y):
 
 
 def fit_multi_chunk(expansion, A, scale, X, y, eta, lam, lipschitz, n_centers, loss,
-                    score_out, eta_out, kk_out):
+                    score_out, eta_out, kk_out, gamma=None):
     """Twin of _core/_coefreg.pyx's `fit_multi_chunk` on the true coefficients A (m, k),
     updated in place: A_{t+1} = (1 - eta_t lam) A_t - (eta_t / 2) k_t g_t^T.
     Returns (failed, 1.0)."""
     A *= scale
     expansion.reserve(max(0, min(len(X), n_centers - expansion.n_support)))
     for i, x in enumerate(X):
+        set_width(expansion, gamma, i)
         if expansion.n_support < n_centers:
             expansion.add(x, 0.0)               # x_t is a centre from now on, A_j = 0
         kv = expansion.values(x)
@@ -78,4 +89,5 @@ def fit_multi_chunk(expansion, A, scale, X, y, eta, lam, lipschitz, n_centers, l
         if not np.all(np.isfinite(h)):
             return i, 1.0
         A[:m] += np.outer(kv, h)
+    set_width(expansion, gamma, len(X))
     return -1, 1.0

@@ -6,7 +6,7 @@ offsets b as an array updated in place), same iterates.
 import numpy as np
 
 from okl._numpy.codes import MulticlassLoss
-from okl._numpy.pointwise import DIVERGED, SKIPPED, TAKEN, schedule
+from okl._numpy.pointwise import DIVERGED, SKIPPED, TAKEN, kernel_mean, schedule, set_width
 from okl._numpy.kernels import kernel_values
 
 
@@ -64,25 +64,44 @@ def step(model, x, kxx, s, y, w, eta_given, loss, sch, st, b, kself=None):
 
 
 def fit_chunk(model, X, y, schedule_, loss, state, b, pred_out, weight=None, eta=None,
-              kdiag=None):
+              kdiag=None, gamma=None, kbar=None, raw=None, frozen_at=0):
     """Predict-then-update over the rows: (first divergent row or -1, the state after).
 
-    On feature rows (a `NumpyMultiLinearModel`) kdiag gives K(x_t, x_t) of every row."""
+    On feature rows (a `NumpyMultiLinearModel`) kdiag gives K(x_t, x_t) of every row;
+    `gamma` and `kbar`: the warm-ups, as in `okl._numpy.pointwise.fit_chunk`."""
     st = dict(state)
+    schedule_ = dict(schedule_)
     features = kdiag is not None
+    if kbar is not None and not kbar.active:        # fixed earlier in the call
+        schedule_["lipschitz"] = kbar.lipschitz * kbar.final
+        kbar = None
+    if kbar is not None and kbar.rows and not features:
+        raw = X
     if not features:
         model.reserve(len(X))
-        k = model.kernel_params
+        if gamma is not None:
+            set_width(model, gamma[0])
     with np.errstate(over="ignore", invalid="ignore"):
         for i, x in enumerate(X):
+            if kbar is not None and kbar.active:
+                schedule_["lipschitz"] = kernel_mean(model, kbar, st["t"])
             s = model.scores(x) + b
             pred_out[i] = s
             if features:
                 kxx, kself = float(kdiag[i]), float(x @ x)
             else:
-                kxx = kself = float(kernel_values(k, x[None, :], x)[0])
+                kxx = kself = float(kernel_values(model.kernel_params, x[None, :], x)[0])
             w = 1.0 if weight is None else weight[i]
-            if step(model, x, kxx, s, int(y[i]), w, np.nan if eta is None else eta[i], loss,
-                    schedule_, st, b, kself) == DIVERGED:
+            status = step(model, x, kxx, s, int(y[i]), w, np.nan if eta is None else eta[i],
+                          loss, schedule_, st, b, kself)
+            if status == DIVERGED:
                 return i, st
+            if kbar is not None and kbar.active and kbar.rows and status == TAKEN:
+                kbar.append(raw[i])
+            if frozen_at and model.n_support >= frozen_at:
+                gamma = None                    # Nystroem's switch follows: the width stays
+            if gamma is not None and not features:
+                set_width(model, gamma[i + 1])
+    if kbar is not None and kbar.active:
+        kernel_mean(model, kbar, st["t"], after=True)
     return -1, st

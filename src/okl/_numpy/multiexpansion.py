@@ -240,13 +240,18 @@ class NumpyMultiExpansion:
 
     raw_coef_ = coef_
 
+    def set_gamma(self, gamma):
+        """The kernel's width is gamma (gamma="scale"'s warm-up): centres and coefficients
+        stay, the kernel values are re-read."""
+        self.kernel_params = dict(self.kernel_params, gamma=float(gamma))
+
     def checkpoint(self, n_new):
         n = self.n_support
         return (n, self.next_slot, self.n_merges, self._coef[:n].copy(),
-                self._centers[:n].copy(), self._sqnorms[:n].copy())
+                self._centers[:n].copy(), self._sqnorms[:n].copy(), self.kernel_params)
 
     def restore(self, state):
-        n, self.next_slot, self.n_merges, coef, centers, sqnorms = state
+        n, self.next_slot, self.n_merges, coef, centers, sqnorms, self.kernel_params = state
         if n > self.capacity:
             self.reserve(n - self.n_support)
         self._coef[:n], self._centers[:n], self._sqnorms[:n] = coef, centers, sqnorms

@@ -160,23 +160,64 @@ def step(model, x, kxx, kself, f, y, w, eta_given, loss, s, st):
     return TAKEN
 
 
-def fit_chunk(model, X, y, schedule, loss, state, pred_out, weight=None, eta=None, kdiag=None):
-    """Predict-then-update over the rows: (first divergent row or -1, the state after)."""
+def kernel_mean(model, kbar, t, after=False):
+    """M kbar of the next step (t steps taken; kbar fixed once t >= WARMUP), over the
+    expansion's centres at its width or the rows learned; `after` a step: fix kbar when it
+    is time, and bring the rows' sum to the width (`_core._pointwise.ckernel_mean`)."""
+    expansion = hasattr(model, "kernel_params")
+    gamma = model.kernel_params["gamma"] if expansion else kbar.gamma
+    args = (model.centers_ if expansion and not kbar.rows else None,
+            model.budget if expansion else 0, gamma, t)
+    return kbar.after(*args) if after else kbar.lipschitz_of(*args)
+
+
+def set_width(model, gamma):
+    """The expansion's width is gamma (gamma="scale"'s warm-up), when it is not already."""
+    if gamma != model.kernel_params["gamma"]:
+        model.set_gamma(gamma)
+
+
+def fit_chunk(model, X, y, schedule, loss, state, pred_out, weight=None, eta=None, kdiag=None,
+              gamma=None, kbar=None, raw=None, frozen_at=0):
+    """Predict-then-update over the rows: (first divergent row or -1, the state after).
+
+    During the warm-ups `gamma` (n + 1) gives the expansion's width before each row and
+    after them (it stays once the expansion holds `frozen_at` centres), and `kbar` the
+    step's M kbar (over the rows learned: read from `raw`, X
+    itself for an expansion), as in `_core._pointwise.fit_chunk`."""
     st = dict(state)
+    schedule = dict(schedule)
     linear = kdiag is not None
+    if kbar is not None and not kbar.active:        # fixed earlier in the call
+        schedule["lipschitz"] = kbar.lipschitz * kbar.final
+        kbar = None
+    if kbar is not None and kbar.rows and not linear:
+        raw = X
     if not linear:
         model.reserve(len(X))
-        k = model.kernel_params
+        if gamma is not None:
+            set_width(model, gamma[0])
     with np.errstate(over="ignore", invalid="ignore"):     # divergence is reported, not warned
         for i, x in enumerate(X):
+            if kbar is not None and kbar.active:
+                schedule["lipschitz"] = kernel_mean(model, kbar, st["t"])
             f = model.predict_one(x) + st["b"]
             pred_out[i] = f
             if linear:
                 kxx, kself = kdiag[i], float(x @ x)
             else:
-                kxx = kself = float(kernel_values(k, x[None, :], x)[0])
+                kxx = kself = float(kernel_values(model.kernel_params, x[None, :], x)[0])
             w = 1.0 if weight is None else weight[i]
-            if step(model, x, kxx, kself, f, y[i], w, np.nan if eta is None else eta[i],
-                    loss, schedule, st) == DIVERGED:
+            status = step(model, x, kxx, kself, f, y[i], w, np.nan if eta is None else eta[i],
+                          loss, schedule, st)
+            if status == DIVERGED:
                 return i, st
+            if kbar is not None and kbar.active and kbar.rows and status == TAKEN:
+                kbar.append(raw[i])
+            if frozen_at and model.n_support >= frozen_at:
+                gamma = None                    # Nystroem's switch follows: the width stays
+            if gamma is not None and not linear:
+                set_width(model, gamma[i + 1])
+    if kbar is not None and kbar.active:
+        kernel_mean(model, kbar, st["t"], after=True)       # fixed after the WARMUP-th step
     return -1, st

@@ -1,0 +1,129 @@
+"""The first events at compiled speed: events 1-100 (the warm-ups) against events 101-200.
+
+gamma="scale" follows the first 100 events and eta="scaled" measures its kbar over the
+first 100 steps (docs/defaults.md, sections 2 and 4).  For every kernel learner built
+with its defaults (and the exact, budgeted and feature models of the pointwise ones),
+a fresh model learns 200 events of a synthetic stream (d = 10):
+
+- "events": ``predict_one(x)`` + ``learn_one(x, y)`` on dict events (a fresh model per
+  round; the first label pair is given by `classes`);
+- "chunk": ``partial_fit`` of the first row, of rows 2-100, then of rows 101-200.
+
+The first event (or call) also builds and validates the model, as it does for every
+learner, warm-up or not: it is timed apart ("first event", in us), and
+"OnlineKernelClassifier (no warm-up)" (gamma=0.1, eta="auto": neither warm-up) shows that
+cost.  The table gives the median over the rounds of the us per event of events 1-100
+(the first included), 2-100 and 101-200, and the ratios of the first two to the last
+(target: at most 2).  Times are the thread's CPU time (on a loaded machine the wall clock
+also counts the waits for a core); the rounds alternate the learners, so a change of load
+hits them alike; the load average is printed with the table.
+
+    python bench/warmup.py                  # every learner, 7 rounds
+    python bench/warmup.py --rounds 3 OnlineKernelClassifier     # names holding a word
+"""
+import argparse
+import os
+import time
+
+import numpy as np
+
+import okl
+
+D = 10
+HALF = 100
+
+
+def learners():
+    """{label: (constructor, task)}: every kernel learner that has a warm-up."""
+    return {
+        "OnlineKernelClassifier (no warm-up)": (
+            lambda: okl.OnlineKernelClassifier(gamma=0.1, eta="auto"), "binary"),
+        "OnlineKernelClassifier()": (lambda: okl.OnlineKernelClassifier(), "binary"),
+        "OnlineKernelClassifier(gamma=0.1)": (lambda: okl.OnlineKernelClassifier(gamma=0.1),
+                                              "binary"),
+        "OnlineKernelClassifier(budget=50)": (lambda: okl.OnlineKernelClassifier(budget=50),
+                                              "binary"),
+        "OnlineKernelClassifier(fourier)": (
+            lambda: okl.OnlineKernelClassifier(approximation="fourier", random_state=0),
+            "binary"),
+        "OnlineKernelClassifier(nystroem)": (
+            lambda: okl.OnlineKernelClassifier(approximation="nystroem"), "binary"),
+        "OnlineKernelClassifier() 3 classes": (lambda: okl.OnlineKernelClassifier(), "three"),
+        "OnlineKernelRegressor()": (lambda: okl.OnlineKernelRegressor(), "regression"),
+        "OnlineKernelRegressor(fourier)": (
+            lambda: okl.OnlineKernelRegressor(approximation="fourier", random_state=0),
+            "regression"),
+        "CoefficientRegularizedClassifier()": (
+            lambda: okl.CoefficientRegularizedClassifier(), "binary"),
+        "RegularizedPAClassifier(gaussian)": (
+            lambda: okl.RegularizedPAClassifier(kernel="gaussian"), "binary"),
+        "PairwiseLearner(difference)": (
+            lambda: okl.PairwiseLearner(pair_kernel="difference", reducer="difference",
+                                        loss="squared", buffer=100), "regression"),
+    }
+
+
+def stream(task, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(2 * HALF, D))
+    if task == "regression":
+        y = np.sin(X[:, 0]) + X[:, 1]
+    elif task == "three":
+        y = (X[:, 0] > 0.5).astype(int) + (X[:, 1] > 0).astype(int)
+    else:
+        y = (X[:, 0] * X[:, 1] + 0.3 * X[:, 2] > 0).astype(int)
+    return X, y
+
+
+def halves(make, task, mode):
+    """us of the first event, us per event of events 2-100 and 101-200, of a fresh model."""
+    X, y = stream(task)
+    est = make()
+    kwargs = {} if task == "regression" else {"classes": np.unique(y)}
+    if mode == "chunk":
+        out = []
+        for lo, hi in ((0, 1), (1, HALF), (HALF, 2 * HALF)):
+            start = time.thread_time()
+            est.partial_fit(X[lo:hi], y[lo:hi], **(kwargs if lo == 0 else {}))
+            out.append((time.thread_time() - start) / (hi - lo) * 1e6)
+        return out
+    if kwargs:
+        est.set_params(classes=kwargs["classes"])
+    rows = [{f"x{j}": v for j, v in enumerate(x)} for x in X.tolist()]
+    labels = y.tolist()
+    predict = getattr(est, "predict_one", None) if hasattr(est, "predict") else None
+    out = []
+    for lo, hi in ((0, 1), (1, HALF), (HALF, 2 * HALF)):
+        start = time.thread_time()
+        for i in range(lo, hi):
+            if predict is not None:
+                predict(rows[i])
+            est.learn_one(rows[i], labels[i])
+        out.append((time.thread_time() - start) / (hi - lo) * 1e6)
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="learners whose label holds one of these")
+    parser.add_argument("--rounds", type=int, default=7)
+    args = parser.parse_args()
+    table = {label: item for label, item in learners().items()
+             if not args.names or any(name in label for name in args.names)}
+    times = {(label, mode): [] for label in table for mode in ("events", "chunk")}
+    for _ in range(args.rounds):
+        for label, (make, task) in table.items():
+            for mode in ("events", "chunk"):
+                times[label, mode].append(halves(make, task, mode))
+    print(f"load average {os.getloadavg()[0]:.2f}; median of {args.rounds} rounds, us per event")
+    print("| learner | path | first event (us) | events 1-100 | events 2-100 | events 101-200 "
+          "| ratio 1-100 | ratio 2-100 |\n|---|---|---|---|---|---|---|---|")
+    for (label, mode), runs in times.items():
+        first, warm, nxt = np.median(np.array(runs), axis=0)
+        whole = (first + (HALF - 1) * warm) / HALF
+        print(f"| {label} | {mode} | {first:.0f} | {whole:.1f} | {warm:.1f} | {nxt:.1f} "
+              f"| {whole / nxt:.2f} | {warm / nxt:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
