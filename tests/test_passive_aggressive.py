@@ -122,7 +122,7 @@ IGNORE_INFEASIBLE = pytest.mark.filterwarnings(
 
 
 @IGNORE_INFEASIBLE
-@pytest.mark.parametrize("params", [dict(regularization="none"),
+@pytest.mark.parametrize("params", [dict(regularization="none", variant="PA"),
                                     dict(regularization="objective", alpha=0.1),
                                     dict(regularization="l2", beta=1.5),
                                     dict(regularization="l1", beta=3.0),
@@ -306,7 +306,7 @@ def test_csr_with_duplicates_and_empty_rows():
 
 @pytest.mark.parametrize("params", [dict(regularization="l2", beta=3.0),
                                     dict(regularization="l1", beta=3.0),
-                                    dict(regularization="none"),
+                                    dict(regularization="none", variant="PA"),
                                     dict(regularization="objective")], ids=str)
 def test_infeasible_samples_are_skipped_counted_and_warned_once(params):
     X, y = make_stream(n=400, d=6, seed=4)
@@ -356,7 +356,7 @@ def test_failed_partial_fit_leaves_the_model_exactly(params):
 
 def test_divergence_raises_and_restores():
     X, y = make_stream(n=50, d=3)
-    est = RegularizedPAClassifier().fit(X, y)
+    est = RegularizedPAClassifier(variant="PA").fit(X, y)     # the hard margin's step
     before = state(est)
     tiny = np.array([[1e-160, 0.0, 0.0]])            # l / ||x||^2 overflows
     with pytest.raises(FloatingPointError, match="Scale X"):
@@ -388,8 +388,8 @@ def test_labels_and_progressive_validation():
     est = RegularizedPAClassifier(regularization="l2", beta=3.0)
     result = progressive_validation(est, X, labels, chunk_size=100)
     assert list(est.classes_) == ["ham", "spam"]
-    # the first event comes before any label is known: predicted None, counted as an error
-    assert result.predictions[0] is None and set(result.predictions[1:]) <= {"ham", "spam"}
+    assert result.predictions[0] is None            # no label known before the first event
+    assert set(result.predictions[1:]) <= {"ham", "spam"}
     np.testing.assert_allclose(result.error[-1], np.mean(result.predictions != labels))
     hinge = np.maximum(0, 1 - y * result.scores)
     np.testing.assert_allclose(result.loss[-1], hinge.mean())
@@ -456,3 +456,24 @@ def test_the_tracked_norm_is_exact_under_every_budget_policy(policy, engine, reg
     a, C = est.dual_coef_.ravel(), est.support_vectors_
     exact = a @ kernel_matrix(C, C, kernel="gaussian", gamma=0.5) @ a
     assert est._model.sq_norm == pytest.approx(exact, rel=1e-12)
+
+
+def test_the_defaults_are_pa_i_and_the_papers_rules_one_parameter_away():
+    """variant="auto": PA-I with C = 0.01 on the linear kernel, 1 with K(x, x) = 1 (docs/
+    defaults.md, section 5); the regularized rules keep the hard margin; variant="PA" is
+    the papers' rule, step for step."""
+    X, y = make_stream(n=200, d=5, seed=2)
+    default = RegularizedPAClassifier().fit(X, y)
+    pa_i = RegularizedPAClassifier(variant="PA-I", C=0.01).fit(X, y)
+    np.testing.assert_array_equal(default.coef_, pa_i.coef_)
+    gauss = RegularizedPAClassifier(kernel="gaussian").fit(X, y)
+    ref = RegularizedPAClassifier(kernel="gaussian", variant="PA-I", C=1.0).fit(X, y)
+    np.testing.assert_array_equal(gauss.decision_function(X), ref.decision_function(X))
+    for reg in ("objective", "l2"):
+        auto = RegularizedPAClassifier(regularization=reg).fit(X, y)
+        hard = RegularizedPAClassifier(regularization=reg, variant="PA").fit(X, y)
+        np.testing.assert_array_equal(auto.coef_, hard.coef_)
+    paper = RegularizedPAClassifier(variant="PA").fit(X, y)
+    assert not np.allclose(paper.coef_, default.coef_)
+    with pytest.raises(ValueError, match="applies to regularization='none' only"):
+        RegularizedPAClassifier(regularization="l2", variant="PA-I").fit(X, y)

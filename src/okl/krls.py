@@ -27,7 +27,7 @@ from okl.kernels import KERNEL_PARAMS, KERNELS, kernel_diagonal, kernel_matrix, 
 
 #: budget="auto": the centres KernelRLSRegressor keeps (docs/krls.md, section 5)
 DEFAULT_BUDGET = 200
-#: nu="auto": the ALD threshold a new centre's residual must pass, at most (docs/krls.md, 8)
+#: nu="auto": the ALD threshold a new centre's residual must pass (docs/krls.md, section 8)
 DEFAULT_NU = 1e-4
 #: noise="auto": the noise of the warm-up's events, before their evidence chooses one
 WARMUP_NOISE = 0.1
@@ -215,12 +215,9 @@ class KernelRLSRegressor(RegressorMixin, OnlineLearner):
             return float(self.__dict__.get("noise_", WARMUP_NOISE))
         return float(self.noise)
 
-    def _nu(self, noise=None):
-        """nu="auto": DEFAULT_NU, or the noise when smaller (a residual below the noise is
-        noise)."""
-        if self.nu != "auto":
-            return float(self.nu)
-        return min(DEFAULT_NU, self._noise_value() if noise is None else noise)
+    def _nu(self):
+        """nu="auto": DEFAULT_NU (docs/krls.md, section 8)."""
+        return DEFAULT_NU if self.nu == "auto" else float(self.nu)
 
     def _kernel_params(self):
         return kernel_params_of(self, gamma=self.__dict__.get("gamma_", self.gamma))
@@ -241,12 +238,12 @@ class KernelRLSRegressor(RegressorMixin, OnlineLearner):
                           if not features else ("n_components", model.n_components)]
         if model.policy == Prune.FREEZE:
             return out + [("approximation", "nystroem"), ("n_components", model.budget),
-                          ("nu", _auto(self.nu, model.threshold, self._nu(model.noise)))]
+                          ("nu", _auto(self.nu, model.threshold, self._nu()))]
         policies = {int(code): name for name, code in POLICIES.items()}
         return out + [("approximation", None), ("budget", _auto(self.budget, model.budget or
                                                                  None, DEFAULT_BUDGET)),
                       ("budget_policy", policies[model.policy]),
-                      ("nu", _auto(self.nu, model.threshold, self._nu(model.noise)))]
+                      ("nu", _auto(self.nu, model.threshold, self._nu()))]
 
     # -- the model ------------------------------------------------------------------------------
 
@@ -499,7 +496,7 @@ class KernelRLSRegressor(RegressorMixin, OnlineLearner):
         check.equal(state["n_features"], d, "_krls.n_features")
         check.equal(state["kernel"], record["kernel"], "_krls.kernel")
         check.kernel_fields(state, "_krls", record)
-        check.equal(float(state["threshold"]), self._nu(float(noise)), "_krls.threshold")
+        check.equal(float(state["threshold"]), self._nu(), "_krls.threshold")
         check.equal(check.int(state["budget"], "_krls.budget", 0, 2 ** 31 - 1), budget,
                     "_krls.budget")
         check.equal(check.int(state["policy"], "_krls.policy", 0, 2), int(policy),
