@@ -36,7 +36,7 @@ TESTS = """
     test_multiclass test_multiclass_features test_multiclass_pa test_multikernel
     test_multikernel_multiclass test_one_event test_one_event_budget test_feature_one_event
     test_pa_one_event test_pairwise_one_event test_ready_event test_row_types
-    test_streaming_params test_simd
+    test_streaming_params test_simd test_krls test_conformal
 """.split()
 SIMD_LEVELS = ["baseline", "x86-64-v3", "x86-64-v4"]
 # OpenBLAS's x86-64 core types, oldest first (a DYNAMIC_ARCH build maps the ones it lacks)
