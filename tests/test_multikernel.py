@@ -16,6 +16,8 @@ from okl.multikernel import AUTO_GAMMAS
 from okl.preprocessing import OnlineStandardScaler
 
 GAMMAS = [0.05, 0.2, 0.8, 3.2, 12.8]
+#: The papers' pool and Hedge: Gaussian learners whose steps decay, no fixed share.
+PAPERS = dict(linear=False, forgetting=None, share=0.0)
 
 
 def xor_stream(n, seed=0, noise=0.1):
@@ -50,7 +52,7 @@ def test_one_width_is_the_single_classifier(engine, loss, budget, policy):
     params = dict(loss=loss, lam=1e-2, eta="auto", eta_decay=0.5, budget=budget,
                   budget_policy=policy, fit_intercept=True, engine=engine)
     single = OnlineKernelClassifier(gamma=0.7, **params)
-    multi = MultiKernelClassifier(gammas=[0.7], eta_scales=[1.0], **params)
+    multi = MultiKernelClassifier(gammas=[0.7], eta_scales=[1.0], **PAPERS, **params)
     f_single = progressive(single, X, y, classes=[0, 1])
     f_multi = progressive(multi, X, y, classes=[0, 1])
     np.testing.assert_array_equal(np.where(f_single > 0, 1.0, -1.0), f_multi)
@@ -73,7 +75,7 @@ def test_one_width_is_the_single_regressor(engine, loss, budget):
     params = dict(loss=loss, epsilon=0.05, quantile=0.7, lam=1e-3, eta="auto", eta_decay=0.6,
                   fit_intercept=True, budget=budget, budget_policy="oldest", engine=engine)
     single = OnlineKernelRegressor(gamma=0.5, **params)
-    multi = MultiKernelRegressor(gammas=[0.5], **params)
+    multi = MultiKernelRegressor(gammas=[0.5], **PAPERS, **params)
     np.testing.assert_allclose(progressive(multi, X, y), progressive(single, X, y),
                                rtol=0, atol=1e-12)
     np.testing.assert_allclose(multi.predict(X), single.predict(X), rtol=0, atol=1e-12)
@@ -106,7 +108,8 @@ def test_deterministic_vote_is_weighted_majority_within_its_mistake_bound():
         votes.append(q @ s)
         q = q * beta ** m
         q /= q.sum()
-    clf = MultiKernelClassifier(gammas=GAMMAS, eta_scales=[1.0], beta=beta)
+    clf = MultiKernelClassifier(gammas=GAMMAS, eta_scales=[1.0], beta=beta, budget=None,
+                                **PAPERS)
     f = progressive(clf, X, y, classes=[0, 1])
     np.testing.assert_allclose(f, votes, rtol=0, atol=1e-12)
     np.testing.assert_allclose(clf.weights_, q, rtol=1e-10, atol=1e-300)
@@ -122,8 +125,8 @@ def test_stochastic_vote_within_the_hedge_bound_in_expectation():
     F = single_scores(X, y, GAMMAS, classes=[0, 1])
     signs, label = np.where(F > 0, 1.0, -1.0), np.where(y == 1, 1.0, -1.0)
     mistakes = (signs != label[:, None]).astype(float)
-    clf = MultiKernelClassifier(gammas=GAMMAS, eta_scales=[1.0], beta=beta,
-                                combination="stochastic", random_state=7)
+    clf = MultiKernelClassifier(gammas=GAMMAS, eta_scales=[1.0], beta=beta, budget=None,
+                                combination="stochastic", random_state=7, **PAPERS)
     f = progressive(clf, X, y, classes=[0, 1])
     q, expected = np.full(K, 1.0 / K), 0.0
     for t, (s, m) in enumerate(zip(signs, mistakes)):
@@ -142,7 +145,7 @@ def test_regression_average_within_the_hedge_bound():
     F = single_scores(X, y, GAMMAS)
     losses = 0.5 * (F - y[:, None]) ** 2
     scale = np.maximum.accumulate(losses.max(axis=1))          # S_t, the running maximum
-    reg = MultiKernelRegressor(gammas=GAMMAS, beta=beta)
+    reg = MultiKernelRegressor(gammas=GAMMAS, beta=beta, budget=None, **PAPERS)
     f = progressive(reg, X, y)
     combined = 0.5 * (f - y) ** 2
     z = losses / scale[:, None]
@@ -287,19 +290,26 @@ def test_sklearn_check_estimator(est):
 
 def test_weights_show_the_winning_width():
     X, y = xor_stream(3000, seed=12)
-    clf = MultiKernelClassifier(gammas=[1e-3, 1.0, 1e3], eta_scales=[1.0]).fit(X, y)
+    clf = MultiKernelClassifier(gammas=[1e-3, 1.0, 1e3], eta_scales=[1.0], **PAPERS).fit(X, y)
     assert np.argmax(clf.weights_) == 1
     np.testing.assert_allclose(clf.gammas_, [1e-3, 1.0, 1e3])
     assert clf.dual_coef_.shape == (3, clf.n_support_)
 
 
 def test_auto_widths_follow_the_scale_of_the_inputs():
+    """The Gaussian learners' widths and the linear learners' steps and intercept follow the
+    scale of the inputs: a stream scaled by 1000 learns the same functions."""
     X, y = xor_stream(2000, seed=13)
     small = MultiKernelClassifier().fit(X, y)
     large = MultiKernelClassifier().fit(1000 * X, y)
     np.testing.assert_allclose(large.gammas_ * 1e6, small.gammas_, rtol=1e-9)
+    np.testing.assert_allclose(large.learner_decisions(1000 * X), small.learner_decisions(X),
+                               rtol=1e-7, atol=1e-9)
     np.testing.assert_array_equal(small.predict(X), large.predict(1000 * X))
-    assert len(small.weights_) == len(AUTO_GAMMAS) * 3
+    # 8 widths x (2 step scales + 1 that forgets), then the linear learners likewise
+    assert len(small.weights_) == (len(AUTO_GAMMAS) + 1) * 3
+    assert np.isnan(small.gammas_[-3:]).all() and np.isnan(small.forgetting_[:2]).all()
+    np.testing.assert_array_equal(small.forgetting_[2::3], 0.998)
 
 
 # -- the defaults, against the best single width in hindsight ------------------------------
@@ -424,7 +434,7 @@ def test_an_unbudgeted_model_warns_once_when_it_grows_large(monkeypatch):
     from okl import _warnings
     monkeypatch.setattr(_warnings, "EXPANSION_WORK", 2000)   # centres x (features + learners)
     X, y = xor_stream(200, seed=18)
-    clf = MultiKernelClassifier(classes=[0, 1])
+    clf = MultiKernelClassifier(classes=[0, 1], budget=None)
     with pytest.warns(_warnings.SizeWarning, match="budget=B"):
         clf.partial_fit(X[:150], y[:150])
     with warnings.catch_warnings():
