@@ -269,22 +269,38 @@ class MultiKernelMixin:
         return out
 
     def _compiled_events(self, cache):
-        if self._task == CLASSIFY and len(self.__dict__.get("classes_", ())) < 2:
-            return None                 # one class: nothing is learned (okl._labels)
+        """The compiled one-event step; while a classifier knows one class it takes the events
+        of that class without learning them (okl._labels), a new label goes to partial_fit."""
+        learns = self._task != CLASSIFY or len(self.__dict__.get("classes_", ())) >= 2
         events = cache[0]
-        if events is not None and events.matches(self):
+        if events is not None and events.matches(self):     # the same classes_ among them
             return events
         if not ("t_" in self.__dict__ and self.engine == "cython"
                 and type(self.__dict__.get("_model")) is MultiKernel):
             return None
         if params_changed(self):
             return None
-        names = ("_model",) + tuple(name for name in self.get_params(deep=False)
-                                    if name in self.__dict__)
+        names = ("_model",) + ("classes_",) * (self._task == CLASSIFY) + tuple(
+            name for name in self._parameter_constraints if name in self.__dict__)
         events = cache[0] = MultiKernelEvents(self._model, self._schedule(), self._loss_spec(),
-                                              self._hedge(), type(self).__name__, names)
+                                              self._hedge(), type(self).__name__, names, learns)
         events.bind(self)
         return events
+
+    def _check_X_y(self, X, y, reset):
+        """The first rows of a stream in the form validation returns (finite C-contiguous
+        float64, no feature names) skip scikit-learn's validation, as later rows do
+        (`okl._base._ready`): a stream's first event costs about as much as the next
+        (docs/multikernel.md, section 7)."""
+        if (reset and type(X) is np.ndarray and X.dtype == np.float64 and X.ndim == 2
+                and X.flags.c_contiguous and X.shape[0] > 0 and X.shape[1] > 0
+                and type(y) is np.ndarray and y.shape == (X.shape[0],) and np.isfinite(X).all()
+                and (self._task == CLASSIFY and y.dtype.kind in "iub"
+                     or y.dtype == np.float64 and np.isfinite(y).all())):
+            self.__dict__.pop("feature_names_in_", None)
+            self.n_features_in_ = X.shape[1]
+            return X, y
+        return super()._check_X_y(X, y, reset)
 
     @_locks.serialised
     def _decision(self, X):

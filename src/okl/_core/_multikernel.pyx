@@ -861,8 +861,11 @@ cdef class MultiKernelEvents(Events):
     """One-event predict and learn of a `MultiKernel` (no allocation, no Python loop).
 
     `names` are the estimator attributes `matches` compares (the model and the
-    parameters): `_pointwise.Events`, the base of every one-event step.
+    parameters): `_pointwise.Events`, the base of every one-event step.  Without
+    `learns` (a classifier that knows one class) an event is checked and predicted, and
+    nothing is learned.
     """
+    cdef readonly bint learns
     cdef MultiKernel model
     cdef Schedule schedule
     cdef LossSpec loss
@@ -874,10 +877,11 @@ cdef class MultiKernelEvents(Events):
     cdef Py_ssize_t last_version, last_stamp
 
     def __init__(self, MultiKernel model, Schedule schedule, LossSpec loss, Hedge hedge,
-                 str name, tuple names=()):
+                 str name, tuple names=(), bint learns=True):
         if schedule.kind != AUTO and schedule.kind != POWER:
             raise ValueError("A MultiKernel takes the AUTO or POWER step.")
         self.model, self.schedule, self.loss, self.hedge = model, schedule, loss, hedge
+        self.learns = learns
         self.name, self.names = name, names
         self.values = tuple([model] + [None] * (len(names) - 1))
         self.last_row = np.empty(model.n_features)
@@ -950,6 +954,8 @@ cdef class MultiKernelEvents(Events):
                 m.budget and m.n_support >= m.room()):
             m.reserve(1)
         out = self._predict(&x[0])
+        if not self.learns:
+            return out, False
         craise_signals()                # a Ctrl-C so far: raised before any write
         status = m.cstep(&x[0], y, weight, &self.schedule, &self.loss, &self.hedge)
         if status == DIVERGED:

@@ -61,12 +61,9 @@ def uniform(seed, t):
 def doublings(gammas):
     """p > 0 where gammas[j] = 2^p gammas[j - 1] exactly (1 <= p <= 3), else 0: that width's
     kernel row is the previous one squared p times (exp(-2 g s) = exp(-g s)^2)."""
-    out = [0] * len(gammas)
-    for j in range(1, len(gammas)):
-        for p in (1, 2, 3):
-            if float(gammas[j]) == float(gammas[j - 1]) * 2.0 ** p:
-                out[j] = p
-    return out
+    g = [float(v) for v in gammas]
+    return [0] + [next((p for p in (1, 2, 3) if b == a * 2.0 ** p), 0)
+                  for a, b in zip(g, g[1:])]
 
 
 class NumpyMultiKernel:
