@@ -304,6 +304,35 @@ def test_engine_twins(cls, params):
 
 
 @pytest.mark.parametrize("cls", [MultiKernelClassifier, MultiKernelRegressor])
+def test_a_row_whose_squared_norm_overflows_moves_no_linear_learner(cls):
+    """||x||^2 = inf: the linear kernel of that row is 0 (as exp(-inf) for the Gaussian
+    kernel), so the linear learners score their offsets and do not move, in both engines."""
+    rng = np.random.default_rng(26)
+    X = rng.normal(size=(60, 3))
+    X[30] = [1e200, 0.5, -1.0]
+    y = (X[:, 1] > 0).astype(int) if cls is MultiKernelClassifier else np.sin(X[:, 1])
+    fits = []
+    for engine in ("cython", "numpy"):
+        est = cls(gammas=[0.5, 2.0], budget=20, engine=engine, random_state=0).fit(X[:30], y[:30])
+        lin = est.linear_coef_
+        scores = est.learner_decisions(X[30:31])[0]
+        linear = np.isnan(est.gammas_)
+        np.testing.assert_array_equal(scores[linear], est._model.get_state()["b"][linear])
+        est.partial_fit(X[30:31], y[30:31])
+        before = est.linear_coef_
+        forgets = ~np.isnan(est.forgetting_[linear])
+        factor = np.where(forgets, est.forgetting_[linear], 0.0)
+        assert np.all(np.isfinite(before))
+        np.testing.assert_allclose(before[forgets], factor[forgets, None] * lin[forgets],
+                                   rtol=1e-12, atol=0)
+        est.partial_fit(X[31:], y[31:])
+        fits.append(est)
+    np.testing.assert_allclose(fits[0].learner_decisions(X), fits[1].learner_decisions(X),
+                               rtol=0, atol=1e-10)
+    np.testing.assert_allclose(fits[0].weights_, fits[1].weights_, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("cls", [MultiKernelClassifier, MultiKernelRegressor])
 def test_learn_one_takes_the_chunk_iterates(cls):
     X, y = xor_stream(400, seed=8) if cls is MultiKernelClassifier else sine_stream(400, seed=8)
     kw = dict(classes=[0, 1]) if cls is MultiKernelClassifier else {}

@@ -323,6 +323,7 @@ cdef class MultiKernel:
         cdef double* row
         cdef double* prev
         cdef const double* w
+        cdef bint far
         self.kb_stamp += 1
         if n == 0:
             for k in range(KG * C):
@@ -348,10 +349,12 @@ cdef class MultiKernel:
                     self.f[k * C + c] = self.scale[k] * cdot(
                         self.coef + (k * C + c) * cap, self.kb + self.width_of[k] * cap, n
                     ) + self.b[k * C + c]
+        far = self.n_linear and not isfinite(cdot(x, x, d))
         for k in range(KG, self.n_learners):
-            for c in range(C):
+            for c in range(C):      # ||x||^2 overflows: the linear kernel is 0, as exp(-inf)
                 w = self.lin + ((k - KG) * C + c) * (d + 1)
-                self.f[k * C + c] = self.scale[k] * (cdot(w, x, d) + w[d]) + self.b[k * C + c]
+                self.f[k * C + c] = self.b[k * C + c] if far else \
+                    self.scale[k] * (cdot(w, x, d) + w[d]) + self.b[k * C + c]
 
     cdef void cvote(self, const Hedge* h, double* out) noexcept nogil:
         """With C classes, out[c] = the Hedge weight of the learners whose scores f[k, :]
@@ -455,6 +458,8 @@ cdef class MultiKernel:
             r = self.clinear_offset(kxx)
             nx = 1.0 / ((d + 1.0) * r)
             kxx = (kxx + r + 1.0) * nx          # K(x_t, x_t) and more: bounds every |x_j| nx
+            if not isfinite(kxx):               # ||x||^2 overflows: no linear learner moves
+                kxx, r, nx = 0.0, 0.0, 0.0
         new_scale = self.loss_scale
         for k in range(K):
             linear = k >= KG

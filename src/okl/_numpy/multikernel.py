@@ -161,7 +161,7 @@ class NumpyMultiKernel:
                 f[:KG] += np.einsum("ki,ki->k", self._coef[:, :n], kb[self.width_of[:KG]])
             else:       # one dot product per (learner, class), as the compiled class-major loop
                 f[:KG] += np.einsum("ki,kic->kc", kb[self.width_of[:KG]], self._coef[:, :n])
-        if self.n_linear:
+        if self.n_linear and np.isfinite(np.dot(x, x)):    # else the linear kernel is 0
             xe = np.append(x, 1.0)
             f[KG:] += np.einsum("j,lj...->l...", xe, self.linear_coef)
         return f
@@ -228,6 +228,8 @@ class NumpyMultiKernel:
             r = self.linear_offset(xx)
             nx = 1.0 / ((self.n_features + 1.0) * r)
             kxx[self.n_gauss:] = (xx + r + 1.0) * nx    # K(x_t, x_t) and more: bounds |x_j| nx
+            if not np.isfinite(kxx[-1]):        # ||x||^2 overflows: no linear learner moves
+                kxx[self.n_gauss:], r, nx = 0.0, 0.0, 0.0
         forgets = self.forgetting > 0.0
         eta = np.where(forgets, eta_1, eta_t) * self.eta_scales
         factor = np.where(forgets, self.forgetting, 1.0 - lam_t * eta)
