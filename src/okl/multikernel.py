@@ -352,8 +352,9 @@ class MultiKernelMixin:
     def intercept_(self):
         """The offsets b_k of the learners: (learners,), or (learners, classes) with 3 or
         more classes."""
-        check_is_fitted(self, "t_")
-        return np.array(self._model.get_state()["b"])
+        if "t_" not in self.__dict__:
+            check_is_fitted(self, "t_")
+        return np.array(self._model.b_)     # read at every predict_one: no state copy
 
     @property
     def support_vectors_(self):

@@ -161,7 +161,9 @@ class NumpyMultiKernel:
                 f[:KG] += np.einsum("ki,ki->k", self._coef[:, :n], kb[self.width_of[:KG]])
             else:       # one dot product per (learner, class), as the compiled class-major loop
                 f[:KG] += np.einsum("ki,kic->kc", kb[self.width_of[:KG]], self._coef[:, :n])
-        if self.n_linear and np.isfinite(np.dot(x, x)):    # else the linear kernel is 0
+        with np.errstate(over="ignore"):
+            far = not np.isfinite(np.dot(x, x))
+        if self.n_linear and not far:       # else the linear kernel is 0 (as exp(-inf))
             xe = np.append(x, 1.0)
             f[KG:] += np.einsum("j,lj...->l...", xe, self.linear_coef)
         return f
@@ -224,7 +226,8 @@ class NumpyMultiKernel:
         kxx = np.ones(self.n_learners)
         r = nx = 1.0
         if self.n_linear:       # the kernel (<x, u> + r) nx, nx = 1 / ((d + 1) r): mean K(x, x) 1
-            xx = float(np.dot(x, x))
+            with np.errstate(over="ignore"):
+                xx = float(np.dot(x, x))
             r = self.linear_offset(xx)
             nx = 1.0 / ((self.n_features + 1.0) * r)
             kxx[self.n_gauss:] = (xx + r + 1.0) * nx    # K(x_t, x_t) and more: bounds |x_j| nx
@@ -405,6 +408,10 @@ class NumpyMultiKernel:
     @property
     def linear_coef_(self):
         return self.linear_coef.copy()
+
+    @property
+    def b_(self):
+        return self.b.copy()
 
     def get_state(self):
         return dict(n_features=self.n_features, gammas=self.gammas.copy(),
