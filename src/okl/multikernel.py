@@ -1,11 +1,12 @@
 """Online multiple kernel learning: many Gaussian widths in one pass, combined by Hedge.
 
 MultiKernelClassifier
-    K NORMA classifiers (one per width and step scale) on one support set,
-    binary or multiclass (a score per class and learner, docs/multiclass.md);
-    the prediction is their Hedge-weighted vote, or the vote of one learner
-    drawn with probability q_k (Jin, Hoi and Yang 2010; Hoi, Jin, Zhao and
-    Yang 2013).
+    K NORMA classifiers (one per width and step scale, one that forgets per
+    width, and linear ones) on one support set, binary or multiclass (a score
+    per class and learner, docs/multiclass.md); the prediction is their
+    Hedge-weighted vote with a fixed share, or the vote of one learner drawn
+    with probability q_k (Jin, Hoi and Yang 2010; Hoi, Jin, Zhao and Yang
+    2013; Herbster and Warmuth 1998).
 MultiKernelRegressor
     The same for kernel regression (any residual loss): the Hedge-weighted
     average of the learners, or one drawn learner.
@@ -534,6 +535,11 @@ class MultiKernelClassifier(MultiKernelMixin, LabelsMixin, ClassifierMixin,
        with kernels", IEEE Transactions on Signal Processing 52(8), 2004.
     .. [4] K. Crammer and Y. Singer, "On the algorithmic implementation of
        multiclass kernel-based vector machines", JMLR 2:265-292, 2001.
+    .. [5] M. Herbster and M. K. Warmuth, "Tracking the best expert", Machine
+       Learning 32(2):151-178, 1998 (fixed share).
+    .. [6] Y. Shen, T. Chen and G. B. Giannakis, "Random feature-based online
+       multi-kernel learning in environments with unknown dynamics", JMLR
+       20(22):1-36, 2019 (learners that forget).
 
     Examples
     --------
@@ -703,6 +709,11 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
        classification", Machine Learning 90(2):289-316, 2013.
     .. [2] N. Cesa-Bianchi and G. Lugosi, "Prediction, Learning, and Games",
        Cambridge University Press, 2006 (Hedge with convex losses).
+    .. [3] M. Herbster and M. K. Warmuth, "Tracking the best expert", Machine
+       Learning 32(2):151-178, 1998 (fixed share).
+    .. [4] Y. Shen, T. Chen and G. B. Giannakis, "Random feature-based online
+       multi-kernel learning in environments with unknown dynamics", JMLR
+       20(22):1-36, 2019 (learners that forget).
 
     Examples
     --------
