@@ -31,9 +31,11 @@ gives the accuracy or the RMSE of:
 
 ``budgets`` prints the defaults with budgets of None, 1000, 500 and 200
 centres, ``policies`` the three budget policies at 50 and 100 centres, on the
-full streams.
+full streams; ``params`` the defaults beside the defaults with each given
+set of parameters, on every stream.
 
     python bench/multikernel_defaults.py [budgets | policies]
+    python bench/multikernel_defaults.py params "beta=0.5" "linear=False" ...
 """
 import os
 
@@ -195,13 +197,14 @@ def row(name, n, seeds):
     return {column: float(np.mean(values)) for column, values in cells.items()}
 
 
-def grid(columns):
-    """The defaults with the parameters of each column, on the full streams."""
+def grid(columns, short=False):
+    """The defaults with the parameters of each column, on the full streams (and the short
+    ones with `short`)."""
     print(f"load average {os.getloadavg()[0]:.1f}")
     print("| stream | " + " | ".join(columns) + " |")
     print("|" + "---|" * (len(columns) + 1))
     for label, name, n, seeds in STREAMS:
-        if n is not None:
+        if n is not None and not short:
             continue
         classify = name != "diabetes"
         Multi = MultiKernelClassifier if classify else MultiKernelRegressor
@@ -231,5 +234,7 @@ if __name__ == "__main__":
     elif sys.argv[1:] == ["policies"]:
         grid({f"{p} B={b}": dict(budget=b, budget_policy=p) for b in (50, 100)
               for p in ("merge", "smallest", "oldest")})
+    elif sys.argv[1:2] == ["params"]:      # params "beta=0.5" "eta_scales=(1.0, 4.0, 16.0)" ...
+        grid({"defaults": {}, **{a: eval(f"dict({a})") for a in sys.argv[2:]}}, short=True)
     else:
         main()
