@@ -303,6 +303,7 @@ def test_engine_twins(cls, params):
     np.testing.assert_allclose(a.gammas_, b.gammas_, rtol=1e-12)
 
 
+@pytest.mark.filterwarnings("ignore:overflow:RuntimeWarning")     # the distances to that row
 @pytest.mark.parametrize("cls", [MultiKernelClassifier, MultiKernelRegressor])
 def test_a_row_whose_squared_norm_overflows_moves_no_linear_learner(cls):
     """||x||^2 = inf: the linear kernel of that row is 0 (as exp(-inf) for the Gaussian
