@@ -288,21 +288,6 @@ class MultiKernelMixin:
         events.bind(self)
         return events
 
-    def _check_X_y(self, X, y, reset):
-        """The first rows of a stream in the form validation returns (finite C-contiguous
-        float64, no feature names) skip scikit-learn's validation, as later rows do
-        (`okl._base._ready`): a stream's first event costs about as much as the next
-        (docs/multikernel.md, section 7)."""
-        if (reset and type(X) is np.ndarray and X.dtype == np.float64 and X.ndim == 2
-                and X.flags.c_contiguous and X.shape[0] > 0 and X.shape[1] > 0
-                and type(y) is np.ndarray and y.shape == (X.shape[0],) and np.isfinite(X).all()
-                and (self._task == CLASSIFY and y.dtype.kind in "iub"
-                     or y.dtype == np.float64 and np.isfinite(y).all())):
-            self.__dict__.pop("feature_names_in_", None)
-            self.n_features_in_ = X.shape[1]
-            return X, y
-        return super()._check_X_y(X, y, reset)
-
     @_locks.serialised
     def _decision(self, X):
         """The combined prediction of every row of validated X."""
