@@ -1,52 +1,86 @@
-"""The multi-kernel defaults against the best single width in hindsight, river and VW (docs/multikernel.md).
+"""The multi-kernel defaults, untuned, beside tuned peers, river and VW (docs/multikernel.md).
 
 Each data set (scikit-learn's bundled breast cancer, digits 0-4 vs 5-9,
-digits 10 classes, diabetes) is shuffled once (seed 0) and scaled
-online by okl's OnlineStandardScaler (each event scaled with the statistics
-that include it); one progressive pass (predict, then learn) gives the
-accuracy or the RMSE of:
+digits with 10 classes, wine, iris, diabetes) is shuffled once (seed 0; the
+short streams, the first 150 or 200 events, over the shuffles of seeds 0-4,
+whose figures are averaged) and scaled online by okl's OnlineStandardScaler
+(each event scaled with the statistics that include it); one progressive pass
+(predict, then learn; okl's chunks give the iterates of one event at a time)
+gives the accuracy or the RMSE of:
 
 - "multi": MultiKernelClassifier() / MultiKernelRegressor(), no parameters;
-- "best width": the best OnlineKernelClassifier/Regressor over the widths of
-  gammas="auto" (2^j / n_features, j = -4..3), with the combination's base
-  parameters (loss, lam, eta, eta_decay, fit_intercept), chosen in hindsight;
-- "best learner": the best single learner of the default grid (widths x step
-  scales), chosen in hindsight;
-- "single default": OnlineKernelClassifier() / OnlineKernelRegressor();
-- river's LogisticRegression / LinearRegression (one-vs-rest with 10
-  classes) and KNNClassifier / KNNRegressor with their defaults, on the same
-  scaled events (where river is installed);
+- "before": the previous defaults, the papers' pool without a budget
+  (``eta_scales=(1, 4, 16)`` for the classifier, ``linear=False,
+  forgetting=None, share=0.0, budget=None``);
+- "no adaptation": the defaults with ``forgetting=None, share=0.0`` (the
+  stationary cost of the adaptation, docs/multikernel.md, section 9);
+- "single": OnlineKernelClassifier() / OnlineKernelRegressor();
+- "tuned single": the best OnlineKernelClassifier / OnlineKernelRegressor
+  over the widths 2^j / n_features, j = -4..5 (its other defaults), chosen in
+  hindsight;
+- river's LogisticRegression / LinearRegression (one-vs-rest beyond two
+  classes), KNNClassifier / KNNRegressor and ARFClassifier / ARFRegressor (the
+  adaptive random forest) with their defaults, on the same scaled events
+  (where river is installed);
 - Vowpal Wabbit (where installed: ``pip install vowpalwabbit``, the bench
   extra): its kernel SVM (``--ksvm --kernel rbf``, binary streams) and a
-  linear model (logistic, ``--oaa 10`` with 10 classes, squared for
+  linear model (logistic, ``--oaa k`` beyond two classes, squared for
   diabetes), each with a small grid (`VW_GRIDS`) tuned on the first 20% of
   the stream (progressive score there), then one progressive pass of the
   whole stream with the chosen arguments.
 
-    python bench/multikernel_defaults.py
+``budgets`` prints the defaults with budgets of None, 1000, 500 and 200
+centres, ``policies`` the three budget policies at 50 and 100 centres, on the
+full streams; ``params`` the defaults beside the defaults with each given
+set of parameters, on every stream.
+
+    python bench/multikernel_defaults.py [budgets | policies]
+    python bench/multikernel_defaults.py params "beta=0.5" "linear=False" ...
 """
-import time
+import os
 
 import numpy as np
-from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits
+from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits, load_iris, load_wine
 
-from okl import (
+from okl import (  # noqa: F401 (the learners are named in LEARNERS)
     MultiKernelClassifier, MultiKernelRegressor, OnlineKernelClassifier, OnlineKernelRegressor,
 )
-from okl.multikernel import AUTO_GAMMAS
 from okl.preprocessing import OnlineStandardScaler
 
+#: (row label, data set, events or None for all, shuffles)
+STREAMS = [
+    ("breast cancer (569)", "breast_cancer", None, (0,)),
+    ("digits 0-4 vs 5-9 (1797)", "digits_binary", None, (0,)),
+    ("digits, 10 classes (1797)", "digits_10", None, (0,)),
+    ("wine, 3 classes (178, 5 shuffles)", "wine", None, range(5)),
+    ("iris, 3 classes (150, 5 shuffles)", "iris", None, range(5)),
+    ("breast cancer, first 150 (5 shuffles)", "breast_cancer", 150, range(5)),
+    ("digits 0-4 vs 5-9, first 200 (5 shuffles)", "digits_binary", 200, range(5)),
+    ("digits 10 classes, first 200 (5 shuffles)", "digits_10", 200, range(5)),
+    ("diabetes (442), RMSE", "diabetes", None, (0,)),
+    ("diabetes, first 150 (5 shuffles), RMSE", "diabetes", 150, range(5)),
+]
 
-def scaled_stream(name):
-    if name == "breast_cancer":
-        X, y = load_breast_cancer(return_X_y=True)
-    elif name == "diabetes":
-        X, y = load_diabetes(return_X_y=True)
-    else:
-        X, y = load_digits(return_X_y=True)
-        if name == "digits_binary":
-            y = (y >= 5).astype(int)
-    order = np.random.default_rng(0).permutation(len(X))
+BEFORE = "linear=False, forgetting=None, share=0.0, budget=None"
+LEARNERS = {
+    True: {"multi": "MultiKernelClassifier()",
+           "before": f"MultiKernelClassifier(eta_scales=(1.0, 4.0, 16.0), {BEFORE})",
+           "no adaptation": "MultiKernelClassifier(forgetting=None, share=0.0)",
+           "single": "OnlineKernelClassifier()"},
+    False: {"multi": "MultiKernelRegressor()",
+            "before": f"MultiKernelRegressor({BEFORE})",
+            "no adaptation": "MultiKernelRegressor(forgetting=None, share=0.0)",
+            "single": "OnlineKernelRegressor()"},
+}
+
+
+def scaled_stream(name, n=None, seed=0):
+    loader = {"breast_cancer": load_breast_cancer, "diabetes": load_diabetes,
+              "wine": load_wine, "iris": load_iris}.get(name, load_digits)
+    X, y = loader(return_X_y=True)
+    if name == "digits_binary":
+        y = (y >= 5).astype(int)
+    order = np.random.default_rng(seed).permutation(len(X))[:n]
     X, y = X[order], y[order]
     scaler, Z = OnlineStandardScaler(), np.empty_like(X, dtype=np.float64)
     for i, x in enumerate(X):
@@ -73,6 +107,22 @@ def river_quality(model, Z, y, classify):
             sq += ((p or 0.0) - target) ** 2
         model.learn_one(x, target.item() if hasattr(target, "item") else target)
     return hits / len(y) if classify else float(np.sqrt(sq / len(y)))
+
+
+def river_models(classify, n_classes):
+    """river's learners by column, or {} without river."""
+    try:
+        from river import forest, linear_model, multiclass, neighbors
+    except ImportError:
+        return {}
+    if not classify:
+        return {"river linear": linear_model.LinearRegression,
+                "river KNN": neighbors.KNNRegressor,
+                "river ARF": lambda: forest.ARFRegressor(seed=0)}
+    linear = (linear_model.LogisticRegression if n_classes == 2 else
+              lambda: multiclass.OneVsRestClassifier(linear_model.LogisticRegression()))
+    return {"river linear": linear, "river KNN": neighbors.KNNClassifier,
+            "river ARF": lambda: forest.ARFClassifier(seed=0)}
 
 
 #: VW's arguments tried on the first 20% of each stream (widths 1/4, 1, 4 times 1/d).
@@ -111,78 +161,80 @@ def vw_quality(args, Z, y, task, classes):
 def vw_tuned(grid, Z, y, task):
     """VW with the arguments of `grid` best on the first 20% of the stream, on all of it."""
     d, classes = Z.shape[1], np.unique(y)
-    cut = len(y) // 5
+    cut = max(len(y) // 5, 10)
     grid = [a.format(q=0.25 / d, one=1.0 / d, four=4.0 / d) for a in grid]
     pick = min if task == "regression" else max
     prefix = {args: vw_quality(args, Z[:cut], y[:cut], task, classes) for args in grid}
-    best = pick(prefix, key=prefix.get)
-    return vw_quality(best, Z, y, task, classes), best
+    return vw_quality(pick(prefix, key=prefix.get), Z, y, task, classes)
 
 
-def main():
-    try:
-        from river import linear_model, neighbors
-    except ImportError:
-        linear_model = neighbors = None
+def row(name, n, seeds):
+    """The figures of one stream, averaged over its shuffles."""
     try:
         import vowpalwabbit
     except ImportError:
         vowpalwabbit = None
-    rows = []
-    for name in ("breast_cancer", "digits_binary", "diabetes", "digits_10"):
-        Z, y = scaled_stream(name)
-        classify, d = name != "diabetes", Z.shape[1]
-        row = {"stream": name}
-        Single = OnlineKernelClassifier if classify else OnlineKernelRegressor
-        Multi = MultiKernelClassifier if classify else MultiKernelRegressor
-        pick = max if classify else min
-        start = time.perf_counter()
-        row["multi"] = okl_quality(Multi(), Z, y)
-        row["multi s"] = time.perf_counter() - start
-        multi = Multi()
-        base = {name: getattr(multi, name)      # the combination's base learner
-                for name in ("loss", "lam", "eta", "eta_decay", "fit_intercept")}
-        widths = {g: okl_quality(Single(gamma=g / d, budget=None, **base), Z, y)
-                  for g in AUTO_GAMMAS}
-        best = pick(widths, key=widths.get)
-        row["best width"], row["gamma*d"] = widths[best], best
-        # learner (g, c) of the grid: eta_t = c / ((lam + M) t**eta_decay), M = 1 for the
-        # default losses (hinge; squared with C_K^2 = 1)
-        learners = [okl_quality(Single(gamma=g / d, budget=None, **dict(
-            base, eta=c / (multi.lam + 1.0))), Z, y) for g in AUTO_GAMMAS
-            for c in multi.eta_scales]
-        row["best learner"] = pick(learners)
-        row["single default"] = okl_quality(Single(), Z, y)
+    classify = name != "diabetes"
+    Single = OnlineKernelClassifier if classify else OnlineKernelRegressor
+    pick = max if classify else min
+    cells = {}
+    for seed in seeds:
+        Z, y = scaled_stream(name, n, seed)
+        d, k = Z.shape[1], len(np.unique(y))
+        out = {column: okl_quality(eval(label), Z, y)
+               for column, label in LEARNERS[classify].items()}
+        out["tuned single"] = pick(okl_quality(Single(gamma=2.0 ** j / d), Z, y)
+                                   for j in range(-4, 6))
+        for column, make in river_models(classify, k).items():
+            out[column] = river_quality(make(), Z, y, classify)
         if vowpalwabbit is not None:
-            task = ("regression" if not classify else "multiclass" if name == "digits_10"
-                    else "binary")
-            for label, grid in VW_GRIDS.items():
-                if label == "VW ksvm" and task != "binary":
-                    continue            # VW's kernel SVM is a binary classifier
-                row[label], row[label + " args"] = vw_tuned(grid, Z, y, task)
-        if linear_model is not None:
-            linear = (linear_model.LogisticRegression() if classify
-                      else linear_model.LinearRegression())
-            if name == "digits_10":
-                from river import multiclass
-                linear = multiclass.OneVsRestClassifier(linear_model.LogisticRegression())
-            row["river linear"] = river_quality(linear, Z, y, classify)
-            knn = neighbors.KNNClassifier() if classify else neighbors.KNNRegressor()
-            row["river KNN"] = river_quality(knn, Z, y, classify)
-        rows.append(row)
-        print(row, flush=True)
-    columns = ["stream", "multi", "best width", "gamma*d", "best learner", "single default",
-               "river linear", "river KNN", "VW ksvm", "VW linear"]
-    print("| " + " | ".join(columns) + " |")
-    print("|" + "---|" * len(columns))
-    for row in rows:
-        cells = []
-        for c in columns:
-            v = row.get(c, "")
-            cells.append(f"{v:.4f}" if isinstance(v, float) and v < 10 and c != "gamma*d"
-                         else f"{v:.2f}" if isinstance(v, float) else str(v))
-        print("| " + " | ".join(cells) + " |")
+            task = "regression" if not classify else "binary" if k == 2 else "multiclass"
+            for column, grid in VW_GRIDS.items():
+                if column != "VW ksvm" or task == "binary":    # VW's kernel SVM is binary
+                    out[column] = vw_tuned(grid, Z, y, task)
+        for column, value in out.items():
+            cells.setdefault(column, []).append(value)
+    return {column: float(np.mean(values)) for column, values in cells.items()}
+
+
+def grid(columns, short=False):
+    """The defaults with the parameters of each column, on the full streams (and the short
+    ones with `short`)."""
+    print(f"load average {os.getloadavg()[0]:.1f}")
+    print("| stream | " + " | ".join(columns) + " |")
+    print("|" + "---|" * (len(columns) + 1))
+    for label, name, n, seeds in STREAMS:
+        if n is not None and not short:
+            continue
+        classify = name != "diabetes"
+        Multi = MultiKernelClassifier if classify else MultiKernelRegressor
+        cells = [np.mean([okl_quality(Multi(**params), *scaled_stream(name, n, seed))
+                          for seed in seeds]) for params in columns.values()]
+        print(f"| {label} | " + " | ".join(f"{c:.4f}" if c < 10 else f"{c:.2f}" for c in cells)
+              + " |", flush=True)
+
+
+def main():
+    columns = ["multi", "before", "no adaptation", "single", "tuned single", "river linear",
+               "river KNN", "river ARF", "VW linear", "VW ksvm"]
+    print(f"load average {os.getloadavg()[0]:.1f}")
+    print("| stream | " + " | ".join(columns) + " |")
+    print("|" + "---|" * (len(columns) + 1))
+    for label, name, n, seeds in STREAMS:
+        cells = row(name, n, seeds)
+        print(f"| {label} | " + " | ".join(
+            "" if c not in cells else f"{cells[c]:.4f}" if cells[c] < 10 else f"{cells[c]:.2f}"
+            for c in columns) + " |", flush=True)
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+    if sys.argv[1:] == ["budgets"]:
+        grid({f"budget={b!r}": dict(budget=b) for b in (None, 1000, 500, 200)})
+    elif sys.argv[1:] == ["policies"]:
+        grid({f"{p} B={b}": dict(budget=b, budget_policy=p) for b in (50, 100)
+              for p in ("merge", "smallest", "oldest")})
+    elif sys.argv[1:2] == ["params"]:      # params "beta=0.5" "eta_scales=(1.0, 4.0, 16.0)" ...
+        grid({"defaults": {}, **{a: eval(f"dict({a})") for a in sys.argv[2:]}}, short=True)
+    else:
+        main()

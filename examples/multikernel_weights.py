@@ -4,11 +4,11 @@
 scikit-learn's 8x8 digits, 0-4 against 5-9, shuffled once and scaled online
 (okl.preprocessing.OnlineStandardScaler), learned one event at a time by
 ``okl.MultiKernelClassifier()`` with no parameters: 8 Gaussian widths
-(2^-4 ... 2^3 over tr(Cov(x))) times 3 step scales, 24 NORMA learners on one
-support set, combined by Hedge (docs/multikernel.md).  After every event the
-weights of the learners are recorded; the figure shows their sum per width
-(top) and per step scale (bottom) along the stream, and its title the
-progressive accuracy of the combination.
+(2^-4 ... 2^3 over tr(Cov(x))) and a linear kernel, each with two step scales
+and a learner that forgets, 27 NORMA learners combined by Hedge with a fixed
+share (docs/multikernel.md).  After every event the weights of the learners are
+recorded; the figure shows their sum per kernel (top) and per step (bottom)
+along the stream, and its title the progressive accuracy of the combination.
 
 Run:  python examples/multikernel_weights.py [--out multikernel_weights.png] [--quick]
 """
@@ -42,16 +42,21 @@ def main():
         clf.learn_one(z, label)
         weights.append(clf.weights_)
     weights = np.array(weights)
-    widths = clf.gammas_.reshape(-1, len(clf.eta_scales))[:, 0] * X.shape[1]
-    scales = clf.eta_scales_[:len(clf.eta_scales)]
-    per_width = weights.reshape(len(X), len(widths), len(scales)).sum(axis=2)
-    per_scale = weights.reshape(len(X), len(widths), len(scales)).sum(axis=1)
+    # the learners by kernel (gamma * n_features, or linear) and by step (a scale, or forgets)
+    kernels = [f"{g:.2g}" if g == g else "linear" for g in clf.gammas_ * X.shape[1]]
+    steps = [f"x{s:g}" if f != f else "forgets" for s, f in zip(clf.eta_scales_,
+                                                                 clf.forgetting_)]
+    widths, scales = list(dict.fromkeys(kernels)), list(dict.fromkeys(steps))
+    per_width = np.column_stack([weights[:, [k == w for k in kernels]].sum(axis=1)
+                                 for w in widths])
+    per_scale = np.column_stack([weights[:, [s == c for s in steps]].sum(axis=1)
+                                 for c in scales])
     print(f"progressive accuracy {np.mean(hits):.4f} over {len(X)} events, "
           f"{clf.n_support_} shared centres")
-    print("final weight per width (gamma * n_features):",
-          ", ".join(f"{w:.2g}: {p:.3f}" for w, p in zip(widths, per_width[-1])))
-    print("final weight per step scale:",
-          ", ".join(f"{s:g}: {p:.3f}" for s, p in zip(scales, per_scale[-1])))
+    print("final weight per kernel (gamma * n_features):",
+          ", ".join(f"{w}: {p:.3f}" for w, p in zip(widths, per_width[-1])))
+    print("final weight per step:",
+          ", ".join(f"{s}: {p:.3f}" for s, p in zip(scales, per_scale[-1])))
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -61,11 +66,11 @@ def main():
         return
     events = np.arange(1, len(X) + 1)
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
-    top.stackplot(events, per_width.T, labels=[f"{w:.2g}" for w in widths])
-    top.set_ylabel("Hedge weight per width")
+    top.stackplot(events, per_width.T, labels=widths)
+    top.set_ylabel("Hedge weight per kernel")
     top.legend(title="gamma * d", fontsize=7, loc="upper left", bbox_to_anchor=(1, 1))
-    bottom.stackplot(events, per_scale.T, labels=[f"x{s:g}" for s in scales])
-    bottom.set_ylabel("Hedge weight per step scale")
+    bottom.stackplot(events, per_scale.T, labels=scales)
+    bottom.set_ylabel("Hedge weight per step")
     bottom.set_xlabel("events")
     bottom.legend(title="step", fontsize=7, loc="upper left", bbox_to_anchor=(1, 1))
     top.set_title(f"MultiKernelClassifier() on digits 0-4 vs 5-9: progressive accuracy "

@@ -16,6 +16,8 @@ from okl.multikernel import AUTO_GAMMAS
 from okl.preprocessing import OnlineStandardScaler
 
 GAMMAS = [0.05, 0.2, 0.8, 3.2, 12.8]
+#: The papers' pool and Hedge: Gaussian learners whose steps decay, no fixed share.
+PAPERS = dict(linear=False, forgetting=None, share=0.0)
 
 
 def xor_stream(n, seed=0, noise=0.1):
@@ -50,7 +52,7 @@ def test_one_width_is_the_single_classifier(engine, loss, budget, policy):
     params = dict(loss=loss, lam=1e-2, eta="auto", eta_decay=0.5, budget=budget,
                   budget_policy=policy, fit_intercept=True, engine=engine)
     single = OnlineKernelClassifier(gamma=0.7, **params)
-    multi = MultiKernelClassifier(gammas=[0.7], eta_scales=[1.0], **params)
+    multi = MultiKernelClassifier(gammas=[0.7], eta_scales=[1.0], **PAPERS, **params)
     f_single = progressive(single, X, y, classes=[0, 1])
     f_multi = progressive(multi, X, y, classes=[0, 1])
     np.testing.assert_array_equal(np.where(f_single > 0, 1.0, -1.0), f_multi)
@@ -73,7 +75,7 @@ def test_one_width_is_the_single_regressor(engine, loss, budget):
     params = dict(loss=loss, epsilon=0.05, quantile=0.7, lam=1e-3, eta="auto", eta_decay=0.6,
                   fit_intercept=True, budget=budget, budget_policy="oldest", engine=engine)
     single = OnlineKernelRegressor(gamma=0.5, **params)
-    multi = MultiKernelRegressor(gammas=[0.5], **params)
+    multi = MultiKernelRegressor(gammas=[0.5], **PAPERS, **params)
     np.testing.assert_allclose(progressive(multi, X, y), progressive(single, X, y),
                                rtol=0, atol=1e-12)
     np.testing.assert_allclose(multi.predict(X), single.predict(X), rtol=0, atol=1e-12)
@@ -106,7 +108,8 @@ def test_deterministic_vote_is_weighted_majority_within_its_mistake_bound():
         votes.append(q @ s)
         q = q * beta ** m
         q /= q.sum()
-    clf = MultiKernelClassifier(gammas=GAMMAS, eta_scales=[1.0], beta=beta)
+    clf = MultiKernelClassifier(gammas=GAMMAS, eta_scales=[1.0], beta=beta, budget=None,
+                                **PAPERS)
     f = progressive(clf, X, y, classes=[0, 1])
     np.testing.assert_allclose(f, votes, rtol=0, atol=1e-12)
     np.testing.assert_allclose(clf.weights_, q, rtol=1e-10, atol=1e-300)
@@ -122,8 +125,8 @@ def test_stochastic_vote_within_the_hedge_bound_in_expectation():
     F = single_scores(X, y, GAMMAS, classes=[0, 1])
     signs, label = np.where(F > 0, 1.0, -1.0), np.where(y == 1, 1.0, -1.0)
     mistakes = (signs != label[:, None]).astype(float)
-    clf = MultiKernelClassifier(gammas=GAMMAS, eta_scales=[1.0], beta=beta,
-                                combination="stochastic", random_state=7)
+    clf = MultiKernelClassifier(gammas=GAMMAS, eta_scales=[1.0], beta=beta, budget=None,
+                                combination="stochastic", random_state=7, **PAPERS)
     f = progressive(clf, X, y, classes=[0, 1])
     q, expected = np.full(K, 1.0 / K), 0.0
     for t, (s, m) in enumerate(zip(signs, mistakes)):
@@ -142,7 +145,7 @@ def test_regression_average_within_the_hedge_bound():
     F = single_scores(X, y, GAMMAS)
     losses = 0.5 * (F - y[:, None]) ** 2
     scale = np.maximum.accumulate(losses.max(axis=1))          # S_t, the running maximum
-    reg = MultiKernelRegressor(gammas=GAMMAS, beta=beta)
+    reg = MultiKernelRegressor(gammas=GAMMAS, beta=beta, budget=None, **PAPERS)
     f = progressive(reg, X, y)
     combined = 0.5 * (f - y) ** 2
     z = losses / scale[:, None]
@@ -150,6 +153,108 @@ def test_regression_average_within_the_hedge_bound():
     # Jensen (the squared loss is convex) and Hedge on the normalised losses
     assert np.sum(combined / scale) <= (math.log(1 / beta) * best + math.log(K)) / (1 - beta)
     assert np.mean(combined) < np.mean(losses, axis=0).max()
+
+
+def switch_stream(n, seed=0):
+    """A noisy XOR in 3 dimensions, replaced by a linear concept at n / 2."""
+    X, y = xor_stream(n, seed=seed)
+    y[n // 2:] = (X[n // 2:, 2] > 0.3 * X[n // 2:, 0]).astype(int)
+    return X, y
+
+
+def test_fixed_share_vote_within_its_bound_against_a_switching_sequence():
+    """Herbster and Warmuth's fixed share on the vote: every weight keeps share / K, and the
+    mistakes obey (ln K + M ln(1/beta) + (T - S) ln(1/(1 - share)) + S ln(K / share))
+    / ln(2 / (1 + beta)) against any sequence of learners with S switches and M mistakes
+    (docs/multikernel.md, section 9)."""
+    X, y = switch_stream(3000, seed=22)
+    beta, share, K, T = 0.8, 0.01, len(GAMMAS), len(y)
+    F = single_scores(X, y, GAMMAS, classes=[0, 1])
+    signs, label = np.where(F > 0, 1.0, -1.0), np.where(y == 1, 1.0, -1.0)
+    mistakes = signs != label[:, None]
+    q, votes = np.full(K, 1.0 / K), []
+    for s, m in zip(signs, mistakes):
+        votes.append(q @ s)
+        q = q * beta ** m
+        q = (1.0 - share) * q / q.sum() + share / K
+    clf = MultiKernelClassifier(gammas=GAMMAS, eta_scales=[1.0], beta=beta, budget=None,
+                                linear=False, forgetting=None, share=share)
+    f = progressive(clf, X, y, classes=[0, 1])
+    np.testing.assert_allclose(f, votes, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(clf.weights_, q, rtol=1e-10, atol=1e-300)
+    assert clf.weights_.min() >= share / K * (1.0 - 1e-12)
+    M = int(np.sum(np.where(f > 0, 1.0, -1.0) != label))
+    before = np.vstack([np.zeros(K), np.cumsum(mistakes, axis=0)])     # mistakes before s
+    after = before[-1] - before
+    one_switch = int((before.min(axis=1) + after.min(axis=1)).min())  # the best sequence, S <= 1
+    bound = (math.log(K) + one_switch * math.log(1 / beta) + (T - 1) * math.log(1 / (1 - share))
+             + math.log(K / share)) / math.log(2 / (1 + beta))
+    assert M <= bound
+    assert one_switch < mistakes.sum(axis=0).min() - 50          # the switch matters
+
+
+def test_a_forgetting_learner_is_the_single_learner_with_a_constant_step():
+    """The learner that forgets steps eta_1 = 1 / (lam + M) at every event and shrinks by the
+    factor `forgetting`: NORMA with that constant step and lam = (1 - forgetting) / eta_1."""
+    X, y = xor_stream(800, seed=23)
+    multi = MultiKernelClassifier(gammas=[0.7], eta_scales=[1.0], linear=False, forgetting=0.99,
+                                  share=0.0, budget=None, lam=1e-3).fit(X, y)
+    eta = 1.0 / (1e-3 + 1.0)                # the hinge loss: M = 1
+    single = OnlineKernelClassifier(gamma=0.7, eta=eta, eta_decay=0.0, lam=0.01 / eta,
+                                    fit_intercept=False, budget=None).fit(X, y)
+    np.testing.assert_allclose(multi.learner_decisions(X)[:, 1], single.decision_function(X),
+                               rtol=0, atol=1e-11)
+    np.testing.assert_array_equal(multi.forgetting_, [np.nan, 0.99])
+
+
+def test_linear_data_is_learned_as_well_as_by_a_linear_learner():
+    """On a linear concept the pool does as well as its best linear learner, and better than
+    its Gaussian learners alone (docs/multikernel.md, section 1)."""
+    rng = np.random.default_rng(24)
+    X = rng.normal(size=(3000, 8)) * rng.uniform(0.5, 2.0, size=8)
+    y = (X @ rng.normal(size=8) + 0.3 > 0).astype(int)
+    y = np.where(rng.random(3000) < 0.05, 1 - y, y)
+    clf = MultiKernelClassifier(classes=[0, 1]).partial_fit(X[:1], y[:1])
+    own, hits = np.zeros(len(clf.weights_)), 0
+    for x, label in zip(X[1:], y[1:]):
+        own += (clf.learner_decisions(x[None])[0] > 0) == label
+        hits += clf.predict_one(x) == label
+        clf.learn_one(x, label)
+    linear = np.isnan(clf.gammas_)
+    assert linear.sum() == 3 and clf.linear_coef_.shape == (3, 9)
+    assert hits >= own[linear].max() - 0.005 * len(y)
+    gaussian = MultiKernelClassifier(linear=False)
+    assert hits / len(y) >= np.mean(
+        gaussian._predictions(progressive(gaussian, X, y, [0, 1])) == y) + 0.01
+
+
+def test_the_defaults_recover_after_a_switch():
+    """Learners that forget and the fixed share: after an abrupt change of concept the
+    default pool is right sooner than the papers' (docs/multikernel.md, section 9)."""
+    X, y = switch_stream(4000, seed=0)
+    after = {}
+    for name, params in (("defaults", {}), ("papers", dict(linear=False, forgetting=None,
+                                                           share=0.0))):
+        clf = MultiKernelClassifier(**params)
+        hits = clf._predictions(progressive(clf, X, y, [0, 1])) == y
+        after[name] = hits[2000:2500].mean()
+        assert hits[1500:2000].mean() > 0.8          # the XOR is learned (10% noise)
+    assert after["defaults"] > after["papers"] + 0.04
+
+
+def test_one_class_events_take_the_compiled_step_and_learn_nothing():
+    """While a classifier knows one class, learn_one takes the compiled step, which learns
+    nothing (as partial_fit); the second class starts the learning."""
+    X, y = xor_stream(300, seed=25)
+    y = np.concatenate([np.zeros(15, dtype=int), y[15:]])
+    events, rows = MultiKernelClassifier(budget=50), MultiKernelClassifier(budget=50)
+    for x, label in zip(X, y):
+        events.learn_one(x, label)
+        rows.partial_fit(x[None], [label])
+    assert events.t_ == rows.t_ == 300 - int(np.argmax(y != 0))
+    np.testing.assert_allclose(events.learner_decisions(X), rows.learner_decisions(X),
+                               rtol=0, atol=1e-12)
+    np.testing.assert_allclose(events.weights_, rows.weights_, rtol=0, atol=1e-12)
 
 
 # -- both engines, the one-event path, bad input, persistence --------------------------------
@@ -164,6 +269,11 @@ TWIN_CASES = [
     (MultiKernelRegressor, dict(budget=30, budget_policy="merge", eta_scales=[0.5, 1.0])),
     (MultiKernelRegressor, dict(eta_scales=[0.3, 1.0], combination="stochastic",
                                 random_state=1)),
+    (MultiKernelClassifier, dict(budget=None, forgetting=0.99, share=0.05)),
+    (MultiKernelClassifier, dict(budget=40, linear=False, forgetting=0.95, eta_scales=[4.0])),
+    (MultiKernelRegressor, dict(budget=40, forgetting=None, share=0.02, loss="huber",
+                                epsilon=0.5)),
+    (MultiKernelRegressor, dict(budget=None, gammas=[0.5, 2.0], forgetting=0.97)),
 ] + [   # every budget policy without and with the offset
     (cls, dict(budget=40, budget_policy=policy, fit_intercept=intercept))
     for cls in (MultiKernelClassifier, MultiKernelRegressor)
@@ -191,6 +301,36 @@ def test_engine_twins(cls, params):
     np.testing.assert_allclose(a.dual_coef_, b.dual_coef_, rtol=0, atol=1e-10)
     np.testing.assert_allclose(a.support_vectors_, b.support_vectors_, rtol=0, atol=1e-10)
     np.testing.assert_allclose(a.gammas_, b.gammas_, rtol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore:overflow:RuntimeWarning")     # the distances to that row
+@pytest.mark.parametrize("cls", [MultiKernelClassifier, MultiKernelRegressor])
+def test_a_row_whose_squared_norm_overflows_moves_no_linear_learner(cls):
+    """||x||^2 = inf: the linear kernel of that row is 0 (as exp(-inf) for the Gaussian
+    kernel), so the linear learners score their offsets and do not move, in both engines."""
+    rng = np.random.default_rng(26)
+    X = rng.normal(size=(60, 3))
+    X[30] = [1e200, 0.5, -1.0]
+    y = (X[:, 1] > 0).astype(int) if cls is MultiKernelClassifier else np.sin(X[:, 1])
+    fits = []
+    for engine in ("cython", "numpy"):
+        est = cls(gammas=[0.5, 2.0], budget=20, engine=engine, random_state=0).fit(X[:30], y[:30])
+        lin = est.linear_coef_
+        scores = est.learner_decisions(X[30:31])[0]
+        linear = np.isnan(est.gammas_)
+        np.testing.assert_array_equal(scores[linear], est._model.get_state()["b"][linear])
+        est.partial_fit(X[30:31], y[30:31])
+        before = est.linear_coef_
+        forgets = ~np.isnan(est.forgetting_[linear])
+        factor = np.where(forgets, est.forgetting_[linear], 0.0)
+        assert np.all(np.isfinite(before))
+        np.testing.assert_allclose(before[forgets], factor[forgets, None] * lin[forgets],
+                                   rtol=1e-12, atol=0)
+        est.partial_fit(X[31:], y[31:])
+        fits.append(est)
+    np.testing.assert_allclose(fits[0].learner_decisions(X), fits[1].learner_decisions(X),
+                               rtol=0, atol=1e-10)
+    np.testing.assert_allclose(fits[0].weights_, fits[1].weights_, rtol=0, atol=1e-10)
 
 
 @pytest.mark.parametrize("cls", [MultiKernelClassifier, MultiKernelRegressor])
@@ -287,19 +427,26 @@ def test_sklearn_check_estimator(est):
 
 def test_weights_show_the_winning_width():
     X, y = xor_stream(3000, seed=12)
-    clf = MultiKernelClassifier(gammas=[1e-3, 1.0, 1e3], eta_scales=[1.0]).fit(X, y)
+    clf = MultiKernelClassifier(gammas=[1e-3, 1.0, 1e3], eta_scales=[1.0], **PAPERS).fit(X, y)
     assert np.argmax(clf.weights_) == 1
     np.testing.assert_allclose(clf.gammas_, [1e-3, 1.0, 1e3])
     assert clf.dual_coef_.shape == (3, clf.n_support_)
 
 
 def test_auto_widths_follow_the_scale_of_the_inputs():
+    """The Gaussian learners' widths and the linear learners' steps and intercept follow the
+    scale of the inputs: a stream scaled by 1000 learns the same functions."""
     X, y = xor_stream(2000, seed=13)
     small = MultiKernelClassifier().fit(X, y)
     large = MultiKernelClassifier().fit(1000 * X, y)
     np.testing.assert_allclose(large.gammas_ * 1e6, small.gammas_, rtol=1e-9)
+    np.testing.assert_allclose(large.learner_decisions(1000 * X), small.learner_decisions(X),
+                               rtol=1e-7, atol=1e-9)
     np.testing.assert_array_equal(small.predict(X), large.predict(1000 * X))
-    assert len(small.weights_) == len(AUTO_GAMMAS) * 3
+    # 8 widths x (2 step scales + 1 that forgets), then the linear learners likewise
+    assert len(small.weights_) == (len(AUTO_GAMMAS) + 1) * 3
+    assert np.isnan(small.gammas_[-3:]).all() and np.isnan(small.forgetting_[:2]).all()
+    np.testing.assert_array_equal(small.forgetting_[2::3], 0.998)
 
 
 # -- the defaults, against the best single width in hindsight ------------------------------
@@ -424,7 +571,7 @@ def test_an_unbudgeted_model_warns_once_when_it_grows_large(monkeypatch):
     from okl import _warnings
     monkeypatch.setattr(_warnings, "EXPANSION_WORK", 2000)   # centres x (features + learners)
     X, y = xor_stream(200, seed=18)
-    clf = MultiKernelClassifier(classes=[0, 1])
+    clf = MultiKernelClassifier(classes=[0, 1], budget=None)
     with pytest.warns(_warnings.SizeWarning, match="budget=B"):
         clf.partial_fit(X[:150], y[:150])
     with warnings.catch_warnings():
@@ -441,7 +588,13 @@ def test_parameters_the_model_is_built_with_cannot_change_mid_stream(model_state
     with pytest.raises(ValueError, match="gammas"):
         clf.partial_fit(X[200:], y[200:])
     model_state.same(before, model_state(clf))
-    clf.set_params(gammas=[0.5, 1.0], beta=0.5)          # the discount may change
+    for name, value in (("linear", False), ("forgetting", 0.9), ("budget", "auto")):
+        clf.set_params(gammas=[0.5, 1.0], **{name: value})
+        with pytest.raises(ValueError, match=name):
+            clf.partial_fit(X[200:], y[200:])
+        clf.set_params(linear=True, forgetting=0.998, budget=50)
+    model_state.same(before, model_state(clf))
+    clf.set_params(gammas=[0.5, 1.0], beta=0.5, share=0.1)  # the discount, the share may change
     clf.partial_fit(X[200:300], y[200:300])
     clf.set_params(engine="numpy")                        # so may the engine: same iterates
     clf.partial_fit(X[300:], y[300:])

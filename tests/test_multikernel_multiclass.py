@@ -35,7 +35,8 @@ def test_one_width_is_the_single_multiclass_classifier(engine, loss, budget, pol
     params = dict(loss=loss, lam=1e-2, eta="auto", eta_decay=0.5, budget=budget,
                   budget_policy=policy, fit_intercept=True, engine=engine)
     single = OnlineKernelClassifier(gamma=0.7, **params)
-    multi = MultiKernelClassifier(gammas=[0.7], eta_scales=[1.0], **params)
+    multi = MultiKernelClassifier(gammas=[0.7], eta_scales=[1.0], linear=False, forgetting=None,
+                                  share=0.0, **params)
     s_single = single._progressive_scores(X, y, reset=True)
     s_multi = multi._progressive_scores(X, y, reset=True)
     np.testing.assert_array_equal(multi.classes_, single.classes_)
@@ -100,12 +101,13 @@ def test_a_new_class_converts_every_learner_exactly():
     p = clf.predict_proba(X)
     clf.partial_fit(X[:1], [2])                     # the third class arrives (and is learned)
     assert list(clf.classes_) == [0, 1, 2]
-    np.testing.assert_array_equal(clf.weights_.shape, (24,))
+    np.testing.assert_array_equal(clf.weights_.shape, (27,))     # 8 widths x 3, 3 linear
+    np.testing.assert_allclose(clf.linear_coef_.shape, (3, X.shape[1] + 1, 3))
     clf2 = MultiKernelClassifier(loss="logistic", budget=60)
     clf2.partial_fit(X[two], y[two])
     clf2._add_class(2)                              # the conversion alone: s = (-f/2, f/2, 0)
     S = clf2.learner_decisions(X)
-    np.testing.assert_allclose(S[:, :, 1] - S[:, :, 0], f, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(S[:, :, 1] - S[:, :, 0], f, rtol=0, atol=1e-12)   # linear too
     np.testing.assert_array_equal(S[:, :, 2], 0.0)
     np.testing.assert_allclose(softmax(S[:, :, :2], axis=2)[:, :, 1], expit(f), atol=1e-12)
     assert p.shape == (400, 2)
@@ -135,19 +137,20 @@ def test_vote_is_weighted_majority_within_its_mistake_bound():
     (docs/multikernel.md, section 2: the wrong learners hold at least half of the weight)."""
     X, y = rings_stream(3000, seed=6)
     beta = 0.8
-    clf = MultiKernelClassifier(beta=beta, loss="hinge", classes=[0, 1, 2, 3])
+    papers = dict(linear=False, forgetting=None, share=0.0, budget=None)
+    clf = MultiKernelClassifier(beta=beta, loss="hinge", classes=[0, 1, 2, 3], **papers)
     scores = clf._progressive_scores(X, y, reset=True)
     mistakes = int(np.sum(clf._predictions(scores) != y))
     # every learner's own mistakes: replay with the learners' progressive scores
-    replay = MultiKernelClassifier(beta=1.0, loss="hinge", classes=[0, 1, 2, 3])
-    own = np.zeros(24)
+    replay = MultiKernelClassifier(beta=1.0, loss="hinge", classes=[0, 1, 2, 3], **papers)
+    K = len(clf.weights_)
+    own = np.zeros(K)
     for lo in range(0, 3000, 1):
         if lo:
             own += np.argmax(replay.learner_decisions(X[lo:lo + 1])[0], axis=1) != y[lo]
         else:
             own += 0 != y[0]        # no centre yet: every score 0, the first class
         replay.partial_fit(X[lo:lo + 1], y[lo:lo + 1])
-    K = 24
     bound = (math.log(K) + own.min() * math.log(1 / beta)) / math.log(2 / (1 + beta))
     assert mistakes <= bound
     assert mistakes < 0.5 * len(y)
@@ -182,6 +185,7 @@ def test_persistence_round_trip_and_edited_file(engine, model_state):
     model_state.same(model_state(est), model_state(back))
     s = est._model.get_state()
     est._model = type(est._model).from_state(dict(s, n_outputs=3, coef=s["coef"][:, :, :3],
+                                                  linear_coef=s["linear_coef"][:, :, :3],
                                                   b=s["b"][:, :3]))
     buffer = io.BytesIO()
     okl.save(est, buffer)

@@ -93,7 +93,7 @@ def test_the_far_centre_merge_is_the_same_in_both_engines():
         for x, target in zip(X, y):
             est.learn_one(x, float(target))
         state = est._model.get_state()
-        models.append((state["scale"][:, None] * state["coef"], state["centers"]))
+        models.append((state["scale"][:len(state["coef"]), None] * state["coef"], state["centers"]))
     np.testing.assert_allclose(models[0][0], models[1][0], rtol=0, atol=1e-10)
     np.testing.assert_allclose(models[0][1], models[1][1], rtol=0, atol=1e-10)
     assert np.all(np.isfinite(models[0][0]))

@@ -1,11 +1,12 @@
 """Online multiple kernel learning: many Gaussian widths in one pass, combined by Hedge.
 
 MultiKernelClassifier
-    K NORMA classifiers (one per width and step scale) on one support set,
-    binary or multiclass (a score per class and learner, docs/multiclass.md);
-    the prediction is their Hedge-weighted vote, or the vote of one learner
-    drawn with probability q_k (Jin, Hoi and Yang 2010; Hoi, Jin, Zhao and
-    Yang 2013).
+    K NORMA classifiers (one per width and step scale, one that forgets per
+    width, and linear ones) on one support set, binary or multiclass (a score
+    per class and learner, docs/multiclass.md); the prediction is their
+    Hedge-weighted vote with a fixed share, or the vote of one learner drawn
+    with probability q_k (Jin, Hoi and Yang 2010; Hoi, Jin, Zhao and Yang
+    2013; Herbster and Warmuth 1998).
 MultiKernelRegressor
     The same for kernel regression (any residual loss): the Hedge-weighted
     average of the learners, or one drawn learner.
@@ -41,12 +42,15 @@ from okl.classification import MULTICLASS_LOSSES, _finite_lipschitz
 from okl.losses import MARGIN_LOSSES, loss_spec, loss_value
 from okl.regression import REGRESSION_LOSSES
 
-__all__ = ["MultiKernelClassifier", "MultiKernelRegressor", "AUTO_GAMMAS"]
+__all__ = ["MultiKernelClassifier", "MultiKernelRegressor", "AUTO_GAMMAS", "AUTO_BUDGET"]
 
 #: The widths of gammas="auto", relative to 1 / tr(Cov(x)) of the inputs seen so far
 #: (1 / n_features for standardized features): eight octaves around the data's scale
 #: (docs/multikernel.md, "Defaults").
 AUTO_GAMMAS = tuple(2.0 ** j for j in range(-4, 4))
+
+#: The shared centres of budget="auto" (docs/multikernel.md, section 7).
+AUTO_BUDGET = 500
 
 _GRID = Kind(lambda v: not isinstance(v, str) and np.ndim(v) == 1 and 0 < len(v) <= 64
              and all(isinstance(g, Real) and not isinstance(g, bool) and np.isfinite(g)
@@ -60,8 +64,11 @@ _CONSTRAINTS = {
     "eta": [Interval(Real, 0, None, closed="neither"), Options("auto")],
     "eta_decay": [Interval(Real, 0, None, closed="left")],
     "beta": [Interval(Real, 0, 1, closed="right")],
+    "share": [Interval(Real, 0, 1, closed="left")],
+    "forgetting": [Interval(Real, 0, 1, closed="right"), NONE],
+    "linear": [BOOL],
     "combination": [Options("deterministic", "stochastic")],
-    "budget": [Interval(Integral, 1, None, closed="left"), NONE],
+    "budget": [Interval(Integral, 1, None, closed="left"), Options("auto"), NONE],
     "budget_policy": [Options(*_POLICIES)],
     "random_state": [Interval(Integral, 0, None, closed="left"), NONE],
     "verbose": [BOOL, NONE],
@@ -78,6 +85,18 @@ _PARAMS_DOC = """\
     eta_scales : list of floats > 0, default=ETA_SCALES
         Step multipliers: one learner per (width, scale), learner (j, s) steps
         ``eta_scales[s] eta_t`` (docs/multikernel.md, section 4).
+    linear : bool, default=True
+        The pool also holds linear learners on the features as they are (the
+        kernel (<x, u> + r) / ((d + 1) r), r the mean squared entry of the
+        inputs: an intercept on the scale of one feature, and K(x, x) = 1 on
+        average as for the Gaussian kernel), one per step scale and one that
+        forgets (docs/multikernel.md, section 1).
+    forgetting : float in (0, 1] or None, default=FORGETTING
+        The pool also holds, for each width (and the linear kernel), a learner
+        that forgets: a constant step (the first event's, eta_1) and its past
+        shrunk by this factor at every event, an exponential window of about
+        ``1 / (1 - forgetting)`` events.  None: only the papers' learners, whose
+        steps decay (docs/multikernel.md, section 9).
     lam : float >= 0, default=1e-3
         Regularization: every step shrinks each learner by ``1 - eta_t lam``.
     eta : float > 0 or "auto", default="auto"
@@ -88,12 +107,19 @@ _PARAMS_DOC = """\
     beta : float in (0, 1], default=BETA
         Hedge's discount: a learner's weight is multiplied by beta**loss at
         every event, beta = 1 never reweights (docs/multikernel.md, section 5).
+    share : float in [0, 1), default=SHARE
+        Fixed share (Herbster and Warmuth): after each update every weight
+        becomes ``(1 - share) q_k + share / K``, so that a learner's weight
+        can come back after a change; 0 is the papers' Hedge
+        (docs/multikernel.md, section 9).
     combination : {"deterministic", "stochastic"}, default="deterministic"
         Predict with the Hedge-weighted combination of every learner, or with
         one learner drawn with probability q_k (its draw is fixed per step by
         `random_state`).
-    budget : int >= 1 or None, default=None
-        At most this many centres, shared by every learner.
+    budget : int >= 1, "auto" or None, default="auto"
+        At most this many centres, shared by every learner; "auto" is
+        `AUTO_BUDGET` (docs/multikernel.md, section 7), None no limit (the
+        papers' growing expansions).
     budget_policy : {"merge", "smallest", "oldest"}, default="merge"
         What a full budget does: "merge" takes BSGD's merge of the leading
         learner (largest Hedge weight), every learner keeping its projection
@@ -121,21 +147,40 @@ class MultiKernelMixin:
     # -- parameters --------------------------------------------------------------------
 
     def _grid(self):
-        """(gammas, auto, width_of, eta_scales) of the learners: width-major."""
+        """(gammas, auto, width_of, eta_scales, forgetting) of the learners: for each width
+        (width-major) one learner per step scale, then the one that forgets; then the linear
+        learners (width -1) likewise."""
         auto = isinstance(self.gammas, str)
         gammas = np.array(AUTO_GAMMAS if auto else self.gammas, dtype=np.float64)
-        scales = np.array(self.eta_scales, dtype=np.float64)
-        width_of = np.repeat(np.arange(len(gammas)), len(scales))
-        return gammas, auto, width_of, np.tile(scales, len(gammas))
+        kinds = list(range(len(gammas))) + ([-1] if self.linear else [])
+        learners = [(j, float(c), 0.0) for j in kinds for c in self.eta_scales] + (
+            [] if self.forgetting is None else [(j, 1.0, float(self.forgetting)) for j in kinds])
+        learners.sort(key=lambda learner: kinds.index(learner[0]))       # stable: width-major
+        width_of, scales, forgetting = (np.array(v) for v in zip(*learners))
+        return (gammas, auto, width_of.astype(np.intp), scales.astype(np.float64),
+                forgetting.astype(np.float64))
+
+    def _budget(self):
+        """The centres the model keeps (budget="auto" resolved), 0 for no limit."""
+        return AUTO_BUDGET if isinstance(self.budget, str) else int(self.budget or 0)
 
     def _fitted_with(self):
-        """The grid, budget and policy the model was built with (they cannot change mid-stream)."""
+        """The pool, budget and policy the model was built with (they cannot change
+        mid-stream)."""
         state = self._model.get_state()
-        n_scales = len(state["eta_scales"]) // len(state["gammas"])
+        width_of = np.asarray(state["width_of"])
+        forgetting = np.asarray(state["forgetting"])
+        first = width_of == width_of[0]
         policies = {code: name for name, code in _POLICIES.items()}
+        budget = state["budget"] or None
+        if self.budget == "auto" and budget == AUTO_BUDGET:
+            budget = "auto"             # what "auto" resolved to: unchanged
+        forgets = forgetting[forgetting > 0.0]
         return [("gammas", "auto" if state["auto"] else state["gammas"]),
-                ("eta_scales", state["eta_scales"][:n_scales]),
-                ("budget", state["budget"] or None),
+                ("eta_scales", np.asarray(state["eta_scales"])[first & (forgetting == 0.0)]),
+                ("linear", bool(np.any(width_of < 0))),
+                ("forgetting", float(forgets[0]) if len(forgets) else None),
+                ("budget", budget),
                 ("budget_policy", policies[int(state["policy"])])]
 
     def _schedule(self):
@@ -153,7 +198,8 @@ class MultiKernelMixin:
 
     def _hedge(self):
         return make_hedge(self.beta, STOCHASTIC if self.combination == "stochastic"
-                          else DETERMINISTIC, self._task, self.__dict__.get("seed_", 0))
+                          else DETERMINISTIC, self._task, self.__dict__.get("seed_", 0),
+                          self.share)
 
     def _auto_lipschitz(self):
         return 1.0
@@ -176,17 +222,17 @@ class MultiKernelMixin:
         return (MultiKernel, NumpyMultiKernel)
 
     def _start(self, X, y):
-        gammas, auto, width_of, scales = self._grid()
+        gammas, auto, width_of, scales, forgetting = self._grid()
         self._model = ENGINES[self.engine].multikernel(
-            X.shape[1], gammas, width_of, scales, auto, int(self.budget or 0),
-            _POLICIES[self.budget_policy])
+            X.shape[1], gammas, width_of, scales, auto, self._budget(),
+            _POLICIES[self.budget_policy], 1, forgetting)
         self.seed_ = (int(self.random_state) if self.random_state is not None
                       else int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> 2))
         self.t_ = 0
         self.n_support_ = 0
 
     def _check_size(self):
-        if self.budget is None:
+        if not self._budget():
             model = self.__dict__["_model"]
             work = model.n_support * (model.n_features + model.n_learners)
             _warnings.warn_size(
@@ -224,20 +270,21 @@ class MultiKernelMixin:
         return out
 
     def _compiled_events(self, cache):
-        if self._task == CLASSIFY and len(self.__dict__.get("classes_", ())) < 2:
-            return None                 # one class: nothing is learned (okl._labels)
+        """The compiled one-event step; while a classifier knows one class it takes the events
+        of that class without learning them (okl._labels), a new label goes to partial_fit."""
+        learns = self._task != CLASSIFY or len(self.__dict__.get("classes_", ())) >= 2
         events = cache[0]
-        if events is not None and events.matches(self):
+        if events is not None and events.matches(self):     # the same classes_ among them
             return events
         if not ("t_" in self.__dict__ and self.engine == "cython"
                 and type(self.__dict__.get("_model")) is MultiKernel):
             return None
         if params_changed(self):
             return None
-        names = ("_model",) + tuple(name for name in self.get_params(deep=False)
-                                    if name in self.__dict__)
+        names = ("_model",) + ("classes_",) * (self._task == CLASSIFY) + tuple(
+            name for name in self._parameter_constraints if name in self.__dict__)
         events = cache[0] = MultiKernelEvents(self._model, self._schedule(), self._loss_spec(),
-                                              self._hedge(), type(self).__name__, names)
+                                              self._hedge(), type(self).__name__, names, learns)
         events.bind(self)
         return events
 
@@ -265,11 +312,13 @@ class MultiKernelMixin:
 
     @property
     def gammas_(self):
-        """The width of each learner now (the running scale included for gammas="auto")."""
+        """The width of each learner now (the running scale included for gammas="auto"); NaN
+        for a linear learner."""
         check_is_fitted(self, "t_")
         state = self._model.get_state()
         scale = NumpyMultiKernel.from_state(state).gamma_scale()
-        return state["gammas"][state["width_of"]] * scale
+        width_of = np.asarray(state["width_of"])
+        return np.where(width_of >= 0, state["gammas"][np.maximum(width_of, 0)] * scale, np.nan)
 
     @property
     def eta_scales_(self):
@@ -278,11 +327,20 @@ class MultiKernelMixin:
         return self._model.get_state()["eta_scales"]
 
     @property
+    def forgetting_(self):
+        """The forgetting factor of each learner; NaN for the papers' learners, whose steps
+        decay."""
+        check_is_fitted(self, "t_")
+        forgetting = self._model.get_state()["forgetting"]
+        return np.where(forgetting > 0.0, forgetting, np.nan)
+
+    @property
     def intercept_(self):
         """The offsets b_k of the learners: (learners,), or (learners, classes) with 3 or
         more classes."""
-        check_is_fitted(self, "t_")
-        return np.array(self._model.get_state()["b"])
+        if "t_" not in self.__dict__:
+            check_is_fitted(self, "t_")
+        return np.array(self._model.b_)     # read at every predict_one: no state copy
 
     @property
     def support_vectors_(self):
@@ -292,10 +350,19 @@ class MultiKernelMixin:
 
     @property
     def dual_coef_(self):
-        """(learners, n_support_): f_k = sum_i dual_coef_[k, i] K_k(support_vectors_[i], .);
-        (learners, n_support_, classes) with 3 or more classes."""
+        """(Gaussian learners, n_support_): f_k = sum_i dual_coef_[k, i]
+        K_k(support_vectors_[i], .) + intercept_[k] for the first learners (those with a
+        width); (..., n_support_, classes) with 3 or more classes."""
         check_is_fitted(self, "t_")
         return self._model.coef_
+
+    @property
+    def linear_coef_(self):
+        """(linear learners, n_features + 1): f_k = linear_coef_[l, :-1] . x +
+        linear_coef_[l, -1] + intercept_[k] for the last learners (those without a width);
+        (..., n_features + 1, classes) with 3 or more classes."""
+        check_is_fitted(self, "t_")
+        return self._model.linear_coef_
 
     def learner_decisions(self, X):
         """(rows, learners): every learner's own f_k(x), aligned with `weights_`;
@@ -327,30 +394,37 @@ class MultiKernelMixin:
             out["_row_keys"] = tuple(keys)
         out["seed_"] = check.int(attrs["seed_"], "seed_", 0, 2 ** 62)
         kind, state = check.model("_model", ("MultiKernel", "NumpyMultiKernel"))
-        gammas, auto, width_of, scales = self._grid()
-        K, W = len(width_of), len(gammas)
-        check.keys(state, ("n_features", "gammas", "width_of", "eta_scales", "auto", "budget",
-                           "policy", "next_slot", "centers", "coef", "scale", "b", "q", "t",
-                           "ck2", "eta_t", "lam_t", "n_seen", "mean", "m2", "loss_scale"),
+        gammas, auto, width_of, scales, forgetting = self._grid()
+        K, W, L = len(width_of), len(gammas), int(np.sum(width_of < 0))
+        check.keys(state, ("n_features", "gammas", "width_of", "eta_scales", "forgetting",
+                           "auto", "budget", "policy", "next_slot", "centers", "coef",
+                           "linear_coef", "scale", "b", "q", "t", "ck2", "eta_t", "lam_t",
+                           "n_seen", "mean", "m2", "loss_scale"),
                    "the model '_model'", optional=("n_outputs",))
         check.equal(state["n_features"], d, "_model.n_features")
         check.equal(state["auto"], auto, "_model.auto")
-        check.equal(state["budget"], int(self.budget or 0), "_model.budget")
+        budget = self._budget()
+        check.equal(state["budget"], budget, "_model.budget")
         check.equal(state["policy"], _POLICIES[self.budget_policy], "_model.policy")
         if not (np.array_equal(check.array(state["gammas"], "_model.gammas", (W,)), gammas)
                 and np.array_equal(check.array(state["width_of"], "_model.width_of", (K,), "i"),
                                    width_of)
                 and np.array_equal(check.array(state["eta_scales"], "_model.eta_scales", (K,)),
-                                   scales)):
-            check.fail("the model's widths and step scales differ from the parameters")
+                                   scales)
+                and np.array_equal(check.array(state["forgetting"], "_model.forgetting", (K,)),
+                                   forgetting)):
+            check.fail("the model's learners (widths, step scales, forgetting) differ from the "
+                       "parameters")
         C = len(out["classes_"]) if labels and len(out.get("classes_", ())) >= 3 else 1
         n_outputs = state.get("n_outputs", 1)
         if not (isinstance(n_outputs, (int, np.integer)) and n_outputs == C):
             check.fail(f"_model.n_outputs is {n_outputs!r}; the classes need {C}")
-        coef = check.array(state["coef"], "_model.coef", (K, None) + ((C,) if C > 1 else ()))
+        outputs = (C,) if C > 1 else ()
+        coef = check.array(state["coef"], "_model.coef", (K - L, None) + outputs)
+        linear = check.array(state["linear_coef"], "_model.linear_coef", (L, d + 1) + outputs)
         n = coef.shape[1]
         out["n_support_"] = check.int(attrs["n_support_"], "n_support_", 0, t)
-        if n != out["n_support_"] or (self.budget and n > self.budget):
+        if n != out["n_support_"] or (budget and n > budget):
             check.fail(f"n_support_ and the model's {n} centres disagree (or pass the budget)")
         centers = check.array(state["centers"], "_model.centers", (n, d))
         scale = check.array(state["scale"], "_model.scale", (K,))
@@ -374,10 +448,9 @@ class MultiKernelMixin:
             value = state[field]
             if not (isinstance(value, float) and (np.isnan(value) or value >= 0)):
                 check.fail(f"_model.{field} is {value!r}, not a number >= 0 or NaN")
-        ring = self.budget if (self.budget and self.budget_policy == "oldest"
-                               and n == self.budget) else 1
+        ring = budget if (budget and self.budget_policy == "oldest" and n == budget) else 1
         check.int(state["next_slot"], "_model.next_slot", 0, ring - 1)
-        return {"_model": (kind, dict(state, centers=centers, coef=coef))}
+        return {"_model": (kind, dict(state, centers=centers, coef=coef, linear_coef=linear))}
 
 
 def _with_params(cls):
@@ -387,7 +460,8 @@ def _with_params(cls):
     cls.__doc__ = cls.__doc__ % _PARAMS_DOC.replace(
         "eta_decay : float >= 0", f"eta_decay : float >= 0, default={defaults['eta_decay']}"
     ).replace("ETA_SCALES", str(defaults["eta_scales"])).replace("BETA", str(defaults["beta"])
-    ).replace("FIT_INTERCEPT", str(defaults["fit_intercept"]))
+    ).replace("FIT_INTERCEPT", str(defaults["fit_intercept"])).replace(
+        "FORGETTING", str(defaults["forgetting"])).replace("SHARE", str(defaults["share"]))
     return cls
 
 
@@ -446,6 +520,11 @@ class MultiKernelClassifier(MultiKernelMixin, LabelsMixin, ClassifierMixin,
        with kernels", IEEE Transactions on Signal Processing 52(8), 2004.
     .. [4] K. Crammer and Y. Singer, "On the algorithmic implementation of
        multiclass kernel-based vector machines", JMLR 2:265-292, 2001.
+    .. [5] M. Herbster and M. K. Warmuth, "Tracking the best expert", Machine
+       Learning 32(2):151-178, 1998 (fixed share).
+    .. [6] Y. Shen, T. Chen and G. B. Giannakis, "Random feature-based online
+       multi-kernel learning in environments with unknown dynamics", JMLR
+       20(22):1-36, 2019 (learners that forget).
 
     Examples
     --------
@@ -463,17 +542,21 @@ class MultiKernelClassifier(MultiKernelMixin, LabelsMixin, ClassifierMixin,
                               **CLASSES_CONSTRAINTS}
     expected_failed_checks = ONLINE_WEIGHT_CHECKS
 
-    def __init__(self, gammas="auto", eta_scales=(1.0, 4.0, 16.0), loss="hinge", lam=1e-3,
-                 eta="auto", eta_decay=0.5, beta=0.8, combination="deterministic", budget=None,
+    def __init__(self, gammas="auto", eta_scales=(2.0, 16.0), linear=True,
+                 forgetting=0.998, loss="hinge", lam=1e-3, eta="auto", eta_decay=0.5, beta=0.8,
+                 share=1e-3, combination="deterministic", budget="auto",
                  budget_policy="merge", fit_intercept=False, classes=None,
                  random_state=None, verbose=False, engine="cython"):
         self.gammas = gammas
         self.eta_scales = eta_scales
+        self.linear = linear
+        self.forgetting = forgetting
         self.loss = loss
         self.lam = lam
         self.eta = eta
         self.eta_decay = eta_decay
         self.beta = beta
+        self.share = share
         self.combination = combination
         self.budget = budget
         self.budget_policy = budget_policy
@@ -515,15 +598,14 @@ class MultiKernelClassifier(MultiKernelMixin, LabelsMixin, ClassifierMixin,
                 "to two labels.")
         model = self._model
         state = model.get_state()
-        coef, b = np.asarray(state["coef"]), np.asarray(state["b"])
+        coef, linear, b = (np.asarray(state[key]) for key in ("coef", "linear_coef", "b"))
         if model.n_outputs == 1:            # (-f/2, f/2) and the new zero score
-            coef = np.insert(np.stack([-0.5 * coef, 0.5 * coef], axis=2), position, 0.0,
-                             axis=2)
-            b = np.insert(np.stack([-0.5 * b, 0.5 * b], axis=1), position, 0.0, axis=1)
+            coef, linear, b = (np.insert(np.stack([-0.5 * v, 0.5 * v], axis=v.ndim),
+                                         position, 0.0, axis=v.ndim) for v in (coef, linear, b))
         else:
-            coef = np.insert(coef, position, 0.0, axis=2)
-            b = np.insert(b, position, 0.0, axis=1)
-        self._model = type(model).from_state(dict(state, coef=coef, b=b,
+            coef, linear, b = (np.insert(v, position, 0.0, axis=v.ndim - 1)
+                               for v in (coef, linear, b))
+        self._model = type(model).from_state(dict(state, coef=coef, linear_coef=linear, b=b,
                                                   n_outputs=b.shape[1]))
 
     def _validate_params(self):
@@ -612,6 +694,11 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
        classification", Machine Learning 90(2):289-316, 2013.
     .. [2] N. Cesa-Bianchi and G. Lugosi, "Prediction, Learning, and Games",
        Cambridge University Press, 2006 (Hedge with convex losses).
+    .. [3] M. Herbster and M. K. Warmuth, "Tracking the best expert", Machine
+       Learning 32(2):151-178, 1998 (fixed share).
+    .. [4] Y. Shen, T. Chen and G. B. Giannakis, "Random feature-based online
+       multi-kernel learning in environments with unknown dynamics", JMLR
+       20(22):1-36, 2019 (learners that forget).
 
     Examples
     --------
@@ -631,12 +718,15 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
     }
     expected_failed_checks = ONLINE_WEIGHT_CHECKS
 
-    def __init__(self, gammas="auto", eta_scales=(1.0,), loss="squared", quantile=0.5,
-                 epsilon=0.0, lam=1e-3, eta="auto", eta_decay=0.6, beta=0.3,
-                 combination="deterministic", budget=None, budget_policy="merge",
-                 fit_intercept=True, random_state=None, verbose=False, engine="cython"):
+    def __init__(self, gammas="auto", eta_scales=(1.0,), linear=True, forgetting=0.998,
+                 loss="squared", quantile=0.5, epsilon=0.0, lam=1e-3, eta="auto", eta_decay=0.6,
+                 beta=0.3, share=1e-3, combination="deterministic", budget="auto",
+                 budget_policy="merge", fit_intercept=True, random_state=None, verbose=False,
+                 engine="cython"):
         self.gammas = gammas
         self.eta_scales = eta_scales
+        self.linear = linear
+        self.forgetting = forgetting
         self.loss = loss
         self.quantile = quantile
         self.epsilon = epsilon
@@ -644,6 +734,7 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
         self.eta = eta
         self.eta_decay = eta_decay
         self.beta = beta
+        self.share = share
         self.combination = combination
         self.budget = budget
         self.budget_policy = budget_policy

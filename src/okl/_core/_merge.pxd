@@ -18,7 +18,9 @@ cdef Py_ssize_t cmerge_find(const double* centers,   # IN (n, d) row-major
                             double* work,            # WORK (n,)
                             bint row_ready,          # IN work[:n-1] = K(x_i, x_{n-1}) already
                             Py_ssize_t* m_out, double* h_out, double* cz_out,
-                            double* loss_out) noexcept nogil
+                            double* loss_out,
+                            bint refine=*            # IN solve every partner the table leaves in
+                            ) noexcept nogil
 
 
 cdef void cmerge_pair(double cm, double cn, double g,

@@ -128,7 +128,7 @@ cbuild()
 cdef Py_ssize_t cmerge_find(const double* centers, const double* coef,
                             Py_ssize_t n, Py_ssize_t d, double gamma, double* work,
                             bint row_ready, Py_ssize_t* m_out, double* h_out, double* cz_out,
-                            double* loss_out) noexcept nogil:
+                            double* loss_out, bint refine=True) noexcept nogil:
     """Choose the merge that takes n centres to n - 1 (Gaussian kernel); return the partner.
 
     m_out receives argmin |coef| (the first on ties); the return value is the
@@ -142,9 +142,11 @@ cdef Py_ssize_t cmerge_find(const double* centers, const double* coef,
     used and no distance is computed.
 
     One kernel row from x_m gives every k, the table every rho; the partner
-    of least tabulated rho is solved exactly first, then every other partner
-    whose tabulated rho is within TOL of the best exact one.  The loops over
-    the centres are _merge.h's, vectorised.
+    of least tabulated rho is solved exactly first, then (refine) every other
+    partner whose tabulated rho is within TOL of the best exact one.  Without
+    refine the partner of least tabulated rho is taken: its degradation is
+    within TOL c_m^2 of the least.  The loops over the centres are _merge.h's,
+    vectorised.
     """
     cdef Py_ssize_t i, m, first, best
     cdef double cm, h, cz, loss, limit
@@ -168,7 +170,7 @@ cdef Py_ssize_t cmerge_find(const double* centers, const double* coef,
     best = first
     cmerge_pair(cm, coef[first], gamma * csqdist(centers + m * d, centers + first * d, d),
                 &best_h, &best_cz, &best_loss)
-    limit = best_loss / (cm * cm) + TOL
+    limit = best_loss / (cm * cm) + TOL if refine else -INFINITY
     for i in range(n):
         if work[i] < limit and i != first:
             cmerge_pair(cm, coef[i], gamma * csqdist(centers + m * d, centers + i * d, d),

@@ -1,20 +1,27 @@
-"""Online multiple kernel learning: K Gaussian learners on one support set (docs/multikernel.md).
+"""Online multiple kernel learning: a pool of learners combined by Hedge (docs/multikernel.md).
 
-Learner k has the width ``gammas[width_of[k]]`` (times the running scale
-1 / tr(Cov) of the inputs when `auto`), the step ``eta_scales[k] eta_t`` and
-its own offsets b_k; its coefficients are block k of the (learners x outputs
-x centres) array, each block with a lazy scale (`_lazy.pxd`): a score is one
+The pool holds `n_gauss` Gaussian learners on one shared support set, then
+`n_linear` linear learners (the kernel (<x, u> + r) / ((d + 1) r), r the mean squared
+entry of the inputs).  Gaussian learner k has the
+width ``gammas[width_of[k]]`` (times the running scale 1 / tr(Cov) of the
+inputs when `auto`), its coefficients are block k of the (learners x outputs x
+centres) array, each block with a lazy scale (`_lazy.pxd`): a score is one
 SIMD dot product of a coefficient row with the width's kernel row (the state
-and the NumPy twin hold (learners x centres x outputs)).  One output
-(binary classification, regression) is f_k(x) in R; n_outputs = C >= 3 are
-the scores of C classes (docs/multiclass.md), learner k a multiclass NORMA
-learner whose centre i holds a coefficient vector of C values.  One event
-computes the squared distances to the centres once, one exponential per
-(centre, width), then every learner's NORMA step (the step of
-`_pointwise.pyx`, or `_multiclass.pxd`'s gradient with C classes; one
-centre added for all) and the Hedge update of the weights q (Jin, Hoi and
-Yang 2010; Hoi, Jin, Zhao and Yang 2013).  A step checks everything before
-its first write.  The NumPy twin is `okl._numpy.multikernel`.
+and the NumPy twin hold (learners x centres x outputs)).  Linear learner l holds
+the weights of the features and its intercept, block l of the
+(learners x outputs x (d + 1)) array, also lazily scaled.  Learner k steps
+``eta_scales[k]`` times the schedule's eta_t (the papers' decaying step), or,
+when ``forgetting[k] > 0``, a constant step (eta_1 times its scale) and a shrink
+by the factor forgetting[k] at every step (docs/multikernel.md, section 9).
+One output (binary classification, regression) is f_k(x) in R; n_outputs = C
+>= 3 are the scores of C classes (docs/multiclass.md), learner k a multiclass
+NORMA learner.  One event computes the squared distances to the centres once,
+one exponential per (centre, width), then every learner's NORMA step (the step
+of `_pointwise.pyx`, or `_multiclass.pxd`'s gradient with C classes; one centre
+added for all Gaussian learners) and the Hedge update of the weights q (Jin,
+Hoi and Yang 2010; Hoi, Jin, Zhao and Yang 2013), with a fixed share (Herbster
+and Warmuth 1998).  A step checks everything before its first write.  The NumPy
+twin is `okl._numpy.multikernel`.
 """
 import numpy as np
 
@@ -62,6 +69,7 @@ cdef enum:
 
 cdef struct Hedge:
     double beta
+    double share        # fixed share: q <- (1 - share) q + share / K after each update
     int combination
     int task
     uint64_t seed
@@ -97,7 +105,8 @@ cdef inline double cuniform(uint64_t seed, double t) noexcept nogil:
 
 
 cdef class MultiKernel:
-    """K Gaussian kernel learners on one support set, combined by Hedge weights.
+    """A pool of kernel learners (Gaussian ones on one support set, linear ones) combined by
+    Hedge weights.
 
     Parameters
     ----------
@@ -105,9 +114,9 @@ cdef class MultiKernel:
     gammas : array of shape (n_widths,)
         The widths (relative to the running scale when `auto`).
     width_of : int array of shape (n_learners,)
-        The width of each learner.
+        The width of each learner, -1 for a linear learner (the linear learners come last).
     eta_scales : array of shape (n_learners,)
-        The step of learner k is eta_scales[k] eta_t.
+        The step of learner k is eta_scales[k] eta_t (eta_1 when it forgets).
     auto : bool
         Multiply the widths by 1 / tr(Cov) of the inputs learned so far.
     budget : int
@@ -119,25 +128,32 @@ cdef class MultiKernel:
     n_outputs : int
         1: f_k(x) in R (binary labels +-1, or regression); C >= 3: C class
         scores per learner, y the class index.
+    forgetting : array of shape (n_learners,) or None
+        0: the papers' decaying step; a factor in (0, 1]: a constant step and
+        that shrink at every step (None: every learner decays).
     """
     cdef readonly Py_ssize_t n_features, n_learners, n_widths, n_support, capacity, n_outputs
-    cdef readonly Py_ssize_t budget, next_slot, version
+    cdef readonly Py_ssize_t n_gauss, n_linear
+    cdef readonly Py_ssize_t budget, next_slot, version, kb_stamp
     cdef readonly int policy
     cdef readonly bint auto
     cdef readonly double t, ck2, eta_t, lam_t, n_seen, loss_scale
-    cdef object _doublings, _gammas, _width_of, _eta_scales, _scale, _b, _q, _mean, _m2
-    cdef object _centers, _coef, _sq, _kb, _work, _z, _mwork, _az, _rn, _mblock
+    cdef object _doublings, _gammas, _width_of, _eta_scales, _forget, _scale, _b, _q, _mean
+    cdef object _m2, _centers, _coef, _lin, _sq, _kb, _work, _z, _mwork, _az, _rn, _mblock
+    cdef object _wwork
     cdef double* gammas
     cdef Py_ssize_t* width_of
     cdef int* doublings            # (n_widths,) p > 0: gammas[j] = 2^p gammas[j - 1] exactly
     cdef double* eta_scales
+    cdef double* forget            # (K,) 0: decaying step; else the forgetting factor
     cdef double* scale             # (K,) lazy scale of each row
     cdef double* b                 # (K, C) offsets
     cdef double* q                 # (K,) Hedge weights, summing to 1
-    cdef double* mean              # (d,) running mean (auto)
-    cdef double* m2                # (d,) running sums of squared deviations (auto)
+    cdef double* mean              # (d,) running mean of the inputs
+    cdef double* m2                # (d,) running sums of squared deviations
     cdef double* centers           # (capacity, d)
-    cdef double* coef              # (K, C, capacity) raw, block k times scale[k]
+    cdef double* coef              # (n_gauss, C, capacity) raw, block k times scale[k]
+    cdef double* lin               # (n_linear, C, d + 1) raw, block l times scale[n_gauss + l]
     cdef double* mblock            # (capacity, C) the leader's block, centre-major, to merge
     cdef double* sq                # (capacity,) squared distances to x
     cdef double* kb                # (n_widths, capacity) kernel rows
@@ -148,54 +164,73 @@ cdef class MultiKernel:
     cdef double* factor            # (K,)
     cdef double* z                 # (K,) Hedge losses
     cdef double* zbuf              # (d,) the merged point
-    cdef double* rn                # (K, capacity) with C outputs: ||raw coef[k, i, :]||^2, kept
+    cdef double* rn                # (n_gauss, capacity) with C outputs: ||raw coef[k, i, :]||^2
     cdef double* mnorm             # (capacity,) merge work with C outputs: row norms, bounds, dots
     cdef double* mbound
     cdef double* mdot
     cdef double* az                # (C,)
+    cdef double* em                # (n_widths,) the merge's K_j(x_m, z), K_j(x_n, z)
+    cdef double* en
 
     def __init__(self, Py_ssize_t n_features, gammas, width_of, eta_scales, bint auto=False,
-                 Py_ssize_t budget=0, int policy=OLDEST, Py_ssize_t n_outputs=1):
+                 Py_ssize_t budget=0, int policy=OLDEST, Py_ssize_t n_outputs=1,
+                 forgetting=None):
         gammas = np.ascontiguousarray(gammas, dtype=np.float64)
         width_of = np.ascontiguousarray(width_of, dtype=np.intp)
         eta_scales = np.ascontiguousarray(eta_scales, dtype=np.float64)
+        forget = np.zeros(len(width_of)) if forgetting is None else \
+            np.ascontiguousarray(forgetting, dtype=np.float64)
         if n_features < 1 or gammas.ndim != 1 or len(gammas) < 1:
             raise ValueError("A MultiKernel needs n_features >= 1 and at least one width.")
         if (width_of.ndim != 1 or len(width_of) < 1 or eta_scales.shape != width_of.shape
-                or width_of.min() < 0 or width_of.max() >= len(gammas)):
-            raise ValueError("width_of and eta_scales must give every learner a width index.")
+                or forget.shape != width_of.shape or width_of.min() < -1
+                or width_of.max() >= len(gammas)
+                or np.any(np.diff((width_of < 0).astype(np.intp)) < 0)):
+            raise ValueError("width_of, eta_scales and forgetting must give every learner a "
+                             "width index (-1: linear, after the Gaussian learners).")
+        if not np.all((forget == 0.0) | ((forget > 0.0) & (forget <= 1.0))):
+            raise ValueError("A learner's forgetting is 0 (the decaying step) or in (0, 1].")
         if budget < 0 or policy not in (OLDEST, SMALLEST, MERGE):
             raise ValueError(f"Bad budget {budget} or policy code {policy}.")
         if n_outputs < 1 or n_outputs == 2:
             raise ValueError(f"n_outputs is 1 (a scalar f) or the number of classes >= 3, "
                              f"not {n_outputs}.")
         self.n_features, self.n_widths, self.n_learners = n_features, len(gammas), len(width_of)
+        self.n_linear = int(np.sum(width_of < 0))
+        self.n_gauss = self.n_learners - self.n_linear
         self.auto, self.budget, self.policy = auto, budget, policy
         self.n_outputs = n_outputs
         K, C = self.n_learners, n_outputs
         self._gammas, self._width_of, self._eta_scales = gammas.copy(), width_of.copy(), \
             eta_scales.copy()
+        self._forget = forget.copy()
         self._scale, self._b = np.ones(K), np.zeros(K * C)
         self._q = np.full(K, 1.0 / K)
         self._mean, self._m2 = np.zeros(n_features), np.zeros(n_features)
+        self._lin = np.zeros((max(self.n_linear, 1), C, n_features + 1))
         self._work = np.zeros((6, K * C))
+        self._wwork = np.zeros((2, self.n_widths))
         self._z = np.zeros(n_features)
         self._az = np.zeros(C)
         cdef double[::1] zv = self._z, azv = self._az
         self.zbuf = &zv[0]
         self.az = &azv[0]
         cdef double[::1] gv = self._gammas, ev = self._eta_scales, sv = self._scale
+        cdef double[::1] fv = self._forget
         cdef double[::1] bv = self._b, qv = self._q, mv = self._mean, m2v = self._m2
         cdef Py_ssize_t[::1] wv = self._width_of
         self._doublings = np.ascontiguousarray(doublings(gammas), dtype=np.intc)
         cdef int[::1] dv = self._doublings
         self.doublings = &dv[0]
-        cdef double[:, ::1] work = self._work
+        cdef double[:, ::1] work = self._work, ww = self._wwork
+        cdef double[:, :, ::1] lv = self._lin
         self.gammas, self.width_of, self.eta_scales = &gv[0], &wv[0], &ev[0]
+        self.forget, self.lin = &fv[0], &lv[0, 0, 0]
         self.scale, self.b, self.q, self.mean, self.m2 = &sv[0], &bv[0], &qv[0], &mv[0], &m2v[0]
         self.f, self.g, self.a = &work[0, 0], &work[1, 0], &work[2, 0]
         self.bnext, self.factor, self.z = &work[3, 0], &work[4, 0], &work[5, 0]
-        self.n_support = self.next_slot = self.capacity = self.version = 0
+        self.em, self.en = &ww[0, 0], &ww[1, 0]
+        self.n_support = self.next_slot = self.capacity = self.version = self.kb_stamp = 0
         self.t = self.ck2 = self.n_seen = self.loss_scale = 0.0
         self.eta_t = self.lam_t = NAN
         self._allocate(16 if budget == 0 else min(16, self.room()))
@@ -214,12 +249,12 @@ cdef class MultiKernel:
         return self.budget + 1 if self.policy == MERGE else self.budget
 
     cdef _allocate(self, Py_ssize_t capacity):
-        cdef Py_ssize_t n = self.n_support, d = self.n_features, K = self.n_learners
+        cdef Py_ssize_t n = self.n_support, d = self.n_features, K = self.n_gauss
         centers = np.empty((capacity, d))
-        coef = np.empty((K, self.n_outputs, capacity))
+        coef = np.empty((max(K, 1), self.n_outputs, capacity))
         if n:
             centers[:n] = self._centers[:n]
-            coef[:, :, :n] = self._coef[:, :, :n]
+            coef[:K, :, :n] = self._coef[:K, :, :n]
         self._centers, self._coef = centers, coef
         self._sq = np.empty(capacity)
         self._kb = np.empty((self.n_widths, capacity))
@@ -227,9 +262,9 @@ cdef class MultiKernel:
         self._mblock = np.empty((capacity if self.n_outputs > 1 else 1, self.n_outputs))
         cdef double[:, ::1] bv = self._mblock
         self.mblock = &bv[0, 0]
-        rn = np.empty((K, capacity if self.n_outputs > 1 else 1))
+        rn = np.empty((max(K, 1), capacity if self.n_outputs > 1 else 1))
         if n and self.n_outputs > 1:
-            rn[:, :n] = self._rn[:, :n]
+            rn[:K, :n] = self._rn[:K, :n]
         self._rn = rn
         cdef double[:, ::1] rv = rn
         self.rn = &rv[0, 0]
@@ -239,6 +274,7 @@ cdef class MultiKernel:
         self.centers, self.coef, self.kb, self.sq = &cv[0, 0], &av[0, 0, 0], &kv[0, 0], &qv[0]
         self.mnorm, self.mbound, self.mdot = &mv[0, 0], &mv[1, 0], &mv[2, 0]
         self.capacity = capacity
+        self.kb_stamp += 1              # the kernel rows are gone
 
     def reserve(self, Py_ssize_t n_new):
         """Make room for `n_new` more centres (capped by the budget), doubling."""
@@ -264,38 +300,61 @@ cdef class MultiKernel:
             return 1.0 / self.n_features
         return self.n_seen / total
 
+    cdef double clinear_offset(self, double xx) noexcept nogil:
+        """r_t, the mean squared entry ||x_s||^2 / d of the inputs learned so far and this one
+        (xx = ||x_t||^2): the linear learners' kernel is (<x, u> + r_t) / ((d + 1) r_t), an
+        intercept on the scale of one feature, of mean K(x, x) = 1 (r_t = 1 while every input
+        is 0)."""
+        cdef double total = 0.0, norm = 0.0, r
+        cdef Py_ssize_t j
+        for j in range(self.n_features):
+            total += self.m2[j]
+            norm += self.mean[j] * self.mean[j]
+        r = (total + self.n_seen * norm + xx) / ((self.n_seen + 1.0) * self.n_features)
+        return r if r > 0.0 else 1.0
+
     cdef void cdecisions(self, const double* x) noexcept nogil:
-        """f[k, c] = f_k(x)_c: the distances once, one exponential per (centre, width)."""
-        cdef Py_ssize_t n = self.n_support, cap = self.capacity, i, j, k, c
-        cdef Py_ssize_t C = self.n_outputs
+        """f[k, c] = f_k(x)_c: the distances once, one exponential per (centre, width), one dot
+        product per (Gaussian learner, class); x . w per (linear learner, class)."""
+        cdef Py_ssize_t n = self.n_support, cap = self.capacity, i, j, k, c, d = self.n_features
+        cdef Py_ssize_t C = self.n_outputs, KG = self.n_gauss
         cdef int p, r
-        cdef double gs, v
+        cdef double gs
         cdef double* row
         cdef double* prev
+        cdef const double* w
+        cdef bint far
+        self.kb_stamp += 1
         if n == 0:
-            for k in range(self.n_learners * C):
+            for k in range(KG * C):
                 self.f[k] = self.b[k]
-            return
-        okl_sqdists(n, self.n_features, self.centers, x, self.sq)
-        gs = self.cgamma_scale()
-        for j in range(self.n_widths):
-            row = self.kb + j * cap
-            p = self.doublings[j]
-            if p == 0:
-                memcpy(row, self.sq, n * sizeof(double))
-                okl_exp_scaled(n, self.gammas[j] * gs, row)
-            else:                   # gammas[j] = 2^p gammas[j - 1]: K_j = K_{j-1}^(2^p)
-                prev = row - cap
+        elif KG:
+            okl_sqdists(n, d, self.centers, x, self.sq)
+            gs = self.cgamma_scale()
+            for j in range(self.n_widths):
+                row = self.kb + j * cap
+                p = self.doublings[j]
+                if p == 0:
+                    memcpy(row, self.sq, n * sizeof(double))
+                    okl_exp_scaled(n, self.gammas[j] * gs, row)
+                    continue
+                prev = row - cap        # gammas[j] = 2^p gammas[j - 1]: K_j = K_{j-1}^(2^p)
                 for i in range(n):
-                    v = prev[i]
-                    for r in range(p):
-                        v = v * v
-                    row[i] = v
-        for k in range(self.n_learners):    # one dot product per (learner, class)
-            for c in range(C):
-                self.f[k * C + c] = self.scale[k] * cdot(
-                    self.coef + (k * C + c) * cap, self.kb + self.width_of[k] * cap, n
-                ) + self.b[k * C + c]
+                    row[i] = prev[i] * prev[i]
+                for r in range(1, p):
+                    for i in range(n):
+                        row[i] = row[i] * row[i]
+            for k in range(KG):     # one dot product per (learner, class)
+                for c in range(C):
+                    self.f[k * C + c] = self.scale[k] * cdot(
+                        self.coef + (k * C + c) * cap, self.kb + self.width_of[k] * cap, n
+                    ) + self.b[k * C + c]
+        far = self.n_linear and not isfinite(cdot(x, x, d))
+        for k in range(KG, self.n_learners):
+            for c in range(C):      # ||x||^2 overflows: the linear kernel is 0, as exp(-inf)
+                w = self.lin + ((k - KG) * C + c) * (d + 1)
+                self.f[k * C + c] = self.b[k * C + c] if far else \
+                    self.scale[k] * (cdot(w, x, d) + w[d]) + self.b[k * C + c]
 
     cdef void cvote(self, const Hedge* h, double* out) noexcept nogil:
         """With C classes, out[c] = the Hedge weight of the learners whose scores f[k, :]
@@ -354,7 +413,7 @@ cdef class MultiKernel:
             return self.next_slot
         for i in range(n):              # the column norms, row by row (sq is free now)
             self.sq[i] = 0.0
-        for k in range(self.n_learners):
+        for k in range(self.n_gauss):
             if C > 1:                   # the kept row norms: K n work, not K n C
                 c = self.scale[k] * self.scale[k]
                 row = self.rn + k * cap
@@ -368,7 +427,7 @@ cdef class MultiKernel:
         for i in range(n):
             if i == 0 or self.sq[i] < best:
                 best, slot = self.sq[i], i
-        for k in range(self.n_learners * C):
+        for k in range(self.n_gauss * C):
             new += self.a[k] * self.a[k]
         return NEWCOMER if new <= best else slot
 
@@ -376,11 +435,14 @@ cdef class MultiKernel:
                    const LossSpec* loss, const Hedge* h) noexcept nogil:
         """Every learner's step and the Hedge update from f[:] = f_k(x): TAKEN, SKIPPED or
         DIVERGED (nothing changed).  With C classes y is the class index."""
-        cdef Py_ssize_t k, c, K = self.n_learners, slot, d = self.n_features, cap = self.capacity
+        cdef Py_ssize_t k, c, j, K = self.n_learners, KG = self.n_gauss, slot
+        cdef Py_ssize_t d = self.n_features, cap = self.capacity
         cdef Py_ssize_t C = self.n_outputs, yi = <Py_ssize_t>y if self.n_outputs > 1 else 0
-        cdef double t, ck2, eta_t, lam_t, eta, scale_next, total, lossk, new_scale, delta
-        cdef bint add = False, all_reset = True, moves
+        cdef double t, ck2, kxx = 1.0, eta_t, lam_t, eta, scale_next
+        cdef double eta_1, unused, total, new_scale, delta, coef, r = 1.0, nx = 1.0
+        cdef bint add = False, all_reset = True, moves, linear
         cdef Rescale rescale
+        cdef double* wrow
         cdef int mloss = MC_LOGISTIC if loss.kind == LOGISTIC else MC_HINGE
         for k in range(K * C):
             if not isfinite(self.f[k]):
@@ -390,14 +452,28 @@ cdef class MultiKernel:
         t = self.t + 1.0
         ck2 = self.ck2 if self.ck2 > 1.0 else 1.0
         cschedule(s, t, ck2, NAN, &eta_t, &lam_t)
+        cschedule(s, 1.0, ck2, NAN, &eta_1, &unused)      # the forgetting learners' step
+        if self.n_linear:       # the kernel (<x, u> + r) nx, nx = 1 / ((d + 1) r): mean K(x, x) 1
+            kxx = cdot(x, x, d)
+            r = self.clinear_offset(kxx)
+            nx = 1.0 / ((d + 1.0) * r)
+            kxx = (kxx + r + 1.0) * nx          # K(x_t, x_t) and more: bounds every |x_j| nx
+            if not isfinite(kxx):               # ||x||^2 overflows: no linear learner moves
+                kxx, r, nx = 0.0, 0.0, 0.0
         new_scale = self.loss_scale
         for k in range(K):
-            eta = eta_t * self.eta_scales[k]
-            self.factor[k] = 1.0 - lam_t * eta
+            linear = k >= KG
+            if self.forget[k] > 0.0:
+                eta = eta_1 * self.eta_scales[k]
+                self.factor[k] = self.forget[k]
+            else:
+                eta = eta_t * self.eta_scales[k]
+                self.factor[k] = 1.0 - lam_t * eta
             scale_next = self.scale[k] * self.factor[k]
             if self.factor[k] <= 0.0 or scale_next < 1e-9 or scale_next > 1e9:
                 scale_next = 1.0
-            all_reset = all_reset and self.factor[k] <= 0.0
+            if not linear:
+                all_reset = all_reset and self.factor[k] <= 0.0
             if C > 1:               # the multiclass step (_multiclass.pyx, `cmstep`)
                 moves = cmulti_gradient(mloss, self.f + k * C, yi, C, w, self.g + k * C)
                 for c in range(C):
@@ -405,15 +481,16 @@ cdef class MultiKernel:
                     self.bnext[k * C + c] = self.b[k * C + c]
                     if s.intercept == STEP:
                         self.bnext[k * C + c] = self.b[k * C + c] - eta * self.g[k * C + c]
-                    if not (isfinite(self.a[k * C + c] / scale_next)
+                    if not (isfinite(self.a[k * C + c] * (kxx if linear else 1.0) / scale_next)
                             and isfinite(self.bnext[k * C + c])):
                         return DIVERGED
                     if moves and not isfinite(self.factor[k] * (self.f[k * C + c]
                                                                 - self.b[k * C + c])
-                                              + self.a[k * C + c] + self.bnext[k * C + c]):
+                                              + self.a[k * C + c] * (kxx if linear else 1.0)
+                                              + self.bnext[k * C + c]):
                         return DIVERGED
                 self.z[k] = 0.0 if cargmax(self.f + k * C, C) == yi else 1.0
-                add = add or moves
+                add = add or (moves and not linear)
                 continue
             # a MEAN offset moves first: the kernel part steps on the residual against b_{t+1}
             self.bnext[k] = self.b[k]
@@ -423,10 +500,11 @@ cdef class MultiKernel:
             self.a[k] = -eta * self.g[k]
             if s.intercept == STEP:
                 self.bnext[k] = self.b[k] - eta * self.g[k]
-            if not (isfinite(self.a[k] / scale_next) and isfinite(self.bnext[k])):
+            if not (isfinite(self.a[k] * (kxx if linear else 1.0) / scale_next)
+                    and isfinite(self.bnext[k])):
                 return DIVERGED
-            if not isfinite(self.factor[k] * (self.f[k] - self.b[k]) + self.a[k]
-                            + self.bnext[k]):
+            if not isfinite(self.factor[k] * (self.f[k] - self.b[k])
+                            + self.a[k] * (kxx if linear else 1.0) + self.bnext[k]):
                 return DIVERGED
             if h.task == CLASSIFY:
                 self.z[k] = 0.0 if (self.f[k] > 0.0) == (y > 0.0) else 1.0
@@ -436,7 +514,7 @@ cdef class MultiKernel:
                     return DIVERGED
                 if self.z[k] > new_scale:
                     new_scale = self.z[k]
-            add = add or self.g[k] != 0.0
+            add = add or (self.g[k] != 0.0 and not linear)
         # -- writes ------------------------------------------------------------------------
         self.loss_scale = new_scale
         total = 0.0
@@ -447,13 +525,24 @@ cdef class MultiKernel:
             total += self.q[k]
         for k in range(K):
             self.q[k] = self.q[k] / total
-        if all_reset:
+            if h.share > 0.0:       # fixed share (Herbster and Warmuth)
+                self.q[k] = (1.0 - h.share) * self.q[k] + h.share / K
+        for k in range(KG, K):      # the linear learners: w <- factor w + a nx (x, r)
+            wrow = self.lin + (k - KG) * C * (d + 1)
+            cshrink_lazy(wrow, C * (d + 1), &self.scale[k], self.factor[k])
+            for c in range(C):
+                coef = self.a[k * C + c] / self.scale[k] * nx
+                if coef != 0.0:
+                    for j in range(d):
+                        wrow[c * (d + 1) + j] += coef * x[j]
+                    wrow[c * (d + 1) + d] += coef * r
+        if all_reset and KG:
             self.n_support = 0
             self.next_slot = 0
-            for k in range(K):
+            for k in range(KG):
                 self.scale[k] = 1.0
         else:
-            for k in range(K):
+            for k in range(KG):
                 # block k: C rows of `cap`, the first n_support of each in use
                 rescale = cshrink_lazy(self.coef + k * cap * C,
                                        (C - 1) * cap + self.n_support, &self.scale[k],
@@ -470,7 +559,7 @@ cdef class MultiKernel:
                 elif self.policy == OLDEST:
                     self.next_slot = (slot + 1) % self.budget
                 memcpy(self.centers + slot * d, x, d * sizeof(double))
-                for k in range(K):
+                for k in range(KG):
                     for c in range(C):
                         self.coef[(k * C + c) * cap + slot] = self.a[k * C + c] / self.scale[k]
                     if C > 1:
@@ -483,55 +572,63 @@ cdef class MultiKernel:
         self.t, self.ck2, self.eta_t, self.lam_t = t, ck2, eta_t, lam_t
         for k in range(K * C):
             self.b[k] = self.bnext[k]
-        if self.auto:                   # Welford's running moments of the inputs
-            self.n_seen += 1.0
-            for k in range(d):
-                delta = x[k] - self.mean[k]
-                self.mean[k] = self.mean[k] + delta / self.n_seen
-                self.m2[k] = self.m2[k] + delta * (x[k] - self.mean[k])
+        self.n_seen += 1.0              # Welford's running moments of the inputs
+        for k in range(d):
+            delta = x[k] - self.mean[k]
+            self.mean[k] = self.mean[k] + delta / self.n_seen
+            self.m2[k] = self.m2[k] + delta * (x[k] - self.mean[k])
         self.version += 1
         return TAKEN
 
     cdef void cmerge(self) noexcept nogil:
-        """B + 1 centres -> B by BSGD's merge as the leading learner (largest Hedge weight) would
-        take it: `cmerge_find` on its coefficient row and width gives the centre m, its partner
-        n and z = h x_m + (1 - h) x_n; every learner k keeps the projection of its two terms
-        onto its own K_k(z, .), A[k, m] K_k(x_m, z) + A[k, n] K_k(x_n, z).  No partner (partner
-        < 0) removes x_m.  The last centre fills slot m."""
+        """B + 1 centres -> B by BSGD's merge as the leading learner (`cleader`) would take it:
+        `cmerge_find` on its coefficient row and width gives the centre m, its partner n (the
+        partner of least tabulated degradation: one exact solve) and z = h x_m + (1 - h) x_n;
+        every learner k keeps the projection of its two terms onto its own K_k(z, .),
+        A[k, m] K_k(x_m, z) + A[k, n] K_k(x_n, z).  No partner (partner < 0) removes x_m.
+        The last centre fills slot m.  When m is the newcomer (nearly always), the leader's
+        kernel row of this event gives every k."""
         cdef Py_ssize_t N = self.n_support, d = self.n_features, cap = self.capacity
-        cdef Py_ssize_t i, k, ref = self.cleader(), m, n, last = N - 1
+        cdef Py_ssize_t i, j, k, ref = self.cleader(), m, n, last = N - 1
         cdef double h, cz, loss, dist, g, gs = self.cgamma_scale()
         n = cmerge_find(self.centers, self.coef + ref * cap, N, d,
-                        self.gammas[self.width_of[ref]] * gs, self.kb, False, &m, &h, &cz, &loss)
+                        self.gammas[self.width_of[ref]] * gs, self.kb + self.width_of[ref] * cap,
+                        True, &m, &h, &cz, &loss, False)
         if n >= 0:
             dist = 0.0
             for i in range(d):
                 dist += (self.centers[m * d + i] - self.centers[n * d + i]) ** 2
             cmerge_point(self.centers + m * d, self.centers + n * d, d, h, self.zbuf)
-            for k in range(self.n_learners):
-                g = self.gammas[self.width_of[k]] * gs
+            for j in range(self.n_widths):
+                g = self.gammas[j] * gs
                 # K(x_m, z) = 1 at h = 1 (K(x_n, z) at h = 0), also when dist overflowed to inf
-                self.coef[k * cap + n] = (
-                    self.coef[k * cap + m] * (exp(-g * (1.0 - h) * (1.0 - h) * dist)
-                                              if h != 1.0 else 1.0)
-                    + self.coef[k * cap + n] * (exp(-g * h * h * dist) if h != 0.0 else 1.0))
+                self.em[j] = exp(-g * (1.0 - h) * (1.0 - h) * dist) if h != 1.0 else 1.0
+                self.en[j] = exp(-g * h * h * dist) if h != 0.0 else 1.0
+            for k in range(self.n_gauss):
+                self.coef[k * cap + n] = (self.coef[k * cap + m] * self.em[self.width_of[k]]
+                                          + self.coef[k * cap + n] * self.en[self.width_of[k]])
             memcpy(self.centers + n * d, self.zbuf, d * sizeof(double))
         if m != last:
             memcpy(self.centers + m * d, self.centers + last * d, d * sizeof(double))
-            for k in range(self.n_learners):
+            for k in range(self.n_gauss):
                 self.coef[k * cap + m] = self.coef[k * cap + last]
         self.n_support = last
 
     cdef Py_ssize_t cleader(self) noexcept nogil:
-        """The first learner of largest Hedge weight (ties within 1e-9, which the engines'
-        rounding cannot split)."""
+        """The first Gaussian learner of largest Hedge weight among those whose steps decay (all
+        of them when none does), ties within 1e-9 (which the engines' rounding cannot split).
+        A forgetting learner's smallest coefficients are its oldest centres, which the
+        learners of long memory need (docs/multikernel.md, section 9)."""
         cdef Py_ssize_t k
-        cdef double top = 0.0
-        for k in range(self.n_learners):
-            if self.q[k] > top:
+        cdef double top = -1.0
+        cdef bint any_decays = False
+        for k in range(self.n_gauss):
+            any_decays = any_decays or self.forget[k] == 0.0
+        for k in range(self.n_gauss):
+            if self.q[k] > top and (self.forget[k] == 0.0 or not any_decays):
                 top = self.q[k]
-        for k in range(self.n_learners):
-            if self.q[k] >= top * (1.0 - 1e-9):
+        for k in range(self.n_gauss):
+            if self.q[k] >= top * (1.0 - 1e-9) and (self.forget[k] == 0.0 or not any_decays):
                 return k
         return 0
 
@@ -541,8 +638,8 @@ cdef class MultiKernel:
         leading learner's (centres x C) block and width; every learner k keeps the projection
         of its two terms onto its own K_k(z, .), coefficient vector by vector."""
         cdef Py_ssize_t N = self.n_support, d = self.n_features, cap = self.capacity
-        cdef Py_ssize_t C = self.n_outputs, i, k, c, ref = self.cleader(), m, n, last = N - 1
-        cdef double h = 0.0, loss = 0.0, dist, g, gs = self.cgamma_scale(), v, em, en, top = 0.0
+        cdef Py_ssize_t C = self.n_outputs, i, j, k, c, ref = self.cleader(), m, n, last = N - 1
+        cdef double h = 0.0, loss = 0.0, dist, g, gs = self.cgamma_scale(), v, top = 0.0
         cdef const double* block = self.mblock
         for i in range(N):
             v = 0.0
@@ -570,18 +667,20 @@ cdef class MultiKernel:
             for i in range(d):
                 dist += (self.centers[m * d + i] - self.centers[n * d + i]) ** 2
             cmerge_point(self.centers + m * d, self.centers + n * d, d, h, self.zbuf)
-            for k in range(self.n_learners):
-                g = self.gammas[self.width_of[k]] * gs
-                em = exp(-g * (1.0 - h) * (1.0 - h) * dist)
-                en = exp(-g * h * h * dist)
+            for j in range(self.n_widths):
+                g = self.gammas[j] * gs
+                self.em[j] = exp(-g * (1.0 - h) * (1.0 - h) * dist)
+                self.en[j] = exp(-g * h * h * dist)
+            for k in range(self.n_gauss):
                 for c in range(C):
-                    self.coef[(k * C + c) * cap + n] = (self.coef[(k * C + c) * cap + m] * em
-                                                        + self.coef[(k * C + c) * cap + n] * en)
+                    self.coef[(k * C + c) * cap + n] = (
+                        self.coef[(k * C + c) * cap + m] * self.em[self.width_of[k]]
+                        + self.coef[(k * C + c) * cap + n] * self.en[self.width_of[k]])
                 self.cnorm_row(k, n)
             memcpy(self.centers + n * d, self.zbuf, d * sizeof(double))
         if m != last:
             memcpy(self.centers + m * d, self.centers + last * d, d * sizeof(double))
-            for k in range(self.n_learners):
+            for k in range(self.n_gauss):
                 for c in range(C):
                     self.coef[(k * C + c) * cap + m] = self.coef[(k * C + c) * cap + last]
                 self.rn[k * cap + m] = self.rn[k * cap + last]
@@ -617,8 +716,9 @@ cdef class MultiKernel:
         self.reserve(n)
         with nogil:
             for i in range(n):
-                if cinterrupted(&work, self.n_support * (d + self.n_learners * self.n_outputs
-                                                          + self.n_widths)):
+                if cinterrupted(&work, self.n_support * (d + self.n_gauss * self.n_outputs
+                                                          + self.n_widths)
+                                + self.n_linear * self.n_outputs * d):
                     interrupted = True
                     break
                 self.cdecisions(&X[i, 0])
@@ -664,9 +764,18 @@ cdef class MultiKernel:
 
     @property
     def coef_(self):
-        """(learners, n_support) coefficients, (learners, n_support, C) with C classes."""
-        coef = self._scale[:, None, None] * self._coef[:, :, :self.n_support]
+        """(Gaussian learners, n_support) coefficients, (..., n_support, C) with C classes."""
+        KG = self.n_gauss
+        coef = self._scale[:KG, None, None] * self._coef[:KG, :, :self.n_support]
         return coef[:, 0] if self.n_outputs == 1 else coef.transpose(0, 2, 1).copy()
+
+    @property
+    def linear_coef_(self):
+        """(linear learners, d + 1) weights (the intercept last), (..., d + 1, C)
+        with C classes."""
+        L = self.n_linear
+        w = self._scale[self.n_gauss:, None, None] * self._lin[:L]
+        return w[:, 0] if self.n_outputs == 1 else w.transpose(0, 2, 1).copy()
 
     @property
     def q_(self):
@@ -679,29 +788,37 @@ cdef class MultiKernel:
     # -- state (checkpoints, pickle, okl.save, engine switch) ------------------------------
 
     def get_state(self):
-        n = self.n_support
+        n, KG, L = self.n_support, self.n_gauss, self.n_linear
+        lin = self._lin[:L]
         return dict(n_features=self.n_features, gammas=self._gammas.copy(),
                     width_of=self._width_of.astype(np.int64), eta_scales=self._eta_scales.copy(),
+                    forgetting=self._forget.copy(),
                     auto=bool(self.auto), budget=self.budget, policy=self.policy,
                     next_slot=self.next_slot, centers=self.centers_,
-                    coef=self._coef[:, 0, :n].copy() if self.n_outputs == 1 else
-                    self._coef[:, :, :n].transpose(0, 2, 1).copy(), scale=self._scale.copy(),
+                    coef=self._coef[:KG, 0, :n].copy() if self.n_outputs == 1 else
+                    self._coef[:KG, :, :n].transpose(0, 2, 1).copy(),
+                    linear_coef=lin[:, 0].copy() if self.n_outputs == 1 else
+                    lin.transpose(0, 2, 1).copy(), scale=self._scale.copy(),
                     b=self.b_,
-                    q=self._q.copy(), t=self.t, ck2=self.ck2, eta_t=self.eta_t,
-                    lam_t=self.lam_t, n_seen=self.n_seen, mean=self._mean.copy(),
-                    m2=self._m2.copy(), loss_scale=self.loss_scale, n_outputs=self.n_outputs)
+                    q=self._q.copy(), t=self.t, ck2=self.ck2,
+                    eta_t=self.eta_t, lam_t=self.lam_t, n_seen=self.n_seen,
+                    mean=self._mean.copy(), m2=self._m2.copy(), loss_scale=self.loss_scale,
+                    n_outputs=self.n_outputs)
 
     def _set_state(self, p):
         n = np.size(p["centers"]) // self.n_features
-        coef = np.asarray(p["coef"], dtype=np.float64).reshape(self.n_learners, n,
-                                                               self.n_outputs)
+        KG, L, C, d = self.n_gauss, self.n_linear, self.n_outputs, self.n_features
+        coef = np.asarray(p["coef"], dtype=np.float64).reshape(KG, n, C)
         self.n_support = 0
         self.reserve(n)
-        self._centers[:n] = np.asarray(p["centers"], dtype=np.float64).reshape(n, self.n_features)
-        self._coef[:, :, :n] = coef.transpose(0, 2, 1)
+        self._centers[:n] = np.asarray(p["centers"], dtype=np.float64).reshape(n, d)
+        self._coef[:KG, :, :n] = coef.transpose(0, 2, 1)
+        if L:
+            self._lin[:L] = np.asarray(p["linear_coef"], dtype=np.float64).reshape(
+                L, d + 1, C).transpose(0, 2, 1)
         cdef Py_ssize_t k, i
         if self.n_outputs > 1:          # the kept row norms, by the rule of every write
-            for k in range(self.n_learners):
+            for k in range(KG):
                 for i in range(n):
                     self.cnorm_row(k, i)
         self.n_support, self.next_slot = n, int(p["next_slot"])
@@ -719,7 +836,7 @@ cdef class MultiKernel:
     def from_state(cls, p):
         cdef MultiKernel self = cls(p["n_features"], p["gammas"], p["width_of"],
                                     p["eta_scales"], bool(p["auto"]), p["budget"], p["policy"],
-                                    int(p.get("n_outputs", 1)))
+                                    int(p.get("n_outputs", 1)), p["forgetting"])
         self._set_state(p)
         return self
 
@@ -749,22 +866,27 @@ cdef class MultiKernelEvents(Events):
     """One-event predict and learn of a `MultiKernel` (no allocation, no Python loop).
 
     `names` are the estimator attributes `matches` compares (the model and the
-    parameters): `_pointwise.Events`, the base of every one-event step.
+    parameters): `_pointwise.Events`, the base of every one-event step.  Without
+    `learns` (a classifier that knows one class) an event is checked and predicted, and
+    nothing is learned.
     """
+    cdef readonly bint learns
     cdef MultiKernel model
     cdef Schedule schedule
     cdef LossSpec loss
     cdef Hedge hedge
-    # the last prediction (every f_k and the combination) and the model version it was made on
+    # the last prediction (every f_k and the combination), the model version it was made on
+    # and the kernel rows it left (the merge reads the leader's)
     cdef double[::1] last_row, last_f, last_out
     cdef bint has_last
-    cdef Py_ssize_t last_version
+    cdef Py_ssize_t last_version, last_stamp
 
     def __init__(self, MultiKernel model, Schedule schedule, LossSpec loss, Hedge hedge,
-                 str name, tuple names=()):
+                 str name, tuple names=(), bint learns=True):
         if schedule.kind != AUTO and schedule.kind != POWER:
             raise ValueError("A MultiKernel takes the AUTO or POWER step.")
         self.model, self.schedule, self.loss, self.hedge = model, schedule, loss, hedge
+        self.learns = learns
         self.name, self.names = name, names
         self.values = tuple([model] + [None] * (len(names) - 1))
         self.last_row = np.empty(model.n_features)
@@ -776,16 +898,18 @@ cdef class MultiKernelEvents(Events):
     cdef object _predict(self, const double* x):
         """The combination at x (a float, or C votes), f_k left in model.f; "predict, then
         learn" on the same row and model reuses the prediction (every write to the model
-        changes its `version`)."""
+        changes its `version`; every other prediction its kernel rows' `kb_stamp`)."""
         cdef MultiKernel m = self.model
         cdef Py_ssize_t d = m.n_features, KC = m.n_learners * m.n_outputs
         if not (self.has_last and m.version == self.last_version
+                and m.kb_stamp == self.last_stamp
                 and memcmp(x, &self.last_row[0], d * sizeof(double)) == 0):
             m.cdecisions(x)
             m.cpredict(&self.hedge, &self.last_out[0])
             memcpy(&self.last_row[0], x, d * sizeof(double))
             memcpy(&self.last_f[0], m.f, KC * sizeof(double))
             self.last_version = m.version
+            self.last_stamp = m.kb_stamp
             self.has_last = True
         else:
             memcpy(m.f, &self.last_f[0], KC * sizeof(double))
@@ -835,6 +959,8 @@ cdef class MultiKernelEvents(Events):
                 m.budget and m.n_support >= m.room()):
             m.reserve(1)
         out = self._predict(&x[0])
+        if not self.learns:
+            return out, False
         craise_signals()                # a Ctrl-C so far: raised before any write
         status = m.cstep(&x[0], y, weight, &self.schedule, &self.loss, &self.hedge)
         if status == DIVERGED:

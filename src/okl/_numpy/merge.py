@@ -92,12 +92,14 @@ def rho(mu, k):
             + fx * ((1.0 - fy) * T[i + 1, j] + fy * T[i + 1, j + 1]))
 
 
-def merge_find(centers, coef, gamma):
+def merge_find(centers, coef, gamma, row=None, refine=True):
     """(m, partner, h, c_z, degradation) taking n centres to n - 1; partner -1 removes x_m.
 
     Every k from one kernel row, every rho from the table; the partner of
-    least tabulated rho is solved exactly, then every other partner whose
-    tabulated rho is within TOL of its exact one (units of c_m^2).
+    least tabulated rho is solved exactly, then (refine) every other partner
+    whose tabulated rho is within TOL of its exact one (units of c_m^2).
+    `row`: the kernel values K(x_i, x_{n-1}) of the first n - 1 centres, used
+    when m is the last centre (as the compiled `cmerge_find` with row_ready).
     """
     centers = np.asarray(centers, dtype=np.float64)
     coef = np.asarray(coef, dtype=np.float64)
@@ -109,7 +111,10 @@ def merge_find(centers, coef, gamma):
     same[m] = False
     if not same.any():
         return m, -1, 0.0, 0.0, cm * cm
-    k = kernel_values(dict(kernel=int(Kernel.GAUSSIAN), gamma=gamma), centers, centers[m])
+    if row is not None and m == len(coef) - 1:
+        k = np.append(np.asarray(row, dtype=np.float64)[:m], 1.0)
+    else:
+        k = kernel_values(dict(kernel=int(Kernel.GAUSSIAN), gamma=gamma), centers, centers[m])
     am = abs(cm)
     r = np.where(same, rho(am / (am + np.abs(coef)), k), np.inf)
     first = int(np.argmin(r))                     # the first on ties, as okl_merge_argmin
@@ -121,7 +126,7 @@ def merge_find(centers, coef, gamma):
     best = first
     best_h, best_cz, best_loss = exact(first)
     with np.errstate(divide="ignore", invalid="ignore"):    # c_m^2 may underflow to 0, as in C
-        limit = np.float64(best_loss) / np.float64(cm * cm) + TOL
+        limit = np.float64(best_loss) / np.float64(cm * cm) + TOL if refine else -np.inf
     for i in np.flatnonzero(r < limit):
         if i == first:
             continue

@@ -2,21 +2,27 @@
 
 See docs/multikernel.md.
 
-K Gaussian learners share one support set: learner k has the width
-``gammas[width_of[k]]`` (times the running scale when `auto`), the step
-``eta_scales[k] eta_t`` and its own offset b_k; its coefficients are row k of
-the (learners x centres) matrix `coef`.  With ``n_outputs = C >= 3`` classes
-each learner is a multiclass learner (docs/multiclass.md): `coef` is
-(learners x centres x C), `b` (learners x C), y the class index, the step
-that of `okl._numpy.multiclass` and the merge `multi_merge_find` of the
-multi-output expansion.  Each event computes the squared
-distances to the centres once and one exponential per (centre, width), takes
-the NORMA step of every learner (the step of `okl._numpy.pointwise`) and the
-Hedge update of the weights `q` (Jin, Hoi and Yang 2010; Hoi, Jin, Zhao and
-Yang 2013).  The schedule and loss are the dicts of `okl._numpy.pointwise`;
-`hedge` holds beta, the combination (0 deterministic, 1 stochastic), the task
-(0 classification: the Hedge loss is the mistake; 1 regression: the loss over
-its running maximum) and the seed of the stochastic draws.
+A pool of learners: Gaussian ones share one support set, learner k with the
+width ``gammas[width_of[k]]`` (times the running scale when `auto`) and its
+coefficients, row k of the (Gaussian learners x centres) matrix `coef`; then
+linear ones (``width_of[k] = -1``, the kernel (<x, u> + r) / ((d + 1) r), r the mean
+squared entry of the inputs), learner l with the
+weights ``linear_coef[l]`` of the features and its intercept (last).
+Learner k steps ``eta_scales[k]`` times the schedule's eta_t (the papers'
+decaying step), or, when ``forgetting[k] > 0``, a constant step (eta_1 times its
+scale) and a shrink by that factor at every step; it has its own offset b_k.
+With ``n_outputs = C >= 3`` classes each learner is a multiclass learner
+(docs/multiclass.md): `coef` is (learners x centres x C), `b` (learners x C),
+y the class index, the step that of `okl._numpy.multiclass` and the merge
+`multi_merge_find` of the multi-output expansion.  Each event computes the
+squared distances to the centres once and one exponential per (centre, width),
+takes the NORMA step of every learner (the step of `okl._numpy.pointwise`) and
+the Hedge update of the weights `q` (Jin, Hoi and Yang 2010; Hoi, Jin, Zhao and
+Yang 2013), mixed with a fixed share (Herbster and Warmuth 1998).  The schedule
+and loss are the dicts of `okl._numpy.pointwise`; `hedge` holds beta, the
+share, the combination (0 deterministic, 1 stochastic), the task (0
+classification: the Hedge loss is the mistake; 1 regression: the loss over its
+running maximum) and the seed of the stochastic draws.
 """
 import numpy as np
 
@@ -36,10 +42,11 @@ NEGLIGIBLE = 1e-12      # a leader's ||a_m||^2 below this times its largest: x_m
 NO_GAIN = 1e-9          # a leader's merge gaining less than this times A + B: x_m is removed
 
 
-def make_hedge(beta=0.8, combination=DETERMINISTIC, task=CLASSIFY, seed=0):
-    """The `Hedge` fields: the discount beta, the combination, the task, the seed."""
-    return dict(beta=float(beta), combination=int(combination), task=int(task),
-                seed=int(seed) & _MASK)
+def make_hedge(beta=0.8, combination=DETERMINISTIC, task=CLASSIFY, seed=0, share=0.0):
+    """The `Hedge` fields: the discount beta, the fixed share, the combination, the task, the
+    seed."""
+    return dict(beta=float(beta), share=float(share), combination=int(combination),
+                task=int(task), seed=int(seed) & _MASK)
 
 
 def uniform(seed, t):
@@ -54,33 +61,35 @@ def uniform(seed, t):
 def doublings(gammas):
     """p > 0 where gammas[j] = 2^p gammas[j - 1] exactly (1 <= p <= 3), else 0: that width's
     kernel row is the previous one squared p times (exp(-2 g s) = exp(-g s)^2)."""
-    out = [0] * len(gammas)
-    for j in range(1, len(gammas)):
-        for p in (1, 2, 3):
-            if float(gammas[j]) == float(gammas[j - 1]) * 2.0 ** p:
-                out[j] = p
-    return out
+    g = [float(v) for v in gammas]
+    return [0] + [next((p for p in (1, 2, 3) if b == a * 2.0 ** p), 0)
+                  for a, b in zip(g, g[1:])]
 
 
 class NumpyMultiKernel:
-    """K Gaussian kernel learners on one support set, combined by Hedge weights."""
+    """A pool of kernel learners (Gaussian ones on one support set, linear ones) combined by
+    Hedge weights."""
 
     def __init__(self, n_features, gammas, width_of, eta_scales, auto=False, budget=0,
-                 policy=OLDEST, n_outputs=1):
+                 policy=OLDEST, n_outputs=1, forgetting=None):
         self.n_features = int(n_features)
         self.gammas = np.array(gammas, dtype=np.float64)
         self.width_of = np.array(width_of, dtype=np.intp)
         self.eta_scales = np.array(eta_scales, dtype=np.float64)
-        self.auto, self.budget, self.policy = bool(auto), int(budget), int(policy)
         K = len(self.width_of)
+        self.forgetting = (np.zeros(K) if forgetting is None
+                           else np.array(forgetting, dtype=np.float64))
+        self.auto, self.budget, self.policy = bool(auto), int(budget), int(policy)
         self.n_outputs = int(n_outputs)
         if self.n_outputs < 1 or self.n_outputs == 2:
             raise ValueError(f"n_outputs is 1 (a scalar f) or the number of classes >= 3, "
                              f"not {n_outputs}.")
+        C = () if self.n_outputs == 1 else (self.n_outputs,)
         self.n_support, self.next_slot = 0, 0
         self._centers = np.empty((0, self.n_features))
-        self._coef = np.empty((K, 0) if self.n_outputs == 1 else (K, 0, self.n_outputs))
-        self.b = np.zeros(K) if self.n_outputs == 1 else np.zeros((K, self.n_outputs))
+        self._coef = np.empty((self.n_gauss, 0) + C)
+        self.linear_coef = np.zeros((self.n_linear, self.n_features + 1) + C)
+        self.b = np.zeros((K,) + C)
         self.q = np.full(K, 1.0 / K)
         self.t, self.ck2, self.eta_t, self.lam_t = 0.0, 0.0, np.nan, np.nan
         self.n_seen, self.mean, self.m2 = 0.0, np.zeros(self.n_features), np.zeros(self.n_features)
@@ -89,6 +98,14 @@ class NumpyMultiKernel:
     @property
     def n_learners(self):
         return len(self.width_of)
+
+    @property
+    def n_linear(self):
+        return int(np.sum(self.width_of < 0))
+
+    @property
+    def n_gauss(self):
+        return self.n_learners - self.n_linear
 
     def gamma_scale(self):
         """1 / tr(Cov) of the inputs learned so far (auto), 1 / n_features before any spread."""
@@ -99,6 +116,13 @@ class NumpyMultiKernel:
             return 1.0 / self.n_features
         return self.n_seen / total
 
+    def linear_offset(self, xx):
+        """r_t, the mean squared entry ||x_s||^2 / d of the inputs learned so far and this one
+        (xx = ||x_t||^2), the linear learners' intercept scale (1 while every input is 0)."""
+        total, norm = float(np.sum(self.m2)), float(np.sum(self.mean * self.mean))
+        r = (total + self.n_seen * norm + xx) / ((self.n_seen + 1.0) * self.n_features)
+        return r if r > 0.0 else 1.0
+
     def reserve(self, n_new):
         need = self.n_support + n_new
         if self.budget:     # MERGE holds the newcomer in slot B until the merge
@@ -107,7 +131,7 @@ class NumpyMultiKernel:
         if grow > 0:
             self._centers = np.vstack([self._centers, np.empty((grow, self.n_features))])
             self._coef = np.concatenate(
-                [self._coef, np.empty((self.n_learners, grow) + self._coef.shape[2:])], axis=1)
+                [self._coef, np.empty((self.n_gauss, grow) + self._coef.shape[2:])], axis=1)
 
     def kernel_rows(self, x):
         """(widths, n_support) K_j(centers[i], x): one distance per centre, one exp per width."""
@@ -124,16 +148,25 @@ class NumpyMultiKernel:
                     rows[j] = rows[j] * rows[j]
         return rows
 
-    def decisions_one(self, x):
-        """f_k(x) of every learner: (K,), or (K, C) class scores."""
-        n = self.n_support
-        if n == 0:
-            return self.b.copy()
-        kb = self.kernel_rows(x)
-        if self.n_outputs == 1:
-            return np.einsum("ki,ki->k", self._coef[:, :n], kb[self.width_of]) + self.b
-        # one dot product per (learner, class), as the compiled class-major loop
-        return np.einsum("ki,kic->kc", kb[self.width_of], self._coef[:, :n]) + self.b
+    def decisions_one(self, x, rows=None):
+        """f_k(x) of every learner: (K,), or (K, C) class scores; `rows` receives the
+        kernel rows (the merge reads the leader's)."""
+        n, KG = self.n_support, self.n_gauss
+        f = self.b.copy()
+        if n and KG:
+            kb = self.kernel_rows(x)
+            if rows is not None:
+                rows.append(kb)
+            if self.n_outputs == 1:
+                f[:KG] += np.einsum("ki,ki->k", self._coef[:, :n], kb[self.width_of[:KG]])
+            else:       # one dot product per (learner, class), as the compiled class-major loop
+                f[:KG] += np.einsum("ki,kic->kc", kb[self.width_of[:KG]], self._coef[:, :n])
+        with np.errstate(over="ignore"):
+            far = not np.isfinite(np.dot(x, x))
+        if self.n_linear and not far:       # else the linear kernel is 0 (as exp(-inf))
+            xe = np.append(x, 1.0)
+            f[KG:] += np.einsum("j,lj...->l...", xe, self.linear_coef)
+        return f
 
     def combine(self, f, hedge, t):
         """The combined prediction of the learners' values f at step t: a float, or with C
@@ -175,38 +208,59 @@ class NumpyMultiKernel:
             return -1                       # MERGE adds first, then merges
         if self.policy == OLDEST:
             return self.next_slot
-        coef = self._coef[:, :n].reshape(self.n_learners, n, -1)
+        coef = self._coef[:, :n].reshape(self.n_gauss, n, -1)
         norms = np.zeros(n)
-        for k in range(self.n_learners):         # the order of the compiled sums
+        for k in range(self.n_gauss):         # the order of the compiled sums
             for c in range(coef.shape[2]):
                 norms += coef[k, :, c] ** 2
         slot = int(np.argmin(norms))
         return -2 if float(np.sum(a.ravel() ** 2)) <= norms[slot] else slot
 
-    def step(self, x, y, w, f, s, loss, hedge):
+    def _steps(self, x, s, t, ck2):
+        """(eta_k, factor_k, kxx_k, eta_t, lam_t, (r, nx)) of every learner at step t: the
+        decaying step scaled, or (forgetting) the constant step eta_1 scaled and the forgetting
+        factor.  The linear learners' kernel is (<x, u> + r) nx, r = `linear_offset`, nx = 1 /
+        ((d + 1) r): its mean K(x, x) is 1, as the Gaussian kernel's."""
+        eta_t, lam_t = schedule(s, t, ck2)
+        eta_1, _ = schedule(s, 1.0, ck2)
+        kxx = np.ones(self.n_learners)
+        r = nx = 1.0
+        if self.n_linear:       # the kernel (<x, u> + r) nx, nx = 1 / ((d + 1) r): mean K(x, x) 1
+            with np.errstate(over="ignore"):
+                xx = float(np.dot(x, x))
+            r = self.linear_offset(xx)
+            nx = 1.0 / ((self.n_features + 1.0) * r)
+            kxx[self.n_gauss:] = (xx + r + 1.0) * nx    # K(x_t, x_t) and more: bounds |x_j| nx
+            if not np.isfinite(kxx[-1]):        # ||x||^2 overflows: no linear learner moves
+                kxx[self.n_gauss:], r, nx = 0.0, 0.0, 0.0
+        forgets = self.forgetting > 0.0
+        eta = np.where(forgets, eta_1, eta_t) * self.eta_scales
+        factor = np.where(forgets, self.forgetting, 1.0 - lam_t * eta)
+        return eta, factor, kxx, eta_t, lam_t, (r, nx)
+
+    def step(self, x, y, w, f, s, loss, hedge, rows=None):
         """The step of every learner and the Hedge update from f = (f_k(x_t)): TAKEN, SKIPPED
-        or DIVERGED (nothing changed)."""
+        or DIVERGED (nothing changed).  `rows`: the kernel rows of x (`decisions_one`)."""
         if not np.all(np.isfinite(f)):
             return DIVERGED
         if w == 0.0:
             return SKIPPED
         t = self.t + 1.0
         ck2 = max(self.ck2, 1.0)
-        eta_t, lam_t = schedule(s, t, ck2)
-        eta = eta_t * self.eta_scales
+        eta, factor, kxx, eta_t, lam_t, r = self._steps(x, s, t, ck2)
+        state = (t, ck2, eta_t, lam_t, r, rows[0] if rows else None)
         if self.n_outputs > 1:
-            return self._multi_step(x, int(y), w, f, s, loss, hedge, t, ck2, eta_t, lam_t, eta)
+            return self._multi_step(x, int(y), w, f, s, loss, hedge, eta, factor, kxx, state)
         b_next = self.b.copy()        # a MEAN offset moves first (docs/defaults.md, section 1)
         if s["intercept"] == Offset.MEAN:
             b_next = self.b + (y - self.b) * (w / t if w < t else 1.0)
         g = w * np.array([gradient(loss, y, fk) for fk in f - self.b + b_next])
-        factor = 1.0 - lam_t * eta
         a = -eta * g
         if s["intercept"] == Offset.STEP:
             b_next = self.b - eta * g
-        if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b_next))):
+        if not (np.all(np.isfinite(a * kxx)) and np.all(np.isfinite(b_next))):
             return DIVERGED
-        if not np.all(np.isfinite(factor * (f - self.b) + a + b_next)):
+        if not np.all(np.isfinite(factor * (f - self.b) + a * kxx + b_next)):
             return DIVERGED
         # Hedge: the learners' losses of this event, then the discount
         if hedge["task"] == CLASSIFY:
@@ -217,41 +271,53 @@ class NumpyMultiKernel:
                 return DIVERGED
             self.loss_scale = max(self.loss_scale, float(losses.max()))
             z = losses / self.loss_scale if self.loss_scale > 0.0 else np.zeros_like(losses)
-        return self._write(x, z, hedge, factor, a, np.any(g != 0.0), b_next, t, ck2, eta_t,
-                           lam_t)
+        return self._write(x, z, hedge, factor, a, np.any(g[:self.n_gauss] != 0.0), b_next,
+                           state)
 
-    def _multi_step(self, x, y, w, f, s, loss, hedge, t, ck2, eta_t, lam_t, eta):
+    def _multi_step(self, x, y, w, f, s, loss, hedge, eta, factor, kxx, state):
         """The multiclass step of every learner (`okl._numpy.multiclass.step`, each with its
-        own step scale) from the (K, C) scores f."""
+        own step) from the (K, C) scores f."""
         mloss = MulticlassLoss.LOGISTIC if loss["kind"] == Loss.LOGISTIC else MulticlassLoss.HINGE
-        factor = 1.0 - lam_t * eta
         g, moves = np.zeros_like(f), np.zeros(len(f), dtype=bool)
         for k in range(len(f)):
             g[k], moves[k] = multi_gradient(mloss, f[k], y, w)
         a = -eta[:, None] * g
         b_next = self.b - eta[:, None] * g if s["intercept"] == Offset.STEP else self.b.copy()
-        if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b_next))):
+        if not (np.all(np.isfinite(a * kxx[:, None])) and np.all(np.isfinite(b_next))):
             return DIVERGED
-        if not np.all(np.isfinite(factor[:, None] * (f - self.b) + a + b_next)[moves]):
+        if not np.all(np.isfinite(factor[:, None] * (f - self.b) + a * kxx[:, None]
+                                  + b_next)[moves]):
             return DIVERGED
         z = (np.argmax(f, axis=1) != y).astype(np.float64)
-        return self._write(x, z, hedge, factor, a, bool(np.any(moves)), b_next, t, ck2, eta_t,
-                           lam_t)
+        return self._write(x, z, hedge, factor, a, bool(np.any(moves[:self.n_gauss])), b_next,
+                           state)
 
-    def _write(self, x, z, hedge, factor, a, add, b_next, t, ck2, eta_t, lam_t):
+    def _write(self, x, z, hedge, factor, a, add, b_next, state):
         """The writes of a step that passed its checks: Hedge, shrink, the new centre."""
+        t, ck2, eta_t, lam_t, r, row = state
+        K, KG = self.n_learners, self.n_gauss
         q = self.q * np.exp(z * np.log(hedge["beta"]))
         self.q = q / q.sum()
-        # the learners' steps on the shared support set
+        if hedge["share"] > 0.0:        # fixed share (Herbster and Warmuth)
+            self.q = (1.0 - hedge["share"]) * self.q + hedge["share"] / K
+        if self.n_linear:               # w <- factor w + a nx (x, r)
+            (r, nx), shrink = r, np.maximum(factor[KG:], 0.0)
+            xe = np.append(x, r)
+            if self.n_outputs == 1:
+                self.linear_coef = shrink[:, None] * self.linear_coef + a[KG:, None] * nx * xe
+            else:
+                self.linear_coef = (shrink[:, None, None] * self.linear_coef
+                                    + xe[None, :, None] * (a[KG:, None, :] * nx))
+        # the Gaussian learners' steps on the shared support set
         n = self.n_support
-        if np.all(factor <= 0.0):
+        if KG and np.all(factor[:KG] <= 0.0):
             self.n_support = self.next_slot = 0
         else:
-            shrink = np.maximum(factor, 0.0)
+            shrink = np.maximum(factor[:KG], 0.0)
             self._coef[:, :n] *= shrink.reshape((-1,) + (1,) * (self._coef.ndim - 1))
         if add:
             self.reserve(1)
-            slot = self._victim(a)
+            slot = self._victim(a[:KG])
             if slot != -2:
                 if slot == -1:
                     slot = self.n_support
@@ -259,26 +325,32 @@ class NumpyMultiKernel:
                 elif self.policy == OLDEST:
                     self.next_slot = (slot + 1) % self.budget
                 self._centers[slot] = x
-                self._coef[:, slot] = a
+                self._coef[:, slot] = a[:KG]
                 if self.budget and self.policy == MERGE and self.n_support > self.budget:
-                    self.merge()
-        self.t, self.ck2, self.eta_t, self.lam_t, self.b = t, ck2, eta_t, lam_t, b_next
-        if self.auto:                       # Welford's running moments of the inputs
-            self.n_seen += 1.0
-            delta = x - self.mean
-            self.mean = self.mean + delta / self.n_seen
-            self.m2 = self.m2 + delta * (x - self.mean)
+                    self.merge(row)
+        self.t, self.ck2, self.eta_t, self.lam_t = t, ck2, eta_t, lam_t
+        self.b = b_next
+        self.n_seen += 1.0                  # Welford's running moments of the inputs
+        delta = x - self.mean
+        self.mean = self.mean + delta / self.n_seen
+        self.m2 = self.m2 + delta * (x - self.mean)
         return TAKEN
 
-    def merge(self):
-        """B + 1 centres -> B, as `MultiKernel.cmerge`: BSGD's merge of the leading learner
-        (largest Hedge weight); every learner keeps the projection of its two terms."""
-        N = self.n_support
-        ref = int(np.flatnonzero(self.q >= self.q.max() * (1.0 - 1e-9))[0])   # ties within 1e-9
+    def merge(self, rows=None):
+        """B + 1 centres -> B, as `MultiKernel.cmerge`: BSGD's merge of the leading Gaussian
+        learner (largest Hedge weight among those whose steps decay; the partner of least
+        tabulated degradation); every learner keeps the projection of its two terms.  `rows`:
+        this event's kernel rows."""
+        N, KG = self.n_support, self.n_gauss
+        decays = self.forgetting[:KG] == 0.0
+        qg = np.where(decays | ~decays.any(), self.q[:KG], -1.0)      # the decaying learners
+        ref = int(np.flatnonzero(qg >= qg.max() * (1.0 - 1e-9))[0])   # ties within 1e-9
         gs = self.gamma_scale()
         if self.n_outputs == 1:
             m, n, h, _, _ = merge_find(self._centers[:N], self._coef[ref, :N],
-                                       self.gammas[self.width_of[ref]] * gs)
+                                       self.gammas[self.width_of[ref]] * gs,
+                                       None if rows is None else rows[self.width_of[ref]],
+                                       refine=False)
         else:               # the vector merge of the multi-output expansion, m = argmin ||a_i||
             norms = np.array([row @ row for row in self._coef[ref, :N]])
             m, n, h = int(np.argmin(norms)), -1, 0.0
@@ -291,7 +363,7 @@ class NumpyMultiKernel:
                     n = -1
         if n >= 0:
             D = float(((self._centers[m] - self._centers[n]) ** 2).sum())
-            g = self.gammas[self.width_of] * gs
+            g = self.gammas[self.width_of[:KG]] * gs
             # K(x_m, z) = 1 at h = 1 (K(x_n, z) at h = 0), also when D overflowed to inf
             em = np.exp(-g * (1.0 - h) * (1.0 - h) * D) if h != 1.0 else np.ones_like(g)
             en = np.exp(-g * h * h * D) if h != 0.0 else np.ones_like(g)
@@ -310,10 +382,11 @@ class NumpyMultiKernel:
         self.reserve(len(X))
         with np.errstate(over="ignore", invalid="ignore"):
             for i, x in enumerate(X):
-                f = self.decisions_one(x)
+                rows = []
+                f = self.decisions_one(x, rows)
                 pred_out[i] = self.combine(f, hedge, self.t)
                 w = 1.0 if weight is None else weight[i]
-                if self.step(x, y[i], w, f, s, loss, hedge) == DIVERGED:
+                if self.step(x, y[i], w, f, s, loss, hedge, rows) == DIVERGED:
                     return i
         return -1
 
@@ -329,31 +402,44 @@ class NumpyMultiKernel:
 
     @property
     def coef_(self):
-        """(learners, n_support) coefficients."""
+        """(Gaussian learners, n_support) coefficients."""
         return self._coef[:, :self.n_support].copy()
+
+    @property
+    def linear_coef_(self):
+        return self.linear_coef.copy()
+
+    @property
+    def b_(self):
+        return self.b.copy()
 
     def get_state(self):
         return dict(n_features=self.n_features, gammas=self.gammas.copy(),
                     width_of=self.width_of.astype(np.int64), eta_scales=self.eta_scales.copy(),
+                    forgetting=self.forgetting.copy(),
                     auto=self.auto, budget=self.budget, policy=self.policy,
                     next_slot=self.next_slot, centers=self.centers_, coef=self.coef_,
+                    linear_coef=self.linear_coef.copy(),
                     scale=np.ones(self.n_learners), b=self.b.copy(), q=self.q.copy(),
-                    t=self.t, ck2=self.ck2, eta_t=self.eta_t, lam_t=self.lam_t,
-                    n_seen=self.n_seen, mean=self.mean.copy(), m2=self.m2.copy(),
-                    loss_scale=self.loss_scale, n_outputs=self.n_outputs)
+                    t=self.t, ck2=self.ck2, eta_t=self.eta_t,
+                    lam_t=self.lam_t, n_seen=self.n_seen, mean=self.mean.copy(),
+                    m2=self.m2.copy(), loss_scale=self.loss_scale, n_outputs=self.n_outputs)
 
     @classmethod
     def from_state(cls, p):
         self = cls(p["n_features"], p["gammas"], p["width_of"], p["eta_scales"], p["auto"],
-                   p["budget"], p["policy"], int(p.get("n_outputs", 1)))
-        C = self.n_outputs
-        n = np.size(p["centers"]) // self.n_features
-        coef = np.asarray(p["coef"], dtype=np.float64).reshape(
-            (self.n_learners, n) + ((C,) if C > 1 else ()))
+                   p["budget"], p["policy"], int(p.get("n_outputs", 1)), p["forgetting"])
+        C = () if self.n_outputs == 1 else (self.n_outputs,)
+        KG, L, d = self.n_gauss, self.n_linear, self.n_features
+        n = np.size(p["centers"]) // d
+        coef = np.asarray(p["coef"], dtype=np.float64).reshape((KG, n) + C)
         scale = np.asarray(p["scale"], dtype=np.float64)
-        self._coef = scale.reshape((-1,) + (1,) * (coef.ndim - 1)) * coef
-        self._centers = np.array(p["centers"], dtype=np.float64).reshape(-1, self.n_features)
-        self.n_support, self.next_slot = coef.shape[1], int(p["next_slot"])
+        self._coef = scale[:KG].reshape((-1,) + (1,) * (coef.ndim - 1)) * coef
+        if L:
+            lin = np.asarray(p["linear_coef"], dtype=np.float64).reshape((L, d + 1) + C)
+            self.linear_coef = scale[KG:].reshape((-1,) + (1,) * (lin.ndim - 1)) * lin
+        self._centers = np.array(p["centers"], dtype=np.float64).reshape(-1, d)
+        self.n_support, self.next_slot = n, int(p["next_slot"])
         self.b = np.array(p["b"], dtype=np.float64).reshape(self.b.shape)
         self.q = np.array(p["q"], dtype=np.float64)
         self.t, self.ck2 = float(p["t"]), float(p["ck2"])
