@@ -32,7 +32,7 @@ import numpy as np
 from scipy import stats
 from sklearn.datasets import load_diabetes
 
-from okl import ConformalRegressor, OnlineKernelRegressor
+from okl import ConformalRegressor, KernelRLSRegressor, OnlineKernelRegressor
 from okl._core._conformal import Calibration
 from okl.conformal import AUTO_GAMMA, METHODS
 from okl.evaluation import progressive_validation
@@ -91,6 +91,12 @@ def run_okl(X, y, **params):
     return result.lower, result.upper
 
 
+def run_krls(X, y):
+    """The default wrapper on KernelRLSRegressor(): scores normalised by its predictive std."""
+    result = progressive_validation(ConformalRegressor(KernelRLSRegressor(), alpha=ALPHA), X, y)
+    return result.lower, result.upper
+
+
 def run_pinball_pair(X, y):
     bands = []
     for q in (ALPHA / 2, 1 - ALPHA / 2):
@@ -118,6 +124,7 @@ RUNS = {
     "okl aci": lambda X, y: run_okl(X, y, method="aci"),
     "okl quantile": lambda X, y: run_okl(X, y, method="quantile"),
     "okl agaci, pinball pair (CQR)": lambda X, y: run_okl(X, y, score="quantile"),
+    "okl agaci, KernelRLSRegressor()": run_krls,
     "okl pinball pair, no calibration": run_pinball_pair,
     "river jackknife": run_river,
     "river jackknife, window 1000": lambda X, y: run_river(X, y, 1000),

@@ -189,6 +189,29 @@ def test_a_learner_with_a_standard_deviation_normalises_the_scores():
         ConformalRegressor(OnlineKernelRegressor(), score="normalized").fit(X, y)
 
 
+def test_kernel_rls_gives_its_predictive_std_to_the_scores():
+    """ConformalRegressor(KernelRLSRegressor()) normalises by the posterior's std: the band is
+    the predictive std times one threshold, chunks equal events, and it covers."""
+    from okl import KernelRLSRegressor
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-3, 3, (1500, 2))
+    y = np.sin(X[:, 0]) + 0.3 * rng.normal(size=1500)
+    model = ConformalRegressor(KernelRLSRegressor(gamma=0.5), method="aci")
+    f, lo, hi = model._progressive_intervals(X, y)
+    assert model.score_ == "normalized"
+    events = ConformalRegressor(KernelRLSRegressor(gamma=0.5), method="aci")
+    out = []
+    for x, t in zip(X, y):
+        out.append(events.predict_interval_one(x))
+        events.learn_one(x, t)
+    np.testing.assert_allclose(np.array(out), np.column_stack([lo, hi]), rtol=0, atol=1e-10)
+    mean, std = events.estimator_.predict(X[:20], return_std=True)
+    lower, upper = events.predict_interval(X[:20])
+    np.testing.assert_allclose((upper - lower) / 2, events.threshold_ * std, rtol=1e-10)
+    np.testing.assert_allclose((upper + lower) / 2, mean, rtol=0, atol=1e-10)
+    assert abs(np.mean((y[200:] >= lo[200:]) & (y[200:] <= hi[200:])) - 0.9) < 0.03
+
+
 def test_a_failed_call_leaves_the_model_as_it_was():
     X, y = stream(400)
     model = ConformalRegressor(OnlineKernelRegressor(gamma=0.5)).fit(X[:200], y[:200])

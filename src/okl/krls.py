@@ -605,7 +605,9 @@ class KernelRLSRegressor(RegressorMixin, OnlineLearner):
             if events is not None:
                 f, sf2 = events.predict_std(row)
             else:
-                f, sf2 = self._engine_model().predict_one(check_X(self, row[None], False)[0])
+                var = np.empty(1)
+                f = float(self._engine_model().predict(check_X(self, row[None], False), var)[0])
+                sf2 = float(var[0])
             return f, float(np.sqrt(self._krls.scale() * (self._noise_value() + sf2)))
 
     # -- prediction -----------------------------------------------------------------------------
