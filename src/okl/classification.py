@@ -240,7 +240,7 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
                  kernel_params=None, loss="hinge", lam=1e-3, eta="scaled", eta_decay=0.5,
                  budget="auto", budget_policy="auto", approximation=None, n_components=100,
                  random_state=None, fit_intercept="prior", classes=None, forgetting=1.0,
-                 drift_detector=None, verbose=False, engine="cython"):
+                 drift_detector="page_hinkley", verbose=False, engine="cython"):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree

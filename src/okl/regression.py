@@ -157,7 +157,8 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
                  kernel_params=None, loss="squared", quantile=0.5, epsilon=0.0, lam=1e-3,
                  lam_decay=0.0, eta="scaled", eta_decay=0.6, budget="auto", budget_policy="auto",
                  approximation=None, n_components=100, random_state=None, fit_intercept=True,
-                 forgetting=1.0, drift_detector=None, verbose=False, engine="cython"):
+                 forgetting=1.0, drift_detector="page_hinkley", verbose=False,
+                 engine="cython"):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
