@@ -404,3 +404,155 @@ def test_a_file_saved_before_the_parameters_neither_forgets_nor_detects(tmp_path
     old = okl.load(tmp_path / "old.npz")
     assert old.forgetting == 1.0 and old.drift_detector is None
     np.testing.assert_array_equal(old.decision_function(X), est.decision_function(X))
+
+
+# -- KernelRLSRegressor: the detector on the standardised residual, KRLS's own forgetting -----
+
+KRLS_MODELS = ({}, {"gamma": 0.5, "noise": 0.1, "budget": 40},
+               {"approximation": "fourier", "n_components": 30, "random_state": 0},
+               {"approximation": "nystroem", "n_components": 30, "forgetting": 0.999})
+
+
+def krls_state(est):
+    return est._krls.get_state()
+
+
+def assert_krls_equal(a, b):
+    for key, value in krls_state(a).items():
+        np.testing.assert_array_equal(value, krls_state(b)[key], err_msg=key)
+    assert a.__dict__.get("_drift_state") == b.__dict__.get("_drift_state")
+
+
+@pytest.mark.parametrize("model", KRLS_MODELS)
+def test_krls_engines_agree(model):
+    """Both engines, the same iterates and drift state (1e-10), the stream's changes found."""
+    X, y, _ = drifting_friedman(2000, n_features=6, drifts=3, random_state=0)
+    fits = [okl.KernelRLSRegressor(engine=e, drift_detector="page_hinkley", **model)
+            for e in ("cython", "numpy")]
+    scores = [est._progressive_scores(X, y, reset=True) for est in fits]
+    np.testing.assert_allclose(scores[0], scores[1], rtol=0, atol=1e-10)
+    np.testing.assert_allclose(fits[0].predict(X), fits[1].predict(X), rtol=0, atol=1e-10)
+    # the sums of the drift state (m2, cusum: hundreds of residuals) to 1e-10 of their size
+    np.testing.assert_allclose(state(fits[0]), state(fits[1]), rtol=1e-10, atol=1e-10)
+    assert fits[0].n_drifts_ >= 1
+
+
+@pytest.mark.parametrize("engine", ("cython", "numpy"))
+@pytest.mark.parametrize("detector", ("page_hinkley", PageHinkley(threshold=10.0)))
+def test_krls_chunks_and_events_agree(engine, detector):
+    """From the warm-up on (noise="auto", gamma="scale"), chunks of any size and one event at a
+    time give the same iterates and drift state, bit for bit."""
+    X, y, _ = drifting_friedman(900, n_features=6, drifts=2, random_state=1)
+    whole = okl.KernelRLSRegressor(engine=engine, drift_detector=detector).fit(X, y)
+    chunks = okl.KernelRLSRegressor(engine=engine, drift_detector=detector)
+    for lo in range(0, len(X), 97):
+        chunks.partial_fit(X[lo:lo + 97], y[lo:lo + 97])
+    events = okl.KernelRLSRegressor(engine=engine, drift_detector=detector)
+    for x, target in zip(X, y):
+        events.learn_one(x, target)
+    for other in (chunks, events):
+        assert_krls_equal(whole, other)
+    assert whole.n_drifts_ >= 1
+
+
+def test_krls_watches_the_standardised_residual_after_the_warm_up():
+    """The loss watched is |y - f| / the predictive standard deviation before the step: a
+    PageHinkley alone, fed those, signals at the same events; nothing is watched during the
+    warm-up of noise="auto"."""
+    X, y, _ = drifting_friedman(1500, n_features=6, drifts=2, random_state=2)
+    est = okl.KernelRLSRegressor(drift_detector="page_hinkley").fit(X[:60], y[:60])
+    assert est._warming() and "_drift_state" not in est.__dict__
+    est.partial_fit(X[60:100], y[60:100])
+    assert not est._warming() and "_drift_state" not in est.__dict__    # nothing watched yet
+    alone, seen, alarms = PageHinkley(), [], []
+    for i in range(100, len(X)):
+        mean, std = est.predict(X[i:i + 1], return_std=True)
+        if alone.update(abs(y[i] - mean[0]) / std[0]).drift_detected:
+            alarms.append(i)
+        before = est.n_drifts_
+        est.partial_fit(X[i:i + 1], y[i:i + 1])
+        if est.n_drifts_ > before:
+            seen.append(i)
+    assert seen and seen == alarms
+    np.testing.assert_allclose(est._drift_state, [alone._state[k] for k in (
+        "tau", "n", "mean", "m2", "cusum", "low", "changes", "pending")], rtol=1e-9, atol=1e-9)
+
+
+def test_krls_a_change_forgets_toward_the_prior_by_keep():
+    """At a change the posterior, having learned the event, takes one step of KRLS's own
+    forgetting by KEEP (the offset's and the signal scale's sums too)."""
+    from okl._numpy.krls import NumpyKRLS, forget
+    X, y, _ = drifting_friedman(1500, n_features=6, drifts=2, random_state=3)
+    est = okl.KernelRLSRegressor(engine="numpy", gamma=0.5, noise=0.1, budget=40,
+                                 drift_detector="page_hinkley").fit(X[:300], y[:300])
+    for i in range(300, len(X)):
+        ref = NumpyKRLS.from_state(est._krls.get_state())
+        before = est.n_drifts_
+        est.partial_fit(X[i:i + 1], y[i:i + 1])
+        if est.n_drifts_ > before:
+            break
+    else:
+        pytest.fail("no change after event 300")
+    ref.learn_one(X[i], y[i])
+    forget(ref.cov, ref.mean, ref.ones, KEEP, ref.n_support)
+    ref.wsum, ref.nums, ref.dens = KEEP * ref.wsum, KEEP * ref.nums, KEEP * ref.dens
+    for key, value in ref.get_state().items():
+        np.testing.assert_array_equal(value, krls_state(est)[key], err_msg=key)
+    assert est._drift_state[1] == 0.0 and est._drift_state[6] == 1.0    # PH restarted
+
+
+def test_krls_without_a_detector_keeps_no_drift_state():
+    X, y, _ = drifting_friedman(400, n_features=6, drifts=1, random_state=4)
+    est = okl.KernelRLSRegressor().fit(X, y)
+    assert "_drift_state" not in est.__dict__ and est.n_drifts_ == 0
+
+
+@pytest.mark.parametrize("engine", ("cython", "numpy"))
+def test_krls_save_load_and_pickle_continue_the_stream(engine, tmp_path):
+    X, y, _ = drifting_friedman(1200, n_features=6, drifts=2, random_state=5)
+    est = okl.KernelRLSRegressor(engine=engine, drift_detector="page_hinkley",
+                                 budget=50).fit(X[:700], y[:700])
+    assert est.n_drifts_ >= 1
+    okl.save(est, tmp_path / "m.okl")
+    copies = (okl.load(tmp_path / "m.okl"), pickle.loads(pickle.dumps(est)))
+    for other in copies:
+        assert other._drift_state == est._drift_state
+    for other in (est, *copies):
+        other.partial_fit(X[700:], y[700:])
+    for other in copies:
+        assert_krls_equal(est, other)
+    est._drift_state = (1.0, -1, 0, 0, 0, 0, 0, 0)
+    okl.save(est, tmp_path / "bad.okl")
+    with pytest.raises(okl.ModelFileError, match="_drift_state"):
+        okl.load(tmp_path / "bad.okl")
+
+
+@pytest.mark.parametrize("engine", ("cython", "numpy"))
+def test_krls_bad_input_leaves_the_drift_state(engine):
+    X, y, _ = drifting_friedman(600, n_features=6, drifts=1, random_state=6)
+    est = okl.KernelRLSRegressor(engine=engine, drift_detector="page_hinkley").fit(X[:300],
+                                                                                 y[:300])
+    before, model = est._drift_state, krls_state(est)
+    bad = X[300:310].copy()
+    bad[7] = np.nan
+    with pytest.raises(ValueError):
+        est.partial_fit(bad, y[300:310])
+    with pytest.raises(ValueError):
+        est.learn_one(bad[7], y[307])
+    assert est._drift_state is before
+    for key, value in model.items():
+        np.testing.assert_array_equal(value, krls_state(est)[key], err_msg=key)
+
+
+def test_krls_river_detector_runs_outside_the_step():
+    """river's ADWIN on the Python path: chunks and events give the same iterates, the change
+    is found and taken at the next event."""
+    X, y, _ = drifting_friedman(1500, n_features=6, drifts=1, random_state=7)
+    whole = okl.KernelRLSRegressor(gamma=0.5, noise=0.1, drift_detector=ADWIN()).fit(X, y)
+    assert whole.n_drifts_ >= 1
+    events = okl.KernelRLSRegressor(gamma=0.5, noise=0.1, drift_detector=ADWIN())
+    for x, target in zip(X, y):
+        events.learn_one(x, target)
+    assert_krls_equal(whole, events)
+    off = okl.KernelRLSRegressor(gamma=0.5, noise=0.1).fit(X, y)
+    assert not np.array_equal(off.predict(X[:5]), whole.predict(X[:5]))

@@ -69,11 +69,11 @@ class AdaptMixin:
         parts = []
         for i in range(X.shape[0]):
             rows = slice(i, i + 1)
-            t, scale = d.get("t_", 0), self._drift_scale()
-            scores = super()._learn_all(X[rows], y[rows], None if weight is None
-                                        else weight[rows])
+            w = None if weight is None else weight[rows]
+            t, scale = d.get("t_", 0), self._drift_scale(X[rows], w)
+            scores = super()._learn_all(X[rows], y[rows], w)
             parts.append(scores)
-            if d.get("t_", 0) == t:         # not learned (a zero weight)
+            if d.get("t_", 0) == t or scale is None:    # not learned (a zero weight), not watched
                 continue
             detector.update(self._drift_loss(np.asarray(scores)[0], y[i], scale))
             if detector.drift_detected:
@@ -82,9 +82,10 @@ class AdaptMixin:
                 self._drift_state = state_tuple(state)
         return None if parts[0] is None else np.concatenate(parts)
 
-    def _drift_scale(self):
-        """The scale of a regressor's absolute errors: the targets' mean absolute deviation
-        so far (0 before any step)."""
+    def _drift_scale(self, X, weight):
+        """The scale of a regressor's absolute errors on the row X (`weight`: None or its
+        weight) before its step: the targets' mean absolute deviation so far (0 before any
+        step); None: the step is not watched."""
         d = self.__dict__
         t = d.get("t_", 0)
         return d.get("dev_", 0.0) / t if t else 0.0
