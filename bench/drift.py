@@ -10,6 +10,9 @@ stationary data, and the cost per event.
     python bench/drift.py cost         # microseconds per event, one event at a time and in
                                        # chunks of 1000: the same learners without and with
                                        # adaptation, river's ARF and HAT, in one run
+    python bench/drift.py krls         # KernelRLSRegressor without and with the detector (and
+                                       # with its own forgetting): the drifting Friedman
+                                       # target, stationary streams (false alarms), the cost
     python bench/drift.py tune         # Page-Hinkley's delta and threshold, and KEEP, on the
                                        # drifting streams, the drifting digits and three long
                                        # noisy stationary streams (false alarms)
@@ -31,12 +34,14 @@ from sklearn.datasets import (
 )
 
 from okl import (
-    CoefficientRegularizedClassifier, OnlineKernelClassifier, OnlineKernelRegressor,
-    RegularizedPAClassifier,
+    CoefficientRegularizedClassifier, KernelRLSRegressor, OnlineKernelClassifier,
+    OnlineKernelRegressor, RegularizedPAClassifier,
 )
 from okl.evaluation import progressive_validation, recovery
 from okl.preprocessing import OnlineStandardScaler
-from okl.synth import concept_switch, drifting_friedman, moving_clusters, rotating_hyperplane
+from okl.synth import (
+    concept_switch, drifting_friedman, lorenz, mackey_glass, moving_clusters, rotating_hyperplane,
+)
 
 SEEDS = (0, 1, 2)
 N = 10000
@@ -263,6 +268,77 @@ def cost(n=20000, block=500):
     print(load())
 
 
+def krls(block=500):
+    """KernelRLSRegressor (its defaults) without a detector, with Page-Hinkley, and with its
+    own forgetting instead (lambda = 0.995): recovery on the drifting Friedman target, RMSE
+    and changes seen on stationary streams, and the cost per event side by side (as `cost`)."""
+    settings = {"drift_detector=None": {}, "'page_hinkley'": ADAPT,
+                "forgetting=0.995": {"forgetting": 0.995}}
+    print(f"KernelRLSRegressor, defaults (budget 200, noise and width from the warm-up); "
+          f"seeds {SEEDS}; " + load())
+    print(f"\ndrifting Friedman, {N} events, drifts at 2000, 4000, 6000, 8000 (RMSE): overall / "
+          "mean RMSE over the 500 events after each change / mean delay (never: 2000)")
+    print("| " + " | ".join(settings) + " |")
+    print("|---|---|---|")
+    streams = [drifting_friedman(N, random_state=seed) for seed in SEEDS]
+    cells = []
+    for adapt in settings.values():
+        recs = [recovery(y, okl_predictions(KernelRLSRegressor(**adapt), X, y)[0], drifts)
+                for X, y, drifts in streams]
+        cells.append(cell(recs))
+    print("| " + " | ".join(cells) + " |", flush=True)
+    print("\nstationary streams (RMSE, mean over the seeds or shuffles; changes seen)")
+    print("| stream | " + " | ".join(settings) + " |")
+    print("|---|---|---|---|")
+    X, y = load_diabetes(return_X_y=True)
+    stationary_streams = {
+        "diabetes (5 shuffles, standardised online)": [online_scaled(X, y, s) for s in range(5)],
+        f"Friedman, {N} events": [drifting_friedman(N, drifts=0, random_state=s)[:2]
+                                  for s in SEEDS],
+        f"Lorenz, {N} events": [lorenz(N, random_state=s) for s in SEEDS],
+        f"Mackey-Glass, {N} events": [mackey_glass(N, random_state=s) for s in SEEDS],
+    }
+    for name, runs in stationary_streams.items():
+        cells = []
+        for adapt in settings.values():
+            values, changes = [], 0
+            for Xs, ys in runs:
+                est = KernelRLSRegressor(**adapt)
+                pred, _ = okl_predictions(est, Xs, ys)
+                values.append(np.sqrt(np.mean((pred - ys) ** 2)))
+                changes += est.n_drifts_
+            cells.append(f"{np.mean(values):.4f}" + (f" ({changes})" if adapt is ADAPT else ""))
+        print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
+    n = 10000
+    X, y, _ = drifting_friedman(n, drifts=0, random_state=0)
+    targets = y.tolist()
+    print(f"\ncost: {n} events of drifting_friedman(drifts=0), blocks of {block} alternating, "
+          "CPU time of the process; " + load())
+    print("| path | us/event, None | page_hinkley | ratio | watching only (no change) | ratio |")
+    print("|---|---|---|---|---|---|")
+    from okl.drift import PageHinkley
+    watching = {"drift_detector": PageHinkley(threshold=1e300)}    # its own cost alone
+    for path in ("events", "chunks"):
+        models = [KernelRLSRegressor(**adapt) for adapt in (PLAIN, ADAPT, watching)]
+        for est in models:
+            est.partial_fit(X[:block], y[:block])
+        seconds = [0.0, 0.0, 0.0]
+        for lo in range(block, n, block):
+            for k, est in enumerate(models):
+                start = time.process_time()
+                if path == "events":
+                    for i in range(lo, min(lo + block, n)):
+                        est.predict_one(X[i])
+                        est.learn_one(X[i], targets[i])
+                else:
+                    est.partial_fit(X[lo:lo + block], y[lo:lo + block])
+                seconds[k] += time.process_time() - start
+        per = [sec / (n - block) * 1e6 for sec in seconds]
+        print(f"| {path} | {per[0]:.1f} | {per[1]:.1f} ({models[1].n_drifts_} changes) | "
+              f"{per[1] / per[0]:.2f} | {per[2]:.1f} | {per[2] / per[0]:.2f} |", flush=True)
+    print(load())
+
+
 def drifting_digits(n_trials=6):
     """The Shen-Dietterich streams (okl.synth.drifting_phases on digits 3, 7 vs 8, 9)."""
     from okl.synth import drifting_phases
@@ -331,4 +407,5 @@ def tune():
 
 if __name__ == "__main__":
     command = sys.argv[1] if len(sys.argv) > 1 else "recovery"
-    {"recovery": recovery_table, "stationary": stationary, "cost": cost, "tune": tune}[command]()
+    {"recovery": recovery_table, "stationary": stationary, "cost": cost, "krls": krls,
+     "tune": tune}[command]()

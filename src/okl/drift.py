@@ -2,7 +2,8 @@
 
 Every single learner (`okl.OnlineKernelClassifier`, `okl.OnlineKernelRegressor`,
 `okl.RegularizedPAClassifier`, `okl.CoefficientRegularizedClassifier`) adapts with
-one of two parameters:
+one of two parameters (`okl.KernelRLSRegressor` has its own `forgetting` and takes the
+detector on its standardised residual, docs/drift.md, section 3):
 
 ``drift_detector``
     A change detector watching the learner's own loss before each step (its
