@@ -82,7 +82,8 @@ def test_the_default_offset_helps_when_the_label_prior_shifts(rates, gamma):
     defaults are above the papers' step with the offset (docs/defaults.md, sections 1, 4)."""
     X, y = shifted(3000, rates=rates, seed=int(rates[0] == 0.1))
     X = StandardScaler().fit_transform(X)
-    kw = dict(gamma=gamma, lam=1e-3, budget=None)
+    # the offset and the step alone: no change detection (a detector also follows the shift)
+    kw = dict(gamma=gamma, lam=1e-3, budget=None, drift_detector=None)
     paper = accuracy(OnlineKernelClassifier(fit_intercept=False, eta="auto", **kw), X, y)
     offset = accuracy(OnlineKernelClassifier(eta="auto", **kw), X, y)
     scaled = accuracy(OnlineKernelClassifier(fit_intercept=False, **kw), X, y)

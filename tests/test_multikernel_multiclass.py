@@ -34,7 +34,7 @@ def test_one_width_is_the_single_multiclass_classifier(engine, loss, budget, pol
     X, y = rings_stream(700, seed=1)
     params = dict(loss=loss, lam=1e-2, eta="auto", eta_decay=0.5, budget=budget,
                   budget_policy=policy, fit_intercept=True, engine=engine)
-    single = OnlineKernelClassifier(gamma=0.7, **params)
+    single = OnlineKernelClassifier(gamma=0.7, drift_detector=None, **params)  # as the pool's
     multi = MultiKernelClassifier(gammas=[0.7], eta_scales=[1.0], linear=False, forgetting=None,
                                   share=0.0, **params)
     s_single = single._progressive_scores(X, y, reset=True)

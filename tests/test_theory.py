@@ -28,7 +28,7 @@ def test_smale_yao_distance_to_kernel_ridge_shrinks_like_t_to_minus_theta(theta)
         idx = np.random.default_rng(100 + seed).integers(0, n, checkpoints[-1])
         est = OnlineKernelRegressor(lam=lam, eta_decay=theta, eta="auto",   # Smale-Yao's step
                                     gamma=1.0, fit_intercept=False,   # the paper's iterates
-                                    budget=None)
+                                    budget=None, drift_detector=None)
         done = 0
         for k, t in enumerate(checkpoints):
             est.partial_fit(X[idx[done:t]], y[idx[done:t]])
@@ -56,7 +56,8 @@ def test_yang_pinball_coverage(tau):
     X_test, y_test = heteroscedastic(20_000, seed=1)
     est = OnlineKernelRegressor(loss="pinball", quantile=tau, gamma=20.0, lam=1e-3,
                                 lam_decay=LAM_DECAY, eta_decay=ETA_DECAY, eta="auto",
-                                budget=None, fit_intercept=False).fit(X, y)   # the paper's
+                                budget=None, fit_intercept=False,
+                                drift_detector=None).fit(X, y)   # the paper's
     coverage = np.mean(y_test <= est.predict(X_test))
     assert abs(coverage - tau) <= 0.03, coverage
 
@@ -70,7 +71,8 @@ def test_yang_epsilon_buys_sparsity_at_similar_loss():
     for eps in (0.0, 0.2):
         est = OnlineKernelRegressor(loss="pinball", quantile=0.5, epsilon=eps, gamma=20.0,
                                     lam=1e-3, lam_decay=LAM_DECAY, eta_decay=ETA_DECAY,
-                                    eta="auto", budget=None, fit_intercept=False).fit(X, y)
+                                    eta="auto", budget=None, fit_intercept=False,
+                                    drift_detector=None).fit(X, y)
         loss = loss_value("pinball", est.predict(X_test) - y_test, tau=0.5).mean()
         fits[eps] = (est.n_support_, loss)
     (n0, loss0), (n1, loss1) = fits[0.0], fits[0.2]

@@ -21,6 +21,7 @@ _PUBLIC = {
     "OnlineKernelRegressor": "okl.regression",
     "PairwiseLearner": "okl.pairwise",
     "RegularizedPAClassifier": "okl.passive_aggressive",
+    "drift": "okl.drift",
     "evaluation": "okl.evaluation",
     "kernels": "okl.kernels",
     "load": "okl._persist",

@@ -107,6 +107,26 @@ fit_intercept : "prior" or bool, default="prior"
     section 7.1), which cost up to 0.38 accuracy on standardised real
     streams.  ``fit_intercept=False`` gives exactly the papers' iterates
     (docs/defaults.md, section 1).""",
+    "forgetting": """\
+forgetting : float in (0, 1], default=1.0
+    Each step scales the model by this factor and runs the schedule on the
+    forgetting count ``tau <- forgetting tau + 1`` instead of t, so that old
+    events fade with a memory of about ``1 / (1 - forgetting)`` events and the
+    steps stop decaying there: for streams that keep moving.  1 forgets
+    nothing: the papers' iterates (docs/drift.md, section 3).""",
+    "drift_detector": """\
+drift_detector : None, "page_hinkley", okl.drift.PageHinkley or a detector, default="page_hinkley"
+    A change detector on the learner's own loss (its mistakes; a regressor's
+    absolute error over the targets' mean absolute deviation).  At a change
+    the schedule restarts (tau = 1) and the model is scaled by
+    `okl.drift.KEEP`, so that the new concept outweighs the old one.
+    "page_hinkley" (`okl.drift.PageHinkley()`, measured in docs/drift.md:
+    no change seen and no cost on scikit-learn's stationary data sets) and
+    `okl.drift.PageHinkley` run inside the compiled step; any object with
+    ``update(x)`` and ``drift_detected`` (such as ``river.drift.ADWIN()``)
+    runs on the Python path, on a copy (`drift_detector_`), and its change
+    is taken at the next step.  None detects nothing: the papers' iterates
+    (docs/drift.md).""",
     "verbose": """\
 verbose : bool or None, default=False
     Show a progress bar (with an ETA) while learning chunks of more than

@@ -13,6 +13,7 @@ from sklearn.base import is_classifier
 from sklearn.utils.validation import check_is_fitted
 
 from okl import _locks, _warnings
+from okl._adapt import AdaptMixin
 from okl._base import Diverged, params_changed, check_X, one_row
 from okl._core._expansion import KernelExpansion
 from okl._core._linear import LinearModel
@@ -26,6 +27,7 @@ from okl._gamma import (
 )
 from okl._numpy.expansion import NumpyExpansion
 from okl._numpy.codes import Offset
+from okl._numpy.drift import read_state
 from okl._numpy.pointwise import (
     make_schedule, make_state, prior_count, prior_offset, prior_state,
 )
@@ -266,7 +268,7 @@ class KernelModelMixin:
         return float(np.sqrt(max(self._expansion.sq_norm(), 0.0)))
 
 
-class PointwiseMixin(KernelModelMixin):
+class PointwiseMixin(AdaptMixin, KernelModelMixin):
     """The predict-then-update loop of docs/algorithms.md, sections 1-3.
 
     Subclasses give `lam`, `eta`, `eta_decay` (and optionally `lam_decay`) and
@@ -287,12 +289,14 @@ class PointwiseMixin(KernelModelMixin):
         check.keys(attrs, ("n_features_in_", "t_", "ck2_", "n_support_") + labels,
                    f"{name}'s attributes",
                    optional=("eta_", "lam_", "intercept_", "gamma_", "_row_keys",
-                             "fixed_classes_", "_width_moments", "dev_", "_prior_state"))
+                             "fixed_classes_", "_width_moments", "dev_", "_prior_state",
+                             "_drift_state"))
         check.floats("ck2_", lo=0.0)
         check.floats("eta_", "lam_", "dev_", lo=0.0, optional=True)
         check.floats("intercept_", optional=True)                 # the offset b (docs/streaming.md)
         out.setdefault("intercept_", 0.0)
         self._check_prior_state(check)
+        self._check_drift_state(check)
         check.fitted_gamma()
         self._check_width_moments(check)
         if "_row_keys" in attrs:                             # the feature order of dict events
@@ -393,6 +397,7 @@ class PointwiseMixin(KernelModelMixin):
         self.intercept_ = 0.0
         self.dev_ = 0.0
         self.__dict__.pop("_prior_state", None)
+        self._start_drift()
 
     def _schedule(self):
         """The `Schedule` of the steps (okl._core._pointwise), as a dict."""
@@ -405,7 +410,7 @@ class PointwiseMixin(KernelModelMixin):
                              self.lam, getattr(self, "lam_decay", 0.0),
                              self._auto_lipschitz() if kind in (StepSize.AUTO, StepSize.SCALED)
                              else 1.0,
-                             self._offset())
+                             self._offset(), self._drift())
 
     def _offset(self):
         """How the offset b learns in the step (docs/defaults.md, section 1): the running mean
@@ -426,15 +431,18 @@ class PointwiseMixin(KernelModelMixin):
     def _step_state(self):
         """The counters a step reads (the `StepState` of okl._core._pointwise), as a dict."""
         return make_state(self.t_, self.ck2_, 0.0 if self._prior() else self.intercept_,
-                          self.__dict__.get("dev_", 0.0))
+                          self.__dict__.get("dev_", 0.0),
+                          read_state(self.__dict__.get("_drift_state"), self.t_))
 
-    def _store_step(self, t, ck2, eta_t, lam_t, b, dev):
-        """Keep what the steps returned (t_ counts the steps taken); one event on the cython
-        engine stores the same in `PointwiseEvents.learn_into` (`MulticlassEvents.learn_into`)."""
+    def _store_step(self, t, ck2, eta_t, lam_t, b, dev, drift=None):
+        """Keep what the steps returned (t_ counts the steps taken; `drift` the drift state, a
+        dict or a stored tuple); one event on the cython engine stores the same in
+        `PointwiseEvents.learn_into` (`MulticlassEvents.learn_into`)."""
         d = self.__dict__
         if t != d["t_"]:
             d["eta_"], d["lam_"] = eta_t, lam_t
         d["t_"], d["ck2_"], d["dev_"] = int(t), ck2, dev
+        self._store_drift(drift)
         if not self._prior():           # the prior-shift offset is kept by `_follow_prior`
             d["intercept_"] = b
         d["n_support_"] = int(d["_expansion"].n_support)
@@ -494,7 +502,7 @@ class PointwiseMixin(KernelModelMixin):
         if state["reset_t"]:
             warn_reset(self, state["reset_eta"], state["reset_lam"], state["reset_t"])
         self._store_step(state["t"], state["ck2"], state["eta_t"], state["lam_t"], state["b"],
-                         state["dev"])
+                         state["dev"], state["drift"])
         if self._prior():
             scores = self._follow_prior(scores, y, weight)
         return scores
@@ -527,7 +535,8 @@ class PointwiseMixin(KernelModelMixin):
         b = d["intercept_"]
         try:
             out = events.learn(row, y, weight, d["t_"], d["ck2_"], 0.0 if prior else b, eta,
-                               d.get("dev_", 0.0))   # resets events.outcome before it can raise
+                               d.get("dev_", 0.0), d.get("_drift_state"))
+            # (learn resets events.outcome before it can raise)
             self._store_event(out, y, weight)
         except KeyboardInterrupt:
             # a Ctrl-C raised once the compiled step had written (as the call returned, or
@@ -540,8 +549,8 @@ class PointwiseMixin(KernelModelMixin):
         """Keep what a one-event step returned (None: it wrote nothing); then the prior-shift
         offset, which predicted the event, counts it."""
         if out is not None and out[1]:
-            f, _, t, ck2, eta_t, lam_t, b, _, dev = out
-            self._store_step(t, ck2, eta_t, lam_t, b, dev)
+            f, _, t, ck2, eta_t, lam_t, b, _, dev, drift = out
+            self._store_step(t, ck2, eta_t, lam_t, b, dev, drift)
             if self._prior():
                 d = self.__dict__
                 state = d["_prior_state"] = prior_count(
@@ -563,7 +572,7 @@ class PointwiseMixin(KernelModelMixin):
             return events
         d = self.__dict__
         model = d.get("_expansion")
-        if not ("ck2_" in d and self.engine == "cython"):
+        if not ("ck2_" in d and self.engine == "cython") or self._outside():
             return None
         exact = None            # a feature model's exact phase (its expansion)
         if type(model) is FeatureModel:     # its features once they exist (FeatureEvents)

@@ -41,26 +41,28 @@ class LinearPAModel:
     def restore(self, token):
         self.raw, self.scale, self.sq_norm = token
 
-    def learn(self, X, y, rule, sigma, engine, scores, events, kxx=None):
+    def learn(self, X, y, rule, sigma, engine, scores, events, kxx=None, drift=None,
+              drift_state=None):
         """Run the chunk (dense or CSR rows); return -1 or the first divergent step.
 
         `kxx` (dense rows only): the K(x, x) that replace ||x||^2 in the step
-        coefficients, for Nystroem features (`FeaturePAModel`).
+        coefficients, for Nystroem features (`FeaturePAModel`); `drift` and `drift_state`
+        (IN/OUT) as the loops of `okl._core._pa` take them (docs/drift.md).
         """
         w, scale = self.raw.copy(), self.scale
         if rule[0] == _pa.Regularization.L1 and scale != 1.0:   # the L1 step works on w itself
             w, scale = scale * w, 1.0
         if engine == "numpy":
             result = _np_pa.fit_linear(w, scale, self.sq_norm, X, y, *rule, sigma, scores, events,
-                                       kxx)
+                                       kxx, drift, drift_state)
         elif sp.issparse(X):
             result = _pa.fit_csr(w, scale, self.sq_norm, X.data,
                                  X.indices.astype(np.int32, copy=False),  # columns < 2^31
                                  X.indptr.astype(np.intp, copy=False),
-                                 y, *rule, sigma, scores, events)
+                                 y, *rule, sigma, scores, events, drift, drift_state)
         else:
             result = _pa.fit_dense(w, scale, self.sq_norm, X, y, *rule, sigma, scores, events,
-                                   kxx)
+                                   kxx, drift, drift_state)
         failed, scale, sq_norm = result
         if failed < 0:
             self.raw, self.scale, self.sq_norm = w, scale, sq_norm
@@ -128,7 +130,8 @@ class LinearMultiPAModel:
     def restore(self, token):
         self.raw, self.scale, self.sq_norm = token
 
-    def learn(self, X, y, rule, sigma, engine, scores, events, kxx=None):
+    def learn(self, X, y, rule, sigma, engine, scores, events, kxx=None, drift=None,
+              drift_state=None):
         """Run the chunk (y: class indices); return -1 or the first divergent step."""
         w, scale = self.raw.copy(), self.scale
         if rule[0] == _pa.Regularization.L1 and scale != 1.0:
@@ -136,15 +139,15 @@ class LinearMultiPAModel:
         y = np.ascontiguousarray(y, dtype=np.intp)
         if engine == "numpy":
             result = _np_pa.fit_multi(w, scale, self.sq_norm, X, y, *rule, sigma, scores,
-                                      events, kxx)
+                                      events, kxx, drift, drift_state)
         elif sp.issparse(X):
             result = _pa.fit_multi_csr(w, scale, self.sq_norm, X.data,
                                        X.indices.astype(np.int32, copy=False),
                                        X.indptr.astype(np.intp, copy=False),
-                                       y, *rule, sigma, scores, events)
+                                       y, *rule, sigma, scores, events, drift, drift_state)
         else:
             result = _pa.fit_multi_dense(w, scale, self.sq_norm, X, y, *rule, sigma, scores,
-                                         events, kxx)
+                                         events, kxx, drift, drift_state)
         failed, scale, sq_norm = result
         if failed < 0:
             self.raw, self.scale, self.sq_norm = w, scale, sq_norm
@@ -230,9 +233,9 @@ class KernelPAModel:
         new.sq_norm = max(float(new.expansion.sq_norm()), 0.0)
         return new
 
-    def learn(self, X, y, rule, sigma, engine, scores, events):
+    def learn(self, X, y, rule, sigma, engine, scores, events, drift=None, drift_state=None):
         failed, sq_norm = ENGINES[engine].pa_kernel(self._on(engine), self.sq_norm, X, y, *rule,
-                                               scores, events)
+                                               scores, events, drift, drift_state)
         if failed < 0:
             self.sq_norm = sq_norm
         return failed
@@ -297,10 +300,10 @@ class KernelMultiPAModel:
         new.sq_norm = new.exact_sq_norm()
         return new
 
-    def learn(self, X, y, rule, sigma, engine, scores, events):
+    def learn(self, X, y, rule, sigma, engine, scores, events, drift=None, drift_state=None):
         failed, sq_norm = ENGINES[engine].pa_multi_kernel(
             self._on(engine), self.sq_norm, X, np.ascontiguousarray(y, dtype=np.intp), *rule,
-            scores, events)
+            scores, events, drift, drift_state)
         if failed < 0:
             self.sq_norm = sq_norm
         return failed
@@ -380,10 +383,10 @@ class FeaturePAModel:
         new.fmap, new.linear = self.fmap.with_gamma(gamma), self.linear
         return new
 
-    def learn(self, X, y, rule, sigma, engine, scores, events):
+    def learn(self, X, y, rule, sigma, engine, scores, events, drift=None, drift_state=None):
         kxx = kernel_diagonal(self.fmap, X) if isinstance(self.fmap, NystroemFeatures) else None
         return self.linear.learn(self.fmap.transform(X), y, rule, sigma, engine, scores, events,
-                                 kxx)
+                                 kxx, drift=drift, drift_state=drift_state)
 
     def decision(self, X):
         return self.linear.decision(self.fmap.transform(X))
@@ -487,12 +490,13 @@ class NystroemPAModel:
         if self.features is not None:
             self.features.restore(features_token)
 
-    def learn(self, X, y, rule, sigma, engine, scores, events):
+    def learn(self, X, y, rule, sigma, engine, scores, events, drift=None, drift_state=None):
         start, n = 0, len(X)
         while self.features is None and start < n:
             stop = min(n, start + self.n_components - self.exact.expansion.n_support)
             failed = self.exact.learn(X[start:stop], y[start:stop], rule, sigma, engine,
-                                      scores[start:stop], events[start:stop])
+                                      scores[start:stop], events[start:stop], drift,
+                                      drift_state)
             if failed >= 0:
                 return start + failed
             start = stop
@@ -500,7 +504,7 @@ class NystroemPAModel:
                 self._switch()
         if start < n:
             failed = self.features.learn(X[start:], y[start:], rule, sigma, engine,
-                                         scores[start:], events[start:])
+                                         scores[start:], events[start:], drift, drift_state)
             if failed >= 0:
                 return start + failed
         return -1
@@ -599,8 +603,8 @@ class WarmFourierPAModel:
     def restore(self, token):
         self.exact.restore(token)
 
-    def learn(self, X, y, rule, sigma, engine, scores, events):
-        return self.exact.learn(X, y, rule, sigma, engine, scores, events)
+    def learn(self, X, y, rule, sigma, engine, scores, events, drift=None, drift_state=None):
+        return self.exact.learn(X, y, rule, sigma, engine, scores, events, drift, drift_state)
 
     def decision(self, X):
         return self.exact.decision(X)

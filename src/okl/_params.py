@@ -196,3 +196,14 @@ APPROXIMATION_CONSTRAINTS = {
     "n_components": [Interval(Integral, 1, None, closed="left")],
     "random_state": [NONE, Interval(Integral, 0, None, closed="left")],
 }
+
+# -- streams that change (docs/drift.md) ----------------------------------------------------------
+
+DRIFT_CONSTRAINTS = {
+    "forgetting": [Interval(Real, 0, 1, closed="right")],
+    "drift_detector": [NONE, Options("page_hinkley"),
+                       Kind(lambda v: not isinstance(v, str) and hasattr(v, "update")
+                            and hasattr(v, "drift_detected"),
+                            "a detector with update(x) and drift_detected (okl.drift.PageHinkley, "
+                            "river.drift.ADWIN(), ...)")],
+}

@@ -28,6 +28,9 @@ FIRST_KERNEL_PARAMS = ("gamma", "degree", "coef0")
 # estimator parameters a file may lack for the same reason
 LATER_PARAMS = ("kernel_params",) + tuple(name for name in NAMED_KERNEL_PARAMS
                                           if name not in FIRST_KERNEL_PARAMS)
+# ... and those whose absence means what the model did before them, not their default
+# (docs/drift.md: a file saved before them neither forgets nor detects)
+LATER_BEHAVIOUR = {"forgetting": 1.0, "drift_detector": None}
 
 
 def later_kernel_params():
@@ -631,6 +634,9 @@ def load(path: Any) -> Any:
     for key in LATER_PARAMS:            # a file saved before the parameter existed: its default
         if key in defaults and key not in params:
             params[key] = defaults[key]
+    for key, value in LATER_BEHAVIOUR.items():
+        if key in defaults and key not in params:
+            params[key] = value
     check.keys(params, defaults, f"the parameters of {name}")
     for key, value in params.items():
         if isinstance(value, list) and value and all(     # a list of labels, e.g. classes=[0, 1]

@@ -17,6 +17,7 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.utils import check_array
 
+from okl._adapt import AdaptMixin
 from okl._base import Diverged, OnlineLearner, check_X, params_changed
 from okl._core._coefreg import CoefRegEvents
 from okl._core._expansion import KernelExpansion
@@ -32,10 +33,12 @@ from okl._engines import ENGINES
 from okl._feature_maps import kernel_matrix
 from okl._kernel_learners import KernelModelMixin, PointwiseMixin, expansion_class, warn_reset
 from okl._numpy.codes import MulticlassLoss
+from okl._numpy.drift import state_tuple
 from okl._numpy.pointwise import make_state
 from okl._numpy.multiexpansion import NumpyMultiExpansion, from_binary, insert_class
 from okl._params import (
-    APPROXIMATION_CONSTRAINTS, ARRAY_2D, BOOL, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS,
+    APPROXIMATION_CONSTRAINTS, ARRAY_2D, BOOL, CLASSES_CONSTRAINTS, DRIFT_CONSTRAINTS,
+    ENGINE_CONSTRAINTS,
     INTERCEPT_CONSTRAINTS, NONE, ONLINE_WEIGHT_CHECKS,
     POINTWISE_STEP_CONSTRAINTS, STEP_CONSTRAINTS, Interval, Options, budget_constraints,
     kernel_constraints,
@@ -145,6 +148,8 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
     {random_state}
     {fit_intercept_margin}
     {classes}
+    {forgetting}
+    {drift_detector}
     {verbose}
     {engine}
 
@@ -157,6 +162,8 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
     n_features_in_ : int
     t_ : int
         Samples learned so far (none while one class is known).
+    n_drifts_ : int
+        Changes the drift detector saw so far (docs/drift.md).
     n_support_ : int
         Number of centres.
     support_vectors_ : ndarray of shape (n_support_, n_features_in_)
@@ -221,6 +228,7 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         **INTERCEPT_CONSTRAINTS,
         "fit_intercept": [BOOL, Options("prior")],
         **CLASSES_CONSTRAINTS,
+        **DRIFT_CONSTRAINTS,
     }
 
     #: scikit-learn's estimator checks this learner fails by design, with the reason
@@ -231,8 +239,8 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
     def __init__(self, kernel="gaussian", gamma="scale", degree=3, coef0=0.0, nu=1.5,
                  kernel_params=None, loss="hinge", lam=1e-3, eta="scaled", eta_decay=0.5,
                  budget="auto", budget_policy="auto", approximation=None, n_components=100,
-                 random_state=None, fit_intercept="prior", classes=None, verbose=False,
-                 engine="cython"):
+                 random_state=None, fit_intercept="prior", classes=None, forgetting=1.0,
+                 drift_detector="page_hinkley", verbose=False, engine="cython"):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -247,6 +255,8 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         self.budget_policy = budget_policy
         self.fit_intercept = fit_intercept
         self.classes = classes
+        self.forgetting = forgetting
+        self.drift_detector = drift_detector
         self.approximation = approximation
         self.n_components = n_components
         self.random_state = random_state
@@ -346,7 +356,7 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
                              np.maximum(self.t_ + np.cumsum(active), 1).astype(np.float64))
         scores = np.empty((n, k))
         b = np.array(self.intercept_, dtype=np.float64)
-        state = make_state(self.t_, self.ck2_)
+        state = make_state(self.t_, self.ck2_, drift=self._drift_state_now())
         del state["b"]                          # the offsets b travel apart, as an array
         args = (X, np.ascontiguousarray(y, dtype=np.intp), self._schedule(),
                 int(MULTICLASS_LOSSES[self.loss]), state, b, scores, weight, eta)
@@ -360,13 +370,13 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         if state["reset_t"]:
             warn_reset(self, state["reset_eta"], state["reset_lam"], state["reset_t"])
         self._store_step(state["t"], state["ck2"], state["eta_t"], state["lam_t"], b,
-                         self.__dict__.get("dev_", 0.0))
+                         self.__dict__.get("dev_", 0.0), state["drift"])
         return scores
 
     def _compiled_events(self, cache):
         if len(self.__dict__.get("classes_", ())) < 2:
             return None                 # one class: nothing is learned (okl._labels)
-        if not self._is_multi():
+        if not self._is_multi() or self._outside():
             return super()._compiled_events(cache)
         events = cache[0]
         if events is not None and events.matches(self):
@@ -434,7 +444,7 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         check.keys(attrs, ("n_features_in_", "t_", "ck2_", "n_support_", "classes_",
                            "intercept_"), f"{name}'s attributes",
                    optional=("eta_", "lam_", "gamma_", "_row_keys", "fixed_classes_", "dev_",
-                             "_width_moments", "_prior_state"))
+                             "_width_moments", "_prior_state", "_drift_state"))
         check.binary_labels(max_classes=C_INT_MAX)
         k = len(out["classes_"])
         if self.loss not in MULTICLASS_LOSSES:
@@ -443,6 +453,7 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         check.floats("eta_", "lam_", "dev_", lo=0.0, optional=True)
         self._check_width_moments(check)
         self._check_prior_state(check)
+        self._check_drift_state(check)
         out["intercept_"] = check.array(attrs["intercept_"], "intercept_", (k,))
         check.fitted_gamma()
         if "_row_keys" in attrs:
@@ -551,7 +562,7 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
 
 @loadable
 @shared_params
-class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
+class CoefficientRegularizedClassifier(AdaptMixin, KernelModelMixin, LabelsMixin,
                                        ClassifierMixin, OnlineLearner):
     """Tian-Sheng's coefficient-regularized online classification, eq. (0.4).
 
@@ -607,6 +618,19 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
         is Corollary 3's ``theta = (2 beta + 1) / (2 (beta + 1))`` for a
         smooth target (beta = 1, epsilon -> 0).
     {classes}
+    forgetting : float in (0, 1], default=1.0
+        Each step scales the coefficients by this factor first, so that old
+        events fade with a memory of about ``1 / (1 - forgetting)`` events (the
+        step sizes keep their schedule: eta="auto" is capped by
+        ``1 / (M ||k_t||^2 + lam)`` and hardly decays).  1 forgets nothing: the
+        paper's iterates (docs/drift.md, section 3).
+    drift_detector : None, "page_hinkley", okl.drift.PageHinkley or a detector, default=None
+        A change detector on the learner's mistakes; at a change the
+        coefficients are scaled by `okl.drift.KEEP` before the step.
+        "page_hinkley" and `okl.drift.PageHinkley` run inside the compiled
+        step; any object with ``update(x)`` and ``drift_detected`` (such as
+        ``river.drift.ADWIN()``) runs on the Python path, on a copy
+        (`drift_detector_`), its change taken at the next step (docs/drift.md).
     {verbose}
     {engine}
 
@@ -674,11 +698,13 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
         "eta_decay": [Interval(Real, 0, 1, closed="both")],
         **ENGINE_CONSTRAINTS,
         **CLASSES_CONSTRAINTS,
+        **DRIFT_CONSTRAINTS,
     }
 
     def __init__(self, centers=None, n_centers=500, kernel="gaussian", gamma="scale", degree=3,
                  coef0=0.0, nu=1.5, kernel_params=None, loss="hinge", lam=1e-3, eta="auto",
-                 eta_decay=0.75, classes=None, verbose=False, engine="cython"):
+                 eta_decay=0.75, classes=None, forgetting=1.0, drift_detector=None,
+                 verbose=False, engine="cython"):
         self.centers = centers
         self.n_centers = n_centers
         self.kernel = kernel
@@ -692,6 +718,8 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
         self.eta = eta
         self.eta_decay = eta_decay
         self.classes = classes
+        self.forgetting = forgetting
+        self.drift_detector = drift_detector
         self.verbose = verbose
         self.engine = engine
 
@@ -719,6 +747,7 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
         self.t_ = 0
         self.kappa_max_ = 0.0
         self.norm_bound_ = 0.0
+        self._start_drift()
 
     _divergence_cure = ("the explicit step size is too large for this data; use eta='auto' "
                         "(whose steps keep ||a_t|| bounded), a smaller eta or a larger eta_decay")
@@ -736,24 +765,28 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
         if not auto:
             warn_reset(self, eta_t, float(self.lam), step_numbers(self.t_, n))
         eta_used, kk = np.empty(n), np.empty(n)
+        drift = self._watched()
+        state = np.array(state_tuple(self._drift_state_now()))
         A = self._multiclass_matrix()
         if A is None:
             scores = np.empty(n)
             failed = ENGINES[self.engine].coefreg(
                 self._engine_expansion(), X, y, eta_t, float(self.lam), M if auto else 0.0,
-                self.n_centers_, loss_spec(self.loss), scores, eta_used, kk, gamma)
+                self.n_centers_, loss_spec(self.loss), scores, eta_used, kk, gamma, drift, state)
         else:       # k classes: A (m, k), docs/multiclass-pa.md, section 5
             A = A.copy()
             scores = np.empty((n, A.shape[1]))
             failed, scale = ENGINES[self.engine].coefreg_multi(
                 self._engine_expansion(), A, 1.0, X, np.ascontiguousarray(y, dtype=np.intp),
                 eta_t, float(self.lam), M if auto else 0.0, self.n_centers_,
-                loss_spec(self.loss), scores, eta_used, kk, gamma)
+                loss_spec(self.loss), scores, eta_used, kk, gamma, drift, state)
             if failed < 0:
                 A *= scale
                 self._coef_matrix = A
         if failed >= 0:
             raise Diverged(failed, eta_used[failed])
+        if drift is not None:
+            self._store_drift(tuple(state.tolist()))
         self.t_ += n
         self.M_ = M
         self.kappa_max_ = max(self.kappa_max_, float(np.sqrt(kk.max())))
@@ -779,8 +812,9 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
             return events
         d = self.__dict__
         if not ("kappa_max_" in d and len(d.get("classes_", ())) >= 2
-                and self.engine == "cython" and type(d.get("_expansion")) is KernelExpansion):
-            return None
+                and self.engine == "cython" and type(d.get("_expansion")) is KernelExpansion) \
+                or self._outside():
+            return None         # a detector outside the step: one-row partial_fit
         if params_changed(self):
             return None
         auto = isinstance(self.eta, str)
@@ -792,7 +826,7 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
             d["_expansion"], A, float(self.lam),
             1.0 / self.lam if auto else (0.0 if callable(self.eta) else float(self.eta)),
             float(self.eta_decay), M, self.n_centers_, loss_spec(self.loss),
-            type(self).__name__, names)
+            type(self).__name__, names, self._watched())
         events.auto, events.gradient_at_zero = auto, self._gradient_at_zero()
         width = width_of(self, d["n_features_in_"])
         events.warm = None if width is None else Warmup(width)
@@ -808,15 +842,14 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
         """One event through `CoefRegEvents.learn`; its prediction (f or the k scores)."""
         d = self.__dict__
         eta = self.eta
-        if type(eta) is str:
-            out, eta_t, kk = events.learn(row, y, d["t_"], math.nan, d)
-        else:
-            given = math.nan
-            if callable(eta):
-                given = float(step_sizes(eta, self.eta_decay, step_numbers(d["t_"], 1))[0])
-            out, eta_t, kk = events.learn(row, y, d["t_"], given, d)
-            if eta_t * self.lam >= 1.0:
-                warn_reset(self, np.array([eta_t]), float(self.lam), np.array([d["t_"] + 1]))
+        given = math.nan
+        if callable(eta):
+            given = float(step_sizes(eta, self.eta_decay, step_numbers(d["t_"], 1))[0])
+        out, eta_t, kk, drift = events.learn(row, y, d["t_"], given, d, d.get("_drift_state"))
+        if type(eta) is not str and eta_t * self.lam >= 1.0:
+            warn_reset(self, np.array([eta_t]), float(self.lam), np.array([d["t_"] + 1]))
+        if self._watched() is not None:
+            self._store_drift(drift)
         d["t_"] += 1
         kappa = math.sqrt(kk)
         if kappa > d["kappa_max_"]:
@@ -875,8 +908,9 @@ class CoefficientRegularizedClassifier(KernelModelMixin, LabelsMixin,
         check.keys(attrs, ("n_features_in_", "t_", "classes_", "n_centers_", "kappa_max_",
                            "norm_bound_"), f"{name}'s attributes",
                    optional=("M_", "eta_", "gamma_", "fixed_classes_", "_coef_matrix",
-                             "_row_keys", "_width_moments"))
+                             "_row_keys", "_width_moments", "_drift_state"))
         check.row_keys()
+        self._check_drift_state(check)
         check.fitted_gamma()
         self._check_width_moments(check)
         check.binary_labels(max_classes=C_INT_MAX)

@@ -7,6 +7,7 @@ from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from okl import _locks, _warnings
+from okl._adapt import AdaptMixin
 from okl._base import Diverged, OnlineLearner, check_X, params_changed
 from okl._core import _pointwise
 from okl._core._krls import KRLSEvents, KRLSModel, RLSFeatures
@@ -19,10 +20,11 @@ from okl._numpy.krls import (
     NOISE_GRID, WIDTH_FACTORS, NumpyKRLS, NumpyRLSFeatures, evidence_choice, rewidth,
 )
 from okl._params import (
-    BOOL, ENGINE_CONSTRAINTS, NONE, Interval, InvalidParameterError, Options, kernel_constraints,
+    BOOL, DRIFT_CONSTRAINTS, ENGINE_CONSTRAINTS, NONE, Interval, InvalidParameterError, Options, kernel_constraints,
 )
 from okl._persist import loadable
 from okl._kernel_learners import fitted_params
+from okl.drift import drift_spec
 from okl.kernels import KERNEL_PARAMS, KERNELS, kernel_diagonal, kernel_matrix, kernel_params_of
 
 #: budget="auto": the centres KernelRLSRegressor keeps (docs/krls.md, section 5)
@@ -43,7 +45,7 @@ def _auto(given, value, default):
 
 @loadable
 @shared_params
-class KernelRLSRegressor(RegressorMixin, OnlineLearner):
+class KernelRLSRegressor(AdaptMixin, RegressorMixin, OnlineLearner):
     """Kernel recursive least squares: a Gaussian-process posterior learned one event at a time.
 
     Each event is predicted (mean and variance), then learned by one rank-one update of the
@@ -77,6 +79,17 @@ class KernelRLSRegressor(RegressorMixin, OnlineLearner):
         KRLS-T's lambda: each event pulls the posterior back to the prior by this
         factor (``cov <- lambda cov + (1 - lambda) K``), so that old data fade and
         the model tracks a changing target; 1 keeps everything.
+    drift_detector : None, "page_hinkley", okl.drift.PageHinkley or a detector, default=None
+        A change detector on each event's standardised residual, ``|y - f|`` over
+        the predictive standard deviation, before the update.  At a change the
+        posterior, once it has learned the event, takes one step of forgetting by
+        `okl.drift.KEEP` (the offset's and the signal scale's memories too), so
+        that the new target outweighs the old one.  "page_hinkley" and
+        `okl.drift.PageHinkley` run inside the compiled step; any object with
+        ``update(x)`` and ``drift_detected`` (such as ``river.drift.ADWIN()``)
+        runs on the Python path, on a copy (`drift_detector_`), and its change is
+        taken at the next event.  The detector starts after the warm-up of
+        gamma="scale" or noise="auto" (docs/drift.md, section 3).
     budget : int, "auto" or None, default="auto"
         The most centres kept ("auto": 200; None: no bound).
     budget_policy : {{"significance", "oldest"}}, default="significance"
@@ -115,6 +128,8 @@ class KernelRLSRegressor(RegressorMixin, OnlineLearner):
         The offset b.
     noise_scale_ : float
         s02, the signal scale the variances are in units of.
+    n_drifts_ : int
+        Changes the drift detector saw so far (docs/drift.md).
     gamma_ : float
         The kernel width in use, with gamma="scale".
 
@@ -146,6 +161,7 @@ class KernelRLSRegressor(RegressorMixin, OnlineLearner):
         **{k: v for k, v in kernel_constraints().items() if k != "nu"},
         "noise": [Interval(Real, 0, None, closed="neither"), Options("auto")],
         "forgetting": [Interval(Real, 0, 1, closed="right")],
+        "drift_detector": DRIFT_CONSTRAINTS["drift_detector"],
         "budget": [NONE, Interval(Integral, 1, None, closed="left"), Options("auto")],
         "budget_policy": [Options(*POLICIES)],
         "nu": [Interval(Real, 0, None, closed="left"), Options("auto")],
@@ -166,9 +182,10 @@ class KernelRLSRegressor(RegressorMixin, OnlineLearner):
     }
 
     def __init__(self, kernel="gaussian", gamma="scale", degree=3, coef0=0.0,
-                 kernel_params=None, noise="auto", forgetting=1.0, budget="auto",
-                 budget_policy="significance", nu="auto", approximation=None, n_components=100,
-                 random_state=None, fit_intercept=True, verbose=False, engine="cython"):
+                 kernel_params=None, noise="auto", forgetting=1.0, drift_detector=None,
+                 budget="auto", budget_policy="significance", nu="auto", approximation=None,
+                 n_components=100, random_state=None, fit_intercept=True, verbose=False,
+                 engine="cython"):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -176,6 +193,7 @@ class KernelRLSRegressor(RegressorMixin, OnlineLearner):
         self.kernel_params = kernel_params
         self.noise = noise
         self.forgetting = forgetting
+        self.drift_detector = drift_detector
         self.budget = budget
         self.budget_policy = budget_policy
         self.nu = nu
@@ -207,6 +225,11 @@ class KernelRLSRegressor(RegressorMixin, OnlineLearner):
         if self.budget == "auto":
             return DEFAULT_BUDGET
         return 0 if self.budget is None else int(self.budget)
+
+    def _drift(self):
+        """The `Drift` record of the steps: the detector, with KRLS's own forgetting in the
+        model (`okl.drift.drift_spec`)."""
+        return drift_spec(1.0, self.drift_detector)
 
     def _noise_value(self):
         """The noise in use: noise_ (noise="auto"), else the parameter; before any fit,
@@ -292,6 +315,7 @@ class KernelRLSRegressor(RegressorMixin, OnlineLearner):
             self._to_features()
         self.t_ = 0
         self.n_support_ = 0
+        self._start_drift()
 
     def _warming(self):
         """Whether the warm-up is under way: gamma="scale"'s width, noise="auto"'s events."""
@@ -405,12 +429,25 @@ class KernelRLSRegressor(RegressorMixin, OnlineLearner):
         n = X.shape[0]
         pred, var = np.empty(n), np.empty(n)
         model = self._engine_model()
+        model.set_drift(None if self._warming() else self._watched(),
+                        self.__dict__.get("_drift_state"), self.t_)
         failed = ENGINES[self.engine].krls_chunk(model, X, y, pred, var, weight)
         if failed >= 0:
             raise Diverged(failed)
         self.t_ = int(model.t)
         self.n_support_ = int(model.n_support)
+        self._store_drift(model.drift_state())
         return pred
+
+    def _drift_scale(self, X, weight):
+        """A detector outside the step (`AdaptMixin`): the predictive standard deviation of
+        the row before its step (None during the warm-up: not watched)."""
+        w = 1.0 if weight is None else float(weight[0])
+        if "t_" not in self.__dict__ or self._warming() or not w > 0.0:
+            return None
+        var = np.empty(1)
+        self._engine_model().predict(X, var)
+        return float(np.sqrt(self._krls.scale() * (self._noise_value() / w + var[0])))
 
     def fit(self, X, y, sample_weight=None):
         """Learn the rows of X in order, from a fresh model (one online pass).
@@ -446,8 +483,9 @@ class KernelRLSRegressor(RegressorMixin, OnlineLearner):
         check.keys(attrs, ("n_features_in_", "t_", "n_support_"),
                    "KernelRLSRegressor's attributes",
                    optional=("gamma_", "noise_", "_width_moments", "_row_keys", "_warm_X",
-                             "_warm_y", "_warm_w"))
+                             "_warm_y", "_warm_w", "_drift_state"))
         check.fitted_gamma()
+        self._check_drift_state(check)
         check_width_moments(check, self.gamma)
         check.row_keys()
         if self.noise == "auto":
@@ -576,11 +614,11 @@ class KernelRLSRegressor(RegressorMixin, OnlineLearner):
             return events
         model = self.__dict__.get("_krls")
         if not (type(model) in (KRLSModel, RLSFeatures) and self.engine == "cython"
-                and not self._warming()) or params_changed(self):
+                and not self._warming()) or params_changed(self) or self._outside():
             return None
         names = ("_krls",) + tuple(name for name in self.get_params(deep=False)
                                    if name in self.__dict__)
-        events = cache[0] = KRLSEvents(model, type(self).__name__, names)
+        events = cache[0] = KRLSEvents(model, type(self).__name__, names, self._watched())
         events.bind(self)
         return events
 

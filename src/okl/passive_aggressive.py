@@ -8,6 +8,7 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from okl import _locks, _warnings
+from okl._adapt import AdaptMixin
 from okl._base import Diverged, OnlineLearner, check_X, params_changed
 from okl._kernel_learners import KernelModelMixin, expansion_fitted_with, fitted_params
 from okl._sparse import check_csr
@@ -22,8 +23,9 @@ from okl._core._multiexpansion import MultiExpansion
 from okl._core._pa import Event, EventsKind, PAEvents, Regularization, Variant
 from okl._docstrings import shared_params
 from okl._gamma import LOCAL_FACTOR
+from okl._numpy.drift import state_tuple
 from okl._params import (
-    APPROXIMATION_CONSTRAINTS, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS, Interval,
+    APPROXIMATION_CONSTRAINTS, CLASSES_CONSTRAINTS, DRIFT_CONSTRAINTS, ENGINE_CONSTRAINTS, Interval,
     InvalidParameterError, Options, budget_constraints, kernel_constraints,
 )
 from okl._persist import C_INT_MAX, loadable, prefixed, substate
@@ -53,7 +55,7 @@ class InfeasibleUpdateWarning(UserWarning):
 
 @loadable
 @shared_params
-class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
+class RegularizedPAClassifier(AdaptMixin, KernelModelMixin, LabelsMixin, ClassifierMixin,
                               OnlineLearner):
     """Passive-aggressive online classification, plain or regularized (Shen-Dietterich).
 
@@ -163,6 +165,20 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
     {n_components}
     {random_state}
     {classes}
+    forgetting : float in (0, 1], default=1.0
+        Each step starts from the model scaled by this factor (a passive step
+        too), so that old events fade with a memory of about
+        ``1 / (1 - forgetting)`` events; "objective" already shrinks at every
+        update.  1 forgets nothing: the paper's iterates (docs/drift.md,
+        section 3).  Not with "l1", whose projection works on w itself.
+    drift_detector : None, "page_hinkley", okl.drift.PageHinkley or a detector, default=None
+        A change detector on the learner's mistakes; at a change the step
+        starts from the model scaled by `okl.drift.KEEP`.  "page_hinkley" and
+        `okl.drift.PageHinkley` run inside the compiled step; any object with
+        ``update(x)`` and ``drift_detected`` (such as ``river.drift.ADWIN()``)
+        runs on the Python path, on a copy (`drift_detector_`), its change
+        taken at the next step.  An infeasible step changes nothing, the
+        detector's count included (docs/drift.md).  Not with "l1".
     {verbose}
     {engine}
 
@@ -173,6 +189,8 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
     n_features_in_ : int
     t_ : int
         Samples learned so far.
+    n_drifts_ : int
+        Changes the drift detector saw so far (docs/drift.md).
     n_updates_ : int
         Samples that changed the model.
     n_infeasible_ : int
@@ -230,13 +248,14 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
         **APPROXIMATION_CONSTRAINTS,
         **ENGINE_CONSTRAINTS,
         **CLASSES_CONSTRAINTS,
+        **DRIFT_CONSTRAINTS,
     }
 
     def __init__(self, regularization="none", variant="auto", C="auto", alpha=0.1, beta=1.0,
                  update="margin", truncate_sigma=0.0, kernel="linear", gamma="scale", degree=3,
                  coef0=0.0, nu=1.5, kernel_params=None, budget=None, budget_policy="auto",
                  approximation=None, n_components=100, random_state=None, classes=None,
-                 verbose=False, engine="cython"):
+                 forgetting=1.0, drift_detector=None, verbose=False, engine="cython"):
         self.regularization = regularization
         self.variant = variant
         self.C = C
@@ -252,6 +271,8 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
         self.kernel_params = kernel_params
         self.budget = budget
         self.classes = classes
+        self.forgetting = forgetting
+        self.drift_detector = drift_detector
         self.budget_policy = budget_policy
         self.approximation = approximation
         self.n_components = n_components
@@ -285,6 +306,11 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
              "approximation='fourier' draws random features of the kernels "
              f"{sorted(k for k, row in KERNELS.items() if row.fourier)}; kernel={self.kernel!r} "
              "has no frequency sampler. Use approximation='nystroem'."),
+            (self.regularization == "l1" and (self.forgetting != 1.0
+                                              or self.drift_detector is not None),
+             "regularization='l1' takes neither forgetting nor a drift_detector: its "
+             "projection onto the L1 ball works on the weights themselves, which a drift "
+             "factor would scale. Use 'l2' or 'objective' on a drifting stream."),
         ]
         for failed, message in problems:
             if failed:
@@ -308,6 +334,7 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
         self.n_updates_ = 0
         self.n_infeasible_ = 0
         self.__dict__.pop("_width_moments", None)
+        self._start_drift()
         if self.kernel != "linear":
             self._start_width(X)    # gamma="scale" follows the warm-up's events (`_learn`)
         if self.kernel == "linear":
@@ -335,8 +362,9 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
         built = {}
         check.keys(attrs, ("n_features_in_", "t_", "classes_", "n_updates_", "n_infeasible_"),
                    f"{name}'s attributes", optional=("gamma_", "fixed_classes_", "_row_keys",
-                                                     "_width_moments"))
+                                                     "_width_moments", "_drift_state"))
         check.row_keys()
+        self._check_drift_state(check)
         check.fitted_gamma(needed=self.kernel != "linear")
         self._check_width_moments(check)
         check.binary_labels(max_classes=C_INT_MAX)
@@ -475,10 +503,14 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
         else:
             scores = np.empty(n, dtype=np.float64)
         events = np.empty(n, dtype=np.int8)
+        drift = self._watched()
+        state = np.array(state_tuple(self._drift_state_now()))
         failed = self._model.learn(X, y, self._rule(), float(self.truncate_sigma), self.engine,
-                                   scores, events)
+                                   scores, events, drift=drift, drift_state=state)
         if failed >= 0:
             raise Diverged(failed)
+        if drift is not None:
+            self._store_drift(tuple(state.tolist()))
         self.t_ += n
         self.n_updates_ += int(np.count_nonzero(events == Event.UPDATED))
         skipped = np.flatnonzero(events == Event.INFEASIBLE)
@@ -520,8 +552,8 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
         d = self.__dict__
         model, k = d.get("_model"), len(d.get("classes_", ()))
         if (not ("t_" in d and self.engine == "cython" and k >= 2)
-                or "_width_moments" in d or params_changed(self)):
-            return None             # the warm-up of gamma="scale": one-row partial_fit
+                or "_width_moments" in d or params_changed(self) or self._outside()):
+            return None             # the warm-up of gamma="scale", a detector outside the step
         fmap = None
         if type(model) is NystroemPAModel and model.features is not None:
             model = model.features          # NOGD after its switch: the features' model
@@ -546,7 +578,8 @@ class RegularizedPAClassifier(KernelModelMixin, LabelsMixin, ClassifierMixin,
             return None
         names = ("_model",) + tuple(name for name in self.get_params(deep=False) if name in d)
         events = cache[0] = PAEvents(int(code), model, self._rule(), float(self.truncate_sigma),
-                                     type(self).__name__, self._divergence_cure, names, fmap)
+                                     type(self).__name__, self._divergence_cure, names, fmap,
+                                     self._watched())
         events.bind(self)
         return events
 

@@ -8,7 +8,7 @@ from okl._base import OnlineLearner
 from okl._kernel_learners import PointwiseMixin
 from okl._docstrings import shared_params
 from okl._params import (
-    APPROXIMATION_CONSTRAINTS, ENGINE_CONSTRAINTS, INTERCEPT_CONSTRAINTS,
+    APPROXIMATION_CONSTRAINTS, DRIFT_CONSTRAINTS, ENGINE_CONSTRAINTS, INTERCEPT_CONSTRAINTS,
     ONLINE_WEIGHT_CHECKS, POINTWISE_STEP_CONSTRAINTS, Interval, InvalidParameterError, Options,
     budget_constraints, kernel_constraints,
 )
@@ -79,6 +79,8 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
     {n_components}
     {random_state}
     {fit_intercept}
+    {forgetting}
+    {drift_detector}
     {verbose}
     {engine}
 
@@ -87,6 +89,8 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
     n_features_in_ : int
     t_ : int
         Samples learned so far.
+    n_drifts_ : int
+        Changes the drift detector saw so far (docs/drift.md).
     n_support_ : int
         Number of centres.
     support_vectors_ : ndarray of shape (n_support_, n_features_in_)
@@ -141,6 +145,7 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
         **APPROXIMATION_CONSTRAINTS,
         **ENGINE_CONSTRAINTS,
         **INTERCEPT_CONSTRAINTS,
+        **DRIFT_CONSTRAINTS,
     }
 
     #: scikit-learn's estimator checks this learner fails by design, with the reason
@@ -152,7 +157,8 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
                  kernel_params=None, loss="squared", quantile=0.5, epsilon=0.0, lam=1e-3,
                  lam_decay=0.0, eta="scaled", eta_decay=0.6, budget="auto", budget_policy="auto",
                  approximation=None, n_components=100, random_state=None, fit_intercept=True,
-                 verbose=False, engine="cython"):
+                 forgetting=1.0, drift_detector="page_hinkley", verbose=False,
+                 engine="cython"):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -169,6 +175,8 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
         self.budget = budget
         self.budget_policy = budget_policy
         self.fit_intercept = fit_intercept
+        self.forgetting = forgetting
+        self.drift_detector = drift_detector
         self.approximation = approximation
         self.n_components = n_components
         self.random_state = random_state

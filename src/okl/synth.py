@@ -1,8 +1,12 @@
-"""Synthetic streams: a drifting labelled data set, non-identical sampling.
+"""Synthetic streams: drifting concepts, a drifting labelled data set, non-identical sampling.
+
+The drifting generators (`moving_clusters`, `concept_switch`, `rotating_hyperplane`,
+`drifting_friedman`) return ``(X, y, drifts)``: the stream and the positions of its
+changes, so that `okl.evaluation.recovery` measures how a learner recovers from each.
 
 References
 ----------
-See docs/algorithms.md, section 5.5.
+See docs/algorithms.md, section 5.5, and docs/drift.md.
 
 .. [1] J. Shen and T. G. Dietterich, "A family of large margin linear
    classifiers and its application in dynamic environments",
@@ -22,8 +26,10 @@ PHASES = np.array([
     [[0.0, 0.5, 0.0, 0.5], [0.0, 0.3, 0.0, 0.7]],
 ])
 
-__all__ = ["conditional_quantile", "drifting_phases", "lorenz", "mackey_glass",
-           "mixture_weight", "nonidentical", "phase_probabilities", "target"]
+__all__ = ["concept_switch", "conditional_quantile", "drift_positions", "drifting_friedman",
+           "drifting_phases", "friedman", "lorenz", "mackey_glass", "mixture_weight",
+           "moving_clusters", "nonidentical", "phase_probabilities", "rotating_hyperplane",
+           "target"]
 
 
 def _count(value, name):
@@ -398,3 +404,343 @@ def mackey_glass(n_samples=10000, embedding=7, *, tau=30.0, horizon=1, noise=0.0
     if noise:
         series += noise * rng.standard_normal(length)
     return _embed(series, embedding, horizon)
+# ---------------------------------------------------------------------------
+# Drifting concepts with known change positions (docs/drift.md)
+
+
+def drift_positions(n_samples, drifts):
+    """The first events of the new concepts of a stream of `n_samples` events.
+
+    Parameters
+    ----------
+    n_samples : int >= 1
+    drifts : int >= 0 or sequence of int
+        A count: that many evenly spaced positions, ``round(k n_samples / (drifts + 1))``
+        for k = 1, ..., drifts.  A sequence: these positions, increasing, in
+        [1, n_samples - 1].
+
+    Returns
+    -------
+    ndarray of int64
+        The positions (0-based event indices), increasing.
+
+    References
+    ----------
+    See docs/drift.md, section 1.
+    """
+    n_samples = _count(n_samples, "n_samples")
+    if isinstance(drifts, Integral) and not isinstance(drifts, bool):
+        if drifts < 0 or drifts >= n_samples:
+            raise ValueError(f"drifts must be a count in [0, n_samples - 1] or a sequence of "
+                             f"positions; got {drifts!r} for n_samples={n_samples}.")
+        k = np.arange(1, int(drifts) + 1)
+        return np.round(k * n_samples / (int(drifts) + 1)).astype(np.int64)
+    try:
+        positions = np.asarray(drifts)
+    except (TypeError, ValueError):
+        positions = None
+    if (positions is None or positions.ndim != 1 or positions.dtype.kind not in "iu"
+            or np.any(np.diff(positions) <= 0) or positions.size and (
+                positions[0] < 1 or positions[-1] > n_samples - 1)):
+        raise ValueError("drifts must be a count or increasing integer positions in "
+                         f"[1, n_samples - 1] = [1, {n_samples - 1}]; got {drifts!r}.")
+    return positions.astype(np.int64)
+
+
+def _width(width, positions, n_samples, default=1):
+    """The events each change takes (one per drift): `width` checked against the gaps."""
+    gaps = np.diff(np.append(positions, n_samples))
+    if width is None:
+        return gaps if default is None else np.full(len(positions), default, dtype=np.int64)
+    width = _count(width, "width (or None)")
+    if gaps.size and width > gaps.min():
+        raise ValueError(f"width={width} is longer than the shortest stretch between two drift "
+                         f"positions ({gaps.min()} events); use a smaller width or fewer drifts.")
+    return np.full(len(positions), width, dtype=np.int64)
+
+
+def _progress(n_samples, positions, widths):
+    """(concept index, progress u in [0, 1] of the change into it) of every event: concept 0
+    before the first position, concept k from position k - 1 on, u rising linearly from
+    1 / width at the position to 1 after `width` events."""
+    t = np.arange(n_samples)
+    k = np.searchsorted(positions, t, side="right")
+    start = np.concatenate([[0], positions])[k]
+    width = np.concatenate([[1], widths])[k]
+    return k, np.minimum((t - start + 1) / width, 1.0)
+
+
+def _cluster_labels(rng, n_clusters, n_classes):
+    """A class for each cluster, every class as often as it can be (shuffled)."""
+    return rng.permutation(np.arange(n_clusters) % n_classes)
+
+
+def _check_clusters(n_features, n_clusters, n_classes, cluster_std):
+    n_features = _count(n_features, "n_features")
+    n_clusters = _count(n_clusters, "n_clusters")
+    n_classes = _count(n_classes, "n_classes")
+    if not 2 <= n_classes <= n_clusters:
+        raise ValueError(f"n_classes must be in [2, n_clusters = {n_clusters}]; got {n_classes}.")
+    cluster_std = _number(cluster_std, "cluster_std")
+    if not 0 <= cluster_std < np.inf:
+        raise ValueError(f"cluster_std must be a finite float >= 0; got {cluster_std!r}.")
+    return n_features, n_clusters, n_classes, cluster_std
+
+
+def moving_clusters(n_samples=10000, *, n_features=10, n_clusters=20, n_classes=2, drifts=4,
+                    width=None, cluster_std=0.1, random_state=None):
+    """Gaussian clusters whose centres move: a gradual, continuing drift.
+
+    Each cluster has a centre in [0, 1]^n_features and a class (every class as
+    often as it can be); an event draws a cluster uniformly, then x around its
+    centre with standard deviation `cluster_std` in each feature, y the
+    cluster's class.  The centres stand still until the first drift position;
+    from each drift position on, every centre glides in a straight line to a
+    new point drawn uniformly in the cube, arriving `width` events later.  By
+    default (width=None) it arrives at the next drift position (the end of the
+    stream for the last one): the centres then never stop once they start.
+
+    Parameters
+    ----------
+    n_samples : int, default=10000
+    n_features : int, default=10
+    n_clusters : int, default=20
+    n_classes : int, default=2
+    drifts : int or sequence of int, default=4
+        Where the centres start to move: a count of evenly spaced positions or
+        the positions (`drift_positions`).
+    width : int or None, default=None
+        Events a move takes (at most the shortest stretch between two
+        positions); None: until the next position.
+    cluster_std : float, default=0.1
+    random_state : int, numpy.random.Generator or None, default=None
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+        Classes 0, ..., n_classes - 1.
+    drifts : ndarray of int64
+        The events at which the moves start.
+
+    References
+    ----------
+    See docs/drift.md, section 1.
+
+    Examples
+    --------
+    >>> from okl.synth import moving_clusters
+    >>> X, y, drifts = moving_clusters(1000, random_state=0)
+    >>> X.shape, drifts.tolist()
+    ((1000, 10), [200, 400, 600, 800])
+    """
+    n_samples = _count(n_samples, "n_samples")
+    d, m, n_classes, std = _check_clusters(n_features, n_clusters, n_classes, cluster_std)
+    positions = drift_positions(n_samples, drifts)
+    widths = _width(width, positions, n_samples, default=None)
+    rng = np.random.default_rng(random_state)
+    labels = _cluster_labels(rng, m, n_classes)
+    stops = rng.random((len(positions) + 1, m, d))      # where each move ends (0: the start)
+    k, u = _progress(n_samples, positions, widths)
+    c = rng.integers(0, m, n_samples)
+    start = stops[np.maximum(k - 1, 0), c]
+    X = start + u[:, None] * (stops[k, c] - start) * (k > 0)[:, None]
+    X += std * rng.standard_normal((n_samples, d))
+    return X, labels[c], positions
+
+
+def concept_switch(n_samples=10000, *, n_features=10, n_clusters=20, n_classes=2, drifts=4,
+                   move=0.5, cluster_std=0.1, random_state=None):
+    """Gaussian clusters whose concept switches abruptly at each drift position.
+
+    The clusters are those of `moving_clusters` (a centre in [0, 1]^n_features
+    and a class each; x around the centre of a cluster drawn uniformly).  At
+    each drift position every cluster takes a new class (a fresh shuffle, every
+    class as often as it can be, so that with two classes about half of them
+    change) and, with probability `move`, a new centre drawn uniformly in the
+    cube: the same x can now mean another class, and part of the stream comes
+    from new places.
+
+    Parameters
+    ----------
+    n_samples : int, default=10000
+    n_features : int, default=10
+    n_clusters : int, default=20
+    n_classes : int, default=2
+    drifts : int or sequence of int, default=4
+        A count of evenly spaced positions, or the positions (`drift_positions`).
+    move : float in [0, 1], default=0.5
+        The probability that a cluster moves at a switch (0: only the classes
+        change; 1: a new concept in new places).
+    cluster_std : float, default=0.1
+    random_state : int, numpy.random.Generator or None, default=None
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+        Classes 0, ..., n_classes - 1.
+    drifts : ndarray of int64
+        The first event of each new concept.
+
+    References
+    ----------
+    See docs/drift.md, section 1.
+    """
+    n_samples = _count(n_samples, "n_samples")
+    d, m, n_classes, std = _check_clusters(n_features, n_clusters, n_classes, cluster_std)
+    move = _number(move, "move")
+    if not 0.0 <= move <= 1.0:
+        raise ValueError(f"move must be a probability in [0, 1]; got {move!r}.")
+    positions = drift_positions(n_samples, drifts)
+    rng = np.random.default_rng(random_state)
+    centres = np.empty((len(positions) + 1, m, d))
+    labels = np.empty((len(positions) + 1, m), dtype=np.int64)
+    centres[0], labels[0] = rng.random((m, d)), _cluster_labels(rng, m, n_classes)
+    for k in range(1, len(positions) + 1):
+        labels[k] = _cluster_labels(rng, m, n_classes)
+        moved = rng.random(m) < move
+        centres[k] = np.where(moved[:, None], rng.random((m, d)), centres[k - 1])
+    k = np.searchsorted(positions, np.arange(n_samples), side="right")
+    c = rng.integers(0, m, n_samples)
+    X = centres[k, c] + std * rng.standard_normal((n_samples, d))
+    return X, labels[k, c], positions
+
+
+def rotating_hyperplane(n_samples=10000, *, n_features=10, drifts=4, angle=np.pi / 2, width=1,
+                        noise=0.1, random_state=None):
+    """A linear concept that rotates at each drift position, with label noise.
+
+    x is uniform in [0, 1]^n_features and y = 1 when ``<w, x - 1/2> > 0``, else 0;
+    a fraction `noise` of the labels is flipped.  At each drift position the
+    unit normal w turns by `angle` (radians) in a random plane through it,
+    linearly over `width` events (1: at once).  A turn by angle a changes the
+    label of a fraction a / pi of the cube (half of it for the default pi/2).
+
+    Parameters
+    ----------
+    n_samples : int, default=10000
+    n_features : int >= 2, default=10
+    drifts : int or sequence of int, default=4
+        A count of evenly spaced positions, or the positions (`drift_positions`).
+    angle : float, default=pi/2
+    width : int, default=1
+        Events a turn takes (at most the shortest stretch between two positions).
+    noise : float in [0, 1/2], default=0.1
+        The probability that a label is flipped.
+    random_state : int, numpy.random.Generator or None, default=None
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+        Classes 0 and 1.
+    drifts : ndarray of int64
+        The events at which the turns start.
+
+    References
+    ----------
+    See docs/drift.md, section 1; the rotating hyperplane of G. Hulten, L. Spencer
+    and P. Domingos, "Mining time-changing data streams", KDD 2001, turned at
+    known positions.
+    """
+    n_samples = _count(n_samples, "n_samples")
+    d = _count(n_features, "n_features")
+    if d < 2:
+        raise ValueError(f"n_features must be >= 2 for a hyperplane to turn; got {d}.")
+    angle = _number(angle, "angle")
+    noise = _number(noise, "noise")
+    if not 0.0 <= noise <= 0.5:
+        raise ValueError(f"noise must be a probability in [0, 0.5]; got {noise!r}.")
+    positions = drift_positions(n_samples, drifts)
+    widths = _width(width, positions, n_samples)
+    rng = np.random.default_rng(random_state)
+    normals = np.empty((len(positions) + 1, d))     # w at each drift position
+    planes = np.zeros((len(positions) + 1, d))      # the unit direction w turns towards
+    w = rng.standard_normal(d)
+    normals[0] = w / np.linalg.norm(w)
+    for k in range(1, len(positions) + 1):
+        v = rng.standard_normal(d)
+        v -= (v @ normals[k - 1]) * normals[k - 1]
+        planes[k] = v / np.linalg.norm(v)
+        normals[k] = np.cos(angle) * normals[k - 1] + np.sin(angle) * planes[k]
+    k, u = _progress(n_samples, positions, widths)
+    X = rng.random((n_samples, d))
+    start = normals[np.maximum(k - 1, 0)]
+    a = np.where(k > 0, u * angle, 0.0)[:, None]
+    w_t = np.where(k[:, None] > 0, np.cos(a) * start + np.sin(a) * planes[k], normals[0])
+    y = (np.einsum("ij,ij->i", X - 0.5, w_t) > 0).astype(np.int64)
+    flip = rng.random(n_samples) < noise
+    return X, np.where(flip, 1 - y, y), positions
+
+
+def friedman(X, features):
+    """Friedman's first regression function on the columns `features` (a, b, c, d, e) of X:
+    ``10 sin(pi x_a x_b) + 20 (x_c - 1/2)^2 + 10 x_d + 5 x_e``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+    features : sequence of 5 column indices
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+    """
+    a, b, c, d, e = (X[:, j] for j in features)
+    return 10 * np.sin(np.pi * a * b) + 20 * (c - 0.5) ** 2 + 10 * d + 5 * e
+
+
+def drifting_friedman(n_samples=10000, *, n_features=10, drifts=4, width=1, noise=1.0,
+                      random_state=None):
+    """Friedman's first regression target on features that change at each drift position.
+
+    x is uniform in [0, 1]^n_features and y = `friedman` (x on five relevant
+    features, in roles a..e) plus Gaussian noise of standard deviation
+    `noise` (J. H. Friedman, "Multivariate adaptive regression splines", 1991,
+    with 10 features: 5 relevant, 5 not).  At each drift position five new
+    features, drawn at random, take the roles: the target moves to other
+    features, linearly over `width` events (y mixes the two targets).
+
+    Parameters
+    ----------
+    n_samples : int, default=10000
+    n_features : int >= 5, default=10
+    drifts : int or sequence of int, default=4
+        A count of evenly spaced positions, or the positions (`drift_positions`).
+    width : int, default=1
+        Events a change takes (at most the shortest stretch between two positions).
+    noise : float >= 0, default=1.0
+    random_state : int, numpy.random.Generator or None, default=None
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+    drifts : ndarray of int64
+        The events at which the changes start.
+
+    References
+    ----------
+    See docs/drift.md, section 1.
+    """
+    n_samples = _count(n_samples, "n_samples")
+    d = _count(n_features, "n_features")
+    if d < 5:
+        raise ValueError(f"n_features must be >= 5 (the target reads five); got {d}.")
+    noise = _number(noise, "noise")
+    if not 0 <= noise < np.inf:
+        raise ValueError(f"noise must be a finite float >= 0; got {noise!r}.")
+    positions = drift_positions(n_samples, drifts)
+    widths = _width(width, positions, n_samples)
+    rng = np.random.default_rng(random_state)
+    roles = np.array([rng.permutation(d)[:5] for _ in range(len(positions) + 1)])
+    k, u = _progress(n_samples, positions, widths)
+    X = rng.random((n_samples, d))
+    y = np.empty(n_samples)
+    for j in range(len(roles)):
+        rows = k == j
+        now = friedman(X[rows], roles[j])
+        y[rows] = now if j == 0 else u[rows] * now + (1 - u[rows]) * friedman(X[rows],
+                                                                                roles[j - 1])
+    return X, y + noise * rng.standard_normal(n_samples), positions

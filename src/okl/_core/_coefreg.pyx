@@ -10,7 +10,10 @@ k_t (vectorised exp) and one O(m) axpy for the gradient.
 The step is written once per model, `cstep` (binary) and `cmstep` (k classes, a
 matrix A): the chunk loops and `CoefRegEvents` (one event, no allocation) call
 them.  A step checks everything before its first write (the newcomer becomes a
-centre only then), so a refused step changes nothing.
+centre only then), so a refused step changes nothing.  With a `Drift` record
+(_drift.pxd) the step watches its mistakes and the coefficients take its factor
+(forgetting, and `keep` at a change) before the step: the loops take the drift
+state as an array of its 8 fields, updated in place.
 """
 import numpy as np
 
@@ -22,6 +25,10 @@ from okl._core._lazy cimport cshrink_lazy
 from okl._core._losses cimport LOGISTIC, Loss, LossSpec, cdloss
 from okl._core._expansion cimport KernelExpansion
 from okl._core._pointwise cimport Events, cready
+from okl._core._drift cimport (
+    DRIFT_FIELDS, Drift, DriftState, cactive, cdrift_tuple, cload, cmistake, cread_drift,
+    cstore, cwatch,
+)
 from okl._core._signals cimport cinterrupted, craise_pending, craise_signals
 from okl._core._warmup cimport Warmup
 
@@ -58,26 +65,30 @@ cdef inline double ckk(KernelExpansion e, const double* x, double xx, bint ready
 cdef int cstep(KernelExpansion e, const double* x, double xx, double y, double eta_t,
                double lam, double lipschitz, Py_ssize_t n_centers, const LossSpec* spec,
                bint ready, double* kb, double* f_out, double* eta_out,
-               double* kk_out) noexcept nogil:
+               double* kk_out, const Drift* dr, DriftState* ds) noexcept nogil:
     """One binary step on the row x (label y = +-1): TAKEN or DIVERGED (nothing changed).
 
     kb (room for m + 1) holds K(c_j, x) (computed here unless `ready`); f_out gets
-    f_t(x_t), eta_out the eta_t used, kk_out ||k_t||^2.
+    f_t(x_t), eta_out the eta_t used, kk_out ||k_t||^2; dr (or NULL: none) the drift
+    settings, ds the drift state, updated when the step is taken.
     """
     cdef Py_ssize_t m = e.n_support
-    cdef double f, kk, kx, step, g, factor
+    cdef double f, kk, kx, step, g, factor, kept = 1.0
+    cdef DriftState nxt
     kk = ckk(e, x, xx, ready, kb, n_centers, &kx)
     f = e.scale * cdot(e.coef, kb, m) if m else 0.0
     f_out[0] = f
     if not (isfinite(f) and isfinite(kx)):
         return DIVERGED
+    if dr != NULL:          # the mistake watched; the coefficients take `kept` first
+        kept = cwatch(dr, ds, 1.0 if y * f <= 0.0 else 0.0, &nxt)
     kk_out[0] = kk
     step = eta_t
     if lipschitz > 0.0:
         step = fmin(step, 1.0 / (lipschitz * kk + lam))
     eta_out[0] = step
-    g = y * cdloss(spec, y * f)
-    factor = 1.0 - step * lam
+    g = y * cdloss(spec, y * f * kept)
+    factor = (1.0 - step * lam) * kept
     if g != 0.0 and not isfinite(step * g / cnext_scale(e.scale, factor)):
         return DIVERGED
     e.cshrink_coef(factor)              # <= 0: a = 0, centres kept
@@ -86,6 +97,8 @@ cdef int cstep(KernelExpansion e, const double* x, double xx, double y, double e
         kb[m] = kx
     if g != 0.0:
         e.caxpy_coef(-step * g, kb)
+    if dr != NULL:
+        ds[0] = nxt
     return TAKEN
 
 
@@ -100,7 +113,9 @@ def fit_chunk(KernelExpansion expansion,
               double[::1] pred_out,        # OUT (n,) f_t(x_t), before the update
               double[::1] eta_out,         # OUT (n,) the eta_t used
               double[::1] kk_out,          # OUT (n,) ||k_t||^2
-              const double[::1] gamma=None):    # IN (n + 1,) the width of each row, and after
+              const double[::1] gamma=None,     # IN (n + 1,) the width of each row, and after
+              drift=None,                  # IN the `Drift` fields, or None: none
+              double[::1] drift_state=None):   # IN/OUT (8,) the drift state (with drift)
     """Run the chunk; return -1, or the index of the first step that diverged.  `gamma`:
     gamma="scale"'s warm-up (docs/defaults.md, section 2), set on the centres' kernel
     before each row."""
@@ -109,10 +124,19 @@ def fit_chunk(KernelExpansion expansion,
     cdef Py_ssize_t failed = -1, work = 0
     cdef bint interrupted = False, widths = gamma is not None
     cdef const double* x
+    cdef Drift dr
+    cdef DriftState ds
+    cdef const Drift* watch = NULL
     if d != expansion.n_features:
         raise ValueError(f"X has {d} columns, the expansion {expansion.n_features}.")
     if widths and gamma.shape[0] != n + 1:
         raise ValueError("gamma gives the width of the n rows and after them.")
+    if drift is not None:
+        if drift_state is None or drift_state.shape[0] != DRIFT_FIELDS:
+            raise ValueError("drift_state must hold the 8 fields of the drift state.")
+        dr = drift
+        cload(&drift_state[0], &ds)
+        watch = &dr
     expansion.reserve(max(0, min(n, n_centers - expansion.n_support)))
     with nogil:
         for i in range(n + 1 if widths else n):
@@ -126,9 +150,11 @@ def fit_chunk(KernelExpansion expansion,
             x = &X[i, 0]
             if cstep(expansion, x, cdot(x, x, d), y[i], eta[i], lam, lipschitz, n_centers,
                      &spec, False, expansion.kbuf, &pred_out[i], &eta_out[i],
-                     &kk_out[i]) == DIVERGED:
+                     &kk_out[i], watch, &ds) == DIVERGED:
                 failed = i
                 break
+    if watch != NULL:
+        cstore(&ds, &drift_state[0])
     if interrupted:
         craise_pending()
     return failed
@@ -173,12 +199,15 @@ cdef void cgrad(const LossSpec* L, const double* s, Py_ssize_t k, Py_ssize_t y,
 cdef int cmstep(KernelExpansion e, double* a, Py_ssize_t rows, Py_ssize_t k, double* scale,
                 const double* x, double xx, Py_ssize_t y, double eta_t, double lam,
                 double lipschitz, Py_ssize_t n_centers, const LossSpec* spec, bint ready,
-                double* kb, double* s, double* g, double* eta_out,
-                double* kk_out) noexcept nogil:
+                double* kb, double* s, double* g, double* ks, double* eta_out,
+                double* kk_out, const Drift* dr, DriftState* ds) noexcept nogil:
     """One step of k classes on A = scale * a (rows x k, row j the centre j): TAKEN or
-    DIVERGED (nothing changed).  s gets the scores before the step, g is work (k)."""
+    DIVERGED (nothing changed).  s gets the scores before the step, g and ks are work (k);
+    dr, ds as in `cstep`."""
     cdef Py_ssize_t j, c, m = e.n_support
-    cdef double kk, kx, step, factor, h, scale_next
+    cdef double kk, kx, step, factor, h, scale_next, kept = 1.0
+    cdef const double* sg = s
+    cdef DriftState nxt
     kk = ckk(e, x, xx, ready, kb, n_centers, &kx)
     for c in range(k):
         s[c] = 0.0
@@ -191,13 +220,19 @@ cdef int cmstep(KernelExpansion e, double* a, Py_ssize_t rows, Py_ssize_t k, dou
             return DIVERGED
     if not isfinite(kx):
         return DIVERGED
+    if dr != NULL:          # the mistake watched
+        kept = cwatch(dr, ds, cmistake(s, y, k), &nxt)
+        if kept != 1.0:     # the scores of the model the step starts from
+            for c in range(k):
+                ks[c] = s[c] * kept
+            sg = ks
     kk_out[0] = kk
     step = eta_t
     if lipschitz > 0.0:
         step = fmin(step, 1.0 / (lipschitz * kk + lam))
     eta_out[0] = step
-    cgrad(spec, s, k, y, g)
-    factor = 1.0 - step * lam
+    cgrad(spec, sg, k, y, g)
+    factor = (1.0 - step * lam) * kept
     scale_next = cnext_scale(scale[0], factor)
     for c in range(k):
         if g[c] != 0.0 and not isfinite(-0.5 * step * g[c] / scale_next):
@@ -213,6 +248,8 @@ cdef int cmstep(KernelExpansion e, double* a, Py_ssize_t rows, Py_ssize_t k, dou
         h = -0.5 * step * g[c] / scale[0]
         for j in range(m):
             a[j * k + c] += h * kb[j]
+    if dr != NULL:
+        ds[0] = nxt
     return TAKEN
 
 
@@ -225,14 +262,25 @@ def fit_multi_chunk(KernelExpansion expansion,  # IN/OUT the centres (its coef s
                     Py_ssize_t n_centers, LossSpec loss,
                     double[:, ::1] score_out,   # OUT (n, k) scores before the update
                     double[::1] eta_out, double[::1] kk_out,
-                    const double[::1] gamma=None):  # IN (n + 1,) the width of each row, and after
-    """The multiclass chunk; return (failed, scale), failed = -1 or the first divergent step."""
+                    const double[::1] gamma=None,  # IN (n + 1,) the width of each row, and after
+                    drift=None, double[::1] drift_state=None):     # as in `fit_chunk`
+    """The multiclass chunk; return (failed, scale), failed = -1 or the first divergent step.
+    The scores are those of the model before the step (before the drift factor)."""
     cdef LossSpec spec = loss
     cdef Py_ssize_t i, n = X.shape[0], d = X.shape[1], k = A.shape[1]
     cdef Py_ssize_t failed = -1, work = 0
     cdef bint interrupted = False, widths = gamma is not None
     cdef double[::1] g
     cdef const double* x
+    cdef Drift dr
+    cdef DriftState ds
+    cdef const Drift* watch = NULL
+    if drift is not None:
+        if drift_state is None or drift_state.shape[0] != DRIFT_FIELDS:
+            raise ValueError("drift_state must hold the 8 fields of the drift state.")
+        dr = drift
+        cload(&drift_state[0], &ds)
+        watch = &dr
     if d != expansion.n_features:
         raise ValueError(f"X has {d} columns, the expansion {expansion.n_features}.")
     if A.shape[0] < n_centers or score_out.shape[0] != n or score_out.shape[1] != k:
@@ -245,6 +293,7 @@ def fit_multi_chunk(KernelExpansion expansion,  # IN/OUT the centres (its coef s
     if n == 0 or k == 0:
         return -1, scale
     g = np.zeros(k)
+    cdef double[::1] ks = np.zeros(k)
     expansion.reserve(max(0, min(n, n_centers - expansion.n_support)))
     with nogil:
         for i in range(n + 1 if widths else n):
@@ -258,9 +307,12 @@ def fit_multi_chunk(KernelExpansion expansion,  # IN/OUT the centres (its coef s
             x = &X[i, 0]
             if cmstep(expansion, &A[0, 0], A.shape[0], k, &scale, x, cdot(x, x, d), y[i],
                       eta[i], lam, lipschitz, n_centers, &spec, False, expansion.kbuf,
-                      &score_out[i, 0], &g[0], &eta_out[i], &kk_out[i]) == DIVERGED:
+                      &score_out[i, 0], &g[0], &ks[0], &eta_out[i], &kk_out[i], watch,
+                      &ds) == DIVERGED:
                 failed = i
                 break
+    if watch != NULL:
+        cstore(&ds, &drift_state[0])
     if interrupted:
         craise_pending()
     return failed, scale
@@ -289,14 +341,18 @@ cdef class CoefRegEvents(Events):
     name : str
     names : tuple of str
         The estimator attributes `matches` compares.
+    drift : dict or None
+        The `Drift` fields (_drift.pxd), or None: no forgetting, no detector.
     """
+    cdef Drift drift
+    cdef bint watching
     cdef KernelExpansion expansion
     cdef object A_obj
     cdef double[:, ::1] A
     cdef Py_ssize_t k, n_centers
     cdef double lam, eta, eta_decay, lipschitz
     cdef LossSpec loss
-    cdef double[::1] kb, last_row, s, g
+    cdef double[::1] kb, last_row, s, g, ks
     cdef bint has_last
     cdef double last_t, last_scale, last_f, last_gamma
     cdef public Warmup warm             # gamma="scale"'s warm-up, while on (docs/defaults.md, 2)
@@ -307,7 +363,10 @@ cdef class CoefRegEvents(Events):
 
     def __init__(self, KernelExpansion expansion, A, double lam, double eta, double eta_decay,
                  double lipschitz, Py_ssize_t n_centers, LossSpec loss, str name,
-                 tuple names=()):
+                 tuple names=(), drift=None):
+        self.watching = drift is not None
+        if self.watching:
+            self.drift = drift
         self.expansion = expansion
         self.A_obj = A
         self.k = 0
@@ -324,6 +383,7 @@ cdef class CoefRegEvents(Events):
         self.last_row = np.empty(expansion.n_features)
         self.s = np.empty(max(self.k, 1))
         self.g = np.empty(max(self.k, 1))
+        self.ks = np.empty(max(self.k, 1))
         self.has_last = False
         self.ready = True
 
@@ -379,25 +439,29 @@ cdef class CoefRegEvents(Events):
                 o[c] += self.kb[j] * self.A[j, c]
         return out
 
-    def learn(self, x, double y, double t, double eta_given=NAN, dict attrs=None):
+    def learn(self, x, double y, double t, double eta_given=NAN, dict attrs=None,
+              drift_state=None):
         """Predict, then take step t + 1 (y: +-1.0, or the class index as a float; eta_given:
-        eta_t of a callable eta).  Returns (f or the scores, eta_t, ||k_t||^2); raises,
+        eta_t of a callable eta; drift_state: the learner's `_drift_state`, None: none).
+        Returns (f or the scores, eta_t, ||k_t||^2, the drift state after, a tuple); raises,
         leaving the model as it was, on NaN/inf in x or divergence.  During gamma="scale"'s
         warm-up `attrs` (the learner's ``__dict__``) holds its state (`Warmup`)."""
         cdef double eta_used = NAN, kk = NAN, f = NAN
+        cdef DriftState ds
+        cread_drift(drift_state, t, &ds)
         if self.warm is not None and attrs is not None:
             self.warm.cload(attrs, self.expansion.kernel.gamma)
-        self._learn(x, y, t, eta_given, &f, &eta_used, &kk)
+        self._learn(x, y, t, eta_given, &f, &eta_used, &kk, &ds)
         if self.warm is not None and attrs is not None:
             self.warm.cstore(attrs)
             if self.warm.over:
                 self.warm = None
         out = f if self.k == 0 else np.asarray(self.s[:self.k]).copy()
-        return out, eta_used, kk
+        return out, eta_used, kk, cdrift_tuple(&ds)
 
     cdef int _learn(self, object x, double y, double t, double eta_given, double* f,
-                    double* eta_used, double* kk) except -1:
-        """`learn` into f (binary), self.s (the k scores), eta_used and kk."""
+                    double* eta_used, double* kk, DriftState* ds) except -1:
+        """`learn` into f (binary), self.s (the k scores), eta_used, kk and ds."""
         cdef KernelExpansion e = self.expansion
         cdef Py_ssize_t i, yi = <Py_ssize_t>y, d = e.n_features
         cdef double eta_t, scale = 1.0
@@ -413,12 +477,14 @@ cdef class CoefRegEvents(Events):
         craise_signals()                # a Ctrl-C so far: raised before any write
         if self.k == 0:
             status = cstep(e, p, cdot(p, p, d), y, eta_t, self.lam, self.lipschitz,
-                           self.n_centers, &self.loss, ready, &self.kb[0], f, eta_used, kk)
+                           self.n_centers, &self.loss, ready, &self.kb[0], f, eta_used, kk,
+                           &self.drift if self.watching else NULL, ds)
         else:
             status = cmstep(e, &self.A[0, 0], self.A.shape[0], self.k, &scale, p,
                             cdot(p, p, d), yi, eta_t, self.lam, self.lipschitz,
                             self.n_centers, &self.loss, ready, &self.kb[0], &self.s[0],
-                            &self.g[0], eta_used, kk)
+                            &self.g[0], &self.ks[0], eta_used, kk,
+                            &self.drift if self.watching else NULL, ds)
             if status == TAKEN and scale != 1.0:       # A = scale * a, as the chunk leaves it
                 for i in range(self.A.shape[0] * self.k):
                     (&self.A[0, 0])[i] *= scale
@@ -438,17 +504,22 @@ cdef class CoefRegEvents(Events):
         (t_, kappa_max_, norm_bound_, eta_), stored in this call; declined for a callable
         eta and for a step 1 - eta_t lam <= 0 of a given eta (the learner warns)."""
         cdef double eta_used = NAN, kk = NAN, f = NAN, kappa
+        cdef DriftState ds
         t = attrs["t_"]
         if self.eta <= 0.0 or (not self.auto and self.eta * pow(
                 t + 1.0, -self.eta_decay) * self.lam >= 1.0):
             return 0
+        drift = attrs.get("_drift_state")
+        cread_drift(drift, t, &ds)
         if self.warm is not None:
             self.warm.cload(attrs, self.expansion.kernel.gamma)
-        self._learn(x, y, t, NAN, &f, &eta_used, &kk)
+        self._learn(x, y, t, NAN, &f, &eta_used, &kk, &ds)
         if self.warm is not None:
             self.warm.cstore(attrs)
             if self.warm.over:
                 self.warm = None
+        if drift is not None or (self.watching and cactive(&self.drift)):
+            attrs["_drift_state"] = cdrift_tuple(&ds)
         attrs["t_"] = t + 1
         kappa = sqrt(kk)
         if kappa > attrs["kappa_max_"]:

@@ -4,7 +4,10 @@
 dictionary of centres (R = L^-1, K_D = L L^T; f(x) = b + l(x)^T u, l(x) = R k_D(x)) and
 `cstep` is its one step: predict, one Kalman update (a new centre's coordinate enters when
 its residual gamma2 passes nu), forgetting back to the prior, the offset and signal scale,
-and over budget one centre marginalised by Givens rotations.  The NumPy engine's twin,
+and over budget one centre marginalised by Givens rotations; with a change detector
+(`set_drift`, docs/drift.md) the standardised residual of each event is watched before the
+update, and at a change the posterior forgets toward the prior by `Drift.keep` after it.
+The NumPy engine's twin,
 `okl._numpy.krls`, documents each operation; this file takes the same ones in the same
 order.  Callers: `fit_chunk` (the nogil loop of a chunk) and `KRLSEvents` (one event).
 Every step is O(m^2) with m centres and allocates nothing.
@@ -15,6 +18,7 @@ cimport numpy as cnp
 from libc.math cimport NAN, fabs, hypot, isfinite, sqrt
 from libc.string cimport memcpy, memmove, memset
 
+from okl._core._drift cimport Drift, DriftState, cdrift_tuple, cread_drift, cwatch
 from okl._core._kernels cimport (
     KernelSpec, cdot, ckernel_row_norms, cself, kernel_spec, spec_params,
 )
@@ -58,6 +62,11 @@ cdef class Posterior:
     cdef public double t, b, wsum, nums, dens
     cdef double[:, ::1] cov
     cdef double[::1] mean, ones, kb, lv, gv
+    # change detection (docs/drift.md): the settings, the state (a working copy of the
+    # learner's _drift_state, set before each call) and whether the steps watch
+    cdef Drift drift
+    cdef DriftState dstate
+    cdef bint watching
 
     def scale(self):
         """s02, the signal scale the variances are in units of (1 until an event counts)."""
@@ -69,6 +78,52 @@ cdef class Posterior:
     def _set_scalars(self, state):
         self.t, self.b, self.wsum = float(state["t"]), float(state["b"]), float(state["wsum"])
         self.nums, self.dens = float(state["nums"]), float(state["dens"])
+
+    def set_drift(self, drift, state=None, double t=0.0):
+        """The steps that follow watch with the settings `drift` (a dict of the `Drift`
+        fields, `okl._numpy.drift.make_drift`; None: they do not) from the drift state
+        `state` (the learner's `_drift_state`, or None: nothing seen, the clock at t)."""
+        cdef Drift d
+        if drift is None:
+            self.watching = False
+            return
+        d.detector, d.delta, d.threshold = drift["detector"], drift["delta"], drift["threshold"]
+        d.floor, d.min_events = drift["floor"], drift["min_events"]
+        d.forgetting, d.keep = drift["forgetting"], drift["keep"]
+        self.cset_drift(&d, state, t)
+
+    cdef int cset_drift(self, const Drift* d, object state, double t) except -1:
+        """`set_drift` from the settings' record."""
+        cread_drift(state, t, &self.dstate)
+        self.drift = d[0]
+        self.watching = True
+        return 0
+
+    def drift_state(self):
+        """The drift state after the steps (as a learner stores it), or None when they did
+        not watch."""
+        return cdrift_tuple(&self.dstate) if self.watching else None
+
+    cdef bint cwatch_event(self, const double* terms, DriftState* out) noexcept nogil:
+        """Watch an event's standardised residual |y - f| / sqrt(s02 (noise / w + sf2)) (its
+        predictive standard deviation, before the update): the state after it into `out`;
+        whether it is a change."""
+        cdef double s02, loss
+        if not self.watching:
+            return False
+        s02 = self.nums / self.dens if self.dens > 0.0 else 1.0
+        loss = sqrt(terms[3] / s02) if s02 > 0.0 else 0.0
+        cwatch(&self.drift, &self.dstate, loss, out)
+        return out.changes != self.dstate.changes
+
+    cdef void cchange(self, Py_ssize_t m) noexcept nogil:
+        """At a change: one step of forgetting toward the prior by `Drift.keep` (the
+        posterior, the offset's and the signal scale's sums)."""
+        cdef double keep = self.drift.keep
+        self.cforget(m, keep)
+        self.wsum *= keep
+        self.nums *= keep
+        self.dens *= keep
 
     def checkpoint(self, n_new=0):
         return self.get_state()
@@ -101,10 +156,10 @@ cdef class Posterior:
             self.gv[i] = cdot(&self.cov[i, 0], &self.lv[0], m)
         return cdot(&self.lv[0], &self.gv[0], m)
 
-    cdef void cforget(self, Py_ssize_t m) noexcept nogil:
+    cdef void cforget(self, Py_ssize_t m, double lam) noexcept nogil:
         """Back to the prior: cov <- lam cov + (1 - lam) I, mean and ones times sqrt(lam)."""
         cdef Py_ssize_t i, j, cap = self.cov.shape[1]
-        cdef double lam = self.forgetting, root
+        cdef double root
         cdef double* cov = &self.cov[0, 0]
         if lam == 1.0:
             return
@@ -152,7 +207,7 @@ cdef class Posterior:
         """An event of weight 0: time passes (forgetting), nothing is learned."""
         if not isfinite(f):
             return False
-        self.cforget(m)
+        self.cforget(m, self.forgetting)
         self.wsum *= self.forgetting
         return True
 
@@ -338,7 +393,8 @@ cdef class KRLSModel(Posterior):
         cdef Py_ssize_t i, j, m = self.n_support, n, cap = self.capacity, r
         cdef double kxx, gamma2, sf2, f, gamma, thresh
         cdef double terms[4]
-        cdef bint add
+        cdef bint add, change
+        cdef DriftState after
         cdef double* l = &self.lv[0]
         cdef double* g = &self.gv[0]
         cdef double* cov = &self.cov[0, 0]
@@ -353,6 +409,7 @@ cdef class KRLSModel(Posterior):
             return TAKEN if self.cpass(m, f) else DIVERGED
         if not self.cinnovations(m, y, w, f, sf2, terms):
             return DIVERGED
+        change = self.cwatch_event(terms, &after)
         thresh = RESIDUAL_FLOOR * kxx
         if self.threshold > thresh:
             thresh = self.threshold
@@ -391,6 +448,10 @@ cdef class KRLSModel(Posterior):
                     if self.order[i] < self.order[r]:
                         r = i
             self.cremove(r)
+        if change:
+            self.cchange(self.n_support)
+        if self.watching:
+            self.dstate = after
         self.t += 1.0
         return TAKEN
 
@@ -504,12 +565,19 @@ cdef class RLSFeatures(Posterior):
         """As `KRLSModel.cstep`, along e = z(x)."""
         cdef Py_ssize_t D = self.n_components
         cdef double terms[4]
+        cdef bint change
+        cdef DriftState after
         self.cpredict(x, f_out, sf2_out)
         if w == 0.0:
             return TAKEN if self.cpass(D, f_out[0]) else DIVERGED
         if not self.cinnovations(D, y, w, f_out[0], sf2_out[0], terms):
             return DIVERGED
+        change = self.cwatch_event(terms, &after)
         self.cabsorb(D, terms, y, w)
+        if change:
+            self.cchange(D)
+        if self.watching:
+            self.dstate = after
         self.t += 1.0
         return TAKEN
 
@@ -588,11 +656,21 @@ cdef class KRLSEvents(Events):
     model : KRLSModel or RLSFeatures
     name : str, the estimator's class name (for error messages)
     names : tuple of str, the estimator attributes `matches` compares (the model first)
+    drift : dict or None, the `Drift` settings of a learner whose steps watch (the state is
+        its `_drift_state`, read and stored at each event)
     """
     cdef Posterior model
+    cdef bint watching
+    cdef Drift drift
 
-    def __init__(self, Posterior model, str name, tuple names=()):
+    def __init__(self, Posterior model, str name, tuple names=(), drift=None):
         self.model = model
+        self.watching = drift is not None
+        if self.watching:
+            self.drift.detector, self.drift.delta = drift["detector"], drift["delta"]
+            self.drift.threshold, self.drift.floor = drift["threshold"], drift["floor"]
+            self.drift.min_events, self.drift.forgetting = drift["min_events"], drift["forgetting"]
+            self.drift.keep = drift["keep"]
         self.name, self.names = name, names
         self.values = tuple([model] + [None] * (len(names) - 1))
         self.ready = True
@@ -639,6 +717,10 @@ cdef class KRLSEvents(Events):
             raise ValueError(f"{self.name} got a non-finite target {y!r}; targets must be "
                              "finite numbers.")
         self.model.reserve(1)           # moves the buffers, the model unchanged
+        if self.watching:
+            self.model.cset_drift(&self.drift, attrs.get("_drift_state"), self.model.t)
+        else:
+            self.model.watching = False
         craise_signals()                # a Ctrl-C so far: raised before any write
         if self.model.cstep(p, cdot(p, p, self.model.n_features), y, weight, &f,
                             &sf2) != TAKEN:
@@ -648,6 +730,8 @@ cdef class KRLSEvents(Events):
                 "a larger noise. The model is left as it was.")
         attrs["t_"] = <long long>self.model.t
         attrs["n_support_"] = self.model.n_support
+        if self.watching:
+            attrs["_drift_state"] = cdrift_tuple(&self.model.dstate)
         return f
 
     cdef int cevent(self, dict attrs, object x, double y) except -1:

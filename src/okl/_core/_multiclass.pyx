@@ -23,6 +23,9 @@ from okl._core._kernels cimport cdot, cself
 from okl._core._linear cimport FeatureRow, MultiLinearModel
 from okl._core._multiexpansion cimport MultiExpansion
 from okl._core._pointwise cimport GIVEN, Events, Schedule, cready, cschedule, row_is_finite
+from okl._core._drift cimport (
+    DriftState, cactive, cdrift_tuple, cmistake, cread_drift, cwatch,
+)
 from okl._core._signals cimport cinterrupted, craise_pending, craise_signals
 from okl._core._warmup cimport KernelMean, Warmup
 
@@ -47,6 +50,7 @@ cdef struct MState:         # _pointwise.StepState without b (a vector here, pas
     double reset_t
     double reset_eta
     double reset_lam
+    DriftState drift
 
 
 cdef int cmstep(MModel model, const double* x, double xx, double kxx, double kself,
@@ -61,12 +65,16 @@ cdef int cmstep(MModel model, const double* x, double xx, double kxx, double kse
     """
     cdef Py_ssize_t j, k = model.n_classes
     cdef double t = 0.0, ck2 = 0.0, eta_t = NAN, lam_t = NAN, factor, scale_next, bj
+    cdef double kept = 1.0, shrink
+    cdef DriftState drift
     cdef bint add
     st.eta_try = NAN
     if w != 0.0:
         t = st.t + 1.0
         ck2 = kxx if kxx > st.ck2 else st.ck2
-        cschedule(sch, t, ck2, eta_given, &eta_t, &lam_t)
+        # forgetting and change detection on the mistakes (_drift.pxd)
+        kept = cwatch(&sch.drift, &st.drift, cmistake(s, y, k), &drift)
+        cschedule(sch, drift.tau, ck2, eta_given, &eta_t, &lam_t)
         st.eta_try = eta_t
     for j in range(k):
         if not isfinite(s[j]):
@@ -75,17 +83,18 @@ cdef int cmstep(MModel model, const double* x, double xx, double kxx, double kse
         return SKIPPED
     add = cgradient(loss, s, y, k, w, g)
     factor = 1.0 - lam_t * eta_t
-    scale_next = model.scale * factor
-    if factor <= 0.0 or scale_next < 1e-9 or scale_next > 1e9:
+    shrink = factor * kept
+    scale_next = model.scale * shrink
+    if shrink <= 0.0 or scale_next < 1e-9 or scale_next > 1e9:
         scale_next = 1.0
     for j in range(k):
         a[j] = -eta_t * g[j]
         bj = b[j] - eta_t * g[j] if sch.intercept else b[j]
         if not (isfinite(a[j] / scale_next) and isfinite(bj)):
             return DIVERGED
-        if add and not isfinite(factor * (s[j] - b[j]) + a[j] * kself + bj):
+        if add and not isfinite(shrink * (s[j] - b[j]) + a[j] * kself + bj):
             return DIVERGED
-    model.cshrink(factor)
+    model.cshrink(shrink)
     if add:
         model.cadd(x, xx, a)
     if sch.intercept:
@@ -94,6 +103,7 @@ cdef int cmstep(MModel model, const double* x, double xx, double kxx, double kse
     if factor <= 0.0 and st.reset_t == 0.0:
         st.reset_t, st.reset_eta, st.reset_lam = t, eta_t, lam_t
     st.t, st.ck2, st.eta_t, st.lam_t = t, ck2, eta_t, lam_t
+    st.drift = drift
     return TAKEN
 
 
@@ -307,10 +317,10 @@ cdef class KScores(Events):
         return np.array(self.s)
 
     def learn(self, x, double y, double weight, double t, double ck2, b,
-              double eta_given=NAN, double dev=0.0):
+              double eta_given=NAN, double dev=0.0, drift=None):
         """Predict the scores, then take step t + 1 (y: the class index as a float).
 
-        Returns (scores, taken, t, C_K^2, eta_t, lam_t, b after, reset, dev), the
+        Returns (scores, taken, t, C_K^2, eta_t, lam_t, b after, reset, dev, drift), the
         arguments and results of `PointwiseEvents.learn` (dev, the SCALED step's sum, passes
         through: a classifier's step does not use it); raises,
         leaving the model as it was, on NaN/inf in x or divergence.
@@ -323,10 +333,12 @@ cdef class KScores(Events):
         self.outcome = None
         self._check(n, nb)
         st.t, st.ck2 = t, ck2
+        cread_drift(drift, t, &st.drift)
         status = self._learn(px, pb, y, weight, eta_given, &st)
         self.outcome = (np.array(self.s), status == TAKEN, st.t, st.ck2, st.eta_t, st.lam_t,
                         np.array(self.bn),
-                        (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None, dev)
+                        (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None, dev,
+                        cdrift_tuple(&st.drift))
         return self.outcome             # kept first, as PointwiseEvents.learn does
 
     def learn_into(self, dict attrs, x, double y, double weight=1.0,
@@ -350,7 +362,9 @@ cdef class KScores(Events):
         cdef MState st
         cdef double fixed, t0 = attrs["t_"]
         dev = attrs.get("dev_")
+        drift = attrs.get("_drift_state")
         st.t, st.ck2 = t0, attrs["ck2_"]
+        cread_drift(drift, t0, &st.drift)
         if self.warm is not None:
             self.warm.cload(attrs, self._gamma())
         if self._learn(x, pb, y, weight, eta_given, &st) != TAKEN:
@@ -361,6 +375,8 @@ cdef class KScores(Events):
                 self.schedule.lipschitz = fixed
             if self.warm.over:
                 self.warm = None
+        if drift is not None or cactive(&self.schedule.drift):
+            attrs["_drift_state"] = cdrift_tuple(&st.drift)
         if st.t != t0:
             attrs["eta_"] = st.eta_t
             attrs["lam_"] = st.lam_t

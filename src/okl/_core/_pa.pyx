@@ -20,7 +20,12 @@ gets no huge step l / ||z(x)||^2.
 Each model has one step, an inline function from f_t(x_t) (`clinear_step`,
 `cmulti_linear_step`, `ckernel_step`, `cmulti_kernel_step`) that checks
 everything before its first write; the chunk loops and the one-event
-`PAEvents.learn` both call it (docs/multiclass-pa.md, section 7).
+`PAEvents.learn` both call it (docs/multiclass-pa.md, section 7).  With a
+`Drift` record (_drift.pxd) the loops watch the mistakes, and the step starts
+from `pre` times the model (forgetting, and `keep` at a change): the margin and
+||w||^2 it reads are scaled, the shrink cv becomes cv pre, and a passive step
+still takes pre (an infeasible one changes nothing).  Not with the L1 rule,
+whose projection works on unscaled weights.
 """
 import numpy as np
 
@@ -35,6 +40,10 @@ from okl._core._multiexpansion cimport MultiExpansion
 from okl._core._lazy cimport cshrink_lazy
 from okl._core._linear cimport FeatureRow
 from okl._core._pointwise cimport Events, cready, row_is_finite
+from okl._core._drift cimport (
+    DRIFT_FIELDS, Drift, DriftState, cdrift_tuple, cload, cmistake, cread_drift, cstore,
+    cwatch,
+)
 from okl._core._signals cimport cinterrupted, craise_pending, craise_signals
 from okl._core._projections cimport AbsIndex, chalfspace_l1, chalfspace_l2, ctruncate_smallest
 
@@ -233,14 +242,18 @@ cdef Event cl1_step(double* w, double* ww, const Row* r, double y, double beta, 
 cdef inline int clinear_step(double* w, double* scale, double* ww, Py_ssize_t d,
                              const Row* r, double y, double f, const PASpec* s, double sigma,
                              const double* kxx, double* a_work, double* work,
-                             AbsIndex* pairs) noexcept nogil:
+                             AbsIndex* pairs, double pre) noexcept nogil:
     """One step from f = f_t(x_t) (finite) on the weights w = scale * raw: an Event, or
     DIVERGED with nothing written.  The one step of the chunk loop `clinear` and of
-    `PAEvents.learn`.  `kxx` (or NULL): K(x, x), replacing ||x||^2 in the coefficients."""
-    cdef double m = y * f, uu, cv, ca, c, ww_new
+    `PAEvents.learn`.  `kxx` (or NULL): K(x, x), replacing ||x||^2 in the coefficients;
+    the step starts from pre w (1 with L1)."""
+    cdef double m = y * f * pre, vv = ww[0] * pre * pre, uu, cv, ca, c, ww_new
     cdef int e
     cdef int ev = PASSIVE
     if not cviolated(s, m):
+        if pre != 1.0:
+            cshrink_lazy(w, d, scale, pre)
+            ww[0] = vv
         return PASSIVE
     if s.reg == L1:
         ev = cl1_step(w, ww, r, y, s.beta, d, a_work, work)
@@ -250,14 +263,17 @@ cdef inline int clinear_step(double* w, double* scale, double* ww, Py_ssize_t d,
         e = crow_exponent(r)
         uu = ldexp(crow_sqnorm(r), -2 * e) if -500 < e < 500 else crow_sqnorm_scaled(r, e)
         ev = cscaled_coefs(s, m, uu if kxx == NULL else ldexp(kxx[0], -2 * e), e,
-                           ww[0], &cv, &ca)
+                           vv, &cv, &ca)
+        if ev == PASSIVE and pre != 1.0:
+            cshrink_lazy(w, d, scale, pre)
+            ww[0] = vv
         if ev == UPDATED:
-            ww_new = cv * cv * ww[0] + 2.0 * cv * ca * ldexp(m, -e) + ca * ca * uu
-            c = ca * y / cscale_after(scale[0], cv)
+            ww_new = cv * cv * vv + 2.0 * cv * ca * ldexp(m, -e) + ca * ca * uu
+            c = ca * y / cscale_after(scale[0], cv * pre)
             if not (isfinite(ww_new) and isfinite(c)):
                 return DIVERGED
-            if cv != 1.0:
-                cshrink_lazy(w, d, scale, cv)
+            if cv * pre != 1.0:
+                cshrink_lazy(w, d, scale, cv * pre)
             if -500 < e < 500:
                 crow_axpy(r, ldexp(c, -e), w)
             else:
@@ -273,13 +289,16 @@ cdef Py_ssize_t clinear(double* w, double* scale, double* ww, Py_ssize_t d, bint
                         const double* data, const int* indices, const Py_ssize_t* indptr,
                         const double* y, Py_ssize_t n, const PASpec* s, double sigma,
                         const double* kxx, double* a_work, double* work, AbsIndex* pairs,
-                        double* score_out, signed char* event_out) noexcept nogil:
+                        double* score_out, signed char* event_out, const Drift* dr,
+                        DriftState* ds) noexcept nogil:
     """The loop over n rows, dense (n, d) or CSR; -1, the first divergent step, or
     INTERRUPTED (a signal handler raised).  `kxx` (or NULL): the K(x, x) that
-    replace ||x||^2 in the step coefficients, not in ||w||^2."""
+    replace ||x||^2 in the step coefficients, not in ||w||^2; dr (or NULL), ds: the
+    drift settings and state."""
     cdef Py_ssize_t i, done = 0
     cdef Row r
-    cdef double f
+    cdef double f, pre = 1.0
+    cdef DriftState nxt
     cdef int ev
     for i in range(n):
         if sparse:
@@ -292,24 +311,57 @@ cdef Py_ssize_t clinear(double* w, double* scale, double* ww, Py_ssize_t d, bint
         score_out[i] = f
         if not isfinite(f):
             return i
+        if dr != NULL:
+            pre = cwatch(dr, ds, 1.0 if y[i] * f <= 0.0 else 0.0, &nxt)
         ev = clinear_step(w, scale, ww, d, &r, y[i], f, s, sigma,
-                          NULL if kxx == NULL else kxx + i, a_work, work, pairs)
+                          NULL if kxx == NULL else kxx + i, a_work, work, pairs, pre)
         if ev == DIVERGED:
             return i
+        if dr != NULL and ev != INFEASIBLE:
+            ds[0] = nxt
         event_out[i] = ev
     return -1
+
+
+cdef const Drift* cwatching(object drift, object drift_state, Drift* dr,
+                            DriftState* ds) except? NULL:
+    """dr and ds from a loop's `drift` (the `Drift` fields, or None) and `drift_state` (an
+    array of its 8 fields, IN/OUT); NULL for no drift."""
+    cdef double[::1] a
+    if drift is None:
+        return NULL
+    dr[0] = drift
+    a = drift_state
+    if a.shape[0] != DRIFT_FIELDS:
+        raise ValueError("drift_state must hold the 8 fields of the drift state.")
+    cload(&a[0], ds)
+    return dr
+
+
+cdef int cdrift_out(const Drift* watch, const DriftState* ds, object drift_state) except -1:
+    """Store the drift state back into the loop's array."""
+    cdef double[::1] a
+    if watch != NULL:
+        a = drift_state
+        cstore(ds, &a[0])
+    return 0
 
 
 cdef _fit_linear(double[::1] w, double scale, double ww, bint sparse, const double* data,
                  const int* indices, const Py_ssize_t* indptr, const double[::1] y,
                  PASpec s, double sigma, const double* kxx, double[::1] score_out,
-                 signed char[::1] event_out):
+                 signed char[::1] event_out, drift=None, drift_state=None):
     cdef Py_ssize_t d = w.shape[0], failed
     cdef double* a_work = NULL
     cdef double* work = NULL
     cdef AbsIndex* pairs = NULL
+    cdef Drift dr
+    cdef DriftState ds
+    cdef const Drift* watch = cwatching(drift, drift_state, &dr, &ds)
     if s.reg == L1 and scale != 1.0:
         raise ValueError("the L1 loop needs unscaled weights (scale = 1).")
+    if s.reg == L1 and watch != NULL:
+        raise ValueError("the L1 loop takes no drift factor (its projection needs w itself).")
     try:
         if s.reg == L1:
             a_work = <double*>calloc(d, sizeof(double))
@@ -323,11 +375,12 @@ cdef _fit_linear(double[::1] w, double scale, double ww, bint sparse, const doub
         with nogil:
             failed = clinear(&w[0], &scale, &ww, d, sparse, data, indices, indptr, &y[0],
                              y.shape[0], &s, sigma, kxx, a_work, work, pairs,
-                             &score_out[0], &event_out[0])
+                             &score_out[0], &event_out[0], watch, &ds)
     finally:
         free(a_work)
         free(work)
         free(pairs)
+    cdrift_out(watch, &ds, drift_state)
     if failed == INTERRUPTED:
         craise_pending()
     return failed, scale, ww
@@ -341,7 +394,9 @@ def fit_dense(double[::1] w,                  # IN/OUT (d,) raw weights: w_true 
               double sigma,                   # truncation threshold, 0 for none
               double[::1] score_out,          # OUT (n,) f_t(x_t), before the update
               signed char[::1] event_out,     # OUT (n,) an Event per step
-              const double[::1] kxx=None):    # IN (n,) K(x, x) of feature rows, or None
+              const double[::1] kxx=None,     # IN (n,) K(x, x) of feature rows, or None
+              drift=None,                     # IN the `Drift` fields, or None: none
+              drift_state=None):              # IN/OUT (8,) the drift state (with drift)
     """Run the chunk; return (failed, scale, ww), failed = -1 or the first divergent step."""
     if X.shape[1] != w.shape[0]:
         raise ValueError(f"X has {X.shape[1]} columns, w {w.shape[0]}.")
@@ -349,7 +404,8 @@ def fit_dense(double[::1] w,                  # IN/OUT (d,) raw weights: w_true 
         raise ValueError(f"kxx has {kxx.shape[0]} values for {X.shape[0]} rows.")
     return _fit_linear(w, scale, ww, False, &X[0, 0], NULL, NULL, y,
                        PASpec(<Regularization>reg, <Variant>variant, C, alpha, beta, mistake),
-                       sigma, NULL if kxx is None else &kxx[0], score_out, event_out)
+                       sigma, NULL if kxx is None else &kxx[0], score_out, event_out, drift,
+                       drift_state)
 
 
 def fit_csr(double[::1] w, double scale, double ww,
@@ -358,39 +414,44 @@ def fit_csr(double[::1] w, double scale, double ww,
             const Py_ssize_t[::1] indptr,     # IN (n + 1,)
             const double[::1] y,
             int reg, int variant, double C, double alpha, double beta, bint mistake,
-            double sigma, double[::1] score_out, signed char[::1] event_out):
+            double sigma, double[::1] score_out, signed char[::1] event_out, drift=None,
+            drift_state=None):
     """`fit_dense` for CSR rows: each row costs O(its nonzeros), plus O(d) for L1/truncation."""
     cdef double no_data = 0.0           # pointed to when every row is empty
     cdef int no_index = 0
     return _fit_linear(w, scale, ww, True, &data[0] if data.shape[0] else &no_data,
                        &indices[0] if indices.shape[0] else &no_index, &indptr[0], y,
                        PASpec(<Regularization>reg, <Variant>variant, C, alpha, beta, mistake),
-                       sigma, NULL, score_out, event_out)
+                       sigma, NULL, score_out, event_out, drift, drift_state)
 
 
 # -- kernel expansions ------------------------------------------------------------
 
 cdef inline int ckernel_step(KernelExpansion e, const double* x, double xx, double kxx,
-                             double f, double y, const PASpec* s, double* ww) noexcept nogil:
+                             double f, double y, const PASpec* s, double* ww,
+                             double pre) noexcept nogil:
     """One step from f = f_t(x_t) (finite) on f = sum_i a_i K(x_i, .): an Event, or
     DIVERGED with nothing written.  The one step of `fit_kernel` and `PAEvents.learn`.
 
     ||f||_K^2 is carried exactly: the step's own change, plus what the budget
     took, which the expansion reports whatever its policy (`norm_change` of
-    `KernelExpansion.cadd`, docs/budget.md; `e.track_norm` must be set).
+    `KernelExpansion.cadd`, docs/budget.md; `e.track_norm` must be set).  The step starts from pre f (the module's note).
     """
-    cdef double m = y * f, cv, ca, c, ww_new
+    cdef double m = y * f * pre, vv = ww[0] * pre * pre, cv, ca, c, ww_new
     cdef int ev = PASSIVE
     if cviolated(s, m):
-        ev = ccoefs(s, m, kxx, ww[0], &cv, &ca)
+        ev = ccoefs(s, m, kxx, vv, &cv, &ca)
+    if ev == PASSIVE and pre != 1.0:
+        e.cshrink(pre)
+        ww[0] = vv
     if ev != UPDATED:
         return ev
     c = ca * y
     # what `cadd` would refuse; a centre whose ||x||^2 overflows has no finite kernel value
-    if not (isfinite(c / cscale_after(e.scale, cv)) and isfinite(xx)):
+    if not (isfinite(c / cscale_after(e.scale, cv * pre)) and isfinite(xx)):
         return DIVERGED
-    ww_new = cv * cv * ww[0] + 2.0 * cv * ca * m + ca * ca * kxx
-    e.cshrink(cv)
+    ww_new = cv * cv * vv + 2.0 * cv * ca * m + ca * ca * kxx
+    e.cshrink(cv * pre)
     e.cadd(x, xx, c)
     ww[0] = fmax(ww_new + e.norm_change, 0.0)
     return UPDATED
@@ -400,14 +461,19 @@ def fit_kernel(KernelExpansion expansion,
                double ww,                     # IN ||f||_K^2
                const double[:, ::1] X, const double[::1] y,
                int reg, int variant, double C, double alpha, double beta, bint mistake,
-               double[::1] score_out, signed char[::1] event_out):
-    """The loop for f = sum_i a_i K(x_i, .); return (failed, ww) (see `ckernel_step`)."""
+               double[::1] score_out, signed char[::1] event_out, drift=None,
+               drift_state=None):
+    """The loop for f = sum_i a_i K(x_i, .); return (failed, ww) (see `ckernel_step`;
+    drift, drift_state as in `fit_dense`)."""
     cdef PASpec s = PASpec(<Regularization>reg, <Variant>variant, C, alpha, beta, mistake)
     cdef Py_ssize_t i, n = X.shape[0], d = X.shape[1], failed = -1, work = 0
     cdef bint interrupted = False
     cdef const double* x
-    cdef double xx, f
+    cdef double xx, f, pre = 1.0
     cdef int ev
+    cdef Drift dr
+    cdef DriftState ds, nxt
+    cdef const Drift* watch = cwatching(drift, drift_state, &dr, &ds)
     if d != expansion.n_features:
         raise ValueError(f"X has {d} columns, the expansion {expansion.n_features}.")
     if reg == L1:
@@ -426,11 +492,17 @@ def fit_kernel(KernelExpansion expansion,
             if not isfinite(f):
                 failed = i
                 break
-            ev = ckernel_step(expansion, x, xx, cself(&expansion.kernel, xx), f, y[i], &s, &ww)
+            if watch != NULL:
+                pre = cwatch(watch, &ds, 1.0 if y[i] * f <= 0.0 else 0.0, &nxt)
+            ev = ckernel_step(expansion, x, xx, cself(&expansion.kernel, xx), f, y[i], &s, &ww,
+                              pre)
             if ev == DIVERGED:
                 failed = i
                 break
+            if watch != NULL and ev != INFEASIBLE:
+                ds = nxt
             event_out[i] = ev
+    cdrift_out(watch, &ds, drift_state)
     if interrupted:
         craise_pending()
     return failed, ww
@@ -464,17 +536,20 @@ cdef inline int cmulti_linear_step(double* w, double* scale, double* ww, Py_ssiz
                                    Py_ssize_t d, const Row* row, Py_ssize_t yi,
                                    const double* sc, const PASpec* s, double sigma,
                                    const double* kxx, double* a_work, double* work,
-                                   AbsIndex* pairs) noexcept nogil:
+                                   AbsIndex* pairs, double pre) noexcept nogil:
     """One step from the scores sc (finite) on the (k, d) weights W = scale * raw: an
     Event, or DIVERGED with nothing written.  The one step of `cmulti_linear` and
-    `PAEvents.learn`."""
+    `PAEvents.learn`; it starts from pre W (1 with L1)."""
     cdef Py_ssize_t c, r, kd = k * d
-    cdef double m, uu, cv, ca, h, ww_new
+    cdef double m, uu, cv, ca, h, ww_new, vv = ww[0] * pre * pre
     cdef int e
     cdef bint ok
     cdef int ev = PASSIVE
-    m = cmargin(sc, k, yi, &r)
+    m = cmargin(sc, k, yi, &r) * pre
     if not cviolated(s, m):
+        if pre != 1.0:
+            cshrink_lazy(w, kd, scale, pre)
+            ww[0] = vv
         return PASSIVE
     e = crow_exponent(row)
     if s.reg == L1:     # the projection of the flat W onto {a.W >= 1, ||W||_1 <= beta}
@@ -497,14 +572,17 @@ cdef inline int cmulti_linear_step(double* w, double* scale, double* ww, Py_ssiz
         uu = (ldexp(crow_sqnorm(row), -2 * e) if -500 < e < 500
               else crow_sqnorm_scaled(row, e))
         ev = cscaled_coefs(s, m, uu if kxx == NULL else ldexp(kxx[0], -2 * e), e,
-                           ww[0], &cv, &ca)
+                           vv, &cv, &ca)
+        if ev == PASSIVE and pre != 1.0:
+            cshrink_lazy(w, kd, scale, pre)
+            ww[0] = vv
         if ev == UPDATED:
-            ww_new = cv * cv * ww[0] + 2.0 * cv * ca * ldexp(m, -e) + ca * ca * uu
-            h = 0.5 * ca / cscale_after(scale[0], cv)
+            ww_new = cv * cv * vv + 2.0 * cv * ca * ldexp(m, -e) + ca * ca * uu
+            h = 0.5 * ca / cscale_after(scale[0], cv * pre)
             if not (isfinite(ww_new) and isfinite(h)):
                 return DIVERGED
-            if cv != 1.0:
-                cshrink_lazy(w, kd, scale, cv)
+            if cv * pre != 1.0:
+                cshrink_lazy(w, kd, scale, cv * pre)
             if -500 < e < 500:
                 crow_axpy(row, ldexp(h, -e), w + yi * d)
                 crow_axpy(row, -ldexp(h, -e), w + r * d)
@@ -523,12 +601,15 @@ cdef Py_ssize_t cmulti_linear(double* w, double* scale, double* ww, Py_ssize_t k
                               const int* indices, const Py_ssize_t* indptr,
                               const Py_ssize_t* y, Py_ssize_t n, const PASpec* s, double sigma,
                               const double* kxx, double* a_work, double* work, AbsIndex* pairs,
-                              double* score_out, signed char* event_out) noexcept nogil:
+                              double* score_out, signed char* event_out, const Drift* dr,
+                              DriftState* ds) noexcept nogil:
     """The multiclass loop over n rows; w is (k, d) raw weights (W = scale * w).
     Returns -1, the first divergent step, or INTERRUPTED."""
     cdef Py_ssize_t i, c, done = 0, kd = k * d
     cdef Row row
     cdef double* s_i
+    cdef double pre = 1.0
+    cdef DriftState nxt
     cdef int ev
     for i in range(n):
         if sparse:
@@ -542,10 +623,14 @@ cdef Py_ssize_t cmulti_linear(double* w, double* scale, double* ww, Py_ssize_t k
             s_i[c] = scale[0] * crow_dot(&row, w + c * d)
             if not isfinite(s_i[c]):
                 return i
+        if dr != NULL:
+            pre = cwatch(dr, ds, cmistake(s_i, y[i], k), &nxt)
         ev = cmulti_linear_step(w, scale, ww, k, d, &row, y[i], s_i, s, sigma,
-                                NULL if kxx == NULL else kxx + i, a_work, work, pairs)
+                                NULL if kxx == NULL else kxx + i, a_work, work, pairs, pre)
         if ev == DIVERGED:
             return i
+        if dr != NULL and ev != INFEASIBLE:
+            ds[0] = nxt
         event_out[i] = ev
     return -1
 
@@ -553,13 +638,18 @@ cdef Py_ssize_t cmulti_linear(double* w, double* scale, double* ww, Py_ssize_t k
 cdef _fit_multi(double[:, ::1] w, double scale, double ww, bint sparse, const double* data,
                 const int* indices, const Py_ssize_t* indptr, const Py_ssize_t[::1] y,
                 PASpec s, double sigma, const double* kxx, double[:, ::1] score_out,
-                signed char[::1] event_out):
+                signed char[::1] event_out, drift=None, drift_state=None):
     cdef Py_ssize_t k = w.shape[0], d = w.shape[1], n = y.shape[0], failed, i
     cdef double* a_work = NULL
     cdef double* work = NULL
     cdef AbsIndex* pairs = NULL
+    cdef Drift dr
+    cdef DriftState ds
+    cdef const Drift* watch = cwatching(drift, drift_state, &dr, &ds)
     if s.reg == L1 and scale != 1.0:
         raise ValueError("the L1 loop needs unscaled weights (scale = 1).")
+    if s.reg == L1 and watch != NULL:
+        raise ValueError("the L1 loop takes no drift factor (its projection needs w itself).")
     if score_out.shape[0] != n or score_out.shape[1] != k or event_out.shape[0] != n:
         raise ValueError(f"score_out must be ({n}, {k}) and event_out ({n},).")
     for i in range(n):
@@ -580,11 +670,12 @@ cdef _fit_multi(double[:, ::1] w, double scale, double ww, bint sparse, const do
         with nogil:
             failed = cmulti_linear(&w[0, 0], &scale, &ww, k, d, sparse, data, indices, indptr,
                                    &y[0], n, &s, sigma, kxx, a_work, work, pairs,
-                                   &score_out[0, 0], &event_out[0])
+                                   &score_out[0, 0], &event_out[0], watch, &ds)
     finally:
         free(a_work)
         free(work)
         free(pairs)
+    cdrift_out(watch, &ds, drift_state)
     if failed == INTERRUPTED:
         craise_pending()
     return failed, scale, ww
@@ -598,7 +689,7 @@ def fit_multi_dense(double[:, ::1] w,         # IN/OUT (k, d) raw weights: W = s
                     double sigma,
                     double[:, ::1] score_out, # OUT (n, k) scores before the update
                     signed char[::1] event_out,
-                    const double[::1] kxx=None):
+                    const double[::1] kxx=None, drift=None, drift_state=None):
     """The multiclass chunk; return (failed, scale, ww) as `fit_dense`."""
     if X.shape[1] != w.shape[1]:
         raise ValueError(f"X has {X.shape[1]} columns, w {w.shape[1]}.")
@@ -610,14 +701,16 @@ def fit_multi_dense(double[:, ::1] w,         # IN/OUT (k, d) raw weights: W = s
         return -1, scale, ww
     return _fit_multi(w, scale, ww, False, &X[0, 0], NULL, NULL, y,
                       PASpec(<Regularization>reg, <Variant>variant, C, alpha, beta, mistake),
-                      sigma, NULL if kxx is None else &kxx[0], score_out, event_out)
+                      sigma, NULL if kxx is None else &kxx[0], score_out, event_out, drift,
+                      drift_state)
 
 
 def fit_multi_csr(double[:, ::1] w, double scale, double ww,
                   const double[::1] data, const int[::1] indices,
                   const Py_ssize_t[::1] indptr, const Py_ssize_t[::1] y,
                   int reg, int variant, double C, double alpha, double beta, bint mistake,
-                  double sigma, double[:, ::1] score_out, signed char[::1] event_out):
+                  double sigma, double[:, ::1] score_out, signed char[::1] event_out,
+                  drift=None, drift_state=None):
     """`fit_multi_dense` for canonical CSR rows."""
     cdef double no_data = 0.0
     cdef int no_index = 0
@@ -626,14 +719,14 @@ def fit_multi_csr(double[:, ::1] w, double scale, double ww,
     return _fit_multi(w, scale, ww, True, &data[0] if data.shape[0] else &no_data,
                       &indices[0] if indices.shape[0] else &no_index, &indptr[0], y,
                       PASpec(<Regularization>reg, <Variant>variant, C, alpha, beta, mistake),
-                      sigma, NULL, score_out, event_out)
+                      sigma, NULL, score_out, event_out, drift, drift_state)
 
 
 # -- multiclass kernel expansions -------------------------------------------------------
 
 cdef inline int cmulti_kernel_step(MultiExpansion e, const double* x, double xx, double kxx,
                                    const double* sc, Py_ssize_t yi, const PASpec* s,
-                                   double* ww, double* a) noexcept nogil:
+                                   double* ww, double* a, double pre) noexcept nogil:
     """One step from the scores sc (finite) on f = sum_i a_i K(x_i, .), a_i in R^k: an
     Event, or DIVERGED with nothing written.  The one step of `fit_multi_kernel` and
     `PAEvents.learn`.  a: k doubles of work, zero between calls.
@@ -643,18 +736,21 @@ cdef inline int cmulti_kernel_step(MultiExpansion e, const double* x, double xx,
     `e.track_norm` must be set), O(1) with room and O(n (d + k)) per eviction.
     """
     cdef Py_ssize_t r
-    cdef double m, cv, ca, ww_new
+    cdef double m, cv, ca, ww_new, vv = ww[0] * pre * pre
     cdef int ev = PASSIVE
-    m = cmargin(sc, e.n_classes, yi, &r)
+    m = cmargin(sc, e.n_classes, yi, &r) * pre
     if cviolated(s, m):
-        ev = ccoefs(s, m, kxx, ww[0], &cv, &ca)
+        ev = ccoefs(s, m, kxx, vv, &cv, &ca)
+    if ev == PASSIVE and pre != 1.0:
+        e.cshrink(pre)
+        ww[0] = vv
     if ev != UPDATED:
         return ev
     # what `cadd` would refuse; a centre whose ||x||^2 overflows has no finite kernel value
-    if not (isfinite(0.5 * ca / cscale_after(e.scale, cv)) and isfinite(xx)):
+    if not (isfinite(0.5 * ca / cscale_after(e.scale, cv * pre)) and isfinite(xx)):
         return DIVERGED
-    ww_new = cv * cv * ww[0] + 2.0 * cv * ca * m + ca * ca * kxx
-    e.cshrink(cv)
+    ww_new = cv * cv * vv + 2.0 * cv * ca * m + ca * ca * kxx
+    e.cshrink(cv * pre)
     a[yi] = 0.5 * ca
     a[r] = -0.5 * ca
     e.cadd(x, xx, a)
@@ -679,7 +775,7 @@ def fit_multi_kernel(MultiExpansion expansion,
                      const Py_ssize_t[::1] y,    # IN (n,) class indices in [0, k)
                      int reg, int variant, double C, double alpha, double beta, bint mistake,
                      double[:, ::1] score_out,   # OUT (n, k) scores before the update
-                     signed char[::1] event_out):
+                     signed char[::1] event_out, drift=None, drift_state=None):
     """The multiclass loop for f = sum_i a_i K(x_i, .), a_i in R^k; return (failed, ww).
 
     The step is the binary one on m = s_y - s_r (docs/multiclass-pa.md):
@@ -690,10 +786,13 @@ def fit_multi_kernel(MultiExpansion expansion,
     cdef Py_ssize_t failed = -1, work = 0
     cdef bint interrupted = False, finite
     cdef const double* x
-    cdef double xx
+    cdef double xx, pre = 1.0
     cdef double* sc
     cdef double[::1] a
     cdef int ev
+    cdef Drift dr
+    cdef DriftState ds, nxt
+    cdef const Drift* watch = cwatching(drift, drift_state, &dr, &ds)
     if d != expansion.n_features:
         raise ValueError(f"X has {d} columns, the expansion {expansion.n_features}.")
     if reg == L1:
@@ -725,12 +824,17 @@ def fit_multi_kernel(MultiExpansion expansion,
             if not finite:
                 failed = i
                 break
+            if watch != NULL:
+                pre = cwatch(watch, &ds, cmistake(sc, y[i], k), &nxt)
             ev = cmulti_kernel_step(expansion, x, xx, cself(&expansion.kernel, xx), sc, y[i],
-                                    &s, &ww, &a[0])
+                                    &s, &ww, &a[0], pre)
             if ev == DIVERGED:
                 failed = i
                 break
+            if watch != NULL and ev != INFEASIBLE:
+                ds = nxt
             event_out[i] = ev
+    cdrift_out(watch, &ds, drift_state)
     if interrupted:
         craise_pending()
     return failed, ww
@@ -778,7 +882,12 @@ cdef class PAEvents(Events):
         `row_map` (`okl._core._linear.FeatureRow`: the Fourier features bit for bit as
         `transform`); on Nystroem features the step takes K(x, x) in place of
         ||z(x)||^2, as the chunk loop does.
+    drift : dict or None
+        The `Drift` fields (_drift.pxd): the step watches its mistakes and keeps the
+        learner's `_drift_state`; None: no forgetting, no detector.
     """
+    cdef Drift drift
+    cdef bint watching
     cdef readonly int kind
     cdef object model, raw, cure
     cdef dict mattrs                      # the model's __dict__: its scale, sq_norm, raw
@@ -807,8 +916,13 @@ cdef class PAEvents(Events):
         free(self.pairs)
 
     def __init__(self, int kind, model, tuple rule, double sigma, str name, str cure,
-                 tuple names=(), fmap=None):
+                 tuple names=(), fmap=None, drift=None):
         reg, variant, C, alpha, beta, mistake = rule
+        self.watching = drift is not None
+        if self.watching:
+            if reg == L1:
+                raise ValueError("the L1 step takes no drift factor.")
+            self.drift = drift
         self.spec = PASpec(<Regularization>reg, <Variant>variant, C, alpha, beta, mistake)
         self.kind, self.model, self.sigma = kind, model, sigma
         self.mattrs = model.__dict__
@@ -993,22 +1107,28 @@ cdef class PAEvents(Events):
         """Step t + 1 on the row `_predict_step` just predicted; its Event, with the counters
         stored in `counters`."""
         cdef Py_ssize_t yi = <Py_ssize_t>y
-        cdef double scale, ww, xx
+        cdef double scale, ww, xx, pre = 1.0
         cdef int ev
         cdef Row row
         cdef const double* xp = &self.last_row[0]
         cdef const double* kxx
+        cdef DriftState ds, nxt
         steps = counters["t_"]
         cdef double t = steps
         ww = self.mattrs["sq_norm"]
         xx = self.last_xx
+        if self.watching:           # the mistake watched (_drift.pxd)
+            cread_drift(counters.get("_drift_state"), t, &ds)
+            pre = cwatch(&self.drift, &ds, (1.0 if y * self.last_s[0] <= 0.0 else 0.0)
+                         if self.kind == LINEAR or self.kind == KERNEL
+                         else cmistake(&self.last_s[0], yi, self.k), &nxt)
         craise_signals()                # a Ctrl-C so far: raised before any write
         if self.kind == KERNEL:
             ev = ckernel_step(self.expansion, xp, xx, cself(&self.expansion.kernel, xx),
-                              self.last_s[0], y, &self.spec, &ww)
+                              self.last_s[0], y, &self.spec, &ww, pre)
         elif self.kind == MULTI_KERNEL:
             ev = cmulti_kernel_step(self.mexpansion, xp, xx, cself(&self.mexpansion.kernel, xx),
-                                    &self.last_s[0], yi, &self.spec, &ww, &self.a[0])
+                                    &self.last_s[0], yi, &self.spec, &ww, &self.a[0], pre)
         else:
             scale = self.mattrs["scale"]
             row = Row(xp, NULL, self.d)
@@ -1016,20 +1136,23 @@ cdef class PAEvents(Events):
             if self.kind == LINEAR:
                 ev = clinear_step(&self.w[0], &scale, &ww, self.d, &row, y, self.last_s[0],
                                   &self.spec, self.sigma, kxx, &self.a_work[0], &self.work[0],
-                                  self.pairs)
+                                  self.pairs, pre)
             else:
                 ev = cmulti_linear_step(&self.w[0], &scale, &ww, self.k, self.d, &row, yi,
                                         &self.last_s[0], &self.spec, self.sigma, kxx,
-                                        &self.a_work[0], &self.work[0], self.pairs)
-            if ev == UPDATED:
+                                        &self.a_work[0], &self.work[0], self.pairs, pre)
+            if ev == UPDATED or (ev == PASSIVE and pre != 1.0):
                 self.mattrs["scale"] = scale
         if ev == DIVERGED:
             self._diverged(t)
-        if ev == UPDATED:
+        if ev == UPDATED or (ev == PASSIVE and pre != 1.0):
             self.mattrs["sq_norm"] = ww
             self.has_last = False
+        if ev == UPDATED:
             counters["n_updates_"] = counters["n_updates_"] + 1
         if ev != INFEASIBLE:
+            if self.watching:
+                counters["_drift_state"] = cdrift_tuple(&nxt)
             counters["t_"] = steps + 1
         return ev
 

@@ -8,6 +8,7 @@ cimport numpy as cnp
 from cpython.object cimport PyObject
 from libc.math cimport isfinite, pow
 
+from okl._core._drift cimport Drift, DriftState
 from okl._core._lock cimport ReentrantLock
 
 
@@ -32,6 +33,7 @@ cdef struct Schedule:
     double lam_decay
     double lipschitz    # M of the auto step
     int intercept       # how the offset b learns: an Offset
+    Drift drift         # forgetting and change detection (_drift.pxd)
 
 
 cdef struct StepState:
@@ -45,12 +47,13 @@ cdef struct StepState:
     double reset_t      # the first step with 1 - lam_t eta_t <= 0, or 0
     double reset_eta
     double reset_lam
+    DriftState drift    # the schedule's clock and the change detector (_drift.pxd)
 
 
 cdef inline void cschedule(const Schedule* s, double t, double ck2, double eta_given,
                            double* eta_t, double* lam_t, double dev=0.0) noexcept nogil:
     """eta_t and lam_t of step t (C_K^2 = ck2 after the step's own K(x_t, x_t); dev: the
-    state's sum of |y_s - b_{s+1}| over the t - 1 steps before, for SCALED)."""
+    mean of |y_s - b_{s+1}| over the steps before, 0 for none, for SCALED)."""
     cdef double decay
     lam_t[0] = s.lam if s.lam_decay == 0.0 else s.lam * pow(t, -s.lam_decay)
     if s.kind == GIVEN:
@@ -61,8 +64,8 @@ cdef inline void cschedule(const Schedule* s, double t, double ck2, double eta_g
         # lam_t + M C_K^2 = 0 only while every K(x_s, x_s) is 0 and lam = 0: the step is moot
         eta_t[0] = decay / (lam_t[0] + s.lipschitz * ck2) if lam_t[0] + s.lipschitz * ck2 > 0.0 \
             else decay
-        if s.kind == SCALED and dev > t - 1.0:     # the targets' scale, when above 1
-            eta_t[0] *= dev / (t - 1.0)
+        if s.kind == SCALED and dev > 1.0:     # the targets' scale, when above 1
+            eta_t[0] *= dev
     else:
         eta_t[0] = s.eta * decay
 

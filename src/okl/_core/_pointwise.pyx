@@ -32,7 +32,10 @@ from libc.math cimport NAN, copysign, fabs, fmax, fmin, isfinite, pow, sqrt
 from libc.string cimport memcmp, memcpy
 
 from okl._core._kernels cimport cdot, cself
-from okl._core._losses cimport LossSpec, cgradient
+from okl._core._losses cimport LossSpec, cgradient, cis_margin
+from okl._core._drift cimport (
+    DriftState, cactive, cdrift_loss, cdrift_tuple, cread_drift, cwatch,
+)
 from okl._core._expansion cimport MERGE, KernelExpansion
 from okl._core._linear cimport FeatureRow, LinearModel
 from okl._core._signals cimport cinterrupted, craise_pending, craise_signals
@@ -64,39 +67,46 @@ cdef inline int cstep(Model model, const double* x, double xx, double kxx, doubl
     kxx = K(x_t, x_t) of the learner's kernel (for C_K^2) and kself = the model's
     own K(x, x) (xx for feature rows).  DIVERGED changes nothing.
     """
-    cdef double t, ck2, eta_t, lam_t, g, factor, a, b_next, scale_next
+    cdef double t, ck2, eta_t, lam_t, g, factor, a, b_next, scale_next, dev, kept, shrink
+    cdef DriftState drift
     st.eta_try = NAN
     if w != 0.0:
         t = st.t + 1.0
         ck2 = kxx if kxx > st.ck2 else st.ck2
-        cschedule(s, t, ck2, eta_given, &eta_t, &lam_t, st.dev)
+        dev = st.dev / (t - 1.0) if t > 1.0 else 0.0
+        # forgetting and change detection (_drift.pxd): the schedule's clock tau, and the
+        # factor `kept` the model takes before the step
+        kept = cwatch(&s.drift, &st.drift, cdrift_loss(cis_margin(loss.kind), y, f, dev), &drift)
+        cschedule(s, drift.tau, ck2, eta_given, &eta_t, &lam_t, dev)
         st.eta_try = eta_t
     if not isfinite(f):
         return DIVERGED
     if w == 0.0:
         return SKIPPED
     # a MEAN offset moves first: the kernel part steps on the residual against b_{t+1}
-    b_next = coffset(s, st.b, y, w, t)
+    b_next = coffset(s, st.b, y, w, drift.tau)
     g = w * cgradient(loss, y, f - st.b + b_next)
     factor = 1.0 - lam_t * eta_t
+    shrink = factor * kept
     a = -eta_t * g
     if s.intercept == STEP:
         b_next = st.b - eta_t * g
-    scale_next = model.scale * factor
-    if factor <= 0.0 or scale_next < 1e-9 or scale_next > 1e9:
+    scale_next = model.scale * shrink
+    if shrink <= 0.0 or scale_next < 1e-9 or scale_next > 1e9:
         scale_next = 1.0            # what the lazy shrink leaves (_lazy.pxd)
     if not (isfinite(a / scale_next) and isfinite(b_next)):
         return DIVERGED
     # f_{t+1}(x_t): a step must leave a model that is finite where it just learned
-    if g != 0.0 and not isfinite(factor * (f - st.b) + a * kself + b_next):
+    if g != 0.0 and not isfinite(shrink * (f - st.b) + a * kself + b_next):
         return DIVERGED
-    model.cshrink(factor)
+    model.cshrink(shrink)
     if g != 0.0:
         model.cadd(x, xx, a)
     if factor <= 0.0 and st.reset_t == 0.0:
         st.reset_t, st.reset_eta, st.reset_lam = t, eta_t, lam_t
     st.t, st.ck2, st.eta_t, st.lam_t, st.b = t, ck2, eta_t, lam_t, b_next
     st.dev += w * fabs(y - b_next)
+    st.drift = drift
     return TAKEN
 
 
@@ -666,23 +676,26 @@ cdef class PointwiseEvents(Events):
         return f
 
     def learn(self, x, double y, double weight, double t, double ck2,
-              double b, double eta_given=NAN, double dev=0.0):
+              double b, double eta_given=NAN, double dev=0.0, drift=None):
         """Predict f_t(x_t), then take step t + 1.
 
         `y` is the target, or the label as -1.0 / +1.0 for a margin loss; a
         weight 0 skips the event; `eta_given` is eta_t of a GIVEN schedule; `dev`
-        the state's sum of |y_s - b_{s+1}| (SCALED).  Returns (f_t(x_t), taken, t,
-        C_K^2, eta_t, lam_t, b, reset, dev) after the step, reset = (t, eta_t, lam_t)
-        of a step that emptied the model, else None.  Raises, leaving the model as it
-        was, on NaN/inf in x or divergence.
+        the state's sum of |y_s - b_{s+1}| (SCALED); `drift` the stored drift state
+        (`_drift_state`, None: none).  Returns (f_t(x_t), taken, t, C_K^2, eta_t,
+        lam_t, b, reset, dev, drift) after the step, reset = (t, eta_t, lam_t) of a
+        step that emptied the model, else None.  Raises, leaving the model as it was,
+        on NaN/inf in x or divergence.
         """
         cdef StepState st
         cdef int status
         cdef double f
         st.t, st.ck2, st.b, st.dev = t, ck2, b, dev
+        cread_drift(drift, t, &st.drift)
         f = self._learn(x, y, weight, eta_given, &st, &status)
         return (f, status == TAKEN, st.t, st.ck2, st.eta_t, st.lam_t, st.b,
-                (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None, st.dev)
+                (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None, st.dev,
+                cdrift_tuple(&st.drift))
 
     def learn_into(self, dict attrs, x, double y, double weight=1.0,
                    double eta_given=NAN):
@@ -702,9 +715,11 @@ cdef class PointwiseEvents(Events):
         cdef int status
         cdef double f, t0, fixed, b = attrs["intercept_"]
         dev = attrs.get("dev_")
+        drift = attrs.get("_drift_state")
         st.t, st.ck2 = attrs["t_"], attrs["ck2_"]
         st.b = 0.0 if self.prior else b     # the prior-shift offset stays out of the step
         st.dev = 0.0 if dev is None else dev
+        cread_drift(drift, st.t, &st.drift)
         t0 = st.t
         if self.warm is not None:
             self.warm.cload(attrs, self.expansion.kernel.gamma)
@@ -722,6 +737,8 @@ cdef class PointwiseEvents(Events):
             attrs["t_"] = <long long>st.t
             attrs["ck2_"] = st.ck2
             attrs["dev_"] = st.dev
+            if drift is not None or cactive(&self.schedule.drift):
+                attrs["_drift_state"] = cdrift_tuple(&st.drift)
             attrs["n_support_"] = self.expansion.n_support
             if not self.prior:
                 attrs["intercept_"] = st.b
@@ -849,7 +866,7 @@ cdef class FeatureEvents(Events):
         return status
 
     def learn(self, x, double y, double weight, double t, double ck2,
-              double b, double eta_given=NAN, double dev=0.0):
+              double b, double eta_given=NAN, double dev=0.0, drift=None):
         """Predict f_t(x_t), then take step t + 1: `PointwiseEvents.learn`'s arguments and
         results.  Raises, leaving the model as it was, on NaN/inf in x or divergence; the
         results are kept in `outcome` before the call returns (a Ctrl-C raised as it returns
@@ -858,9 +875,11 @@ cdef class FeatureEvents(Events):
         cdef StepState st
         cdef double f
         st.t, st.ck2, st.b, st.dev = t, ck2, b, dev
+        cread_drift(drift, t, &st.drift)
         status = self._learn(x, y, weight, eta_given, &st, &f)
         self.outcome = (f, status == TAKEN, st.t, st.ck2, st.eta_t, st.lam_t, st.b,
-                        (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None, st.dev)
+                        (st.reset_t, st.reset_eta, st.reset_lam) if st.reset_t else None, st.dev,
+                        cdrift_tuple(&st.drift))
         return self.outcome
 
     def learn_into(self, dict attrs, x, double y, double weight=1.0, double eta_given=NAN):
@@ -874,9 +893,11 @@ cdef class FeatureEvents(Events):
         cdef StepState st
         cdef double f, t0, fixed, b = attrs["intercept_"]
         dev = attrs.get("dev_")
+        drift = attrs.get("_drift_state")
         st.t, st.ck2 = attrs["t_"], attrs["ck2_"]
         st.b = 0.0 if self.prior else b     # the prior-shift offset stays out of the step
         st.dev = 0.0 if dev is None else dev
+        cread_drift(drift, st.t, &st.drift)
         t0 = st.t
         if self.warm is not None:
             self.warm.cload(attrs, self.warm.kbar.gamma if self.warm.kbar is not None else NAN)
@@ -893,6 +914,8 @@ cdef class FeatureEvents(Events):
             attrs["t_"] = <long long>st.t
             attrs["ck2_"] = st.ck2
             attrs["dev_"] = st.dev
+            if drift is not None or cactive(&self.schedule.drift):
+                attrs["_drift_state"] = cdrift_tuple(&st.drift)
             attrs["n_support_"] = 0     # no support vectors on features (FeatureModel.n_support)
             if not self.prior:
                 attrs["intercept_"] = st.b

@@ -31,6 +31,11 @@ class StepSize(IntEnum):
     SCALED = 3    # AUTO times max(1, the mean |y_s - b_{s+1}| of the steps before)
 
 
+class Detector(IntEnum):
+    NONE = 0          # no change detection
+    PAGE_HINKLEY = 1  # Page-Hinkley's test on the step's own loss (docs/drift.md)
+
+
 class Offset(IntEnum):
     FIXED = 0     # b does not learn (fit_intercept=False)
     MEAN = 1      # the running mean of the targets

@@ -24,7 +24,12 @@ One step, from the model before it (docs/krls.md, section 2):
    place by Givens rotations and marginalised (policy SIGNIFICANCE: the centre whose
    loss costs the least squared error, KRLS-T's rule; OLDEST: the sliding window);
 4. forgetting lambda < 1 pulls the posterior back to the prior:
-   ``cov <- lambda cov + (1 - lambda) I``, ``mean, ones <- sqrt(lambda) (mean, ones)``.
+   ``cov <- lambda cov + (1 - lambda) I``, ``mean, ones <- sqrt(lambda) (mean, ones)``;
+5. with a change detector (`set_drift`, docs/drift.md), the event's standardised residual
+   ``|y - f| / sqrt(s02 (noise / w + sf2))``, taken before the update, is watched
+   (`okl._numpy.drift.watch`); at a change the posterior, once it has learned the event,
+   takes one step of forgetting by keep (`forget`, and the offset's and signal scale's
+   sums times keep).
 
 `cov` is kept exactly symmetric: every write computes the lower triangle's formula and
 mirrors it.  The compiled twin takes the same operations in the same order.
@@ -35,6 +40,7 @@ import numpy as np
 from scipy.linalg import LinAlgError, cholesky, solve_triangular
 
 from okl._numpy.codes import Prune
+from okl._numpy.drift import read_state, state_tuple, watch
 from okl._numpy.kernels import kernel_record, kernel_values
 
 # a centre joins only if its residual is above this fraction of k(x, x) (with nu = 0: every
@@ -125,6 +131,45 @@ class Posterior:
         self.wsum = 0.0         # the forgetting sum of weights behind b
         self.nums = 0.0         # s02 = nums / dens: the signal scale
         self.dens = 0.0
+        self.drift = None       # change detection: the settings (None: the steps do not watch)
+        self.dstate = None      # and the state (a working copy of the learner's _drift_state)
+
+    def set_drift(self, drift, state=None, t=0.0):
+        """The steps that follow watch with the settings `drift` (the `Drift` fields,
+        `okl._numpy.drift.make_drift`; None: they do not) from the drift state `state` (the
+        learner's `_drift_state`, or None: nothing seen, the clock at t)."""
+        self.drift = drift
+        if drift is not None:
+            self.dstate = read_state(state, float(t))
+
+    def drift_state(self):
+        """The drift state after the steps (as a learner stores it), or None when they did
+        not watch."""
+        return None if self.drift is None else state_tuple(self.dstate)
+
+    def _watch(self, terms):
+        """The drift state after an event's standardised residual
+        |y - f| / sqrt(s02 (noise / w + sf2)) (over its predictive standard deviation, before
+        the update); None when the steps do not watch."""
+        if self.drift is None:
+            return None
+        s02 = self.nums / self.dens if self.dens > 0.0 else 1.0
+        loss = math.sqrt(terms[3] / s02) if s02 > 0.0 else 0.0
+        return watch(self.drift, self.dstate, loss)[1]
+
+    def _change(self, m, after):
+        """Take the drift state after an event; at a change, one step of forgetting toward
+        the prior by the settings' keep (the posterior, the offset's and signal scale's
+        sums)."""
+        if after is None:
+            return
+        if after["changes"] != self.dstate["changes"]:
+            keep = self.drift["keep"]
+            forget(self.cov, self.mean, self.ones, keep, m)
+            self.wsum *= keep
+            self.nums *= keep
+            self.dens *= keep
+        self.dstate = after
 
     def scale(self):
         """s02, the signal scale the variances are in units of (1 until an event counts)."""
@@ -286,6 +331,7 @@ class NumpyKRLS(Posterior):
         terms = self._innovations(l, y, w, f, sf2, m)
         if terms is None:
             return None
+        after = self._watch(terms)
         add = gamma2 > max(self.threshold, RESIDUAL_FLOOR * kxx) and (
             self.policy != Prune.FREEZE or m < self.budget)
         self.reserve(1)
@@ -315,6 +361,7 @@ class NumpyKRLS(Posterior):
             else:
                 r = int(np.argmin(significance(self.R, self.mean, self.ones, self.b, n)))
             self._remove(r)
+        self._change(self.n_support, after)
         self.t += 1.0
         return f, sf2
 
@@ -394,7 +441,9 @@ class NumpyRLSFeatures(Posterior):
         terms = self._innovations(z, y, w, f, sf2, D)
         if terms is None:
             return None
+        after = self._watch(terms)
         self._absorb(g, D, *terms, y, w)
+        self._change(D, after)
         self.t += 1.0
         return f, sf2
 

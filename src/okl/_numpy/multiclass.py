@@ -6,6 +6,7 @@ offsets b as an array updated in place), same iterates.
 import numpy as np
 
 from okl._numpy.codes import MulticlassLoss
+from okl._numpy.drift import watch
 from okl._numpy.pointwise import DIVERGED, SKIPPED, TAKEN, kernel_mean, schedule, set_width
 from okl._numpy.kernels import kernel_values
 
@@ -39,7 +40,9 @@ def step(model, x, kxx, s, y, w, eta_given, loss, sch, st, b, kself=None):
     if w != 0.0:
         t = st["t"] + 1.0
         ck2 = max(kxx, st["ck2"])
-        eta_t, lam_t = schedule(sch, t, ck2, eta_given)
+        # forgetting and change detection on the mistakes (okl._numpy.drift)
+        kept, drift = watch(sch["drift"], st["drift"], float(int(np.argmax(s)) != y))
+        eta_t, lam_t = schedule(sch, drift["tau"], ck2, eta_given)
         st["eta_try"] = eta_t
     if not np.all(np.isfinite(s)):
         return DIVERGED
@@ -47,19 +50,20 @@ def step(model, x, kxx, s, y, w, eta_given, loss, sch, st, b, kself=None):
         return SKIPPED
     g, add = gradient(loss, s, y, w)
     factor = 1.0 - lam_t * eta_t
+    shrink = factor * kept
     a = -eta_t * g
     b_next = b - eta_t * g if sch["intercept"] else b.copy()
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b_next))):
         return DIVERGED
-    if add and not np.all(np.isfinite(factor * (s - b) + a * kself + b_next)):
+    if add and not np.all(np.isfinite(shrink * (s - b) + a * kself + b_next)):
         return DIVERGED
-    model.shrink(factor)
+    model.shrink(shrink)
     if add:
         model.add(x, a)
     b[:] = b_next
     if factor <= 0.0 and st["reset_t"] == 0.0:
         st.update(reset_t=t, reset_eta=eta_t, reset_lam=lam_t)
-    st.update(t=t, ck2=ck2, eta_t=eta_t, lam_t=lam_t)
+    st.update(t=t, ck2=ck2, eta_t=eta_t, lam_t=lam_t, drift=drift)
     return TAKEN
 
 

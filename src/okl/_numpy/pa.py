@@ -1,12 +1,16 @@
 """The passive-aggressive loops (docs/algorithms.md, section 5) in NumPy: twin of _core/_pa.pyx.
 
 The twin keeps the true weights (it multiplies w by cv at every shrink, where
-the Cython loop multiplies one scale), so it returns scale = 1.
+the Cython loop multiplies one scale), so it returns scale = 1.  With `drift`
+(the `Drift` fields) each loop watches the mistakes and the step starts from
+`pre` times the model (okl._numpy.drift; the note of _core/_pa.pyx);
+`drift_state`, the 7 fields as an array, is updated in place.
 """
 import numpy as np
 import scipy.sparse as sp
 
 from okl._numpy.codes import Event, Regularization, Variant
+from okl._numpy.drift import FIELDS, watch
 from okl._numpy import projections
 from okl._numpy.kernels import kernel_values
 
@@ -64,6 +68,29 @@ def scaled_coefs(reg, variant, C, alpha, beta, m, uu, e, vv):
         return Event.UPDATED, 1.0, np.ldexp(loss, e) / (np.ldexp(uu, 2 * e) + 0.5 / C)
 
 
+class _Watch:
+    """The drift state of one loop: `pre` of a step, kept unless the step was infeasible."""
+
+    def __init__(self, drift, drift_state):
+        self.drift, self.array = drift, drift_state
+        self.state = None if drift is None else dict(zip(FIELDS, map(float, drift_state)))
+        self.after = None
+
+    def pre(self, loss):
+        if self.drift is None:
+            return 1.0
+        factor, self.after = watch(self.drift, self.state, loss)
+        return factor
+
+    def keep(self, event):
+        if self.drift is not None and event != Event.INFEASIBLE:
+            self.state = self.after
+
+    def close(self):
+        if self.drift is not None:
+            self.array[:] = [self.state[name] for name in FIELDS]
+
+
 def _rows(X):
     """The rows of X as dense vectors (CSR rows are expanded one at a time)."""
     if not sp.issparse(X):
@@ -77,20 +104,34 @@ def _rows(X):
 
 
 def fit_linear(w, scale, ww, X, y, reg, variant, C, alpha, beta, mistake, sigma,
-               score_out, event_out, kxx=None):
+               score_out, event_out, kxx=None, drift=None, drift_state=None):
     """Predict-then-update over the rows of X (dense or CSR); w is updated in place.
 
     `kxx` (or None): the K(x, x) of Nystroem feature rows, which replace
     ||x||^2 in the step coefficients (not in ||w||^2).  Returns (failed,
     scale, ww): failed is -1 or the first divergent step.
     """
+    if drift is not None and reg == Regularization.L1:
+        raise ValueError("the L1 loop takes no drift factor (its projection needs w itself).")
+    watched = _Watch(drift, drift_state)
+    try:
+        return _fit_linear(w, scale, ww, X, y, reg, variant, C, alpha, beta, mistake, sigma,
+                           score_out, event_out, kxx, watched)
+    finally:
+        watched.close()
+
+
+def _fit_linear(w, scale, ww, X, y, reg, variant, C, alpha, beta, mistake, sigma, score_out,
+                event_out, kxx, watched):
     w *= scale
     for i, x in enumerate(_rows(X)):
         f = w @ x
         score_out[i] = f
         if not np.isfinite(f):
             return i, 1.0, ww
-        m = y[i] * f
+        pre = watched.pre(1.0 if y[i] * f <= 0.0 else 0.0)
+        m = y[i] * f * pre
+        vv = ww * pre * pre
         event = Event.PASSIVE
         if violated(mistake, m):
             if reg == Regularization.L1:
@@ -108,29 +149,43 @@ def fit_linear(w, scale, ww, X, y, reg, variant, C, alpha, beta, mistake, sigma,
                 u = np.ldexp(x, -e)
                 uu = u @ u
                 uk = uu if kxx is None else np.ldexp(kxx[i], -2 * e)
-                event, cv, cas = scaled_coefs(reg, variant, C, alpha, beta, m, uk, e, ww)
+                event, cv, cas = scaled_coefs(reg, variant, C, alpha, beta, m, uk, e, vv)
                 if event == Event.UPDATED:
                     with np.errstate(over="ignore", invalid="ignore"):
-                        ww_new = cv * cv * ww + 2.0 * cv * cas * np.ldexp(m, -e) + cas * cas * uu
+                        ww_new = cv * cv * vv + 2.0 * cv * cas * np.ldexp(m, -e) + cas * cas * uu
                     if not (np.isfinite(cas) and np.isfinite(ww_new)):
                         return i, 1.0, ww
                     ww = max(ww_new, 0.0)
-                    w *= cv
+                    w *= cv * pre
                     w += cas * y[i] * u
             if event == Event.UPDATED and sigma > 0.0:
                 w[:] = projections.truncate_smallest(w, sigma)
                 ww = w @ w
+        if event == Event.PASSIVE and pre != 1.0:
+            w *= pre
+            ww = vv
+        watched.keep(event)
         event_out[i] = event
     return -1, 1.0, ww
 
 
 def fit_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake,
-               score_out, event_out):
+               score_out, event_out, drift=None, drift_state=None):
     """The loop for a NumpyExpansion f = sum_i a_i K(x_i, .); returns (failed, ww).
 
     ||f||_K^2 is carried exactly: the step's own change plus the budget's
     `norm_change` (as fit_kernel of _core/_pa.pyx).
     """
+    watched = _Watch(drift, drift_state)
+    try:
+        return _fit_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake,
+                           score_out, event_out, watched)
+    finally:
+        watched.close()
+
+
+def _fit_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake, score_out,
+                event_out, watched):
     p = expansion.kernel_params
 
     def K(u, v):
@@ -144,19 +199,25 @@ def fit_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake,
         score_out[i] = f
         if not np.isfinite(f):
             return i, ww
-        m = y[i] * f
+        pre = watched.pre(1.0 if y[i] * f <= 0.0 else 0.0)
+        m = y[i] * f * pre
+        vv = ww * pre * pre
         event = Event.PASSIVE
         if violated(mistake, m):
-            event, cv, ca = coefs(reg, variant, C, alpha, beta, m, kxx, ww)
+            event, cv, ca = coefs(reg, variant, C, alpha, beta, m, kxx, vv)
+        if event == Event.PASSIVE and pre != 1.0:
+            expansion.shrink(pre)
+            ww = vv
         if event == Event.UPDATED:
             if not np.isfinite(x @ x):      # ||x||^2 overflows: no kernel value of it is finite
                 return i, ww
             c = ca * y[i]
-            ww_new = cv * cv * ww + 2.0 * cv * ca * m + ca * ca * kxx
-            expansion.shrink(cv)
+            ww_new = cv * cv * vv + 2.0 * cv * ca * m + ca * ca * kxx
+            expansion.shrink(cv * pre)
             if not expansion.add(x, c):
                 return i, ww
             ww = max(ww_new + expansion.norm_change, 0.0)
+        watched.keep(event)
         event_out[i] = event
     return -1, ww
 
@@ -171,13 +232,25 @@ def margin(s, y):
 
 
 def fit_multi(W, scale, ww, X, y, reg, variant, C, alpha, beta, mistake, sigma,
-              score_out, event_out, kxx=None):
+              score_out, event_out, kxx=None, drift=None, drift_state=None):
     """The multiclass loop of _core/_pa.pyx (`fit_multi_dense` / `fit_multi_csr`) on the
     (k, d) weights W, updated in place; ww = 2 ||W||_F^2.  Returns (failed, 1.0, ww).
 
     The step is the binary one on V = sqrt(2) W and the row (e_y - e_r) x / sqrt(2):
     W_{t+1} = cv W_t + (ca / 2) (e_y - e_r) x (docs/multiclass-pa.md).
     """
+    if drift is not None and reg == Regularization.L1:
+        raise ValueError("the L1 loop takes no drift factor (its projection needs w itself).")
+    watched = _Watch(drift, drift_state)
+    try:
+        return _fit_multi(W, scale, ww, X, y, reg, variant, C, alpha, beta, mistake, sigma,
+                          score_out, event_out, kxx, watched)
+    finally:
+        watched.close()
+
+
+def _fit_multi(W, scale, ww, X, y, reg, variant, C, alpha, beta, mistake, sigma, score_out,
+               event_out, kxx, watched):
     W *= scale
     for i, x in enumerate(_rows(X)):
         s = W @ x
@@ -185,7 +258,10 @@ def fit_multi(W, scale, ww, X, y, reg, variant, C, alpha, beta, mistake, sigma,
         if not np.all(np.isfinite(s)):
             return i, 1.0, ww
         yi = int(y[i])
+        pre = watched.pre(float(int(np.argmax(s)) != yi))
         m, r = margin(s, yi)
+        m *= pre
+        vv = ww * pre * pre
         event = Event.PASSIVE
         if violated(mistake, m):
             e = _exponent(x)
@@ -206,27 +282,41 @@ def fit_multi(W, scale, ww, X, y, reg, variant, C, alpha, beta, mistake, sigma,
                 u = np.ldexp(x, -e)
                 uu = u @ u
                 uk = uu if kxx is None else np.ldexp(kxx[i], -2 * e)
-                event, cv, cas = scaled_coefs(reg, variant, C, alpha, beta, m, uk, e, ww)
+                event, cv, cas = scaled_coefs(reg, variant, C, alpha, beta, m, uk, e, vv)
                 if event == Event.UPDATED:
                     with np.errstate(over="ignore", invalid="ignore"):
-                        ww_new = cv * cv * ww + 2.0 * cv * cas * np.ldexp(m, -e) + cas * cas * uu
+                        ww_new = cv * cv * vv + 2.0 * cv * cas * np.ldexp(m, -e) + cas * cas * uu
                     if not (np.isfinite(cas) and np.isfinite(ww_new)):
                         return i, 1.0, ww
                     ww = max(ww_new, 0.0)
-                    W *= cv
+                    W *= cv * pre
                     W[yi] += 0.5 * cas * u
                     W[r] -= 0.5 * cas * u
             if event == Event.UPDATED and sigma > 0.0:
                 flat = projections.truncate_smallest(W.ravel(), 0.5 * sigma)
                 W[:] = flat.reshape(W.shape)
                 ww = 2.0 * (flat @ flat)
+        if event == Event.PASSIVE and pre != 1.0:
+            W *= pre
+            ww = vv
+        watched.keep(event)
         event_out[i] = event
     return -1, 1.0, ww
 
 
 def fit_multi_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake,
-                     score_out, event_out):
+                     score_out, event_out, drift=None, drift_state=None):
     """Twin of `fit_multi_kernel` of _core/_pa.pyx on a NumpyMultiExpansion; (failed, ww)."""
+    watched = _Watch(drift, drift_state)
+    try:
+        return _fit_multi_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake,
+                                 score_out, event_out, watched)
+    finally:
+        watched.close()
+
+
+def _fit_multi_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake, score_out,
+                      event_out, watched):
     p = expansion.kernel_params
     k = expansion.n_classes
     if len(X) and np.isnan(ww):         # a model saved when ww was not tracked
@@ -239,15 +329,21 @@ def fit_multi_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake,
         if not np.all(np.isfinite(s)):
             return i, ww
         yi = int(y[i])
+        pre = watched.pre(float(int(np.argmax(s)) != yi))
         m, r = margin(s, yi)
+        m *= pre
+        vv = ww * pre * pre
         event = Event.PASSIVE
         if violated(mistake, m):
-            event, cv, ca = coefs(reg, variant, C, alpha, beta, m, kxx, ww)
+            event, cv, ca = coefs(reg, variant, C, alpha, beta, m, kxx, vv)
+        if event == Event.PASSIVE and pre != 1.0:
+            expansion.shrink(pre)
+            ww = vv
         if event == Event.UPDATED:
             if not np.isfinite(x @ x):      # ||x||^2 overflows: no kernel value of it is finite
                 return i, ww
-            ww_new = cv * cv * ww + 2.0 * cv * ca * m + ca * ca * kxx
-            expansion.shrink(cv)
+            ww_new = cv * cv * vv + 2.0 * cv * ca * m + ca * ca * kxx
+            expansion.shrink(cv * pre)
             before = expansion.n_support
             a = np.zeros(k)
             a[yi], a[r] = 0.5 * ca, -0.5 * ca
@@ -257,5 +353,6 @@ def fit_multi_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake,
                 ww = max(ww_new, 0.0) if np.isfinite(ww_new) else np.nan
             else:       # a budget eviction: the norm, exactly (the Cython loop: incrementally)
                 ww = 2.0 * max(expansion.sq_norm(), 0.0)
+        watched.keep(event)
         event_out[i] = event
     return -1, ww

@@ -11,8 +11,9 @@ import math
 import numpy as np
 
 from okl._numpy.codes import Offset, StepSize
+from okl._numpy.drift import drift_loss, make_drift, make_drift_state, watch
 from okl._numpy.kernels import kernel_values
-from okl._numpy.losses import gradient
+from okl._numpy.losses import Loss, gradient
 
 AUTO, POWER, GIVEN, SCALED = StepSize.AUTO, StepSize.POWER, StepSize.GIVEN, StepSize.SCALED
 FIXED, MEAN, STEP = Offset.FIXED, Offset.MEAN, Offset.STEP
@@ -20,24 +21,28 @@ TAKEN, SKIPPED, DIVERGED = 0, 1, 2
 
 
 def make_schedule(kind=GIVEN, eta=0.0, eta_decay=0.0, lam=0.0, lam_decay=0.0, lipschitz=1.0,
-                  intercept=FIXED):
+                  intercept=FIXED, drift=None):
     """The `Schedule` fields: eta_t = eta t^-eta_decay (POWER), 1/(lam_t + L C_K^2) t^-eta_decay
     (AUTO) or given per row (GIVEN); lam_t = lam t^-lam_decay; `intercept` (an `Offset`) says
-    how b learns."""
+    how b learns; `drift` the forgetting and change detection (`okl._numpy.drift.make_drift`,
+    None: none)."""
     return dict(kind=int(kind), eta=float(eta), eta_decay=float(eta_decay), lam=float(lam),
-                lam_decay=float(lam_decay), lipschitz=float(lipschitz), intercept=int(intercept))
+                lam_decay=float(lam_decay), lipschitz=float(lipschitz), intercept=int(intercept),
+                drift=make_drift() if drift is None else dict(drift))
 
 
-def make_state(t=0, ck2=0.0, b=0.0, dev=0.0):
+def make_state(t=0, ck2=0.0, b=0.0, dev=0.0, drift=None):
     """The `StepState` fields: steps taken, C_K^2 so far, the offset b, the sum of
-    w_s |y_s - b_{s+1}| (SCALED), and what the steps report."""
+    w_s |y_s - b_{s+1}| (SCALED), the drift state (`okl._numpy.drift.make_drift_state`;
+    None: the clock at t, nothing detected), and what the steps report."""
     return dict(t=float(t), ck2=float(ck2), b=float(b), dev=float(dev), eta_t=np.nan,
-                lam_t=np.nan, eta_try=np.nan, reset_t=0.0, reset_eta=0.0, reset_lam=0.0)
+                lam_t=np.nan, eta_try=np.nan, reset_t=0.0, reset_eta=0.0, reset_lam=0.0,
+                drift=make_drift_state(tau=t) if drift is None else dict(drift))
 
 
 def schedule(s, t, ck2, eta_given=np.nan, dev=0.0):
-    """(eta_t, lam_t) of step t; C_K^2 = ck2 includes the step's own K(x_t, x_t); dev is the
-    sum of |y_s - b_{s+1}| over the t - 1 steps before (SCALED)."""
+    """(eta_t, lam_t) of step t (the drift state's clock tau); C_K^2 = ck2 includes the step's
+    own K(x_t, x_t); dev is the mean |y_s - b_{s+1}| of the steps before (0 for none; SCALED)."""
     lam_t = s["lam"] if s["lam_decay"] == 0.0 else s["lam"] * t ** -s["lam_decay"]
     if s["kind"] == GIVEN:
         return eta_given, lam_t
@@ -45,8 +50,8 @@ def schedule(s, t, ck2, eta_given=np.nan, dev=0.0):
     if s["kind"] in (AUTO, SCALED):
         denom = lam_t + s["lipschitz"] * ck2
         eta_t = decay / denom if denom > 0.0 else decay
-        if s["kind"] == SCALED and dev > t - 1.0:     # the targets' scale, when above 1
-            eta_t *= dev / (t - 1.0)
+        if s["kind"] == SCALED and dev > 1.0:     # the targets' scale, when above 1
+            eta_t *= dev
         return eta_t, lam_t
     return s["eta"] * decay, lam_t
 
@@ -133,30 +138,37 @@ def step(model, x, kxx, kself, f, y, w, eta_given, loss, s, st):
     if w != 0.0:
         t = st["t"] + 1.0
         ck2 = max(kxx, st["ck2"])
-        eta_t, lam_t = schedule(s, t, ck2, eta_given, st["dev"])
+        mean_dev = st["dev"] / (t - 1.0) if t > 1.0 else 0.0
+        # forgetting and change detection (okl._numpy.drift): the clock tau of the schedule,
+        # the factor `kept` the model takes before the step
+        kept, drift = watch(s["drift"], st["drift"],
+                            drift_loss(loss["kind"] >= Loss.HINGE, y, f, mean_dev))
+        tau = drift["tau"]
+        eta_t, lam_t = schedule(s, tau, ck2, eta_given, mean_dev)
         st["eta_try"] = eta_t
     if not np.isfinite(f):
         return DIVERGED
     if w == 0.0:
         return SKIPPED
     # a MEAN offset moves first: the kernel part steps on the residual against b_{t+1}
-    b_next = offset(s, st["b"], y, w, t)
+    b_next = offset(s, st["b"], y, w, tau)
     g = w * gradient(loss, y, f - st["b"] + b_next)
     factor = 1.0 - lam_t * eta_t
+    shrink = factor * kept
     a = -eta_t * g
     if s["intercept"] == STEP:
         b_next = st["b"] - eta_t * g
     if not (np.isfinite(a) and np.isfinite(b_next)):
         return DIVERGED
-    if g != 0.0 and not np.isfinite(factor * (f - st["b"]) + a * kself + b_next):
+    if g != 0.0 and not np.isfinite(shrink * (f - st["b"]) + a * kself + b_next):
         return DIVERGED
-    model.shrink(factor)
+    model.shrink(shrink)
     if g != 0.0:
         model.add(x, a)
     if factor <= 0.0 and st["reset_t"] == 0.0:
         st.update(reset_t=t, reset_eta=eta_t, reset_lam=lam_t)
     st.update(t=t, ck2=ck2, eta_t=eta_t, lam_t=lam_t, b=b_next,
-              dev=st["dev"] + w * abs(y - b_next))
+              dev=st["dev"] + w * abs(y - b_next), drift=drift)
     return TAKEN
 
 

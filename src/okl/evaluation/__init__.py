@@ -1,8 +1,9 @@
 """Evaluation on streams: progressive validation with pluggable metrics; distances to targets.
 
 One module per subject: `metrics` (running metrics), `progressive` (progressive
-validation, evaluate), `targets` (the theory's exact targets), `pairwise`
-(errors of pairwise learners).
+validation, evaluate), `recovery` (the level and delay after each change of a
+drifting stream), `targets` (the theory's exact targets), `pairwise` (errors of
+pairwise learners).
 
 References
 ----------
@@ -21,10 +22,11 @@ from okl.evaluation.metrics import (
 )
 from okl.evaluation.pairwise import pairwise_generalization_error, ranking_error
 from okl.evaluation.progressive import ProgressiveResult, evaluate, progressive_validation
+from okl.evaluation.recovery import Recovery, recovery
 from okl.evaluation.targets import kernel_ridge_target, rkhs_distance
 
 __all__ = ["Accuracy", "Coverage", "ErrorRate", "LogLoss", "MeanAbsoluteError",
-           "MeanSquaredError", "PinballLoss", "ProgressiveResult", "RootMeanSquaredError",
-           "RunningMetric", "TrainingLoss", "evaluate", "kernel_ridge_target",
-           "pairwise_generalization_error", "progressive_validation", "ranking_error",
-           "rkhs_distance"]
+           "MeanSquaredError", "PinballLoss", "ProgressiveResult", "Recovery",
+           "RootMeanSquaredError", "RunningMetric", "TrainingLoss", "evaluate",
+           "kernel_ridge_target", "pairwise_generalization_error", "progressive_validation",
+           "ranking_error", "recovery", "rkhs_distance"]
