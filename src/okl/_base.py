@@ -22,6 +22,7 @@ serial order.  Parameters are validated at the first call of a stream and
 again whenever one was changed (set_params); those the fitted model is built
 from (`_fitted_with`) cannot change until fit starts again.
 """
+import numbers
 import operator
 from contextlib import contextmanager
 
@@ -34,9 +35,9 @@ from okl import _locks
 from okl._core._expansion import KernelExpansion
 from okl._numpy.expansion import NumpyExpansion
 from okl._one_event import OneEventMixin, rebound
-from okl._params import validate_params
+from okl._params import check_memory, validate_params
 from okl._progress import progress
-from okl._rows import check_label, forget_names
+from okl._rows import as_float, check_label, forget_names, real_targets
 
 _F64 = np.dtype(np.float64)
 VERBOSE_STRETCH = 1000      # rows per progress-bar update of a verbose fit
@@ -110,18 +111,39 @@ def _same(a, b):
         a, bool) and isinstance(b, (int, float)) and not isinstance(b, bool) and a == b)
 
 
+def unhonoured(estimator):
+    """The parameters changed since fit that the fitted model cannot take, as
+    ["name=value (fitted with value)"] (empty for an unfitted estimator)."""
+    if "t_" not in estimator.__dict__ or not params_changed(estimator):
+        return []
+    scaled = "gamma_" in estimator.__dict__         # fitted with gamma="scale"
+    return [f"{name}={getattr(estimator, name)!r} (fitted with {then!r})"
+            for name, then in estimator._fitted_with()
+            if not _same(getattr(estimator, name),
+                         "scale" if name == "gamma" and scaled else then)]
+
+
 def _check_unchanged(estimator):
     """Refuse a changed parameter that the fitted model was built with."""
-    scaled = "gamma_" in estimator.__dict__         # fitted with gamma="scale"
-    changed = [f"{name}={getattr(estimator, name)!r} (fitted with {then!r})"
-               for name, then in estimator._fitted_with()
-               if not _same(getattr(estimator, name),
-                            "scale" if name == "gamma" and scaled else then)]
+    changed = estimator._unhonoured()
     if changed:
         raise ValueError(
             f"{type(estimator).__name__}.partial_fit continues the model built by fit and "
             f"cannot change {', '.join(changed)}. Call fit to start again with the new "
             "values, or set them back.")
+
+
+def _huge_row(X):
+    """The cause of a divergence when a row of X is too large for float64 (its squared norm
+    overflows, so no kernel value of it is finite), or None."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        huge = ~np.isfinite(np.einsum("ij,ij->i", X, X))
+    if not huge.any():
+        return None
+    i = int(np.argmax(huge))
+    return (f"row {i} of this call is too large for float64: its entries reach "
+            f"{np.abs(X[i]).max():.3g}, so its squared norm overflows and no kernel value of it "
+            "is finite. Scale X (e.g. with okl.preprocessing.OnlineStandardScaler)")
 
 
 def check_dense(estimator, X):
@@ -177,6 +199,8 @@ def check_X_y(estimator, X, y, reset, y_numeric=True):
             _reset(estimator, X)
         return X, y
     check_dense(estimator, X)
+    if y_numeric:
+        y = real_targets(estimator, y)      # a missing target: its own message, row and value
     return validate_data(estimator, X, y, reset=reset, dtype=np.float64, order="C",
                          y_numeric=y_numeric)
 
@@ -191,7 +215,13 @@ def check_sample_weight(estimator, sample_weight, n, fresh=False):
     if not getattr(estimator, "_supports_sample_weight", False):
         raise TypeError(f"{type(estimator).__name__} takes no sample_weight (docs/algorithms.md, "
                         "section 7.2: passive-aggressive and pairwise rules are unweighted).")
-    w = np.asarray(sample_weight, dtype=np.float64)
+    w = np.asarray(sample_weight)
+    if w.dtype.kind == "O" and all(isinstance(v, numbers.Real) for v in w.ravel().tolist()):
+        w = np.array([as_float(v) for v in w.ravel().tolist()]).reshape(w.shape)   # 10**400
+    if w.dtype.kind not in "biuf":      # strings are refused, as by learn_one's check_weight
+        raise TypeError(f"sample_weight must hold numbers >= 0 (one per row), got "
+                        f"{str(sample_weight)[:60]} (dtype {w.dtype}).")
+    w = w.astype(np.float64)
     if w.ndim == 0:
         w = np.full(n, float(w))
     if w.shape != (n,) or not np.all(np.isfinite(w)) or np.any(w < 0):
@@ -296,6 +326,7 @@ class OnlineLearner(OneEventMixin, BaseEstimator):
             X, y = self._check_X_y(X, y, reset=first)
             weight = check_sample_weight(self, sample_weight, X.shape[0], fresh=reset)
             if first:
+                check_memory(self, X.shape[1])      # before anything of that size is made
                 self._start(X, y)
             y = self._targets(y, classes, first)
             for model in self._models():
@@ -306,9 +337,10 @@ class OnlineLearner(OneEventMixin, BaseEstimator):
                 step = f"t={self.t_ + failure.step + 1}"
                 if failure.eta is not None:
                     step += f" (eta_t={failure.eta:.3g})"
+                cure = _huge_row(X) or self._divergence_cure
                 raise FloatingPointError(
                     f"{type(self).__name__} diverged at step {step}: the model is no longer "
-                    f"finite. {self._divergence_cure[0].upper()}{self._divergence_cure[1:]}. "
+                    f"finite. {cure[0].upper()}{cure[1:]}. "
                     "The model is left as it was before this call.") from None
             self._check_size()
             if validate:
@@ -348,6 +380,11 @@ class OnlineLearner(OneEventMixin, BaseEstimator):
         """[(parameter, value the fitted model was built with)]: these cannot change
         between partial_fit calls (fit starts again with the new values)."""
         return []
+
+    def _unhonoured(self):
+        """The parameters changed (set_params) since fit that the model cannot take, named
+        with both values: partial_fit and okl.save refuse them (fit starts again)."""
+        return unhonoured(self)
 
     def _check_size(self):
         """Warn once when the model passes a size that slows every step (see okl._warnings)."""

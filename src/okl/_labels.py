@@ -190,6 +190,21 @@ class LabelsMixin:
             self._encode(labels)            # raises on a label outside the fixed classes
         return labels
 
+    def _unhonoured(self):
+        """`OnlineLearner._unhonoured`, and `classes` set to other labels than the fitted
+        classes_ (okl.load checks that they agree)."""
+        out = super()._unhonoured()
+        given, classes = self.__dict__.get("classes"), self.__dict__.get("classes_")
+        if given is not None and classes is not None and "t_" in self.__dict__:
+            try:
+                same = np.array_equal(np.sort(np.asarray(given)), classes)
+            except (TypeError, ValueError):
+                same = False
+            if not same:
+                out.append(f"classes={np.asarray(given).tolist()!r} (fitted with classes_ "
+                           f"{classes.tolist()!r})")
+        return out
+
     @property
     def _fresh_fit(self):
         return self.__dict__.get("_fitting", False)
