@@ -179,3 +179,45 @@ def test_the_scaler_refuses_a_variance_beyond_float64():
         with pytest.raises(ValueError, match="cannot hold the variance of feature 0"):
             call()
         assert pickle.dumps(scaler) == before
+
+
+# ---- item 8: many labels ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("make", [
+    lambda k: RegularizedPAClassifier(kernel="gaussian", budget=50, classes=np.arange(k)),
+    lambda k: OnlineKernelClassifier(budget=50, classes=np.arange(k)),
+])
+def test_partial_fit_keeps_no_score_of_every_row_and_class(make, monkeypatch):
+    """One 50,000-row chunk with 10^4 classes peaked at 4 GB for 8 MB of coefficients: the
+    scores of every row and class were kept whole.  Now the memory is bounded by the chunk
+    (scores of at most SCORE_VALUES at a time, here 2^16: 0.5 MiB)."""
+    import tracemalloc
+
+    from okl import _base
+    monkeypatch.setattr(_base, "SCORE_VALUES", 2 ** 16)
+    n, k = 3000, 1000
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(n, 3)), rng.integers(0, k, size=n)
+    est = make(k).partial_fit(X[:5], y[:5])
+    tracemalloc.start()
+    try:
+        est.partial_fit(X, y)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < n * k * 8 / 4, f"{peak / 2 ** 20:.1f} MiB for {n * k * 8 / 2 ** 20:.1f} MiB " \
+                                 "of scores"
+    twin = make(k).partial_fit(X[:5], y[:5])
+    scores = twin._progressive_scores(X, y)             # progressive validation keeps them
+    assert scores.shape == (n, k)
+    np.testing.assert_array_equal(twin.decision_function(X[:50]), est.decision_function(X[:50]))
+
+
+def test_a_multikernel_classifier_of_many_classes_warns(monkeypatch):
+    """600 classes took 7-18 ms a step without the SizeWarning the README promises."""
+    from okl import MultiKernelClassifier, _warnings
+    monkeypatch.setattr(_warnings, "EXPANSION_WORK", 1000)
+    X, _, _ = _data(200)
+    y = np.arange(200) % 60
+    with pytest.warns(_warnings.SizeWarning, match="scores 60 classes"):
+        MultiKernelClassifier(budget=40).fit(X, y)

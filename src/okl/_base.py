@@ -41,6 +41,7 @@ from okl._rows import as_float, check_label, forget_names, real_targets
 
 _F64 = np.dtype(np.float64)
 VERBOSE_STRETCH = 1000      # rows per progress-bar update of a verbose fit
+SCORE_VALUES = 2 ** 20      # scores fit / partial_fit hold at once (8 MiB; k classes: k a row)
 
 
 class Diverged(Exception):
@@ -100,7 +101,8 @@ def params_changed(estimator):
     return seen is None or len(seen) != len(now) or any(map(operator.is_not, seen, now))
 
 
-def _params_validated(estimator):
+def params_validated(estimator):
+    """Remember the parameter values `estimator` was validated with (`params_changed`)."""
     _locks.VALIDATED[estimator] = _param_values(estimator)
 
 
@@ -294,7 +296,7 @@ class OnlineLearner(OneEventMixin, BaseEstimator):
 
     def fit(self, X, y):
         """Learn the rows of X in order, from a fresh model (one online pass)."""
-        self._progressive_scores(X, y, reset=True)
+        self._progressive_scores(X, y, reset=True, keep_scores=False)
         return self
 
     def partial_fit(self, X, y):
@@ -302,11 +304,14 @@ class OnlineLearner(OneEventMixin, BaseEstimator):
 
         A call that raises (bad input, divergence) leaves the model exactly as it was.
         """
-        self._progressive_scores(X, y)
+        self._progressive_scores(X, y, keep_scores=False)
         return self
 
-    def _progressive_scores(self, X, y, classes=None, reset=False, sample_weight=None):
-        """Learn the rows in order; return f_t(x_t) for each, computed before its update."""
+    def _progressive_scores(self, X, y, classes=None, reset=False, sample_weight=None,
+                            keep_scores=True):
+        """Learn the rows in order; return f_t(x_t) for each, computed before its update
+        (None without `keep_scores`: fit and partial_fit keep no scores of the whole chunk,
+        k per row with k classes)."""
         if not reset and classes is None and sample_weight is None and "t_" in self.__dict__:
             with _locks.locked(self):
                 taken, scores = self._one_row(X, y)
@@ -332,7 +337,7 @@ class OnlineLearner(OneEventMixin, BaseEstimator):
             for model in self._models():
                 guarded.append((model, model.checkpoint(X.shape[0])))
             try:
-                scores = self._learn_all(X, y, weight)
+                scores = self._learn_all(X, y, weight, keep_scores)
             except Diverged as failure:
                 step = f"t={self.t_ + failure.step + 1}"
                 if failure.eta is not None:
@@ -344,11 +349,13 @@ class OnlineLearner(OneEventMixin, BaseEstimator):
                     "The model is left as it was before this call.") from None
             self._check_size()
             if validate:
-                _params_validated(self)
+                params_validated(self)
             return scores
 
-    def _learn_all(self, X, y, weight):
-        """`_learn` over the chunk; with `verbose`, in stretches of rows behind a progress bar.
+    def _learn_all(self, X, y, weight, keep_scores=True):
+        """`_learn` over the chunk; with `verbose`, in stretches of rows behind a progress bar;
+        without `keep_scores` (fit, partial_fit), in stretches whose scores take at most
+        SCORE_VALUES values (k classes: k per row), dropped as they go (None is returned).
 
         The stretches give the same iterates (schedules are per step), and the
         template's checkpoints cover the whole chunk, so the call stays all-or-nothing.
@@ -356,16 +363,25 @@ class OnlineLearner(OneEventMixin, BaseEstimator):
         args = () if weight is None else (weight,)
         verbose = getattr(self, "verbose", False)
         n = X.shape[0]
-        if verbose is False or n <= VERBOSE_STRETCH:
-            return self._learn(X, y, *args)
+        classes = len(self.__dict__.get("classes_", ()))
+        stretch = n if keep_scores else max(1, SCORE_VALUES // (classes if classes >= 3 else 1))
+        shown = verbose is not False and n > VERBOSE_STRETCH
+        if shown:
+            stretch = min(stretch, VERBOSE_STRETCH)
+        if stretch >= n:
+            scores = self._learn(X, y, *args)
+            return scores if keep_scores else None
         parts = []
         with progress(total=n, desc=type(self).__name__, unit="sample",
-                      verbose=None if verbose is None else bool(verbose)) as bar:
-            for lo in range(0, n, VERBOSE_STRETCH):
-                rows = slice(lo, lo + VERBOSE_STRETCH)
-                parts.append(self._learn(X[rows], y[rows], *(a[rows] for a in args)))
+                      verbose=(None if verbose is None else bool(verbose)) if shown
+                      else False) as bar:
+            for lo in range(0, n, stretch):
+                rows = slice(lo, lo + stretch)
+                scores = self._learn(X[rows], y[rows], *(a[rows] for a in args))
+                if keep_scores:
+                    parts.append(scores)
                 bar.update(len(X[rows]))
-        return None if parts[0] is None else np.concatenate(parts)
+        return None if not parts or parts[0] is None else np.concatenate(parts)
 
     def _check_state(self, check):
         """okl.load: check the fitted state `check` read against this estimator's parameters.

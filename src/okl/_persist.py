@@ -152,6 +152,9 @@ def _encode(estimator, arrays, prefix=""):
         return {"estimator": len(headers) - 1}
 
     with _locks.locked(estimator):
+        validate = getattr(estimator, "_validate_params", None)
+        if validate is not None:        # okl.load validates them: what it would refuse is
+            validate()                  # refused here (a value set_params did not check)
         _refuse_unhonoured(estimator)
         objects, attrs = {}, {}
         params = _split(estimator.get_params(deep=False), prefix + "param:", arrays,
@@ -167,6 +170,8 @@ def _encode(estimator, arrays, prefix=""):
                                 "scalars": _split(value.get_state(), f"{prefix}obj:{key}:",
                                                   arrays, "state", nested)}
             else:
+                if key == "feature_names_in_":     # scikit-learn's object array of str
+                    value = np.asarray(value.tolist(), dtype=str)
                 attrs.update(_split({key: value}, prefix + "attr:", arrays, "attribute",
                                     nested))
     header = {"class": type(estimator).__name__, "params": params, "attrs": attrs,
@@ -815,6 +820,13 @@ def _build(header, arrays, source, prefix, depth, used):
     for counter in getattr(cls, "_counters", COUNTERS):   # checked first, for _check_state
         check.out[counter] = check.int(attrs.get(counter), counter,
                                        *((1, C_INT_MAX) if counter == "n_features_in_" else ()))
+    names = attrs.pop("feature_names_in_", None)      # a DataFrame's columns, every estimator
+    if names is not None:
+        d = check.out.get("n_features_in_")
+        if (not isinstance(names, np.ndarray) or names.dtype.kind != "U"
+                or names.shape != (d,) or len(set(names.tolist())) != d):
+            check.fail("feature_names_in_ must hold the n_features_in_ distinct column names")
+        check.out["feature_names_in_"] = np.asarray(names.tolist(), dtype=object)
     built = estimator._check_state(check)
     state_types = _state_types(type(estimator))
     for key, value in check.out.items():

@@ -270,7 +270,8 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         `fit`.  A call that raises (bad input, a label outside fixed classes,
         divergence) leaves the model exactly as it was.
         """
-        self._progressive_scores(X, y, classes, sample_weight=sample_weight)
+        self._progressive_scores(X, y, classes, sample_weight=sample_weight,
+                                 keep_scores=False)
         return self
 
     def _loss_spec(self):

@@ -13,7 +13,7 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from okl import _locks
-from okl._base import transaction
+from okl._base import params_changed, params_validated, transaction
 from okl._params import BOOL, Options, validate_params
 from okl._persist import loadable
 from okl._rows import UNKNOWN_FEATURES, check_row, commit_names, forget_names
@@ -130,8 +130,7 @@ class OnlineStandardScaler(_locks.LockedState, OneToOneFeatureMixin, Transformer
         """
         with _locks.locked(self), transaction(self):
             first = not hasattr(self, "n_samples_seen_")
-            if first:
-                validate_params(self)
+            self._validate_params()
             X = self._check_X(X, reset=first)
             if first:
                 self._start(X.shape[1])
@@ -172,8 +171,7 @@ class OnlineStandardScaler(_locks.LockedState, OneToOneFeatureMixin, Transformer
         """Welford's update with one event (a dict or a 1-D row); returns None (river)."""
         with _locks.locked(self), transaction(self):
             first = not hasattr(self, "n_samples_seen_")
-            if first:
-                validate_params(self)
+            self._validate_params()
             row, names = check_row(self, x)
             if first:
                 self._start(row.shape[0])
@@ -190,7 +188,13 @@ class OnlineStandardScaler(_locks.LockedState, OneToOneFeatureMixin, Transformer
     _counters = ("n_features_in_", "n_samples_seen_")       # okl.load's (okl._persist)
 
     def _validate_params(self):
-        validate_params(self)
+        """Check the parameters when one changed since the last call (set_params); scale_
+        then follows with_std, so a change is honoured at once, and by okl.save."""
+        if params_changed(self):
+            validate_params(self)
+            if "var_" in self.__dict__:
+                self.scale_ = _scale_of(self.var_) if self.with_std else None
+            params_validated(self)
 
     def _check_state(self, check):
         """okl.load's checks: the mean and M2 of n_samples_seen_ rows; var_ and scale_ must be
@@ -242,6 +246,7 @@ class OnlineStandardScaler(_locks.LockedState, OneToOneFeatureMixin, Transformer
     def transform(self, X, copy=None):
         """(X - mean_) / scale_ for every row of X."""
         check_is_fitted(self, "n_samples_seen_")
+        self._validate_params()
         X = self._check_X(X, reset=False)
         return np.array(self._apply(X), dtype=np.float64, order="C", copy=True)
 
@@ -249,6 +254,7 @@ class OnlineStandardScaler(_locks.LockedState, OneToOneFeatureMixin, Transformer
     def inverse_transform(self, X, copy=None):
         """X * scale_ + mean_: the rows in their original units."""
         check_is_fitted(self, "n_samples_seen_")
+        self._validate_params()
         X = np.array(validate_data(self, X, reset=False, dtype=np.float64), copy=True)
         if self.with_std:
             X *= self.scale_
@@ -265,6 +271,7 @@ class OnlineStandardScaler(_locks.LockedState, OneToOneFeatureMixin, Transformer
         if not hasattr(self, "n_samples_seen_"):
             row, names = check_row(self, x)
             return dict(zip(names, row.tolist())) if names is not None else row.copy()
+        self._validate_params()
         row, _ = check_row(self, x)
         z = self._apply(row)
         if isinstance(x, Mapping):
