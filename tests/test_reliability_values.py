@@ -221,3 +221,15 @@ def test_a_multikernel_classifier_of_many_classes_warns(monkeypatch):
     y = np.arange(200) % 60
     with pytest.warns(_warnings.SizeWarning, match="scores 60 classes"):
         MultiKernelClassifier(budget=40).fit(X, y)
+
+
+@pytest.mark.parametrize("eta, eta_decay", [(1e300, 0.75), (10.0, 0.0), (1e30, 0.5)])
+def test_a_coefreg_step_that_empties_the_model_forever_is_refused(eta, eta_decay):
+    """eta=1e300 collapsed the coefficients to zero with only a warning: eta_t lam >= 1 at
+    every step of any stream is refused (Theorem 4 needs eta_t lam < 1)."""
+    X, _, yc = _data()
+    est = CoefficientRegularizedClassifier(eta=eta, eta_decay=eta_decay, lam=0.1)
+    with pytest.raises(InvalidParameterError, match="every step of any stream"):
+        est.fit(X, yc)
+    assert not hasattr(est, "t_")
+    est.set_params(eta=5.0, eta_decay=0.75).fit(X, yc)       # eta_t lam < 1 from t = 1.9 on
