@@ -56,18 +56,21 @@ class LockedState:
     """
 
     __slots__ = ()
+    _uncopied = ()      # attributes that are caches of a class: never copied nor pickled
+
+    def _copied_state(self, memo):
+        with locked(self):
+            return copy.deepcopy({k: v for k, v in self.__dict__.items()
+                                  if k not in self._uncopied}, memo)
 
     def __getstate__(self):
-        with locked(self):
-            return copy.deepcopy(dict(self.__dict__), {id(self): self})
+        return self._copied_state({id(self): self})
 
     def __deepcopy__(self, memo):
         cls = type(self)
         new = cls.__new__(cls)
         memo[id(self)] = new
-        with locked(self):
-            state = copy.deepcopy(dict(self.__dict__), memo)
-        new.__setstate__(state)
+        new.__setstate__(self._copied_state(memo))
         return new
 
     def get_params(self, deep=True):

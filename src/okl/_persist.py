@@ -776,8 +776,6 @@ def _build(header, arrays, source, prefix, depth, used):
             continue                    # (name, estimator) steps, built above
         if isinstance(value, (list, dict)):
             check.fail(f"the parameter {key!r} is a {type(value).__name__}")
-        if key in inner["param:"]:
-            continue
     estimator = cls(**params)
     try:
         estimator._validate_params()
@@ -790,7 +788,6 @@ def _build(header, arrays, source, prefix, depth, used):
         if key in attrs:
             check.fail(f"the attribute {key!r} is stored twice")
         attrs[key] = value
-    attrs.update(inner["attr:"])
     for key in list(attrs):
         attrs[key] = _references(attrs[key], nested, taken, check, f"the attribute {key!r}")
         if key in params:       # files of okl <= 0.1 store parameters among the attributes too
