@@ -117,8 +117,10 @@ def machine(kit, cls, engine, log):
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    if self.labels:
-                        out = np.asarray(est.decision_function(probe)) if len(
+                    scores = (getattr(est, "decision_function", None)     # a wrapper's sets:
+                              or getattr(est, "predict_set", None))        # its threshold's
+                    if self.labels and scores is not None:
+                        out = np.asarray(scores(probe)) if len(
                             self._learner(est).classes_) >= 2 else np.asarray(est.predict(probe))
                     else:
                         out = kit.fingerprint(est, probe)

@@ -139,12 +139,15 @@ def _huge_row(X):
     """The cause of a divergence when a row of X is too large for float64 (its squared norm
     overflows, so no kernel value of it is finite), or None."""
     with np.errstate(over="ignore", invalid="ignore"):
-        huge = ~np.isfinite(np.einsum("ij,ij->i", X, X))
+        sq = (np.asarray(X.multiply(X).sum(axis=1)).ravel() if sp.issparse(X)
+              else np.einsum("ij,ij->i", X, X))
+    huge = ~np.isfinite(sq)
     if not huge.any():
         return None
     i = int(np.argmax(huge))
+    row = X[i].toarray().ravel() if sp.issparse(X) else X[i]
     return (f"row {i} of this call is too large for float64: its entries reach "
-            f"{np.abs(X[i]).max():.3g}, so its squared norm overflows and no kernel value of it "
+            f"{np.abs(row).max():.3g}, so its squared norm overflows and no kernel value of it "
             "is finite. Scale X (e.g. with okl.preprocessing.OnlineStandardScaler)")
 
 
