@@ -256,13 +256,13 @@ AHEAD = 2
 def _check_workers(k, X):
     """Refuse more local models than the stream has rows (an array) or partitions (a dask
     DataFrame, files: each goes whole to one model): the others could learn nothing."""
-    if hasattr(X, "npartitions") and not hasattr(X, "shape"):
+    if hasattr(X, "npartitions") and not hasattr(X, "chunks"):     # a dask DataFrame
         bound, what = X.npartitions, "partitions"
     elif isinstance(X, (list, tuple)):
         bound, what = len(X), "files"
     else:
         rows = getattr(X, "shape", (None,))[0]
-        if rows is None or rows != rows:            # unknown (a dask array's nan)
+        if not isinstance(rows, Integral):      # unknown (a dask array's nan)
             return
         bound, what = int(rows), "rows"
     if k > bound:
