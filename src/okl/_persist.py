@@ -429,8 +429,11 @@ class StateCheck:
             if fourier and "_width_moments" not in self.out:
                 self.fail("a 'fourier' feature model has an exact phase only during "
                           "gamma='scale''s warm-up")
-            if fourier:                 # the map drawn at the start (docs/defaults.md, 2)
-                self.feature_map(state, "_expansion", record, d, D, "fourier")
+            if fourier:     # the map drawn at the start (docs/defaults.md, 2): its width is
+                # the one it was drawn at, not gamma_, which the warm-up moves in place
+                start = dict(record, gamma=self.float(
+                    state.get("fmap_gamma"), "_expansion.fmap_gamma", 0.0, open_lo=True))
+                self.feature_map(state, "_expansion", start, d, D, "fourier")
             elif any(key.startswith("fmap_") for key in state):
                 self.fail("a Nystroem model's exact phase has no feature map yet")
             rest = substate(state, "expansion_")
