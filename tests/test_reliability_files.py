@@ -242,3 +242,21 @@ def test_load_expected_refuses_a_file_of_another_kind(tmp_path):
                       OnlineKernelRegressor)
     with pytest.raises(TypeError, match="expected must be"):
         okl.load(tmp_path / "m.okl", expected="regressor")
+
+
+@pytest.mark.parametrize("approximation", [None, "fourier", "nystroem"])
+def test_a_krls_saved_during_its_warm_up_goes_on_learning(approximation):
+    """Found by bench/adversarial.py: a loaded KernelRLSRegressor took its noise='auto' warm-up
+    for a Fourier one and refused partial_fit ("cannot change approximation=None")."""
+    rng = np.random.default_rng(0)
+    est = okl.KernelRLSRegressor(approximation=approximation)
+    for x in rng.normal(size=(3, 4)):
+        est.learn_one(x, 0.5)
+    buffer = io.BytesIO()
+    okl.save(est, buffer)
+    buffer.seek(0)
+    again = okl.load(buffer)
+    X = rng.normal(size=(2, 4))
+    for model in (est, again):
+        model.partial_fit(X, np.sin(X[:, 0]))
+    np.testing.assert_array_equal(again.predict(X), est.predict(X))
