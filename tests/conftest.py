@@ -9,16 +9,19 @@ import os
 os.environ.setdefault("SCIPY_ARRAY_API", "1")
 
 
+import inspect
 import math
 import pickle
 import signal
 import threading
 import time
 import traceback
+import types
 import warnings
 
 import numpy as np
 import pytest
+from sklearn.base import BaseEstimator, is_classifier
 
 
 def _run_forked(func, *args, timeout=120.0):
@@ -146,3 +149,112 @@ def in_threads():
             thread.join()
         return errors
     return run
+
+
+# ---- every public estimator (the snapshot and adversarial tests run over all of them) ---------
+#
+# The classes are read from `okl.__all__` (those it names and those of the public modules it
+# names), so an estimator added to okl joins these tests without a line here: a constructor
+# argument without a default gets an okl learner (`estimator`, `learner`: a classifier for a
+# classifier's wrapper) or the steps of a pipeline (`steps`).
+
+def _public_classes():
+    import okl
+    found = set()
+    for name in okl.__all__:
+        obj = getattr(okl, name)
+        members = vars(obj).values() if isinstance(obj, types.ModuleType) else [obj]
+        for cls in members:
+            if (isinstance(cls, type) and issubclass(cls, BaseEstimator)
+                    and cls.__module__.startswith("okl") and not cls.__name__.startswith("_")
+                    and hasattr(cls, "partial_fit")):
+                found.add(cls)
+    return sorted(found, key=lambda cls: cls.__name__)
+
+
+def _inner(cls, name):
+    import okl
+    import okl.preprocessing
+    if name == "steps":
+        return [("scale", okl.preprocessing.OnlineStandardScaler()),
+                ("learn", okl.OnlineKernelRegressor(budget=40))]
+    if "Classifier" in cls.__name__:
+        return okl.OnlineKernelClassifier(budget=40)
+    return okl.OnlineKernelRegressor(budget=40)
+
+
+def make(cls, engine=None):
+    """An instance of `cls` (on `engine` when it has one); required arguments filled in."""
+    kwargs = {}
+    for p in inspect.signature(cls.__init__).parameters.values():
+        if p.name == "self" or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if p.default is p.empty:
+            kwargs[p.name] = _inner(cls, p.name)
+        elif p.name == "engine" and engine is not None:
+            kwargs["engine"] = engine
+        elif p.name == "random_state":
+            kwargs["random_state"] = 0
+    return cls(**kwargs)
+
+
+def estimator_cases():
+    """[(id, cls, engine)]: every estimator class, on each engine it has."""
+    out = []
+    for cls in _public_classes():
+        engines = (["cython", "numpy"]
+                   if "engine" in inspect.signature(cls.__init__).parameters else [None])
+        out += [(f"{cls.__name__}-{engine or 'any'}", cls, engine) for engine in engines]
+    return out
+
+
+def is_transformer(est):
+    return hasattr(est, "transform") and not hasattr(est, "predict") \
+        and not hasattr(est, "decision_function")
+
+
+def stream(est, n=300, d=4, seed=0):
+    """(X, y) for est: labels for a classifier, None for a transformer, else real targets."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    if is_transformer(est):
+        return X, None
+    if is_classifier(est):
+        return X, (X[:, 0] + 0.3 * X[:, 1] > 0).astype(int)
+    return X, np.sin(X[:, 0]) + 0.1 * X[:, 1]
+
+
+def learn(est, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if y is None:
+            return est.partial_fit(X)
+        return est.partial_fit(X, y)
+
+
+def fingerprint(est, X):
+    """What the estimator gives on X (predictions, scores or the transformed rows)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for method in ("predict", "score_samples", "decision_function", "transform"):
+            if hasattr(est, method):
+                return np.asarray(getattr(est, method)(X))
+    raise AssertionError(f"{type(est).__name__} has no prediction method")
+
+
+def pytest_generate_tests(metafunc):
+    """`estimator_case`: (class, engine) of every public estimator on each of its engines;
+    `learner_case`: of those that learn targets (not the transformers)."""
+    for name in ("estimator_case", "learner_case"):
+        if name in metafunc.fixturenames:
+            cases = [case for case in estimator_cases() if name == "estimator_case"
+                     or hasattr(case[1], "predict") or hasattr(case[1], "decision_function")]
+            metafunc.parametrize(name, [(cls, engine) for _, cls, engine in cases],
+                                 ids=[case_id for case_id, _, _ in cases])
+
+
+@pytest.fixture
+def kit():
+    """The helpers that build, feed and read any public estimator (see `estimator_cases`)."""
+    return types.SimpleNamespace(make=make, stream=stream, learn=learn, fingerprint=fingerprint,
+                                 is_transformer=is_transformer, classes=_public_classes)

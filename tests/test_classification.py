@@ -211,7 +211,9 @@ def test_a_failing_partial_fit_leaves_the_model_exactly_as_it_was(cls):
 @pytest.mark.parametrize("cls", CLASSIFIERS)
 def test_divergence_raises_and_restores(cls):
     X, y = stream(400, seed=10)
-    clf = make(cls, loss="least_squares", eta=1e150, eta_decay=0.0, kernel="linear", coef0=1.0)
+    # a tiny lam: eta lam < 1, which CoefficientRegularizedClassifier requires of any eta
+    clf = make(cls, loss="least_squares", eta=1e150, eta_decay=0.0, lam=1e-200, kernel="linear",
+               coef0=1.0)
     clf.partial_fit(X[:1], y[:1], classes=[0, 1])
     before = model_state(clf)
     with pytest.raises(FloatingPointError, match="diverged at step"):

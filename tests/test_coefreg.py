@@ -312,8 +312,8 @@ def test_bad_events_leave_coefreg_as_it_was(k):
 def test_a_divergent_event_leaves_coefreg_as_it_was():
     import copy
     X, y = _events_stream(2)
-    est = CoefficientRegularizedClassifier(n_centers=30, gamma=0.5, eta=1e200, eta_decay=0.0,
-                                           lam=1e-12, loss="squared_hinge", classes=[0, 1])
+    est = CoefficientRegularizedClassifier(n_centers=30, gamma=0.5, eta=1e100, eta_decay=0.0,
+                                           lam=1e-101, loss="squared_hinge", classes=[0, 1])
     est.partial_fit(X[:3], y[:3])
     est.learn_one(X[3], y[3])
     with pytest.raises(FloatingPointError, match="left as it was"):

@@ -22,6 +22,7 @@ serial order.  Parameters are validated at the first call of a stream and
 again whenever one was changed (set_params); those the fitted model is built
 from (`_fitted_with`) cannot change until fit starts again.
 """
+import numbers
 import operator
 from contextlib import contextmanager
 
@@ -34,12 +35,13 @@ from okl import _locks
 from okl._core._expansion import KernelExpansion
 from okl._numpy.expansion import NumpyExpansion
 from okl._one_event import OneEventMixin, rebound
-from okl._params import validate_params
+from okl._params import check_memory, validate_params
 from okl._progress import progress
-from okl._rows import check_label, forget_names
+from okl._rows import as_float, check_label, forget_names, real_targets
 
 _F64 = np.dtype(np.float64)
 VERBOSE_STRETCH = 1000      # rows per progress-bar update of a verbose fit
+SCORE_VALUES = 2 ** 20      # scores fit / partial_fit hold at once (8 MiB; k classes: k a row)
 
 
 class Diverged(Exception):
@@ -99,7 +101,8 @@ def params_changed(estimator):
     return seen is None or len(seen) != len(now) or any(map(operator.is_not, seen, now))
 
 
-def _params_validated(estimator):
+def params_validated(estimator):
+    """Remember the parameter values `estimator` was validated with (`params_changed`)."""
     _locks.VALIDATED[estimator] = _param_values(estimator)
 
 
@@ -110,18 +113,42 @@ def _same(a, b):
         a, bool) and isinstance(b, (int, float)) and not isinstance(b, bool) and a == b)
 
 
+def unhonoured(estimator):
+    """The parameters changed since fit that the fitted model cannot take, as
+    ["name=value (fitted with value)"] (empty for an unfitted estimator)."""
+    if "t_" not in estimator.__dict__ or not params_changed(estimator):
+        return []
+    scaled = "gamma_" in estimator.__dict__         # fitted with gamma="scale"
+    return [f"{name}={getattr(estimator, name)!r} (fitted with {then!r})"
+            for name, then in estimator._fitted_with()
+            if not _same(getattr(estimator, name),
+                         "scale" if name == "gamma" and scaled else then)]
+
+
 def _check_unchanged(estimator):
     """Refuse a changed parameter that the fitted model was built with."""
-    scaled = "gamma_" in estimator.__dict__         # fitted with gamma="scale"
-    changed = [f"{name}={getattr(estimator, name)!r} (fitted with {then!r})"
-               for name, then in estimator._fitted_with()
-               if not _same(getattr(estimator, name),
-                            "scale" if name == "gamma" and scaled else then)]
+    changed = estimator._unhonoured()
     if changed:
         raise ValueError(
             f"{type(estimator).__name__}.partial_fit continues the model built by fit and "
             f"cannot change {', '.join(changed)}. Call fit to start again with the new "
             "values, or set them back.")
+
+
+def _huge_row(X):
+    """The cause of a divergence when a row of X is too large for float64 (its squared norm
+    overflows, so no kernel value of it is finite), or None."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        sq = (np.asarray(X.multiply(X).sum(axis=1)).ravel() if sp.issparse(X)
+              else np.einsum("ij,ij->i", X, X))
+    huge = ~np.isfinite(sq)
+    if not huge.any():
+        return None
+    i = int(np.argmax(huge))
+    row = X[i].toarray().ravel() if sp.issparse(X) else X[i]
+    return (f"row {i} of this call is too large for float64: its entries reach "
+            f"{np.abs(row).max():.3g}, so its squared norm overflows and no kernel value of it "
+            "is finite. Scale X (e.g. with okl.preprocessing.OnlineStandardScaler)")
 
 
 def check_dense(estimator, X):
@@ -177,6 +204,8 @@ def check_X_y(estimator, X, y, reset, y_numeric=True):
             _reset(estimator, X)
         return X, y
     check_dense(estimator, X)
+    if y_numeric:
+        y = real_targets(estimator, y)      # a missing target: its own message, row and value
     return validate_data(estimator, X, y, reset=reset, dtype=np.float64, order="C",
                          y_numeric=y_numeric)
 
@@ -191,7 +220,13 @@ def check_sample_weight(estimator, sample_weight, n, fresh=False):
     if not getattr(estimator, "_supports_sample_weight", False):
         raise TypeError(f"{type(estimator).__name__} takes no sample_weight (docs/algorithms.md, "
                         "section 7.2: passive-aggressive and pairwise rules are unweighted).")
-    w = np.asarray(sample_weight, dtype=np.float64)
+    w = np.asarray(sample_weight)
+    if w.dtype.kind == "O" and all(isinstance(v, numbers.Real) for v in w.ravel().tolist()):
+        w = np.array([as_float(v) for v in w.ravel().tolist()]).reshape(w.shape)   # 10**400
+    if w.dtype.kind not in "biuf":      # strings are refused, as by learn_one's check_weight
+        raise TypeError(f"sample_weight must hold numbers >= 0 (one per row), got "
+                        f"{str(sample_weight)[:60]} (dtype {w.dtype}).")
+    w = w.astype(np.float64)
     if w.ndim == 0:
         w = np.full(n, float(w))
     if w.shape != (n,) or not np.all(np.isfinite(w)) or np.any(w < 0):
@@ -264,7 +299,7 @@ class OnlineLearner(OneEventMixin, BaseEstimator):
 
     def fit(self, X, y):
         """Learn the rows of X in order, from a fresh model (one online pass)."""
-        self._progressive_scores(X, y, reset=True)
+        self._progressive_scores(X, y, reset=True, keep_scores=False)
         return self
 
     def partial_fit(self, X, y):
@@ -272,11 +307,14 @@ class OnlineLearner(OneEventMixin, BaseEstimator):
 
         A call that raises (bad input, divergence) leaves the model exactly as it was.
         """
-        self._progressive_scores(X, y)
+        self._progressive_scores(X, y, keep_scores=False)
         return self
 
-    def _progressive_scores(self, X, y, classes=None, reset=False, sample_weight=None):
-        """Learn the rows in order; return f_t(x_t) for each, computed before its update."""
+    def _progressive_scores(self, X, y, classes=None, reset=False, sample_weight=None,
+                            keep_scores=True):
+        """Learn the rows in order; return f_t(x_t) for each, computed before its update
+        (None without `keep_scores`: fit and partial_fit keep no scores of the whole chunk,
+        k per row with k classes)."""
         if not reset and classes is None and sample_weight is None and "t_" in self.__dict__:
             with _locks.locked(self):
                 taken, scores = self._one_row(X, y)
@@ -296,27 +334,31 @@ class OnlineLearner(OneEventMixin, BaseEstimator):
             X, y = self._check_X_y(X, y, reset=first)
             weight = check_sample_weight(self, sample_weight, X.shape[0], fresh=reset)
             if first:
+                check_memory(self, X.shape[1])      # before anything of that size is made
                 self._start(X, y)
             y = self._targets(y, classes, first)
             for model in self._models():
                 guarded.append((model, model.checkpoint(X.shape[0])))
             try:
-                scores = self._learn_all(X, y, weight)
+                scores = self._learn_all(X, y, weight, keep_scores)
             except Diverged as failure:
                 step = f"t={self.t_ + failure.step + 1}"
                 if failure.eta is not None:
                     step += f" (eta_t={failure.eta:.3g})"
+                cure = _huge_row(X) or self._divergence_cure
                 raise FloatingPointError(
                     f"{type(self).__name__} diverged at step {step}: the model is no longer "
-                    f"finite. {self._divergence_cure[0].upper()}{self._divergence_cure[1:]}. "
+                    f"finite. {cure[0].upper()}{cure[1:]}. "
                     "The model is left as it was before this call.") from None
             self._check_size()
             if validate:
-                _params_validated(self)
+                params_validated(self)
             return scores
 
-    def _learn_all(self, X, y, weight):
-        """`_learn` over the chunk; with `verbose`, in stretches of rows behind a progress bar.
+    def _learn_all(self, X, y, weight, keep_scores=True):
+        """`_learn` over the chunk; with `verbose`, in stretches of rows behind a progress bar;
+        without `keep_scores` (fit, partial_fit), in stretches whose scores take at most
+        SCORE_VALUES values (k classes: k per row), dropped as they go (None is returned).
 
         The stretches give the same iterates (schedules are per step), and the
         template's checkpoints cover the whole chunk, so the call stays all-or-nothing.
@@ -324,16 +366,25 @@ class OnlineLearner(OneEventMixin, BaseEstimator):
         args = () if weight is None else (weight,)
         verbose = getattr(self, "verbose", False)
         n = X.shape[0]
-        if verbose is False or n <= VERBOSE_STRETCH:
-            return self._learn(X, y, *args)
+        classes = len(self.__dict__.get("classes_", ()))
+        stretch = n if keep_scores else max(1, SCORE_VALUES // (classes if classes >= 3 else 1))
+        shown = verbose is not False and n > VERBOSE_STRETCH
+        if shown:
+            stretch = min(stretch, VERBOSE_STRETCH)
+        if stretch >= n:
+            scores = self._learn(X, y, *args)
+            return scores if keep_scores else None
         parts = []
         with progress(total=n, desc=type(self).__name__, unit="sample",
-                      verbose=None if verbose is None else bool(verbose)) as bar:
-            for lo in range(0, n, VERBOSE_STRETCH):
-                rows = slice(lo, lo + VERBOSE_STRETCH)
-                parts.append(self._learn(X[rows], y[rows], *(a[rows] for a in args)))
+                      verbose=(None if verbose is None else bool(verbose)) if shown
+                      else False) as bar:
+            for lo in range(0, n, stretch):
+                rows = slice(lo, lo + stretch)
+                scores = self._learn(X[rows], y[rows], *(a[rows] for a in args))
+                if keep_scores:
+                    parts.append(scores)
                 bar.update(len(X[rows]))
-        return None if parts[0] is None else np.concatenate(parts)
+        return None if not parts or parts[0] is None else np.concatenate(parts)
 
     def _check_state(self, check):
         """okl.load: check the fitted state `check` read against this estimator's parameters.
@@ -348,6 +399,11 @@ class OnlineLearner(OneEventMixin, BaseEstimator):
         """[(parameter, value the fitted model was built with)]: these cannot change
         between partial_fit calls (fit starts again with the new values)."""
         return []
+
+    def _unhonoured(self):
+        """The parameters changed (set_params) since fit that the model cannot take, named
+        with both values: partial_fit and okl.save refuse them (fit starts again)."""
+        return unhonoured(self)
 
     def _check_size(self):
         """Warn once when the model passes a size that slows every step (see okl._warnings)."""

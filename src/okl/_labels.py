@@ -41,6 +41,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import column_or_1d
 
 from okl._base import check_X_y
+from okl._rows import as_float
 from okl.losses import loss_value
 
 NUMBER, TEXT = "numbers", "strings"
@@ -65,7 +66,7 @@ def label_kind(values, name="y"):
         if all(isinstance(v, str) for v in items):
             return TEXT
         if all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in items):
-            return label_kind(np.asarray(items, dtype=np.float64), name)
+            return label_kind(np.array([as_float(v) for v in items]), name)   # 10**400: inf
         odd = [v for v in items if not isinstance(v, (str, numbers.Real))]
         if not odd:
             raise ValueError(f"{name} mixes numbers and strings; the labels of one stream are "
@@ -93,7 +94,7 @@ def as_labels(y, name="y"):
             values = np.asarray(items, dtype=str)
     kind = label_kind(values, name)
     if values.dtype.kind == "O":
-        values = np.asarray(values.tolist(), dtype=np.float64)
+        values = np.array([as_float(v) for v in values.tolist()])
     return values, kind
 
 
@@ -125,7 +126,8 @@ class LabelsMixin:
         return self._fit(X, y)
 
     def _fit(self, X, y, sample_weight=None):
-        self._progressive_scores(X, y, reset=True, sample_weight=sample_weight)
+        self._progressive_scores(X, y, reset=True, sample_weight=sample_weight,
+                                 keep_scores=False)
         return self
 
     def partial_fit(self, X, y, classes=None):
@@ -143,7 +145,7 @@ class LabelsMixin:
         A call that raises (bad input, a label not in fixed classes, divergence)
         leaves the model exactly as it was.
         """
-        self._progressive_scores(X, y, classes)
+        self._progressive_scores(X, y, classes, keep_scores=False)
         return self
 
     def _check_X_y(self, X, y, reset):
@@ -190,14 +192,30 @@ class LabelsMixin:
             self._encode(labels)            # raises on a label outside the fixed classes
         return labels
 
+    def _unhonoured(self):
+        """`OnlineLearner._unhonoured`, and `classes` set to other labels than the fitted
+        classes_ (okl.load checks that they agree)."""
+        out = super()._unhonoured()
+        given, classes = self.__dict__.get("classes"), self.__dict__.get("classes_")
+        if given is not None and classes is not None and "t_" in self.__dict__:
+            try:
+                same = np.array_equal(np.sort(np.asarray(given)), classes)
+            except (TypeError, ValueError):
+                same = False
+            if not same:
+                out.append(f"classes={np.asarray(given).tolist()!r} (fitted with classes_ "
+                           f"{classes.tolist()!r})")
+        return out
+
     @property
     def _fresh_fit(self):
         return self.__dict__.get("_fitting", False)
 
-    def _progressive_scores(self, X, y, classes=None, reset=False, sample_weight=None):
+    def _progressive_scores(self, X, y, classes=None, reset=False, sample_weight=None,
+                            keep_scores=True):
         self._fitting = reset
         try:
-            return super()._progressive_scores(X, y, classes, reset, sample_weight)
+            return super()._progressive_scores(X, y, classes, reset, sample_weight, keep_scores)
         finally:
             self.__dict__.pop("_fitting", None)
 
@@ -260,30 +278,35 @@ class LabelsMixin:
                 out.append((i, label))
         return out
 
-    def _learn_all(self, X, y, weight):
-        """Learn the chunk in segments cut where a new label appears (docs/multiclass.md)."""
+    def _learn_all(self, X, y, weight, keep_scores=True):
+        """Learn the chunk in segments cut where a new label appears (docs/multiclass.md);
+        without `keep_scores`, nothing of a segment is kept once it is learned."""
         cuts = self._new_labels(y)
         if not cuts:
-            return self._learn_segment(X, y, weight)
+            return self._learn_segment(X, y, weight, keep_scores)
         n = len(y)
         parts = []                      # (rows, classes during them, scores, new label)
         bounds = [row for row, _ in cuts] + [n]
         if bounds[0] > 0:
             rows = slice(0, bounds[0])
-            parts.append((rows, self.classes_, self._learn_segment(
-                X[rows], y[rows], None if weight is None else weight[rows]), None))
+            scores = self._learn_segment(X[rows], y[rows],
+                                         None if weight is None else weight[rows], keep_scores)
+            if keep_scores:
+                parts.append((rows, self.classes_, scores, None))
         for (row, label), end in zip(cuts, bounds[1:]):
             self._insert_class(label)
             rows = slice(row, end)
-            parts.append((rows, self.classes_, self._learn_segment(
-                X[rows], y[rows], None if weight is None else weight[rows]), label))
-        return self._join(parts, n)
+            scores = self._learn_segment(X[rows], y[rows],
+                                         None if weight is None else weight[rows], keep_scores)
+            if keep_scores:
+                parts.append((rows, self.classes_, scores, label))
+        return self._join(parts, n) if keep_scores else None
 
-    def _learn_segment(self, X, y, weight):
+    def _learn_segment(self, X, y, weight, keep_scores=True):
         y = self._encode(y)
         if len(self.classes_) < 2:
-            return np.zeros(len(y))     # one class: nothing to learn (docs/multiclass.md)
-        return super()._learn_all(X, y, weight)
+            return np.zeros(len(y)) if keep_scores else None   # one class: nothing to learn
+        return super()._learn_all(X, y, weight, keep_scores)
 
     def _join(self, parts, n):
         """The scores of the segments in the form of the final classes_.

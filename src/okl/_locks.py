@@ -6,7 +6,14 @@ order, and two estimators learn in two threads at once.  The lock lives
 outside the estimator, so pickling and cloning never see it.  It is a
 `okl._core._lock.ReentrantLock`, which the compiled one-event steps take in C.  `VALIDATED`
 holds the parameter values each estimator was last validated with (okl._base).
+
+`LockedState` makes every copy of an estimator a state between two calls: pickling,
+`copy.deepcopy`, `get_params` (hence `sklearn.base.clone`) and `set_params` take the
+lock, and okl.save (okl._persist) gathers what it writes under it.  A call that holds
+the lock (partial_fit, learn_one, fit) is one step of the model's history: a copy made
+by another thread waits for it to end, never sees half of it.
 """
+import copy
 import functools
 import threading
 import weakref
@@ -34,3 +41,42 @@ def serialised(method):
         with locked(self):
             return method(self, *args, **kwargs)
     return wrapper
+
+
+class LockedState:
+    """Copies see a state between two calls: `__getstate__` (pickle), `__deepcopy__`,
+    `get_params` and `set_params` run under the estimator's lock (`locked`).
+
+    Pickling copies the state under the lock (a deep copy: the models a call changes in
+    place are copied there, not when the pickler reaches them later), then pickles the
+    copy.  The lock is re-entrant, so a save or a pickle from inside a locked call (a
+    callback of the same thread) does not wait; an estimator holding others (a pipeline's
+    steps, a wrapper's inner learner) takes its own lock, then theirs, the order its calls
+    take them in.
+    """
+
+    __slots__ = ()
+    _uncopied = ()      # attributes that are caches of a class: never copied nor pickled
+
+    def _copied_state(self, memo):
+        with locked(self):
+            return copy.deepcopy({k: v for k, v in self.__dict__.items()
+                                  if k not in self._uncopied}, memo)
+
+    def __getstate__(self):
+        return self._copied_state({id(self): self})
+
+    def __deepcopy__(self, memo):
+        cls = type(self)
+        new = cls.__new__(cls)
+        memo[id(self)] = new
+        new.__setstate__(self._copied_state(memo))
+        return new
+
+    def get_params(self, deep=True):
+        with locked(self):
+            return super().get_params(deep)
+
+    def set_params(self, **params):
+        with locked(self):
+            return super().set_params(**params)

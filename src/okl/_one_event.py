@@ -273,8 +273,10 @@ class EventAdapter:
             else:
                 est.learn_one(x, y, sample_weight=sample_weight)
             return
-        if sample_weight != 1.0:
-            self._fit_kwargs(sample_weight)             # raises where partial_fit has none
+        if not (type(sample_weight) in (float, int) and sample_weight == 1.0):
+            sample_weight = check_weight(est, sample_weight)    # a number, as every path takes
+            if sample_weight != 1.0:
+                self._fit_kwargs(sample_weight)         # raises where partial_fit has none
         events = self._events[0]
         if events is None or not events.matches(est):
             events = self._fast()
@@ -437,7 +439,7 @@ def rebound(obj):
         object.__setattr__(obj, "_attr_version", next(_VERSIONS))
 
 
-class OneEventMixin:
+class OneEventMixin(_locks.LockedState):
     """learn_one / predict_one / decision_function_one / predict_proba_one on the estimator.
 
     An event is a dict of feature name -> value or a 1-D array-like; the
@@ -462,8 +464,8 @@ class OneEventMixin:
         object.__delattr__(self, name)
         object.__setattr__(self, "_attr_version", next(_VERSIONS))
 
-    def __getstate__(self):
-        return dict(self.__dict__)     # (scikit-learn's refuses a class with __slots__)
+    # pickling, copies and get_params / set_params run under the lock (`_locks.LockedState`;
+    # its __getstate__ also stands in for scikit-learn's, which refuses a class with __slots__)
 
     def __setstate__(self, state):
         super().__setstate__(state)

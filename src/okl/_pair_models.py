@@ -245,6 +245,14 @@ class MetricPairModel(LinearPairModel):
         return self
 
 
+def stored_caches(g, idx):
+    """(g(x_j), K(x_i, x_j)) of the stored points, the centres `idx` of g: the caches a
+    difference model keeps beside them (the kernel rows as the loops compute them, exact
+    far out)."""
+    points = np.ascontiguousarray(g.centers_[idx])
+    return g.predict(points), kernel_matrix(points, points, g.kernel_params)
+
+
 class DifferencePairModel:
     """f(x, x') = g(x) - g(x'), g = sum_i a_i k(x_i, .) with one centre per step."""
 
@@ -279,11 +287,7 @@ class DifferencePairModel:
         history = PairHistory.from_state(self.history.get_state())
         m = history.m
         if m:
-            points = g.centers_[history.idx[:m]]
-            p = g.kernel_params
-            history.s[:m] = g.predict(points)
-            history.gram[:m, :m] = kernel_matrix(      # the loops' kernel rows, exact far out
-                np.ascontiguousarray(points), np.ascontiguousarray(points), p)
+            history.s[:m], history.gram[:m, :m] = stored_caches(g, history.idx[:m])
         new = type(self).__new__(type(self))
         new.g, new.history = g, history
         return new

@@ -6,6 +6,7 @@ value valid; `validate_params` raises one message that names them all, e.g.
 'auto'. Got -1 instead."
 """
 import math
+import os
 from numbers import Integral, Real
 
 import numpy as np
@@ -207,3 +208,56 @@ DRIFT_CONSTRAINTS = {
                             "a detector with update(x) and drift_detected (okl.drift.PageHinkley, "
                             "river.drift.ADWIN(), ...)")],
 }
+
+# -- sizes a model would reach (docs/guide/persistence.md, "What a failed call leaves") ----------
+
+def physical_memory():
+    """This machine's memory in bytes, or None where the system does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def model_sizes(estimator, n_features):
+    """[(parameter, bytes, what)]: the memory each size parameter of `estimator` lets its
+    model reach on n_features inputs (float64 buffers; the smallest each needs)."""
+    d, out = int(n_features), []
+    params = estimator.get_params(deep=False)
+
+    def number(name):
+        value = params.get(name)
+        return int(value) if isinstance(value, Integral) and not isinstance(value, bool) \
+            else None
+
+    budget, D = number("budget"), number("n_components")
+    if budget:
+        out.append(("budget", 8 * budget * (d + 2), f"{budget} centres of {d} features"))
+    if D and params.get("approximation") == "fourier":
+        out.append(("n_components", 8 * D * (d + 2), f"{D} random features of {d} inputs"))
+    if D and params.get("approximation") == "nystroem":
+        out.append(("n_components", 8 * D * (d + 3 * D),
+                    f"{D} Nystroem landmarks and their {D} x {D} kernel matrix"))
+    buffer = number("buffer")
+    if buffer:
+        square = params.get("pair_kernel") == "difference"
+        out.append(("buffer", 8 * buffer * (d + 2 + (buffer if square else 0)),
+                    f"{buffer} stored points" + (" and their Gram matrix" if square else "")))
+    n_centers = number("n_centers")
+    if n_centers:
+        out.append(("n_centers", 8 * n_centers * (d + 2), f"{n_centers} centres of {d} features"))
+    return out
+
+
+def check_memory(estimator, n_features):
+    """Refuse, before anything is allocated, a size parameter whose model could not fit in
+    this machine's memory (a typo such as budget=10**9 would take the machine)."""
+    total = physical_memory()
+    if total is None:
+        return
+    for name, n_bytes, what in model_sizes(estimator, n_features):
+        if n_bytes > total:
+            raise InvalidParameterError(
+                f"The {name!r} parameter of {type(estimator).__name__} asks for {what}: "
+                f"{n_bytes / 2 ** 30:.3g} GiB, more than this machine's memory "
+                f"({total / 2 ** 30:.3g} GiB). Use a smaller {name}.")

@@ -7,8 +7,21 @@ goes through the estimator's own validation, every array and scalar is
 checked against the header and the model's invariants (shapes, dtypes,
 finiteness, counters, slot and history indices) before anything is built.
 A broken or edited file raises `ModelFileError`, naming what is wrong.
+
+Nested estimators.  A parameter or fitted attribute whose value is an estimator okl.save
+can store itself (a `loadable` class: a pipeline's steps, a wrapper's inner learner), or a
+list of ``(name, estimator)`` pairs (scikit-learn's ``steps``), is saved as a nested model:
+its own header in the parent's ``"estimators"`` list, its arrays under ``est<i>:``, the
+value in the parent's header a reference ``{"estimator": i}``.  okl.load checks and
+builds every nested model as it does a file of its own, then hands the built estimators
+to the parent: in its parameters, and among the attributes its `_check_state` reads
+(`StateCheck.estimator`), where a wrapper checks that they fit together.  A new wrapper
+needs nothing more than `@loadable` and its `_check_state` (docs/guide/persistence.md).
+
+Everything save writes is read under the estimator's lock (`okl._locks.locked`; nested
+estimators under theirs, inside it), so a file is always a state between two calls.
 """
-import io
+import inspect
 import json
 import math
 import os
@@ -17,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from okl import _locks
 from okl._feature_maps import NystroemFeatures
 from okl._numpy.codes import BudgetPolicy
 from okl._params import InvalidParameterError
@@ -45,7 +59,8 @@ C_INT_MAX = 2 ** 31 - 1     # what the loops pass to C ints and BLAS
 
 class ModelFileError(ValueError):
     """A file given to okl.load is not an intact okl model: it is damaged, truncated,
-    edited, or not an okl file at all."""
+    edited, or not an okl file at all; or it holds another kind of model than the
+    `expected` one."""
 
 
 ESTIMATORS = {}     # the classes okl.load builds, by name (`loadable`)
@@ -60,24 +75,16 @@ def loadable(cls):
 
 def _state_types(cls):
     """The model classes (get_state / from_state) an estimator class holds, by name."""
-    return {model.__name__: model for model in cls._state_classes()}
+    classes = getattr(cls, "_state_classes", None)     # none: the estimator keeps only arrays
+    return {} if classes is None else {model.__name__: model for model in classes()}
 
 
-# attributes that are caches, not model state (okl._one_event, okl._rows)
-TRANSIENT = ("_one_event_state", "_feature_index", "_feature_keys", "_last")
-
-
-def _is_estimator(value):
-    """An okl estimator that okl.load can build (a wrapper's learner is saved inside it)."""
-    return ESTIMATORS.get(type(value).__name__) is type(value)
-
-
-def _nested_file(value):
-    """An estimator held by another (a parameter or an attribute) as a complete okl file of
-    its own, stored as bytes in its holder's file."""
-    buffer = io.BytesIO()
-    save(value, buffer)
-    return np.frombuffer(buffer.getvalue(), dtype=np.uint8)
+# attributes that are caches, not model state (okl._one_event, okl._rows; a pipeline's event
+# adapter, which holds nothing for okl's steps: they learn events themselves)
+TRANSIENT = ("_one_event_state", "_feature_index", "_feature_keys", "_events", "_last")
+# the counters okl.load checks before `_check_state` (a class's `_counters` may name others)
+COUNTERS = ("n_features_in_", "t_")
+MAX_NESTING = 8             # nested estimators in nested estimators: a file may not go deeper
 
 
 def _scalar(value):
@@ -95,56 +102,111 @@ def _scalar(value):
     raise TypeError(type(value).__name__)
 
 
-def _split(items, prefix, arrays, what):
-    """Scalars of `items` for the header; arrays go to `arrays` under `prefix`."""
+def _nested(value):
+    """True for an estimator okl.save stores itself (a `loadable` class)."""
+    return ESTIMATORS.get(type(value).__name__) is type(value)
+
+
+def _is_steps(value):
+    return isinstance(value, (list, tuple)) and value and all(
+        isinstance(step, tuple) and len(step) == 2 and isinstance(step[0], str)
+        and _nested(step[1]) for step in value)
+
+
+def _split(items, prefix, arrays, what, nested):
+    """Scalars of `items` for the header; arrays go to `arrays` under `prefix` (copies: the
+    caller holds the estimator's lock, the file is written after it is released);
+    estimators to `nested` (`_encode`)."""
     scalars = {}
     for key, value in items.items():
         if isinstance(value, np.ndarray):
             if value.dtype.hasobject:
                 raise TypeError(f"okl.save cannot store the object array {what} {key!r}; "
                                 "use pickle for this estimator.")
-            arrays[prefix + key] = value
+            arrays[prefix + key] = np.array(value)
+            continue
+        if _nested(value):
+            scalars[key] = nested(value)
+            continue
+        if _is_steps(value):
+            scalars[key] = [[name, nested(est)] for name, est in value]
             continue
         try:
             scalars[key] = _scalar(value)
         except TypeError:
+            kind = type(value).__name__
+            hint = ("an estimator okl.save cannot store: only okl's estimators nest"
+                    if hasattr(value, "get_params") or isinstance(value, (list, tuple))
+                    and any(hasattr(v, "get_params") or isinstance(v, tuple) for v in value)
+                    else f"a {kind}")
             raise TypeError(
-                f"okl.save stores data only; the {what} {key!r} is a {type(value).__name__}. "
+                f"okl.save stores data only; the {what} {key!r} is {hint}. "
                 "Use a plain value (e.g. a number instead of a callable eta) or pickle.") from None
     return scalars
+
+
+def _encode(estimator, arrays, prefix=""):
+    """The header of `estimator`, read under its lock; its arrays go to `arrays` under
+    `prefix`, its nested estimators' under ``prefix + "est<i>:"``."""
+    headers = []
+
+    def nested(est):
+        headers.append(_encode(est, arrays, f"{prefix}est{len(headers)}:"))
+        return {"estimator": len(headers) - 1}
+
+    with _locks.locked(estimator):
+        validate = getattr(estimator, "_validate_params", None)
+        if validate is not None:        # okl.load validates them: what it would refuse is
+            validate()                  # refused here (a value set_params did not check)
+        _refuse_unhonoured(estimator)
+        objects, attrs = {}, {}
+        params = _split(estimator.get_params(deep=False), prefix + "param:", arrays,
+                        "parameter", nested)
+        state_types = _state_types(type(estimator))
+        for key, value in vars(estimator).items():
+            if key in TRANSIENT:            # caches of the one-event path, rebuilt on demand
+                continue
+            if key in params or f"{prefix}param:{key}" in arrays:
+                continue                    # parameters are stored once, in "params"
+            if type(value).__name__ in state_types:
+                objects[key] = {"type": type(value).__name__,
+                                "scalars": _split(value.get_state(), f"{prefix}obj:{key}:",
+                                                  arrays, "state", nested)}
+            else:
+                if key == "feature_names_in_":     # scikit-learn's object array of str
+                    value = np.asarray(value.tolist(), dtype=str)
+                attrs.update(_split({key: value}, prefix + "attr:", arrays, "attribute",
+                                    nested))
+    header = {"class": type(estimator).__name__, "params": params, "attrs": attrs,
+              "objects": objects}
+    if headers:
+        header["estimators"] = headers
+    return header
+
+
+def _refuse_unhonoured(estimator):
+    """A fitted estimator whose parameters were changed (set_params) in a way its model
+    cannot follow is refused: okl.load would refuse the file it wrote."""
+    check = getattr(estimator, "_unhonoured", None)
+    problems = check() if check is not None else []
+    if problems:
+        raise ValueError(
+            f"okl.save: the model of {type(estimator).__name__} was fitted with other "
+            f"parameters: {', '.join(problems)}. It cannot take them without a new fit, so "
+            "the file would not describe it. Call fit with the new values, or set them back.")
 
 
 def save(estimator: Any, path: Any) -> None:
     """Write a fitted (or unfitted) okl estimator to `path` (NumPy .npz format).
 
     `path` is a file name or a binary file object.  Parameters must be plain
-    values (a callable eta cannot be saved: use pickle).
+    values (a callable eta cannot be saved: use pickle); okl estimators among
+    them (a `StreamPipeline`'s steps, a wrapper's learner) are saved with it.
+    The state is read under the estimator's lock: a file is never half of a
+    call running in another thread.
     """
-    arrays, objects, attrs, nested = {}, {}, {}, []
-    params = estimator.get_params(deep=False)
-    for key, value in [("param:" + k, v) for k, v in params.items()] + [
-            ("attr:" + k, v) for k, v in vars(estimator).items() if k not in params]:
-        if _is_estimator(value):
-            nested.append(key)
-            arrays["nested:" + key] = _nested_file(value)
-    params = _split({k: v for k, v in params.items() if "param:" + k not in nested}, "param:",
-                    arrays, "parameter")
-    state_types = _state_types(type(estimator))
-    for key, value in vars(estimator).items():
-        if key in TRANSIENT:            # caches of the one-event path, rebuilt on demand
-            continue
-        if key in params or f"param:{key}" in arrays or (
-                {f"param:{key}", f"attr:{key}"} & set(nested)):
-            continue                    # parameters are stored once, in "params"
-        if type(value).__name__ in state_types:
-            objects[key] = {"type": type(value).__name__,
-                            "scalars": _split(value.get_state(), f"obj:{key}:", arrays, "state")}
-        else:
-            attrs.update(_split({key: value}, "attr:", arrays, "attribute"))
-    header = {"format": FORMAT, "class": type(estimator).__name__, "params": params,
-              "attrs": attrs, "objects": objects}
-    if nested:
-        header["nested"] = nested
+    arrays = {}
+    header = dict(_encode(estimator, arrays), format=FORMAT)
     blob = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
     if hasattr(path, "write"):
         np.savez(path, __header__=blob, **arrays)
@@ -193,14 +255,23 @@ def _read(path, source):
         _fail(source, "the header is not a JSON object")
     if header.get("format") != FORMAT or isinstance(header.get("format"), bool):
         _fail(source, f"the header's format is {header.get('format')!r}, not {FORMAT}")
+    _check_header(header, source, "the header")
+    return header, arrays
+
+
+def _check_header(header, source, where):
+    """The entries of one estimator's header (the file's, or a nested estimator's)."""
+    if not isinstance(header, dict):
+        _fail(source, f"{where} is not a JSON object")
     for key, kind in (("class", str), ("params", dict), ("attrs", dict), ("objects", dict)):
         if not isinstance(header.get(key), kind):
-            _fail(source, f"the header's {key!r} entry is missing or not a {kind.__name__}")
+            _fail(source, f"{where}'s {key!r} entry is missing or not a {kind.__name__}")
     for key, spec in header["objects"].items():
         if not (isinstance(spec, dict) and isinstance(spec.get("type"), str)
                 and isinstance(spec.get("scalars"), dict)):
-            _fail(source, f"the header's object {key!r} is malformed")
-    return header, arrays
+            _fail(source, f"{where}'s object {key!r} is malformed")
+    if not isinstance(header.get("estimators", []), list):
+        _fail(source, f"{where}'s 'estimators' entry is not a list")
 
 
 class StateCheck:
@@ -361,9 +432,13 @@ class StateCheck:
             if fourier and "_width_moments" not in self.out:
                 self.fail("a 'fourier' feature model has an exact phase only during "
                           "gamma='scale''s warm-up")
-            if fourier:                 # the map drawn at the start (docs/defaults.md, 2)
-                self.array(state.get("fmap_W"), "_expansion.fmap_W", (d, D))
-                self.array(state.get("fmap_b"), "_expansion.fmap_b", (D,))
+            if fourier:     # the map drawn at the start (docs/defaults.md, 2): its width is
+                # the one it was drawn at, not gamma_, which the warm-up moves in place
+                start = dict(record, gamma=self.float(
+                    state.get("fmap_gamma"), "_expansion.fmap_gamma", 0.0, open_lo=True))
+                self.feature_map(state, "_expansion", start, d, D, "fourier")
+            elif any(key.startswith("fmap_") for key in state):
+                self.fail("a Nystroem model's exact phase has no feature map yet")
             rest = substate(state, "expansion_")
             est = self.est
             if k:
@@ -392,19 +467,47 @@ class StateCheck:
                               f"{n_classes}")
                 w = self.array(state.get("linear_w"), "_expansion.linear_w", (None,))
                 r = len(w)
-            if state["approximation"] == "fourier":
-                self.equal(r, D, "len(_expansion.linear_w)")
-                self.array(state.get("fmap_W"), "_expansion.fmap_W", (d, D))
-                self.array(state.get("fmap_b"), "_expansion.fmap_b", (D,))
-            else:
-                if not 1 <= r <= D:
-                    self.fail(f"a Nystroem model of {D} landmarks has {r} features")
-                self.array(state.get("fmap_landmarks"), "_expansion.fmap_landmarks", (D, d))
-                self.basis(state, "_expansion")
+                self.equal(self.int(state.get("linear_n_components"),
+                                    "_expansion.linear_n_components", 1, C_INT_MAX), r,
+                           "_expansion.linear_n_components")
+            # the map the weights are read through: its kernel is the estimator's, and it
+            # gives exactly r features (a Nystroem map rebuilt from its landmarks)
+            features = self.feature_map(state, "_expansion", record, d, D,
+                                        state["approximation"])
+            if r != features:
+                self.fail(f"_expansion.linear_w has {r} weights for {features} features of "
+                          "its map")
+            self.int(state.get("linear_n_rescale"), "_expansion.linear_n_rescale")
             self.float(state.get("linear_scale"), "_expansion.linear_scale", 0.0, open_lo=True)
         else:
             self.fail(f"_expansion.phase = {state['phase']!r} is neither 'exact' nor 'linear'")
         return state
+
+    def feature_map(self, state, key, record, d, D, kind):
+        """Check the feature map saved under ``fmap_`` in `state` (random Fourier features or
+        a Nystroem map, `kind`) against the estimator's kernel `record`, d features and D
+        components; returns the number of features it gives (a Nystroem map is rebuilt from
+        its landmarks: its tolerance decides how many)."""
+        self.equal(state.get("fmap_kind"), kind, f"{key}.fmap_kind")
+        self.equal(state.get("fmap_kernel"), record["kernel"], f"{key}.fmap_kernel")
+        self.kernel_fields(state, key, record, "fmap_")
+        if kind == "fourier":
+            self.equal(state.get("fmap_n_components"), D, f"{key}.fmap_n_components")
+            self.equal(state.get("fmap_n_features"), d, f"{key}.fmap_n_features")
+            self.array(state.get("fmap_W"), f"{key}.fmap_W", (d, D))
+            self.array(state.get("fmap_b"), f"{key}.fmap_b", (D,))
+            return D
+        tol = self.float(state.get("fmap_tol"), f"{key}.fmap_tol", 0.0, 1.0)
+        landmarks = self.array(state.get("fmap_landmarks"), f"{key}.fmap_landmarks", (D, d))
+        try:                    # the map itself: K_LL's eigendecomposition, r <= D components
+            with np.errstate(all="ignore"):
+                built = NystroemFeatures(landmarks, record, tol=tol,
+                                         basis=self.basis(state, key))
+        except (ValueError, ArithmeticError, np.linalg.LinAlgError):
+            self.fail("the Nystroem landmarks give no valid feature map")
+        if not np.all(np.isfinite(built.components)):
+            self.fail("the Nystroem landmarks give no valid feature map")
+        return built.n_components
 
     def pa_features(self, state, d):
         """Check a RegularizedPAClassifier's feature model state (its feature map rebuilt)."""
@@ -434,27 +537,16 @@ class StateCheck:
         out = dict(linear_raw=raw, linear_scale=scale, linear_sq_norm=sq_norm,
                    fmap_kind=est.approximation, fmap_kernel=record["kernel"],
                    **check.kernel_fields(state, "_model", record, "fmap_"))
+        features = check.feature_map(state, "_model", record, d, D, est.approximation)
+        if raw.shape[-1] != features:
+            check.fail(f"_model.linear_raw has {raw.shape[-1]} weights for {features} "
+                       f"{'random Fourier' if fourier else 'Nystroem'} features")
         if fourier:
-            check.equal(state["fmap_n_components"], D, "_model.fmap_n_components")
-            check.equal(state["fmap_n_features"], d, "_model.fmap_n_features")
-            check.equal(raw.shape[-1], D, "len(_model.linear_raw)")
             return dict(out, fmap_n_components=D, fmap_n_features=d,
-                        fmap_W=check.array(state["fmap_W"], "_model.fmap_W", (d, D)),
-                        fmap_b=check.array(state["fmap_b"], "_model.fmap_b", (D,)))
-        tol = check.float(state["fmap_tol"], "_model.fmap_tol", 0.0, 1.0)
-        landmarks = check.array(state["fmap_landmarks"], "_model.fmap_landmarks", (D, d))
-        basis = check.basis(state, "_model")
-        try:                    # the map itself: K_LL's eigendecomposition, r <= D components
-            with np.errstate(all="ignore"):
-                built = NystroemFeatures(landmarks, record, tol=tol, basis=basis)
-        except (ValueError, ArithmeticError, np.linalg.LinAlgError):
-            check.fail("the Nystroem landmarks give no valid feature map")
-        if not np.all(np.isfinite(built.components)):
-            check.fail("the Nystroem landmarks give no valid feature map")
-        if raw.shape[-1] != built.n_components:
-            check.fail(f"_model.linear_raw has {raw.shape[-1]} weights for {built.n_components} "
-                       "Nystroem features")
-        return dict(out, fmap_tol=tol, fmap_landmarks=landmarks, fmap_basis=basis)
+                        fmap_W=np.array(state["fmap_W"]), fmap_b=np.array(state["fmap_b"]))
+        return dict(out, fmap_tol=float(state["fmap_tol"]),
+                    fmap_landmarks=np.array(state["fmap_landmarks"]),
+                    fmap_basis=self.basis(state, "_model"))
 
     def basis(self, state, key):
         """The basis of a Nystroem map (okl._feature_maps.NystroemFeatures): "lower", or
@@ -579,58 +671,96 @@ def prefixed(prefix, state):
     return {prefix + k: v for k, v in state.items()}
 
 
-def _load_nested(header, arrays, source, check):
-    """The estimators a file holds inside it (`_nested_file`): {"param:": {name: estimator},
-    "attr:": {...}}, each read and checked by `load`."""
-    keys = header.get("nested", [])
-    if not isinstance(keys, list) or not all(
-            isinstance(k, str) and k.startswith(("param:", "attr:")) for k in keys):
-        check.fail("the header's 'nested' entry is malformed")
-    inner = {"param:": {}, "attr:": {}}
-    for key in keys:
-        blob = arrays.get("nested:" + key)
-        if not isinstance(blob, np.ndarray) or blob.dtype != np.uint8 or blob.ndim != 1:
-            check.fail(f"the estimator {key!r} it holds is missing")
-        kind, name = key.split(":", 1)
-        try:
-            inner[kind + ":"][name] = load(io.BytesIO(blob.tobytes()))
-        except ModelFileError as exc:
-            check.fail(f"the estimator {name!r} it holds is not intact ({exc})")
-    for key in arrays:
-        if key.startswith("nested:") and key[len("nested:"):] not in keys:
-            check.fail(f"the array {key!r} belongs to no estimator of the header")
-    return inner
+def _expected_kind(expected):
+    """`expected` as a tuple of classes (a class, or a tuple of them)."""
+    kinds = expected if isinstance(expected, tuple) else (expected,)
+    if not kinds or not all(isinstance(k, type) for k in kinds):
+        raise TypeError(f"expected must be an estimator class or a tuple of them (e.g. "
+                        f"okl.OnlineKernelRegressor), got {expected!r}.")
+    return kinds
 
 
-def load(path: Any) -> Any:
+def load(path: Any, expected: Any = None) -> Any:
     """Read an estimator written by `save`; never unpickles.
 
-    `path` is a file name or a binary file object.  Raises `ModelFileError`
-    (a ValueError) when the file is not an intact okl model: damaged,
-    truncated, edited, or with parameters the estimator refuses.
+    `path` is a file name or a binary file object.  `expected`, a class or a
+    tuple of classes, refuses a file that holds another kind of model
+    (``okl.load(path, expected=okl.OnlineKernelRegressor)``) before anything
+    is built.  Raises `ModelFileError` (a ValueError) when the file is not an
+    intact okl model: damaged, truncated, edited, with parameters the
+    estimator refuses, or of another kind than `expected`.
     """
+    kinds = None if expected is None else _expected_kind(expected)
     source = repr(os.fspath(path)) if isinstance(path, (str, os.PathLike)) else "the file"
     header, arrays = _read(path, source)
+    cls = ESTIMATORS.get(header["class"])
+    if kinds is not None and cls is not None and not issubclass(cls, kinds):
+        names = " or ".join(k.__name__ for k in kinds)
+        raise ModelFileError(
+            f"{source} holds a model of class {header['class']}, not {names} (expected="
+            f"{names}): it is another kind of model. Give the file of the model you meant, or "
+            "load it without `expected`.")
+    used = set()
+    estimator = _build(header, arrays, source, "", 0, used)
+    unknown = sorted(set(arrays) - used)
+    if unknown:
+        _fail(source, f"it holds an unknown array {unknown[0]!r}")
+    return estimator
+
+
+def _references(value, nested, taken, check, where):
+    """value with every nested reference ``{"estimator": i}`` replaced by the estimator built
+    for it (each used once), and a list of [name, reference] pairs by (name, estimator)."""
+    def one(ref):
+        i = ref.get("estimator") if isinstance(ref, dict) and len(ref) == 1 else None
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(nested):
+            check.fail(f"{where} refers to no nested estimator ({ref!r})")
+        if i in taken:
+            check.fail(f"the nested estimator {i} is referred to twice")
+        taken.add(i)
+        return nested[i]
+
+    if isinstance(value, dict) and "estimator" in value:
+        return one(value)
+    if isinstance(value, list) and value and all(
+            isinstance(v, list) and len(v) == 2 and isinstance(v[0], str)
+            and isinstance(v[1], dict) and "estimator" in v[1] for v in value):
+        return [(name, one(ref)) for name, ref in value]
+    return value
+
+
+def _build(header, arrays, source, prefix, depth, used):
+    """Check and build the estimator of `header` (its arrays under `prefix`; `used` collects
+    the array names read): nested estimators first, each as a file of its own."""
     check = StateCheck(source)
     name = header["class"]
     cls = ESTIMATORS.get(name)
     if cls is None:
         check.fail(f"it names an unknown estimator class {name!r}")
+    if depth > MAX_NESTING:
+        check.fail(f"its estimators nest more than {MAX_NESTING} deep")
+    nested = []
+    for i, sub in enumerate(header.get("estimators", [])):
+        _check_header(sub, source, f"the nested estimator {prefix}est{i}")
+        nested.append(_build(sub, arrays, source, f"{prefix}est{i}:", depth + 1, used))
+    taken = set()
 
-    def gather(prefix):
-        return {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
+    own = {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)
+           and not k[len(prefix):].startswith("est")}
+    used.update(prefix + k for k in own)
 
-    for key in arrays:
-        if not key.startswith(("param:", "attr:", "obj:", "nested:")):
-            check.fail(f"it holds an unknown array {key!r}")
-    inner = _load_nested(header, arrays, source, check)
+    def gather(kind):
+        return {k[len(kind):]: v for k, v in own.items() if k.startswith(kind)}
+
+    for key in own:
+        if not key.startswith(("param:", "attr:", "obj:")):
+            check.fail(f"it holds an unknown array {prefix + key!r}")
     params = dict(header["params"])
     for key, value in gather("param:").items():
         if key in params:
             check.fail(f"the parameter {key!r} is stored twice")
         params[key] = value
-    params.update(inner["param:"])
-    defaults = cls().get_params(deep=False)
+    defaults = _defaults(cls)
     for key in LATER_PARAMS:            # a file saved before the parameter existed: its default
         if key in defaults and key not in params:
             params[key] = defaults[key]
@@ -639,6 +769,7 @@ def load(path: Any) -> Any:
             params[key] = value
     check.keys(params, defaults, f"the parameters of {name}")
     for key, value in params.items():
+        value = params[key] = _references(value, nested, taken, check, f"the parameter {key!r}")
         if isinstance(value, list) and value and all(     # a list of labels, e.g. classes=[0, 1]
                 isinstance(v, (int, float, str)) and not isinstance(v, bool) for v in value):
             value = params[key] = np.asarray(value)
@@ -650,10 +781,10 @@ def load(path: Any) -> Any:
         if isinstance(value, dict) and key == "kernel_params" and all(   # numbers by name
                 isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()):
             continue
+        if isinstance(value, list) and value and all(isinstance(v, tuple) for v in value):
+            continue                    # (name, estimator) steps, built above
         if isinstance(value, (list, dict)):
             check.fail(f"the parameter {key!r} is a {type(value).__name__}")
-        if key in inner["param:"]:
-            continue
     estimator = cls(**params)
     try:
         estimator._validate_params()
@@ -666,8 +797,8 @@ def load(path: Any) -> Any:
         if key in attrs:
             check.fail(f"the attribute {key!r} is stored twice")
         attrs[key] = value
-    attrs.update(inner["attr:"])
     for key in list(attrs):
+        attrs[key] = _references(attrs[key], nested, taken, check, f"the attribute {key!r}")
         if key in params:       # files of okl <= 0.1 store parameters among the attributes too
             same = (np.array_equal(attrs[key], params[key])
                     if isinstance(params[key], np.ndarray) or isinstance(attrs[key], np.ndarray)
@@ -675,6 +806,8 @@ def load(path: Any) -> Any:
             if not same:
                 check.fail(f"the attribute {key!r} differs from the parameter {key!r}")
             del attrs[key]
+    if len(taken) != len(nested):
+        check.fail(f"it holds {len(nested) - len(taken)} nested estimators nothing refers to")
     objects = {}
     for key, spec in header["objects"].items():
         state = dict(spec["scalars"])
@@ -690,9 +823,16 @@ def load(path: Any) -> Any:
     if not attrs and not objects:
         return estimator                    # an unfitted estimator
     check = StateCheck(source, estimator, attrs, objects)
-    check.out["n_features_in_"] = check.int(attrs.get("n_features_in_"), "n_features_in_", 1,
-                                            C_INT_MAX)
-    check.out["t_"] = check.int(attrs.get("t_"), "t_")
+    for counter in getattr(cls, "_counters", COUNTERS):   # checked first, for _check_state
+        check.out[counter] = check.int(attrs.get(counter), counter,
+                                       *((1, C_INT_MAX) if counter == "n_features_in_" else ()))
+    names = attrs.pop("feature_names_in_", None)      # a DataFrame's columns, every estimator
+    if names is not None:
+        d = check.out.get("n_features_in_")
+        if (not isinstance(names, np.ndarray) or names.dtype.kind != "U"
+                or names.shape != (d,) or len(set(names.tolist())) != d):
+            check.fail("feature_names_in_ must hold the n_features_in_ distinct column names")
+        check.out["feature_names_in_"] = np.asarray(names.tolist(), dtype=object)
     built = estimator._check_state(check)
     state_types = _state_types(type(estimator))
     for key, value in check.out.items():
@@ -700,3 +840,9 @@ def load(path: Any) -> Any:
     for key, (kind, state) in built.items():
         setattr(estimator, key, state_types[kind].from_state(state))
     return estimator
+
+
+def _defaults(cls):
+    """{parameter: its default} of an estimator class (its constructor's signature)."""
+    return {p.name: p.default for p in inspect.signature(cls.__init__).parameters.values()
+            if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}

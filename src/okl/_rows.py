@@ -179,27 +179,80 @@ def check_row(owner, x, check_finite=True):
     return x, None
 
 
+def as_float(value):
+    """A real number as a float; inf for an integer too large for one (10**400)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def _missing_target(owner, y, where):
+    """The error of a target that is missing (None, NaN), infinite or not a number."""
+    if y is None or (isinstance(y, Real) and math.isnan(as_float(y))):
+        return ValueError(
+            f"{_name(owner)} got a missing target{where} ({'NaN' if y is not None else y}): "
+            "every target must be a "
+            "finite number. Drop the events without a target (or impute them) before "
+            "learning.")
+    if isinstance(y, Real) and not isinstance(y, (bool, np.bool_)):
+        return ValueError(
+            f"{_name(owner)} got a non-finite target{where} ({str(y)[:40]}): every target "
+            "must be a finite float64 number. Rescale the targets.")
+    return TypeError(
+        f"{_name(owner)} needs real numbers as targets, but got {str(y)[:60]!r} "
+        f"({type(y).__name__}){where}. Encode the targets as numbers.")
+
+
 def check_label(owner, y):
     """y as one float: a real, finite scalar (a 0-d or one-element array is accepted)."""
     if isinstance(y, np.ndarray) and y.size == 1:
         y = y.reshape(()).item()
     if isinstance(y, (str, bytes)) or not isinstance(y, Real):
-        raise TypeError(f"{_name(owner)} needs a real number as the target of one event, "
-                        f"got {y!r} ({type(y).__name__}).")
-    y = float(y)
-    if not math.isfinite(y):
-        raise ValueError(f"{_name(owner)} got a non-finite target {y}.")
-    return y
+        raise _missing_target(owner, y, " as the target of one event")
+    value = as_float(y)
+    if not math.isfinite(value):
+        raise _missing_target(owner, y, " as the target of one event")
+    return value
+
+
+def real_targets(owner, y):
+    """y (one target per row) as a float64 array when it holds anything but finite numbers:
+    a clear error names the first missing (None, NaN), infinite or non-numeric target,
+    before any step.  Other arrays come back as given, for scikit-learn's checks."""
+    values = y if isinstance(y, np.ndarray) else None
+    if values is None:
+        try:
+            values = np.asarray(y)
+        except (TypeError, ValueError):
+            return y
+    if values.ndim != 1 and not (values.ndim == 2 and values.shape[1:] == (1,)):
+        return y                    # scikit-learn names a wrong shape
+    flat = values.reshape(-1)
+    if flat.dtype.kind not in "fOUS":
+        return y                    # integers; complex numbers: scikit-learn refuses them
+    if flat.dtype.kind == "f":
+        bad = ~np.isfinite(flat)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise _missing_target(owner, float(flat[i]), f" at row {i}")
+        return y
+    for i, item in enumerate(flat.tolist()):
+        if (isinstance(item, (str, bytes)) or not isinstance(item, Real)
+                or not math.isfinite(as_float(item))):
+            raise _missing_target(owner, item, f" at row {i}")
+    return np.asarray(flat.tolist(), dtype=np.float64).reshape(values.shape)
 
 
 def check_weight(owner, sample_weight):
-    """One sample weight: a finite float >= 0."""
+    """One sample weight: a finite float >= 0 (a number: a string is refused, as by the
+    chunks' `okl._base.check_sample_weight`)."""
     if isinstance(sample_weight, (str, bytes)) or not isinstance(sample_weight, Real):
         raise TypeError(f"sample_weight of {_name(owner)}.learn_one must be a number >= 0, "
                         f"got {sample_weight!r}.")
-    w = float(sample_weight)
+    w = as_float(sample_weight)
     if not (w >= 0.0 and math.isfinite(w)):
         raise ValueError(f"sample_weight of {_name(owner)}.learn_one must be finite and "
-                         f">= 0, got {sample_weight!r}.")
+                         f">= 0, got {str(sample_weight)[:40]}.")
     return w
 

@@ -40,8 +40,8 @@ from okl._params import (
     APPROXIMATION_CONSTRAINTS, ARRAY_2D, BOOL, CLASSES_CONSTRAINTS, DRIFT_CONSTRAINTS,
     ENGINE_CONSTRAINTS,
     INTERCEPT_CONSTRAINTS, NONE, ONLINE_WEIGHT_CHECKS,
-    POINTWISE_STEP_CONSTRAINTS, STEP_CONSTRAINTS, Interval, Options, budget_constraints,
-    kernel_constraints,
+    POINTWISE_STEP_CONSTRAINTS, STEP_CONSTRAINTS, Interval, InvalidParameterError, Options,
+    budget_constraints, kernel_constraints,
 )
 from okl._persist import C_INT_MAX, loadable
 from okl.budgets import budget_code, resolve_budget_policy
@@ -280,7 +280,8 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         `fit`.  A call that raises (bad input, a label outside fixed classes,
         divergence) leaves the model exactly as it was.
         """
-        self._progressive_scores(X, y, classes, sample_weight=sample_weight)
+        self._progressive_scores(X, y, classes, sample_weight=sample_weight,
+                                 keep_scores=False)
         return self
 
     def _loss_spec(self):
@@ -722,6 +723,20 @@ class CoefficientRegularizedClassifier(AdaptMixin, KernelModelMixin, LabelsMixin
         self.drift_detector = drift_detector
         self.verbose = verbose
         self.engine = engine
+
+    def _validate_params(self):
+        super()._validate_params()
+        eta = self.eta
+        if isinstance(eta, Real) and not isinstance(eta, bool) and eta * self.lam >= 1.0:
+            # eta_t lam = eta lam t**-eta_decay >= 1 empties the model at every step (Theorem
+            # 4 needs eta_t lam < 1): refused when no stream leaves that regime (t < 2**53)
+            if self.eta_decay == 0 or math.log(eta * self.lam) / self.eta_decay >= 53 * math.log(2.0):
+                raise InvalidParameterError(
+                    f"eta={eta!r} and lam={self.lam!r} give eta_t lam >= 1 at every step of "
+                    "any stream: each step sets the coefficients to zero before adding its "
+                    "own term, so the model keeps only the last event and collapses to zero "
+                    f"wherever that term vanishes. Use eta='auto', or an eta below 1/lam = "
+                    f"{1.0 / self.lam:.3g}.")
 
     def _start(self, X, y):
         n_features = X.shape[1]

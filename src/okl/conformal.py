@@ -29,7 +29,7 @@ from sklearn.exceptions import NotFittedError
 
 from okl import _locks
 from okl._base import (
-    OnlineLearner, _check_unchanged, _params_validated, check_X, check_X_y, params_changed,
+    OnlineLearner, _check_unchanged, params_validated, check_X, check_X_y, params_changed,
     transaction,
 )
 from okl._core import _conformal
@@ -38,7 +38,7 @@ from okl._numpy.conformal import Method, NumpyCalibration
 from okl._one_event import rebound
 from okl._params import Interval, InvalidParameterError, Kind, Options
 from okl._persist import loadable
-from okl._rows import check_row
+from okl._rows import check_label, check_row
 
 METHODS = {"aci": Method.ACI, "quantile": Method.QUANTILE, "agaci": Method.AGACI}
 # gamma="auto": Gibbs and Candes' step for ACI; the quantile tracker's step is relative to
@@ -142,6 +142,8 @@ class _ConformalBase(OnlineLearner):
         """q_t: the score threshold of the next prediction (inf before any event)."""
         return self.calibration_.threshold()
 
+    _uncopied = ("_last",)      # the one-event cache: copies and pickles go without it
+
     @classmethod
     def _state_classes(cls):
         return (Calibration, NumpyCalibration)
@@ -151,10 +153,6 @@ class _ConformalBase(OnlineLearner):
         tags.input_tags.sparse = False
         return tags
 
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state.pop("_last", None)            # the one-event cache
-        return state
 
 
 @loadable
@@ -355,7 +353,8 @@ class ConformalRegressor(RegressorMixin, _ConformalBase):
             lower, upper = self.__dict__.pop("_chunk_bands")
             return pred, lower, upper
 
-    def _progressive_scores(self, X, y, classes=None, reset=False, sample_weight=None):
+    def _progressive_scores(self, X, y, classes=None, reset=False, sample_weight=None,
+                            keep_scores=True):
         if sample_weight is not None:
             raise TypeError("ConformalRegressor takes no sample_weight: the calibration "
                             "counts events.")
@@ -436,16 +435,13 @@ class ConformalRegressor(RegressorMixin, _ConformalBase):
             for model in self._models():
                 guarded.append((model, model.checkpoint(1)))
             f, a, b = self._cached_or_predicted(x)
-            y = float(y)
-            if not math.isfinite(y):
-                raise ValueError(f"y must be a finite number, got {y!r}; the model is left as "
-                                 "it was.")
+            y = check_label(self, y)        # a missing target: its own message
             s = self._scores(np.array([y]), np.array([f]), np.array([a]), np.array([b]))[0]
             for est in self._learners():
                 est.learn_one(x, y)
             self.calibration_.learn(s)
             self.t_ += 1
-            _params_validated(self)
+            params_validated(self)
         self._ready_events()
 
     def _ready_events(self):
@@ -721,7 +717,8 @@ class ConformalClassifier(ClassifierMixin, _ConformalBase):
             covered, sizes = self.__dict__.pop("_chunk_sets")
             return pred, covered, sizes
 
-    def _progressive_scores(self, X, y, classes=None, reset=False, sample_weight=None):
+    def _progressive_scores(self, X, y, classes=None, reset=False, sample_weight=None,
+                            keep_scores=True):
         if sample_weight is not None:
             raise TypeError("ConformalClassifier takes no sample_weight: the calibration "
                             "counts events.")
@@ -792,7 +789,7 @@ class ConformalClassifier(ClassifierMixin, _ConformalBase):
             self.estimator_.learn_one(x, y)
             self.calibration_.learn(s)
             self.t_ += 1
-            _params_validated(self)
+            params_validated(self)
 
     def _check_state(self, check):
         check.attrs.setdefault("score_", "absolute")

@@ -256,7 +256,8 @@ class KernelRLSRegressor(AdaptMixin, RegressorMixin, OnlineLearner):
         out = [("kernel", names.get(record["kernel"])), *fitted_params(self, record),
                ("noise", noise), ("forgetting", model.forgetting),
                ("fit_intercept", model.intercept)]
-        if features or "_warm_X" in self.__dict__:
+        if features or ("_warm_X" in self.__dict__ and self.approximation == "fourier"):
+            # (during the warm-up the model is exact: it becomes features only at its end)
             return out + [("approximation", "fourier"), ("n_components", self.n_components)
                           if not features else ("n_components", model.n_components)]
         if model.policy == Prune.FREEZE:

@@ -35,7 +35,7 @@ from okl._numpy.codes import Offset
 from okl._numpy.pointwise import make_schedule
 from okl._params import (
     BOOL, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS, INTERCEPT_CONSTRAINTS, NONE,
-    ONLINE_WEIGHT_CHECKS, Interval, InvalidParameterError, Kind, Options,
+    ONLINE_WEIGHT_CHECKS, Interval, InvalidParameterError, Kind, Options, validate_params,
 )
 from okl._persist import C_INT_MAX, loadable
 from okl.classification import MULTICLASS_LOSSES, _finite_lipschitz
@@ -209,7 +209,10 @@ class MultiKernelMixin:
     def _engine_model(self):
         """The model, converted if `engine` was changed since it was built."""
         model = self._model
-        cls = ENGINES[self.engine].multikernel
+        engine = ENGINES.get(self.engine) if isinstance(self.engine, str) else None
+        if engine is None:              # set_params(engine=...) since the last call: named
+            validate_params(self)
+        cls = engine.multikernel
         if not isinstance(model, cls):
             model = self._model = cls.from_state(model.get_state())
         return model
@@ -232,8 +235,17 @@ class MultiKernelMixin:
         self.n_support_ = 0
 
     def _check_size(self):
+        model = self.__dict__["_model"]
+        if model.n_outputs >= 3:        # k classes: every learner scores each of them
+            work = model.n_support * (model.n_features + model.n_learners * model.n_outputs)
+            _warnings.warn_size(
+                self, "classes", work, _warnings.EXPANSION_WORK,
+                f"{type(self).__name__} scores {model.n_outputs} classes with each of its "
+                f"{model.n_learners} learners on {model.n_support} centres: every step now "
+                f"costs {work:.2g} multiply-adds, growing with every new class. Use fewer "
+                "learners (gammas, eta_scales) or a smaller budget, or okl.OnlineKernelClassifier "
+                "(one learner) for many classes (this warning is shown once).")
         if not self._budget():
-            model = self.__dict__["_model"]
             work = model.n_support * (model.n_features + model.n_learners)
             _warnings.warn_size(
                 self, "expansion", work, _warnings.EXPANSION_WORK,
@@ -572,7 +584,8 @@ class MultiKernelClassifier(MultiKernelMixin, LabelsMixin, ClassifierMixin,
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """Continue the stream with the rows of X, in order (all-or-nothing)."""
-        self._progressive_scores(X, y, classes, sample_weight=sample_weight)
+        self._progressive_scores(X, y, classes, sample_weight=sample_weight,
+                                 keep_scores=False)
         return self
 
     def _loss_spec(self):
@@ -752,12 +765,13 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
 
     def fit(self, X, y, sample_weight=None):
         """Learn the rows of X in order, from a fresh model (one online pass)."""
-        self._progressive_scores(X, y, reset=True, sample_weight=sample_weight)
+        self._progressive_scores(X, y, reset=True, sample_weight=sample_weight,
+                                 keep_scores=False)
         return self
 
     def partial_fit(self, X, y, sample_weight=None):
         """Continue the stream with the rows of X, in order (all-or-nothing)."""
-        self._progressive_scores(X, y, sample_weight=sample_weight)
+        self._progressive_scores(X, y, sample_weight=sample_weight, keep_scores=False)
         return self
 
     def _loss_spec(self):

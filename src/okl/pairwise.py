@@ -15,11 +15,12 @@ from okl._blas import one_thread
 from okl._docstrings import shared_params
 from okl._engines import ENGINES
 from okl._gamma import check_width_moments, start_warmup, warm_rows
+from okl._labels import as_labels
 from okl._core._expansion import KernelExpansion
 from okl._core._pairwise import PairEvents, PairKind, Reducer
 from okl._pair_models import (
     DifferencePairModel, LinearPairModel, MetricPairModel, MomentsPairModel,
-    reservoir_slots,
+    reservoir_slots, stored_caches,
 )
 from okl._params import (
     ENGINE_CONSTRAINTS, NONE, Interval, InvalidParameterError, Kind, Options, kernel_constraints,
@@ -279,6 +280,12 @@ class PairwiseLearner(OnlineLearner):
         check.floats("theta_", lo=0.0)
         check.floats("kappa_", lo=1.0)
         check.floats("eta1_", lo=0.0, open_lo=True)
+        # what the parameters fix (`_start`): theta_, and eta1_ for a number eta
+        q = pairwise_growth(self.loss, 1.0, self.p)[0]      # q: the loss's alone
+        theta = (q + 2.0) / (q + 3.0) if self.theta is None else float(self.theta)
+        check.equal(out["theta_"], theta, "theta_")
+        if self.eta != "auto":
+            check.equal(out["eta1_"], float(self.eta), "eta1_")
         out["_seed"] = check.int(attrs["_seed"], "_seed", 0, 2 ** 31 - 1)
         stored = out["n_stored_"] = check.int(attrs["n_stored_"], "n_stored_", 0, t)
         moments = (self._running_moments and self.loss == "squared"
@@ -316,6 +323,12 @@ class PairwiseLearner(OnlineLearner):
             if len(history["y"]) != stored:
                 check.fail(f"n_stored_ = {stored} but the history holds {len(history['y'])} "
                            "points")
+            if difference and stored:       # the caches beside the points: what g gives there
+                s, gram = stored_caches(ENGINES["numpy"].expansion.from_state(g),
+                                        history["idx"])
+                for key, value, true in (("s", history["s"], s), ("gram", history["gram"], gram)):
+                    if not np.all(np.abs(value - true) <= 1e-9 * (1.0 + np.abs(true).max())):
+                        check.fail(f"history_{key} is not what g gives at the stored points")
             out_state.update(prefixed("history_", history))
             if labels:
                 codes = history["y"]
@@ -347,14 +360,15 @@ class PairwiseLearner(OnlineLearner):
     def _frozen_params(self):
         return [getattr(self, name) for name in self._FROZEN]
 
+    def _unhonoured(self):
+        """The parameters of `_FROZEN` changed since the first call (partial_fit and okl.save
+        refuse them)."""
+        if "_params" not in self.__dict__ or self._frozen_params() == self._params:
+            return []
+        return [f"{name}={now!r} (fitted with {then!r})" for name, now, then in
+                zip(self._FROZEN, self._frozen_params(), self._params) if now != then]
+
     def _check_X_y(self, X, y, reset):
-        if not reset and self._frozen_params() != self._params:
-            changed = [f"{name}={now!r} (fitted with {then!r})" for name, now, then in
-                       zip(self._FROZEN, self._frozen_params(), self._params) if now != then]
-            raise ValueError(
-                f"{type(self).__name__}.partial_fit continues the stream of the first call "
-                f"and cannot change its parameters: {', '.join(changed)}. Call fit to "
-                "start again, or set them back.")
         _check_dense(X)
         return check_X_y(self, X, y, reset=reset, y_numeric=self.reducer != "dissimilar")
 
@@ -401,6 +415,7 @@ class PairwiseLearner(OnlineLearner):
         """y as float64: real targets, or class codes (index in classes_) for "dissimilar"."""
         if self.reducer != "dissimilar":
             return np.ascontiguousarray(y, dtype=np.float64)
+        y, _ = as_labels(y)             # a missing label (None, NaN) named as such
         check_classification_targets(y)
         new = np.setdiff1d(np.unique(y), self.classes_)
         self.classes_ = np.concatenate([self.classes_, new])

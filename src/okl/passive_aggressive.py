@@ -352,8 +352,17 @@ class RegularizedPAClassifier(AdaptMixin, KernelModelMixin, LabelsMixin, Classif
         else:
             self._model = KernelPAModel(self._new_expansion(X.shape[1]))
 
-    _divergence_cure = ("a tiny nonzero ||x|| makes the step l/||x||^2 overflow. Scale X "
-                        "(e.g. with sklearn.preprocessing.StandardScaler) or use variant='PA-I'")
+    @property
+    def _divergence_cure(self):
+        """What makes a PA step overflow, by kernel: l / K(x, x) for a tiny nonzero K(x, x)
+        (the linear and polynomial kernels), a row whose squared norm overflows (any other
+        kernel: its K(x, x) is 1)."""
+        huge = ("a row whose squared norm overflows float64 (entries of 1e154 or more) has "
+                "no finite kernel value")
+        tiny = "a row of tiny nonzero norm makes the step l/K(x, x) overflow"
+        cause = {"linear": tiny, "polynomial": f"{tiny}, or {huge}"}.get(self.kernel, huge)
+        return (f"{cause}. Scale X (e.g. with okl.preprocessing.OnlineStandardScaler)"
+                + (" or use variant='PA-I'" if cause != huge else ""))
 
     def _check_state(self, check):
         """okl.load's checks of this learner's fitted state (see `OnlineLearner._check_state`)."""

@@ -14,8 +14,10 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.metaestimators import available_if
 
+from okl import _locks
 from okl._base import transaction
 from okl._one_event import EventAdapter, _Schema, rebound
+from okl._persist import loadable
 
 
 def _final_has(name):
@@ -26,7 +28,8 @@ def _final_has_event(name, batch):
     return lambda self: hasattr(self.steps[-1][1], name) or hasattr(self.steps[-1][1], batch)
 
 
-class StreamPipeline(BaseEstimator):
+@loadable
+class StreamPipeline(_locks.LockedState, BaseEstimator):
     """Transformers then an online learner, learning chunk by chunk or event by event.
 
     Parameters
@@ -53,7 +56,11 @@ class StreamPipeline(BaseEstimator):
     its one online pass (scikit-learn's Pipeline).
 
     A call that raises leaves every step as it was: okl's estimators are
-    atomic, and the transformers' fitted attributes are restored.
+    atomic, and the transformers' fitted attributes are restored.  Calls on
+    the pipeline are serialised by its lock (then each step takes its own), so
+    a prediction, a pickle or `okl.save` from another thread sees every step
+    between two calls.  `okl.save` / `okl.load` store the pipeline with its
+    steps when each is an okl estimator (docs/guide/persistence.md).
 
     References
     ----------
@@ -85,6 +92,7 @@ class StreamPipeline(BaseEstimator):
 
     # -- composition (scikit-learn's Pipeline conventions) -------------------------------
 
+    @_locks.serialised
     def get_params(self, deep=True):
         params = {"steps": self.steps, "unknown_features": self.unknown_features}
         if deep:
@@ -95,6 +103,7 @@ class StreamPipeline(BaseEstimator):
                         params[f"{name}__{key}"] = value
         return params
 
+    @_locks.serialised
     def set_params(self, **params):
         if "steps" in params:
             self.steps = params.pop("steps")
@@ -158,6 +167,18 @@ class StreamPipeline(BaseEstimator):
             raise TypeError(f"The last step ({type(self._final).__name__}) must have "
                             "partial_fit to learn from a stream.")
 
+    def _validate_params(self):
+        """okl.load's check of the parameters: the steps, and unknown_features."""
+        self._check_steps()
+        if self.unknown_features not in ("error", "ignore"):
+            raise ValueError("unknown_features must be 'error' or 'ignore', got "
+                             f"{self.unknown_features!r}.")
+
+    def _check_state(self, check):
+        """okl.load: a pipeline keeps no fitted state of its own (its steps do)."""
+        check.fail(f"StreamPipeline keeps no fitted attributes, but the file holds "
+                   f"{sorted(check.attrs) + sorted(check.objects)}")
+
     def _adapter(self):
         adapter = self.__dict__.get("_events")
         if adapter is None or adapter.estimator is not self._final:
@@ -186,6 +207,7 @@ class StreamPipeline(BaseEstimator):
             obj.__dict__.update(state)
             rebound(obj)
 
+    @_locks.serialised
     def _atomic(self, update, *args, **kwargs):
         saved = self._snapshot()
         try:
@@ -235,27 +257,33 @@ class StreamPipeline(BaseEstimator):
             X = est.transform(X)
         return X
 
+    @_locks.serialised
     def transform(self, X):
         """X through every transformer (not the last step)."""
         return self._transform(X)
 
     @available_if(_final_has("predict"))
+    @_locks.serialised
     def predict(self, X):
         return self._final.predict(self._transform(X))
 
     @available_if(_final_has("decision_function"))
+    @_locks.serialised
     def decision_function(self, X, *args):
         return self._final.decision_function(self._transform(X), *args)
 
     @available_if(_final_has("predict_proba"))
+    @_locks.serialised
     def predict_proba(self, X):
         return self._final.predict_proba(self._transform(X))
 
     @available_if(_final_has("score_samples"))
+    @_locks.serialised
     def score_samples(self, X):
         return self._final.score_samples(self._transform(X))
 
     @available_if(_final_has("score"))
+    @_locks.serialised
     def score(self, X, y, sample_weight=None):
         kwargs = {} if sample_weight is None else {"sample_weight": sample_weight}
         return self._final.score(self._transform(X), y, **kwargs)
@@ -294,19 +322,23 @@ class StreamPipeline(BaseEstimator):
                     x = np.ascontiguousarray(est.transform(row[None, :])[0], dtype=np.float64)
         return x
 
+    @_locks.serialised
     def transform_one(self, x):
         """One event through every transformer."""
         return self._transform_one(x)
 
+    @_locks.serialised
     def predict_one(self, x):
         """The last step's prediction for one event (its prior before any learning)."""
         return self._adapter().predict_one(self._transform_one(x))
 
     @available_if(_final_has_event("decision_function_one", "decision_function"))
+    @_locks.serialised
     def decision_function_one(self, x):
         return self._adapter().decision_function_one(self._transform_one(x))
 
     @available_if(_final_has_event("predict_proba_one", "predict_proba"))
+    @_locks.serialised
     def predict_proba_one(self, x):
         return self._adapter().predict_proba_one(self._transform_one(x))
 

@@ -12,8 +12,10 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from okl._base import transaction
+from okl import _locks
+from okl._base import params_changed, params_validated, transaction
 from okl._params import BOOL, Options, validate_params
+from okl._persist import loadable
 from okl._rows import UNKNOWN_FEATURES, check_row, commit_names, forget_names
 
 # a standard deviation below this is a constant feature, scaled by 1 (scikit-learn's rule)
@@ -26,7 +28,9 @@ def _scale_of(var):
     return scale
 
 
-class OnlineStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+@loadable
+class OnlineStandardScaler(_locks.LockedState, OneToOneFeatureMixin, TransformerMixin,
+                           BaseEstimator):
     """Standardize features with running means and variances, one chunk or one event at a time.
 
     ``z = (x - mean_) / scale_``, with ``mean_`` and ``var_`` (population
@@ -109,7 +113,7 @@ class OnlineStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator
 
     def fit(self, X, y=None):
         """Mean and variance of the rows of X, from scratch."""
-        with transaction(self):
+        with _locks.locked(self), transaction(self):
             self._clear()
             return self.partial_fit(X)
 
@@ -124,10 +128,9 @@ class OnlineStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator
         A call that raises (NaN/inf, a changed number of features) leaves the
         scaler as it was.
         """
-        with transaction(self):
+        with _locks.locked(self), transaction(self):
             first = not hasattr(self, "n_samples_seen_")
-            if first:
-                validate_params(self)
+            self._validate_params()
             X = self._check_X(X, reset=first)
             if first:
                 self._start(X.shape[1])
@@ -139,16 +142,25 @@ class OnlineStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator
         n_b = X.shape[0]
         if n_b == 0:
             return
-        mean_b = X.mean(axis=0)
-        m2_b = ((X - mean_b) ** 2).sum(axis=0)
-        n_a = self.n_samples_seen_
-        n = n_a + n_b
-        delta = mean_b - self.mean_
-        mean = self.mean_ + delta * (n_b / n)
-        m2 = self._m2 + m2_b + delta * delta * (n_a * n_b / n)
+        with np.errstate(over="ignore", invalid="ignore"):      # `_set` refuses a non-finite
+            mean_b = X.mean(axis=0)
+            m2_b = ((X - mean_b) ** 2).sum(axis=0)
+            n_a = self.n_samples_seen_
+            n = n_a + n_b
+            delta = mean_b - self.mean_
+            mean = self.mean_ + delta * (n_b / n)
+            m2 = self._m2 + m2_b + delta * delta * (n_a * n_b / n)
         self._set(n, mean, m2)
 
     def _set(self, n, mean, m2):
+        with np.errstate(over="ignore", invalid="ignore"):
+            bad = ~(np.isfinite(mean) & np.isfinite(m2))
+        if bad.any():
+            j = int(np.argmax(bad))
+            raise ValueError(
+                f"OnlineStandardScaler cannot hold the variance of feature {j}: its values "
+                "(or their squared deviations) pass the largest float64, 1.8e308. Divide X "
+                "by a constant first (e.g. X / 1e150); the scaler is left as it was.")
         var = m2 / n
         scale = _scale_of(var) if self.with_std else None
         # every value is computed before the first assignment: the update is atomic
@@ -157,19 +169,58 @@ class OnlineStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator
 
     def learn_one(self, x):
         """Welford's update with one event (a dict or a 1-D row); returns None (river)."""
-        with transaction(self):
+        with _locks.locked(self), transaction(self):
             first = not hasattr(self, "n_samples_seen_")
-            if first:
-                validate_params(self)
+            self._validate_params()
             row, names = check_row(self, x)
             if first:
                 self._start(row.shape[0])
             n = self.n_samples_seen_ + 1
-            delta = row - self.mean_
-            mean = self.mean_ + delta / n
-            m2 = self._m2 + delta * (row - mean)
+            with np.errstate(over="ignore", invalid="ignore"):  # `_set` refuses a non-finite
+                delta = row - self.mean_
+                mean = self.mean_ + delta / n
+                m2 = self._m2 + delta * (row - mean)
             self._set(n, mean, m2)
             commit_names(self, names)
+
+    # -- okl.save / okl.load ---------------------------------------------------------------
+
+    _counters = ("n_features_in_", "n_samples_seen_")       # okl.load's (okl._persist)
+
+    def _validate_params(self):
+        """Check the parameters when one changed since the last call (set_params); scale_
+        then follows with_std, so a change is honoured at once, and by okl.save."""
+        if params_changed(self):
+            validate_params(self)
+            if "var_" in self.__dict__:
+                self.scale_ = _scale_of(self.var_) if self.with_std else None
+            params_validated(self)
+
+    def _check_state(self, check):
+        """okl.load's checks: the mean and M2 of n_samples_seen_ rows; var_ and scale_ must be
+        what they give."""
+        attrs, out = check.attrs, check.out
+        d, n = out["n_features_in_"], out["n_samples_seen_"]
+        check.keys(attrs, ("n_features_in_", "n_samples_seen_", "mean_", "var_", "_m2",
+                           "scale_"), "OnlineStandardScaler's attributes",
+                   optional=("_row_keys",))
+        if n < 1:
+            check.fail("n_samples_seen_ is 0, but a fitted scaler has seen a row")
+        out["mean_"] = check.array(attrs["mean_"], "mean_", (d,))
+        m2 = out["_m2"] = check.array(attrs["_m2"], "_m2", (d,))
+        if np.any(m2 < 0):
+            check.fail("_m2 holds a negative sum of squares")
+        out["var_"] = m2 / n
+        out["scale_"] = _scale_of(out["var_"]) if self.with_std else None
+        if not np.array_equal(check.array(attrs["var_"], "var_", (d,)), out["var_"]):
+            check.fail("var_ is not _m2 / n_samples_seen_")
+        if self.with_std:
+            if not np.array_equal(check.array(attrs["scale_"], "scale_", (d,)), out["scale_"]):
+                check.fail("scale_ is not the standard deviation var_ gives")
+        elif attrs["scale_"] is not None:
+            check.fail("scale_ is stored, but with_std=False keeps none")
+        check.row_keys()
+        return {}
 
     def _check_X(self, X, reset):
         if sp.issparse(X):
@@ -191,15 +242,19 @@ class OnlineStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator
             X = X / self.scale_
         return X
 
+    @_locks.serialised
     def transform(self, X, copy=None):
         """(X - mean_) / scale_ for every row of X."""
         check_is_fitted(self, "n_samples_seen_")
+        self._validate_params()
         X = self._check_X(X, reset=False)
         return np.array(self._apply(X), dtype=np.float64, order="C", copy=True)
 
+    @_locks.serialised
     def inverse_transform(self, X, copy=None):
         """X * scale_ + mean_: the rows in their original units."""
         check_is_fitted(self, "n_samples_seen_")
+        self._validate_params()
         X = np.array(validate_data(self, X, reset=False, dtype=np.float64), copy=True)
         if self.with_std:
             X *= self.scale_
@@ -207,6 +262,7 @@ class OnlineStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator
             X += self.mean_
         return X
 
+    @_locks.serialised
     def transform_one(self, x):
         """One event standardized: a dict for a dict (keyed like the first event), else a row.
 
@@ -215,6 +271,7 @@ class OnlineStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator
         if not hasattr(self, "n_samples_seen_"):
             row, names = check_row(self, x)
             return dict(zip(names, row.tolist())) if names is not None else row.copy()
+        self._validate_params()
         row, _ = check_row(self, x)
         z = self._apply(row)
         if isinstance(x, Mapping):

@@ -196,7 +196,8 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
         `sample_weight` (w_t >= 0) scales the loss gradient of each step; 0
         skips the row (docs/algorithms.md, section 7.2).
         """
-        self._progressive_scores(X, y, reset=True, sample_weight=sample_weight)
+        self._progressive_scores(X, y, reset=True, sample_weight=sample_weight,
+                                 keep_scores=False)
         return self
 
     def partial_fit(self, X, y, sample_weight=None):
@@ -204,7 +205,7 @@ class OnlineKernelRegressor(PointwiseMixin, RegressorMixin, OnlineLearner):
 
         A call that raises (bad input, divergence) leaves the model exactly as it was.
         """
-        self._progressive_scores(X, y, sample_weight=sample_weight)
+        self._progressive_scores(X, y, sample_weight=sample_weight, keep_scores=False)
         return self
 
     def _scaled_step(self):

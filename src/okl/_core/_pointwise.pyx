@@ -269,6 +269,15 @@ def predict_one(self, x):
         return adapter.predict_one(x)
 
 
+def huge_event(name):
+    """The error of an event too large for float64 (its squared norm overflows): the cause is
+    the event, not the step size (okl._base names such a row of a chunk the same way)."""
+    return FloatingPointError(
+        f"{name} cannot learn this event: it is too large for float64 (its squared norm "
+        "overflows, so no kernel value of it is finite). Scale X (e.g. with "
+        "okl.preprocessing.OnlineStandardScaler). The model is left as it was.")
+
+
 cdef class Events:
     """The base of the one-event steps (`PointwiseEvents`, `FeatureEvents`, the multiclass,
     CoefReg and PA steps): `bind` remembers the objects the learner holds under `names`,
@@ -663,7 +672,7 @@ cdef class PointwiseEvents(Events):
         status[0] = cstep(e, p, xx, cself(&e.kernel, xx), cself(&e.kernel, xx), f, y,
                           weight, eta_given, &self.loss, &schedule, st)
         if status[0] == DIVERGED:
-            raise self.diverged(st.t, st.eta_try)
+            raise self.diverged(st.t, st.eta_try) if isfinite(xx) else huge_event(self.name)
         if warm is not None and status[0] == TAKEN:
             if warm.kbar is not None and warm.kbar.rows:
                 warm.kbar.cappend(p)
@@ -859,7 +868,8 @@ cdef class FeatureEvents(Events):
                        cself(&self.rowmap.kernel, self.last_xx), self.last_zz, f[0], y, weight,
                        eta_given, &self.loss, &schedule, st)
         if status == DIVERGED:
-            raise self.diverged(st.t, st.eta_try)
+            raise (self.diverged(st.t, st.eta_try) if isfinite(self.last_xx)
+                   else huge_event(self.name))
         if warm is not None and warm.kbar is not None and status == TAKEN:
             warm.kbar.cappend(&self.last_row[0])       # the row itself (`_features` keeps it)
             ckernel_mean(self.linear, warm.kbar, st.t, True)

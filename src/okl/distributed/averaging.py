@@ -4,12 +4,14 @@ docs/distributed.md, section 2)."""
 import copy
 import time
 import uuid
+from numbers import Integral
 from typing import NamedTuple
 
 import numpy as np
 from sklearn.base import BaseEstimator, clone
 
 from okl._averaging import average_models
+from okl._params import INT_MAX, InvalidParameterError
 from okl.distributed.tasks import SEQUENTIAL, import_distributed, local_cluster
 
 
@@ -251,6 +253,23 @@ AHEAD = 2
 """Rounds submitted ahead of the one the driver watches: the workers never wait for it."""
 
 
+def _check_workers(k, X):
+    """Refuse more local models than the stream has rows (an array) or partitions (a dask
+    DataFrame, files: each goes whole to one model): the others could learn nothing."""
+    if hasattr(X, "npartitions") and not hasattr(X, "chunks"):     # a dask DataFrame
+        bound, what = X.npartitions, "partitions"
+    elif isinstance(X, (list, tuple)):
+        bound, what = len(X), "files"
+    else:
+        rows = getattr(X, "shape", (None,))[0]
+        if not isinstance(rows, Integral):      # unknown (a dask array's nan)
+            return
+        bound, what = int(rows), "rows"
+    if k > bound:
+        raise ValueError(f"n_workers={k} is more than the {bound} {what} of the stream: the "
+                         f"other local models would learn nothing. Use n_workers <= {bound}.")
+
+
 class AveragedLearner(BaseEstimator):
     """One stream, k workers: data-parallel online learning by model averaging.
 
@@ -418,9 +437,12 @@ class AveragedLearner(BaseEstimator):
     def _validate(self):
         from okl._averaging import _kind
 
-        if int(self.n_workers) < 1 or int(self.sync_every) < 1:
-            raise ValueError(f"n_workers and sync_every must be >= 1; got {self.n_workers} and "
-                             f"{self.sync_every}.")
+        for name in ("n_workers", "sync_every"):
+            value = getattr(self, name)
+            if (isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral)
+                    or not 1 <= value <= INT_MAX):
+                raise InvalidParameterError(
+                    f"{name} must be an int in [1, {INT_MAX}]; got {value!r}.")
         if self.sync not in ("static", "dynamic"):
             raise ValueError(f"sync must be 'static' or 'dynamic'; got {self.sync!r}.")
         if not self.threshold >= 0:
@@ -487,6 +509,7 @@ class AveragedLearner(BaseEstimator):
 
         self._validate()
         k, S = int(self.n_workers), int(self.sync_every)
+        _check_workers(k, X)                # before anything of size k is made
         client, where = self._executor()
         dask = not isinstance(client, _InProcess)
         parts = Partitions.of(X, y, S, client if dask else None, where, file_options)
