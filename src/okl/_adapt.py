@@ -60,9 +60,9 @@ class AdaptMixin:
         self.__dict__.pop("_drift_state", None)
         self.__dict__.pop("drift_detector_", None)
 
-    def _learn_all(self, X, y, weight):
+    def _learn_all(self, X, y, weight, keep_scores=True):
         if not self._outside():
-            return super()._learn_all(X, y, weight)
+            return super()._learn_all(X, y, weight, keep_scores)
         d = self.__dict__
         detector = copy.deepcopy(d.get("drift_detector_", self.drift_detector))
         self.drift_detector_ = detector     # a new object: the template's undo keeps the old
@@ -80,7 +80,7 @@ class AdaptMixin:
                 state = self._drift_state_now()
                 state["pending"] = 1.0
                 self._drift_state = state_tuple(state)
-        return None if parts[0] is None else np.concatenate(parts)
+        return np.concatenate(parts) if keep_scores and parts else None
 
     def _drift_scale(self, X, weight):
         """The scale of a regressor's absolute errors on the row X (`weight`: None or its
