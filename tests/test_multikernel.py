@@ -51,7 +51,7 @@ def test_one_width_is_the_single_classifier(engine, loss, budget, policy):
     X, y = xor_stream(600, seed=1)
     params = dict(loss=loss, lam=1e-2, eta="auto", eta_decay=0.5, budget=budget,
                   budget_policy=policy, fit_intercept=True, engine=engine)
-    single = OnlineKernelClassifier(gamma=0.7, **params)
+    single = OnlineKernelClassifier(gamma=0.7, drift_detector=None, **params)   # as the pool's
     multi = MultiKernelClassifier(gammas=[0.7], eta_scales=[1.0], **PAPERS, **params)
     f_single = progressive(single, X, y, classes=[0, 1])
     f_multi = progressive(multi, X, y, classes=[0, 1])
@@ -74,7 +74,7 @@ def test_one_width_is_the_single_regressor(engine, loss, budget):
     X, y = sine_stream(500, seed=2)
     params = dict(loss=loss, epsilon=0.05, quantile=0.7, lam=1e-3, eta="auto", eta_decay=0.6,
                   fit_intercept=True, budget=budget, budget_policy="oldest", engine=engine)
-    single = OnlineKernelRegressor(gamma=0.5, **params)
+    single = OnlineKernelRegressor(gamma=0.5, drift_detector=None, **params)   # as the pool's
     multi = MultiKernelRegressor(gammas=[0.5], **PAPERS, **params)
     np.testing.assert_allclose(progressive(multi, X, y), progressive(single, X, y),
                                rtol=0, atol=1e-12)
@@ -92,7 +92,8 @@ def single_scores(X, y, gammas, classes=None):
     multi = Multi()
     base = {name: getattr(multi, name)
             for name in ("loss", "lam", "eta", "eta_decay", "fit_intercept")}
-    return np.column_stack([progressive(Single(gamma=g, budget=None, **base), X, y, classes)
+    return np.column_stack([progressive(Single(gamma=g, budget=None, drift_detector=None, **base),
+                                        X, y, classes)
                             for g in gammas])
 
 
@@ -201,7 +202,8 @@ def test_a_forgetting_learner_is_the_single_learner_with_a_constant_step():
                                   share=0.0, budget=None, lam=1e-3).fit(X, y)
     eta = 1.0 / (1e-3 + 1.0)                # the hinge loss: M = 1
     single = OnlineKernelClassifier(gamma=0.7, eta=eta, eta_decay=0.0, lam=0.01 / eta,
-                                    fit_intercept=False, budget=None).fit(X, y)
+                                    fit_intercept=False, budget=None,
+                                    drift_detector=None).fit(X, y)
     np.testing.assert_allclose(multi.learner_decisions(X)[:, 1], single.decision_function(X),
                                rtol=0, atol=1e-11)
     np.testing.assert_array_equal(multi.forgetting_, [np.nan, 0.99])
