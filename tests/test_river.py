@@ -1,11 +1,15 @@
 """okl.river.to_river: okl learners inside river's evaluation, pipelines and metrics."""
+import math
 import pickle
 import sys
 
 import numpy as np
 import pytest
 
-from okl import OnlineKernelClassifier, OnlineKernelRegressor, PairwiseLearner
+from okl import (
+    CoefficientRegularizedClassifier, OnlineKernelClassifier, OnlineKernelRegressor,
+    PairwiseLearner, RegularizedPAClassifier,
+)
 from okl.preprocessing import OnlineStandardScaler
 
 
@@ -270,3 +274,77 @@ def test_the_wrapper_gives_the_learners_own_results_and_platts_scaling_of_its_ma
     X = np.array([list(x.values()) for x, _ in events])
     predict = "predict" if task == "regression" else "decision_function"
     np.testing.assert_array_equal(getattr(ours.estimator, predict)(X), getattr(ref, predict)(X))
+
+
+def reference_softmax(labels, scores):
+    """The k scores' softmax written out in plain Python (okl.river's rule for hinge models)."""
+    top = scores[0]
+    for s in scores[1:]:
+        if not s <= top:
+            top = s
+    total = 0.0
+    for s in scores:
+        total += math.exp(s - top)
+    return {label: math.exp(s - top) / total for label, s in zip(labels, scores)}
+
+
+@pytest.mark.parametrize("make", [
+    OnlineKernelClassifier,
+    lambda: OnlineKernelClassifier(approximation="fourier", random_state=0),
+    RegularizedPAClassifier,
+])
+def test_a_hinge_models_k_scores_give_their_softmax_on_every_path(river, make):
+    """With three classes a hinge model's probabilities are the softmax of its k scores,
+    written out in `reference_softmax`, to the last bit; the adapter's path (unknown keys
+    dropped) and a weighted event's path give what the compiled one-event calls give."""
+    from okl.river import to_river
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(200, 4))
+    y = (X[:, 0] > 0.5).astype(int) + (X[:, 1] > 0).astype(int)
+    events = [({f"x{j}": v for j, v in enumerate(row)}, int(label)) for row, label in zip(X, y)]
+    ours, lenient, ref = (to_river(make()), to_river(make(), unknown_features="ignore"),
+                          make())
+    for i, (x, label) in enumerate(events):
+        classes = ref.__dict__.get("classes_", ())
+        extra = {**x, "unknown": 1.0} if i else x       # the first event fixes the features
+        if len(classes) > 2:
+            expected = reference_softmax(classes.tolist(), ref.decision_function_one(x).tolist())
+            assert ours.predict_proba_one(x) == expected
+            assert lenient.predict_proba_one(extra) == expected
+        ours.learn_one(x, label)
+        lenient.learn_one(extra, label, w=1 if i % 2 else 1.0)
+        ref.learn_one(x, label)
+    assert len(ref.classes_) == 3
+    np.testing.assert_array_equal(ours.estimator.decision_function(X), ref.decision_function(X))
+    np.testing.assert_array_equal(lenient.estimator.decision_function(X),
+                                  ref.decision_function(X))
+
+
+@pytest.mark.parametrize("make", [RegularizedPAClassifier, CoefficientRegularizedClassifier,
+                                  lambda: RegularizedPAClassifier(kernel="gaussian")])
+def test_the_platt_scaling_is_the_same_on_every_path(river, make):
+    """The compiled calls (one event, weight 1), the adapter's path (unknown keys dropped)
+    and weighted events of weight 1 give the same probabilities and (A, B) as
+    `ReferencePlatt` on the margins taken before each event."""
+    from okl.river import to_river
+    _, _, events = stream(200, classify=True, seed=4)
+    ours, lenient, ref, platt = (to_river(make()), to_river(make(), unknown_features="ignore"),
+                                 make(), ReferencePlatt())
+    for i, (x, label) in enumerate(events):
+        classes = ref.__dict__.get("classes_", ())
+        extra = {**x, "unknown": 0.5} if i else x       # the first event fixes the features
+        if len(classes) == 2:
+            f = ref.decision_function_one(x)
+            p = platt.proba(f)
+            expected = {bool(classes[0]): 1.0 - p, bool(classes[1]): p}
+            assert ours.predict_proba_one(x) == expected
+            assert lenient.predict_proba_one(extra) == expected
+        ours.learn_one(x, label, w=1 if i % 3 == 0 else 1.0)
+        lenient.learn_one(extra, label)
+        ref.learn_one(x, label)
+        if len(classes) == 2:
+            platt.learn(f, label == classes[1])
+    for model in (ours, lenient):
+        assert (model.platt.A, model.platt.B) == (platt.A, platt.B)
+        assert model.platt.n_positive + model.platt.n_negative == platt.n_positive + \
+            platt.n_negative > 150

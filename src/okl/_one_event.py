@@ -377,7 +377,7 @@ class EventAdapter:
     def decision_function_one(self, x):
         est = self.estimator
         if self.native and hasattr(est, "decision_function_one"):
-            return est.decision_function_one(x)
+            return est.decision_function_one(self._drop_unknown(x))
         events = self._fast()
         if events is not None and (hasattr(est, "predict") or hasattr(est, "score_samples")):
             return self._decision_fast(events, x)      # (not f(x, 0) of a metric ranker)
@@ -402,7 +402,7 @@ class EventAdapter:
         """{label: probability}, river's form; {} while no label is known."""
         est = self.estimator
         if self.native and hasattr(est, "predict_proba_one"):
-            return est.predict_proba_one(x)
+            return est.predict_proba_one(self._drop_unknown(x))
         events = self._fast()
         if events is not None:
             if not hasattr(est, "predict_proba"):

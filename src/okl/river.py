@@ -15,6 +15,7 @@ import numpy as np
 
 from sklearn.base import clone, is_classifier
 
+from okl._core import _platt
 from okl._core._platt import OnlinePlatt
 from okl._one_event import EventAdapter, _Schema
 
@@ -136,19 +137,18 @@ def _classes():
             classes = self.estimator.__dict__.get("classes_")
             return classes if classes is not None and len(classes) == 2 else None
 
-        def learn_one(self, x, y, w=1.0):
+        # learn_one and predict_proba_one are compiled (okl._core._platt): the direct path
+        # in one call, else _learn_event / _proba_event
+        learn_one = _platt.learn_one
+        predict_proba_one = _platt.predict_proba_one
+
+        def _learn_event(self, x, y, w=1.0):
             """Learn one event; its margin, taken first, teaches the Platt scaling (after
-            the learner took the event: a bad event raises and changes nothing).  The
-            learner's step reuses the margin's kernel row."""
+            the learner took the event: a bad event raises and changes nothing)."""
             platt = self.platt
             classes = None if platt is None else self._binary()
             if classes is None:
                 _Wrapper.learn_one(self, x, y, w)
-            elif w == 1.0 and self._direct:
-                est = self.estimator
-                f = est._score_one(x)
-                est.learn_one(x, y)
-                platt.learn(f, y == self._labels_of(classes)[1])
             else:
                 f = self._decision(x)
                 _Wrapper.learn_one(self, x, y, w)
@@ -161,17 +161,16 @@ def _classes():
                 return self.estimator.predict_one(x)
             return self._events.predict_one(x)
 
-        def predict_proba_one(self, x, **kwargs):
+        def _proba_event(self, x):
+            """predict_proba_one's path for what the compiled call does not serve."""
             many = self.estimator.__dict__.get("classes_", ())
             if self.platt is not None and len(many) == 2:
                 p = self.platt.proba(self._decision(x))
                 negative, positive = self._labels_of(many)
                 return {negative: 1.0 - p, positive: p}
             if self.platt is not None and len(many) > 2:       # the k scores' softmax
-                s = np.asarray(self._decision(x), dtype=np.float64)
-                e = np.exp(s - s.max())
-                e /= e.sum()
-                return dict(zip(self._labels_of(many), e.tolist()))
+                return _platt.softmax(self._labels_of(many), np.ascontiguousarray(
+                    self._decision(x), dtype=np.float64))
             if self._direct and len(many) >= 2 and hasattr(self.estimator, "_event_proba"):
                 # the model's own (loss="logistic"), from the compiled step's score
                 return self.estimator._event_proba(self.estimator._score_one(x))

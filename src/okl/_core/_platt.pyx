@@ -1,9 +1,16 @@
-"""Platt's scaling learned online, one event at a time, compiled (`okl.river.OnlinePlatt`).
+"""Platt's scaling learned online, one event at a time, compiled (`okl.river.OnlinePlatt`),
+and the river classifier's one-event calls that use it (`learn_one`, `predict_proba_one`).
 
-The rule is written out in plain Python in tests/test_river.py (`ReferencePlatt`): the
-same arithmetic in the same order, and the test checks the same (A, B) to the last bit.
+The rule is written out in plain Python in tests/test_river.py (`ReferencePlatt`, and
+`reference_softmax` for the k scores): the same arithmetic in the same order, and the test
+checks the same (A, B) and probabilities to the last bit.
 """
+cimport numpy as cnp
 from libc.math cimport exp, isfinite
+
+from okl._core._pointwise import MISS
+
+cnp.import_array()
 
 
 cdef inline double csigmoid(double z) noexcept nogil:
@@ -99,6 +106,96 @@ cdef class OnlinePlatt:
 
     def __eq__(self, other):
         return type(other) is type(self) and self.state() == other.state()
+
+
+cdef object score(object est, object x):
+    """f(x) (or the k scores) of the learner: its compiled step's in one call
+    (`Events.decision_ready`), else its own `_score_one`."""
+    step = getattr(est, "_one_event_step", None)
+    if step is not None:
+        f = step.decision_ready(est, x)
+        if f is not MISS:
+            return f
+    return est._score_one(x)
+
+
+cdef list labels_of(object wrapper, object classes):
+    """The wrapper's classes_ as plain Python values (its cache, `_labels_of`)."""
+    cdef tuple cache = wrapper._labels
+    if cache[0] is classes:
+        return cache[1]
+    return wrapper._labels_of(classes)
+
+
+def softmax(list labels, object scores):
+    """{label: probability}: the softmax of the k scores (a 1-D float64 C-contiguous array),
+    exp(s - max s) / their sum, with the C library's exp, summed in order; a NaN score gives
+    NaN everywhere."""
+    cdef const double* v
+    cdef Py_ssize_t i, k
+    cdef double top, total = 0.0
+    if not (type(scores) is cnp.ndarray and cnp.PyArray_NDIM(<cnp.ndarray>scores) == 1
+            and cnp.PyArray_TYPE(<cnp.ndarray>scores) == cnp.NPY_DOUBLE
+            and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>scores)):
+        raise TypeError("the scores must be a 1-D float64 C-contiguous array.")
+    k = cnp.PyArray_DIM(<cnp.ndarray>scores, 0)
+    if k != len(labels) or k == 0:
+        raise ValueError(f"{k} scores for {len(labels)} labels.")
+    v = <const double*>cnp.PyArray_DATA(<cnp.ndarray>scores)  # (no memoryview: 1 us a call)
+    top = v[0]
+    for i in range(1, k):
+        if not v[i] <= top:         # a larger score, or a NaN (which stays)
+            top = v[i]
+    for i in range(k):
+        total += exp(v[i] - top)
+    return {labels[i]: exp(v[i] - top) / total for i in range(k)}
+
+
+def learn_one(self, x, y, w=1.0):
+    """`okl.river.RiverClassifier.learn_one`, compiled: learn one event with the learner's
+    own `learn_one`; with a Platt scaling and two classes, the event's margin, taken first,
+    teaches the scaling after the learner took the event (a bad event raises and changes
+    nothing).  A weight other than 1 or a wrapper that drops unknown keys take the wrapper's
+    `_learn_event`."""
+    if not ((w is 1.0 or type(w) is float and <double>w == 1.0) and self._direct):
+        self._learn_event(x, y, w)
+        return
+    est = self.estimator
+    platt = self.platt
+    classes = est.__dict__.get("classes_") if type(platt) is OnlinePlatt else None
+    if classes is not None and len(classes) == 2:
+        f = score(est, x)
+        est.learn_one(x, y)
+        (<OnlinePlatt>platt).learn(f, y == labels_of(self, classes)[1], 1.0)
+    else:
+        est.learn_one(x, y)
+    if self._first_label is None:
+        self._first_label = y
+
+
+def predict_proba_one(self, x, **kwargs):
+    """`okl.river.RiverClassifier.predict_proba_one`, compiled: {label: probability} from
+    the learner's compiled score (the Platt scaling of the margin with two classes, the
+    softmax of up to 8 scores, or the model's own `_event_proba`); the wrapper's
+    `_proba_event` for the rest."""
+    cdef Py_ssize_t k
+    cdef double p
+    est = self.estimator
+    classes = est.__dict__.get("classes_")
+    if classes is not None and self._direct:
+        k = len(classes)
+        platt = self.platt
+        if type(platt) is OnlinePlatt and k == 2:
+            p = (<OnlinePlatt>platt).proba(score(est, x))
+            labels = labels_of(self, classes)
+            return {labels[0]: 1.0 - p, labels[1]: p}
+        if platt is None and k >= 2:
+            event_proba = getattr(est, "_event_proba", None)
+            if event_proba is not None:     # the model's own (loss="logistic")
+                return event_proba(score(est, x))
+        elif platt is not None and k > 2:       # a ranking: the k scores' softmax
+            return softmax(labels_of(self, classes), score(est, x))
+    return self._proba_event(x)
 
 
 def _rebuild(lam, memory, A, B, h, n_positive, n_negative):
