@@ -14,7 +14,8 @@ then learn" (the order of river's progressive validation), in the same run:
 
 Times are the thread's CPU time (on a loaded machine the wall clock also counts the
 waits for a core).  It prints the median us per event over the rounds and the ratio to "okl" (target: at
-most 1.3), with the load average.  river is a bench-only dependency here; its data sets
+most 1.3), and the ratio of the fastest rounds (the least disturbed by other processes on a loaded
+machine), with the load average.  river is a bench-only dependency here; its data sets
 are never used.
 
     python bench/river_speed.py               # every learner, 7 rounds
@@ -117,15 +118,15 @@ def main():
         for label, runs in table.items():
             for path, run in runs.items():
                 times[label, path].append(run())
-    print(f"load average {os.getloadavg()[0]:.2f}; median of {args.rounds} rounds, us per event")
-    print("| learner | path | us per event | / okl |\n|---|---|---|---|")
+    print(f"load average {os.getloadavg()[0]:.2f}; {args.rounds} rounds, us per event")
+    print("| learner | path | median | / okl | fastest | / okl |\n|---|---|---|---|---|---|")
     for label, runs in table.items():
-        reference = np.median(times[label, "okl"])
-        scaled = np.median(times[label, "scaler | okl"])
         for path in runs:
-            value = np.median(times[label, path])
-            base = scaled if path.startswith("scaler") else reference
-            print(f"| {label} | {path} | {value:.1f} | {value / base:.2f} |")
+            base = times[label, "scaler | okl" if path.startswith("scaler") else "okl"]
+            value = times[label, path]
+            print(f"| {label} | {path} | {np.median(value):.1f} | "
+                  f"{np.median(value) / np.median(base):.2f} | {min(value):.1f} | "
+                  f"{min(value) / min(base):.2f} |")
 
 
 if __name__ == "__main__":

@@ -137,9 +137,10 @@ def _classes():
             classes = self.estimator.__dict__.get("classes_")
             return classes if classes is not None and len(classes) == 2 else None
 
-        # learn_one and predict_proba_one are compiled (okl._core._platt): the direct path
-        # in one call, else _learn_event / _proba_event
+        # compiled (okl._core._platt): the direct path in one call, else _learn_event /
+        # _proba_event
         learn_one = _platt.learn_one
+        predict_one = _platt.predict_one
         predict_proba_one = _platt.predict_proba_one
 
         def _learn_event(self, x, y, w=1.0):
@@ -155,11 +156,6 @@ def _classes():
                 platt.learn(f, y == classes[1], w)
             if self._first_label is None:
                 self._first_label = y
-
-        def predict_one(self, x, **kwargs):
-            if self._direct:
-                return self.estimator.predict_one(x)
-            return self._events.predict_one(x)
 
         def _proba_event(self, x):
             """predict_proba_one's path for what the compiled call does not serve."""

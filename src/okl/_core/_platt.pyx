@@ -1,5 +1,5 @@
 """Platt's scaling learned online, one event at a time, compiled (`okl.river.OnlinePlatt`),
-and the river classifier's one-event calls that use it (`learn_one`, `predict_proba_one`).
+and the river classifier's one-event calls (`learn_one`, `predict_one`, `predict_proba_one`).
 
 The rule is written out in plain Python in tests/test_river.py (`ReferencePlatt`, and
 `reference_softmax` for the k scores): the same arithmetic in the same order, and the test
@@ -171,6 +171,14 @@ def learn_one(self, x, y, w=1.0):
         est.learn_one(x, y)
     if self._first_label is None:
         self._first_label = y
+
+
+def predict_one(self, x, **kwargs):
+    """`okl.river.RiverClassifier.predict_one`, compiled: the learner's own `predict_one`,
+    or the adapter's for a wrapper that drops unknown keys."""
+    if self._direct:
+        return self.estimator.predict_one(x)
+    return self._events.predict_one(x)
 
 
 def predict_proba_one(self, x, **kwargs):
