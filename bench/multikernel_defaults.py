@@ -32,14 +32,20 @@ gives the accuracy or the RMSE of:
 ``budgets`` prints the defaults with budgets of None, 1000, 500 and 200
 centres, ``policies`` the three budget policies at 50 and 100 centres, on the
 full streams; ``params`` the defaults beside the defaults with each given
-set of parameters, on every stream.
+set of parameters, on every stream (``auto_gammas=...`` replaces
+`okl.multikernel.AUTO_GAMMAS`, the relative widths of gammas="auto");
+``singles`` the single learner's figure at each width 2^j / n_features of the
+"tuned single" column.
 
-    python bench/multikernel_defaults.py [budgets | policies]
+    python bench/multikernel_defaults.py [budgets | policies | singles]
     python bench/multikernel_defaults.py params "beta=0.5" "linear=False" ...
+    python bench/multikernel_defaults.py params "auto_gammas=[2.0 ** j for j in range(-2, 6)]"
 """
 import os
 
 import numpy as np
+
+import okl.multikernel
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits, load_iris, load_wine
 
 from okl import (  # noqa: F401 (the learners are named in LEARNERS)
@@ -208,8 +214,30 @@ def grid(columns, short=False):
             continue
         classify = name != "diabetes"
         Multi = MultiKernelClassifier if classify else MultiKernelRegressor
-        cells = [np.mean([okl_quality(Multi(**params), *scaled_stream(name, n, seed))
-                          for seed in seeds]) for params in columns.values()]
+        cells = []
+        for params in columns.values():
+            params, default = dict(params), okl.multikernel.AUTO_GAMMAS
+            okl.multikernel.AUTO_GAMMAS = tuple(params.pop("auto_gammas", default))
+            try:
+                cells.append(np.mean([okl_quality(Multi(**params), *scaled_stream(name, n, seed))
+                                      for seed in seeds]))
+            finally:
+                okl.multikernel.AUTO_GAMMAS = default
+        print(f"| {label} | " + " | ".join(f"{c:.4f}" if c < 10 else f"{c:.2f}" for c in cells)
+              + " |", flush=True)
+
+
+def singles():
+    """The single learner at each width 2^j / n_features (the "tuned single" column's grid)."""
+    print(f"load average {os.getloadavg()[0]:.1f}")
+    print("| stream | " + " | ".join(f"j={j}" for j in range(-4, 6)) + " |")
+    print("|" + "---|" * 11)
+    for label, name, n, seeds in STREAMS:
+        classify = name != "diabetes"
+        Single = OnlineKernelClassifier if classify else OnlineKernelRegressor
+        cells = [np.mean([okl_quality(Single(gamma=2.0 ** j / Z.shape[1]), Z, y)
+                          for Z, y in (scaled_stream(name, n, seed) for seed in seeds)])
+                 for j in range(-4, 6)]
         print(f"| {label} | " + " | ".join(f"{c:.4f}" if c < 10 else f"{c:.2f}" for c in cells)
               + " |", flush=True)
 
@@ -231,6 +259,8 @@ if __name__ == "__main__":
     import sys
     if sys.argv[1:] == ["budgets"]:
         grid({f"budget={b!r}": dict(budget=b) for b in (None, 1000, 500, 200)})
+    elif sys.argv[1:] == ["singles"]:
+        singles()
     elif sys.argv[1:] == ["policies"]:
         grid({f"{p} B={b}": dict(budget=b, budget_policy=p) for b in (50, 100)
               for p in ("merge", "smallest", "oldest")})
