@@ -141,7 +141,7 @@ def softmax(list labels, object scores):
     k = cnp.PyArray_DIM(<cnp.ndarray>scores, 0)
     if k != len(labels) or k == 0:
         raise ValueError(f"{k} scores for {len(labels)} labels.")
-    v = <const double*>cnp.PyArray_DATA(<cnp.ndarray>scores)  # (no memoryview: 1 us a call)
+    v = <const double*>cnp.PyArray_DATA(<cnp.ndarray>scores)  # no memoryview: dearer than the loop
     top = v[0]
     for i in range(1, k):
         if not v[i] <= top:         # a larger score, or a NaN (which stays)
@@ -184,7 +184,7 @@ def predict_one(self, x, **kwargs):
 def predict_proba_one(self, x, **kwargs):
     """`okl.river.RiverClassifier.predict_proba_one`, compiled: {label: probability} from
     the learner's compiled score (the Platt scaling of the margin with two classes, the
-    softmax of up to 8 scores, or the model's own `_event_proba`); the wrapper's
+    softmax of the k scores, or the model's own `_event_proba`); the wrapper's
     `_proba_event` for the rest."""
     cdef Py_ssize_t k
     cdef double p
