@@ -6,12 +6,20 @@ Labels, per group "krls d=10 m=B":
   one centre leaves by the significance rule), no forgetting;
 - "forget": the same with forgetting 0.999 (back to the prior at every event);
 - "oldest": the sliding window (the oldest centre leaves: the most rotations);
-- "one": ``predict_one`` then ``learn_one`` of the estimator on 1-D rows;
+- "one": ``predict_one`` then ``learn_one`` of the estimator on 1-D rows (the step takes
+  the evaluation of the row its prediction left);
+- "learn": ``learn_one`` alone (what "one" costs beyond it is the prediction);
+- "no-reuse": "one" with the prediction of a row one ulp away, which the step cannot take (the
+  cost of "one" before the step took the prediction's evaluation);
 - "numpy": the NumPy engine;
 - "limit": the BLAS limit of the same update, one dsymv (g = S l) and one dsyr
   (S -= c g g^T) on the m x m matrix, the work no O(m^2) step can avoid;
 - "river": river's ``LinearRegression`` (``predict_one`` then ``learn_one`` of dict events),
   what a user picks for speed.
+
+Group "krls conformal m=B": ``ConformalRegressor(KernelRLSRegressor(budget=B))`` learning a
+chunk of rows, "chunk" through the learner's compiled chunks (each row's mean and predictive
+std before its step), "events" through the event loop it falls back to for other learners.
 
     python -m pytest bench/bench_krls.py --benchmark-only
 """
@@ -19,7 +27,7 @@ import numpy as np
 import pytest
 from scipy.linalg import blas
 
-from okl import KernelRLSRegressor
+from okl import ConformalRegressor, KernelRLSRegressor
 
 D = 10
 ROUNDS = 31
@@ -59,7 +67,26 @@ def test_chunk(benchmark, label, m):
 
 
 @pytest.mark.parametrize("m", [50, 100, 200, 500])
-def test_one_event(benchmark, m):
+@pytest.mark.parametrize("label", ["one", "no-reuse"])
+def test_one_event(benchmark, label, m):
+    est, rng = full_model(m)
+    k = max(4, 20000 // m)
+    X, y = events(rng, k)
+    y = y.tolist()
+    P = X if label == "one" else np.nextafter(X, np.inf)
+
+    def run():
+        for i in range(k):
+            est.predict_one(P[i])
+            est.learn_one(X[i], y[i])
+
+    benchmark.group = f"krls d={D} m={m}"
+    benchmark.extra_info.update(label=label, steps=k)
+    benchmark.pedantic(run, rounds=ROUNDS, iterations=1, warmup_rounds=1)
+
+
+@pytest.mark.parametrize("m", [50, 100, 200, 500])
+def test_learn_one(benchmark, m):
     est, rng = full_model(m)
     k = max(4, 20000 // m)
     X, y = events(rng, k)
@@ -67,12 +94,32 @@ def test_one_event(benchmark, m):
 
     def run():
         for i in range(k):
-            est.predict_one(X[i])
             est.learn_one(X[i], y[i])
 
     benchmark.group = f"krls d={D} m={m}"
-    benchmark.extra_info.update(label="one", steps=k)
+    benchmark.extra_info.update(label="learn", steps=k)
     benchmark.pedantic(run, rounds=ROUNDS, iterations=1, warmup_rounds=1)
+
+
+class EventLoopKRLS(KernelRLSRegressor):
+    """KernelRLSRegressor without its chunks of (mean, std): ConformalRegressor's event loop."""
+    _progressive_std = None
+
+
+@pytest.mark.parametrize("m", [50, 200])
+@pytest.mark.parametrize("label", ["chunk", "events"])
+def test_conformal(benchmark, label, m):
+    rng = np.random.default_rng(0)
+    learner = (KernelRLSRegressor if label == "chunk" else EventLoopKRLS)(gamma=2.0, noise=1e-3,
+                                                                           budget=m)
+    X, y = events(rng, 3 * m)
+    model = ConformalRegressor(learner).fit(X, y)
+    k = max(4, 20000 // m)
+    X, y = events(rng, k)
+    benchmark.group = f"krls conformal m={m}"
+    benchmark.extra_info.update(label=label, steps=k)
+    benchmark.pedantic(model.partial_fit, args=(X, y), rounds=ROUNDS // 3, iterations=1,
+                       warmup_rounds=1)
 
 
 @pytest.mark.parametrize("m", [50, 100, 200])

@@ -214,6 +214,121 @@ def test_chunks_events_and_one_row_calls_give_the_same_iterates(name):
         float(v[0]) for v in whole.predict(X[3:4], return_std=True))
 
 
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+@pytest.mark.parametrize("name", ["krlst", "fourier"])
+def test_a_step_takes_the_prediction_of_its_row_only_while_nothing_changed(name, engine):
+    """learn_one(x) after predict_one(x) reuses the evaluation of x; any other row, step or
+    forgetting in between drops it: the same iterates as steps without predictions."""
+    X, y = stream(300, seed=16)
+    config = dict(CONFIGS[name], engine=engine, forgetting=0.99)
+    plain = KernelRLSRegressor(**config).fit(X[:100], y[:100])
+    held = KernelRLSRegressor(**config).fit(X[:100], y[:100])
+    for i in range(100, 300, 4):
+        a, b = X[i], X[i + 1]
+        held.predict_one(a)
+        held.predict_one(b)                         # another row: a is not held
+        held.learn_one(a, y[i])
+        held.predict_one(b, return_std=True)
+        held.learn_one(b, y[i + 1])                 # held, then dropped by the step
+        held.learn_one(b, y[i + 1])
+        held.predict(X[i + 2:i + 4])
+        held.partial_fit(X[i + 2:i + 3], y[i + 2:i + 3], sample_weight=[0.0])  # forgetting
+        held.learn_one(X[i + 3], y[i + 3])
+        held.predict_one(X[i + 2])
+        held.partial_fit(X[i + 2:i + 3], y[i + 2:i + 3])
+        for rows, target in ((slice(i, i + 1), y[i:i + 1]), (slice(i + 1, i + 2), y[i + 1:i + 2]),
+                             (slice(i + 1, i + 2), y[i + 1:i + 2])):
+            plain.partial_fit(X[rows], target)
+        plain.partial_fit(X[i + 2:i + 3], y[i + 2:i + 3], sample_weight=[0.0])
+        plain.partial_fit(X[i + 3:i + 4], y[i + 3:i + 4])
+        plain.partial_fit(X[i + 2:i + 3], y[i + 2:i + 3])
+    assert_states_close(state(plain), state(held), 0.0)
+    held.predict_one(X[0])
+    clone = pickle.loads(pickle.dumps(held))        # the held row is not carried
+    assert getattr(clone._krls, "_held", None) is None
+    clone.learn_one(X[0], y[0])
+    held.learn_one(X[0], y[0])
+    assert_states_close(state(clone), state(held), 0.0)
+
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+@pytest.mark.parametrize("name", ["default", "krlst", "fourier-scale", "nystroem"])
+def test_chunks_with_std_equal_predict_one_with_std_then_learn_one(name, engine):
+    """_progressive_std (ConformalRegressor's chunks) gives each row's (mean, std) before its
+    update, as predict_one(x, return_std=True) then learn_one(x, y), warm-up included."""
+    X, y = stream(400, seed=17)
+    chunks = KernelRLSRegressor(engine=engine, **CONFIGS[name])
+    parts = [chunks._progressive_std(X[lo:hi], y[lo:hi])
+             for lo, hi in ((0, 1), (1, 150), (150, 151), (151, 400))]
+    mean, std = (np.concatenate([p[k] for p in parts]) for k in (0, 1))
+    events = KernelRLSRegressor(engine=engine, **CONFIGS[name])
+    out = []
+    for i in range(len(X)):
+        out.append(events.predict_one(X[i], return_std=True))
+        events.learn_one(X[i], y[i])
+    out = np.array(out)
+    np.testing.assert_allclose(mean, out[:, 0], rtol=0, atol=1e-10)
+    np.testing.assert_allclose(std, out[:, 1], rtol=0, atol=1e-10)
+    assert_states_close(state(chunks), state(events), 1e-10)
+
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+def test_chunks_with_std_that_fail_or_are_interrupted_leave_the_model(engine, monkeypatch):
+    X, y = stream(300, seed=18)
+    est = KernelRLSRegressor(engine=engine, budget=30).fit(X[:150], y[:150])
+
+    def snapshot():     # (a restored NumPy model may hold its arrays at another capacity)
+        return pickle.dumps({k: v for k, v in est.__dict__.items() if k != "_krls"}), state(est)
+    before = snapshot()
+    bad = y[150:].copy()
+    bad[70] = np.nan
+    with pytest.raises(ValueError):
+        est._progressive_std(X[150:], bad)
+    assert snapshot()[0] == before[0]
+    assert_states_close(snapshot()[1], before[1], 0.0)
+
+    def interrupted(self):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(KernelRLSRegressor, "_check_size", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        est._progressive_std(X[150:], y[150:])
+    assert snapshot()[0] == before[0]
+    assert_states_close(snapshot()[1], before[1], 0.0)
+    monkeypatch.undo()
+    mean, std = est._progressive_std(X[150:], y[150:])
+    assert mean.shape == std.shape == (150,) and np.all(std > 0)
+
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+def test_conformal_bands_learn_the_rows_in_compiled_chunks(engine, monkeypatch):
+    """ConformalRegressor over KernelRLSRegressor: chunks (the learner's _progressive_std)
+    give the bands of events; a call that fails after the learner's chunk leaves both."""
+    X, y = stream(500, seed=19)
+    model = okl.ConformalRegressor(KernelRLSRegressor(engine=engine, budget=40))
+    f, lo, hi = model._progressive_intervals(X, y)
+    events = okl.ConformalRegressor(KernelRLSRegressor(engine=engine, budget=40))
+    out = []
+    for x, t in zip(X, y):
+        out.append((events.predict_one(x), *events.predict_interval_one(x)))
+        events.learn_one(x, t)
+    np.testing.assert_allclose(np.array(out), np.column_stack([f, lo, hi]), rtol=0, atol=1e-10)
+    before = pickle.dumps(model)
+
+    def interrupted(self, y, f, a, b):      # after the learner's chunk
+        raise KeyboardInterrupt
+    monkeypatch.setattr(okl.ConformalRegressor, "_scores", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        model.partial_fit(X[:100], y[:100])
+    monkeypatch.undo()
+    # the same model (a restored NumPy model may hold its arrays at another capacity)
+    kept = pickle.loads(before)
+    assert_states_close(state(model.estimator_), state(kept.estimator_), 0.0)
+    for other in (model, kept):
+        other.partial_fit(X[:100], y[:100])
+    np.testing.assert_array_equal(model.predict_interval(X[:50]), kept.predict_interval(X[:50]))
+    assert model.t_ == kept.t_ == 600
+
+
 def test_predict_one_before_learning_is_the_prior():
     est = KernelRLSRegressor(noise=0.25)
     assert est.predict_one([0.0, 1.0]) == 0.0

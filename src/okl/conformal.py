@@ -312,6 +312,10 @@ class ConformalRegressor(RegressorMixin, _ConformalBase):
             return (_learn_rows(est, X, y), _learn_rows(self.lower_, X, y),
                     _learn_rows(self.upper_, X, y))
         if self.score_ == "normalized":
+            chunk = getattr(est, "_progressive_std", None)
+            if chunk is not None:           # the learner's compiled chunks
+                f, sd = chunk(X, y)
+                return f, sd, sd
             f, sd = np.empty(len(y)), np.empty(len(y))
             for i in range(len(y)):
                 f[i], sd[i] = _predict_std(est, X[i])

@@ -1,5 +1,6 @@
 """KernelRLSRegressor: kernel recursive least squares (KRLS-T, ALD-KRLS, sliding-window and
 fixed-budget dictionaries, RLS on random features), with predictive variance."""
+from contextvars import ContextVar
 from numbers import Integral, Real
 
 import numpy as np
@@ -34,6 +35,8 @@ DEFAULT_NU = 1e-4
 #: noise="auto": the noise of the warm-up's events, before their evidence chooses one
 WARMUP_NOISE = 0.1
 POLICIES = {"significance": Prune.SIGNIFICANCE, "oldest": Prune.OLDEST}
+# (learner, list) while `_progressive_std` runs: the chunks' predictive standard deviations
+_STD_ROWS = ContextVar("krls_std_rows", default=(None, None))
 # the events after which gamma="scale" takes the width of the rows so far (docs/krls.md, 5)
 WIDTH_EVENTS = (1, 2, 4, 8, 16, 32, 64, WARMUP)
 
@@ -429,12 +432,16 @@ class KernelRLSRegressor(AdaptMixin, RegressorMixin, OnlineLearner):
     def _learn_rows(self, X, y, weight):
         n = X.shape[0]
         pred, var = np.empty(n), np.empty(n)
+        owner, stds = _STD_ROWS.get()
+        scale = np.empty(n) if owner is self else None
         model = self._engine_model()
         model.set_drift(None if self._warming() else self._watched(),
                         self.__dict__.get("_drift_state"), self.t_)
-        failed = ENGINES[self.engine].krls_chunk(model, X, y, pred, var, weight)
+        failed = ENGINES[self.engine].krls_chunk(model, X, y, pred, var, weight, scale)
         if failed >= 0:
             raise Diverged(failed)
+        if scale is not None:       # as predict_one(x, return_std=True) before the step
+            stds.append(np.sqrt(scale * (model.noise + var)))
         self.t_ = int(model.t)
         self.n_support_ = int(model.n_support)
         self._store_drift(model.drift_state())
@@ -604,7 +611,19 @@ class KernelRLSRegressor(AdaptMixin, RegressorMixin, OnlineLearner):
     # -- one event at a time (docs/streaming.md) -----------------------------------------------
 
     def _takes_one_row(self):
-        return self.engine == "cython"
+        return self.engine == "cython" and _STD_ROWS.get()[0] is not self
+
+    def _progressive_std(self, X, y):
+        """Learn the rows in order (as `partial_fit`, in compiled chunks): (mean, std) of each
+        made before its update, the numbers of ``predict_one(x, return_std=True)`` before
+        ``learn_one(x, y)`` (okl.ConformalRegressor's normalised scores)."""
+        stds = []
+        token = _STD_ROWS.set((self, stds))
+        try:
+            mean = np.asarray(self._progressive_scores(X, y), dtype=np.float64)
+        finally:
+            _STD_ROWS.reset(token)
+        return mean, np.concatenate(stds) if stds else np.empty(0)
 
     def _compiled_events(self, cache):
         """The `KRLSEvents` of this fitted learner on the cython engine, or None (the NumPy

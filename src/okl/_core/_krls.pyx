@@ -16,7 +16,7 @@ import numpy as np
 
 cimport numpy as cnp
 from libc.math cimport NAN, fabs, hypot, isfinite, sqrt
-from libc.string cimport memcpy, memmove, memset
+from libc.string cimport memcmp, memcpy, memmove, memset
 
 from okl._core._drift cimport Drift, DriftState, cdrift_tuple, cread_drift, cwatch
 from okl._core._kernels cimport (
@@ -67,6 +67,12 @@ cdef class Posterior:
     cdef Drift drift
     cdef DriftState dstate
     cdef bint watching
+    # the last row `cpredict` evaluated (`crecall`): lv, gv hold its whitened row and
+    # cov times it, while `held` (cleared by every change of the state)
+    cdef double[::1] held_x
+    cdef bint held
+    cdef double held_f, held_sf2, held_gamma2, held_kxx, held_t, held_b
+    cdef Py_ssize_t held_m
 
     def scale(self):
         """s02, the signal scale the variances are in units of (1 until an event counts)."""
@@ -78,6 +84,22 @@ cdef class Posterior:
     def _set_scalars(self, state):
         self.t, self.b, self.wsum = float(state["t"]), float(state["b"]), float(state["wsum"])
         self.nums, self.dens = float(state["nums"]), float(state["dens"])
+        self.held = False
+
+    cdef void chold(self, const double* x, double f, double sf2, double gamma2,
+                    double kxx) noexcept nogil:
+        """Remember the evaluation of row x that `cpredict` just left in lv and gv."""
+        memcpy(&self.held_x[0], x, self.n_features * sizeof(double))
+        self.held_f, self.held_sf2, self.held_gamma2, self.held_kxx = f, sf2, gamma2, kxx
+        self.held_t, self.held_b, self.held_m = self.t, self.b, self.n_support
+        self.held = True
+
+    cdef bint crecall(self, const double* x) noexcept nogil:
+        """Whether lv and gv hold the evaluation of row x on the current state (the same
+        bytes, `cpredict` the last to write them, no change since): a step then takes it."""
+        return (self.held and self.held_t == self.t and self.held_b == self.b
+                and self.held_m == self.n_support
+                and memcmp(&self.held_x[0], x, self.n_features * sizeof(double)) == 0)
 
     def set_drift(self, drift, state=None, double t=0.0):
         """The steps that follow watch with the settings `drift` (a dict of the `Drift`
@@ -138,6 +160,7 @@ cdef class Posterior:
         self.n_support, self.capacity = other.n_support, other.capacity
         self.cov, self.mean, self.ones = other.cov, other.mean, other.ones
         self.kb, self.lv, self.gv = other.kb, other.lv, other.gv
+        self.held = False
 
     def __reduce__(self):
         return (_rebuild, (type(self), self.get_state()))
@@ -284,6 +307,7 @@ cdef class KRLSModel(Posterior):
         self.n_support = 0
         self.t = self.b = self.wsum = self.nums = self.dens = 0.0
         self.next_order = 0
+        self.held_x = np.empty(n_features)
         self._alloc(0)
 
     def _alloc(self, Py_ssize_t capacity):
@@ -300,6 +324,7 @@ cdef class KRLSModel(Posterior):
         self.lv = np.zeros(c)
         self.gv = np.zeros(c)
         self.last = np.zeros(c)
+        self.held = False
 
     @property
     def kernel_params(self):
@@ -335,6 +360,7 @@ cdef class KRLSModel(Posterior):
         np.asarray(self.mean)[:m] = arrays["mean"]
         np.asarray(self.ones)[:m] = arrays["ones"]
         self.n_support = m
+        self.held = False
 
     def get_state(self):
         """Scalars and arrays that rebuild this model exactly (okl.save writes them)."""
@@ -380,11 +406,14 @@ cdef class KRLSModel(Posterior):
         return kxx[0] - cdot(l, l, m)
 
     cdef void cpredict(self, const double* x, double* f, double* sf2) noexcept nogil:
-        """f(x) and the variance of f(x), noise excluded."""
+        """f(x) and the variance of f(x), noise excluded (held for a step of the same row)."""
         cdef double kxx, xx = cdot(x, x, self.n_features)
         cdef double gamma2 = self.cwhiten(x, xx, &kxx)
-        sf2[0] = (gamma2 if gamma2 > 0.0 else 0.0) + self.cvariance(self.n_support)
+        if gamma2 < 0.0:
+            gamma2 = 0.0
+        sf2[0] = gamma2 + self.cvariance(self.n_support)
         f[0] = self.cmean(self.n_support)
+        self.chold(x, f[0], sf2[0], gamma2, kxx)
 
     cdef int cstep(self, const double* x, double xx, double y, double w, double* f_out,
                    double* sf2_out) noexcept nogil:
@@ -399,11 +428,15 @@ cdef class KRLSModel(Posterior):
         cdef double* g = &self.gv[0]
         cdef double* cov = &self.cov[0, 0]
         cdef double* R = &self.R[0, 0]
-        gamma2 = self.cwhiten(x, xx, &kxx)
-        if gamma2 < 0.0:
-            gamma2 = 0.0
-        sf2 = gamma2 + self.cvariance(m)
-        f = self.cmean(m)
+        if self.crecall(x):         # predicted just before: l, g, f and sf2 are at hand
+            gamma2, kxx, sf2, f = self.held_gamma2, self.held_kxx, self.held_sf2, self.held_f
+        else:
+            gamma2 = self.cwhiten(x, xx, &kxx)
+            if gamma2 < 0.0:
+                gamma2 = 0.0
+            sf2 = gamma2 + self.cvariance(m)
+            f = self.cmean(m)
+        self.held = False
         f_out[0], sf2_out[0] = f, sf2
         if w == 0.0:
             return TAKEN if self.cpass(m, f) else DIVERGED
@@ -551,6 +584,8 @@ cdef class RLSFeatures(Posterior):
         self.cov = np.eye(D)
         self.mean, self.ones = np.zeros(D), np.zeros(D)
         self.kb, self.lv, self.gv = np.zeros(D), np.zeros(D), np.zeros(D)
+        self.held_x = np.empty(self.n_features)
+        self.held = False
 
     cdef Py_ssize_t cwork(self) noexcept nogil:
         return self.n_components * (self.n_components + self.n_features)
@@ -559,6 +594,7 @@ cdef class RLSFeatures(Posterior):
         self.rowmap.cmap(x, &self.lv[0])
         sf2[0] = self.cvariance(self.n_components)
         f[0] = self.cmean(self.n_components)
+        self.chold(x, f[0], sf2[0], 0.0, 0.0)
 
     cdef int cstep(self, const double* x, double xx, double y, double w, double* f_out,
                    double* sf2_out) noexcept nogil:
@@ -567,7 +603,11 @@ cdef class RLSFeatures(Posterior):
         cdef double terms[4]
         cdef bint change
         cdef DriftState after
-        self.cpredict(x, f_out, sf2_out)
+        if self.crecall(x):
+            f_out[0], sf2_out[0] = self.held_f, self.held_sf2
+        else:
+            self.cpredict(x, f_out, sf2_out)
+        self.held = False
         if w == 0.0:
             return TAKEN if self.cpass(D, f_out[0]) else DIVERGED
         if not self.cinnovations(D, y, w, f_out[0], sf2_out[0], terms):
@@ -602,6 +642,7 @@ cdef class RLSFeatures(Posterior):
         self.mean = np.array(state["mean"], dtype=np.float64)
         self.ones = np.array(state["ones"], dtype=np.float64)
         self.cov = np.array(state["cov"], dtype=np.float64)
+        self.held = False
         return self
 
 
@@ -614,7 +655,8 @@ def fit_chunk(Posterior model,
               const double[::1] y,          # IN (n,) targets
               double[::1] pred_out,         # OUT (n,) f_t(x_t), before each step
               double[::1] var_out,          # OUT (n,) the variance of f_t(x_t), noise excluded
-              const double[::1] weight=None):   # IN (n,) w_t >= 0, or None for 1
+              const double[::1] weight=None,    # IN (n,) w_t >= 0, or None for 1
+              double[::1] scale_out=None):      # OUT (n,) s02 before each step, or None
     """Run the chunk: the index of the first step that would leave a non-finite model, or -1.
 
     The model after a failure is the one before that step (the caller's checkpoint undoes
@@ -628,6 +670,8 @@ def fit_chunk(Posterior model,
         raise ValueError("X, y, pred_out and var_out must have the same number of rows.")
     if weight is not None and weight.shape[0] != n:
         raise ValueError(f"weight has {weight.shape[0]} values for {n} rows.")
+    if scale_out is not None and scale_out.shape[0] != n:
+        raise ValueError(f"scale_out has {scale_out.shape[0]} values for {n} rows.")
     model.reserve(n)
     with nogil:
         for i in range(n):
@@ -636,6 +680,8 @@ def fit_chunk(Posterior model,
                 break
             if weight is not None:
                 w = weight[i]
+            if scale_out is not None:
+                scale_out[i] = model.nums / model.dens if model.dens > 0.0 else 1.0
             xx = cdot(&X[i, 0], &X[i, 0], d)
             if (not row_is_finite(&X[i, 0], d, xx)
                     or model.cstep(&X[i, 0], xx, y[i], w, &pred_out[i], &var_out[i]) != TAKEN):

@@ -133,6 +133,23 @@ class Posterior:
         self.dens = 0.0
         self.drift = None       # change detection: the settings (None: the steps do not watch)
         self.dstate = None      # and the state (a working copy of the learner's _drift_state)
+        self._held = None       # the last row predict_one evaluated (`_recall`)
+
+    def _hold(self, x, values):
+        """Remember predict_one's evaluation `values` of row x (`_core._krls`: held)."""
+        self._held = (np.array(x, dtype=np.float64).tobytes(), self.t, self.b, self.n_support,
+                      values)
+
+    def _recall(self, x):
+        """The evaluation predict_one left of row x on the current state, or None; cleared."""
+        held, self._held = self._held, None
+        if held is not None and held[:4] == (np.asarray(x, dtype=np.float64).tobytes(), self.t,
+                                             self.b, self.n_support):
+            return held[4]
+        return None
+
+    def __getstate__(self):
+        return dict(self.__dict__, _held=None)
 
     def set_drift(self, drift, state=None, t=0.0):
         """The steps that follow watch with the settings `drift` (the `Drift` fields,
@@ -219,6 +236,7 @@ class Posterior:
     def _set_scalars(self, state):
         for name in self.SCALARS:
             setattr(self, name, float(state[name]))
+        self._held = None
 
     def predict(self, X, var_out=None):
         """f(x) of every row; with `var_out` (an array), the variance of f(x) into it."""
@@ -300,6 +318,7 @@ class NumpyKRLS(Posterior):
         self.mean[:m] = arrays["mean"]
         self.ones[:m] = arrays["ones"]
         self.n_support = m
+        self._held = None
 
     def whiten(self, x):
         """(l, gamma2, k(x, x)) of a row: l = R k_D(x) and the residual k(x, x) - l^T l."""
@@ -314,18 +333,26 @@ class NumpyKRLS(Posterior):
     def predict_one(self, x):
         """(f(x), sf2): the posterior mean and the variance of f(x), noise excluded."""
         m = self.n_support
-        l, gamma2, _ = self.whiten(x)
-        return self._mean(l, m), max(gamma2, 0.0) + float(l @ (self.cov[:m, :m] @ l))
+        l, gamma2, kxx = self.whiten(x)
+        g = self.cov[:m, :m] @ l
+        gamma2 = max(gamma2, 0.0)
+        f, sf2 = self._mean(l, m), gamma2 + float(l @ g)
+        self._hold(x, (l, g, gamma2, kxx, f, sf2))
+        return f, sf2
 
     def learn_one(self, x, y, w=1.0):
         """Predict, then learn one event: returns (f, sf2) before the step; None if the
         step would leave a non-finite model (nothing changed)."""
         m = self.n_support
-        l, gamma2, kxx = self.whiten(x)
-        g = self.cov[:m, :m] @ l
-        gamma2 = max(gamma2, 0.0)
-        sf2 = gamma2 + float(l @ g)
-        f = self._mean(l, m)
+        held = self._recall(x)
+        if held is not None:        # predicted just before: l, g, f and sf2 are at hand
+            l, g, gamma2, kxx, f, sf2 = held
+        else:
+            l, gamma2, kxx = self.whiten(x)
+            g = self.cov[:m, :m] @ l
+            gamma2 = max(gamma2, 0.0)
+            sf2 = gamma2 + float(l @ g)
+            f = self._mean(l, m)
         if w == 0.0:            # time passes, nothing is learned
             return (f, sf2) if self._pass(f, m) else None
         terms = self._innovations(l, y, w, f, sf2, m)
@@ -426,16 +453,22 @@ class NumpyRLSFeatures(Posterior):
 
     def predict_one(self, x):
         z = fourier_features(self.fmap, x)
-        D = self.n_components
-        return self._mean(z, D), float(z @ (self.cov @ z))
+        g = self.cov @ z
+        f, sf2 = self._mean(z, self.n_components), float(z @ g)
+        self._hold(x, (z, g, f, sf2))
+        return f, sf2
 
     def learn_one(self, x, y, w=1.0):
         """As `NumpyKRLS.learn_one`."""
         D = self.n_components
-        z = fourier_features(self.fmap, x)
-        g = self.cov @ z
-        sf2 = float(z @ g)
-        f = self._mean(z, D)
+        held = self._recall(x)
+        if held is not None:
+            z, g, f, sf2 = held
+        else:
+            z = fourier_features(self.fmap, x)
+            g = self.cov @ z
+            sf2 = float(z @ g)
+            f = self._mean(z, D)
         if w == 0.0:
             return (f, sf2) if self._pass(f, D) else None
         terms = self._innovations(z, y, w, f, sf2, D)
@@ -470,6 +503,7 @@ class NumpyRLSFeatures(Posterior):
         self._set_scalars(state)
         for name in ("mean", "ones", "cov"):
             setattr(self, name, np.array(state[name], dtype=np.float64))
+        self._held = None
         return self
 
 
@@ -506,11 +540,14 @@ def rewidth(state, gamma):
     return state
 
 
-def fit_chunk(model, X, y, pred_out, var_out, weight=None):
+def fit_chunk(model, X, y, pred_out, var_out, weight=None, scale_out=None):
     """Run the chunk (`_core._krls.fit_chunk`): the index of the first row that is not finite
-    or whose step would leave a non-finite model (nothing changed by it), or -1."""
+    or whose step would leave a non-finite model (nothing changed by it), or -1; with
+    `scale_out`, s02 before each step into it."""
     for i in range(len(X)):
         x = X[i]
+        if scale_out is not None:
+            scale_out[i] = model.scale()
         out = None
         if np.isfinite(x @ x) or np.isfinite(x).all():
             out = model.learn_one(x, y[i], 1.0 if weight is None else weight[i])
