@@ -279,7 +279,9 @@ cdef class LastEvent:
     A kept prediction serves while x is the very object predicted (a dict unchanged since,
     by its version; a float64 row with the same values) and the learner has not changed
     (its `t_` and `_attr_version`, okl._one_event).  `fast`: the wrapper's one-event calls
-    run here (the cython engine and an okl learner); else its Python methods do.
+    run here (the cython engine and an okl learner); else its Python methods do.  For the
+    classifier, `proba(learner, x)` gives the {label: probability} of an event and the kept
+    prediction is that dict.
     """
 
     cdef ReentrantLock lock
@@ -291,14 +293,16 @@ cdef class LastEvent:
     cdef double* row_data
     cdef Py_ssize_t row_d
     cdef double f, a, b
+    cdef object proba, kept         # the classifier's probabilities: the function, the dict
 
-    def __init__(self, ReentrantLock lock, bint normalized, bint fast):
+    def __init__(self, ReentrantLock lock, bint normalized, bint fast, proba=None):
         self.lock, self.normalized, self.fast, self.valid = lock, normalized, fast, False
+        self.proba = proba
         self.row_d = -1
 
     def invalidate(self):
         self.valid = False
-        self.x = None
+        self.x = self.kept = None
 
     cdef inline void cbind(self, object est) except *:
         """Keep the learner's dict and bound methods (looked up again for another learner)."""
@@ -363,6 +367,36 @@ cdef class LastEvent:
     def match(self, x, est):
         """(f, a, b) kept for x, or None."""
         return (self.f, self.a, self.b) if self.cmatch(x, est) else None
+
+    def store_proba(self, x, est, dict kept):
+        self.cstore(x, est, 0.0, 0.0, 0.0)
+        self.kept = kept
+
+    def match_proba(self, x, est):
+        """The probabilities kept for x, or None."""
+        return self.kept if self.cmatch(x, est) else None
+
+    cdef int clearn_label(self, dict d, object x, object y) except -1:
+        """Learn one labelled event: 1, or 0 when declined before any write (the Python path
+        takes it)."""
+        cdef double s
+        est, cal, t = d.get("estimator_"), d.get("calibration_"), d.get("t_")
+        if type(cal) is not Calibration or est is None or type(t) is not int:
+            return 0
+        self.lock.cacquire()
+        try:
+            self.cbind(est)
+            proba = self.kept if self.cmatch(x, est) else self.proba(est, x)
+            s = 1.0 - <double>proba.get(y, 0.0)
+            self.valid = False
+            self.x = self.kept = None
+            after = t + 1
+            self.est_learn(x, y)
+            (<Calibration>cal).clearn(s)            # C only: no signal lands in between
+            d["t_"] = after
+            return 1
+        finally:
+            self.lock.crelease()
 
     cdef object cpredict(self, dict d, object x, bint interval):
         """f, or the interval (lower, upper), for one event, under the wrapper's lock."""
@@ -431,6 +465,20 @@ def learn_one(self, x, y, sample_weight=1.0):
             and (type(sample_weight) is float and sample_weight == 1.0
                  or type(sample_weight) is int and sample_weight == 1)
             and isfinite(<double>y) and (<LastEvent>last).clearn(d, x, <double>y)):
+        return None
+    self._learn_one_python(x, y, sample_weight)
+
+
+def learn_one_label(self, x, y, sample_weight=1.0):
+    """Take the probabilities of x (or those kept for x), then learn one event: the learner
+    and the threshold; returns None.  `okl.conformal.ConformalClassifier.learn_one`,
+    compiled."""
+    cdef dict d = self.__dict__
+    last = d.get("_last")
+    if (type(last) is LastEvent and (<LastEvent>last).fast
+            and (type(sample_weight) is float and sample_weight == 1.0
+                 or type(sample_weight) is int and sample_weight == 1)
+            and (<LastEvent>last).clearn_label(d, x, y)):
         return None
     self._learn_one_python(x, y, sample_weight)
 
