@@ -295,14 +295,14 @@ class ConformalRegressor(RegressorMixin, _ConformalBase):
                 "use okl.ConformalClassifier.")
         if self.nonconformity == "normalized" and not returns_std(base):
             raise InvalidParameterError(
-                f"nonconformity='normalized' needs a learner whose predict takes return_std (as "
-                f"okl.KernelRLSRegressor); {type(base).__name__} has none. Use nonconformity='absolute' "
-                "or 'quantile'.")
+                f"nonconformity='normalized' needs a learner whose predict takes return_std "
+                f"(as okl.KernelRLSRegressor); {type(base).__name__} has none. Use "
+                "nonconformity='absolute' or 'quantile'.")
         if self.nonconformity == "quantile" and not {"loss", "quantile"} <= set(base.get_params()):
             raise InvalidParameterError(
-                f"nonconformity='quantile' learns a pinball pair of clones of the learner, which needs "
-                f"`loss` and `quantile` parameters; {type(base).__name__} has none. Use "
-                "nonconformity='absolute'.")
+                f"nonconformity='quantile' learns a pinball pair of clones of the learner, "
+                f"which needs `loss` and `quantile` parameters; {type(base).__name__} has none. "
+                "Use nonconformity='absolute'.")
 
     def __sklearn_tags__(self):
         return self._learner_tags(super().__sklearn_tags__())
@@ -766,9 +766,10 @@ class ConformalClassifier(ClassifierMixin, _ConformalBase):
     def _learn(self, X, y):
         n = len(y)
         predictions, covered, sizes = np.empty(n, dtype=object), np.empty(n, bool), np.empty(n)
+        proba_one = _proba_function(self.estimator_)
         for i in range(n):
             label = y[i].item() if isinstance(y[i], np.generic) else y[i]
-            proba = _proba_one(self.estimator_, X[i])
+            proba = proba_one(X[i])
             q = self.calibration_.threshold()
             chosen = {c for c, p in proba.items() if 1.0 - p <= q}
             predictions[i] = max(proba, key=proba.get) if proba else label
@@ -831,9 +832,10 @@ class ConformalClassifier(ClassifierMixin, _ConformalBase):
         with _locks.locked(self):
             if "calibration_" not in self.__dict__:
                 return set()
-            proba = _proba_one(self.estimator_, x)
             self._ready_events()
-            self.__dict__["_last"].store_proba(x, self.estimator_, proba)
+            last = self.__dict__["_last"]
+            proba = last.proba_one(self.estimator_, x)
+            last.store_proba(x, self.estimator_, proba)
             q = self.calibration_.threshold()
             return {c for c, p in proba.items() if 1.0 - p <= q}
 
@@ -852,7 +854,7 @@ class ConformalClassifier(ClassifierMixin, _ConformalBase):
             last = self.__dict__["_last"] = _conformal.LastEvent(
                 _locks.locked(self), False,
                 self.engine == "cython" and isinstance(self.estimator_, OnlineLearner),
-                _proba_one)
+                _proba_function)
         last.invalidate()
 
     learn_one = _conformal.learn_one_label
@@ -876,7 +878,7 @@ class ConformalClassifier(ClassifierMixin, _ConformalBase):
             last = self.__dict__.get("_last")
             proba = last.match_proba(x, self.estimator_) if last is not None else None
             if proba is None:
-                proba = _proba_one(self.estimator_, x)
+                proba = _proba_function(self.estimator_)(x)
             s = 1.0 - proba.get(y, 0.0)
             self.estimator_.learn_one(x, y)
             self.calibration_.learn(s)
@@ -893,6 +895,15 @@ class ConformalClassifier(ClassifierMixin, _ConformalBase):
 
 def _label(value):
     return value.item() if isinstance(value, np.generic) else value
+
+
+def _proba_function(est):
+    """`_proba_one` for this learner as a function of the event, its choice made once: an okl
+    learner's `predict_proba_one` as it is (its labels and probabilities are Python's)."""
+    if isinstance(est, OnlineLearner) and hasattr(est, "predict_proba_one") and hasattr(
+            est, "predict_proba"):
+        return est.predict_proba_one
+    return lambda x: _proba_one(est, x)
 
 
 def _proba_one(est, x):

@@ -280,8 +280,9 @@ cdef class LastEvent:
     by its version; a float64 row with the same values) and the learner has not changed
     (its `t_` and `_attr_version`, okl._one_event).  `fast`: the wrapper's one-event calls
     run here (the cython engine and an okl learner); else its Python methods do.  For the
-    classifier, `proba(learner, x)` gives the {label: probability} of an event and the kept
-    prediction is that dict.
+    classifier, `proba(learner)` chooses the function giving the {label: probability} of an
+    event (again when the learner or its `_attr_version` changes), and the kept prediction is
+    that dict.
     """
 
     cdef ReentrantLock lock
@@ -293,7 +294,8 @@ cdef class LastEvent:
     cdef double* row_data
     cdef Py_ssize_t row_d
     cdef double f, a, b
-    cdef object proba, kept         # the classifier's probabilities: the function, the dict
+    cdef object proba, kept         # the classifier's probabilities: the chooser, the dict
+    cdef object proba_est, proba_version, proba_fn
 
     def __init__(self, ReentrantLock lock, bint normalized, bint fast, proba=None):
         self.lock, self.normalized, self.fast, self.valid = lock, normalized, fast, False
@@ -368,6 +370,14 @@ cdef class LastEvent:
         """(f, a, b) kept for x, or None."""
         return (self.f, self.a, self.b) if self.cmatch(x, est) else None
 
+    cpdef dict proba_one(self, object est, object x):
+        """{label: probability} of the event x by the learner est."""
+        version = getattr(est, "_attr_version", None)
+        if est is not self.proba_est or version is None or version is not self.proba_version:
+            self.proba_fn = self.proba(est)
+            self.proba_est, self.proba_version = est, version
+        return self.proba_fn(x)
+
     def store_proba(self, x, est, dict kept):
         self.cstore(x, est, 0.0, 0.0, 0.0)
         self.kept = kept
@@ -386,7 +396,7 @@ cdef class LastEvent:
         self.lock.cacquire()
         try:
             self.cbind(est)
-            proba = self.kept if self.cmatch(x, est) else self.proba(est, x)
+            proba = self.kept if self.cmatch(x, est) else self.proba_one(est, x)
             s = 1.0 - <double>proba.get(y, 0.0)
             self.valid = False
             self.x = self.kept = None
