@@ -5,7 +5,7 @@
     python bench/conformal.py steps      # AgACI's step grid and window, untuned
     python bench/conformal.py pid        # conformal PID's integrator gains beside quantile
                                          # tracking (its proportional part alone)
-    python bench/conformal.py cost [n repeats]  # us per event over the base learner, one
+    python bench/conformal.py cost [n]   # us per event over the base learner, one
                                          # event at a time (predict_interval_one + learn_one;
                                          # the classifier's predict_set_one + learn_one)
     python bench/conformal.py sets       # ConformalClassifier on scikit-learn's digits, wine,
@@ -165,11 +165,37 @@ def pid():
     table(methods)
 
 
+def paired(models, rows, targets, calls, block=200):
+    """Per-event us of predict + learn (`calls[name](model)` gives the two methods) for each
+    model, timed in interleaved blocks of `block`
+    events (every model takes the same block in turn, so load changes hit all alike); prints
+    each model's median and the median of its paired difference to the first model's."""
+    times = {name: [] for name in models}
+    for start in range(0, len(rows) - block + 1, block):
+        part = list(zip(rows[start:start + block], targets[start:start + block]))
+        for name, model in models.items():
+            predict, learn = calls[name](model)
+            begin = time.perf_counter()
+            for x, t in part:
+                predict(x)
+                learn(x, t)
+            times[name].append((time.perf_counter() - begin) / block * 1e6)
+    reference = next(iter(models))
+    first = np.array(times[reference])
+    for name, values in times.items():
+        d = np.array(values) - first
+        extra = "" if name == reference else (
+            f"  paired difference {np.median(d):+.2f} us (quartiles {np.percentile(d, 25):+.2f}, "
+            f"{np.percentile(d, 75):+.2f}), x{np.median(values) / np.median(first):.3f}")
+        print(f"  {name:<22} {np.median(values):7.2f}{extra}")
+
+
 def cost(n=20_000, repeats=5):
     """us per event of predict_interval_one + learn_one beside the base learner's
     predict_one + learn_one: the same rows, in one run, each model warmed on 1,000 events
-    first (gamma="scale"'s warm-up is not timed) and copied for every repeat; the best of
-    `repeats`.  Then the calibration's own update (a chunk of scores, in C)."""
+    first (gamma="scale"'s warm-up is not timed), then timed in interleaved blocks (`paired`;
+    medians).  Then the classifier (`classifier_cost`) and the calibration's own update (a
+    chunk of scores, in C, the best of `repeats`)."""
     X, y, _ = make_stream("stationary")
     X, y = np.tile(X, (3, 1))[:n + 1000], np.tile(y, 3)[:n + 1000]
     rows = [np.ascontiguousarray(x) for x in X]
@@ -182,22 +208,12 @@ def cost(n=20_000, repeats=5):
             model = models[name] = copy.deepcopy(model)
             for x, t in zip(rows[:1000], targets[:1000]):
                 model.learn_one(x, t)
-        best = {}
-        for _ in range(repeats):
-            for name, model in models.items():
-                model = copy.deepcopy(model)
-                predict = model.predict_one if name == "base" else model.predict_interval_one
-                start = time.perf_counter()
-                for x, t in zip(rows[1000:], targets[1000:]):
-                    predict(x)
-                    model.learn_one(x, t)
-                best[name] = min(best.get(name, np.inf), time.perf_counter() - start)
-        print(f"{base!r}: us per event (predict, then learn; {n} events, best of {repeats})")
-        for name, seconds in best.items():
-            extra = "" if name == "base" else \
-                f"  {(seconds - best['base']) / n * 1e6:+.2f} us, x{seconds / best['base']:.3f}"
-            print(f"  {name:<9} {seconds / n * 1e6:7.2f}{extra}")
-    classifier_cost(n, repeats)
+        print(f"{base!r}: us per event (predict, then learn; {n} events, medians of "
+              "blocks of 200)")
+        paired(models, rows[1000:], targets[1000:], {
+            name: (lambda m: (m.predict_one, m.learn_one)) if name == "base" else
+            (lambda m: (m.predict_interval_one, m.learn_one)) for name in models})
+    classifier_cost(n)
     scores = np.abs(np.random.default_rng(0).normal(size=n))
     print("the calibration alone, ns per event (a chunk of scores):")
     for name, gammas in (("aci", (0.005,)), ("quantile", (0.01,)), ("pid", (0.01,)),
@@ -211,11 +227,11 @@ def cost(n=20_000, repeats=5):
         print(f"  {name:<9} {seconds / n * 1e9:7.0f}")
 
 
-def classifier_cost(n, repeats):
+def classifier_cost(n):
     """ConformalClassifier: predict_set_one + learn_one beside the learner's predict_one +
     learn_one, and its predict_proba_one + learn_one (the probabilities the sets need; "python
     path": the wrapper's learn_one without its compiled step, as every learn_one was before
-    it), digits' rows repeated, warmed and copied as in `cost`."""
+    it), digits' rows drawn at random, warmed and timed as in `cost`."""
     from sklearn.datasets import load_digits
 
     from okl import ConformalClassifier, OnlineKernelClassifier
@@ -230,24 +246,13 @@ def classifier_cost(n, repeats):
         model = models[name] = copy.deepcopy(model)
         for x, t in zip(rows[:1000], labels[:1000]):
             model.learn_one(x, t)
-    best = {}
-    for _ in range(repeats):
-        for name, model in models.items():
-            model = copy.deepcopy(model)
-            predict = (model.predict_one if name == "base" else model.predict_proba_one
-                       if name.startswith("base") else model.predict_set_one)
-            learn = model._learn_one_python if "python" in name else model.learn_one
-            start = time.perf_counter()
-            for x, t in zip(rows[1000:], labels[1000:]):
-                predict(x)
-                learn(x, t)
-            best[name] = min(best.get(name, np.inf), time.perf_counter() - start)
     print(f"ConformalClassifier({base!r}) on digits: us per event (predict, then learn; "
-          f"{n} events, best of {repeats})")
-    for name, seconds in best.items():
-        extra = "" if name == "base" else \
-            f"  {(seconds - best['base']) / n * 1e6:+.2f} us, x{seconds / best['base']:.3f}"
-        print(f"  {name:<20} {seconds / n * 1e6:7.2f}{extra}")
+          f"{n} events, medians of blocks of 200)")
+    paired(models, rows[1000:], labels[1000:], {
+        "base": lambda m: (m.predict_one, m.learn_one),
+        "base, probabilities": lambda m: (m.predict_proba_one, m.learn_one),
+        "agaci": lambda m: (m.predict_set_one, m.learn_one),
+        "agaci, python path": lambda m: (m.predict_set_one, m._learn_one_python)})
 
 
 def sets():
