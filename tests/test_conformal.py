@@ -265,6 +265,7 @@ def test_a_failed_call_leaves_the_model_as_it_was():
 def test_save_load_and_pickle_keep_learning_identically(tmp_path):
     X, y = stream(600)
     for model in (ConformalRegressor(OnlineKernelRegressor(gamma=0.5)),
+                  ConformalRegressor(OnlineKernelRegressor(gamma=0.5), gamma=(0.001, 0.01, 0.1)),
                   ConformalRegressor(nonconformity="quantile", method="aci", engine="numpy"),
                   ConformalRegressor(OnlineKernelRegressor(gamma=0.5), method="pid",
                                      integrator=(0.5, 2.0))):
