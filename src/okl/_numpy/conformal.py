@@ -3,7 +3,7 @@
 A `NumpyCalibration` keeps the threshold q_t on nonconformity scores s_t
 (docs/conformal.md): the prediction set of event t holds every answer whose
 score is at most q_t, and the score of the true answer, taken before the
-model learns the event, then updates the state.  Three rules:
+model learns the event, then updates the state.  Four rules:
 
 - ``ACI``: adaptive conformal inference (Gibbs and Candes 2021), the level
   a_{t+1} = a_t + gamma (alpha - err_t) and q_t the conformal quantile of
@@ -14,9 +14,9 @@ model learns the event, then updates the state.  Three rules:
 - ``PID``: the same proportional part p_t plus the integrator of conformal PID
   control, q_t = p_t + K_I |B|_t tan(E_t log(t + 1) / (C_sat (t + 1))), E_t the
   summed excess of misses sum_{i <= t} (err_i - alpha), |B|_t the window's
-  largest absolute score and the tangent
-  saturated to +-inf past +-pi/2, so that |E_T| <= pi/2 C_sat max_{t <= T}
-  (t + 1) / log(t + 1) + 1 on every sequence;
+  largest absolute score, the tangent saturated to +-inf at and past +-pi/2, so
+  that |E_T| <= pi/2 C_sat max_{t <= T} (t + 1) / log(t + 1) + 1 on every
+  sequence;
 - ``AGACI``: ACI experts over several steps gamma_k, their levels a_k
   aggregated by second-order exponential weights on the pinball loss of
   level alpha of the levels (Zaffran et al. 2022), q_t the conformal
@@ -75,7 +75,7 @@ class NumpyCalibration:
     alpha : float in (0, 1)
         Target miscoverage.
     gammas : sequence of float > 0
-        The step of each expert (one for ACI and QUANTILE).
+        The step of each expert (one for ACI, QUANTILE and PID).
     window : int >= 1
         Scores kept (the most recent ones).
     ki, csat : float > 0
