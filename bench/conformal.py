@@ -3,8 +3,11 @@
     python bench/conformal.py table      # every method and score on five streams, beside
                                          # okl's pinball pair and river's jackknife interval
     python bench/conformal.py steps      # AgACI's step grid and window, untuned
-    python bench/conformal.py cost       # us per event over the base learner, one event at a
-                                         # time (predict_interval_one + learn_one)
+    python bench/conformal.py pid        # conformal PID's integrator gains beside quantile
+                                         # tracking (its proportional part alone)
+    python bench/conformal.py cost [n]   # us per event over the base learner, one
+                                         # event at a time (predict_interval_one + learn_one;
+                                         # the classifier's predict_set_one + learn_one)
     python bench/conformal.py sets       # ConformalClassifier on scikit-learn's digits, wine,
                                          # breast cancer, iris (shuffled, standardised)
 
@@ -123,7 +126,8 @@ RUNS = {
     "okl agaci (default)": lambda X, y: run_okl(X, y),
     "okl aci": lambda X, y: run_okl(X, y, method="aci"),
     "okl quantile": lambda X, y: run_okl(X, y, method="quantile"),
-    "okl agaci, pinball pair (CQR)": lambda X, y: run_okl(X, y, score="quantile"),
+    "okl pid": lambda X, y: run_okl(X, y, method="pid"),
+    "okl agaci, pinball pair (CQR)": lambda X, y: run_okl(X, y, nonconformity="quantile"),
     "okl agaci, KernelRLSRegressor()": run_krls,
     "okl pinball pair, no calibration": run_pinball_pair,
     "river jackknife": run_river,
@@ -153,11 +157,45 @@ def steps():
     table(methods)
 
 
+def pid():
+    methods = {"quantile (P only)": lambda X, y: run_okl(X, y, method="quantile")}
+    for gains in ((1.0, 1.0), (0.1, 1.0), (1.0, 0.1), (5.0, 1.0)):
+        name = "pid K_I, C_sat = %g, %g%s" % (*gains, " (auto)" if gains == (1.0, 1.0) else "")
+        methods[name] = lambda X, y, g=gains: run_okl(X, y, method="pid", integrator=g)
+    table(methods)
+
+
+def paired(models, rows, targets, calls, block=200):
+    """Per-event us of predict + learn (`calls[name](model)` gives the two methods) for each
+    model, timed in interleaved blocks of `block`
+    events (every model takes the same block in turn, so load changes hit all alike); prints
+    each model's median and the median of its paired difference to the first model's."""
+    times = {name: [] for name in models}
+    for start in range(0, len(rows) - block + 1, block):
+        part = list(zip(rows[start:start + block], targets[start:start + block]))
+        for name, model in models.items():
+            predict, learn = calls[name](model)
+            begin = time.perf_counter()
+            for x, t in part:
+                predict(x)
+                learn(x, t)
+            times[name].append((time.perf_counter() - begin) / block * 1e6)
+    reference = next(iter(models))
+    first = np.array(times[reference])
+    for name, values in times.items():
+        d = np.array(values) - first
+        extra = "" if name == reference else (
+            f"  paired difference {np.median(d):+.2f} us (quartiles {np.percentile(d, 25):+.2f}, "
+            f"{np.percentile(d, 75):+.2f}), x{np.median(values) / np.median(first):.3f}")
+        print(f"  {name:<22} {np.median(values):7.2f}{extra}")
+
+
 def cost(n=20_000, repeats=5):
     """us per event of predict_interval_one + learn_one beside the base learner's
     predict_one + learn_one: the same rows, in one run, each model warmed on 1,000 events
-    first (gamma="scale"'s warm-up is not timed) and copied for every repeat; the best of
-    `repeats`.  Then the calibration's own update (a chunk of scores, in C)."""
+    first (gamma="scale"'s warm-up is not timed), then timed in interleaved blocks (`paired`;
+    medians).  Then the classifier (`classifier_cost`) and the calibration's own update (a
+    chunk of scores, in C, the best of `repeats`)."""
     X, y, _ = make_stream("stationary")
     X, y = np.tile(X, (3, 1))[:n + 1000], np.tile(y, 3)[:n + 1000]
     rows = [np.ascontiguousarray(x) for x in X]
@@ -165,29 +203,21 @@ def cost(n=20_000, repeats=5):
     for base in (OnlineKernelRegressor(budget=10), OnlineKernelRegressor()):
         models = {"base": base}
         models.update({m: ConformalRegressor(base, method=m) for m in ("aci", "quantile",
-                                                                        "agaci")})
+                                                                        "agaci", "pid")})
         for name, model in models.items():
             model = models[name] = copy.deepcopy(model)
             for x, t in zip(rows[:1000], targets[:1000]):
                 model.learn_one(x, t)
-        best = {}
-        for _ in range(repeats):
-            for name, model in models.items():
-                model = copy.deepcopy(model)
-                predict = model.predict_one if name == "base" else model.predict_interval_one
-                start = time.perf_counter()
-                for x, t in zip(rows[1000:], targets[1000:]):
-                    predict(x)
-                    model.learn_one(x, t)
-                best[name] = min(best.get(name, np.inf), time.perf_counter() - start)
-        print(f"{base!r}: us per event (predict, then learn; {n} events, best of {repeats})")
-        for name, seconds in best.items():
-            extra = "" if name == "base" else \
-                f"  {(seconds - best['base']) / n * 1e6:+.2f} us, x{seconds / best['base']:.3f}"
-            print(f"  {name:<9} {seconds / n * 1e6:7.2f}{extra}")
+        print(f"{base!r}: us per event (predict, then learn; {n} events, medians of "
+              "blocks of 200)")
+        paired(models, rows[1000:], targets[1000:], {
+            name: (lambda m: (m.predict_one, m.learn_one)) if name == "base" else
+            (lambda m: (m.predict_interval_one, m.learn_one)) for name in models})
+    classifier_cost(n)
     scores = np.abs(np.random.default_rng(0).normal(size=n))
     print("the calibration alone, ns per event (a chunk of scores):")
-    for name, gammas in (("aci", (0.005,)), ("quantile", (0.01,)), ("agaci", AUTO_GAMMA["agaci"])):
+    for name, gammas in (("aci", (0.005,)), ("quantile", (0.01,)), ("pid", (0.01,)),
+                         ("agaci", AUTO_GAMMA["agaci"])):
         seconds = np.inf
         for _ in range(repeats):
             cal = Calibration(METHODS[name], ALPHA, gammas, 1000)
@@ -195,6 +225,34 @@ def cost(n=20_000, repeats=5):
             cal.update(scores, np.empty(n))
             seconds = min(seconds, time.perf_counter() - start)
         print(f"  {name:<9} {seconds / n * 1e9:7.0f}")
+
+
+def classifier_cost(n):
+    """ConformalClassifier: predict_set_one + learn_one beside the learner's predict_one +
+    learn_one, and its predict_proba_one + learn_one (the probabilities the sets need; "python
+    path": the wrapper's learn_one without its compiled step, as every learn_one was before
+    it), digits' rows drawn at random, warmed and timed as in `cost`."""
+    from sklearn.datasets import load_digits
+
+    from okl import ConformalClassifier, OnlineKernelClassifier
+    X, y = load_digits(return_X_y=True)
+    X = (X - X.mean(0)) / np.maximum(X.std(0), 1e-12)
+    idx = np.random.default_rng(0).integers(0, len(y), n + 1000)
+    rows, labels = [np.ascontiguousarray(x) for x in X[idx]], y[idx].tolist()
+    base = OnlineKernelClassifier(loss="logistic", budget=10)
+    models = {"base": base, "base, probabilities": base, "agaci": ConformalClassifier(base),
+              "agaci, python path": ConformalClassifier(base)}
+    for name, model in models.items():
+        model = models[name] = copy.deepcopy(model)
+        for x, t in zip(rows[:1000], labels[:1000]):
+            model.learn_one(x, t)
+    print(f"ConformalClassifier({base!r}) on digits: us per event (predict, then learn; "
+          f"{n} events, medians of blocks of 200)")
+    paired(models, rows[1000:], labels[1000:], {
+        "base": lambda m: (m.predict_one, m.learn_one),
+        "base, probabilities": lambda m: (m.predict_proba_one, m.learn_one),
+        "agaci": lambda m: (m.predict_set_one, m.learn_one),
+        "agaci, python path": lambda m: (m.predict_set_one, m._learn_one_python)})
 
 
 def sets():
@@ -217,5 +275,5 @@ def sets():
 
 
 if __name__ == "__main__":
-    COMMANDS = {"table": table, "steps": steps, "cost": cost, "sets": sets}
-    COMMANDS[sys.argv[1] if len(sys.argv) > 1 else "table"]()
+    COMMANDS = {"table": table, "steps": steps, "pid": pid, "cost": cost, "sets": sets}
+    COMMANDS[sys.argv[1] if len(sys.argv) > 1 else "table"](*map(int, sys.argv[2:]))

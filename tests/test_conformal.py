@@ -6,16 +6,21 @@ import pickle
 import numpy as np
 import pytest
 from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import okl
-from okl import ConformalClassifier, ConformalRegressor, OnlineKernelRegressor
+from okl import (
+    ConformalClassifier, ConformalRegressor, KernelRLSRegressor, OnlineKernelClassifier,
+    OnlineKernelRegressor,
+)
 from okl._core._conformal import Calibration
 from okl._core import _conformal
 from okl._numpy.conformal import Method, NumpyCalibration
 from okl._persist import ModelFileError
 
 AGACI_STEPS = (0.001, 0.005, 0.02, 0.1)
-RULES = [(Method.ACI, (0.005,)), (Method.QUANTILE, (0.01,)), (Method.AGACI, AGACI_STEPS)]
+RULES = [(Method.ACI, (0.005,)), (Method.QUANTILE, (0.01,)), (Method.AGACI, AGACI_STEPS),
+         (Method.PID, (0.01,))]
 
 
 def heavy_scores(n, seed=0):
@@ -63,19 +68,49 @@ def test_aci_long_run_miscoverage_bound_on_adversarial_sequences(gamma, adversar
         errors = 0
         for t in range(T):
             q = cal.threshold()
-            if adversary == "miss":         # always beyond a finite threshold
-                s = q + 1.0 if math.isfinite(q) else 1e6 * (1 + t)
-            elif adversary == "cover":
-                s = 0.0
-            elif adversary == "alternate":  # blocks of misses and covers
-                s = (q + 1.0 if math.isfinite(q) else 1e3) if (t // 200) % 2 else 0.0
-            else:                           # exactly at the threshold, or just above it
-                s = (q if rng.random() < 0.5 else q * (1 + 1e-12) + 1e-12) \
-                    if math.isfinite(q) else rng.random()
+            s = adversarial_score(adversary, q, t, rng)
             errors += s > q
             cal.learn(s)
         bound = (max(alpha, 1 - alpha) + gamma) / (gamma * T)
         assert abs(errors / T - alpha) <= bound
+
+
+def adversarial_score(adversary, q, t, rng):
+    """The next score an adversary picks, seeing the threshold q."""
+    if adversary == "miss":         # always beyond a finite threshold
+        return q + 1.0 if math.isfinite(q) else 1e6 * (1 + t)
+    if adversary == "cover":
+        return 0.0
+    if adversary == "alternate":    # blocks of misses and covers
+        return (q + 1.0 if math.isfinite(q) else 1e3) if (t // 200) % 2 else 0.0
+    if adversary == "threshold":    # exactly at the threshold, or just above it
+        return (q if rng.random() < 0.5 else q * (1 + 1e-12) + 1e-12) \
+            if math.isfinite(q) else rng.random()
+    return abs(rng.standard_cauchy()) * (1 + 100 * ((t // 300) % 2))   # "heavy": jumps
+
+
+@pytest.mark.parametrize("gains", [(1.0, 1.0), (0.1, 0.2), (2.0, 0.5)])
+@pytest.mark.parametrize("adversary", ["miss", "cover", "alternate", "threshold", "heavy"])
+def test_pid_long_run_miscoverage_bound_on_adversarial_sequences(gains, adversary):
+    """Angelopoulos, Candes and Tibshirani: with the integrator saturating at
+    |E_t| >= pi/2 C_sat h(t), h(t) = (t + 1) / log(t + 1), the summed excess of misses E_T
+    stays within pi/2 C_sat max_{t <= T} h(t) + 1 on every sequence, so the miscoverage
+    E_T / T + alpha tends to alpha (docs/conformal.md)."""
+    alpha, T = 0.1, 3000
+    ki, csat = gains
+    h = max((t + 1) / math.log(t + 1) for t in range(1, T + 1))
+    for engine in (Calibration, NumpyCalibration):
+        cal = engine(Method.PID, alpha, (0.01,), 50, ki, csat)
+        rng = np.random.default_rng(2)
+        excess, worst = 0.0, 0.0
+        for t in range(T):
+            q = cal.threshold()
+            s = adversarial_score(adversary, q, t, rng)
+            excess += (s > q) - alpha
+            worst = max(worst, abs(excess))
+            cal.learn(s)
+        assert worst <= math.pi / 2 * csat * h + 1
+        assert abs(cal.get_state()["integral"] - excess) <= 1e-9
 
 
 @pytest.mark.parametrize("n, alpha", [(49, 0.1), (99, 0.1), (60, 0.2), (20, 0.05)])
@@ -100,15 +135,16 @@ def test_split_conformal_coverage_is_exact_on_exchangeable_data(n, alpha):
     assert 1 - alpha <= covered / (n + 1) < 1 - alpha + 1 / (n + 1)
 
 
-@pytest.mark.parametrize("method", ["aci", "quantile", "agaci"])
-@pytest.mark.parametrize("score", ["absolute", "quantile"])
-def test_chunks_and_events_give_the_same_intervals(method, score):
+@pytest.mark.parametrize("method", ["aci", "quantile", "agaci", "pid"])
+@pytest.mark.parametrize("nonconformity", ["absolute", "quantile"])
+def test_chunks_and_events_give_the_same_intervals(method, nonconformity):
     X, y = stream(800)
-    chunked = ConformalRegressor(OnlineKernelRegressor(gamma=0.5), method=method, score=score)
+    params = dict(method=method, nonconformity=nonconformity)
+    chunked = ConformalRegressor(OnlineKernelRegressor(gamma=0.5), **params)
     f, lo, hi = chunked._progressive_intervals(X[:300], y[:300])
     f2, lo2, hi2 = chunked._progressive_intervals(X[300:], y[300:])
     lo, hi = np.concatenate([lo, lo2]), np.concatenate([hi, hi2])
-    events = ConformalRegressor(OnlineKernelRegressor(gamma=0.5), method=method, score=score)
+    events = ConformalRegressor(OnlineKernelRegressor(gamma=0.5), **params)
     out = np.array([events.predict_interval_one(x) + (events.learn_one(x, t),)[:0]
                     for x, t in zip(X, y)])
     assert np.array_equal(out[:, 0], lo) and np.array_equal(out[:, 1], hi)
@@ -186,13 +222,12 @@ def test_a_learner_with_a_standard_deviation_normalises_the_scores():
     assert np.all(q > 0)
     assert abs(np.mean((y >= lo) & (y <= hi)) - 0.9) < 0.02
     with pytest.raises(ValueError, match="return_std"):
-        ConformalRegressor(OnlineKernelRegressor(), score="normalized").fit(X, y)
+        ConformalRegressor(OnlineKernelRegressor(), nonconformity="normalized").fit(X, y)
 
 
 def test_kernel_rls_gives_its_predictive_std_to_the_scores():
     """ConformalRegressor(KernelRLSRegressor()) normalises by the posterior's std: the band is
     the predictive std times one threshold, chunks equal events, and it covers."""
-    from okl import KernelRLSRegressor
     rng = np.random.default_rng(3)
     X = rng.uniform(-3, 3, (1500, 2))
     y = np.sin(X[:, 0]) + 0.3 * rng.normal(size=1500)
@@ -230,7 +265,10 @@ def test_a_failed_call_leaves_the_model_as_it_was():
 def test_save_load_and_pickle_keep_learning_identically(tmp_path):
     X, y = stream(600)
     for model in (ConformalRegressor(OnlineKernelRegressor(gamma=0.5)),
-                  ConformalRegressor(score="quantile", method="aci", engine="numpy")):
+                  ConformalRegressor(OnlineKernelRegressor(gamma=0.5), gamma=(0.001, 0.01, 0.1)),
+                  ConformalRegressor(nonconformity="quantile", method="aci", engine="numpy"),
+                  ConformalRegressor(OnlineKernelRegressor(gamma=0.5), method="pid",
+                                     integrator=(0.5, 2.0))):
         model.fit(X[:300], y[:300])
         okl.save(model, tmp_path / "m.okl")
         loaded = okl.load(tmp_path / "m.okl")
@@ -279,6 +317,33 @@ def test_classifier_sets_from_chunks_and_events_and_its_state():
     assert np.array_equal(okl.load(buffer).predict_set(X), sets)
 
 
+def test_classifier_one_event_path_keeps_the_probabilities_and_fails_cleanly():
+    """predict_set_one's probabilities serve the learn_one of the same event; the compiled
+    path (cython) and the Python one (numpy) take the same steps; a refused label changes
+    nothing."""
+    from sklearn.datasets import load_wine
+    X, y = load_wine(return_X_y=True)
+    order = np.random.default_rng(1).permutation(len(y))
+    X, y = (X[order] - X.mean(0)) / X.std(0), y[order]
+    learn_only, both, python = (ConformalClassifier(method=m, engine=e) for m, e in (
+        ("pid", "cython"), ("pid", "cython"), ("pid", "numpy")))
+    for x, label in zip(X, y):
+        learn_only.learn_one(x, label)
+        for model in (both, python):
+            model.predict_set_one(x)
+            model.learn_one(x, label)
+    assert both._last.fast and not python._last.fast
+    assert learn_only.threshold_ == both.threshold_
+    assert abs(both.threshold_ - python.threshold_) <= 1e-10
+    assert np.array_equal(learn_only.predict_set(X), both.predict_set(X))
+    fixed = ConformalClassifier(OnlineKernelClassifier(classes=[0, 1, 2])).fit(X[:50], y[:50])
+    fixed.predict_set_one(X[50])
+    before = pickle.dumps(fixed)
+    with pytest.raises(ValueError):
+        fixed.learn_one(X[50], 7)
+    assert pickle.dumps(fixed) == before
+
+
 def test_progressive_validation_reports_coverage_width_and_the_window():
     from okl.evaluation import progressive_validation
     X, y = stream(1200)
@@ -318,3 +383,12 @@ def test_to_river_gives_rivers_interval():
         assert (interval.lower, interval.upper) == direct.predict_interval_one(x)
         model.learn_one(event, t)
         direct.learn_one(x, t)
+
+
+@parametrize_with_checks([ConformalRegressor(OnlineKernelRegressor()),
+                          ConformalClassifier(OnlineKernelClassifier()),
+                          ConformalRegressor(KernelRLSRegressor(), method="pid")])
+def test_sklearn_compatible(estimator, check):
+    """Every check passes, none expected to fail (the learners' own sample-weight caveats do
+    not arise: the wrappers take no sample_weight)."""
+    check(estimator)

@@ -26,6 +26,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin, clone, is_classifier
 from sklearn.exceptions import NotFittedError
+from sklearn.utils import get_tags
 
 from okl import _locks
 from okl._base import (
@@ -40,18 +41,32 @@ from okl._params import Interval, InvalidParameterError, Kind, Options
 from okl._persist import loadable
 from okl._rows import check_label, check_row
 
-METHODS = {"aci": Method.ACI, "quantile": Method.QUANTILE, "agaci": Method.AGACI}
+METHODS = {"aci": Method.ACI, "quantile": Method.QUANTILE, "agaci": Method.AGACI,
+           "pid": Method.PID}
 # gamma="auto": Gibbs and Candes' step for ACI; the quantile tracker's step is relative to
 # the largest recent score; AgACI's experts span the steps (docs/conformal.md, "Defaults")
-AUTO_GAMMA = {"aci": (0.005,), "quantile": (0.01,),
+AUTO_GAMMA = {"aci": (0.005,), "quantile": (0.01,), "pid": (0.01,),
               "agaci": (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1)}
+# integrator="auto": the PID integrator's gain K_I (in units of the largest recent score) and
+# saturation constant C_sat (docs/conformal.md, "Conformal PID")
+AUTO_INTEGRATOR = (1.0, 1.0)
 CALIBRATIONS = {"cython": Calibration, "numpy": NumpyCalibration}
 SCORES = ("auto", "absolute", "normalized", "quantile")
 
 
+def _sequence(value):
+    """A tuple, list or 1-d array (okl.load gives a saved sequence back as an array)."""
+    return isinstance(value, (tuple, list)) or isinstance(value, np.ndarray) and value.ndim == 1
+
+
 def _steps(value):
-    return isinstance(value, (tuple, list)) and len(value) > 0 and all(
+    return _sequence(value) and len(value) > 0 and all(
         Interval(Real, 0, 1).is_satisfied_by(g) for g in value)
+
+
+def _gains(value):
+    return _sequence(value) and len(value) == 2 and all(
+        Interval(Real, 0, None, closed="neither").is_satisfied_by(g) for g in value)
 
 
 COMMON_CONSTRAINTS = {
@@ -62,6 +77,7 @@ COMMON_CONSTRAINTS = {
     "gamma": [Options("auto"), Interval(Real, 0, 1),
               Kind(_steps, "a sequence of floats in [0, 1]")],
     "window": [Interval(Integral, 1, 10 ** 6)],
+    "integrator": [Options("auto"), Kind(_gains, "a pair (K_I, C_sat) of floats > 0")],
     "engine": [Options("cython", "numpy")],
 }
 
@@ -116,17 +132,21 @@ class _ConformalBase(OnlineLearner):
         super()._validate_params()
         self._gammas()
 
+    def _integrator(self):
+        gains = AUTO_INTEGRATOR if isinstance(self.integrator, str) else self.integrator
+        return tuple(float(g) for g in gains)
+
     def _new_calibration(self):
         return CALIBRATIONS[self.engine](METHODS[self.method], float(self.alpha), self._gammas(),
-                                         int(self.window))
+                                         int(self.window), *self._integrator())
 
     def _fitted_with(self):
         return [(name, getattr(self, "_fitted_" + name)) for name in (
-            "alpha", "method", "gamma", "window", "engine")
+            "alpha", "method", "gamma", "window", "integrator", "engine")
             if "_fitted_" + name in self.__dict__]
 
     def _remember_params(self):
-        for name in ("alpha", "method", "gamma", "window", "engine"):
+        for name in ("alpha", "method", "gamma", "window", "integrator", "engine"):
             self.__dict__["_fitted_" + name] = getattr(self, name)
 
     def _models(self):
@@ -148,9 +168,16 @@ class _ConformalBase(OnlineLearner):
     def _state_classes(cls):
         return (Calibration, NumpyCalibration)
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
+    def _learner_tags(self, tags):
+        """The learner's tags where the wrapper answers as it does (its predictions are the
+        learner's); dense input only.  Each wrapper's `__sklearn_tags__` ends with it (after
+        the scikit-learn mixin's own tags)."""
         tags.input_tags.sparse = False
+        base = get_tags(self._base())
+        for kind in ("regressor_tags", "classifier_tags"):
+            mine, theirs = getattr(tags, kind), getattr(base, kind)
+            if mine is not None and theirs is not None:
+                mine.poor_score = theirs.poor_score
         return tags
 
 
@@ -162,7 +189,7 @@ class ConformalRegressor(RegressorMixin, _ConformalBase):
     Wraps a regressor and learns the threshold q_t of a nonconformity score:
     the interval of an event is ``f(x) -+ q_t * sigma(x)``, ``sigma`` the
     learner's predictive standard deviation where it gives one (else 1), or
-    ``[lo(x) - q_t, hi(x) + q_t]`` around a pinball pair (``score="quantile"``).
+    ``[lo(x) - q_t, hi(x) + q_t]`` around a pinball pair (``nonconformity="quantile"``).
     Each event's score is taken from the prediction made before the learner
     learns the event; the threshold then moves so that the fraction of
     misses tends to `alpha` on any sequence (docs/conformal.md).
@@ -181,19 +208,26 @@ class ConformalRegressor(RegressorMixin, _ConformalBase):
         first learning call (`calibrate` keeps a fitted one's fit).
     alpha : float in (0, 1), default=0.1
         Target miscoverage: intervals hold 1 - alpha of the targets.
-    method : {"agaci", "aci", "quantile"}, default="agaci"
+    method : {"agaci", "aci", "quantile", "pid"}, default="agaci"
         "aci": adaptive conformal inference (Gibbs and Candes); "quantile":
         quantile tracking of the threshold, the proportional part of
-        conformal PID control (Angelopoulos, Candes and Tibshirani);
-        "agaci": ACI over several steps, aggregated (Zaffran et al.).
+        conformal PID control (Angelopoulos, Candes and Tibshirani); "pid":
+        quantile tracking plus that paper's saturated integrator of the
+        misses; "agaci": ACI over several steps, aggregated (Zaffran et al.).
     gamma : "auto", float or sequence of floats in [0, 1], default="auto"
         The step: of alpha_t for "aci" (auto: 0.005, the paper's; 0 is split
         conformal, the threshold the conformal quantile of the window), of
-        q_t in units of the largest recent score for "quantile" (auto: 0.01),
+        q_t in units of the largest recent score for "quantile" and "pid"
+        (auto: 0.01),
         the steps of the experts for "agaci" (auto: 0.0005 to 0.1).
     window : int, default=1000
         Scores kept for the conformal quantile (the most recent ones).
-    score : {"auto", "absolute", "normalized", "quantile"}, default="auto"
+    integrator : "auto" or (K_I, C_sat), default="auto"
+        method="pid": the integrator
+        ``K_I |B|_t tan(E_t log(t + 1) / (C_sat (t + 1)))`` of the summed
+        excess of misses E_t, K_I in units of the window's largest absolute
+        score |B|_t; "auto" is (1.0, 1.0) (docs/conformal.md, "Conformal PID").
+    nonconformity : {"auto", "absolute", "normalized", "quantile"}, default="auto"
         "absolute": ``|y - f(x)|``; "normalized": ``|y - f(x)| / sigma(x)``
         with the learner's ``predict(X, return_std=True)``; "quantile": the
         conformalised quantile regression score ``max(lo - y, y - hi)`` of two
@@ -207,7 +241,7 @@ class ConformalRegressor(RegressorMixin, _ConformalBase):
     Attributes
     ----------
     estimator_ : the learner being learned
-    lower_, upper_ : the pinball pair (score="quantile")
+    lower_, upper_ : the pinball pair (nonconformity="quantile")
     calibration_ : the threshold's state (`threshold_` is q_t)
     score_ : str
         The score in use.
@@ -231,21 +265,23 @@ class ConformalRegressor(RegressorMixin, _ConformalBase):
     True
     """
 
-    _parameter_constraints = {**COMMON_CONSTRAINTS, "score": [Options(*SCORES)]}
+    _parameter_constraints = {**COMMON_CONSTRAINTS, "nonconformity": [Options(*SCORES)]}
 
     def __init__(self, estimator=None, alpha=0.1, method="agaci", gamma="auto", window=1000,
-                 score="auto", engine="cython"):
+                 integrator="auto", nonconformity="auto", engine="cython"):
         self.estimator = estimator
         self.alpha = alpha
         self.method = method
         self.gamma = gamma
         self.window = window
-        self.score = score
+        self.integrator = integrator
+        self.nonconformity = nonconformity
         self.engine = engine
 
     def __setattr__(self, name, value):
         object.__setattr__(self, name, value)
-        if name in ("estimator", "alpha", "method", "gamma", "window", "score", "engine"):
+        if name in ("estimator", "alpha", "method", "gamma", "window", "integrator",
+                    "nonconformity", "engine"):
             self.__dict__.pop("_last", None)        # the next event validates them
 
     # -- the template's hooks ---------------------------------------------------------------
@@ -257,16 +293,19 @@ class ConformalRegressor(RegressorMixin, _ConformalBase):
             raise InvalidParameterError(
                 f"ConformalRegressor wraps a regressor; {type(base).__name__} is a classifier: "
                 "use okl.ConformalClassifier.")
-        if self.score == "normalized" and not returns_std(base):
+        if self.nonconformity == "normalized" and not returns_std(base):
             raise InvalidParameterError(
-                f"score='normalized' needs a learner whose predict takes return_std (as "
-                f"okl.KernelRLSRegressor); {type(base).__name__} has none. Use score='absolute' "
-                "or 'quantile'.")
-        if self.score == "quantile" and not {"loss", "quantile"} <= set(base.get_params()):
+                f"nonconformity='normalized' needs a learner whose predict takes return_std "
+                f"(as okl.KernelRLSRegressor); {type(base).__name__} has none. Use "
+                "nonconformity='absolute' or 'quantile'.")
+        if self.nonconformity == "quantile" and not {"loss", "quantile"} <= set(base.get_params()):
             raise InvalidParameterError(
-                f"score='quantile' learns a pinball pair of clones of the learner, which needs "
-                f"`loss` and `quantile` parameters; {type(base).__name__} has none. Use "
-                "score='absolute'.")
+                f"nonconformity='quantile' learns a pinball pair of clones of the learner, "
+                f"which needs `loss` and `quantile` parameters; {type(base).__name__} has none. "
+                "Use nonconformity='absolute'.")
+
+    def __sklearn_tags__(self):
+        return self._learner_tags(super().__sklearn_tags__())
 
     def _base(self):
         if self.estimator is None:
@@ -275,8 +314,8 @@ class ConformalRegressor(RegressorMixin, _ConformalBase):
         return self.estimator
 
     def _resolved_score(self):
-        if self.score != "auto":
-            return self.score
+        if self.nonconformity != "auto":
+            return self.nonconformity
         return "normalized" if returns_std(self._base()) else "absolute"
 
     def _start(self, X, y):
@@ -506,7 +545,7 @@ class ConformalRegressor(RegressorMixin, _ConformalBase):
                     self.estimator_ = copy.deepcopy(self._base())
                     self.score_ = self._resolved_score()
                     if self.score_ == "quantile":
-                        raise ValueError("calibrate needs score='absolute' or 'normalized' "
+                        raise ValueError("calibrate needs nonconformity='absolute' or 'normalized' "
                                          "(a pinball pair is learned on the stream).")
                     self.calibration_ = self._new_calibration()
                     self.t_ = 0
@@ -561,7 +600,7 @@ def _check_conformal_state(est, check):
         if attrs.get(key) not in SCORES[1:]:
             check.fail(f"{key} = {attrs.get(key)!r} is not a score")
         check.out[key] = attrs[key]
-    for name in ("alpha", "method", "gamma", "window", "engine"):
+    for name in ("alpha", "method", "gamma", "window", "integrator", "engine"):
         key = "_fitted_" + name
         value = attrs.get(key)
         if isinstance(value, list):
@@ -588,6 +627,11 @@ def _check_calibration(check, state, est):
     check.keys(state, SCALARS + ARRAYS, "the calibration")
     check.equal(int(state["method"]), int(METHODS[est.method]), "calibration_.method")
     check.equal(float(state["alpha"]), float(est.alpha), "calibration_.alpha")
+    ki, csat = est._integrator()
+    check.equal(float(state["ki"]), ki, "calibration_.ki")
+    check.equal(float(state["csat"]), csat, "calibration_.csat")
+    if not math.isfinite(float(state["integral"])):
+        check.fail("calibration_.integral must be finite")
     w = check.int(state["window"], "calibration_.window", 1, 10 ** 6)
     check.equal(w, int(est.window), "calibration_.window")
     t = check.int(state["t"], "calibration_.t")
@@ -630,7 +674,7 @@ class ConformalClassifier(ClassifierMixin, _ConformalBase):
     ----------
     estimator : classifier, default=None
         An okl classifier; None is ``OnlineKernelClassifier(loss="logistic")``.
-    alpha, method, gamma, window, engine
+    alpha, method, gamma, window, integrator, engine
         As in `ConformalRegressor`.
 
     Attributes
@@ -655,13 +699,19 @@ class ConformalClassifier(ClassifierMixin, _ConformalBase):
     """
 
     def __init__(self, estimator=None, alpha=0.1, method="agaci", gamma="auto", window=1000,
-                 engine="cython"):
+                 integrator="auto", engine="cython"):
         self.estimator = estimator
         self.alpha = alpha
         self.method = method
         self.gamma = gamma
         self.window = window
+        self.integrator = integrator
         self.engine = engine
+
+    def __setattr__(self, name, value):
+        object.__setattr__(self, name, value)
+        if name in ("estimator", "alpha", "method", "gamma", "window", "integrator", "engine"):
+            self.__dict__.pop("_last", None)        # the next event validates them
 
     def _validate_params(self):
         super()._validate_params()
@@ -673,6 +723,9 @@ class ConformalClassifier(ClassifierMixin, _ConformalBase):
         if not hasattr(base, "learn_one"):
             raise InvalidParameterError(f"ConformalClassifier learns one event at a time and "
                                         f"needs learn_one; {type(base).__name__} has none.")
+
+    def __sklearn_tags__(self):
+        return self._learner_tags(super().__sklearn_tags__())
 
     def _base(self):
         if self.estimator is None:
@@ -693,15 +746,34 @@ class ConformalClassifier(ClassifierMixin, _ConformalBase):
     def _check_X_y(self, X, y, reset):
         return check_X_y(self, X, y, reset=reset, y_numeric=False)
 
+    def partial_fit(self, X, y, classes=None):
+        """Continue the stream with the rows of X, in order.
+
+        `classes` on the first call fixes the learner's classes (its `classes`
+        parameter); a call that raises leaves the model exactly as it was.
+        """
+        self._progressive_scores(X, y, classes, keep_scores=False)
+        return self
+
     def _targets(self, y, classes, first):
+        if classes is not None:
+            if first:
+                if "classes" not in self.estimator_.get_params():
+                    raise TypeError(f"{type(self.estimator_).__name__} has no `classes` "
+                                    "parameter to fix: call partial_fit without classes.")
+                self.estimator_.set_params(classes=classes)
+            elif not np.array_equal(np.sort(np.asarray(classes)), np.sort(self.classes_)):
+                raise ValueError(f"classes={list(classes)} differs from the classes the first "
+                                 f"call fixed, {list(self.classes_)}: call fit to start again.")
         return np.asarray(y)
 
     def _learn(self, X, y):
         n = len(y)
         predictions, covered, sizes = np.empty(n, dtype=object), np.empty(n, bool), np.empty(n)
+        proba_one = _proba_function(self.estimator_)
         for i in range(n):
             label = y[i].item() if isinstance(y[i], np.generic) else y[i]
-            proba = _proba_one(self.estimator_, X[i])
+            proba = proba_one(X[i])
             q = self.calibration_.threshold()
             chosen = {c for c, p in proba.items() if 1.0 - p <= q}
             predictions[i] = max(proba, key=proba.get) if proba else label
@@ -711,6 +783,8 @@ class ConformalClassifier(ClassifierMixin, _ConformalBase):
             self.calibration_.learn(s)
         self.t_ += n
         self._chunk_sets = covered, sizes
+        if "_last" in self.__dict__:
+            self._last.invalidate()
         return predictions
 
     def _progressive_sets(self, X, y):
@@ -727,7 +801,7 @@ class ConformalClassifier(ClassifierMixin, _ConformalBase):
             raise TypeError("ConformalClassifier takes no sample_weight: the calibration "
                             "counts events.")
         with _locks.locked(self):
-            pred = super()._progressive_scores(X, y, reset=reset)
+            pred = super()._progressive_scores(X, y, classes, reset=reset)
             self.__dict__.pop("_chunk_sets", None)
             return pred
 
@@ -757,13 +831,17 @@ class ConformalClassifier(ClassifierMixin, _ConformalBase):
             return 1.0 - P <= self.calibration_.threshold()
 
     def predict_set_one(self, x):
-        """The set of labels for one event (every label seen, before any threshold is
-        learned)."""
+        """The set of labels for one event (empty before any learning); the probabilities are
+        kept for the `learn_one` of the same event."""
         with _locks.locked(self):
             if "calibration_" not in self.__dict__:
                 return set()
+            self._ready_events()
+            last = self.__dict__["_last"]
+            proba = last.proba_one(self.estimator_, x)
+            last.store_proba(x, self.estimator_, proba)
             q = self.calibration_.threshold()
-            return {c for c, p in _proba_one(self.estimator_, x).items() if 1.0 - p <= q}
+            return {c for c, p in proba.items() if 1.0 - p <= q}
 
     def predict_one(self, x):
         """The learner's label for one event (None before any learning)."""
@@ -772,9 +850,21 @@ class ConformalClassifier(ClassifierMixin, _ConformalBase):
                 return None
             return self.estimator_.predict_one(x)
 
-    def learn_one(self, x, y, sample_weight=1.0):
-        """Take the probabilities of x (before learning), then learn the event: the learner and
-        the threshold."""
+    def _ready_events(self):
+        """The one-event cache, and with it the compiled path where it applies (the cython
+        engine, an okl learner)."""
+        last = self.__dict__.get("_last")
+        if last is None:
+            last = self.__dict__["_last"] = _conformal.LastEvent(
+                _locks.locked(self), False,
+                self.engine == "cython" and isinstance(self.estimator_, OnlineLearner),
+                _proba_function)
+        last.invalidate()
+
+    learn_one = _conformal.learn_one_label
+
+    def _learn_one_python(self, x, y, sample_weight=1.0):
+        """learn_one without the compiled path (the first event, another engine, a check)."""
         if sample_weight != 1.0:
             raise TypeError("ConformalClassifier.learn_one takes no sample_weight: the "
                             "calibration counts events.")
@@ -789,11 +879,16 @@ class ConformalClassifier(ClassifierMixin, _ConformalBase):
                 _check_unchanged(self)
             for model in self._models():
                 guarded.append((model, model.checkpoint(1)))
-            s = 1.0 - _proba_one(self.estimator_, x).get(y, 0.0)
+            last = self.__dict__.get("_last")
+            proba = last.match_proba(x, self.estimator_) if last is not None else None
+            if proba is None:
+                proba = _proba_function(self.estimator_)(x)
+            s = 1.0 - proba.get(y, 0.0)
             self.estimator_.learn_one(x, y)
             self.calibration_.learn(s)
             self.t_ += 1
             params_validated(self)
+        self._ready_events()
 
     def _check_state(self, check):
         check.attrs.setdefault("score_", "absolute")
@@ -804,6 +899,15 @@ class ConformalClassifier(ClassifierMixin, _ConformalBase):
 
 def _label(value):
     return value.item() if isinstance(value, np.generic) else value
+
+
+def _proba_function(est):
+    """`_proba_one` for this learner as a function of the event, its choice made once: an okl
+    learner's `predict_proba_one` as it is (its labels and probabilities are Python's)."""
+    if isinstance(est, OnlineLearner) and hasattr(est, "predict_proba_one") and hasattr(
+            est, "predict_proba"):
+        return est.predict_proba_one
+    return lambda x: _proba_one(est, x)
 
 
 def _proba_one(est, x):

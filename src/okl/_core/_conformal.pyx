@@ -12,7 +12,7 @@ by `predict_one` / `predict_interval_one` is kept (`LastEvent`) and serves the
 import numpy as np
 
 cimport numpy as cnp
-from libc.math cimport INFINITY, ceil, exp, fabs, fmax, fmin, isfinite, log, sqrt
+from libc.math cimport INFINITY, M_PI, ceil, exp, fabs, fmax, fmin, isfinite, log, sqrt, tan
 from libc.string cimport memcmp, memcpy, memmove
 from cpython.dict cimport PyDict_GetItem
 from cpython.object cimport PyObject
@@ -26,9 +26,10 @@ cpdef enum Method:
     ACI = 0
     QUANTILE = 1
     AGACI = 2
+    PID = 3
 
 cdef double INDEX_SLACK = 1e-9
-SCALARS = ("method", "alpha", "window", "t", "n", "head")
+SCALARS = ("method", "alpha", "window", "t", "n", "head", "ki", "csat", "integral")
 ARRAYS = ("gammas", "levels", "regret", "variance", "range", "ring", "sorted")
 
 
@@ -44,21 +45,33 @@ cdef inline Py_ssize_t csearch(const double* a, Py_ssize_t n, double v, bint rig
     return lo
 
 
+cdef inline double csaturation(double integral, Py_ssize_t t, double csat) noexcept:
+    """tan(integral log(t + 1) / (csat (t + 1))), +-inf at and past +-pi/2."""
+    cdef double x = integral * log(t + 1.0) / (csat * (t + 1.0))
+    if x >= M_PI / 2:
+        return INFINITY
+    if x <= -M_PI / 2:
+        return -INFINITY
+    return tan(x)
+
+
 cdef class Calibration:
     """The threshold of one conformal calibration and the state it learns from (see
     `okl._numpy.conformal.NumpyCalibration`, whose parameters it takes)."""
 
     cdef readonly int method
-    cdef readonly double alpha, q, level
+    cdef readonly double alpha, q, level, ki, csat, integral
     cdef readonly Py_ssize_t window, t, n, head, k
     cdef double[::1] gammas_, levels_, regret_, variance_, range_, ring_, sorted_, scratch, wbuf
 
-    def __init__(self, method, double alpha, gammas, Py_ssize_t window):
+    def __init__(self, method, double alpha, gammas, Py_ssize_t window, double ki=1.0,
+                 double csat=1.0):
         self.method, self.alpha, self.window = int(method), alpha, window
+        self.ki, self.csat, self.integral = ki, csat, 0.0
         g = np.array(gammas, dtype=np.float64)
         self.k = len(g)
         self.gammas_ = g
-        self.levels_ = np.full(self.k, alpha if self.method != QUANTILE else 0.0)
+        self.levels_ = np.full(self.k, 0.0 if self.method in (QUANTILE, PID) else alpha)
         self.regret_, self.variance_, self.range_ = (np.zeros(self.k), np.zeros(self.k),
                                                      np.zeros(self.k))
         self.ring_, self.sorted_ = np.zeros(window), np.zeros(window)
@@ -78,8 +91,8 @@ cdef class Calibration:
 
     cdef void cexperts(self, double* out) noexcept:
         cdef Py_ssize_t i
-        if self.method == QUANTILE:
-            out[0] = self.levels_[0] if self.t else INFINITY
+        if self.method == QUANTILE or self.method == PID:
+            out[0] = self.q
             return
         for i in range(self.k):
             out[i] = self.cquantile(1.0 - self.levels_[i])
@@ -104,7 +117,7 @@ cdef class Calibration:
 
     cdef void crefresh(self) noexcept:
         cdef Py_ssize_t i
-        cdef double level = 0.0
+        cdef double level = 0.0, r
         cdef double* w = &self.wbuf[0]
         self.level = self.levels_[0]
         if self.method == AGACI:
@@ -116,6 +129,13 @@ cdef class Calibration:
             self.q = INFINITY
         elif self.method == QUANTILE:
             self.q = self.levels_[0]
+        elif self.method == PID:
+            r = csaturation(self.integral, self.t, self.csat)
+            if r == INFINITY or r == -INFINITY:
+                self.q = r
+            else:
+                self.q = self.levels_[0] + self.ki * fmax(
+                    fabs(self.sorted_[0]), fabs(self.sorted_[self.n - 1])) * r
         else:
             self.q = self.cquantile(1.0 - self.level)
 
@@ -163,14 +183,15 @@ cdef class Calibration:
         cdef Py_ssize_t i
         cdef double alpha = self.alpha, err, beta, g, logk, r, eta
         cdef double* e = &self.scratch[0]
-        if self.method == QUANTILE:
+        if self.method == QUANTILE or self.method == PID:
+            err = 1.0 if s > self.q else 0.0        # q_1 = inf: the first event is covered
+            self.cinsert(s)
             if self.t == 0:
-                self.cinsert(s)
                 self.levels_[0] = s
             else:
-                err = 1.0 if s > self.levels_[0] else 0.0
-                self.cinsert(s)
                 self.levels_[0] += self.gammas_[0] * self.sorted_[self.n - 1] * (err - alpha)
+            if self.method == PID:
+                self.integral += err - alpha
         else:
             self.cexperts(e)
             if self.method == AGACI and self.n > 0:
@@ -206,7 +227,8 @@ cdef class Calibration:
 
     def get_state(self):
         return {"method": self.method, "alpha": self.alpha, "window": self.window, "t": self.t,
-                "n": self.n, "head": self.head, "gammas": np.array(self.gammas_),
+                "n": self.n, "head": self.head, "ki": self.ki, "csat": self.csat,
+                "integral": self.integral, "gammas": np.array(self.gammas_),
                 "levels": np.array(self.levels_), "regret": np.array(self.regret_),
                 "variance": np.array(self.variance_), "range": np.array(self.range_),
                 "ring": np.array(self.ring_), "sorted": np.array(self.sorted_)}
@@ -214,8 +236,9 @@ cdef class Calibration:
     @classmethod
     def from_state(cls, state):
         cdef Calibration new = cls(state["method"], state["alpha"], state["gammas"],
-                                   state["window"])
+                                   state["window"], state["ki"], state["csat"])
         new.t, new.n, new.head = state["t"], state["n"], state["head"]
+        new.integral = state["integral"]
         new.levels_ = np.array(state["levels"], dtype=np.float64)
         new.regret_ = np.array(state["regret"], dtype=np.float64)
         new.variance_ = np.array(state["variance"], dtype=np.float64)
@@ -234,6 +257,7 @@ cdef class Calibration:
     def restore(self, token):
         cdef Calibration old = type(self).from_state(token)
         self.method, self.alpha, self.window, self.k = old.method, old.alpha, old.window, old.k
+        self.ki, self.csat, self.integral = old.ki, old.csat, old.integral
         self.t, self.n, self.head = old.t, old.n, old.head
         self.gammas_, self.levels_, self.regret_ = old.gammas_, old.levels_, old.regret_
         self.variance_, self.range_, self.ring_ = old.variance_, old.range_, old.ring_
@@ -255,7 +279,10 @@ cdef class LastEvent:
     A kept prediction serves while x is the very object predicted (a dict unchanged since,
     by its version; a float64 row with the same values) and the learner has not changed
     (its `t_` and `_attr_version`, okl._one_event).  `fast`: the wrapper's one-event calls
-    run here (the cython engine and an okl learner); else its Python methods do.
+    run here (the cython engine and an okl learner); else its Python methods do.  For the
+    classifier, `proba(learner)` chooses the function giving the {label: probability} of an
+    event (again when the learner or its `_attr_version` changes), and the kept prediction is
+    that dict.
     """
 
     cdef ReentrantLock lock
@@ -267,14 +294,17 @@ cdef class LastEvent:
     cdef double* row_data
     cdef Py_ssize_t row_d
     cdef double f, a, b
+    cdef object proba, kept         # the classifier's probabilities: the chooser, the dict
+    cdef object proba_est, proba_version, proba_fn
 
-    def __init__(self, ReentrantLock lock, bint normalized, bint fast):
+    def __init__(self, ReentrantLock lock, bint normalized, bint fast, proba=None):
         self.lock, self.normalized, self.fast, self.valid = lock, normalized, fast, False
+        self.proba = proba
         self.row_d = -1
 
     def invalidate(self):
         self.valid = False
-        self.x = None
+        self.x = self.kept = None
 
     cdef inline void cbind(self, object est) except *:
         """Keep the learner's dict and bound methods (looked up again for another learner)."""
@@ -339,6 +369,44 @@ cdef class LastEvent:
     def match(self, x, est):
         """(f, a, b) kept for x, or None."""
         return (self.f, self.a, self.b) if self.cmatch(x, est) else None
+
+    cpdef dict proba_one(self, object est, object x):
+        """{label: probability} of the event x by the learner est."""
+        version = getattr(est, "_attr_version", None)
+        if est is not self.proba_est or version is None or version is not self.proba_version:
+            self.proba_fn = self.proba(est)
+            self.proba_est, self.proba_version = est, version
+        return self.proba_fn(x)
+
+    def store_proba(self, x, est, dict kept):
+        self.cstore(x, est, 0.0, 0.0, 0.0)
+        self.kept = kept
+
+    def match_proba(self, x, est):
+        """The probabilities kept for x, or None."""
+        return self.kept if self.cmatch(x, est) else None
+
+    cdef int clearn_label(self, dict d, object x, object y) except -1:
+        """Learn one labelled event: 1, or 0 when declined before any write (the Python path
+        takes it)."""
+        cdef double s
+        est, cal, t = d.get("estimator_"), d.get("calibration_"), d.get("t_")
+        if type(cal) is not Calibration or est is None or type(t) is not int:
+            return 0
+        self.lock.cacquire()
+        try:
+            self.cbind(est)
+            proba = self.kept if self.cmatch(x, est) else self.proba_one(est, x)
+            s = 1.0 - <double>proba.get(y, 0.0)
+            self.valid = False
+            self.x = self.kept = None
+            after = t + 1
+            self.est_learn(x, y)
+            (<Calibration>cal).clearn(s)            # C only: no signal lands in between
+            d["t_"] = after
+            return 1
+        finally:
+            self.lock.crelease()
 
     cdef object cpredict(self, dict d, object x, bint interval):
         """f, or the interval (lower, upper), for one event, under the wrapper's lock."""
@@ -407,6 +475,20 @@ def learn_one(self, x, y, sample_weight=1.0):
             and (type(sample_weight) is float and sample_weight == 1.0
                  or type(sample_weight) is int and sample_weight == 1)
             and isfinite(<double>y) and (<LastEvent>last).clearn(d, x, <double>y)):
+        return None
+    self._learn_one_python(x, y, sample_weight)
+
+
+def learn_one_label(self, x, y, sample_weight=1.0):
+    """Take the probabilities of x (or those kept for x), then learn one event: the learner
+    and the threshold; returns None.  `okl.conformal.ConformalClassifier.learn_one`,
+    compiled."""
+    cdef dict d = self.__dict__
+    last = d.get("_last")
+    if (type(last) is LastEvent and (<LastEvent>last).fast
+            and (type(sample_weight) is float and sample_weight == 1.0
+                 or type(sample_weight) is int and sample_weight == 1)
+            and (<LastEvent>last).clearn_label(d, x, y)):
         return None
     self._learn_one_python(x, y, sample_weight)
 

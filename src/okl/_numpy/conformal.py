@@ -3,7 +3,7 @@
 A `NumpyCalibration` keeps the threshold q_t on nonconformity scores s_t
 (docs/conformal.md): the prediction set of event t holds every answer whose
 score is at most q_t, and the score of the true answer, taken before the
-model learns the event, then updates the state.  Three rules:
+model learns the event, then updates the state.  Four rules:
 
 - ``ACI``: adaptive conformal inference (Gibbs and Candes 2021), the level
   a_{t+1} = a_t + gamma (alpha - err_t) and q_t the conformal quantile of
@@ -11,6 +11,12 @@ model learns the event, then updates the state.  Three rules:
 - ``QUANTILE``: quantile tracking, the proportional part of conformal PID
   control (Angelopoulos, Candes and Tibshirani 2023),
   q_{t+1} = q_t + gamma B_t (err_t - alpha), B_t the largest score of the window;
+- ``PID``: the same proportional part p_t plus the integrator of conformal PID
+  control, q_t = p_t + K_I |B|_t tan(E_t log(t + 1) / (C_sat (t + 1))), E_t the
+  summed excess of misses sum_{i <= t} (err_i - alpha), |B|_t the window's
+  largest absolute score, the tangent saturated to +-inf at and past +-pi/2, so
+  that |E_T| <= pi/2 C_sat max_{t <= T} (t + 1) / log(t + 1) + 1 on every
+  sequence;
 - ``AGACI``: ACI experts over several steps gamma_k, their levels a_k
   aggregated by second-order exponential weights on the pinball loss of
   level alpha of the levels (Zaffran et al. 2022), q_t the conformal
@@ -32,9 +38,10 @@ class Method(IntEnum):
     ACI = 0
     QUANTILE = 1
     AGACI = 2
+    PID = 3
 
 
-SCALARS = ("method", "alpha", "window", "t", "n", "head")
+SCALARS = ("method", "alpha", "window", "t", "n", "head", "ki", "csat", "integral")
 ARRAYS = ("gammas", "levels", "regret", "variance", "range", "ring", "sorted")
 
 
@@ -49,6 +56,16 @@ def conformal_quantile(sorted_scores, n, beta):
     return float(sorted_scores[k - 1])
 
 
+def saturation(integral, t, csat):
+    """tan(integral log(t + 1) / (csat (t + 1))), +-inf at and past +-pi/2."""
+    x = integral * math.log(t + 1.0) / (csat * (t + 1.0))
+    if x >= math.pi / 2:
+        return math.inf
+    if x <= -math.pi / 2:
+        return -math.inf
+    return math.tan(x)
+
+
 class NumpyCalibration:
     """The threshold of one conformal calibration and the state it learns from.
 
@@ -58,16 +75,21 @@ class NumpyCalibration:
     alpha : float in (0, 1)
         Target miscoverage.
     gammas : sequence of float > 0
-        The step of each expert (one for ACI and QUANTILE).
+        The step of each expert (one for ACI, QUANTILE and PID).
     window : int >= 1
         Scores kept (the most recent ones).
+    ki, csat : float > 0
+        PID: the integrator's gain K_I (in units of the window's largest absolute score) and
+        its saturation constant C_sat.
     """
 
-    def __init__(self, method, alpha, gammas, window):
+    def __init__(self, method, alpha, gammas, window, ki=1.0, csat=1.0):
         k = len(gammas)
         self.method, self.alpha, self.window = int(method), float(alpha), int(window)
+        self.ki, self.csat, self.integral = float(ki), float(csat), 0.0
         self.gammas = np.array(gammas, dtype=np.float64)
-        self.levels = np.full(k, self.alpha if self.method != Method.QUANTILE else 0.0)
+        tracks = self.method in (Method.QUANTILE, Method.PID)
+        self.levels = np.full(k, 0.0 if tracks else self.alpha)
         self.regret, self.variance, self.range = np.zeros(k), np.zeros(k), np.zeros(k)
         self.ring, self.sorted = np.zeros(self.window), np.zeros(self.window)
         self.t = self.n = self.head = 0
@@ -77,8 +99,8 @@ class NumpyCalibration:
 
     def expert_thresholds(self):
         """Each expert's threshold (ACI experts: +-inf outside the scores)."""
-        if self.method == Method.QUANTILE:
-            return np.array([self.levels[0] if self.t else math.inf])
+        if self.method in (Method.QUANTILE, Method.PID):
+            return np.array([self.q])
         return np.array([conformal_quantile(self.sorted, self.n, 1.0 - a) for a in self.levels])
 
     def weights(self):
@@ -108,6 +130,13 @@ class NumpyCalibration:
             self.q = math.inf
         elif self.method == Method.QUANTILE:
             self.q = float(self.levels[0])
+        elif self.method == Method.PID:
+            r = saturation(self.integral, self.t, self.csat)
+            if math.isinf(r):
+                self.q = r
+            else:
+                scale = max(abs(float(self.sorted[0])), abs(float(self.sorted[self.n - 1])))
+                self.q = float(self.levels[0]) + self.ki * scale * r
         else:
             self.q = conformal_quantile(self.sorted, self.n, 1.0 - self.level)
 
@@ -134,14 +163,16 @@ class NumpyCalibration:
         """One event's score s (finite), taken before the model learned the event."""
         s = float(s)
         alpha = self.alpha
-        if self.method == Method.QUANTILE:
+        if self.method in (Method.QUANTILE, Method.PID):
             first = self.t == 0
-            err = 0.0 if first else float(s > self.levels[0])
+            err = float(s > self.q)                 # q_1 = inf: the first event is covered
             self._insert(s)
             if first:
                 self.levels[0] = s
             else:
                 self.levels[0] += self.gammas[0] * self.sorted[self.n - 1] * (err - alpha)
+            if self.method == Method.PID:
+                self.integral += err - alpha
         else:
             q = self.expert_thresholds()
             if self.method == Method.AGACI and self.n > 0:
@@ -184,7 +215,8 @@ class NumpyCalibration:
         for name in SCALARS:
             setattr(new, name, state[name])
         new.method, new.window = int(new.method), int(new.window)
-        new.alpha = float(new.alpha)
+        new.alpha, new.ki, new.csat = float(new.alpha), float(new.ki), float(new.csat)
+        new.integral = float(new.integral)
         new.t, new.n, new.head = int(new.t), int(new.n), int(new.head)
         for name in ARRAYS:
             setattr(new, name, np.array(state[name], dtype=np.float64))
