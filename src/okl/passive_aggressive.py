@@ -496,6 +496,12 @@ class RegularizedPAClassifier(AdaptMixin, KernelModelMixin, LabelsMixin, Classif
         coefficients or weights, ||f||^2 of the new kernel)."""
         self._model = self._multiclass_model().with_gamma(gamma)
 
+    @property
+    def _width_loops(self):
+        """The exact kernel models take the width of every row in their loops
+        (`KernelModelMixin._learn`); the feature models' warm-ups learn one row at a time."""
+        return type(self.__dict__.get("_model")) in (KernelPAModel, KernelMultiPAModel)
+
     def _width_frozen(self):
         model = self._model
         return isinstance(model, NystroemPAModel) and model.features is not None
@@ -504,7 +510,7 @@ class RegularizedPAClassifier(AdaptMixin, KernelModelMixin, LabelsMixin, Classif
         if isinstance(self._model, WarmFourierPAModel):    # the weights w = sum_i a_i z(x_i)
             self._model = self._model.feature_model()
 
-    def _learn_rows(self, X, y, weight=None):
+    def _learn_rows(self, X, y, weight=None, gamma=None):
         n = X.shape[0]
         if is_multiclass(self._multiclass_model()):     # y: class indices; scores (n, k)
             y = np.ascontiguousarray(y, dtype=np.intp)
@@ -514,8 +520,9 @@ class RegularizedPAClassifier(AdaptMixin, KernelModelMixin, LabelsMixin, Classif
         events = np.empty(n, dtype=np.int8)
         drift = self._watched()
         state = np.array(state_tuple(self._drift_state_now()))
+        widths = {} if gamma is None else {"gamma": np.ascontiguousarray(gamma)}
         failed = self._model.learn(X, y, self._rule(), float(self.truncate_sigma), self.engine,
-                                   scores, events, drift=drift, drift_state=state)
+                                   scores, events, drift=drift, drift_state=state, **widths)
         if failed >= 0:
             raise Diverged(failed)
         if drift is not None:

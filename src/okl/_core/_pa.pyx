@@ -462,12 +462,18 @@ def fit_kernel(KernelExpansion expansion,
                const double[:, ::1] X, const double[::1] y,
                int reg, int variant, double C, double alpha, double beta, bint mistake,
                double[::1] score_out, signed char[::1] event_out, drift=None,
-               drift_state=None):
+               drift_state=None,
+               const double[::1] gamma=None):   # IN (n + 1,) the width of each row, and after
     """The loop for f = sum_i a_i K(x_i, .); return (failed, ww) (see `ckernel_step`;
-    drift, drift_state as in `fit_dense`)."""
+    drift, drift_state as in `fit_dense`).
+
+    During gamma="scale"'s warm-up (docs/defaults.md, section 2) `gamma` gives the kernel's
+    width before each row and after the last; ww at a new width is ||f||_K^2 recomputed
+    (`cwidth`): at once where the rule reads it (regularization "l2"), else once the rows
+    are learned."""
     cdef PASpec s = PASpec(<Regularization>reg, <Variant>variant, C, alpha, beta, mistake)
     cdef Py_ssize_t i, n = X.shape[0], d = X.shape[1], failed = -1, work = 0
-    cdef bint interrupted = False
+    cdef bint interrupted = False, widths = gamma is not None, stale = False
     cdef const double* x
     cdef double xx, f, pre = 1.0
     cdef int ev
@@ -478,6 +484,8 @@ def fit_kernel(KernelExpansion expansion,
         raise ValueError(f"X has {d} columns, the expansion {expansion.n_features}.")
     if reg == L1:
         raise ValueError("the L1 constraint needs the linear kernel.")
+    if widths and gamma.shape[0] != n + 1:
+        raise ValueError("gamma gives the width of the n rows and after them.")
     expansion.reserve(n)
     expansion.track_norm = True         # the budget reports its change of ||f||_K^2
     with nogil:
@@ -485,6 +493,8 @@ def fit_kernel(KernelExpansion expansion,
             if cinterrupted(&work, expansion.n_support * d):
                 interrupted = True
                 break
+            if widths and cwidth(expansion, gamma[i], reg == L2, &ww):
+                stale = True
             x = &X[i, 0]
             xx = cdot(x, x, d)
             f = expansion.cpredict(x)
@@ -502,10 +512,39 @@ def fit_kernel(KernelExpansion expansion,
             if watch != NULL and ev != INFEASIBLE:
                 ds = nxt
             event_out[i] = ev
+        if widths and failed < 0 and not interrupted and cwidth(expansion, gamma[n], False, &ww):
+            stale = True
     cdrift_out(watch, &ds, drift_state)
     if interrupted:
         craise_pending()
+    if stale and failed < 0:
+        ww = fmax(expansion.sq_norm(), 0.0)
     return failed, ww
+
+
+cdef int cwidth(KernelExpansion e, double gamma, bint now, double* ww) except -1 nogil:
+    """The expansion at the width gamma (gamma="scale"'s warm-up): 1 when it changed and
+    ww, ||f||_K^2 of the new kernel, is left to the caller (`now`: recomputed here)."""
+    if gamma == e.kernel.gamma:
+        return 0
+    e.cset_gamma(gamma)
+    if not now:
+        return 1
+    with gil:
+        ww[0] = fmax(e.sq_norm(), 0.0)
+    return 0
+
+
+cdef int cmulti_width(MultiExpansion e, double gamma, bint now, double* ww) except -1 nogil:
+    """`cwidth` of a multi-output expansion: ww is 2 sum_c ||f_c||_K^2."""
+    if gamma == e.kernel.gamma:
+        return 0
+    e.cset_gamma(gamma)
+    if not now:
+        return 1
+    with gil:
+        ww[0] = 2.0 * fmax(e.sq_norm(), 0.0)
+    return 0
 
 
 # -- multiclass: k weight vectors, Crammer et al.'s max-wrong-class constraint ----------
@@ -775,16 +814,18 @@ def fit_multi_kernel(MultiExpansion expansion,
                      const Py_ssize_t[::1] y,    # IN (n,) class indices in [0, k)
                      int reg, int variant, double C, double alpha, double beta, bint mistake,
                      double[:, ::1] score_out,   # OUT (n, k) scores before the update
-                     signed char[::1] event_out, drift=None, drift_state=None):
+                     signed char[::1] event_out, drift=None, drift_state=None,
+                     const double[::1] gamma=None):  # IN (n + 1,) the widths (`fit_kernel`)
     """The multiclass loop for f = sum_i a_i K(x_i, .), a_i in R^k; return (failed, ww).
 
     The step is the binary one on m = s_y - s_r (docs/multiclass-pa.md):
-    f_{t+1} = cv f_t + (ca / 2) (e_y - e_r) K(x_t, .) (`cmulti_kernel_step`).
+    f_{t+1} = cv f_t + (ca / 2) (e_y - e_r) K(x_t, .) (`cmulti_kernel_step`); `gamma` as
+    in `fit_kernel`.
     """
     cdef PASpec s = PASpec(<Regularization>reg, <Variant>variant, C, alpha, beta, mistake)
     cdef Py_ssize_t i, c, n = X.shape[0], d = X.shape[1], k = expansion.n_classes
     cdef Py_ssize_t failed = -1, work = 0
-    cdef bint interrupted = False, finite
+    cdef bint interrupted = False, finite, widths = gamma is not None, stale = False
     cdef const double* x
     cdef double xx, pre = 1.0
     cdef double* sc
@@ -802,7 +843,11 @@ def fit_multi_kernel(MultiExpansion expansion,
     for i in range(n):
         if not 0 <= y[i] < k:
             raise ValueError(f"class index {y[i]} outside [0, {k}).")
+    if widths and gamma.shape[0] != n + 1:
+        raise ValueError("gamma gives the width of the n rows and after them.")
     if n == 0:
+        if widths:
+            cmulti_width(expansion, gamma[0], True, &ww)
         return -1, ww
     ww = cmulti_ww(expansion, ww)
     expansion.reserve(n)
@@ -813,6 +858,8 @@ def fit_multi_kernel(MultiExpansion expansion,
             if cinterrupted(&work, expansion.n_support * (d + k)):
                 interrupted = True
                 break
+            if widths and cmulti_width(expansion, gamma[i], reg == L2, &ww):
+                stale = True
             x = &X[i, 0]
             xx = cdot(x, x, d)
             sc = &score_out[i, 0]
@@ -834,9 +881,14 @@ def fit_multi_kernel(MultiExpansion expansion,
             if watch != NULL and ev != INFEASIBLE:
                 ds = nxt
             event_out[i] = ev
+        if (widths and failed < 0 and not interrupted
+                and cmulti_width(expansion, gamma[n], False, &ww)):
+            stale = True
     cdrift_out(watch, &ds, drift_state)
     if interrupted:
         craise_pending()
+    if stale and failed < 0:
+        ww = 2.0 * fmax(expansion.sq_norm(), 0.0)
     return failed, ww
 
 
