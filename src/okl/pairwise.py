@@ -14,7 +14,7 @@ from okl._base import Diverged, OnlineLearner, check_X, check_X_y, params_change
 from okl._blas import one_thread
 from okl._docstrings import shared_params
 from okl._engines import ENGINES
-from okl._gamma import check_width_moments, start_warmup, warm_rows
+from okl._gamma import check_width_moments, start_warmup, width_of
 from okl._labels import as_labels
 from okl._core._expansion import KernelExpansion
 from okl._core._pairwise import PairEvents, PairKind, Reducer
@@ -424,22 +424,29 @@ class PairwiseLearner(OnlineLearner):
 
     def _learn(self, X, y):
         """The rows in order, through gamma="scale"'s warm-up while it lasts (the difference
-        pair kernel; docs/defaults.md, section 2)."""
-        for rows in warm_rows(self, X, None, self._set_width):
-            self._learn_rows(X[rows], y[rows])
+        pair kernel; docs/defaults.md, section 2): each row is learned at the width of the
+        rows before it (`okl._gamma.width_of`, `sequence`), which the loop sets on g."""
+        width = width_of(self, X.shape[1])
+        if width is None:
+            return self._learn_rows(X, y)
+        gamma, end = width.sequence(X)
+        self._model = self._model.with_own_caches()     # the loop rewrites them at each width
+        self._learn_rows(X, y, gamma=gamma)
+        self.gamma_ = float(gamma[-1])
+        if end >= 0:
+            del self._width_moments                     # the width stays from now on
+        else:
+            self._width_moments = width.state()
 
-    def _set_width(self, gamma):
-        """g and the stored points' cache on the base kernel of width gamma."""
-        self._model = self._model.with_gamma(self.engine, gamma)
-
-    def _learn_rows(self, X, y, weight=None):
-        """One engine call over the validated chunk."""
+    def _learn_rows(self, X, y, weight=None, gamma=None):
+        """One engine call over the validated chunk (`gamma`: the width of each row)."""
         n = X.shape[0]
         t = step_numbers(self.t_, n)
         eta_t = step_sizes(self.eta1_, self.theta_, np.maximum(t - 1.0, 1.0))
         args = (int(REDUCERS[self.reducer]), self._loss_spec())
         slots = reservoir_slots(t, self.buffer, self._seed)
-        failed = self._model.learn(self.engine, X, y, eta_t, slots, args)
+        failed = self._model.learn(self.engine, X, y, eta_t, slots, args,
+                                   **({} if gamma is None else {"gamma": gamma}))
         if failed >= 0:
             raise Diverged(failed, eta_t[failed])
         self.t_ += n

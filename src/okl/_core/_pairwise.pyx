@@ -458,13 +458,18 @@ def difference_chunk(KernelExpansion g,         # IN/OUT g = sum_i a_i k(c_i, .)
                      const double[::1] y,       # IN (n,)
                      const double[::1] eta,     # IN (n,) eta_t
                      const Py_ssize_t[::1] slot,  # IN (n,) slot of x_t after its step, -1: none
-                     int reducer, LossSpec loss):
+                     int reducer, LossSpec loss,
+                     const double[::1] gamma=None):  # IN (n + 1,) the width of each row, and after
     """Difference pair kernel k(x,u) - k(x,u') - k(x',u) + k(x',u'): f = g(x) - g(x')
-    (`cdifference_step`).  Return (points stored, -1 or the first step that diverged)."""
+    (`cdifference_step`).  Return (points stored, -1 or the first step that diverged).
+
+    During gamma="scale"'s warm-up (docs/defaults.md, section 2) `gamma` gives the base
+    kernel's width before each row and after the last; at a new width the stored points'
+    caches are recomputed (`cdifference_width`)."""
     cdef PairRule rule = crule(reducer, loss)
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], cap = gram.shape[0]
     cdef Py_ssize_t i, stored, failed = -1, work = 0
-    cdef bint interrupted = False
+    cdef bint interrupted = False, widths = gamma is not None
     cdef double gx
     cdef const double* x
     gbuf_arr = np.empty(max(cap, 1), dtype=np.float64)
@@ -473,11 +478,22 @@ def difference_chunk(KernelExpansion g,         # IN/OUT g = sum_i a_i k(c_i, .)
     cdef double[::1] gbuf = gbuf_arr, kvec = kvec_arr, Kg = Kg_arr
     if d != g.n_features:
         raise ValueError(f"X has {d} columns, the expansion {g.n_features}.")
+    if widths and gamma.shape[0] != n + 1:
+        raise ValueError("gamma gives the width of the n rows and after them.")
+    if widths and m > 0 and (idx.shape[0] < m or s.shape[0] < m or gram.shape[1] != cap):
+        raise ValueError("idx, s and gram must hold the m stored points.")
     if n == 0:
+        if widths:
+            cdifference_width(g, gamma[0], &idx[0] if m else NULL, &s[0] if m else NULL,
+                              &gram[0, 0] if m else NULL, cap, m)
         return m, failed
     g.reserve(n)
     with nogil:
-        for i in range(n):
+        for i in range(n + 1 if widths else n):
+            if widths:
+                cdifference_width(g, gamma[i], &idx[0], &s[0], &gram[0, 0], cap, m)
+                if i == n:
+                    break
             if cinterrupted(&work, g.n_support * d + m * m):
                 interrupted = True
                 break
@@ -493,6 +509,22 @@ def difference_chunk(KernelExpansion g,         # IN/OUT g = sum_i a_i k(c_i, .)
     if interrupted:
         craise_pending()
     return m, failed
+
+
+cdef void cdifference_width(KernelExpansion g, double gamma, const Py_ssize_t* idx, double* s,
+                            double* gram, Py_ssize_t cap, Py_ssize_t m) noexcept nogil:
+    """g on the base kernel of width gamma (its centres and coefficients kept); the m stored
+    points' caches g(x_j) and k(x_j, x_l) recomputed from g's kernel rows at their centres,
+    as the steps read them (`cdifference_values`)."""
+    cdef Py_ssize_t j, l
+    if gamma == g.kernel.gamma:
+        return
+    g.cset_gamma(gamma)
+    for j in range(m):
+        s[j] = g.cpredict(g.centers + idx[j] * g.n_features)
+        for l in range(m):
+            gram[j * cap + l] = g.kbuf[idx[l]]
+    g.kbuf_x = NULL                     # kbuf holds a centre's row, not a step's
 
 
 def step_slots(double[::1] t, double eta1, double theta, Py_ssize_t buffer,
