@@ -4,6 +4,7 @@ A chunk and the same events one at a time give the same iterates, on both
 engines; the width stays after the warm-up; okl.save keeps an unfinished
 warm-up; a raw stream learned one event at a time gets the width of its events.
 """
+import importlib
 import io
 
 import numpy as np
@@ -146,11 +147,47 @@ def test_a_failed_call_during_the_warm_up_leaves_the_model_as_it_was(name, param
     np.testing.assert_allclose(function(est, X), function(whole, X), rtol=0, atol=1e-10)
 
 
+@pytest.mark.parametrize("name, params, loop", [
+    ("RegularizedPAClassifier", dict(kernel="gaussian"), "pa._fit_kernel"),
+    ("RegularizedPAClassifier", dict(kernel="gaussian", regularization="l2", beta=3.0),
+     "pa._fit_kernel"),
+    ("PairwiseLearner", dict(pair_kernel="difference", reducer="difference", loss="squared",
+                             buffer=70, random_state=0), "pairwise._difference_chunk"),
+])
+def test_ctrl_c_inside_the_warm_up_s_loop_leaves_the_model_as_it_was(
+        name, params, loop, monkeypatch):
+    module_name, function_name = loop.split(".")
+    module = importlib.import_module(f"okl._numpy.{module_name}")
+    step = getattr(module, function_name)
+    X, y = stream(seed=14)
+    est = make(name, params, engine="numpy").fit(X[:20], y[:20])
+    state = (est.gamma_, list(est.__dict__["_width_moments"]), function(est, X))
+    rows = []
+
+    def interrupted(*args, **kwargs):           # the widths' loop learns one row per call
+        rows.append(1)
+        if len(rows) == 6:                      # Ctrl-C at the 6th row, widths already moved
+            raise KeyboardInterrupt
+        return step(*args, **kwargs)
+    monkeypatch.setattr(module, function_name, interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        est.partial_fit(X[20:40], y[20:40])
+    monkeypatch.undo()
+    assert (est.gamma_, est.__dict__["_width_moments"]) == tuple(state[:2])
+    np.testing.assert_array_equal(function(est, X), state[2])
+    est.partial_fit(X[20:], y[20:])
+    whole = make(name, params, engine="numpy").fit(X, y)
+    assert est.gamma_ == whole.gamma_
+    np.testing.assert_allclose(function(est, X), function(whole, X), rtol=0, atol=1e-12)
+
+
 def test_multiclass_models_follow_the_warm_up():
     rng = np.random.default_rng(5)
     X = rng.normal(1.0, 3.0, (200, 4))
     y = np.digitize(X[:, 0] + X[:, 1], [-2.0, 2.0])           # three classes
     for name, params in [("RegularizedPAClassifier", dict(kernel="gaussian")),
+                         ("RegularizedPAClassifier", dict(kernel="gaussian", budget=40,
+                                                          regularization="l2", beta=3.0)),
                          ("RegularizedPAClassifier", dict(kernel="gaussian",
                                                           approximation="fourier",
                                                           n_components=50, random_state=0)),

@@ -18,6 +18,7 @@ from okl._gamma import check_width_moments, start_warmup, width_of
 from okl._labels import as_labels
 from okl._core._expansion import KernelExpansion
 from okl._core._pairwise import PairEvents, PairKind, Reducer
+from okl._core._warmup import Warmup
 from okl._pair_models import (
     DifferencePairModel, LinearPairModel, MetricPairModel, MomentsPairModel,
     reservoir_slots, stored_caches,
@@ -486,7 +487,8 @@ class PairwiseLearner(OnlineLearner):
 
     def _compiled_events(self, cache):
         """The `PairEvents` of this fitted learner on the cython engine, or None (the one-row
-        partial_fit path: the NumPy engine, the warm-up of gamma="scale").
+        partial_fit path: the NumPy engine).  During gamma="scale"'s warm-up the step takes
+        each row into the width (`okl._core._warmup.Warmup`).
 
         `cache` is a one-element list holding the last one built; it serves while
         the estimator holds the very model, labels and parameter objects it was built with.
@@ -495,8 +497,7 @@ class PairwiseLearner(OnlineLearner):
         if events is not None and events.matches(self):
             return events
         d = self.__dict__
-        if (not ("t_" in d and self.engine == "cython") or "_width_moments" in d
-                or params_changed(self)):
+        if not ("t_" in d and self.engine == "cython") or params_changed(self):
             return None
         model = d["_model"]
         kind = {LinearPairModel: PairKind.LINEAR, MetricPairModel: PairKind.METRIC,
@@ -511,6 +512,8 @@ class PairwiseLearner(OnlineLearner):
             int(kind), model, int(REDUCERS[self.reducer]), self._loss_spec(),
             self.eta1_, self.theta_, self.buffer or 0, self._seed, self._warn_at(),
             type(self).__name__, self._divergence_cure, names)
+        width = width_of(self, d["n_features_in_"])
+        events.warm = None if width is None else Warmup(width)
         events.bind(self)
         return events
 

@@ -40,6 +40,7 @@ from okl._core._multiexpansion cimport MultiExpansion
 from okl._core._lazy cimport cshrink_lazy
 from okl._core._linear cimport FeatureRow
 from okl._core._pointwise cimport Events, cready, row_is_finite
+from okl._core._warmup cimport Warmup
 from okl._core._drift cimport (
     DRIFT_FIELDS, Drift, DriftState, cdrift_tuple, cload, cmistake, cread_drift, cstore,
     cwatch,
@@ -468,12 +469,12 @@ def fit_kernel(KernelExpansion expansion,
     drift, drift_state as in `fit_dense`).
 
     During gamma="scale"'s warm-up (docs/defaults.md, section 2) `gamma` gives the kernel's
-    width before each row and after the last; ww at a new width is ||f||_K^2 recomputed
-    (`cwidth`): at once where the rule reads it (regularization "l2"), else once the rows
-    are learned."""
+    width before each row and after the last; at a new width ww is ||f||_K^2 recomputed
+    where the rule reads it (regularization "l2", `cwidth`); no other rule reads it, and
+    the learner recomputes it once the warm-up ends."""
     cdef PASpec s = PASpec(<Regularization>reg, <Variant>variant, C, alpha, beta, mistake)
     cdef Py_ssize_t i, n = X.shape[0], d = X.shape[1], failed = -1, work = 0
-    cdef bint interrupted = False, widths = gamma is not None, stale = False
+    cdef bint interrupted = False, widths = gamma is not None
     cdef const double* x
     cdef double xx, f, pre = 1.0
     cdef int ev
@@ -493,8 +494,8 @@ def fit_kernel(KernelExpansion expansion,
             if cinterrupted(&work, expansion.n_support * d):
                 interrupted = True
                 break
-            if widths and cwidth(expansion, gamma[i], reg == L2, &ww):
-                stale = True
+            if widths:
+                cwidth(expansion, gamma[i], reg == L2, &ww)
             x = &X[i, 0]
             xx = cdot(x, x, d)
             f = expansion.cpredict(x)
@@ -512,39 +513,52 @@ def fit_kernel(KernelExpansion expansion,
             if watch != NULL and ev != INFEASIBLE:
                 ds = nxt
             event_out[i] = ev
-        if widths and failed < 0 and not interrupted and cwidth(expansion, gamma[n], False, &ww):
-            stale = True
+        if widths and failed < 0 and not interrupted:
+            cwidth(expansion, gamma[n], reg == L2, &ww)
     cdrift_out(watch, &ds, drift_state)
     if interrupted:
         craise_pending()
-    if stale and failed < 0:
-        ww = fmax(expansion.sq_norm(), 0.0)
     return failed, ww
 
 
-cdef int cwidth(KernelExpansion e, double gamma, bint now, double* ww) except -1 nogil:
-    """The expansion at the width gamma (gamma="scale"'s warm-up): 1 when it changed and
-    ww, ||f||_K^2 of the new kernel, is left to the caller (`now`: recomputed here)."""
-    if gamma == e.kernel.gamma:
-        return 0
-    e.cset_gamma(gamma)
-    if not now:
-        return 1
-    with gil:
-        ww[0] = fmax(e.sq_norm(), 0.0)
-    return 0
+cdef double csq_norm(KernelExpansion e) noexcept nogil:
+    """||f||_K^2 = sum_j a_j f(c_j) from the centres, O(n^2 d) (the expansion's `sq_norm`)."""
+    cdef Py_ssize_t j, d = e.n_features
+    cdef double total = 0.0
+    for j in range(e.n_support):
+        total += e.coef[j] * e.cpredict(e.centers + j * d)
+    e.kbuf_x = NULL                     # kbuf holds a centre's row, not a step's
+    return fmax(e.scale * total, 0.0)
 
 
-cdef int cmulti_width(MultiExpansion e, double gamma, bint now, double* ww) except -1 nogil:
-    """`cwidth` of a multi-output expansion: ww is 2 sum_c ||f_c||_K^2."""
-    if gamma == e.kernel.gamma:
-        return 0
-    e.cset_gamma(gamma)
-    if not now:
-        return 1
-    with gil:
-        ww[0] = 2.0 * fmax(e.sq_norm(), 0.0)
-    return 0
+cdef double cmulti_sq_norm(MultiExpansion e, double* s) noexcept nogil:
+    """2 sum_c ||f_c||_K^2 from the centres, O(n^2 (d + k)); s: k doubles of work."""
+    cdef Py_ssize_t j, c, d = e.n_features, k = e.n_classes
+    cdef double total = 0.0
+    for j in range(e.n_support):
+        e.cscores(e.centers + j * d, s)
+        for c in range(k):
+            total += e.coef[j * k + c] * s[c]
+    e.kbuf_x = NULL
+    return 2.0 * fmax(e.scale * total, 0.0)
+
+
+cdef void cwidth(KernelExpansion e, double gamma, bint now, double* ww) noexcept nogil:
+    """The expansion at the width gamma (gamma="scale"'s warm-up); `now`: ww, ||f||_K^2 of
+    the new kernel, recomputed when the width moves."""
+    if gamma != e.kernel.gamma:
+        e.cset_gamma(gamma)
+        if now:
+            ww[0] = csq_norm(e)
+
+
+cdef void cmulti_width(MultiExpansion e, double gamma, bint now, double* ww,
+                       double* s) noexcept nogil:
+    """`cwidth` of a multi-output expansion: ww is 2 sum_c ||f_c||_K^2 (s: k doubles)."""
+    if gamma != e.kernel.gamma:
+        e.cset_gamma(gamma)
+        if now:
+            ww[0] = cmulti_sq_norm(e, s)
 
 
 # -- multiclass: k weight vectors, Crammer et al.'s max-wrong-class constraint ----------
@@ -825,11 +839,11 @@ def fit_multi_kernel(MultiExpansion expansion,
     cdef PASpec s = PASpec(<Regularization>reg, <Variant>variant, C, alpha, beta, mistake)
     cdef Py_ssize_t i, c, n = X.shape[0], d = X.shape[1], k = expansion.n_classes
     cdef Py_ssize_t failed = -1, work = 0
-    cdef bint interrupted = False, finite, widths = gamma is not None, stale = False
+    cdef bint interrupted = False, finite, widths = gamma is not None
     cdef const double* x
     cdef double xx, pre = 1.0
     cdef double* sc
-    cdef double[::1] a
+    cdef double[::1] a, sbuf
     cdef int ev
     cdef Drift dr
     cdef DriftState ds, nxt
@@ -845,9 +859,10 @@ def fit_multi_kernel(MultiExpansion expansion,
             raise ValueError(f"class index {y[i]} outside [0, {k}).")
     if widths and gamma.shape[0] != n + 1:
         raise ValueError("gamma gives the width of the n rows and after them.")
+    sbuf = np.zeros(k)                  # work: the scores at a centre (`cmulti_sq_norm`)
     if n == 0:
         if widths:
-            cmulti_width(expansion, gamma[0], True, &ww)
+            cmulti_width(expansion, gamma[0], reg == L2, &ww, &sbuf[0])
         return -1, ww
     ww = cmulti_ww(expansion, ww)
     expansion.reserve(n)
@@ -858,8 +873,8 @@ def fit_multi_kernel(MultiExpansion expansion,
             if cinterrupted(&work, expansion.n_support * (d + k)):
                 interrupted = True
                 break
-            if widths and cmulti_width(expansion, gamma[i], reg == L2, &ww):
-                stale = True
+            if widths:
+                cmulti_width(expansion, gamma[i], reg == L2, &ww, &sbuf[0])
             x = &X[i, 0]
             xx = cdot(x, x, d)
             sc = &score_out[i, 0]
@@ -881,14 +896,11 @@ def fit_multi_kernel(MultiExpansion expansion,
             if watch != NULL and ev != INFEASIBLE:
                 ds = nxt
             event_out[i] = ev
-        if (widths and failed < 0 and not interrupted
-                and cmulti_width(expansion, gamma[n], False, &ww)):
-            stale = True
+        if widths and failed < 0 and not interrupted:
+            cmulti_width(expansion, gamma[n], reg == L2, &ww, &sbuf[0])
     cdrift_out(watch, &ds, drift_state)
     if interrupted:
         craise_pending()
-    if stale and failed < 0:
-        ww = 2.0 * fmax(expansion.sq_norm(), 0.0)
     return failed, ww
 
 
@@ -957,6 +969,8 @@ cdef class PAEvents(Events):
     cdef Py_ssize_t n_in                  # the row's width (d, or n_in with features)
     cdef bint features                    # a linear model on the features of the row
     cdef AbsIndex* pairs
+    cdef public Warmup warm               # gamma="scale"'s warm-up, while on (kernel models)
+    cdef double[::1] wscores              # work: the scores at a centre (`cmulti_sq_norm`)
     cdef bint has_last
     cdef double last_xx, last_t, last_scale
     cdef Py_ssize_t last_n, last_slot, last_rescale
@@ -1021,6 +1035,7 @@ cdef class PAEvents(Events):
             self.last_x = np.empty(self.n_in)
         self.last_row = np.empty(self.d)
         self.last_s = np.empty(self.k)
+        self.wscores = np.empty(self.k)
         self.a = np.zeros(self.k)
         n = self.k * self.d
         self.a_work = np.zeros(n + 1 if reg == L1 else 1)
@@ -1167,6 +1182,8 @@ cdef class PAEvents(Events):
         cdef DriftState ds, nxt
         steps = counters["t_"]
         cdef double t = steps
+        if self.warm is not None:
+            self._warm_load(counters)
         ww = self.mattrs["sq_norm"]
         xx = self.last_xx
         if self.watching:           # the mistake watched (_drift.pxd)
@@ -1200,6 +1217,8 @@ cdef class PAEvents(Events):
         if ev == UPDATED or (ev == PASSIVE and pre != 1.0):
             self.mattrs["sq_norm"] = ww
             self.has_last = False
+        if ev != INFEASIBLE and self.warm is not None:
+            self._warm_step(counters)
         if ev == UPDATED:
             counters["n_updates_"] = counters["n_updates_"] + 1
         if ev != INFEASIBLE:
@@ -1207,6 +1226,41 @@ cdef class PAEvents(Events):
                 counters["_drift_state"] = cdrift_tuple(&nxt)
             counters["t_"] = steps + 1
         return ev
+
+    cdef int _warm_load(self, dict counters) except -1:
+        """The warm-up of the learner's attributes, at the model's width."""
+        self.warm.cload(counters, self.expansion.kernel.gamma if self.kind == KERNEL
+                        else self.mexpansion.kernel.gamma)
+        if self.warm.over:
+            self.warm = None
+        return 0
+
+    cdef int _warm_step(self, dict counters) except -1:
+        """gamma="scale"'s warm-up takes the row just learned (docs/defaults.md, section 2): at
+        a new width the expansion is re-read, ||f||_K^2 recomputed where the rule reads it
+        (`cwidth`) and when the warm-up ends (as the learner does after a chunk); gamma_ and
+        the moments are stored on the learner."""
+        cdef Warmup warm = self.warm
+        cdef bint moved = warm.cadd(&self.last_row[0])
+        cdef bint now = not warm.width.warming or (moved and self.spec.reg == L2)
+        cdef double ww = self.mattrs["sq_norm"]
+        if self.kind == KERNEL:
+            if moved:
+                self.expansion.cset_gamma(warm.width.gamma)
+            if now:
+                ww = csq_norm(self.expansion)
+        else:
+            if moved:
+                self.mexpansion.cset_gamma(warm.width.gamma)
+            if now:
+                ww = cmulti_sq_norm(self.mexpansion, &self.wscores[0])
+        if moved:
+            self.has_last = False
+        self.mattrs["sq_norm"] = ww
+        warm.cstore(counters)
+        if warm.over:
+            self.warm = None
+        return 0
 
     cdef int cevent(self, dict attrs, object x, double y) except -1:
         """`learn` with its counters; an INFEASIBLE step (which changed nothing) is declined,
@@ -1225,7 +1279,12 @@ cdef class PAEvents(Events):
         return self.clabel_of(&self.last_s[0], self.k)
 
     def skipped(self, dict counters):
-        """Count an INFEASIBLE step: ``t_`` and ``n_infeasible_`` in one C call."""
+        """Count an INFEASIBLE step: ``t_`` and ``n_infeasible_`` in one C call (and take its
+        row into gamma="scale"'s warm-up, as the chunk loops do)."""
+        if self.warm is not None:
+            self._warm_load(counters)
+        if self.warm is not None:
+            self._warm_step(counters)
         counters["n_infeasible_"] = counters["n_infeasible_"] + 1
         counters["t_"] = counters["t_"] + 1
 

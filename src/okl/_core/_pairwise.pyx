@@ -36,6 +36,7 @@ from okl._core._kernels cimport cdot, cself, okl_dots
 from okl._core._losses cimport Loss, LossSpec, cdloss, cdloss_right, cis_margin
 from okl._core._expansion cimport KernelExpansion
 from okl._core._pointwise cimport Events, cready, row_is_finite
+from okl._core._warmup cimport Warmup
 from okl._core._pointwise import MISS
 
 cnp.import_array()
@@ -618,6 +619,7 @@ cdef class PairEvents(Events):
     cdef double* work
     cdef Py_ssize_t work_cap              # stored points the work space holds (difference)
     # the last prediction of the difference pair kernel, its kernel values (work[:m])
+    cdef public Warmup warm               # gamma="scale"'s warm-up, while on (difference kernel)
     cdef bint has_last
     cdef object last_g
     cdef double last_gx, last_xx
@@ -831,6 +833,10 @@ cdef class PairEvents(Events):
             g = self.mattrs["g"]
             if not self._difference_ready(g, &idx, &m):
                 return 0
+            if self.warm is not None:
+                self.warm.cload(attrs, g.kernel.gamma)
+                if self.warm.over:
+                    self.warm = None
             s = cdoubles(self.hattrs["s"], cap, -1)
             gram = cdoubles(self.hattrs["gram"], cap, cap)
             if s == NULL or gram == NULL or g.n_features != d:
@@ -853,6 +859,12 @@ cdef class PairEvents(Events):
                 f"{self.name} diverged at step t={t} (eta_t={eta:.3g}): the model is no "
                 f"longer finite. {self.cure[0].upper()}{self.cure[1:]}. The model is left as "
                 "it was.")
+        if self.warm is not None:       # the row taken into the width, the caches re-read
+            if self.warm.cadd(p):
+                cdifference_width(g, self.warm.width.gamma, idx, s, gram, cap, m_next)
+            self.warm.cstore(attrs)
+            if self.warm.over:
+                self.warm = None
         attrs["t_"] = t_next
         if self.kind != MOMENTS:
             self.hattrs["m"] = m_next

@@ -176,7 +176,7 @@ def fit_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake,
     ||f||_K^2 is carried exactly: the step's own change plus the budget's
     `norm_change` (as fit_kernel of _core/_pa.pyx).  `gamma` (n + 1,): the width before
     each row and after the last (gamma="scale"'s warm-up), ww recomputed at a new width
-    at once with regularization "l2", else once the rows are learned.
+    with regularization "l2" (no other rule reads it).
     """
     if gamma is not None and len(gamma) != len(X) + 1:
         raise ValueError("gamma gives the width of the n rows and after them.")
@@ -195,23 +195,18 @@ def _widths(loop, expansion, ww, X, y, reg, variant, C, alpha, beta, mistake, sc
     if gamma is None:
         return loop(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake, score_out,
                     event_out, watched)
-    stale = False
     n = len(X)
     for i in range(n + 1):
         if gamma[i] != expansion.kernel_params["gamma"]:
             expansion.set_gamma(gamma[i])
-            if reg == Regularization.L2 and i < n:
+            if reg == Regularization.L2:
                 ww = factor * max(expansion.sq_norm(), 0.0)
-            else:
-                stale = True
         if i == n:
             break
         failed, ww = loop(expansion, ww, X[i:i + 1], y[i:i + 1], reg, variant, C, alpha,
                           beta, mistake, score_out[i:i + 1], event_out[i:i + 1], watched)
         if failed >= 0:
             return i, ww
-    if stale:
-        ww = factor * max(expansion.sq_norm(), 0.0)
     return -1, ww
 
 
