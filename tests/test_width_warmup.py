@@ -217,6 +217,14 @@ def test_the_kernel_pa_tracks_the_norm_of_the_re_read_model():
             est = okl.RegularizedPAClassifier(kernel="gaussian", **params).fit(X[:t], y[:t])
             assert ("_width_moments" in est.__dict__) == (t < WARMUP)
             assert est.sq_norm_ == pytest.approx(est.rkhs_norm() ** 2, rel=1e-10)
+            events = okl.RegularizedPAClassifier(kernel="gaussian", classes=[0.0, 1.0],
+                                                 **params)
+            for i in range(t):                  # the compiled one-event step's warm-up
+                events.learn_one(X[i], y[i])
+            assert events.gamma_ == est.gamma_
+            assert events.sq_norm_ == pytest.approx(est.sq_norm_, rel=1e-10)
+            if t > WARMUP:                      # tracked again once the warm-up ended
+                assert events._model.sq_norm == pytest.approx(est.rkhs_norm() ** 2, rel=1e-10)
 
 
 def test_fourier_maps_are_one_draw_re_read_at_each_width():
