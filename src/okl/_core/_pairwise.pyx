@@ -32,7 +32,7 @@ from libc.string cimport memcmp, memcpy
 from scipy.linalg.cython_blas cimport dgemm
 
 from okl._core._signals cimport cinterrupted, craise_pending
-from okl._core._kernels cimport cdot, cself, okl_dots
+from okl._core._kernels cimport cdot, ckernel_row_norms, cself, okl_dots
 from okl._core._losses cimport Loss, LossSpec, cdloss, cdloss_right, cis_margin
 from okl._core._expansion cimport KernelExpansion
 from okl._core._pointwise cimport Events, cready, row_is_finite
@@ -516,15 +516,31 @@ cdef void cdifference_width(KernelExpansion g, double gamma, const Py_ssize_t* i
                             double* gram, Py_ssize_t cap, Py_ssize_t m) noexcept nogil:
     """g on the base kernel of width gamma (its centres and coefficients kept); the m stored
     points' caches g(x_j) and k(x_j, x_l) recomputed from g's kernel rows at their centres,
-    as the steps read them (`cdifference_values`)."""
-    cdef Py_ssize_t j, l
+    as the steps read them (`cdifference_values`).  When the stored points are g's centres
+    in order (the warm-up's first 100 steps with a buffer of 100 or more) the Gram matrix is
+    computed once by symmetry and g(x_j) read off it."""
+    cdef Py_ssize_t j, l, d = g.n_features
+    cdef bint ordered = m == g.n_support
     if gamma == g.kernel.gamma:
         return
     g.cset_gamma(gamma)
     for j in range(m):
-        s[j] = g.cpredict(g.centers + idx[j] * g.n_features)
-        for l in range(m):
-            gram[j * cap + l] = g.kbuf[idx[l]]
+        if idx[j] != j:
+            ordered = False
+    if ordered:
+        for j in range(m):
+            ckernel_row_norms(&g.kernel, g.centers + j * d, g.sqnorms[j], g.centers,
+                              g.sqnorms, j + 1, d, g.kbuf)
+            for l in range(j + 1):
+                gram[j * cap + l] = g.kbuf[l]
+                gram[l * cap + j] = g.kbuf[l]
+        for j in range(m):
+            s[j] = g.scale * cdot(g.coef, gram + j * cap, m)
+    else:
+        for j in range(m):
+            s[j] = g.cpredict(g.centers + idx[j] * d)
+            for l in range(m):
+                gram[j * cap + l] = g.kbuf[idx[l]]
     g.kbuf_x = NULL                     # kbuf holds a centre's row, not a step's
 
 
