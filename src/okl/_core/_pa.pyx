@@ -41,6 +41,7 @@ from okl._core._lazy cimport cshrink_lazy
 from okl._core._linear cimport FeatureRow
 from okl._core._pointwise cimport Events, cready, row_is_finite
 from okl._core._warmup cimport Warmup
+from okl._core._pointwise import huge_event
 from okl._core._drift cimport (
     DRIFT_FIELDS, Drift, DriftState, cdrift_tuple, cload, cmistake, cread_drift, cstore,
     cwatch,
@@ -1289,6 +1290,8 @@ cdef class PAEvents(Events):
         counters["t_"] = counters["t_"] + 1
 
     cdef _diverged(self, double t):
+        if not isfinite(self.last_xx):     # the event itself, not the step (as partial_fit says)
+            raise huge_event(self.name)
         raise FloatingPointError(
             f"{self.name} diverged at step t={<Py_ssize_t>t + 1}: the model would no longer "
             f"be finite. {self.cure[0].upper()}{self.cure[1:]}. The model is left as it was.")
