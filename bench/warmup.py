@@ -34,7 +34,8 @@ HALF = 100
 
 
 def learners():
-    """{label: (constructor, task)}: every kernel learner that has a warm-up."""
+    """{label: (constructor, task)}: every kernel learner that has a warm-up, and the
+    multi-kernel pools (whose widths follow running moments from the first event)."""
     return {
         "OnlineKernelClassifier (no warm-up)": (
             lambda: okl.OnlineKernelClassifier(gamma=0.1, eta="auto"), "binary"),
@@ -60,6 +61,8 @@ def learners():
         "PairwiseLearner(difference)": (
             lambda: okl.PairwiseLearner(pair_kernel="difference", reducer="difference",
                                         loss="squared", buffer=100), "regression"),
+        "MultiKernelClassifier()": (lambda: okl.MultiKernelClassifier(), "binary"),
+        "MultiKernelRegressor()": (lambda: okl.MultiKernelRegressor(), "regression"),
     }
 
 

@@ -4,6 +4,7 @@ A chunk and the same events one at a time give the same iterates, on both
 engines; the width stays after the warm-up; okl.save keeps an unfinished
 warm-up; a raw stream learned one event at a time gets the width of its events.
 """
+import importlib
 import io
 
 import numpy as np
@@ -146,11 +147,47 @@ def test_a_failed_call_during_the_warm_up_leaves_the_model_as_it_was(name, param
     np.testing.assert_allclose(function(est, X), function(whole, X), rtol=0, atol=1e-10)
 
 
+@pytest.mark.parametrize("name, params, loop", [
+    ("RegularizedPAClassifier", dict(kernel="gaussian"), "pa._fit_kernel"),
+    ("RegularizedPAClassifier", dict(kernel="gaussian", regularization="l2", beta=3.0),
+     "pa._fit_kernel"),
+    ("PairwiseLearner", dict(pair_kernel="difference", reducer="difference", loss="squared",
+                             buffer=70, random_state=0), "pairwise._difference_chunk"),
+])
+def test_ctrl_c_inside_the_warm_up_s_loop_leaves_the_model_as_it_was(
+        name, params, loop, monkeypatch):
+    module_name, function_name = loop.split(".")
+    module = importlib.import_module(f"okl._numpy.{module_name}")
+    step = getattr(module, function_name)
+    X, y = stream(seed=14)
+    est = make(name, params, engine="numpy").fit(X[:20], y[:20])
+    state = (est.gamma_, list(est.__dict__["_width_moments"]), function(est, X))
+    rows = []
+
+    def interrupted(*args, **kwargs):           # the widths' loop learns one row per call
+        rows.append(1)
+        if len(rows) == 6:                      # Ctrl-C at the 6th row, widths already moved
+            raise KeyboardInterrupt
+        return step(*args, **kwargs)
+    monkeypatch.setattr(module, function_name, interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        est.partial_fit(X[20:40], y[20:40])
+    monkeypatch.undo()
+    assert (est.gamma_, est.__dict__["_width_moments"]) == tuple(state[:2])
+    np.testing.assert_array_equal(function(est, X), state[2])
+    est.partial_fit(X[20:], y[20:])
+    whole = make(name, params, engine="numpy").fit(X, y)
+    assert est.gamma_ == whole.gamma_
+    np.testing.assert_allclose(function(est, X), function(whole, X), rtol=0, atol=1e-12)
+
+
 def test_multiclass_models_follow_the_warm_up():
     rng = np.random.default_rng(5)
     X = rng.normal(1.0, 3.0, (200, 4))
     y = np.digitize(X[:, 0] + X[:, 1], [-2.0, 2.0])           # three classes
     for name, params in [("RegularizedPAClassifier", dict(kernel="gaussian")),
+                         ("RegularizedPAClassifier", dict(kernel="gaussian", budget=40,
+                                                          regularization="l2", beta=3.0)),
                          ("RegularizedPAClassifier", dict(kernel="gaussian",
                                                           approximation="fourier",
                                                           n_components=50, random_state=0)),
@@ -180,6 +217,14 @@ def test_the_kernel_pa_tracks_the_norm_of_the_re_read_model():
             est = okl.RegularizedPAClassifier(kernel="gaussian", **params).fit(X[:t], y[:t])
             assert ("_width_moments" in est.__dict__) == (t < WARMUP)
             assert est.sq_norm_ == pytest.approx(est.rkhs_norm() ** 2, rel=1e-10)
+            events = okl.RegularizedPAClassifier(kernel="gaussian", classes=[0.0, 1.0],
+                                                 **params)
+            for i in range(t):                  # the compiled one-event step's warm-up
+                events.learn_one(X[i], y[i])
+            assert events.gamma_ == est.gamma_
+            assert events.sq_norm_ == pytest.approx(est.sq_norm_, rel=1e-10)
+            if t > WARMUP:                      # tracked again once the warm-up ended
+                assert events._model.sq_norm == pytest.approx(est.rkhs_norm() ** 2, rel=1e-10)
 
 
 def test_fourier_maps_are_one_draw_re_read_at_each_width():

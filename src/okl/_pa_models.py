@@ -233,9 +233,12 @@ class KernelPAModel:
         new.sq_norm = max(float(new.expansion.sq_norm()), 0.0)
         return new
 
-    def learn(self, X, y, rule, sigma, engine, scores, events, drift=None, drift_state=None):
+    def learn(self, X, y, rule, sigma, engine, scores, events, drift=None, drift_state=None,
+              gamma=None):
+        """Run the chunk; `gamma` the width of each row and after them (gamma="scale"'s
+        warm-up: ||f||_K^2 recomputed at each new width, docs/defaults.md, section 2)."""
         failed, sq_norm = ENGINES[engine].pa_kernel(self._on(engine), self.sq_norm, X, y, *rule,
-                                               scores, events, drift, drift_state)
+                                               scores, events, drift, drift_state, gamma)
         if failed < 0:
             self.sq_norm = sq_norm
         return failed
@@ -300,10 +303,11 @@ class KernelMultiPAModel:
         new.sq_norm = new.exact_sq_norm()
         return new
 
-    def learn(self, X, y, rule, sigma, engine, scores, events, drift=None, drift_state=None):
+    def learn(self, X, y, rule, sigma, engine, scores, events, drift=None, drift_state=None,
+              gamma=None):
         failed, sq_norm = ENGINES[engine].pa_multi_kernel(
             self._on(engine), self.sq_norm, X, np.ascontiguousarray(y, dtype=np.intp), *rule,
-            scores, events, drift, drift_state)
+            scores, events, drift, drift_state, gamma)
         if failed < 0:
             self.sq_norm = sq_norm
         return failed

@@ -10,6 +10,7 @@ validation.  See docs/algorithms.md, section 6.
     DifferencePairModel  f(x, x') = g(x) - g(x'), g an expansion   O(t d + m^2)
     MomentsPairModel     the linear model from running moments    O(d^2) (squared loss)
 """
+import copy
 from contextlib import nullcontext
 
 import numpy as np
@@ -277,30 +278,28 @@ class DifferencePairModel:
         self.g.restore(g_undo)
         self.history.restore(undo)
 
-    def with_gamma(self, engine, gamma):
-        """A new model: g on the base kernel of width gamma (its centres and coefficients
-        kept), the stored points' cache g(x_j) and Gram matrix recomputed for it
-        (gamma="scale"'s warm-up, m <= 100 points: docs/defaults.md, section 2)."""
-        state = self.on(engine).get_state()
-        state["gamma"] = float(gamma)
-        g = type(self.g).from_state(state)
-        history = PairHistory.from_state(self.history.get_state())
-        m = history.m
-        if m:
-            history.s[:m], history.gram[:m, :m] = stored_caches(g, history.idx[:m])
+    def with_own_caches(self):
+        """A new model on the same g whose history holds its own Gram matrix, for a chunk
+        whose loop recomputes the caches at new widths (gamma="scale"'s warm-up, m <= 100
+        points: docs/defaults.md, section 2): a failed call drops it, and the old model's
+        checkpoint restores g and g(x_j)."""
+        history = copy.copy(self.history)
+        history.gram = self.history.gram.copy()
         new = type(self).__new__(type(self))
-        new.g, new.history = g, history
+        new.g, new.history = self.g, history
         return new
 
-    def learn(self, engine, X, y, eta, slots, args):
+    def learn(self, engine, X, y, eta, slots, args, gamma=None):
+        """The chunk; `gamma` the width of each row and after them (`with_own_caches`)."""
         h = self.history
         h.reserve(len(X))
         g = self.on(engine)
         loops = ENGINES[engine].pairwise
+        widths = {} if gamma is None else {"gamma": gamma}
         # the cython step calls no BLAS; the NumPy twin's products on one thread
         with one_thread() if engine == "numpy" else nullcontext():
             h.m, failed = loops.difference_chunk(g, h.idx, h.y, h.s, h.gram, h.m,
-                                                 X, y, eta, slots, *args)
+                                                 X, y, eta, slots, *args, **widths)
         return failed
 
     def decision(self, X1, X2):

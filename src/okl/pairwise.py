@@ -14,10 +14,11 @@ from okl._base import Diverged, OnlineLearner, check_X, check_X_y, params_change
 from okl._blas import one_thread
 from okl._docstrings import shared_params
 from okl._engines import ENGINES
-from okl._gamma import check_width_moments, start_warmup, warm_rows
+from okl._gamma import check_width_moments, start_warmup, width_of
 from okl._labels import as_labels
 from okl._core._expansion import KernelExpansion
 from okl._core._pairwise import PairEvents, PairKind, Reducer
+from okl._core._warmup import Warmup
 from okl._pair_models import (
     DifferencePairModel, LinearPairModel, MetricPairModel, MomentsPairModel,
     reservoir_slots, stored_caches,
@@ -424,22 +425,29 @@ class PairwiseLearner(OnlineLearner):
 
     def _learn(self, X, y):
         """The rows in order, through gamma="scale"'s warm-up while it lasts (the difference
-        pair kernel; docs/defaults.md, section 2)."""
-        for rows in warm_rows(self, X, None, self._set_width):
-            self._learn_rows(X[rows], y[rows])
+        pair kernel; docs/defaults.md, section 2): each row is learned at the width of the
+        rows before it (`okl._gamma.width_of`, `sequence`), which the loop sets on g."""
+        width = width_of(self, X.shape[1])
+        if width is None:
+            return self._learn_rows(X, y)
+        gamma, end = width.sequence(X)
+        self._model = self._model.with_own_caches()     # the loop rewrites them at each width
+        self._learn_rows(X, y, gamma=gamma)
+        self.gamma_ = float(gamma[-1])
+        if end >= 0:
+            del self._width_moments                     # the width stays from now on
+        else:
+            self._width_moments = width.state()
 
-    def _set_width(self, gamma):
-        """g and the stored points' cache on the base kernel of width gamma."""
-        self._model = self._model.with_gamma(self.engine, gamma)
-
-    def _learn_rows(self, X, y, weight=None):
-        """One engine call over the validated chunk."""
+    def _learn_rows(self, X, y, weight=None, gamma=None):
+        """One engine call over the validated chunk (`gamma`: the width of each row)."""
         n = X.shape[0]
         t = step_numbers(self.t_, n)
         eta_t = step_sizes(self.eta1_, self.theta_, np.maximum(t - 1.0, 1.0))
         args = (int(REDUCERS[self.reducer]), self._loss_spec())
         slots = reservoir_slots(t, self.buffer, self._seed)
-        failed = self._model.learn(self.engine, X, y, eta_t, slots, args)
+        failed = self._model.learn(self.engine, X, y, eta_t, slots, args,
+                                   **({} if gamma is None else {"gamma": gamma}))
         if failed >= 0:
             raise Diverged(failed, eta_t[failed])
         self.t_ += n
@@ -479,7 +487,8 @@ class PairwiseLearner(OnlineLearner):
 
     def _compiled_events(self, cache):
         """The `PairEvents` of this fitted learner on the cython engine, or None (the one-row
-        partial_fit path: the NumPy engine, the warm-up of gamma="scale").
+        partial_fit path: the NumPy engine).  During gamma="scale"'s warm-up the step takes
+        each row into the width (`okl._core._warmup.Warmup`).
 
         `cache` is a one-element list holding the last one built; it serves while
         the estimator holds the very model, labels and parameter objects it was built with.
@@ -488,8 +497,7 @@ class PairwiseLearner(OnlineLearner):
         if events is not None and events.matches(self):
             return events
         d = self.__dict__
-        if (not ("t_" in d and self.engine == "cython") or "_width_moments" in d
-                or params_changed(self)):
+        if not ("t_" in d and self.engine == "cython") or params_changed(self):
             return None
         model = d["_model"]
         kind = {LinearPairModel: PairKind.LINEAR, MetricPairModel: PairKind.METRIC,
@@ -504,6 +512,8 @@ class PairwiseLearner(OnlineLearner):
             int(kind), model, int(REDUCERS[self.reducer]), self._loss_spec(),
             self.eta1_, self.theta_, self.buffer or 0, self._seed, self._warn_at(),
             type(self).__name__, self._divergence_cure, names)
+        width = width_of(self, d["n_features_in_"])
+        events.warm = None if width is None else Warmup(width)
         events.bind(self)
         return events
 

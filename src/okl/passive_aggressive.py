@@ -21,8 +21,9 @@ from okl._labels import LabelsMixin, multiclass_loss
 from okl._core._expansion import KernelExpansion
 from okl._core._multiexpansion import MultiExpansion
 from okl._core._pa import Event, EventsKind, PAEvents, Regularization, Variant
+from okl._core._warmup import Warmup
 from okl._docstrings import shared_params
-from okl._gamma import LOCAL_FACTOR
+from okl._gamma import LOCAL_FACTOR, width_of
 from okl._numpy.drift import state_tuple
 from okl._params import (
     APPROXIMATION_CONSTRAINTS, CLASSES_CONSTRAINTS, DRIFT_CONSTRAINTS, ENGINE_CONSTRAINTS, Interval,
@@ -496,6 +497,12 @@ class RegularizedPAClassifier(AdaptMixin, KernelModelMixin, LabelsMixin, Classif
         coefficients or weights, ||f||^2 of the new kernel)."""
         self._model = self._multiclass_model().with_gamma(gamma)
 
+    @property
+    def _width_loops(self):
+        """The exact kernel models take the width of every row in their loops
+        (`KernelModelMixin._learn`); the feature models' warm-ups learn one row at a time."""
+        return type(self.__dict__.get("_model")) in (KernelPAModel, KernelMultiPAModel)
+
     def _width_frozen(self):
         model = self._model
         return isinstance(model, NystroemPAModel) and model.features is not None
@@ -503,8 +510,16 @@ class RegularizedPAClassifier(AdaptMixin, KernelModelMixin, LabelsMixin, Classif
     def _end_width(self):
         if isinstance(self._model, WarmFourierPAModel):    # the weights w = sum_i a_i z(x_i)
             self._model = self._model.feature_model()
+        elif self._width_loops:     # ||f||_K^2 at the final width (the loops' `cwidth`)
+            self._model.sq_norm = self._exact_sq_norm()
 
-    def _learn_rows(self, X, y, weight=None):
+    def _exact_sq_norm(self):
+        """||f||_K^2 (2 sum_c ||f_c||^2 with k classes) recomputed from the exact model."""
+        model = self._model
+        return (model.exact_sq_norm() if is_multiclass(model)
+                else max(float(model.expansion.sq_norm()), 0.0))
+
+    def _learn_rows(self, X, y, weight=None, gamma=None):
         n = X.shape[0]
         if is_multiclass(self._multiclass_model()):     # y: class indices; scores (n, k)
             y = np.ascontiguousarray(y, dtype=np.intp)
@@ -514,8 +529,9 @@ class RegularizedPAClassifier(AdaptMixin, KernelModelMixin, LabelsMixin, Classif
         events = np.empty(n, dtype=np.int8)
         drift = self._watched()
         state = np.array(state_tuple(self._drift_state_now()))
+        widths = {} if gamma is None else {"gamma": np.ascontiguousarray(gamma)}
         failed = self._model.learn(X, y, self._rule(), float(self.truncate_sigma), self.engine,
-                                   scores, events, drift=drift, drift_state=state)
+                                   scores, events, drift=drift, drift_state=state, **widths)
         if failed >= 0:
             raise Diverged(failed)
         if drift is not None:
@@ -560,9 +576,11 @@ class RegularizedPAClassifier(AdaptMixin, KernelModelMixin, LabelsMixin, Classif
             return events
         d = self.__dict__
         model, k = d.get("_model"), len(d.get("classes_", ()))
+        warming = "_width_moments" in d
         if (not ("t_" in d and self.engine == "cython" and k >= 2)
-                or "_width_moments" in d or params_changed(self) or self._outside()):
-            return None             # the warm-up of gamma="scale", a detector outside the step
+                or (warming and not self._width_loops) or params_changed(self)
+                or self._outside()):
+            return None     # the feature models' warm-up of gamma="scale", a detector outside
         fmap = None
         if type(model) is NystroemPAModel and model.features is not None:
             model = model.features          # NOGD after its switch: the features' model
@@ -589,6 +607,8 @@ class RegularizedPAClassifier(AdaptMixin, KernelModelMixin, LabelsMixin, Classif
         events = cache[0] = PAEvents(int(code), model, self._rule(), float(self.truncate_sigma),
                                      type(self).__name__, self._divergence_cure, names, fmap,
                                      self._watched())
+        if warming:                 # the exact kernel models: the step takes the warm-up
+            events.warm = Warmup(width_of(self, d["n_features_in_"]))
         events.bind(self)
         return events
 
@@ -672,6 +692,8 @@ class RegularizedPAClassifier(AdaptMixin, KernelModelMixin, LabelsMixin, Classif
         sq_norm = self._model.sq_norm
         if np.isnan(sq_norm):           # a multiclass kernel model after a budget eviction
             return self._model.exact_sq_norm()
+        if "_width_moments" in self.__dict__ and self._width_loops:
+            return self._exact_sq_norm()    # re-read at each width, tracked from the end
         return sq_norm
 
     @property

@@ -40,6 +40,8 @@ from okl._core._multiexpansion cimport MultiExpansion
 from okl._core._lazy cimport cshrink_lazy
 from okl._core._linear cimport FeatureRow
 from okl._core._pointwise cimport Events, cready, row_is_finite
+from okl._core._warmup cimport Warmup
+from okl._core._pointwise import huge_event
 from okl._core._drift cimport (
     DRIFT_FIELDS, Drift, DriftState, cdrift_tuple, cload, cmistake, cread_drift, cstore,
     cwatch,
@@ -462,12 +464,18 @@ def fit_kernel(KernelExpansion expansion,
                const double[:, ::1] X, const double[::1] y,
                int reg, int variant, double C, double alpha, double beta, bint mistake,
                double[::1] score_out, signed char[::1] event_out, drift=None,
-               drift_state=None):
+               drift_state=None,
+               const double[::1] gamma=None):   # IN (n + 1,) the width of each row, and after
     """The loop for f = sum_i a_i K(x_i, .); return (failed, ww) (see `ckernel_step`;
-    drift, drift_state as in `fit_dense`)."""
+    drift, drift_state as in `fit_dense`).
+
+    During gamma="scale"'s warm-up (docs/defaults.md, section 2) `gamma` gives the kernel's
+    width before each row and after the last; at a new width ww is ||f||_K^2 recomputed
+    where the rule reads it (regularization "l2", `cwidth`); no other rule reads it, and
+    the learner recomputes it once the warm-up ends."""
     cdef PASpec s = PASpec(<Regularization>reg, <Variant>variant, C, alpha, beta, mistake)
     cdef Py_ssize_t i, n = X.shape[0], d = X.shape[1], failed = -1, work = 0
-    cdef bint interrupted = False
+    cdef bint interrupted = False, widths = gamma is not None
     cdef const double* x
     cdef double xx, f, pre = 1.0
     cdef int ev
@@ -478,6 +486,8 @@ def fit_kernel(KernelExpansion expansion,
         raise ValueError(f"X has {d} columns, the expansion {expansion.n_features}.")
     if reg == L1:
         raise ValueError("the L1 constraint needs the linear kernel.")
+    if widths and gamma.shape[0] != n + 1:
+        raise ValueError("gamma gives the width of the n rows and after them.")
     expansion.reserve(n)
     expansion.track_norm = True         # the budget reports its change of ||f||_K^2
     with nogil:
@@ -485,6 +495,8 @@ def fit_kernel(KernelExpansion expansion,
             if cinterrupted(&work, expansion.n_support * d):
                 interrupted = True
                 break
+            if widths:
+                cwidth(expansion, gamma[i], reg == L2, &ww)
             x = &X[i, 0]
             xx = cdot(x, x, d)
             f = expansion.cpredict(x)
@@ -502,10 +514,52 @@ def fit_kernel(KernelExpansion expansion,
             if watch != NULL and ev != INFEASIBLE:
                 ds = nxt
             event_out[i] = ev
+        if widths and failed < 0 and not interrupted:
+            cwidth(expansion, gamma[n], reg == L2, &ww)
     cdrift_out(watch, &ds, drift_state)
     if interrupted:
         craise_pending()
     return failed, ww
+
+
+cdef double csq_norm(KernelExpansion e) noexcept nogil:
+    """||f||_K^2 = sum_j a_j f(c_j) from the centres, O(n^2 d) (the expansion's `sq_norm`)."""
+    cdef Py_ssize_t j, d = e.n_features
+    cdef double total = 0.0
+    for j in range(e.n_support):
+        total += e.coef[j] * e.cpredict(e.centers + j * d)
+    e.kbuf_x = NULL                     # kbuf holds a centre's row, not a step's
+    return fmax(e.scale * total, 0.0)
+
+
+cdef double cmulti_sq_norm(MultiExpansion e, double* s) noexcept nogil:
+    """2 sum_c ||f_c||_K^2 from the centres, O(n^2 (d + k)); s: k doubles of work."""
+    cdef Py_ssize_t j, c, d = e.n_features, k = e.n_classes
+    cdef double total = 0.0
+    for j in range(e.n_support):
+        e.cscores(e.centers + j * d, s)
+        for c in range(k):
+            total += e.coef[j * k + c] * s[c]
+    e.kbuf_x = NULL
+    return 2.0 * fmax(e.scale * total, 0.0)
+
+
+cdef void cwidth(KernelExpansion e, double gamma, bint now, double* ww) noexcept nogil:
+    """The expansion at the width gamma (gamma="scale"'s warm-up); `now`: ww, ||f||_K^2 of
+    the new kernel, recomputed when the width moves."""
+    if gamma != e.kernel.gamma:
+        e.cset_gamma(gamma)
+        if now:
+            ww[0] = csq_norm(e)
+
+
+cdef void cmulti_width(MultiExpansion e, double gamma, bint now, double* ww,
+                       double* s) noexcept nogil:
+    """`cwidth` of a multi-output expansion: ww is 2 sum_c ||f_c||_K^2 (s: k doubles)."""
+    if gamma != e.kernel.gamma:
+        e.cset_gamma(gamma)
+        if now:
+            ww[0] = cmulti_sq_norm(e, s)
 
 
 # -- multiclass: k weight vectors, Crammer et al.'s max-wrong-class constraint ----------
@@ -775,20 +829,22 @@ def fit_multi_kernel(MultiExpansion expansion,
                      const Py_ssize_t[::1] y,    # IN (n,) class indices in [0, k)
                      int reg, int variant, double C, double alpha, double beta, bint mistake,
                      double[:, ::1] score_out,   # OUT (n, k) scores before the update
-                     signed char[::1] event_out, drift=None, drift_state=None):
+                     signed char[::1] event_out, drift=None, drift_state=None,
+                     const double[::1] gamma=None):  # IN (n + 1,) the widths (`fit_kernel`)
     """The multiclass loop for f = sum_i a_i K(x_i, .), a_i in R^k; return (failed, ww).
 
     The step is the binary one on m = s_y - s_r (docs/multiclass-pa.md):
-    f_{t+1} = cv f_t + (ca / 2) (e_y - e_r) K(x_t, .) (`cmulti_kernel_step`).
+    f_{t+1} = cv f_t + (ca / 2) (e_y - e_r) K(x_t, .) (`cmulti_kernel_step`); `gamma` as
+    in `fit_kernel`.
     """
     cdef PASpec s = PASpec(<Regularization>reg, <Variant>variant, C, alpha, beta, mistake)
     cdef Py_ssize_t i, c, n = X.shape[0], d = X.shape[1], k = expansion.n_classes
     cdef Py_ssize_t failed = -1, work = 0
-    cdef bint interrupted = False, finite
+    cdef bint interrupted = False, finite, widths = gamma is not None
     cdef const double* x
     cdef double xx, pre = 1.0
     cdef double* sc
-    cdef double[::1] a
+    cdef double[::1] a, sbuf
     cdef int ev
     cdef Drift dr
     cdef DriftState ds, nxt
@@ -802,7 +858,12 @@ def fit_multi_kernel(MultiExpansion expansion,
     for i in range(n):
         if not 0 <= y[i] < k:
             raise ValueError(f"class index {y[i]} outside [0, {k}).")
+    if widths and gamma.shape[0] != n + 1:
+        raise ValueError("gamma gives the width of the n rows and after them.")
+    sbuf = np.zeros(k)                  # work: the scores at a centre (`cmulti_sq_norm`)
     if n == 0:
+        if widths:
+            cmulti_width(expansion, gamma[0], reg == L2, &ww, &sbuf[0])
         return -1, ww
     ww = cmulti_ww(expansion, ww)
     expansion.reserve(n)
@@ -813,6 +874,8 @@ def fit_multi_kernel(MultiExpansion expansion,
             if cinterrupted(&work, expansion.n_support * (d + k)):
                 interrupted = True
                 break
+            if widths:
+                cmulti_width(expansion, gamma[i], reg == L2, &ww, &sbuf[0])
             x = &X[i, 0]
             xx = cdot(x, x, d)
             sc = &score_out[i, 0]
@@ -834,6 +897,8 @@ def fit_multi_kernel(MultiExpansion expansion,
             if watch != NULL and ev != INFEASIBLE:
                 ds = nxt
             event_out[i] = ev
+        if widths and failed < 0 and not interrupted:
+            cmulti_width(expansion, gamma[n], reg == L2, &ww, &sbuf[0])
     cdrift_out(watch, &ds, drift_state)
     if interrupted:
         craise_pending()
@@ -905,6 +970,8 @@ cdef class PAEvents(Events):
     cdef Py_ssize_t n_in                  # the row's width (d, or n_in with features)
     cdef bint features                    # a linear model on the features of the row
     cdef AbsIndex* pairs
+    cdef public Warmup warm               # gamma="scale"'s warm-up, while on (kernel models)
+    cdef double[::1] wscores              # work: the scores at a centre (`cmulti_sq_norm`)
     cdef bint has_last
     cdef double last_xx, last_t, last_scale
     cdef Py_ssize_t last_n, last_slot, last_rescale
@@ -969,6 +1036,7 @@ cdef class PAEvents(Events):
             self.last_x = np.empty(self.n_in)
         self.last_row = np.empty(self.d)
         self.last_s = np.empty(self.k)
+        self.wscores = np.empty(self.k)
         self.a = np.zeros(self.k)
         n = self.k * self.d
         self.a_work = np.zeros(n + 1 if reg == L1 else 1)
@@ -1115,6 +1183,8 @@ cdef class PAEvents(Events):
         cdef DriftState ds, nxt
         steps = counters["t_"]
         cdef double t = steps
+        if self.warm is not None:
+            self._warm_load(counters)
         ww = self.mattrs["sq_norm"]
         xx = self.last_xx
         if self.watching:           # the mistake watched (_drift.pxd)
@@ -1148,6 +1218,8 @@ cdef class PAEvents(Events):
         if ev == UPDATED or (ev == PASSIVE and pre != 1.0):
             self.mattrs["sq_norm"] = ww
             self.has_last = False
+        if ev != INFEASIBLE and self.warm is not None:
+            self._warm_step(counters)
         if ev == UPDATED:
             counters["n_updates_"] = counters["n_updates_"] + 1
         if ev != INFEASIBLE:
@@ -1155,6 +1227,41 @@ cdef class PAEvents(Events):
                 counters["_drift_state"] = cdrift_tuple(&nxt)
             counters["t_"] = steps + 1
         return ev
+
+    cdef int _warm_load(self, dict counters) except -1:
+        """The warm-up of the learner's attributes, at the model's width."""
+        self.warm.cload(counters, self.expansion.kernel.gamma if self.kind == KERNEL
+                        else self.mexpansion.kernel.gamma)
+        if self.warm.over:
+            self.warm = None
+        return 0
+
+    cdef int _warm_step(self, dict counters) except -1:
+        """gamma="scale"'s warm-up takes the row just learned (docs/defaults.md, section 2): at
+        a new width the expansion is re-read, ||f||_K^2 recomputed where the rule reads it
+        (`cwidth`) and when the warm-up ends (as the learner does after a chunk); gamma_ and
+        the moments are stored on the learner."""
+        cdef Warmup warm = self.warm
+        cdef bint moved = warm.cadd(&self.last_row[0])
+        cdef bint now = not warm.width.warming or (moved and self.spec.reg == L2)
+        cdef double ww = self.mattrs["sq_norm"]
+        if self.kind == KERNEL:
+            if moved:
+                self.expansion.cset_gamma(warm.width.gamma)
+            if now:
+                ww = csq_norm(self.expansion)
+        else:
+            if moved:
+                self.mexpansion.cset_gamma(warm.width.gamma)
+            if now:
+                ww = cmulti_sq_norm(self.mexpansion, &self.wscores[0])
+        if moved:
+            self.has_last = False
+        self.mattrs["sq_norm"] = ww
+        warm.cstore(counters)
+        if warm.over:
+            self.warm = None
+        return 0
 
     cdef int cevent(self, dict attrs, object x, double y) except -1:
         """`learn` with its counters; an INFEASIBLE step (which changed nothing) is declined,
@@ -1173,11 +1280,18 @@ cdef class PAEvents(Events):
         return self.clabel_of(&self.last_s[0], self.k)
 
     def skipped(self, dict counters):
-        """Count an INFEASIBLE step: ``t_`` and ``n_infeasible_`` in one C call."""
+        """Count an INFEASIBLE step: ``t_`` and ``n_infeasible_`` in one C call (and take its
+        row into gamma="scale"'s warm-up, as the chunk loops do)."""
+        if self.warm is not None:
+            self._warm_load(counters)
+        if self.warm is not None:
+            self._warm_step(counters)
         counters["n_infeasible_"] = counters["n_infeasible_"] + 1
         counters["t_"] = counters["t_"] + 1
 
     cdef _diverged(self, double t):
+        if not isfinite(self.last_xx):     # the event itself, not the step (as partial_fit says)
+            raise huge_event(self.name)
         raise FloatingPointError(
             f"{self.name} diverged at step t={<Py_ssize_t>t + 1}: the model would no longer "
             f"be finite. {self.cure[0].upper()}{self.cure[1:]}. The model is left as it was.")

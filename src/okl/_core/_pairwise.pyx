@@ -32,10 +32,11 @@ from libc.string cimport memcmp, memcpy
 from scipy.linalg.cython_blas cimport dgemm
 
 from okl._core._signals cimport cinterrupted, craise_pending
-from okl._core._kernels cimport cdot, cself, okl_dots
+from okl._core._kernels cimport cdot, ckernel_row_norms, cself, okl_dots
 from okl._core._losses cimport Loss, LossSpec, cdloss, cdloss_right, cis_margin
 from okl._core._expansion cimport KernelExpansion
 from okl._core._pointwise cimport Events, cready, row_is_finite
+from okl._core._warmup cimport Warmup
 from okl._core._pointwise import MISS
 
 cnp.import_array()
@@ -458,13 +459,18 @@ def difference_chunk(KernelExpansion g,         # IN/OUT g = sum_i a_i k(c_i, .)
                      const double[::1] y,       # IN (n,)
                      const double[::1] eta,     # IN (n,) eta_t
                      const Py_ssize_t[::1] slot,  # IN (n,) slot of x_t after its step, -1: none
-                     int reducer, LossSpec loss):
+                     int reducer, LossSpec loss,
+                     const double[::1] gamma=None):  # IN (n + 1,) the width of each row, and after
     """Difference pair kernel k(x,u) - k(x,u') - k(x',u) + k(x',u'): f = g(x) - g(x')
-    (`cdifference_step`).  Return (points stored, -1 or the first step that diverged)."""
+    (`cdifference_step`).  Return (points stored, -1 or the first step that diverged).
+
+    During gamma="scale"'s warm-up (docs/defaults.md, section 2) `gamma` gives the base
+    kernel's width before each row and after the last; at a new width the stored points'
+    caches are recomputed (`cdifference_width`)."""
     cdef PairRule rule = crule(reducer, loss)
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], cap = gram.shape[0]
     cdef Py_ssize_t i, stored, failed = -1, work = 0
-    cdef bint interrupted = False
+    cdef bint interrupted = False, widths = gamma is not None
     cdef double gx
     cdef const double* x
     gbuf_arr = np.empty(max(cap, 1), dtype=np.float64)
@@ -473,11 +479,22 @@ def difference_chunk(KernelExpansion g,         # IN/OUT g = sum_i a_i k(c_i, .)
     cdef double[::1] gbuf = gbuf_arr, kvec = kvec_arr, Kg = Kg_arr
     if d != g.n_features:
         raise ValueError(f"X has {d} columns, the expansion {g.n_features}.")
+    if widths and gamma.shape[0] != n + 1:
+        raise ValueError("gamma gives the width of the n rows and after them.")
+    if widths and m > 0 and (idx.shape[0] < m or s.shape[0] < m or gram.shape[1] != cap):
+        raise ValueError("idx, s and gram must hold the m stored points.")
     if n == 0:
+        if widths:
+            cdifference_width(g, gamma[0], &idx[0] if m else NULL, &s[0] if m else NULL,
+                              &gram[0, 0] if m else NULL, cap, m)
         return m, failed
     g.reserve(n)
     with nogil:
-        for i in range(n):
+        for i in range(n + 1 if widths else n):
+            if widths:
+                cdifference_width(g, gamma[i], &idx[0], &s[0], &gram[0, 0], cap, m)
+                if i == n:
+                    break
             if cinterrupted(&work, g.n_support * d + m * m):
                 interrupted = True
                 break
@@ -493,6 +510,38 @@ def difference_chunk(KernelExpansion g,         # IN/OUT g = sum_i a_i k(c_i, .)
     if interrupted:
         craise_pending()
     return m, failed
+
+
+cdef void cdifference_width(KernelExpansion g, double gamma, const Py_ssize_t* idx, double* s,
+                            double* gram, Py_ssize_t cap, Py_ssize_t m) noexcept nogil:
+    """g on the base kernel of width gamma (its centres and coefficients kept); the m stored
+    points' caches g(x_j) and k(x_j, x_l) recomputed from g's kernel rows at their centres,
+    as the steps read them (`cdifference_values`).  When the stored points are g's centres
+    in order (the warm-up's first 100 steps with a buffer of 100 or more) the Gram matrix is
+    computed once by symmetry and g(x_j) read off it."""
+    cdef Py_ssize_t j, l, d = g.n_features
+    cdef bint ordered = m == g.n_support
+    if gamma == g.kernel.gamma:
+        return
+    g.cset_gamma(gamma)
+    for j in range(m):
+        if idx[j] != j:
+            ordered = False
+    if ordered:
+        for j in range(m):
+            ckernel_row_norms(&g.kernel, g.centers + j * d, g.sqnorms[j], g.centers,
+                              g.sqnorms, j + 1, d, g.kbuf)
+            for l in range(j + 1):
+                gram[j * cap + l] = g.kbuf[l]
+                gram[l * cap + j] = g.kbuf[l]
+        for j in range(m):
+            s[j] = g.scale * cdot(g.coef, gram + j * cap, m)
+    else:
+        for j in range(m):
+            s[j] = g.cpredict(g.centers + idx[j] * d)
+            for l in range(m):
+                gram[j * cap + l] = g.kbuf[idx[l]]
+    g.kbuf_x = NULL                     # kbuf holds a centre's row, not a step's
 
 
 def step_slots(double[::1] t, double eta1, double theta, Py_ssize_t buffer,
@@ -586,6 +635,7 @@ cdef class PairEvents(Events):
     cdef double* work
     cdef Py_ssize_t work_cap              # stored points the work space holds (difference)
     # the last prediction of the difference pair kernel, its kernel values (work[:m])
+    cdef public Warmup warm               # gamma="scale"'s warm-up, while on (difference kernel)
     cdef bint has_last
     cdef object last_g
     cdef double last_gx, last_xx
@@ -799,6 +849,10 @@ cdef class PairEvents(Events):
             g = self.mattrs["g"]
             if not self._difference_ready(g, &idx, &m):
                 return 0
+            if self.warm is not None:
+                self.warm.cload(attrs, g.kernel.gamma)
+                if self.warm.over:
+                    self.warm = None
             s = cdoubles(self.hattrs["s"], cap, -1)
             gram = cdoubles(self.hattrs["gram"], cap, cap)
             if s == NULL or gram == NULL or g.n_features != d:
@@ -821,6 +875,12 @@ cdef class PairEvents(Events):
                 f"{self.name} diverged at step t={t} (eta_t={eta:.3g}): the model is no "
                 f"longer finite. {self.cure[0].upper()}{self.cure[1:]}. The model is left as "
                 "it was.")
+        if self.warm is not None:       # the row taken into the width, the caches re-read
+            if self.warm.cadd(p):
+                cdifference_width(g, self.warm.width.gamma, idx, s, gram, cap, m_next)
+            self.warm.cstore(attrs)
+            if self.warm.over:
+                self.warm = None
         attrs["t_"] = t_next
         if self.kind != MOMENTS:
             self.hattrs["m"] = m_next

@@ -170,18 +170,44 @@ def _fit_linear(w, scale, ww, X, y, reg, variant, C, alpha, beta, mistake, sigma
 
 
 def fit_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake,
-               score_out, event_out, drift=None, drift_state=None):
+               score_out, event_out, drift=None, drift_state=None, gamma=None):
     """The loop for a NumpyExpansion f = sum_i a_i K(x_i, .); returns (failed, ww).
 
     ||f||_K^2 is carried exactly: the step's own change plus the budget's
-    `norm_change` (as fit_kernel of _core/_pa.pyx).
+    `norm_change` (as fit_kernel of _core/_pa.pyx).  `gamma` (n + 1,): the width before
+    each row and after the last (gamma="scale"'s warm-up), ww recomputed at a new width
+    with regularization "l2" (no other rule reads it).
     """
+    if gamma is not None and len(gamma) != len(X) + 1:
+        raise ValueError("gamma gives the width of the n rows and after them.")
     watched = _Watch(drift, drift_state)
     try:
-        return _fit_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake,
-                           score_out, event_out, watched)
+        return _widths(_fit_kernel, expansion, ww, X, y, reg, variant, C, alpha, beta,
+                       mistake, score_out, event_out, watched, gamma, 1.0)
     finally:
         watched.close()
+
+
+def _widths(loop, expansion, ww, X, y, reg, variant, C, alpha, beta, mistake, score_out,
+            event_out, watched, gamma, factor):
+    """`loop` one row at a time at the widths `gamma` (None: all rows at once); ww at a
+    new width is ``factor ||f||_K^2`` (factor 2: the multiclass 2 sum_c ||f_c||^2)."""
+    if gamma is None:
+        return loop(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake, score_out,
+                    event_out, watched)
+    n = len(X)
+    for i in range(n + 1):
+        if gamma[i] != expansion.kernel_params["gamma"]:
+            expansion.set_gamma(gamma[i])
+            if reg == Regularization.L2:
+                ww = factor * max(expansion.sq_norm(), 0.0)
+        if i == n:
+            break
+        failed, ww = loop(expansion, ww, X[i:i + 1], y[i:i + 1], reg, variant, C, alpha,
+                          beta, mistake, score_out[i:i + 1], event_out[i:i + 1], watched)
+        if failed >= 0:
+            return i, ww
+    return -1, ww
 
 
 def _fit_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake, score_out,
@@ -305,12 +331,17 @@ def _fit_multi(W, scale, ww, X, y, reg, variant, C, alpha, beta, mistake, sigma,
 
 
 def fit_multi_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake,
-                     score_out, event_out, drift=None, drift_state=None):
-    """Twin of `fit_multi_kernel` of _core/_pa.pyx on a NumpyMultiExpansion; (failed, ww)."""
+                     score_out, event_out, drift=None, drift_state=None, gamma=None):
+    """Twin of `fit_multi_kernel` of _core/_pa.pyx on a NumpyMultiExpansion; (failed, ww)
+    (`gamma` as in `fit_kernel`)."""
+    if gamma is not None and len(gamma) != len(X) + 1:
+        raise ValueError("gamma gives the width of the n rows and after them.")
+    if len(X) and np.isnan(ww):         # a model saved when ww was not tracked
+        ww = 2.0 * max(expansion.sq_norm(), 0.0)
     watched = _Watch(drift, drift_state)
     try:
-        return _fit_multi_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake,
-                                 score_out, event_out, watched)
+        return _widths(_fit_multi_kernel, expansion, ww, X, y, reg, variant, C, alpha, beta,
+                       mistake, score_out, event_out, watched, gamma, 2.0)
     finally:
         watched.close()
 

@@ -80,12 +80,44 @@ def metric_chunk(H, yh, m, M, X, y, eta, slot, reducer, loss):
     return m, -1
 
 
-def difference_chunk(g, idx, yh, s, gram, m, X, y, eta, slot, reducer, loss):
+def difference_chunk(g, idx, yh, s, gram, m, X, y, eta, slot, reducer, loss, gamma=None):
     """f(x, x') = g(x) - g(x'), g a NumpyExpansion with one centre per step.
 
     `s` caches g(x_j) and `gram` the kernel matrix of the stored points.
-    Returns (points stored, -1 or the first step that diverged).
+    Returns (points stored, -1 or the first step that diverged).  `gamma` (n + 1,): the
+    base kernel's width before each row and after the last (gamma="scale"'s warm-up), the
+    caches recomputed at a new width (`difference_width`).
     """
+    if gamma is None:
+        return _difference_chunk(g, idx, yh, s, gram, m, X, y, eta, slot, reducer, loss)
+    n = len(X)
+    if len(gamma) != n + 1:
+        raise ValueError("gamma gives the width of the n rows and after them.")
+    for i in range(n + 1):
+        difference_width(g, gamma[i], idx, s, gram, m)
+        if i == n:
+            break
+        m, failed = _difference_chunk(g, idx, yh, s, gram, m, X[i:i + 1], y[i:i + 1],
+                                      eta[i:i + 1], slot[i:i + 1], reducer, loss)
+        if failed >= 0:
+            return m, i
+    return m, -1
+
+
+def difference_width(g, gamma, idx, s, gram, m):
+    """g at the width gamma; g(x_j) and k(x_j, x_l) of the m stored points recomputed from
+    g's kernel rows at their centres (twin of `cdifference_width`)."""
+    if gamma == g.kernel_params["gamma"]:
+        return
+    g.set_gamma(gamma)
+    n_c = g.n_support
+    for j in range(m):
+        kx = g.values(g._centers[idx[j]])
+        s[j] = float(g._coef[:n_c] @ kx)
+        gram[j, :m] = kx[idx[:m]]
+
+
+def _difference_chunk(g, idx, yh, s, gram, m, X, y, eta, slot, reducer, loss):
     k = g.kernel_params
     g.reserve(len(X))
     for i, x in enumerate(X):
