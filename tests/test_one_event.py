@@ -359,3 +359,47 @@ def test_the_one_event_lock_is_not_pickled_and_comes_back():
     assert "lock" not in vars(again._one_event())
     again.learn_one(X[0], y[0])
     assert again._one_event().lock is not adapter.lock
+
+
+def _copies(model, tmp_path):
+    import copy
+    import pickle
+
+    import okl
+
+    path = tmp_path / "model.okl"
+    okl.save(model, path)
+    return {"deepcopy": copy.deepcopy(model), "pickle": pickle.loads(pickle.dumps(model)),
+            "okl.load": okl.load(path)}
+
+
+@pytest.mark.parametrize("make", [OnlineKernelRegressor, OnlineKernelClassifier])
+def test_a_copy_predicts_on_the_compiled_step_at_once(make, tmp_path):
+    """A copy of a validated learner is validated too: its first predict_one takes the
+    compiled step (it used to take the Python path until its first learn_one), and
+    predicts what the original does."""
+    from okl._core._pointwise import Events
+
+    X, y = stream()
+    model = make().fit(X, y > 0 if make is OnlineKernelClassifier else y)
+    for kind, copied in _copies(model, tmp_path).items():
+        assert copied.predict_one(X[0]) == model.predict_one(X[0]), kind
+        assert isinstance(getattr(copied, "_one_event_step", None), Events), kind
+
+
+def test_a_copy_of_changed_parameters_is_validated_again(tmp_path):
+    """set_params without a new fit: neither the learner nor its copies count as
+    validated, so their next call validates (and takes) the new value."""
+    import copy
+    import pickle
+
+    from okl import _locks
+
+    X, y = stream()
+    model = OnlineKernelRegressor().fit(X, y)
+    assert _locks.validated(model)
+    model.set_params(eta=0.5)
+    for copied in (model, copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
+        assert not _locks.validated(copied)
+        copied.partial_fit(X[:5], y[:5])
+        assert _locks.validated(copied) and copied.eta == 0.5

@@ -23,7 +23,6 @@ again whenever one was changed (set_params); those the fitted model is built
 from (`_fitted_with`) cannot change until fit starts again.
 """
 import numbers
-import operator
 from contextlib import contextmanager
 
 import numpy as np
@@ -80,30 +79,12 @@ def transaction(estimator):
         raise
 
 
-_PARAM_GETTERS = {}
-
-
-def _param_values(estimator):
-    """The parameter values of `estimator`, as one tuple (one C call per estimator)."""
-    cls = type(estimator)
-    getter = _PARAM_GETTERS.get(cls)
-    if getter is None:
-        names = tuple(cls._get_param_names())
-        getter = _PARAM_GETTERS[cls] = (operator.attrgetter(*names) if len(names) > 1
-                                        else lambda est: (getattr(est, names[0]),))
-    return getter(estimator)
-
-
 def params_changed(estimator):
     """True unless every parameter is the very object validated at the last call."""
-    seen = _locks.VALIDATED.get(estimator)
-    now = _param_values(estimator)
-    return seen is None or len(seen) != len(now) or any(map(operator.is_not, seen, now))
+    return not _locks.validated(estimator)
 
 
-def params_validated(estimator):
-    """Remember the parameter values `estimator` was validated with (`params_changed`)."""
-    _locks.VALIDATED[estimator] = _param_values(estimator)
+params_validated = _locks.mark_validated
 
 
 def _same(a, b):

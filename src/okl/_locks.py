@@ -5,7 +5,9 @@ threads calling partial_fit on one estimator get the result of one serial
 order, and two estimators learn in two threads at once.  The lock lives
 outside the estimator, so pickling and cloning never see it.  It is a
 `okl._core._lock.ReentrantLock`, which the compiled one-event steps take in C.  `VALIDATED`
-holds the parameter values each estimator was last validated with (okl._base).
+holds the parameter values each estimator was last validated with (okl._base); a copy of
+an estimator validated with its current values is validated too, so that it predicts on
+the compiled one-event path at once.
 
 `LockedState` makes every copy of an estimator a state between two calls: pickling,
 `copy.deepcopy`, `get_params` (hence `sklearn.base.clone`) and `set_params` take the
@@ -15,6 +17,7 @@ by another thread waits for it to end, never sees half of it.
 """
 import copy
 import functools
+import operator
 import threading
 import weakref
 
@@ -23,6 +26,7 @@ from okl._core._lock import ReentrantLock
 _LOCKS = weakref.WeakKeyDictionary()
 VALIDATED = weakref.WeakKeyDictionary()
 GUARD = threading.Lock()        # held only while a lock or a record is looked up
+_VALIDATED_KEY = "_params_validated"    # in a copied state: the copy is validated too
 
 
 def locked(estimator):
@@ -32,6 +36,32 @@ def locked(estimator):
         if lock is None:
             lock = _LOCKS[estimator] = ReentrantLock()
     return lock
+
+
+_PARAM_GETTERS = {}
+
+
+def param_values(estimator):
+    """The parameter values of `estimator`, as one tuple (one C call per estimator)."""
+    cls = type(estimator)
+    getter = _PARAM_GETTERS.get(cls)
+    if getter is None:
+        names = tuple(cls._get_param_names())
+        getter = _PARAM_GETTERS[cls] = (operator.attrgetter(*names) if len(names) > 1
+                                        else lambda est: (getattr(est, names[0]),))
+    return getter(estimator)
+
+
+def validated(estimator):
+    """True when every parameter is the very object `estimator` was last validated with."""
+    seen = VALIDATED.get(estimator)
+    now = param_values(estimator)
+    return seen is not None and len(seen) == len(now) and all(map(operator.is_, seen, now))
+
+
+def mark_validated(estimator):
+    """Remember the parameter values `estimator` was validated with (`validated`)."""
+    VALIDATED[estimator] = param_values(estimator)
 
 
 def serialised(method):
@@ -60,8 +90,22 @@ class LockedState:
 
     def _copied_state(self, memo):
         with locked(self):
-            return copy.deepcopy({k: v for k, v in self.__dict__.items()
-                                  if k not in self._uncopied}, memo)
+            state = copy.deepcopy({k: v for k, v in self.__dict__.items()
+                                   if k not in self._uncopied}, memo)
+            if validated(self):
+                state[_VALIDATED_KEY] = True
+            return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        valid = state.pop(_VALIDATED_KEY, False)
+        parent = getattr(super(), "__setstate__", None)
+        if parent is None:
+            self.__dict__.update(state)
+        else:
+            parent(state)
+        if valid:
+            mark_validated(self)
 
     def __getstate__(self):
         return self._copied_state({id(self): self})

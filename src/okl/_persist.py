@@ -839,6 +839,9 @@ def _build(header, arrays, source, prefix, depth, used):
         setattr(estimator, key, value)
     for key, (kind, state) in built.items():
         setattr(estimator, key, state_types[kind].from_state(state))
+    unhonoured = getattr(estimator, "_unhonoured", None)
+    if unhonoured is not None and not unhonoured():
+        _locks.mark_validated(estimator)    # validated above: the compiled events serve at once
     return estimator
 
 
