@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from okl import (
-    CoefficientRegularizedClassifier, OnlineKernelClassifier, OnlineKernelRegressor,
-    PairwiseLearner, RegularizedPAClassifier,
+    CoefficientRegularizedClassifier, MultiKernelClassifier, OnlineKernelClassifier,
+    OnlineKernelRegressor, PairwiseLearner, RegularizedPAClassifier,
 )
 from okl.preprocessing import OnlineStandardScaler
 
@@ -321,11 +321,13 @@ def test_a_hinge_models_k_scores_give_their_softmax_on_every_path(river, make):
 
 
 @pytest.mark.parametrize("make", [RegularizedPAClassifier, CoefficientRegularizedClassifier,
-                                  lambda: RegularizedPAClassifier(kernel="gaussian")])
+                                  lambda: RegularizedPAClassifier(kernel="gaussian"),
+                                  lambda: MultiKernelClassifier(budget=50)])
 def test_the_platt_scaling_is_the_same_on_every_path(river, make):
     """The compiled calls (one event, weight 1), the adapter's path (unknown keys dropped)
-    and weighted events of weight 1 give the same probabilities and (A, B) as
-    `ReferencePlatt` on the margins taken before each event."""
+    and weighted events of weight 1 give the same labels, probabilities and (A, B) as the
+    learner and `ReferencePlatt` on the margins taken before each event (the margin
+    predict_one or predict_proba_one kept, or taken again in learn_one)."""
     from okl.river import to_river
     _, _, events = stream(200, classify=True, seed=4)
     ours, lenient, ref, platt = (to_river(make()), to_river(make(), unknown_features="ignore"),
@@ -337,7 +339,10 @@ def test_the_platt_scaling_is_the_same_on_every_path(river, make):
             f = ref.decision_function_one(x)
             p = platt.proba(f)
             expected = {bool(classes[0]): 1.0 - p, bool(classes[1]): p}
-            assert ours.predict_proba_one(x) == expected
+            if i % 4 < 2:
+                assert ours.predict_one(x) == ref.predict_one(x)
+            if i % 4 > 0:
+                assert ours.predict_proba_one(x) == expected
             assert lenient.predict_proba_one(extra) == expected
         ours.learn_one(x, label, w=1 if i % 3 == 0 else 1.0)
         lenient.learn_one(extra, label)
@@ -348,3 +353,37 @@ def test_the_platt_scaling_is_the_same_on_every_path(river, make):
         assert (model.platt.A, model.platt.B) == (platt.A, platt.B)
         assert model.platt.n_positive + model.platt.n_negative == platt.n_positive + \
             platt.n_negative > 150
+
+
+@pytest.mark.parametrize("make", [
+    RegularizedPAClassifier,
+    lambda: OnlineKernelClassifier(approximation="fourier", random_state=0),
+])
+def test_a_kept_margin_is_taken_again_after_a_change(river, make):
+    """The margin predict_one / predict_proba_one keeps for the learn_one of the same event
+    is taken again when the event or the learner changed in between (an event changed in
+    place, another event learned, a pickle round trip): the Platt scaling is
+    `ReferencePlatt`'s on the margins of the learner as it is at learn_one."""
+    from okl.river import to_river
+    _, _, events = stream(160, classify=True, seed=6)
+    ours, ref, platt = to_river(make()), make(), ReferencePlatt()
+    for i, (x, label) in enumerate(events):
+        x = dict(x)
+        ours.predict_proba_one(x) if i % 2 else ours.predict_one(x)
+        change = i % 4
+        if change == 1:
+            x["x0"] += 0.5
+        elif change == 2 and i:
+            ours.estimator.learn_one(events[i - 1][0], events[i - 1][1])
+            ref.learn_one(events[i - 1][0], events[i - 1][1])
+        elif change == 3:
+            ours = pickle.loads(pickle.dumps(ours))
+        classes = ref.__dict__.get("classes_", ())
+        f = ref.decision_function_one(x) if len(classes) == 2 else None
+        ours.learn_one(x, label)
+        ref.learn_one(x, label)
+        if f is not None:
+            platt.learn(f, label == classes[1])
+    assert (ours.platt.A, ours.platt.B) == (platt.A, platt.B)
+    assert ours.platt.n_positive + ours.platt.n_negative == platt.n_positive + \
+        platt.n_negative > 150

@@ -131,6 +131,7 @@ def _classes():
             native = hasattr(estimator, "predict_proba_one") or hasattr(estimator, "predict_proba")
             self.platt = None if native else OnlinePlatt()
             self._first_label = None        # the label of the first event
+            self._margin = _platt.KeptMargin()      # predict's margin, for learn_one
 
         def _binary(self):
             """classes_ once the model has two labels, else None."""
@@ -183,6 +184,10 @@ def _classes():
         def __getstate__(self):
             return {**super().__getstate__(), "platt": self.platt,
                     "_first_label": self._first_label}
+
+        def __setstate__(self, state):
+            super().__setstate__(state)
+            self._margin = _platt.KeptMargin()
 
         @classmethod
         def _unit_test_params(cls):

@@ -15,6 +15,7 @@ feature rows (section 6).  Callers: `fit_chunk` (a chunk, nogil, either model),
 """
 import numpy as np
 
+cimport numpy as cnp
 from libc.math cimport NAN, isfinite
 from libc.string cimport memcmp, memcpy
 
@@ -28,6 +29,8 @@ from okl._core._drift cimport (
 )
 from okl._core._signals cimport cinterrupted, craise_pending, craise_signals
 from okl._core._warmup cimport KernelMean, Warmup
+
+cnp.import_array()
 
 
 cdef enum:
@@ -405,7 +408,18 @@ cdef class KScores(Events):
         return 1
 
     cdef object cpredict(self, dict attrs, object x):
-        return self.predict(x, attrs["t_"], attrs["intercept_"])
+        """The k scores of one ready row as a new array (`predict` for another intercept_)."""
+        cdef Py_ssize_t n = 0, nb = 0
+        cdef cnp.npy_intp k = self.k
+        cdef const double* px = cready(x, &n)
+        cdef const double* pb = cready(attrs["intercept_"], &nb)
+        if px == NULL or pb == NULL:
+            return self.predict(x, attrs["t_"], attrs["intercept_"])
+        self._check(n, nb)
+        self._predict(px, pb, attrs["t_"], "predicted")
+        out = cnp.PyArray_EMPTY(1, &k, cnp.NPY_DOUBLE, 0)
+        memcpy(cnp.PyArray_DATA(<cnp.ndarray>out), &self.s[0], k * sizeof(double))
+        return out
 
     cdef object cpredict_label(self, dict attrs, object x):
         cdef Py_ssize_t n = 0, nb = 0

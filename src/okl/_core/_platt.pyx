@@ -8,6 +8,7 @@ checks the same (A, B) and probabilities to the last bit.
 cimport numpy as cnp
 from libc.math cimport exp, isfinite
 
+from okl._core._event cimport dict_version
 from okl._core._pointwise import MISS
 
 cnp.import_array()
@@ -119,6 +120,35 @@ cdef object score(object est, object x):
     return est._score_one(x)
 
 
+cdef class KeptMargin:
+    """The margin f of the event x that `predict_one` / `predict_proba_one` took, for the
+    learn_one of x that follows: kept with x, its version and the version of the learner's
+    ``__dict__`` (PEP 509: a change of x, a step or any attribute binding gives another),
+    used once.  Nothing is kept where CPython keeps no versions or for an event that is
+    not a dict.  Never pickled (the wrapper makes a new one)."""
+    cdef object x, est
+    cdef unsigned long long xv, ev
+    cdef double f
+
+    cdef void keep(self, object est, object x, double f):
+        cdef unsigned long long xv = 0, ev = 0
+        if type(x) is dict:
+            xv, ev = dict_version(<dict>x), dict_version(<dict>est.__dict__)
+        if xv == 0 or ev == 0:
+            self.x = self.est = None
+            return
+        self.x, self.est, self.xv, self.ev, self.f = x, est, xv, ev, f
+
+    cdef object margin(self, object est, object x):
+        """The kept margin of x on the unchanged learner est, else `score`."""
+        if (self.x is not None and self.x is x and self.est is est
+                and self.xv == dict_version(<dict>x)
+                and self.ev == dict_version(<dict>est.__dict__)):
+            self.x = self.est = None
+            return self.f
+        return score(est, x)
+
+
 cdef list labels_of(object wrapper, object classes):
     """The wrapper's classes_ as plain Python values (its cache, `_labels_of`)."""
     cdef tuple cache = wrapper._labels
@@ -164,7 +194,8 @@ def learn_one(self, x, y, w=1.0):
     platt = self.platt
     classes = est.__dict__.get("classes_") if type(platt) is OnlinePlatt else None
     if classes is not None and len(classes) == 2:
-        f = score(est, x)
+        kept = self._margin
+        f = (<KeptMargin>kept).margin(est, x) if type(kept) is KeptMargin else score(est, x)
         est.learn_one(x, y)
         (<OnlinePlatt>platt).learn(f, y == labels_of(self, classes)[1], 1.0)
     else:
@@ -175,10 +206,23 @@ def learn_one(self, x, y, w=1.0):
 
 def predict_one(self, x, **kwargs):
     """`okl.river.RiverClassifier.predict_one`, compiled: the learner's own `predict_one`,
-    or the adapter's for a wrapper that drops unknown keys."""
-    if self._direct:
-        return self.estimator.predict_one(x)
-    return self._events.predict_one(x)
+    or the adapter's for a wrapper that drops unknown keys.  With a Platt scaling and two
+    classes, the label of the compiled step's margin f (classes_[f > 0], as the step's
+    own label), the margin kept for the learn_one of x that follows (`KeptMargin`)."""
+    if not self._direct:
+        return self._events.predict_one(x)
+    est = self.estimator
+    classes = est.__dict__.get("classes_")
+    if type(self.platt) is OnlinePlatt and classes is not None and len(classes) == 2:
+        step = getattr(est, "_one_event_step", None)
+        if step is not None:
+            f = step.decision_ready(est, x)
+            if type(f) is float:
+                kept = self._margin
+                if type(kept) is KeptMargin:    # for the learn_one of x that follows
+                    (<KeptMargin>kept).keep(est, x, f)
+                return labels_of(self, classes)[<double>f > 0.0]
+    return est.predict_one(x)
 
 
 def predict_proba_one(self, x, **kwargs):
@@ -194,7 +238,11 @@ def predict_proba_one(self, x, **kwargs):
         k = len(classes)
         platt = self.platt
         if type(platt) is OnlinePlatt and k == 2:
-            p = (<OnlinePlatt>platt).proba(score(est, x))
+            f = score(est, x)
+            kept = self._margin
+            if type(kept) is KeptMargin:        # for the learn_one of x that follows
+                (<KeptMargin>kept).keep(est, x, f)
+            p = (<OnlinePlatt>platt).proba(f)
             labels = labels_of(self, classes)
             return {labels[0]: 1.0 - p, labels[1]: p}
         if platt is None and k >= 2:
