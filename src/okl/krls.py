@@ -174,6 +174,9 @@ class KernelRLSRegressor(AdaptMixin, RegressorMixin, OnlineLearner):
     # the kernel parameters this estimator names (`nu` is the ALD threshold here)
     _named_kernel_params = ("gamma", "degree", "coef0")
     _supports_sample_weight = True
+    # the square matrices its model keeps (okl._params.model_sizes): R and the covariance of
+    # the dictionary, the covariance of n_components features
+    _square_matrices = {"budget": 2, "n_components": 1}
     # a weight scales one observation's precision; it is not repeated rows
     expected_failed_checks = {
         "check_sample_weight_equivalence_on_dense_data":
