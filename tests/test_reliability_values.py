@@ -10,6 +10,7 @@ from sklearn.base import is_classifier
 import okl
 from okl import (
     CoefficientRegularizedClassifier,
+    KernelRLSRegressor,
     MultiKernelRegressor,
     OnlineKernelClassifier,
     OnlineKernelRegressor,
@@ -106,6 +107,28 @@ def test_a_huge_row_is_named_as_the_cause(make, labels, path):
     assert "tiny" not in str(info.value) and "smaller eta" not in str(info.value)
 
 
+@pytest.mark.parametrize("make", [
+    lambda: OnlineKernelClassifier(kernel="linear"),
+    lambda: OnlineKernelClassifier(kernel="polynomial"),
+    lambda: RegularizedPAClassifier(kernel="gaussian"),
+])
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+@pytest.mark.parametrize("path", ["chunk", "event"])
+def test_a_huge_row_is_named_as_the_cause_with_three_classes(make, engine, path):
+    """The compiled one-event step of k classes blamed the step size for such an event."""
+    X, _, _ = _data()
+    y3 = np.digitize(X[:, 0], [-0.5, 0.5])
+    est = make().set_params(engine=engine).fit(X[:20], y3[:20])
+    before = est.decision_function(X)
+    with pytest.raises(FloatingPointError, match="too large for float64") as info:
+        if path == "chunk":
+            est.partial_fit(np.vstack([X[20:22], X[25] * 1e200]), y3[20:23])
+        else:
+            est.learn_one(X[25] * 1e200, y3[25].item())
+    assert "tiny" not in str(info.value) and "smaller eta" not in str(info.value)
+    np.testing.assert_array_equal(est.decision_function(X), before)
+
+
 def test_a_tiny_row_still_names_the_tiny_norm():
     X, _, yc = _data()
     est = RegularizedPAClassifier(variant="PA").fit(X[:20], yc[:20])   # the uncapped step
@@ -124,6 +147,8 @@ def test_a_tiny_row_still_names_the_tiny_norm():
     (lambda: CoefficientRegularizedClassifier(n_centers=2 ** 31 - 1), "n_centers"),
     (lambda: PairwiseLearner(pair_kernel="difference", buffer=10 ** 7), "buffer"),
     (lambda: MultiKernelRegressor(budget=2 ** 31 - 1), "budget"),
+    (lambda: KernelRLSRegressor(budget=50_000), "budget"),         # 2 x 18.6 GiB of matrices
+    (lambda: KernelRLSRegressor(approximation="fourier", n_components=50_000), "n_components"),
 ])
 def test_a_size_beyond_memory_is_refused_at_the_first_call(make, name, monkeypatch):
     from okl import _params
@@ -134,6 +159,24 @@ def test_a_size_beyond_memory_is_refused_at_the_first_call(make, name, monkeypat
                                                     "machine's memory"):
         est.fit(X, yc if is_classifier(est) else y)
     assert not hasattr(est, "t_")
+
+
+def test_the_krls_matrices_and_a_conformal_window_count_in_the_memory_check(monkeypatch):
+    """KernelRLSRegressor keeps budget x budget matrices (the centres alone looked small); a
+    conformal window keeps its scores twice."""
+    from okl import ConformalRegressor
+    from okl import _params
+    sizes = dict((name, n_bytes) for name, n_bytes, _ in _params.model_sizes(
+        KernelRLSRegressor(budget=1000), 3))
+    assert sizes["budget"] == 8 * 1000 * (3 + 2 + 2 * 1000)
+    monkeypatch.setattr(_params, "physical_memory", lambda: 2 ** 20)    # 1 MiB
+    X, y, _ = _data()
+    est = ConformalRegressor(OnlineKernelRegressor(budget=10), window=10 ** 6)
+    with pytest.raises(InvalidParameterError, match="'window' parameter .* a window of "
+                                                    "1000000 scores"):
+        est.fit(X, y)
+    assert not hasattr(est, "t_")
+    ConformalRegressor(OnlineKernelRegressor(budget=10), window=100).fit(X, y)
 
 
 @pytest.mark.parametrize("n_workers, match", [
