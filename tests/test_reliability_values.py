@@ -276,3 +276,17 @@ def test_a_coefreg_step_that_empties_the_model_forever_is_refused(eta, eta_decay
         est.fit(X, yc)
     assert not hasattr(est, "t_")
     est.set_params(eta=5.0, eta_decay=0.75).fit(X, yc)       # eta_t lam < 1 from t = 1.9 on
+
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+@pytest.mark.parametrize("value", [0.5, "bogus"])
+def test_an_engine_set_past_validation_is_named_by_a_fitted_krls(engine, value):
+    """set_params(engine=0.5) on a fitted KernelRLSRegressor: predict raised KeyError."""
+    X, y, _ = _data()
+    est = KernelRLSRegressor(engine=engine).fit(X, y)
+    before = est.predict(X)
+    est.set_params(engine=value)
+    with pytest.raises(InvalidParameterError, match="'engine' parameter"):
+        est.predict(X)
+    est.set_params(engine=engine)
+    np.testing.assert_array_equal(est.predict(X), before)

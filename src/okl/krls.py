@@ -21,6 +21,7 @@ from okl._numpy.krls import (
 )
 from okl._params import (
     BOOL, DRIFT_CONSTRAINTS, ENGINE_CONSTRAINTS, NONE, Interval, InvalidParameterError, Options, kernel_constraints,
+    validate_params,
 )
 from okl._persist import loadable
 from okl._kernel_learners import fitted_params
@@ -286,7 +287,9 @@ class KernelRLSRegressor(AdaptMixin, RegressorMixin, OnlineLearner):
     def _engine_model(self):
         """The model, converted if `engine` was changed since it was built."""
         model = self._krls
-        engine = ENGINES[self.engine]
+        engine = ENGINES.get(self.engine) if isinstance(self.engine, str) else None
+        if engine is None:              # set_params(engine=...) since the last call: named
+            validate_params(self)
         cls = (engine.rls_features if isinstance(model, (RLSFeatures, NumpyRLSFeatures))
                else engine.krls)
         if not isinstance(model, cls):
