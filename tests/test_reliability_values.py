@@ -1,5 +1,5 @@
 """Inputs that never slip through: missing targets, weights and sizes that cannot be meant,
-and messages that name the real cause (issue 38, items 4, 5, 7 and 10)."""
+messages that name the real cause, many new labels (issue 38, items 4, 5, 7, 8 and 10)."""
 import pickle
 import warnings
 
@@ -290,3 +290,53 @@ def test_an_engine_set_past_validation_is_named_by_a_fitted_krls(engine, value):
         est.predict(X)
     est.set_params(engine=engine)
     np.testing.assert_array_equal(est.predict(X), before)
+
+
+# ---- item 8: many new labels ----------------------------------------------------------------
+
+def _many_labels(n=80, seed=3):
+    X = np.random.default_rng(seed).normal(size=(n, 3))
+    return X, np.arange(n) % 60          # 60 labels, each new at its first row
+
+
+@pytest.mark.parametrize("budget", [None, 30])
+def test_many_new_labels_give_the_same_kernel_pa_on_both_engines_chunks_and_events(budget):
+    """A class added per row (`MultiExpansion.with_class`): the compiled engine, the NumPy
+    engine and the one-event path reach the same model."""
+    X, y = _many_labels()
+    models = []
+    for engine, path in [("cython", "chunk"), ("numpy", "chunk"), ("cython", "event")]:
+        est = RegularizedPAClassifier(kernel="gaussian", gamma=0.5, budget=budget,
+                                      budget_policy="oldest", engine=engine)
+        if path == "chunk":
+            est.partial_fit(X, y)
+        else:
+            for x, label in zip(X, y):
+                est.learn_one(x, label.item())
+        models.append(est)
+    assert all(len(est.classes_) == 60 for est in models)
+    reference = models[0].decision_function(X)
+    for est in models[1:]:
+        np.testing.assert_allclose(est.decision_function(X), reference, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(est.sq_norm_, models[0].sq_norm_, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+def test_a_new_class_copies_the_expansion_once_and_keeps_its_room(engine):
+    """with_class leaves the old expansion as it was (a failed call's undo), puts a zero
+    score function at its position and keeps the room for centres, so the next step does
+    not grow it again: the centres' buffers grow geometrically, not per label."""
+    X, y = _many_labels(40)
+    est = RegularizedPAClassifier(kernel="gaussian", gamma=0.5, engine=engine).fit(X, y)
+    old = est._model.expansion
+    before = old.predict(X)
+    new = old.with_class(7)
+    np.testing.assert_array_equal(old.predict(X), before)
+    after = new.predict(X)
+    np.testing.assert_array_equal(after[:, 7], 0.0)
+    np.testing.assert_array_equal(np.delete(after, 7, axis=1), before)
+    if engine == "cython":
+        assert new.capacity == old.capacity
+        assert old.capacity < 2 * max(old.n_support, 16)     # doubling, not per label
+    with pytest.raises(ValueError, match="position must be in"):
+        old.with_class(old.n_classes + 1)
