@@ -91,6 +91,8 @@ def main(argv=None):
             found.setdefault(text, []).append(name)
         print(f"{name:45s} {total[name]:6d} attacks  {len(failures)} failures  "
               f"{time.time() - began:6.1f} s", flush=True)
+        for text in failures:       # at once: a run stopped early still reports them
+            print(f"    {text}", flush=True)
     print(f"\n{sum(total.values())} attacks on {len(cases)} estimator cases in "
           f"{time.time() - start:.0f} s (seed {args.seed}, {os.getloadavg()[0]:.1f} load)")
     print(f"{len(found)} distinct failures")

@@ -272,7 +272,13 @@ def machine(kit, cls, engine, log):
             name = data.draw(st.sampled_from(names))
             value = data.draw(st.sampled_from(ODD_VALUES + [params[name]]))
             log["set_params"] += 1
-            self.est.set_params(**{name: value})
+            fitted = "t_" in getattr(self.est, "__dict__", {})
+            try:
+                self.est.set_params(**{name: value})
+            except ValueError as exc:      # other classes than a fitted model's, refused
+                assert name == "classes" and fitted and "set_params cannot change" in str(exc)
+                assert self.est.get_params(deep=False)[name] is params[name]
+                return
             self.original = getattr(self, "original", {})
             self.original.setdefault(name, params[name])
 

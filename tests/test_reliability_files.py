@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 
 import okl
 from okl import (
@@ -114,12 +115,31 @@ def test_an_edited_scaler_is_refused():
 
 # ---- issue 38, item 3: a model never refuses its own file ------------------------------------
 
-def test_a_classes_change_after_fit_is_refused_where_it_would_matter(tmp_path):
+def test_a_classes_change_after_fit_is_refused_when_it_is_made(tmp_path):
     """set_params(classes=[0, 1, 2]) after fit: partial_fit and okl.save succeeded and
-    okl.load then refused the file; now partial_fit and okl.save refuse the change."""
+    okl.load then refused the file; now set_params itself refuses, the model unchanged."""
     X, _, labels = _data()
     est = OnlineKernelClassifier().fit(X[:50], labels[:50])
-    est.set_params(classes=[0, 1, 2])
+    before = est.decision_function(X)
+    with pytest.raises(ValueError, match=r"set_params cannot change classes=\[0, 1, 2\] "
+                                         r"\(fitted with classes_ \[0, 1\]\).*clone"):
+        est.set_params(classes=[0, 1, 2], lam=0.5)
+    assert est.classes is None and est.lam != 0.5           # nothing was set
+    est.set_params(classes=[1, 0])                  # the labels it holds: taken
+    est.partial_fit(X[50:60], labels[50:60])
+    okl.save(est, tmp_path / "m.okl")
+    np.testing.assert_array_equal(okl.load(tmp_path / "m.okl").predict(X), est.predict(X))
+    assert not np.array_equal(est.decision_function(X), before)
+    fresh = clone(est).set_params(classes=[0, 1, 2]).fit(X[:50], labels[:50])
+    assert fresh.classes_.tolist() == [0, 1, 2]
+
+
+def test_classes_written_past_set_params_are_refused_where_they_would_matter(tmp_path):
+    """An attribute written directly is not seen by set_params: partial_fit and okl.save
+    still refuse it."""
+    X, _, labels = _data()
+    est = OnlineKernelClassifier().fit(X[:50], labels[:50])
+    est.classes = [0, 1, 2]
     with pytest.raises(ValueError, match=r"classes=\[0, 1, 2\]"):
         est.partial_fit(X[50:60], labels[50:60])
     with pytest.raises(ValueError, match="okl.save"):

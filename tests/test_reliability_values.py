@@ -1,5 +1,5 @@
 """Inputs that never slip through: missing targets, weights and sizes that cannot be meant,
-and messages that name the real cause (issue 38, items 4, 5, 7 and 10)."""
+messages that name the real cause, many new labels (issue 38, items 4, 5, 7, 8 and 10)."""
 import pickle
 import warnings
 
@@ -10,6 +10,7 @@ from sklearn.base import is_classifier
 import okl
 from okl import (
     CoefficientRegularizedClassifier,
+    KernelRLSRegressor,
     MultiKernelRegressor,
     OnlineKernelClassifier,
     OnlineKernelRegressor,
@@ -106,6 +107,28 @@ def test_a_huge_row_is_named_as_the_cause(make, labels, path):
     assert "tiny" not in str(info.value) and "smaller eta" not in str(info.value)
 
 
+@pytest.mark.parametrize("make", [
+    lambda: OnlineKernelClassifier(kernel="linear"),
+    lambda: OnlineKernelClassifier(kernel="polynomial"),
+    lambda: RegularizedPAClassifier(kernel="gaussian"),
+])
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+@pytest.mark.parametrize("path", ["chunk", "event"])
+def test_a_huge_row_is_named_as_the_cause_with_three_classes(make, engine, path):
+    """The compiled one-event step of k classes blamed the step size for such an event."""
+    X, _, _ = _data()
+    y3 = np.digitize(X[:, 0], [-0.5, 0.5])
+    est = make().set_params(engine=engine).fit(X[:20], y3[:20])
+    before = est.decision_function(X)
+    with pytest.raises(FloatingPointError, match="too large for float64") as info:
+        if path == "chunk":
+            est.partial_fit(np.vstack([X[20:22], X[25] * 1e200]), y3[20:23])
+        else:
+            est.learn_one(X[25] * 1e200, y3[25].item())
+    assert "tiny" not in str(info.value) and "smaller eta" not in str(info.value)
+    np.testing.assert_array_equal(est.decision_function(X), before)
+
+
 def test_a_tiny_row_still_names_the_tiny_norm():
     X, _, yc = _data()
     est = RegularizedPAClassifier(variant="PA").fit(X[:20], yc[:20])   # the uncapped step
@@ -124,6 +147,8 @@ def test_a_tiny_row_still_names_the_tiny_norm():
     (lambda: CoefficientRegularizedClassifier(n_centers=2 ** 31 - 1), "n_centers"),
     (lambda: PairwiseLearner(pair_kernel="difference", buffer=10 ** 7), "buffer"),
     (lambda: MultiKernelRegressor(budget=2 ** 31 - 1), "budget"),
+    (lambda: KernelRLSRegressor(budget=50_000), "budget"),         # 2 x 18.6 GiB of matrices
+    (lambda: KernelRLSRegressor(approximation="fourier", n_components=50_000), "n_components"),
 ])
 def test_a_size_beyond_memory_is_refused_at_the_first_call(make, name, monkeypatch):
     from okl import _params
@@ -134,6 +159,24 @@ def test_a_size_beyond_memory_is_refused_at_the_first_call(make, name, monkeypat
                                                     "machine's memory"):
         est.fit(X, yc if is_classifier(est) else y)
     assert not hasattr(est, "t_")
+
+
+def test_the_krls_matrices_and_a_conformal_window_count_in_the_memory_check(monkeypatch):
+    """KernelRLSRegressor keeps budget x budget matrices (the centres alone looked small); a
+    conformal window keeps its scores twice."""
+    from okl import ConformalRegressor
+    from okl import _params
+    sizes = dict((name, n_bytes) for name, n_bytes, _ in _params.model_sizes(
+        KernelRLSRegressor(budget=1000), 3))
+    assert sizes["budget"] == 8 * 1000 * (3 + 2 + 2 * 1000)
+    monkeypatch.setattr(_params, "physical_memory", lambda: 2 ** 20)    # 1 MiB
+    X, y, _ = _data()
+    est = ConformalRegressor(OnlineKernelRegressor(budget=10), window=10 ** 6)
+    with pytest.raises(InvalidParameterError, match="'window' parameter .* a window of "
+                                                    "1000000 scores"):
+        est.fit(X, y)
+    assert not hasattr(est, "t_")
+    ConformalRegressor(OnlineKernelRegressor(budget=10), window=100).fit(X, y)
 
 
 @pytest.mark.parametrize("n_workers, match", [
@@ -233,3 +276,72 @@ def test_a_coefreg_step_that_empties_the_model_forever_is_refused(eta, eta_decay
         est.fit(X, yc)
     assert not hasattr(est, "t_")
     est.set_params(eta=5.0, eta_decay=0.75).fit(X, yc)       # eta_t lam < 1 from t = 1.9 on
+
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+@pytest.mark.parametrize("value", [0.5, "bogus"])
+def test_an_engine_set_past_validation_is_named_by_a_fitted_krls(engine, value):
+    """set_params(engine=0.5) on a fitted KernelRLSRegressor: predict raised KeyError."""
+    X, y, _ = _data()
+    est = KernelRLSRegressor(engine=engine).fit(X, y)
+    before = est.predict(X)
+    est.set_params(engine=value)
+    with pytest.raises(InvalidParameterError, match="'engine' parameter"):
+        est.predict(X)
+    est.set_params(engine=engine)
+    np.testing.assert_array_equal(est.predict(X), before)
+
+
+# ---- item 8: many new labels ----------------------------------------------------------------
+
+def _many_labels(n=80, seed=3):
+    X = np.random.default_rng(seed).normal(size=(n, 3))
+    return X, np.arange(n) % 60          # 60 labels, each new at its first row
+
+
+@pytest.mark.parametrize("make", [
+    lambda budget, engine: RegularizedPAClassifier(kernel="gaussian", gamma=0.5, budget=budget,
+                                                   budget_policy="oldest", engine=engine),
+    lambda budget, engine: OnlineKernelClassifier(gamma=0.5, budget=budget,
+                                                  budget_policy="oldest", drift_detector=None,
+                                                  engine=engine),
+], ids=["pa", "okc"])
+@pytest.mark.parametrize("budget", [None, 30])
+def test_many_new_labels_give_the_same_model_on_both_engines_chunks_and_events(make, budget):
+    """A class added per row (`MultiExpansion.with_class`): the compiled engine, the NumPy
+    engine and the one-event path reach the same model."""
+    X, y = _many_labels()
+    models = []
+    for engine, path in [("cython", "chunk"), ("numpy", "chunk"), ("cython", "event")]:
+        est = make(budget, engine)
+        if path == "chunk":
+            est.partial_fit(X, y)
+        else:
+            for x, label in zip(X, y):
+                est.learn_one(x, label.item())
+        models.append(est)
+    assert all(len(est.classes_) == 60 for est in models)
+    reference = models[0].decision_function(X)
+    for est in models[1:]:
+        np.testing.assert_allclose(est.decision_function(X), reference, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+def test_a_new_class_copies_the_expansion_once_and_keeps_its_room(engine):
+    """with_class leaves the old expansion as it was (a failed call's undo), puts a zero
+    score function at its position and keeps the room for centres, so the next step does
+    not grow it again: the centres' buffers grow geometrically, not per label."""
+    X, y = _many_labels(40)
+    est = RegularizedPAClassifier(kernel="gaussian", gamma=0.5, engine=engine).fit(X, y)
+    old = est._model.expansion
+    before = old.predict(X)
+    new = old.with_class(7)
+    np.testing.assert_array_equal(old.predict(X), before)
+    after = new.predict(X)
+    np.testing.assert_array_equal(after[:, 7], 0.0)
+    np.testing.assert_array_equal(np.delete(after, 7, axis=1), before)
+    if engine == "cython":
+        assert new.capacity == old.capacity
+        assert old.capacity < 2 * max(old.n_support, 16)     # doubling, not per label
+    with pytest.raises(ValueError, match="position must be in"):
+        old.with_class(old.n_classes + 1)

@@ -40,6 +40,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import column_or_1d
 
+from okl import _locks
 from okl._base import check_X_y
 from okl._rows import as_float
 from okl.losses import loss_value
@@ -196,16 +197,36 @@ class LabelsMixin:
         """`OnlineLearner._unhonoured`, and `classes` set to other labels than the fitted
         classes_ (okl.load checks that they agree)."""
         out = super()._unhonoured()
-        given, classes = self.__dict__.get("classes"), self.__dict__.get("classes_")
-        if given is not None and classes is not None and "t_" in self.__dict__:
-            try:
-                same = np.array_equal(np.sort(np.asarray(given)), classes)
-            except (TypeError, ValueError):
-                same = False
-            if not same:
-                out.append(f"classes={np.asarray(given).tolist()!r} (fitted with classes_ "
-                           f"{classes.tolist()!r})")
+        problem = self._classes_problem(self.__dict__.get("classes"))
+        if problem:
+            out.append(problem)
         return out
+
+    def _classes_problem(self, given):
+        """The words for `classes=given` on the fitted model, if it cannot take them (other
+        labels than its classes_); "" if it can (None, the same labels, or not fitted)."""
+        classes = self.__dict__.get("classes_")
+        if given is None or classes is None or "t_" not in self.__dict__:
+            return ""
+        try:
+            same = np.array_equal(np.sort(np.asarray(given)), classes)
+        except (TypeError, ValueError):
+            same = False
+        return "" if same else (f"classes={np.asarray(given).tolist()!r} (fitted with "
+                                f"classes_ {classes.tolist()!r})")
+
+    def set_params(self, **params):
+        """Set the parameters (scikit-learn's `set_params`).  On a fitted model `classes`
+        other than its classes_ is refused here, the model unchanged: it could not learn nor
+        save with them (docs/guide/persistence.md)."""
+        with _locks.locked(self):
+            problem = self._classes_problem(params.get("classes"))
+            if problem:
+                raise ValueError(
+                    f"{type(self).__name__}.set_params cannot change {problem}: the fitted "
+                    "model is built on its classes_. Set classes on a fresh model "
+                    "(sklearn.base.clone(model).set_params(classes=...)) and fit it.")
+            return super().set_params(**params)
 
     @property
     def _fresh_fit(self):

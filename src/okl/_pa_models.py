@@ -14,7 +14,6 @@ from okl._engines import ENGINES, engine_of
 from okl._core import _pa
 from okl._feature_maps import NystroemFeatures, RandomFourierFeatures
 from okl._numpy import pa as _np_pa
-from okl._numpy.multiexpansion import insert_class
 from okl import kernels
 from okl._numpy.kernels import kernel_record
 
@@ -287,8 +286,7 @@ class KernelMultiPAModel:
 
     def with_class(self, position):
         """A new model with a zero score function at `position`; self is unchanged."""
-        state = insert_class(self.expansion.get_state(), position)
-        return type(self)(type(self.expansion).from_state(state), self.sq_norm)
+        return type(self)(self.expansion.with_class(position), self.sq_norm)
 
     def checkpoint(self, n_new):
         return self.expansion, self.expansion.checkpoint(n_new), self.sq_norm

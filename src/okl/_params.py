@@ -221,7 +221,8 @@ def physical_memory():
 
 def model_sizes(estimator, n_features):
     """[(parameter, bytes, what)]: the memory each size parameter of `estimator` lets its
-    model reach on n_features inputs (float64 buffers; the smallest each needs)."""
+    model reach on n_features inputs (float64 buffers; the smallest each needs).  A class's
+    `_square_matrices` ({parameter: count}) adds the n x n matrices its model keeps."""
     d, out = int(n_features), []
     params = estimator.get_params(deep=False)
 
@@ -230,14 +231,26 @@ def model_sizes(estimator, n_features):
         return int(value) if isinstance(value, Integral) and not isinstance(value, bool) \
             else None
 
+    square = getattr(estimator, "_square_matrices", {})
+
+    def matrices(name, n):
+        """(doubles, words) of the n x n matrices the model keeps for parameter `name`."""
+        count = square.get(name, 0)
+        return count * n, (f" and {count} {n} x {n} matrices" if count else "")
+
     budget, D = number("budget"), number("n_components")
     if budget:
-        out.append(("budget", 8 * budget * (d + 2), f"{budget} centres of {d} features"))
+        extra, words = matrices("budget", budget)
+        out.append(("budget", 8 * budget * (d + 2 + extra),
+                    f"{budget} centres of {d} features{words}"))
     if D and params.get("approximation") == "fourier":
-        out.append(("n_components", 8 * D * (d + 2), f"{D} random features of {d} inputs"))
+        extra, words = matrices("n_components", D)
+        out.append(("n_components", 8 * D * (d + 2 + extra),
+                    f"{D} random features of {d} inputs{words}"))
     if D and params.get("approximation") == "nystroem":
-        out.append(("n_components", 8 * D * (d + 3 * D),
-                    f"{D} Nystroem landmarks and their {D} x {D} kernel matrix"))
+        extra, words = matrices("n_components", D)
+        out.append(("n_components", 8 * D * (d + 3 * D + extra),
+                    f"{D} Nystroem landmarks, their {D} x {D} kernel matrix{words}"))
     buffer = number("buffer")
     if buffer:
         square = params.get("pair_kernel") == "difference"
@@ -246,6 +259,9 @@ def model_sizes(estimator, n_features):
     n_centers = number("n_centers")
     if n_centers:
         out.append(("n_centers", 8 * n_centers * (d + 2), f"{n_centers} centres of {d} features"))
+    window = number("window")
+    if window:
+        out.append(("window", 16 * window, f"a window of {window} scores and its sorted copy"))
     return out
 
 

@@ -315,6 +315,11 @@ class OnlineKernelClassifier(PointwiseMixin, LabelsMixin, ClassifierMixin,
         multi = ENGINES[self.engine].multi_expansion if self.engine in ENGINES else None
         if multi is None:
             expansion_class(self)               # names the bad engine
+        if isinstance(model, multi):            # one copy, the room kept
+            self._expansion = model.with_class(position)
+            self.intercept_ = np.insert(np.asarray(self.intercept_, dtype=np.float64),
+                                        position, 0.0)
+            return
         if isinstance(model, MULTI_EXPANSIONS):
             state = insert_class(model.get_state(), position)
             b = np.insert(np.asarray(self.intercept_, dtype=np.float64), position, 0.0)

@@ -22,6 +22,7 @@ from okl._numpy.krls import (
 )
 from okl._params import (
     BOOL, DRIFT_CONSTRAINTS, ENGINE_CONSTRAINTS, NONE, Interval, InvalidParameterError, Options, kernel_constraints,
+    validate_params,
 )
 from okl._persist import loadable
 from okl._kernel_learners import fitted_params
@@ -177,6 +178,9 @@ class KernelRLSRegressor(AdaptMixin, RegressorMixin, OnlineLearner):
     # the kernel parameters this estimator names (`nu` is the ALD threshold here)
     _named_kernel_params = ("gamma", "degree", "coef0")
     _supports_sample_weight = True
+    # the square matrices its model keeps (okl._params.model_sizes): R and the covariance of
+    # the dictionary, the covariance of n_components features
+    _square_matrices = {"budget": 2, "n_components": 1}
     # a weight scales one observation's precision; it is not repeated rows
     expected_failed_checks = {
         "check_sample_weight_equivalence_on_dense_data":
@@ -286,7 +290,9 @@ class KernelRLSRegressor(AdaptMixin, RegressorMixin, OnlineLearner):
     def _engine_model(self):
         """The model, converted if `engine` was changed since it was built."""
         model = self._krls
-        engine = ENGINES[self.engine]
+        engine = ENGINES.get(self.engine) if isinstance(self.engine, str) else None
+        if engine is None:              # set_params(engine=...) since the last call: named
+            validate_params(self)
         cls = (engine.rls_features if isinstance(model, (RLSFeatures, NumpyRLSFeatures))
                else engine.krls)
         if not isinstance(model, cls):

@@ -23,6 +23,7 @@ from okl._core._expansion cimport MERGE
 from okl._core._kernels cimport cdot, cself
 from okl._core._linear cimport FeatureRow, MultiLinearModel
 from okl._core._multiexpansion cimport MultiExpansion
+from okl._core._pointwise import huge_event
 from okl._core._pointwise cimport GIVEN, Events, Schedule, cready, cschedule, row_is_finite
 from okl._core._drift cimport (
     DriftState, cactive, cdrift_tuple, cmistake, cread_drift, cwatch,
@@ -305,7 +306,8 @@ cdef class KScores(Events):
         st.reset_t = st.reset_eta = st.reset_lam = 0.0
         status = self._step(x, yi, weight, eta_given, st)
         if status == DIVERGED:
-            raise self.diverged(st.t, st.eta_try)
+            raise (self.diverged(st.t, st.eta_try) if isfinite(cdot(x, x, self.d))
+                   else huge_event(self.name))
         return status
 
     def predict(self, x, double t, b):

@@ -564,6 +564,29 @@ cdef class MultiExpansion:
                     centers=self._centers[:n].copy(), coef=self._coef[:n].copy(),
                     sqnorms=self._sqnorms[:n].copy(), **self.kernel_params)
 
+    def with_class(self, Py_ssize_t position):
+        """A new expansion with a zero score function at `position` (a new class); this one
+        is unchanged.  One copy of the coefficients with the room for centres kept, so the
+        next step does not grow it again (docs/multiclass.md, section 3)."""
+        cdef Py_ssize_t n = self.n_support, k = self.n_classes
+        if not 0 <= position <= k:
+            raise ValueError(f"position must be in [0, {k}], got {position}.")
+        cdef MultiExpansion out = type(self)(self.n_features, k + 1, self.kernel_params,
+                                             self.budget, self.policy)
+        if self.capacity > out.capacity:
+            out._allocate(self.capacity)
+        out._centers[:n] = self._centers[:n]
+        out._sqnorms[:n] = self._sqnorms[:n]
+        coef = out._coef
+        coef[:n, :position] = self._coef[:n, :position]
+        coef[:n, position] = 0.0
+        coef[:n, position + 1:] = self._coef[:n, position:]
+        out._nbuf[:n] = self._nbuf[:n]          # a zero entry leaves the rows' norms
+        out.n_support = n
+        out.scale, out.n_rescale = self.scale, self.n_rescale
+        out.next_slot, out.n_merges = self.next_slot, self.n_merges
+        return out
+
     @classmethod
     def from_state(cls, state):
         cdef MultiExpansion self = cls(state["n_features"], state["n_classes"],

@@ -264,6 +264,13 @@ class NumpyMultiExpansion:
                     n_merges=self.n_merges, centers=self.centers_, coef=self.coef_,
                     sqnorms=self._sqnorms[:n].copy(), **self.kernel_params)
 
+    def with_class(self, position):
+        """A new expansion with a zero score function at `position` (a new class); this one
+        is unchanged (`okl._core._multiexpansion.MultiExpansion.with_class`)."""
+        if not 0 <= position <= self.n_classes:
+            raise ValueError(f"position must be in [0, {self.n_classes}], got {position}.")
+        return type(self).from_state(insert_class(self.get_state(), position))
+
     @classmethod
     def from_state(cls, state):
         p = state
