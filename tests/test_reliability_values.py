@@ -345,3 +345,22 @@ def test_a_new_class_copies_the_expansion_once_and_keeps_its_room(engine):
         assert old.capacity < 2 * max(old.n_support, 16)     # doubling, not per label
     with pytest.raises(ValueError, match="position must be in"):
         old.with_class(old.n_classes + 1)
+
+
+def test_the_scaler_refuses_a_value_it_could_not_carry_beside_others():
+    """One event near 1e155 was accepted (one sample: variance 0), and from then on every
+    chunk, however clean, was refused: the scaler was stuck.  Such a value is refused when
+    it comes, and the scaler learns on."""
+    scaler = OnlineStandardScaler().partial_fit(np.array([[1.0, 0.0], [2.0, 1.0]]))
+    before = pickle.dumps(scaler)
+    for call in (lambda: scaler.learn_one(np.array([0.5, 1e155])),
+                 lambda: scaler.partial_fit(np.array([[0.5, 0.0], [1.0, -1e155]]))):
+        with pytest.raises(ValueError, match="variance of feature 1: a value of .*1e.155"):
+            call()
+        assert pickle.dumps(scaler) == before
+    fresh = OnlineStandardScaler()
+    with pytest.raises(ValueError, match="beyond"):
+        fresh.learn_one(np.array([1e155]))
+    fresh.learn_one(np.array([1e150]))      # the largest it takes, beside any other value
+    fresh.partial_fit(np.array([[-1e150], [3.0]]))
+    assert np.isfinite(fresh.var_).all() and fresh.n_samples_seen_ == 3

@@ -20,6 +20,7 @@ from okl._rows import UNKNOWN_FEATURES, check_row, commit_names, forget_names
 
 # a standard deviation below this is a constant feature, scaled by 1 (scikit-learn's rule)
 _TINY_SCALE = 10 * np.finfo(np.float64).eps
+_LARGEST = 1e150    # |x| the scaler takes: two such values' squared deviation stays finite
 
 
 def _scale_of(var):
@@ -142,6 +143,7 @@ class OnlineStandardScaler(_locks.LockedState, OneToOneFeatureMixin, Transformer
         n_b = X.shape[0]
         if n_b == 0:
             return
+        _refuse_huge(X)
         with np.errstate(over="ignore", invalid="ignore"):      # `_set` refuses a non-finite
             mean_b = X.mean(axis=0)
             m2_b = ((X - mean_b) ** 2).sum(axis=0)
@@ -156,11 +158,8 @@ class OnlineStandardScaler(_locks.LockedState, OneToOneFeatureMixin, Transformer
         with np.errstate(over="ignore", invalid="ignore"):
             bad = ~(np.isfinite(mean) & np.isfinite(m2))
         if bad.any():
-            j = int(np.argmax(bad))
-            raise ValueError(
-                f"OnlineStandardScaler cannot hold the variance of feature {j}: its values "
-                "(or their squared deviations) pass the largest float64, 1.8e308. Divide X "
-                "by a constant first (e.g. X / 1e150); the scaler is left as it was.")
+            raise _variance_error(int(np.argmax(bad)), "its values (or their squared "
+                                  "deviations) pass the largest float64, 1.8e308")
         var = m2 / n
         scale = _scale_of(var) if self.with_std else None
         # every value is computed before the first assignment: the update is atomic
@@ -173,6 +172,7 @@ class OnlineStandardScaler(_locks.LockedState, OneToOneFeatureMixin, Transformer
             first = not hasattr(self, "n_samples_seen_")
             self._validate_params()
             row, names = check_row(self, x)
+            _refuse_huge(row[None, :])
             if first:
                 self._start(row.shape[0])
             n = self.n_samples_seen_ + 1
@@ -289,3 +289,20 @@ class OnlineStandardScaler(_locks.LockedState, OneToOneFeatureMixin, Transformer
         tags.input_tags.sparse = False
         tags.transformer_tags.preserves_dtype = ["float64"]
         return tags
+
+
+def _refuse_huge(X):
+    """Refuse a value the running variance could not carry beside any other: accepted, it
+    would make every later chunk overflow (the scaler would refuse all of them)."""
+    huge = np.abs(X) > _LARGEST
+    if huge.any():
+        j = int(np.argmax(huge.any(axis=0)))
+        raise _variance_error(j, f"a value of {X[:, j][huge[:, j]][0]:.3g} is beyond "
+                              f"+-{_LARGEST:.0e}, whose squared deviations from other values "
+                              "pass the largest float64, 1.8e308")
+
+
+def _variance_error(j, why):
+    return ValueError(
+        f"OnlineStandardScaler cannot hold the variance of feature {j}: {why}. Divide X by a "
+        "constant first (e.g. X / 1e150); the scaler is left as it was.")
