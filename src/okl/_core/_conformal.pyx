@@ -8,6 +8,8 @@ methods, compiled: the base learner's prediction, the score, the base
 learner's step and the threshold's update in one call.  The prediction made
 by `predict_one` / `predict_interval_one` is kept (`LastEvent`) and serves the
 `learn_one` of the same event, so predict-then-learn predicts once.
+`predict_set_one` and `learn_one_label` are `okl.conformal.ConformalClassifier`'s: the set built
+here from the learner's compiled scores (`LastEvent.cscores`), its probabilities kept the same way.
 """
 import numpy as np
 
