@@ -344,6 +344,46 @@ def test_classifier_one_event_path_keeps_the_probabilities_and_fails_cleanly():
     assert pickle.dumps(fixed) == before
 
 
+@pytest.mark.parametrize("data", ["digits", "breast_cancer", "iris_named"])
+def test_classifier_sets_in_c_are_the_learners_probabilities(data):
+    """The compiled predict_set_one takes the probabilities from the learner's scores with
+    its softmax / logistic in C: the same floats as its predict_proba_one (the sum exactly
+    rounded as math.fsum), so the same sets as the Python path (numpy engine) on every
+    event, and the same threshold; a label that cannot be looked up changes nothing."""
+    from sklearn import datasets
+    name = data.replace("_named", "")
+    X, y = getattr(datasets, f"load_{name}")(return_X_y=True)
+    order = np.random.default_rng(2).permutation(len(y))[:600]
+    X, y = (X[order] - X.mean(0)) / np.maximum(X.std(0), 1e-12), y[order]
+    if data.endswith("_named"):
+        y = np.array(["setosa", "versicolor", "virginica"])[y]
+    compiled, python = (ConformalClassifier(OnlineKernelClassifier(loss="logistic", budget=20),
+                                            engine=e) for e in ("cython", "numpy"))
+    served = 0
+    for i, (x, label) in enumerate(zip(X, y)):
+        label = label.item()
+        if i >= 20:
+            chosen = compiled.predict_set_one(x)
+            assert chosen == python.predict_set_one(x)
+            proba = compiled.estimator_.predict_proba_one(x)
+            kept = compiled._last.match_proba(x, compiled.estimator_)
+            assert kept == proba
+            q = compiled.threshold_
+            assert chosen == {c for c, p in proba.items() if 1.0 - p <= q}
+            # kept in C (a new dict each time it is asked for), not the learner's dict
+            served += kept is not compiled._last.match_proba(x, compiled.estimator_)
+        compiled.learn_one(x, label)
+        python.learn_one(x, label)
+    # (an event right after a new label takes the learner's dict: its step is rebuilt)
+    assert compiled._last.fast and served >= len(y) - 25
+    assert abs(compiled.threshold_ - python.threshold_) <= 1e-10
+    compiled.predict_set_one(X[0])
+    before = pickle.dumps(compiled)
+    with pytest.raises(TypeError):
+        compiled.learn_one(X[0], [y[0]])
+    assert pickle.dumps(compiled) == before
+
+
 def test_progressive_validation_reports_coverage_width_and_the_window():
     from okl.evaluation import progressive_validation
     X, y = stream(1200)

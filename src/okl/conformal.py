@@ -36,7 +36,8 @@ from okl._base import (
 from okl._core import _conformal
 from okl._core._conformal import Calibration
 from okl._numpy.conformal import Method, NumpyCalibration
-from okl._one_event import rebound
+from okl._labels import LabelsMixin
+from okl._one_event import OneEventMixin, rebound
 from okl._params import Interval, InvalidParameterError, Kind, Options
 from okl._persist import loadable
 from okl._rows import check_label, check_row
@@ -830,9 +831,9 @@ class ConformalClassifier(ClassifierMixin, _ConformalBase):
             P = _proba(self.estimator_, check_X(self, X, reset=False))
             return 1.0 - P <= self.calibration_.threshold()
 
-    def predict_set_one(self, x):
-        """The set of labels for one event (empty before any learning); the probabilities are
-        kept for the `learn_one` of the same event."""
+    def _predict_set_python(self, x):
+        """predict_set_one without the compiled path (another engine, a learner without a
+        one-event step)."""
         with _locks.locked(self):
             if "calibration_" not in self.__dict__:
                 return set()
@@ -858,10 +859,11 @@ class ConformalClassifier(ClassifierMixin, _ConformalBase):
             last = self.__dict__["_last"] = _conformal.LastEvent(
                 _locks.locked(self), False,
                 self.engine == "cython" and isinstance(self.estimator_, OnlineLearner),
-                _proba_function)
+                _proba_function, _scored)
         last.invalidate()
 
     learn_one = _conformal.learn_one_label
+    predict_set_one = _conformal.predict_set_one
 
     def _learn_one_python(self, x, y, sample_weight=1.0):
         """learn_one without the compiled path (the first event, another engine, a check)."""
@@ -908,6 +910,15 @@ def _proba_function(est):
             est, "predict_proba"):
         return est.predict_proba_one
     return lambda x: _proba_one(est, x)
+
+
+def _scored(est):
+    """Whether est's `predict_proba_one` is the softmax (or logistic) of its compiled step's
+    scores, which `_conformal.LastEvent` computes in C with the same result."""
+    kind = type(est)
+    return (inspect.getattr_static(kind, "predict_proba_one", None)
+            is inspect.getattr_static(OneEventMixin, "predict_proba_one")
+            and inspect.getattr_static(kind, "_event_proba", None) is LabelsMixin._event_proba)
 
 
 def _proba_one(est, x):

@@ -8,6 +8,8 @@ methods, compiled: the base learner's prediction, the score, the base
 learner's step and the threshold's update in one call.  The prediction made
 by `predict_one` / `predict_interval_one` is kept (`LastEvent`) and serves the
 `learn_one` of the same event, so predict-then-learn predicts once.
+`predict_set_one` and `learn_one_label` are `okl.conformal.ConformalClassifier`'s: the set built
+here from the learner's compiled scores (`LastEvent.cscores`), its probabilities kept the same way.
 """
 import numpy as np
 
@@ -15,10 +17,12 @@ cimport numpy as cnp
 from libc.math cimport INFINITY, M_PI, ceil, exp, fabs, fmax, fmin, isfinite, log, sqrt, tan
 from libc.string cimport memcmp, memcpy, memmove
 from cpython.dict cimport PyDict_GetItem
+from cpython.float cimport PyFloat_Check, PyFloat_AS_DOUBLE
 from cpython.object cimport PyObject
 
 from okl._core._event cimport dict_version
 from okl._core._lock cimport ReentrantLock
+from okl._core._pointwise import MISS
 
 cnp.import_array()
 
@@ -272,6 +276,53 @@ def _rebuild(cls, state):
     return cls.from_state(state)
 
 
+cdef double cfsum(const double* v, Py_ssize_t n, double* p) noexcept:
+    """The sum of v[:n] (finite) exactly rounded: math.fsum's algorithm (Shewchuk's partials,
+    then the half-even correction), so the result is math.fsum's bit for bit; p has room for
+    n partials."""
+    cdef Py_ssize_t i, j, jj, m = 0
+    cdef double x, y, t, hi = 0.0, lo = 0.0, yr
+    for i in range(n):
+        x = v[i]
+        j = 0
+        for jj in range(m):
+            y = p[jj]
+            if fabs(x) < fabs(y):
+                t = x
+                x = y
+                y = t
+            hi = x + y
+            lo = y - (hi - x)
+            if lo != 0.0:
+                p[j] = lo
+                j += 1
+            x = hi
+        m = j
+        if x != 0.0:
+            p[m] = x
+            m += 1
+    hi = 0.0
+    if m > 0:
+        m -= 1
+        hi = p[m]
+        while m > 0:
+            x = hi
+            m -= 1
+            y = p[m]
+            hi = x + y
+            yr = hi - x
+            lo = y - yr
+            if lo != 0.0:
+                break
+        if m > 0 and (lo < 0.0 and p[m - 1] < 0.0 or lo > 0.0 and p[m - 1] > 0.0):
+            y = lo * 2.0
+            x = hi + y
+            yr = x - hi
+            if y == yr:
+                hi = x
+    return hi
+
+
 cdef class LastEvent:
     """The prediction `predict_one` / `predict_interval_one` made for the event x, kept for
     the `learn_one` of the same event, and the compiled one-event path of the wrapper.
@@ -296,11 +347,19 @@ cdef class LastEvent:
     cdef double f, a, b
     cdef object proba, kept         # the classifier's probabilities: the chooser, the dict
     cdef object proba_est, proba_version, proba_fn
+    cdef object scored              # scored(learner): its probabilities are the softmax below
+    cdef bint by_scores             # of the learner chosen
+    cdef object classes, labels, index  # its classes_, as a list, {label: position}
+    cdef object pbuf                # the k probabilities of the event kept (`kept` None), and
+    cdef double* pk                 # room for k partial sums (`cfsum`)
+    cdef double* part
+    cdef Py_ssize_t k, pk_n
 
-    def __init__(self, ReentrantLock lock, bint normalized, bint fast, proba=None):
+    def __init__(self, ReentrantLock lock, bint normalized, bint fast, proba=None, scored=None):
         self.lock, self.normalized, self.fast, self.valid = lock, normalized, fast, False
-        self.proba = proba
+        self.proba, self.scored = proba, scored
         self.row_d = -1
+        self.pk_n = -1
 
     def invalidate(self):
         self.valid = False
@@ -370,21 +429,123 @@ cdef class LastEvent:
         """(f, a, b) kept for x, or None."""
         return (self.f, self.a, self.b) if self.cmatch(x, est) else None
 
-    cpdef dict proba_one(self, object est, object x):
-        """{label: probability} of the event x by the learner est."""
+    cdef void cchoose(self, object est) except *:
+        """The probability function of this learner (chosen again when it or its
+        `_attr_version` changes), and whether `cscores` serves it."""
         version = getattr(est, "_attr_version", None)
         if est is not self.proba_est or version is None or version is not self.proba_version:
             self.proba_fn = self.proba(est)
+            self.by_scores = self.scored is not None and bool(self.scored(est))
             self.proba_est, self.proba_version = est, version
+
+    cpdef dict proba_one(self, object est, object x):
+        """{label: probability} of the event x by the learner est."""
+        self.cchoose(est)
         return self.proba_fn(x)
+
+    cdef bint cscores(self, object est, object x) except -1:
+        """The k probabilities of x into `pk` from the compiled step's scores
+        (`decision_ready`), as the learner's `_event_proba` gives them (the logistic of one
+        margin; exp(f - max f) / fsum, the sum exactly rounded as math.fsum rounds it): 1, or
+        0 when declined (no compiled step, a score not finite, an unexpected shape)."""
+        cdef cnp.ndarray arr
+        cdef Py_ssize_t j, k
+        cdef double top, total, v
+        cdef const double* f
+        self.valid = False
+        step = getattr(est, "_one_event_step", None)
+        if step is None:
+            return False
+        r = step.decision_ready(est, x)
+        if r is MISS:
+            return False
+        classes = self.est_dict.get("classes_")
+        if classes is None:
+            return False
+        if classes is not self.classes:
+            labels = est._labels_list()
+            self.index = {label: j for j, label in enumerate(labels)}
+            self.labels, self.classes = labels, classes
+        k = len(self.labels)
+        if k != self.pk_n:
+            self.pbuf = np.empty(2 * k + 2)
+            self.pk = <double*>cnp.PyArray_DATA(<cnp.ndarray>self.pbuf)
+            self.part = self.pk + k + 1
+            self.pk_n = k
+        if k == 1:
+            self.pk[0] = 1.0
+        elif PyFloat_Check(r):
+            v = PyFloat_AS_DOUBLE(r)
+            if k != 2 or not isfinite(v):
+                return False
+            v = 1.0 / (1.0 + exp(-v))
+            self.pk[0], self.pk[1] = 1.0 - v, v
+        elif type(r) is cnp.ndarray:
+            arr = <cnp.ndarray>r
+            if not (cnp.PyArray_NDIM(arr) == 1 and cnp.PyArray_DIM(arr, 0) == k
+                    and cnp.PyArray_TYPE(arr) == cnp.NPY_DOUBLE
+                    and cnp.PyArray_IS_C_CONTIGUOUS(arr)):
+                return False
+            f = <const double*>cnp.PyArray_DATA(arr)
+            top = f[0]
+            for j in range(k):
+                if not isfinite(f[j]):
+                    return False
+                if f[j] > top:
+                    top = f[j]
+            for j in range(k):
+                self.pk[j] = exp(f[j] - top)
+            total = cfsum(self.pk, k, self.part)
+            for j in range(k):
+                self.pk[j] = self.pk[j] / total
+        else:
+            return False
+        self.k = k
+        return True
+
+    cdef double cprob(self, object y) except? -1.0:
+        """The probability kept in `pk` for the label y (0 for a label not known)."""
+        j = self.index.get(y)
+        return 0.0 if j is None else self.pk[<Py_ssize_t>j]
+
+    cdef object cpredict_set(self, dict d, object x):
+        """The set of one event under the wrapper's lock (None: the Python path takes it);
+        its probabilities are kept for the `learn_one` of the same event."""
+        cdef double q
+        cdef Py_ssize_t j
+        est, cal = d.get("estimator_"), d.get("calibration_")
+        if type(cal) is not Calibration or est is None:
+            return None
+        self.lock.cacquire()
+        try:
+            self.cbind(est)
+            self.cchoose(est)
+            q = (<Calibration>cal).q
+            if self.by_scores and self.cscores(est, x):
+                self.cstore(x, est, 0.0, 0.0, 0.0)
+                out = set()
+                for j in range(self.k):
+                    if 1.0 - self.pk[j] <= q:
+                        out.add(self.labels[j])
+                return out
+            proba = self.proba_fn(x)
+            self.cstore(x, est, 0.0, 0.0, 0.0)
+            self.kept = proba
+            return {c for c, p in proba.items() if 1.0 - p <= q}
+        finally:
+            self.lock.crelease()
 
     def store_proba(self, x, est, dict kept):
         self.cstore(x, est, 0.0, 0.0, 0.0)
         self.kept = kept
 
     def match_proba(self, x, est):
-        """The probabilities kept for x, or None."""
-        return self.kept if self.cmatch(x, est) else None
+        """The probabilities kept for x as a dict, or None."""
+        if not self.cmatch(x, est):
+            return None
+        if self.kept is None:
+            return {self.labels[j]: self.pk[j] for j in range(self.k)}
+        return self.kept
 
     cdef int clearn_label(self, dict d, object x, object y) except -1:
         """Learn one labelled event: 1, or 0 when declined before any write (the Python path
@@ -396,8 +557,14 @@ cdef class LastEvent:
         self.lock.cacquire()
         try:
             self.cbind(est)
-            proba = self.kept if self.cmatch(x, est) else self.proba_one(est, x)
-            s = 1.0 - <double>proba.get(y, 0.0)
+            if self.cmatch(x, est):
+                s = 1.0 - (self.cprob(y) if self.kept is None else <double>self.kept.get(y, 0.0))
+            else:
+                self.cchoose(est)
+                if self.by_scores and self.cscores(est, x):
+                    s = 1.0 - self.cprob(y)
+                else:
+                    s = 1.0 - <double>self.proba_fn(x).get(y, 0.0)
             self.valid = False
             self.x = self.kept = None
             after = t + 1
@@ -491,6 +658,18 @@ def learn_one_label(self, x, y, sample_weight=1.0):
             and (<LastEvent>last).clearn_label(d, x, y)):
         return None
     self._learn_one_python(x, y, sample_weight)
+
+
+def predict_set_one(self, x):
+    """The set of labels for one event (empty before any learning); its probabilities are
+    kept for the `learn_one` of the same event.  `okl.conformal.ConformalClassifier
+    .predict_set_one`, compiled."""
+    last = self.__dict__.get("_last")
+    if type(last) is LastEvent and (<LastEvent>last).fast:
+        out = (<LastEvent>last).cpredict_set(self.__dict__, x)
+        if out is not None:
+            return out
+    return self._predict_set_python(x)
 
 
 def predict_one(self, x):
