@@ -347,8 +347,8 @@ def test_classifier_one_event_path_keeps_the_probabilities_and_fails_cleanly():
 @pytest.mark.parametrize("data", ["digits", "breast_cancer", "iris_named"])
 def test_classifier_sets_in_c_are_the_learners_probabilities(data):
     """The compiled predict_set_one takes the probabilities from the learner's scores with
-    its softmax / logistic in C: the same floats as its predict_proba_one (the sum exactly
-    rounded as math.fsum), so the same sets as the Python path (numpy engine) on every
+    its softmax / logistic in C: the same floats as its predict_proba_one (the sum added
+    in order), so the same sets as the Python path (numpy engine) on every
     event, and the same threshold; a label that cannot be looked up changes nothing."""
     from sklearn import datasets
     name = data.replace("_named", "")

@@ -403,7 +403,9 @@ class LabelsMixin:
             scores = f.tolist() if isinstance(f, np.ndarray) else [float(v) for v in f]
             top = max(scores)
             e = [math.exp(v - top) for v in scores]
-            total = math.fsum(e)
+            total = 0.0
+            for v in e:             # in order, as the compiled conformal sets add them
+                total += v
             return dict(zip(labels, [v / total for v in e]))
         try:
             p = 1.0 / (1.0 + math.exp(-f))         # expit(f)

@@ -276,53 +276,6 @@ def _rebuild(cls, state):
     return cls.from_state(state)
 
 
-cdef double cfsum(const double* v, Py_ssize_t n, double* p) noexcept:
-    """The sum of v[:n] (finite) exactly rounded: math.fsum's algorithm (Shewchuk's partials,
-    then the half-even correction), so the result is math.fsum's bit for bit; p has room for
-    n partials."""
-    cdef Py_ssize_t i, j, jj, m = 0
-    cdef double x, y, t, hi = 0.0, lo = 0.0, yr
-    for i in range(n):
-        x = v[i]
-        j = 0
-        for jj in range(m):
-            y = p[jj]
-            if fabs(x) < fabs(y):
-                t = x
-                x = y
-                y = t
-            hi = x + y
-            lo = y - (hi - x)
-            if lo != 0.0:
-                p[j] = lo
-                j += 1
-            x = hi
-        m = j
-        if x != 0.0:
-            p[m] = x
-            m += 1
-    hi = 0.0
-    if m > 0:
-        m -= 1
-        hi = p[m]
-        while m > 0:
-            x = hi
-            m -= 1
-            y = p[m]
-            hi = x + y
-            yr = hi - x
-            lo = y - yr
-            if lo != 0.0:
-                break
-        if m > 0 and (lo < 0.0 and p[m - 1] < 0.0 or lo > 0.0 and p[m - 1] > 0.0):
-            y = lo * 2.0
-            x = hi + y
-            yr = x - hi
-            if y == yr:
-                hi = x
-    return hi
-
-
 cdef class LastEvent:
     """The prediction `predict_one` / `predict_interval_one` made for the event x, kept for
     the `learn_one` of the same event, and the compiled one-event path of the wrapper.
@@ -350,9 +303,8 @@ cdef class LastEvent:
     cdef object scored              # scored(learner): its probabilities are the softmax below
     cdef bint by_scores             # of the learner chosen
     cdef object classes, labels, index  # its classes_, as a list, {label: position}
-    cdef object pbuf                # the k probabilities of the event kept (`kept` None), and
-    cdef double* pk                 # room for k partial sums (`cfsum`)
-    cdef double* part
+    cdef object pbuf                # the k probabilities of the event kept (`kept` None)
+    cdef double* pk
     cdef Py_ssize_t k, pk_n
 
     def __init__(self, ReentrantLock lock, bint normalized, bint fast, proba=None, scored=None):
@@ -446,7 +398,7 @@ cdef class LastEvent:
     cdef bint cscores(self, object est, object x) except -1:
         """The k probabilities of x into `pk` from the compiled step's scores
         (`decision_ready`), as the learner's `_event_proba` gives them (the logistic of one
-        margin; exp(f - max f) / fsum, the sum exactly rounded as math.fsum rounds it): 1, or
+        margin; exp(f - max f) over their sum, added in order): 1, or
         0 when declined (no compiled step, a score not finite, an unexpected shape)."""
         cdef cnp.ndarray arr
         cdef Py_ssize_t j, k
@@ -468,9 +420,8 @@ cdef class LastEvent:
             self.labels, self.classes = labels, classes
         k = len(self.labels)
         if k != self.pk_n:
-            self.pbuf = np.empty(2 * k + 2)
+            self.pbuf = np.empty(k)
             self.pk = <double*>cnp.PyArray_DATA(<cnp.ndarray>self.pbuf)
-            self.part = self.pk + k + 1
             self.pk_n = k
         if k == 1:
             self.pk[0] = 1.0
@@ -493,9 +444,10 @@ cdef class LastEvent:
                     return False
                 if f[j] > top:
                     top = f[j]
+            total = 0.0
             for j in range(k):
                 self.pk[j] = exp(f[j] - top)
-            total = cfsum(self.pk, k, self.part)
+                total += self.pk[j]
             for j in range(k):
                 self.pk[j] = self.pk[j] / total
         else:
