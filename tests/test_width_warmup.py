@@ -341,6 +341,41 @@ def test_random_features_take_the_weights_of_the_warm_up_expansion(name):
     assert np.corrcoef(f, exact)[0, 1] > 0.95
 
 
+@pytest.mark.parametrize("error", [KeyboardInterrupt, FloatingPointError])
+def test_the_fourier_warm_up_s_last_event_is_compiled_and_undone_when_the_switch_fails(
+        error, monkeypatch):
+    """The warm-up's last event is the compiled step's: the exact phase learns it, then the
+    model takes the features' weights (`FeatureModel.end_warmup`) in the same event; an
+    error there (a Ctrl-C included) leaves the model as it was, and the event learned
+    again gives the uninterrupted model."""
+    from okl._feature_model import FeatureModel
+    X, y = stream(seed=12)
+    params = dict(approximation="fourier", n_components=60, random_state=0)
+    est = make("OnlineKernelClassifier", params)
+    for i in range(WARMUP - 1):
+        est.learn_one(X[i], y[i])
+    step = est._one_event_state._fast()
+    assert step is not None and step.matches(est)       # the compiled step takes the event
+    before = (est.gamma_, list(est.__dict__["_width_moments"]), est.t_,
+              est._expansion, function(est, X))
+    end = FeatureModel.end_warmup
+
+    def failing(self):
+        raise error("in the switch")
+    monkeypatch.setattr(FeatureModel, "end_warmup", failing)
+    with pytest.raises(error):
+        est.learn_one(X[WARMUP - 1], y[WARMUP - 1])
+    assert (est.gamma_, est.__dict__["_width_moments"], est.t_, est._expansion) == before[:4]
+    np.testing.assert_array_equal(function(est, X), before[4])
+    monkeypatch.setattr(FeatureModel, "end_warmup", end)
+    for i in range(WARMUP - 1, len(X)):
+        est.learn_one(X[i], y[i])
+    whole = make("OnlineKernelClassifier", params).fit(X, y)
+    assert "_width_moments" not in est.__dict__ and est.gamma_ == whole.gamma_
+    assert est.n_support_ == 0 and est._expansion.linear is not None
+    np.testing.assert_allclose(function(est, X), function(whole, X), rtol=0, atol=1e-10)
+
+
 def test_a_pickled_fourier_model_in_its_warm_up_re_draws_its_map():
     import pickle
     X, y = stream(seed=11)
