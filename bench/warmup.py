@@ -58,6 +58,9 @@ def learners():
             lambda: okl.CoefficientRegularizedClassifier(), "binary"),
         "RegularizedPAClassifier(gaussian)": (
             lambda: okl.RegularizedPAClassifier(kernel="gaussian"), "binary"),
+        "RegularizedPAClassifier(gaussian, fourier)": (
+            lambda: okl.RegularizedPAClassifier(kernel="gaussian", approximation="fourier",
+                                                random_state=0), "binary"),
         "PairwiseLearner(difference)": (
             lambda: okl.PairwiseLearner(pair_kernel="difference", reducer="difference",
                                         loss="squared", buffer=100), "regression"),

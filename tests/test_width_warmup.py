@@ -341,6 +341,78 @@ def test_random_features_take_the_weights_of_the_warm_up_expansion(name):
     assert np.corrcoef(f, exact)[0, 1] > 0.95
 
 
+@pytest.mark.parametrize("error", [KeyboardInterrupt, FloatingPointError])
+def test_the_fourier_warm_up_s_last_event_is_compiled_and_undone_when_the_switch_fails(
+        error, monkeypatch):
+    """The warm-up's last event is the compiled step's: the exact phase learns it, then the
+    model takes the features' weights (`FeatureModel.end_warmup`) in the same event; an
+    error there (a Ctrl-C included) leaves the model as it was, and the event learned
+    again gives the uninterrupted model."""
+    from okl._feature_model import FeatureModel
+    X, y = stream(seed=12)
+    params = dict(approximation="fourier", n_components=60, random_state=0)
+    est = make("OnlineKernelClassifier", params)
+    for i in range(WARMUP - 1):
+        est.learn_one(X[i], y[i])
+    step = est._one_event_state._fast()
+    assert step is not None and step.matches(est)       # the compiled step takes the event
+    before = (est.gamma_, list(est.__dict__["_width_moments"]), est.t_,
+              est._expansion, function(est, X))
+    end = FeatureModel.end_warmup
+
+    def failing(self):
+        raise error("in the switch")
+    monkeypatch.setattr(FeatureModel, "end_warmup", failing)
+    with pytest.raises(error):
+        est.learn_one(X[WARMUP - 1], y[WARMUP - 1])
+    assert (est.gamma_, est.__dict__["_width_moments"], est.t_, est._expansion) == before[:4]
+    np.testing.assert_array_equal(function(est, X), before[4])
+    monkeypatch.setattr(FeatureModel, "end_warmup", end)
+    for i in range(WARMUP - 1, len(X)):
+        est.learn_one(X[i], y[i])
+    whole = make("OnlineKernelClassifier", params).fit(X, y)
+    assert "_width_moments" not in est.__dict__ and est.gamma_ == whole.gamma_
+    assert est.n_support_ == 0 and est._expansion.linear is not None
+    np.testing.assert_allclose(function(est, X), function(whole, X), rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "laplacian", "matern"])
+def test_kbar_over_centres_at_a_width_that_stays_keeps_its_values_to_the_last_bit(kernel):
+    """A fixed width (gamma given, or after the width's warm-up): the kept kernel values of
+    the unchanged centres serve again, and an unchanged set keeps its sum; kbar is still
+    the rule's to the last bit as centres come, are overwritten and go, and as the width
+    moves back and forth."""
+    from okl._core._kernels import kernel_matrix as gram
+    from okl._core._warmup import KernelMean
+    from okl.kernels import kernel_params
+
+    def rule(points, params):
+        m = len(points)
+        if m < 2:
+            return 1.0
+        P = np.ascontiguousarray(points)
+        K = gram(P, P, params)
+        return float((0.5 * (K.sum() - np.trace(K)) + 1.0) / (m * (m - 1) / 2.0 + 1.0))
+    rng = np.random.default_rng(6)
+    C = rng.normal(size=(60, 5))
+    ours = KernelMean(1.0, kernel_params(kernel, gamma=0.3), 5)
+    centres = C[:0]
+    for t in range(1, 140):
+        gamma = (0.3, 0.45, 0.3)[(t // 25) % 3]        # stays for 25 steps, then moves
+        if t < 50:
+            centres = C[:t // 2 + 1]                    # a centre every other step
+        elif t < 90 and t % 3 == 0:
+            centres = centres.copy()
+            centres[t % len(centres)] = rng.normal(size=5)   # a slot rewritten (budget 25)
+        elif t == 90:
+            centres = centres[:7]                       # fewer centres (a reset and regrowth)
+        elif t > 90 and t % 4 == 0:
+            centres = np.vstack([centres, rng.normal(size=(1, 5))])
+        expected = rule(centres, kernel_params(kernel, gamma=gamma))
+        assert ours.lipschitz_of(centres, 25, gamma, float(t % 90)) == expected
+        assert ours.mean(gamma) == expected             # nothing changed: the kept sum
+
+
 def test_a_pickled_fourier_model_in_its_warm_up_re_draws_its_map():
     import pickle
     X, y = stream(seed=11)

@@ -20,7 +20,6 @@ Lu, Hoi, Wang, Zhao and Liu, "Large scale online kernel learning", JMLR 17,
 NIPS 2007.
 """
 
-import copy
 from numbers import Integral
 
 import numpy as np
@@ -90,6 +89,15 @@ class FeatureModel:
         live width until `end_warmup`."""
         return self.approximation == "fourier" and self.linear is None
 
+    def _copy(self):
+        """A new model object sharing this one's parts (the caller replaces those that
+        change).  Not `copy.copy`: that goes through `__reduce__`, which writes the whole
+        state and draws the random features again from their seed, a millisecond per
+        width of the warm-up."""
+        out = FeatureModel.__new__(FeatureModel)
+        out.__dict__.update(self.__dict__)
+        return out
+
     # -- the learner's view ------------------------------------------------------------------
 
     @property
@@ -130,7 +138,7 @@ class FeatureModel:
         """A new model with a class at `position` (its weights a zero row; at the third class
         the binary f becomes the scores (-f/2, f/2), as `okl._labels` does for kernels).
         The parts are new objects, so the template's undo keeps the old model."""
-        out = copy.copy(self)
+        out = self._copy()
         e = ENGINES[self.engine]
         if self.linear is not None:
             if self.n_classes:
@@ -156,12 +164,14 @@ class FeatureModel:
         are new objects, so the template's undo keeps the old model."""
         if self.approximation == "nystroem" and self.linear is not None:
             raise ValueError("Nystroem features keep the width they were built with.")
-        out = copy.copy(self)
+        out = self._copy()
         out.params = kernel_record(dict(self.params, gamma=float(gamma)))
         if self.linear is None:
             state = self.expansion.get_state()
             state["gamma"] = out.gamma
             out.expansion = type(self.expansion).from_state(state)
+        else:
+            out.linear = type(self.linear).from_state(self.linear.get_state())
         if self.approximation == "fourier":
             out.fmap = self.fmap.with_gamma(out.gamma)
         return out
@@ -255,7 +265,7 @@ class FeatureModel:
         feature estimate (docs/defaults.md, section 2).  A new model; self is unchanged."""
         if self.approximation != "fourier" or self.linear is not None:
             return self
-        out = copy.copy(self)
+        out = self._copy()
         out._params = self.params
         if self.fmap.gamma != out.gamma:
             out.fmap = self.fmap.with_gamma(out.gamma)

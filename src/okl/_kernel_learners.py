@@ -23,7 +23,7 @@ from okl._engines import ENGINES
 from okl._feature_model import FeatureModel
 from okl._core._warmup import Warmup
 from okl._gamma import (
-    WARMUP, check_width_moments, join, start_warmup, warm_rows, warn_spread, width_of,
+    check_width_moments, join, start_warmup, warm_rows, warn_spread, width_of,
 )
 from okl._numpy.expansion import NumpyExpansion
 from okl._numpy.codes import Offset
@@ -579,7 +579,7 @@ class PointwiseMixin(AdaptMixin, KernelModelMixin):
             if model.engine != "cython":
                 return None
             if model.linear is None:
-                if type(model.expansion) is not KernelExpansion or self._learner_next(model):
+                if type(model.expansion) is not KernelExpansion:
                     return None
                 exact = model.expansion
             elif type(model.linear) is not LinearModel:
@@ -619,9 +619,3 @@ class PointwiseMixin(AdaptMixin, KernelModelMixin):
             kbar.gamma = d["_expansion"].gamma
         return Warmup(width, kbar)
 
-    def _learner_next(self, model):
-        """The next event of a feature model's exact phase is the learner's (one-row
-        partial_fit): the last of the warm-up, after which random Fourier features take
-        their weights (`_end_width`)."""
-        moments = self.__dict__.get("_width_moments")
-        return model.warm and moments is not None and moments[0] >= WARMUP - 1

@@ -554,12 +554,15 @@ cdef class PointwiseEvents(Events):
     cdef readonly bint given            # a GIVEN schedule: the caller passes eta_t of each step
     cdef public bint prior              # the prior-shift offset (learn_into keeps it)
     cdef public Warmup warm             # the warm-ups, while on (docs/defaults.md, 2 and 4)
-    # the `FeatureModel` whose exact phase this expansion is (`owner.expansion`), and when
-    # its next event is left to the learner: the warm-up's last (random Fourier features
-    # then take their weights) or a full exact phase (Nystroem's switch)
+    # the `FeatureModel` whose exact phase this expansion is (`owner.expansion`); `warm_end`:
+    # its warm-up's last event ends the phase (random Fourier features then take their
+    # weights, `owner.end_warmup`, in the event); `switch_at`: the centres at which the
+    # learner takes the next event (Nystroem's switch)
     cdef public object owner
     cdef public bint warm_end
     cdef public Py_ssize_t switch_at
+    cdef bint stale                     # the exact phase ended, or an event failed after
+                                        # its step: the learner builds a new step
     # the last prediction and the model it was made on
     cdef double[::1] last_row
     cdef bint has_last
@@ -585,12 +588,9 @@ cdef class PointwiseEvents(Events):
             return False
         if self.owner is None:
             return True
-        if self.owner.expansion is not self.expansion:
+        if self.stale or self.owner.expansion is not self.expansion:
             return False
-        if self.switch_at and self.expansion.n_support >= self.switch_at - 1:
-            return False
-        return not (self.warm_end and warm is not None and warm.width is not None
-                    and "_width_moments" in attrs and attrs["_width_moments"][0] >= C_WARMUP - 1)
+        return not (self.switch_at and self.expansion.n_support >= self.switch_at - 1)
 
     cdef inline double _f(self, const double* x, double* xx_out, double t):
         """The model part of f(x), with the cache; NaN for a non-finite row."""
@@ -723,6 +723,7 @@ cdef class PointwiseEvents(Events):
         cdef StepState st
         cdef int status
         cdef double f, t0, fixed, b = attrs["intercept_"]
+        cdef bint ending
         dev = attrs.get("dev_")
         drift = attrs.get("_drift_state")
         st.t, st.ck2 = attrs["t_"], attrs["ck2_"]
@@ -732,7 +733,21 @@ cdef class PointwiseEvents(Events):
         t0 = st.t
         if self.warm is not None:
             self.warm.cload(attrs, self.expansion.kernel.gamma)
+        # the warm-up's last row on random Fourier features' exact phase: the owner then
+        # takes its weights, and the step is undone if that fails (a Ctrl-C included)
+        ending = (self.warm_end and self.warm is not None and self.warm.width is not None
+                  and self.warm.width.warming
+                  and self.warm.width.moments.rows >= C_WARMUP - 1)
+        token = self.expansion.checkpoint(1) if ending else None
         f = self._learn(x, y, weight, eta_given, &st, &status)
+        model = None
+        if ending and status == TAKEN and not self.warm.width.warming:
+            try:
+                model = self.owner.end_warmup()
+            except BaseException:
+                self.expansion.restore(token)
+                self.stale = True           # its warm-ups took the row: built anew
+                raise
         if status == TAKEN and self.warm is not None:
             fixed = self.warm.cstore(attrs)
             if fixed == fixed:
@@ -756,6 +771,10 @@ cdef class PointwiseEvents(Events):
             if self.switch_at and self.expansion.n_support >= self.switch_at:
                 self.owner._full()          # Nystroem's features on the full exact phase
                 attrs["n_support_"] = self.owner.n_support
+            if model is not None:           # the features: the learner builds their step
+                attrs["_expansion"] = model
+                attrs["n_support_"] = model.n_support
+                self.stale = True
         return f + b if self.prior else f
 
     cdef int cevent(self, dict attrs, object x, double y) except -1:

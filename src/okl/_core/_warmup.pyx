@@ -219,6 +219,7 @@ cdef class KernelMean:
         self.gamma = self.spec.gamma
         self.active, self.final = True, NAN
         self.m = self.cap = self.n_pending = 0
+        self.kept_m, self.total_m, self.kept_gamma = 0, -1, NAN
         self.t_synced = -2.0
         self.reserve(WARMUP + 1)
         self.total, self.total_gamma = 0.0, gamma
@@ -237,14 +238,17 @@ cdef class KernelMean:
             return 0
         points = np.zeros((cap, d))
         dist = np.zeros(max(cap * (cap - 1) // 2, 1))
+        kept = np.empty(dist.shape[0])
         if self.m:
             points[:self.m] = self._points[:self.m]
             dist[:cpacked(self.m)] = self._dist[:cpacked(self.m)]
-        self._points, self._dist = points, dist
+            kept[:cpacked(self.kept_m)] = self._kept[:cpacked(self.kept_m)]
+        self._points, self._dist, self._kept = points, dist, kept
         self._values, self._full = np.empty(dist.shape[0]), np.empty(cap * cap)
         cdef double[:, ::1] p = self._points
-        cdef double[::1] q = self._dist, v = self._values, f = self._full
+        cdef double[::1] q = self._dist, v = self._values, f = self._full, k = self._kept
         self.points, self.dist, self.values, self.full = &p[0, 0], &q[0], &v[0], &f[0]
+        self.kept = &k[0]
         self.cap = cap
         return 0
 
@@ -255,6 +259,8 @@ cdef class KernelMean:
     cdef void _point(self, Py_ssize_t j, const double* x) noexcept nogil:
         """Point j < m is x: its distances to the other points, in both halves."""
         cdef Py_ssize_t i, n = self.m, d = self.n_features
+        if j < self.kept_m:                 # its pairs' kept values are another point's
+            self.kept_m = j
         memcpy(self.points + j * d, x, d * sizeof(double))
         cdistances(&self.spec, x, self.points, n, d, self.values)
         for i in range(j):
@@ -277,6 +283,8 @@ cdef class KernelMean:
         self.t_synced = t
         if n < self.m:
             self.m = n
+            if self.kept_m > n:
+                self.kept_m = n
         if not grown:
             for j in range(self.m):
                 if memcmp(self.points + j * d, C + j * d, d * sizeof(double)) != 0:
@@ -295,6 +303,7 @@ cdef class KernelMean:
         """kbar of the points at the width gamma."""
         cdef Py_ssize_t i, j, m = self.m, pairs = cpacked(self.m)
         cdef double diag = 0.0, S, trace
+        cdef double* kv
         self.spec.gamma = gamma
         if self.rows and gamma == self.total_gamma:
             for j in range(m - self.n_pending, m):      # each new row's values, summed
@@ -302,14 +311,29 @@ cdef class KernelMean:
                 cvalues_from(&self.spec, j, self.values)
                 self.total += cpairwise_sum(self.values, j)
         elif m >= 2 or self.rows:
-            # the whole (m, m) matrix in row-major order, summed as NumPy sums it
-            memcpy(self.values, self.dist, pairs * sizeof(double))
-            cvalues_from(&self.spec, pairs, self.values)
+            # the whole (m, m) matrix in row-major order, summed as NumPy sums it; over the
+            # centres at an unchanged width, the kept values of the unchanged points' pairs
+            # serve again (a value is computed alone, wherever it sits), and an unchanged
+            # set of points keeps its sum
+            if self.rows:
+                memcpy(self.values, self.dist, pairs * sizeof(double))
+                cvalues_from(&self.spec, pairs, self.values)
+                kv = self.values
+            else:
+                if gamma != self.kept_gamma:
+                    self.kept_m, self.kept_gamma = 0, gamma
+                if self.kept_m == m and self.total_m == m:
+                    self.n_pending = 0
+                    return (self.total + 1.0) / (<double>(m * (m - 1)) / 2.0 + 1.0)
+                j = cpacked(self.kept_m)
+                memcpy(self.kept + j, self.dist + j, (pairs - j) * sizeof(double))
+                cvalues_from(&self.spec, pairs - j, self.kept + j)
+                self.kept_m, self.total_m, kv = m, m, self.kept
             cvalues_from(&self.spec, 1, &diag)
             for j in range(m):
                 self.full[j * m + j] = diag
                 for i in range(j):
-                    self.full[j * m + i] = self.full[i * m + j] = self.values[cpacked(j) + i]
+                    self.full[j * m + i] = self.full[i * m + j] = kv[cpacked(j) + i]
             S = cpairwise_sum(self.full, m * m)
             trace = cpairwise_sum(self.full, m, m + 1)
             self.total = 0.5 * (S - trace)
