@@ -27,6 +27,19 @@ def test_shapes_positions_and_seeds(make):
     assert none.size == 0
 
 
+@pytest.mark.parametrize("make", GENERATORS)
+def test_docstrings_carry_the_shared_returns(make):
+    doc = make.__doc__
+    assert "{stream}" not in doc
+    parameters, returns = doc.split("    Returns\n    -------\n")
+    assert parameters.rstrip().endswith(
+        "random_state : int, numpy.random.Generator or None, default=None")
+    assert returns.startswith("    X : ndarray of shape (n_samples, n_features)\n"
+                              "    y : ndarray of shape (n_samples,)\n")
+    assert "    drifts : ndarray of int64\n        The " in returns
+    assert "    References\n    ----------\n    See docs/drift.md, section 1" in returns
+
+
 def test_drift_positions():
     np.testing.assert_array_equal(drift_positions(10, 1), [5])
     np.testing.assert_array_equal(drift_positions(9, 2), [3, 6])

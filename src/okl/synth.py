@@ -12,6 +12,8 @@ See docs/algorithms.md, section 5.5, and docs/drift.md.
    classifiers and its application in dynamic environments",
    Statistical Analysis and Data Mining, 2(5-6), 2009.
 """
+import re
+import textwrap
 from numbers import Integral, Real
 
 import numpy as np
@@ -459,15 +461,45 @@ def _width(width, positions, n_samples, default=1):
     return np.full(len(positions), width, dtype=np.int64)
 
 
-def _progress(n_samples, positions, widths):
-    """(concept index, progress u in [0, 1] of the change into it) of every event: concept 0
-    before the first position, concept k from position k - 1 on, u rising linearly from
-    1 / width at the position to 1 after `width` events."""
+def _changes(n_samples, drifts, width=None, default=1):
+    """(positions, k, u): the drift positions (`drift_positions`) and, for every event, its
+    concept k and the progress u in [0, 1] of the change into it: concept 0 before the first
+    position, concept k from position k - 1 on, u rising linearly from 1 / width at the
+    position to 1 after `width` events (`_width`: None takes `default`, None then meaning
+    until the next position)."""
+    positions = drift_positions(n_samples, drifts)
+    widths = _width(width, positions, n_samples, default)
     t = np.arange(n_samples)
     k = np.searchsorted(positions, t, side="right")
     start = np.concatenate([[0], positions])[k]
     width = np.concatenate([[1], widths])[k]
-    return k, np.minimum((t - start + 1) / width, 1.0)
+    return positions, k, np.minimum((t - start + 1) / width, 1.0)
+
+
+_STREAM = """\
+random_state : int, numpy.random.Generator or None, default=None
+
+Returns
+-------
+X : ndarray of shape (n_samples, n_features)
+y : ndarray of shape (n_samples,){y}
+drifts : ndarray of int64
+    {drifts}"""
+
+
+def _stream_doc(drifts, y=None):
+    """Decorator of a drifting generator: the line ``{stream}`` of its docstring becomes the
+    last parameter and the Returns section they share, `y` saying what the labels are and
+    `drifts` what starts at the positions."""
+    text = _STREAM.format(y="" if y is None else "\n    " + y, drifts=drifts)
+
+    def fill(generator):
+        if generator.__doc__:                   # None under python -OO
+            generator.__doc__ = re.sub(r"^( *)\{stream\}$",
+                                       lambda m: textwrap.indent(text, m.group(1)),
+                                       generator.__doc__, count=1, flags=re.MULTILINE)
+        return generator
+    return fill
 
 
 def _cluster_labels(rng, n_clusters, n_classes):
@@ -487,6 +519,7 @@ def _check_clusters(n_features, n_clusters, n_classes, cluster_std):
     return n_features, n_clusters, n_classes, cluster_std
 
 
+@_stream_doc("The events at which the moves start.", y="Classes 0, ..., n_classes - 1.")
 def moving_clusters(n_samples=10000, *, n_features=10, n_clusters=20, n_classes=2, drifts=4,
                     width=None, cluster_std=0.1, random_state=None):
     """Gaussian clusters whose centres move: a gradual, continuing drift.
@@ -513,15 +546,7 @@ def moving_clusters(n_samples=10000, *, n_features=10, n_clusters=20, n_classes=
         Events a move takes (at most the shortest stretch between two
         positions); None: until the next position.
     cluster_std : float, default=0.1
-    random_state : int, numpy.random.Generator or None, default=None
-
-    Returns
-    -------
-    X : ndarray of shape (n_samples, n_features)
-    y : ndarray of shape (n_samples,)
-        Classes 0, ..., n_classes - 1.
-    drifts : ndarray of int64
-        The events at which the moves start.
+    {stream}
 
     References
     ----------
@@ -536,12 +561,10 @@ def moving_clusters(n_samples=10000, *, n_features=10, n_clusters=20, n_classes=
     """
     n_samples = _count(n_samples, "n_samples")
     d, m, n_classes, std = _check_clusters(n_features, n_clusters, n_classes, cluster_std)
-    positions = drift_positions(n_samples, drifts)
-    widths = _width(width, positions, n_samples, default=None)
+    positions, k, u = _changes(n_samples, drifts, width, default=None)
     rng = np.random.default_rng(random_state)
     labels = _cluster_labels(rng, m, n_classes)
     stops = rng.random((len(positions) + 1, m, d))      # where each move ends (0: the start)
-    k, u = _progress(n_samples, positions, widths)
     c = rng.integers(0, m, n_samples)
     start = stops[np.maximum(k - 1, 0), c]
     X = start + u[:, None] * (stops[k, c] - start) * (k > 0)[:, None]
@@ -549,6 +572,7 @@ def moving_clusters(n_samples=10000, *, n_features=10, n_clusters=20, n_classes=
     return X, labels[c], positions
 
 
+@_stream_doc("The first event of each new concept.", y="Classes 0, ..., n_classes - 1.")
 def concept_switch(n_samples=10000, *, n_features=10, n_clusters=20, n_classes=2, drifts=4,
                    move=0.5, cluster_std=0.1, random_state=None):
     """Gaussian clusters whose concept switches abruptly at each drift position.
@@ -573,15 +597,7 @@ def concept_switch(n_samples=10000, *, n_features=10, n_clusters=20, n_classes=2
         The probability that a cluster moves at a switch (0: only the classes
         change; 1: a new concept in new places).
     cluster_std : float, default=0.1
-    random_state : int, numpy.random.Generator or None, default=None
-
-    Returns
-    -------
-    X : ndarray of shape (n_samples, n_features)
-    y : ndarray of shape (n_samples,)
-        Classes 0, ..., n_classes - 1.
-    drifts : ndarray of int64
-        The first event of each new concept.
+    {stream}
 
     References
     ----------
@@ -592,21 +608,21 @@ def concept_switch(n_samples=10000, *, n_features=10, n_clusters=20, n_classes=2
     move = _number(move, "move")
     if not 0.0 <= move <= 1.0:
         raise ValueError(f"move must be a probability in [0, 1]; got {move!r}.")
-    positions = drift_positions(n_samples, drifts)
+    positions, k, _ = _changes(n_samples, drifts)
     rng = np.random.default_rng(random_state)
     centres = np.empty((len(positions) + 1, m, d))
     labels = np.empty((len(positions) + 1, m), dtype=np.int64)
     centres[0], labels[0] = rng.random((m, d)), _cluster_labels(rng, m, n_classes)
-    for k in range(1, len(positions) + 1):
-        labels[k] = _cluster_labels(rng, m, n_classes)
+    for j in range(1, len(positions) + 1):
+        labels[j] = _cluster_labels(rng, m, n_classes)
         moved = rng.random(m) < move
-        centres[k] = np.where(moved[:, None], rng.random((m, d)), centres[k - 1])
-    k = np.searchsorted(positions, np.arange(n_samples), side="right")
+        centres[j] = np.where(moved[:, None], rng.random((m, d)), centres[j - 1])
     c = rng.integers(0, m, n_samples)
     X = centres[k, c] + std * rng.standard_normal((n_samples, d))
     return X, labels[k, c], positions
 
 
+@_stream_doc("The events at which the turns start.", y="Classes 0 and 1.")
 def rotating_hyperplane(n_samples=10000, *, n_features=10, drifts=4, angle=np.pi / 2, width=1,
                         noise=0.1, random_state=None):
     """A linear concept that rotates at each drift position, with label noise.
@@ -628,15 +644,7 @@ def rotating_hyperplane(n_samples=10000, *, n_features=10, drifts=4, angle=np.pi
         Events a turn takes (at most the shortest stretch between two positions).
     noise : float in [0, 1/2], default=0.1
         The probability that a label is flipped.
-    random_state : int, numpy.random.Generator or None, default=None
-
-    Returns
-    -------
-    X : ndarray of shape (n_samples, n_features)
-    y : ndarray of shape (n_samples,)
-        Classes 0 and 1.
-    drifts : ndarray of int64
-        The events at which the turns start.
+    {stream}
 
     References
     ----------
@@ -652,19 +660,17 @@ def rotating_hyperplane(n_samples=10000, *, n_features=10, drifts=4, angle=np.pi
     noise = _number(noise, "noise")
     if not 0.0 <= noise <= 0.5:
         raise ValueError(f"noise must be a probability in [0, 0.5]; got {noise!r}.")
-    positions = drift_positions(n_samples, drifts)
-    widths = _width(width, positions, n_samples)
+    positions, k, u = _changes(n_samples, drifts, width)
     rng = np.random.default_rng(random_state)
     normals = np.empty((len(positions) + 1, d))     # w at each drift position
     planes = np.zeros((len(positions) + 1, d))      # the unit direction w turns towards
     w = rng.standard_normal(d)
     normals[0] = w / np.linalg.norm(w)
-    for k in range(1, len(positions) + 1):
+    for j in range(1, len(positions) + 1):
         v = rng.standard_normal(d)
-        v -= (v @ normals[k - 1]) * normals[k - 1]
-        planes[k] = v / np.linalg.norm(v)
-        normals[k] = np.cos(angle) * normals[k - 1] + np.sin(angle) * planes[k]
-    k, u = _progress(n_samples, positions, widths)
+        v -= (v @ normals[j - 1]) * normals[j - 1]
+        planes[j] = v / np.linalg.norm(v)
+        normals[j] = np.cos(angle) * normals[j - 1] + np.sin(angle) * planes[j]
     X = rng.random((n_samples, d))
     start = normals[np.maximum(k - 1, 0)]
     a = np.where(k > 0, u * angle, 0.0)[:, None]
@@ -691,6 +697,7 @@ def friedman(X, features):
     return 10 * np.sin(np.pi * a * b) + 20 * (c - 0.5) ** 2 + 10 * d + 5 * e
 
 
+@_stream_doc("The events at which the changes start.")
 def drifting_friedman(n_samples=10000, *, n_features=10, drifts=4, width=1, noise=1.0,
                       random_state=None):
     """Friedman's first regression target on features that change at each drift position.
@@ -711,14 +718,7 @@ def drifting_friedman(n_samples=10000, *, n_features=10, drifts=4, width=1, nois
     width : int, default=1
         Events a change takes (at most the shortest stretch between two positions).
     noise : float >= 0, default=1.0
-    random_state : int, numpy.random.Generator or None, default=None
-
-    Returns
-    -------
-    X : ndarray of shape (n_samples, n_features)
-    y : ndarray of shape (n_samples,)
-    drifts : ndarray of int64
-        The events at which the changes start.
+    {stream}
 
     References
     ----------
@@ -731,11 +731,9 @@ def drifting_friedman(n_samples=10000, *, n_features=10, drifts=4, width=1, nois
     noise = _number(noise, "noise")
     if not 0 <= noise < np.inf:
         raise ValueError(f"noise must be a finite float >= 0; got {noise!r}.")
-    positions = drift_positions(n_samples, drifts)
-    widths = _width(width, positions, n_samples)
+    positions, k, u = _changes(n_samples, drifts, width)
     rng = np.random.default_rng(random_state)
     roles = np.array([rng.permutation(d)[:5] for _ in range(len(positions) + 1)])
-    k, u = _progress(n_samples, positions, widths)
     X = rng.random((n_samples, d))
     y = np.empty(n_samples)
     for j in range(len(roles)):
