@@ -41,21 +41,10 @@ from okl import (
 )
 from okl.evaluation import progressive_validation
 from okl.kernels import kernel_matrix
-from okl.preprocessing import OnlineStandardScaler
+
+from scaled_streams import online_scaled
 
 GRID = 2.0 ** np.arange(-3, 6)
-
-
-def online_scaled(X, y, shuffle=True):
-    """Shuffled once (seed 0), each event scaled by the moments of the events up to it."""
-    order = np.random.default_rng(0).permutation(len(X)) if shuffle else np.arange(len(X))
-    X, y = X[order], np.asarray(y)[order]
-    scaler = OnlineStandardScaler()
-    Z = np.empty_like(X, dtype=np.float64)
-    for i, x in enumerate(X):
-        scaler.learn_one(x)
-        Z[i] = scaler.transform_one(x)
-    return Z, y
 
 
 def streams():

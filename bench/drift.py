@@ -38,10 +38,11 @@ from okl import (
     OnlineKernelRegressor, RegularizedPAClassifier,
 )
 from okl.evaluation import progressive_validation, recovery
-from okl.preprocessing import OnlineStandardScaler
 from okl.synth import (
     concept_switch, drifting_friedman, lorenz, mackey_glass, moving_clusters, rotating_hyperplane,
 )
+
+from scaled_streams import online_scaled
 
 SEEDS = (0, 1, 2)
 N = 10000
@@ -157,18 +158,6 @@ def recovery_table(river=True):
                   f"{1000 * seconds / (len(streams) * N) * 1000:.0f} |")
 
 
-def online_scaled(X, y, seed):
-    """Shuffled (seed), each event scaled by the moments of the events up to it."""
-    order = np.random.default_rng(seed).permutation(len(X))
-    X, y = X[order], np.asarray(y)[order]
-    scaler = OnlineStandardScaler()
-    Z = np.empty_like(X, dtype=np.float64)
-    for i, x in enumerate(X):
-        scaler.learn_one(x)
-        Z[i] = scaler.transform_one(x)
-    return Z, y
-
-
 def stationary_sets():
     digits = load_digits(return_X_y=True)
     return {
@@ -190,7 +179,7 @@ def stationary(shuffles=5):
     print("|---|---|---|---|---|---|")
     worst = 0.0
     for name, ((X, y), task) in stationary_sets().items():
-        runs = [online_scaled(X, y, seed) for seed in range(shuffles)]
+        runs = [online_scaled(X, y, seed=seed) for seed in range(shuffles)]
         learners = REGRESSORS if task == "regression" else CLASSIFIERS
         for label, make in learners.items():
             scores, changes = [], 0
@@ -292,7 +281,8 @@ def krls(block=500):
     print("|---|---|---|---|")
     X, y = load_diabetes(return_X_y=True)
     stationary_streams = {
-        "diabetes (5 shuffles, standardised online)": [online_scaled(X, y, s) for s in range(5)],
+        "diabetes (5 shuffles, standardised online)":
+            [online_scaled(X, y, seed=s) for s in range(5)],
         f"Friedman, {N} events": [drifting_friedman(N, drifts=0, random_state=s)[:2]
                                   for s in SEEDS],
         f"Lorenz, {N} events": [lorenz(N, random_state=s) for s in SEEDS],
