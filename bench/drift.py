@@ -121,6 +121,29 @@ def cell(recs):
     return text + (f" ({never} never)" if never else "")
 
 
+def side_by_side(models, X, y, path, block, **first):
+    """us per event of each model learning the same stream side by side: the first block by
+    each (partial_fit with `first`), then every later block (path "events": predict_one, then
+    learn_one, one event at a time; "chunks": one partial_fit) by one model after the other,
+    the process's CPU time of each block summed (so that the machine's other work shifts
+    neither)."""
+    n, targets = len(y), y.tolist()
+    for est in models:
+        est.partial_fit(X[:block], y[:block], **first)
+    seconds = [0.0] * len(models)
+    for lo in range(block, n, block):
+        for k, est in enumerate(models):
+            start = time.process_time()
+            if path == "events":
+                for i in range(lo, min(lo + block, n)):
+                    est.predict_one(X[i])
+                    est.learn_one(X[i], targets[i])
+            else:
+                est.partial_fit(X[lo:lo + block], y[lo:lo + block])
+            seconds[k] += time.process_time() - start
+    return [sec / (n - block) * 1e6 for sec in seconds]
+
+
 def recovery_table(river=True):
     print(f"okl.synth streams of {N} events, drifts at 2000, 4000, 6000, 8000; seeds {SEEDS}; "
           "window 500, tolerance 0.01 (RMSE: 1 %); " + load())
@@ -202,9 +225,7 @@ def stationary(shuffles=5):
 
 def cost(n=20000, block=500):
     """us per event of the same learner without and with the detector, learning the same
-    stream side by side: a block of events (one at a time: predict_one, then learn_one;
-    or one partial_fit chunk) for one, then the same block for the other, the process's CPU
-    time of each block summed (so that the machine's other work shifts neither).  The streams
+    stream side by side (`side_by_side`: one event at a time, then in chunks).  The streams
     do not change: the detector sees no change and both hold the same model, so the
     difference is the detector's own cost (on a changing stream the models, and their costs,
     differ)."""
@@ -220,26 +241,12 @@ def cost(n=20000, block=500):
     learners += [(label, make, Xr, yr) for label, make in REGRESSORS.items()]
     for label, make, X, y in learners:
         fixed = {} if "Regressor" in label else {"classes": np.unique(y)}
-        targets = y.tolist()
         row = []
         for path in ("events", "chunks"):
             models = [make(**adapt) for adapt in (PLAIN, ADAPT)]
-            for est in models:
-                est.partial_fit(X[:block], y[:block], **fixed)
-            seconds = [0.0, 0.0]
-            for lo in range(block, n, block):
-                for k, est in enumerate(models):
-                    start = time.process_time()
-                    if path == "events":
-                        for i in range(lo, min(lo + block, n)):
-                            est.predict_one(X[i])
-                            est.learn_one(X[i], targets[i])
-                    else:
-                        est.partial_fit(X[lo:lo + block], y[lo:lo + block])
-                    seconds[k] += time.process_time() - start
+            per = side_by_side(models, X, y, path, block, **fixed)
             if models[1].n_drifts_:
                 print(f"({label}: the detector saw {models[1].n_drifts_} changes)")
-            per = [sec / (n - block) * 1e6 for sec in seconds]
             row += [f"{per[0]:.1f}", f"{per[1]:.1f}", f"{per[1] / per[0]:.2f}"]
         print(f"| {label} | " + " | ".join(row) + " |", flush=True)
     for task, X, y in (("classification", Xc, yc), ("regression", Xr, yr)):
@@ -301,7 +308,6 @@ def krls(block=500):
         print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
     n = 10000
     X, y, _ = drifting_friedman(n, drifts=0, random_state=0)
-    targets = y.tolist()
     print(f"\ncost: {n} events of drifting_friedman(drifts=0), blocks of {block} alternating, "
           "CPU time of the process; " + load())
     print("| path | us/event, None | page_hinkley | ratio | watching only (no change) | ratio |")
@@ -310,20 +316,7 @@ def krls(block=500):
     watching = {"drift_detector": PageHinkley(threshold=1e300)}    # its own cost alone
     for path in ("events", "chunks"):
         models = [KernelRLSRegressor(**adapt) for adapt in (PLAIN, ADAPT, watching)]
-        for est in models:
-            est.partial_fit(X[:block], y[:block])
-        seconds = [0.0, 0.0, 0.0]
-        for lo in range(block, n, block):
-            for k, est in enumerate(models):
-                start = time.process_time()
-                if path == "events":
-                    for i in range(lo, min(lo + block, n)):
-                        est.predict_one(X[i])
-                        est.learn_one(X[i], targets[i])
-                else:
-                    est.partial_fit(X[lo:lo + block], y[lo:lo + block])
-                seconds[k] += time.process_time() - start
-        per = [sec / (n - block) * 1e6 for sec in seconds]
+        per = side_by_side(models, X, y, path, block)
         print(f"| {path} | {per[0]:.1f} | {per[1]:.1f} ({models[1].n_drifts_} changes) | "
               f"{per[1] / per[0]:.2f} | {per[2]:.1f} | {per[2] / per[0]:.2f} |", flush=True)
     print(load())
