@@ -8,7 +8,8 @@ paper tunes each regularized passive-aggressive rule on phases 1-2 and reports t
 online error over phases 3-4; its best setting here is the best of the objective-, L2- and
 L1-regularized `okl.RegularizedPAClassifier` grids of examples/shen_dietterich_drift.py,
 chosen per trial on phases 1-2 (the paper's protocol, a tuning the stream grants in
-hindsight).
+hindsight).  The stream, the grids, the error and the figure are that example's (imported
+from it: keep the two files side by side).
 
 Against it, untuned learners whose change detector (`drift_detector`, docs/drift.md)
 watches their own mistakes: `okl.OnlineKernelClassifier()` (the default detects changes),
@@ -24,19 +25,18 @@ import time
 import warnings
 
 import numpy as np
-from sklearn.datasets import load_digits
 
 from okl import OnlineKernelClassifier, RegularizedPAClassifier
-from okl.evaluation import progressive_validation
 from okl.passive_aggressive import InfeasibleUpdateWarning
 from okl.synth import drifting_phases
 
-ROLES = (3, 7, 8, 9)          # P1, P2, N1, N2: the paper's USPS digits
-CLASSES = np.array([-1, 1])
-PAPER_GRID = ([dict(regularization="objective", alpha=a)
-               for a in (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1)]
-              + [dict(regularization="l2", beta=b) for b in (1.0, 1.5, 2.0, 3.0, 5.0, 8.0)]
-              + [dict(regularization="l1", beta=b) for b in (2.0, 3.0, 5.0, 8.0, 12.0, 20.0, 30.0)])
+from shen_dietterich_drift import (      # the example beside this one
+    METHODS, ROLES, cumulative_figure, digits, late_errors, mistakes, pyplot,
+)
+
+PAPER_GRID = [(cls, {**fixed, **params})             # the paper's regularized PA grids
+              for cls, fixed, grid in (METHODS[m] for m in ("objective", "L2", "L1"))
+              for params in grid]
 UNTUNED = {
     "OnlineKernelClassifier()": lambda: OnlineKernelClassifier(),
     "OnlineKernelClassifier(drift_detector=None)":
@@ -46,16 +46,12 @@ UNTUNED = {
 }
 
 
-def mistakes(est, X, y):
-    return progressive_validation(est, X, y, classes=CLASSES).predictions != y
-
-
 def trial(seed, X, y, n):
     """{method: its mistakes over the stream}; the paper's best PA tuned on phases 1-2."""
     Xs, ys = drifting_phases(X, y, ROLES, n, random_state=seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InfeasibleUpdateWarning)
-        runs = [mistakes(RegularizedPAClassifier(**params), Xs, ys) for params in PAPER_GRID]
+        runs = [mistakes(cls(**params), Xs, ys) for cls, params in PAPER_GRID]
     best = int(np.argmin([m[:2 * n].mean() for m in runs]))
     out = {"paper's best RegularizedPAClassifier (tuned on phases 1-2)": runs[best]}
     out.update({name: mistakes(make(), Xs, ys) for name, make in UNTUNED.items()})
@@ -71,8 +67,7 @@ def main(argv=None):
     parser.add_argument("--out", default="drifting_digits_tracking.png")
     args = parser.parse_args(argv)
     args.trials = args.trials or (3 if args.quick else 20)
-    X, y = load_digits(return_X_y=True)
-    X = X / 16.0
+    X, y = digits()
     n = args.n_per_phase
     start = time.perf_counter()
     trials = [trial(args.seed + k, X, y, n) for k in range(args.trials)]
@@ -81,29 +76,18 @@ def main(argv=None):
     curves = {}
     for method in trials[0]:
         wrong = np.array([t[method] for t in trials], dtype=float)
-        late = wrong[:, 2 * n:].mean(axis=1)
-        ci = 1.96 * late.std(ddof=1) / np.sqrt(len(late)) if len(late) > 1 else 0.0
-        curves[method] = (np.cumsum(wrong[:, 2 * n:], axis=1)
-                          / np.arange(1, wrong.shape[1] - 2 * n + 1)).mean(axis=0)
+        late, ci, curves[method] = late_errors(wrong, 2 * n)
         print(f"{late.mean():.4f} +- {ci:.4f}  {method}")
-    plot(curves, n, args.trials, args.out)
+    plot(curves, args.trials, args.out)
 
 
-def plot(curves, n, n_trials, out):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed: no plot (pip install matplotlib).")
+def plot(curves, n_trials, out):
+    plt = pyplot()
+    if plt is None:
         return
-    fig, ax = plt.subplots(figsize=(7.2, 4.6))
-    for method, curve in curves.items():
-        ax.plot(np.arange(1, len(curve) + 1), curve, label=method)
-    ax.set(xlabel="instances of phases 3-4", ylabel="cumulative error rate", xscale="log",
-           title=f"Drifting digits 3,7 vs 8,9: {n_trials} trials, untuned vs the paper's best")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
+    fig = cumulative_figure(
+        plt, curves, f"Drifting digits 3,7 vs 8,9: {n_trials} trials, untuned vs the paper's best",
+        figsize=(7.2, 4.6), fontsize=7)
     fig.savefig(out, dpi=120)
     print(f"plot written to {out}")
 

@@ -65,11 +65,9 @@ def digits():
     return X / 16.0, y
 
 
-def mistakes(method, params, X, y):
-    """Predict-then-learn mistakes of one method over the whole stream."""
-    cls, fixed, _ = METHODS[method]
-    result = progressive_validation(cls(**fixed, **params), X, y, classes=CLASSES)
-    return result.predictions != y
+def mistakes(est, X, y):
+    """Predict-then-learn mistakes of an estimator over the whole stream."""
+    return progressive_validation(est, X, y, classes=CLASSES).predictions != y
 
 
 def run_trial(X, y, seed, n_per_phase):
@@ -78,8 +76,8 @@ def run_trial(X, y, seed, n_per_phase):
     Xs, ys = drifting_phases(X, y, ROLES, n_per_phase, random_state=seed)
     half = 2 * n_per_phase
     out = {}
-    for method, (_, _, grid) in METHODS.items():
-        runs = [mistakes(method, params, Xs, ys) for params in grid]
+    for method, (cls, fixed, grid) in METHODS.items():
+        runs = [mistakes(cls(**fixed, **params), Xs, ys) for params in grid]
         best = int(np.argmin([m[:half].mean() for m in runs]))
         out[method] = (grid[best], runs[best], [m[half:].mean() for m in runs])
     return out
@@ -111,6 +109,17 @@ def feature_curve(method, params, X, y, seed, n_per_phase, chunk=20):
             kept.append(np.count_nonzero(est.coef_))
         curve.append((wrong / (len(ys) - half), np.mean(kept)))
     return np.array(curve)
+
+
+def late_errors(wrong, half):
+    """From the trials' mistakes (one row a trial): each trial's error over phases 3-4 (from
+    event `half` on), its 95 % interval's half-width, and the mean cumulative error rate
+    over phases 3-4."""
+    late = wrong[:, half:].mean(axis=1)
+    ci = 1.96 * late.std(ddof=1) / np.sqrt(len(late)) if len(late) > 1 else 0.0
+    curve = (np.cumsum(wrong[:, half:], axis=1)
+             / np.arange(1, wrong.shape[1] - half + 1)).mean(axis=0)
+    return late, ci, curve
 
 
 def setting(params):
@@ -155,10 +164,8 @@ def main(argv=None):
     for method in METHODS:
         chosen = [t[method][0] for t in trials]
         wrong = np.array([t[method][1] for t in trials], dtype=float)
-        early, late = wrong[:, :half].mean(axis=1), wrong[:, half:].mean(axis=1)
-        ci = 1.96 * late.std(ddof=1) / np.sqrt(len(late)) if len(late) > 1 else 0.0
-        curves[method] = (np.cumsum(wrong[:, half:], axis=1)
-                          / np.arange(1, wrong.shape[1] - half + 1)).mean(axis=0)
+        early = wrong[:, :half].mean(axis=1)
+        late, ci, curves[method] = late_errors(wrong, half)
         print(f"{method:<10} {describe(chosen):<32} {early.mean():>10.4f} "
               f"{late.mean():>19.4f} +- {ci:.4f}")
     print("\nError over phases 3-4 at every setting of the grid (mean over trials), untuned:")
@@ -177,21 +184,36 @@ def main(argv=None):
     plot(curves, features, n, args.trials, args.out, args.out_features)
 
 
-def plot(curves, features, n, n_trials, out, out_features):
+def pyplot():
+    """matplotlib.pyplot drawing to files (Agg), or None, said, when matplotlib is missing."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         print("matplotlib is not installed: no plot (pip install matplotlib).")
-        return
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+        return None
+    return plt
+
+
+def cumulative_figure(plt, curves, title, figsize=(6.4, 4.4), **legend):
+    """Figure 1's kind: each method's cumulative error rate over phases 3-4."""
+    fig, ax = plt.subplots(figsize=figsize)
     for method, curve in curves.items():
         ax.plot(np.arange(1, len(curve) + 1), curve, label=method)
     ax.set(xlabel="instances of phases 3-4", ylabel="cumulative error rate", xscale="log",
-           title=f"Drifting digits 3,7 vs 8,9: {n_trials} trials (cf. Shen-Dietterich Fig. 1)")
-    ax.legend()
+           title=title)
+    ax.legend(**legend)
     fig.tight_layout()
+    return fig
+
+
+def plot(curves, features, n, n_trials, out, out_features):
+    plt = pyplot()
+    if plt is None:
+        return
+    fig = cumulative_figure(
+        plt, curves, f"Drifting digits 3,7 vs 8,9: {n_trials} trials (cf. Shen-Dietterich Fig. 1)")
     fig.savefig(out, dpi=120)
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     for method, curve in features.items():
