@@ -18,8 +18,14 @@ most 1.3), and the ratio of the fastest rounds (the least disturbed by other pro
 machine), with the load average.  river is a bench-only dependency here; its data sets
 are never used.
 
+With ``--blocks B`` it times "okl", "river" and "river-proba" on three models warmed once,
+taking the 300 events in turn, B blocks each (the same events again every block): a slowdown
+of the machine then falls on every path alike, and the ratios hold within a few percent on a
+loaded machine where the rounds' move by 0.1-0.4.
+
     python bench/river_speed.py               # every learner, 7 rounds
     python bench/river_speed.py --rounds 3 PA     # learners whose label holds a word
+    python bench/river_speed.py --blocks 100 "RegularizedPAClassifier()" fourier
 """
 import argparse
 import os
@@ -106,11 +112,55 @@ def paths(make, task):
     return out
 
 
+def interleaved(make, task, blocks):
+    """{path: us per event of each block}: okl's own path and the wrapper's, on models warmed
+    once, taking the timed events in turn."""
+    from okl.river import to_river
+    rows, labels = stream(task)
+    names = ("okl", "river") if task == "regression" else ("okl", "river", "river-proba")
+    calls = {}
+    for path in names:
+        model = make() if path == "okl" else to_river(make())
+        for x, y in zip(rows[:WARM], labels[:WARM]):
+            model.learn_one(x, y)
+        calls[path] = (model.predict_proba_one if path == "river-proba" else model.predict_one,
+                       model.learn_one)
+    times = {path: [] for path in names}
+    events = list(zip(rows[WARM:], labels[WARM:]))
+    for _ in range(blocks):
+        for path, (predict, learn) in calls.items():
+            start = time.thread_time()
+            for x, y in events:
+                predict(x)
+                learn(x, y)
+            times[path].append((time.thread_time() - start) / N * 1e6)
+    return times
+
+
+def row(label, path, value, base):
+    """One line of the table: median and fastest us per event, and their ratios to base."""
+    print(f"| {label} | {path} | {np.median(value):.1f} | "
+          f"{np.median(value) / np.median(base):.2f} | {min(value):.1f} | "
+          f"{min(value) / min(base):.2f} |")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="learners whose label holds one of these")
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--blocks", type=int, default=0,
+                        help="time the paths in turn on warmed models, this many blocks")
     args = parser.parse_args()
+    if args.blocks:
+        print(f"load average {os.getloadavg()[0]:.2f}; {args.blocks} blocks in turn, us per event")
+        print("| learner | path | median | / okl | fastest | / okl |\n|---|---|---|---|---|---|")
+        for label, (make, task) in learners().items():
+            if args.names and not any(name in label for name in args.names):
+                continue
+            times = interleaved(make, task, args.blocks)
+            for path, value in times.items():
+                row(label, path, value, times["okl"])
+        return
     table = {label: paths(make, task) for label, (make, task) in learners().items()
              if not args.names or any(name in label for name in args.names)}
     times = {(label, path): [] for label, runs in table.items() for path in runs}
@@ -123,10 +173,7 @@ def main():
     for label, runs in table.items():
         for path in runs:
             base = times[label, "scaler | okl" if path.startswith("scaler") else "okl"]
-            value = times[label, path]
-            print(f"| {label} | {path} | {np.median(value):.1f} | "
-                  f"{np.median(value) / np.median(base):.2f} | {min(value):.1f} | "
-                  f"{min(value) / min(base):.2f} |")
+            row(label, path, times[label, path], base)
 
 
 if __name__ == "__main__":

@@ -387,3 +387,19 @@ def test_a_kept_margin_is_taken_again_after_a_change(river, make):
     assert (ours.platt.A, ours.platt.B) == (platt.A, platt.B)
     assert ours.platt.n_positive + ours.platt.n_negative == platt.n_positive + \
         platt.n_negative > 150
+
+
+def test_a_learner_with_its_own_learn_one_learns_through_it(river):
+    """The wrapper calls the compiled step of okl's one-event learn_one itself; a learner
+    whose learn_one is another (a conformal classifier's) is taught through its own."""
+    from okl.conformal import ConformalClassifier
+    from okl.river import to_river
+    _, _, events = stream(120, classify=True)
+    direct = ConformalClassifier(OnlineKernelClassifier(gamma=0.5))
+    model = to_river(ConformalClassifier(OnlineKernelClassifier(gamma=0.5)))
+    assert not model._own_step and to_river(OnlineKernelClassifier())._own_step
+    for x, target in events:
+        assert model.predict_one(x) == direct.predict_one(x)
+        model.learn_one(x, target)
+        direct.learn_one(x, target)
+    assert direct.estimator_.t_ == model.estimator.estimator_.t_ > 100

@@ -15,7 +15,7 @@ import numpy as np
 
 from sklearn.base import clone, is_classifier
 
-from okl._core import _platt
+from okl._core import _platt, _pointwise
 from okl._core._platt import OnlinePlatt
 from okl._one_event import EventAdapter, _Schema
 
@@ -50,11 +50,13 @@ class _Wrapper:
         self.unknown_features = unknown_features
         self._events = EventAdapter(estimator, _Schema(unknown_features))
         self._labels = (None, [])       # classes_ and classes_.tolist() (river's dict keys)
-        self._direct = self._serves()
+        self._direct, self._own_step = self._serves()
 
     def _serves(self):
-        """The learner's own one-event methods serve every event."""
-        return self.unknown_features == "error" and hasattr(self.estimator, "learn_one")
+        """Whether the learner's own one-event methods serve every event, and whether its
+        learn_one is the compiled one of `okl._core._pointwise` (whose step `_platt` calls)."""
+        return (self.unknown_features == "error" and hasattr(self.estimator, "learn_one"),
+                getattr(type(self.estimator), "learn_one", None) is _pointwise.learn_one)
 
     def _labels_of(self, classes):
         """classes_ as plain Python values (computed once per classes_)."""
@@ -91,7 +93,7 @@ class _Wrapper:
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._labels = (None, [])
-        self._direct = self._serves()
+        self._direct, self._own_step = self._serves()
 
     @classmethod
     def _unit_test_params(cls):

@@ -9,7 +9,7 @@ cimport numpy as cnp
 from libc.math cimport exp, isfinite
 
 from okl._core._event cimport dict_version
-from okl._core._pointwise import MISS
+from okl._core._pointwise cimport Events, NOTHING
 
 cnp.import_array()
 
@@ -109,15 +109,42 @@ cdef class OnlinePlatt:
         return type(other) is type(self) and self.state() == other.state()
 
 
-cdef object score(object est, object x):
-    """f(x) (or the k scores) of the learner: its compiled step's in one call
-    (`Events.decision_ready`), else its own `_score_one`."""
-    step = getattr(est, "_one_event_step", None)
-    if step is not None:
-        f = step.decision_ready(est, x)
-        if f is not MISS:
-            return f
-    return est._score_one(x)
+cdef object step_score(object est, dict attrs, object x):
+    """f(x) (or the k scores) from the learner's compiled step (attrs: the learner's
+    ``__dict__``), `Events.decision_ready` as C calls (the row, the check and the prediction
+    under the learner's lock); None when the step declines x."""
+    cdef Events step
+    found = getattr(est, "_one_event_step", None)
+    if isinstance(found, Events):
+        step = <Events>found
+        if step.serves != NOTHING and step.lock is not None:
+            step.lock.cacquire()
+            try:
+                row = step.crow(attrs, x)
+                if row is not None and step.cstill(est, attrs):
+                    return step.cpredict(attrs, row)
+            finally:
+                step.lock.crelease()
+    return None
+
+
+cdef object score(object est, dict attrs, object x):
+    """f(x) (or the k scores) of the learner (``__dict__`` attrs): its compiled step's
+    (`step_score`), else its own `_score_one`."""
+    f = step_score(est, attrs, x)
+    return est._score_one(x) if f is None else f
+
+
+cdef learn(object est, object x, object y, bint own):
+    """est.learn_one(x, y); `own`: est's learn_one is the compiled
+    `okl._core._pointwise.learn_one`, whose step (`Events.learn_ready`) is called here
+    as a C call (what it declines goes to est.learn_one, which declines it again without a
+    write and takes the adapter)."""
+    if own:
+        found = getattr(est, "_one_event_step", None)
+        if isinstance(found, Events) and (<Events>found).learn_ready(est, x, y, 1.0):
+            return
+    est.learn_one(x, y)
 
 
 cdef class KeptMargin:
@@ -130,23 +157,25 @@ cdef class KeptMargin:
     cdef unsigned long long xv, ev
     cdef double f
 
-    cdef void keep(self, object est, object x, double f):
+    cdef void keep(self, object est, dict attrs, object x, double f):
+        """Keep f, the margin of x on est (whose ``__dict__`` is attrs)."""
         cdef unsigned long long xv = 0, ev = 0
         if type(x) is dict:
-            xv, ev = dict_version(<dict>x), dict_version(<dict>est.__dict__)
+            xv, ev = dict_version(<dict>x), dict_version(attrs)
         if xv == 0 or ev == 0:
             self.x = self.est = None
             return
         self.x, self.est, self.xv, self.ev, self.f = x, est, xv, ev, f
 
-    cdef object margin(self, object est, object x):
-        """The kept margin of x on the unchanged learner est, else `score`."""
+    cdef object margin(self, object est, dict attrs, object x):
+        """The kept margin of x on the unchanged learner est (``__dict__`` attrs), else
+        `score`."""
         if (self.x is not None and self.x is x and self.est is est
                 and self.xv == dict_version(<dict>x)
-                and self.ev == dict_version(<dict>est.__dict__)):
+                and self.ev == dict_version(attrs)):
             self.x = self.est = None
             return self.f
-        return score(est, x)
+        return score(est, attrs, x)
 
 
 cdef list labels_of(object wrapper, object classes):
@@ -187,19 +216,22 @@ def learn_one(self, x, y, w=1.0):
     teaches the scaling after the learner took the event (a bad event raises and changes
     nothing).  A weight other than 1 or a wrapper that drops unknown keys take the wrapper's
     `_learn_event`."""
+    cdef dict attrs
     if not ((w is 1.0 or type(w) is float and <double>w == 1.0) and self._direct):
         self._learn_event(x, y, w)
         return
     est = self.estimator
     platt = self.platt
-    classes = est.__dict__.get("classes_") if type(platt) is OnlinePlatt else None
+    attrs = est.__dict__
+    classes = attrs.get("classes_") if type(platt) is OnlinePlatt else None
     if classes is not None and len(classes) == 2:
         kept = self._margin
-        f = (<KeptMargin>kept).margin(est, x) if type(kept) is KeptMargin else score(est, x)
-        est.learn_one(x, y)
+        f = ((<KeptMargin>kept).margin(est, attrs, x) if type(kept) is KeptMargin
+             else score(est, attrs, x))
+        learn(est, x, y, self._own_step)
         (<OnlinePlatt>platt).learn(f, y == labels_of(self, classes)[1], 1.0)
     else:
-        est.learn_one(x, y)
+        learn(est, x, y, self._own_step)
     if self._first_label is None:
         self._first_label = y
 
@@ -209,19 +241,19 @@ def predict_one(self, x, **kwargs):
     or the adapter's for a wrapper that drops unknown keys.  With a Platt scaling and two
     classes, the label of the compiled step's margin f (classes_[f > 0], as the step's
     own label), the margin kept for the learn_one of x that follows (`KeptMargin`)."""
+    cdef dict attrs
     if not self._direct:
         return self._events.predict_one(x)
     est = self.estimator
-    classes = est.__dict__.get("classes_")
+    attrs = est.__dict__
+    classes = attrs.get("classes_")
     if type(self.platt) is OnlinePlatt and classes is not None and len(classes) == 2:
-        step = getattr(est, "_one_event_step", None)
-        if step is not None:
-            f = step.decision_ready(est, x)
-            if type(f) is float:
-                kept = self._margin
-                if type(kept) is KeptMargin:    # for the learn_one of x that follows
-                    (<KeptMargin>kept).keep(est, x, f)
-                return labels_of(self, classes)[<double>f > 0.0]
+        f = step_score(est, attrs, x)
+        if type(f) is float:
+            kept = self._margin
+            if type(kept) is KeptMargin:        # for the learn_one of x that follows
+                (<KeptMargin>kept).keep(est, attrs, x, f)
+            return labels_of(self, classes)[<double>f > 0.0]
     return est.predict_one(x)
 
 
@@ -232,25 +264,27 @@ def predict_proba_one(self, x, **kwargs):
     `_proba_event` for the rest."""
     cdef Py_ssize_t k
     cdef double p
+    cdef dict attrs
     est = self.estimator
-    classes = est.__dict__.get("classes_")
+    attrs = est.__dict__
+    classes = attrs.get("classes_")
     if classes is not None and self._direct:
         k = len(classes)
         platt = self.platt
         if type(platt) is OnlinePlatt and k == 2:
-            f = score(est, x)
+            f = score(est, attrs, x)
             kept = self._margin
             if type(kept) is KeptMargin:        # for the learn_one of x that follows
-                (<KeptMargin>kept).keep(est, x, f)
+                (<KeptMargin>kept).keep(est, attrs, x, f)
             p = (<OnlinePlatt>platt).proba(f)
             labels = labels_of(self, classes)
             return {labels[0]: 1.0 - p, labels[1]: p}
         if platt is None and k >= 2:
             event_proba = getattr(est, "_event_proba", None)
             if event_proba is not None:     # the model's own (loss="logistic")
-                return event_proba(score(est, x))
+                return event_proba(score(est, attrs, x))
         elif platt is not None and k > 2:       # a ranking: the k scores' softmax
-            return softmax(labels_of(self, classes), score(est, x))
+            return softmax(labels_of(self, classes), score(est, attrs, x))
     return self._proba_event(x)
 
 
