@@ -600,13 +600,21 @@ class WarmFourierPAModel:
         return type(self)(self.exact.with_gamma(gamma), self.fmap.with_gamma(gamma))
 
     def checkpoint(self, n_new):
-        return self.exact.checkpoint(n_new)
+        return self.exact.checkpoint(n_new), self.fmap
 
     def restore(self, token):
-        self.exact.restore(token)
+        self.exact.restore(token[0])
+        self.fmap = token[1]
 
-    def learn(self, X, y, rule, sigma, engine, scores, events, drift=None, drift_state=None):
-        return self.exact.learn(X, y, rule, sigma, engine, scores, events, drift, drift_state)
+    def learn(self, X, y, rule, sigma, engine, scores, events, drift=None, drift_state=None,
+              gamma=None):
+        """The exact PA's chunk; with `gamma` (the width of each row and after them, the
+        exact loops' warm-up) the map then follows the width after the chunk."""
+        failed = self.exact.learn(X, y, rule, sigma, engine, scores, events, drift,
+                                  drift_state, gamma)
+        if gamma is not None and failed < 0 and gamma[-1] != self.fmap.params["gamma"]:
+            self.fmap = self.fmap.with_gamma(gamma[-1])
+        return failed
 
     def decision(self, X):
         return self.exact.decision(X)

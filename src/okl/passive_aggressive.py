@@ -499,9 +499,16 @@ class RegularizedPAClassifier(AdaptMixin, KernelModelMixin, LabelsMixin, Classif
 
     @property
     def _width_loops(self):
-        """The exact kernel models take the width of every row in their loops
-        (`KernelModelMixin._learn`); the feature models' warm-ups learn one row at a time."""
-        return type(self.__dict__.get("_model")) in (KernelPAModel, KernelMultiPAModel)
+        """The exact kernel models (random Fourier features' warm-up too: the exact PA) take
+        the width of every row in their loops (`KernelModelMixin._learn`); Nystroem's
+        warm-up learns one row at a time."""
+        model = self.__dict__.get("_model")
+        if type(model) is WarmFourierPAModel:
+            model = model.exact
+        return type(model) in (KernelPAModel, KernelMultiPAModel)
+
+    def _width_ends(self):
+        return isinstance(self._model, WarmFourierPAModel)     # the features from then on
 
     def _width_frozen(self):
         model = self._model
