@@ -467,3 +467,24 @@ def test_the_pa_fourier_warm_up_runs_in_the_exact_loops_and_its_map_follows_the_
     whole = make("RegularizedPAClassifier", params).fit(X, y)
     assert est.gamma_ == whole.gamma_ and est._model.fmap.params["gamma"] == est.gamma_
     np.testing.assert_allclose(function(est, X), function(whole, X), rtol=0, atol=1e-10)
+
+
+def test_the_pa_fourier_warm_up_s_events_are_compiled_but_the_last_one():
+    """One event at a time the exact PA's compiled step takes the warm-up, and the map
+    follows its width; the warm-up's last event (the switch to the features) declines the
+    step, and partial_fit takes it."""
+    X, y = stream(seed=8)
+    params = dict(kernel="gaussian", approximation="fourier", n_components=60, random_state=0)
+    est = make("RegularizedPAClassifier", params)
+    for i in range(WARMUP - 1):
+        est.learn_one(X[i], y[i])
+        if i:
+            step = est._compiled_events([None])
+            assert (step is not None) == (i < WARMUP - 2)
+    assert est._model.fmap.params["gamma"] == est.gamma_
+    assert step is None                     # the next event ends the warm-up
+    for i in range(WARMUP - 1, len(X)):
+        est.learn_one(X[i], y[i])
+    whole = make("RegularizedPAClassifier", params).fit(X, y)
+    assert est.gamma_ == whole.gamma_ and type(est._model) is type(whole._model)
+    np.testing.assert_allclose(function(est, X), function(whole, X), rtol=0, atol=1e-10)

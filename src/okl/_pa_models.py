@@ -573,7 +573,16 @@ class WarmFourierPAModel:
     features = None         # no feature model yet (as NOGD's exact phase)
 
     def __init__(self, exact, fmap):
-        self.exact, self.fmap = exact, fmap
+        self.exact, self._map = exact, fmap
+
+    @property
+    def fmap(self):
+        """The map at the exact model's width (the same draw, `with_gamma`): the compiled
+        loops and one-event steps move that width."""
+        gamma = float(self.exact.expansion.kernel_params["gamma"])
+        if gamma != self._map.params["gamma"]:
+            self._map = self._map.with_gamma(gamma)
+        return self._map
 
     @property
     def sq_norm(self):
@@ -600,21 +609,16 @@ class WarmFourierPAModel:
         return type(self)(self.exact.with_gamma(gamma), self.fmap.with_gamma(gamma))
 
     def checkpoint(self, n_new):
-        return self.exact.checkpoint(n_new), self.fmap
+        return self.exact.checkpoint(n_new)
 
     def restore(self, token):
-        self.exact.restore(token[0])
-        self.fmap = token[1]
+        self.exact.restore(token)
 
     def learn(self, X, y, rule, sigma, engine, scores, events, drift=None, drift_state=None,
               gamma=None):
-        """The exact PA's chunk; with `gamma` (the width of each row and after them, the
-        exact loops' warm-up) the map then follows the width after the chunk."""
-        failed = self.exact.learn(X, y, rule, sigma, engine, scores, events, drift,
-                                  drift_state, gamma)
-        if gamma is not None and failed < 0 and gamma[-1] != self.fmap.params["gamma"]:
-            self.fmap = self.fmap.with_gamma(gamma[-1])
-        return failed
+        """The exact PA's chunk (`gamma`: the width of each row and after them)."""
+        return self.exact.learn(X, y, rule, sigma, engine, scores, events, drift, drift_state,
+                                gamma)
 
     def decision(self, X):
         return self.exact.decision(X)
