@@ -392,7 +392,7 @@ def test_kbar_over_centres_at_a_width_that_stays_keeps_its_values_to_the_last_bi
             return 1.0
         P = np.ascontiguousarray(points)
         K = gram(P, P, params)
-        return float((0.5 * (K.sum() - np.trace(K)) + 1.0) / (m * (m - 1) / 2.0 + 1.0))
+        return float((K[np.tril_indices(m, -1)].sum() + 1.0) / (m * (m - 1) / 2.0 + 1.0))
     rng = np.random.default_rng(6)
     C = rng.normal(size=(60, 5))
     ours = KernelMean(1.0, kernel_params(kernel, gamma=0.3), 5)
@@ -440,3 +440,51 @@ def test_the_engines_are_twins_through_the_warm_up_on_a_long_stream(name, params
         assert cython.gamma_ == numpy.gamma_
         lo = hi
     np.testing.assert_allclose(function(numpy, X), function(cython, X), rtol=0, atol=1e-10)
+
+
+def test_the_pa_fourier_warm_up_runs_in_the_exact_loops_and_its_map_follows_the_width():
+    """RegularizedPAClassifier(approximation="fourier"): the warm-up's exact PA takes the
+    widths in its loops; the map follows the width after each chunk (the same draw), and a
+    failed chunk gives back the map with the rest."""
+    X, y = stream(seed=7)
+    params = dict(kernel="gaussian", approximation="fourier", n_components=60, random_state=0)
+    est = make("RegularizedPAClassifier", params).fit(X[:30], y[:30])
+    model = est._model
+    assert est._width_loops and model.fmap.params["gamma"] == est.gamma_
+    fmap, before = model.fmap, function(est, X)
+    calls = []
+
+    def fail(*args, **kwargs):
+        calls.append(1)
+        raise KeyboardInterrupt
+    est._end_width = fail
+    with pytest.raises(KeyboardInterrupt):
+        est.partial_fit(X[30:150], y[30:150])         # the warm-up ends in this chunk
+    del est._end_width
+    assert calls and est._model is model and model.fmap is fmap
+    np.testing.assert_array_equal(function(est, X), before)
+    est.partial_fit(X[30:], y[30:])
+    whole = make("RegularizedPAClassifier", params).fit(X, y)
+    assert est.gamma_ == whole.gamma_ and est._model.fmap.params["gamma"] == est.gamma_
+    np.testing.assert_allclose(function(est, X), function(whole, X), rtol=0, atol=1e-10)
+
+
+def test_the_pa_fourier_warm_up_s_events_are_compiled_but_the_last_one():
+    """One event at a time the exact PA's compiled step takes the warm-up, and the map
+    follows its width; the warm-up's last event (the switch to the features) declines the
+    step, and partial_fit takes it."""
+    X, y = stream(seed=8)
+    params = dict(kernel="gaussian", approximation="fourier", n_components=60, random_state=0)
+    est = make("RegularizedPAClassifier", params)
+    for i in range(WARMUP - 1):
+        est.learn_one(X[i], y[i])
+        if i:
+            step = est._compiled_events([None])
+            assert (step is not None) == (i < WARMUP - 2)
+    assert est._model.fmap.params["gamma"] == est.gamma_
+    assert step is None                     # the next event ends the warm-up
+    for i in range(WARMUP - 1, len(X)):
+        est.learn_one(X[i], y[i])
+    whole = make("RegularizedPAClassifier", params).fit(X, y)
+    assert est.gamma_ == whole.gamma_ and type(est._model) is type(whole._model)
+    np.testing.assert_allclose(function(est, X), function(whole, X), rtol=0, atol=1e-10)

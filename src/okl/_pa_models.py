@@ -573,7 +573,16 @@ class WarmFourierPAModel:
     features = None         # no feature model yet (as NOGD's exact phase)
 
     def __init__(self, exact, fmap):
-        self.exact, self.fmap = exact, fmap
+        self.exact, self._map = exact, fmap
+
+    @property
+    def fmap(self):
+        """The map at the exact model's width (the same draw, `with_gamma`): the compiled
+        loops and one-event steps move that width."""
+        gamma = float(self.exact.expansion.kernel_params["gamma"])
+        if gamma != self._map.params["gamma"]:
+            self._map = self._map.with_gamma(gamma)
+        return self._map
 
     @property
     def sq_norm(self):
@@ -605,8 +614,11 @@ class WarmFourierPAModel:
     def restore(self, token):
         self.exact.restore(token)
 
-    def learn(self, X, y, rule, sigma, engine, scores, events, drift=None, drift_state=None):
-        return self.exact.learn(X, y, rule, sigma, engine, scores, events, drift, drift_state)
+    def learn(self, X, y, rule, sigma, engine, scores, events, drift=None, drift_state=None,
+              gamma=None):
+        """The exact PA's chunk (`gamma`: the width of each row and after them)."""
+        return self.exact.learn(X, y, rule, sigma, engine, scores, events, drift, drift_state,
+                                gamma)
 
     def decision(self, X):
         return self.exact.decision(X)

@@ -40,7 +40,7 @@ from okl._core._multiexpansion cimport MultiExpansion
 from okl._core._lazy cimport cshrink_lazy
 from okl._core._linear cimport FeatureRow
 from okl._core._pointwise cimport Events, cready, row_is_finite
-from okl._core._warmup cimport Warmup
+from okl._core._warmup cimport C_WARMUP, Warmup
 from okl._core._pointwise import huge_event
 from okl._core._drift cimport (
     DRIFT_FIELDS, Drift, DriftState, cdrift_tuple, cload, cmistake, cread_drift, cstore,
@@ -971,6 +971,7 @@ cdef class PAEvents(Events):
     cdef bint features                    # a linear model on the features of the row
     cdef AbsIndex* pairs
     cdef public Warmup warm               # gamma="scale"'s warm-up, while on (kernel models)
+    cdef public bint warm_end             # the learner takes the warm-up's last event
     cdef double[::1] wscores              # work: the scores at a centre (`cmulti_sq_norm`)
     cdef bint has_last
     cdef double last_xx, last_t, last_scale
@@ -1053,6 +1054,10 @@ cdef class PAEvents(Events):
         expansion, its parameters)."""
         if not Events.cmatches(self, est, attrs):
             return False
+        if self.warm_end:           # random Fourier features: the learner switches to them
+            moments = attrs.get("_width_moments")
+            if moments is None or moments[0] >= C_WARMUP - 1:
+                return False
         if self.kind == LINEAR or self.kind == MULTI_LINEAR:
             return self.mattrs.get("raw") is self.raw
         if self.kind == KERNEL:

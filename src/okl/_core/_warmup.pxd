@@ -39,14 +39,13 @@ cdef class KernelMean:
     cdef double t_synced                    # the steps taken at the last `csync`
     cdef readonly double total              # rows: the sum of K over the pairs of rows
     cdef double total_gamma                 # rows: the width `total` is of (NaN: none)
-    cdef object _points, _dist, _values, _full, _kept
+    cdef object _points, _dist, _values, _kept
     cdef double* points                     # (cap, d) the points, in slot order
     cdef double* dist                       # packed: row j holds the j distances to 0..j-1
     cdef double* values                     # work: kernel values of the packed distances
     cdef double* kept                       # centres: the packed kernel values at kept_gamma
     cdef double kept_gamma                  # (NaN: none) of the pairs of points < kept_m
     cdef Py_ssize_t kept_m, total_m         # total: of the first total_m points at kept_gamma
-    cdef double* full                       # work: the (m, m) matrix, row-major
     cdef int reserve(self, Py_ssize_t m) except -1
     cdef void _point(self, Py_ssize_t j, const double* x) noexcept nogil
     cdef void csync(self, const double* C, Py_ssize_t n, Py_ssize_t budget,

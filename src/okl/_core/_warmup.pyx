@@ -30,33 +30,33 @@ ROUNDING = 1e-24        # a variance below ROUNDING mean^2 is the rounding of eq
 cdef double CROUNDING = ROUNDING
 
 
-cdef double cpairwise_sum(const double* a, Py_ssize_t n, Py_ssize_t stride=1) noexcept nogil:
-    """sum(a[0], a[stride], ...) of n values in NumPy's order (its pairwise summation), so
-    that a sum here is the twin's to the last bit."""
+cdef double cpairwise_sum(const double* a, Py_ssize_t n) noexcept nogil:
+    """sum(a[:n]) in NumPy's order (its pairwise summation), so that a sum here is the
+    twin's to the last bit."""
     cdef Py_ssize_t i, j, n2
     cdef double res
     cdef double r[8]
     if n < 8:
         res = 0.0
         for i in range(n):
-            res += a[i * stride]
+            res += a[i]
         return res
     if n <= 128:
         for j in range(8):
-            r[j] = a[j * stride]
+            r[j] = a[j]
         i = 8
         while i < n - (n % 8):
             for j in range(8):
-                r[j] += a[(i + j) * stride]
+                r[j] += a[i + j]
             i += 8
         res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
         while i < n:
-            res += a[i * stride]
+            res += a[i]
             i += 1
         return res
     n2 = n // 2
     n2 -= n2 % 8
-    return cpairwise_sum(a, n2, stride) + cpairwise_sum(a + n2 * stride, n - n2, stride)
+    return cpairwise_sum(a, n2) + cpairwise_sum(a + n2, n - n2)
 
 
 cdef inline double cspread(double var, double mean) noexcept nogil:
@@ -244,10 +244,10 @@ cdef class KernelMean:
             dist[:cpacked(self.m)] = self._dist[:cpacked(self.m)]
             kept[:cpacked(self.kept_m)] = self._kept[:cpacked(self.kept_m)]
         self._points, self._dist, self._kept = points, dist, kept
-        self._values, self._full = np.empty(dist.shape[0]), np.empty(cap * cap)
+        self._values = np.empty(dist.shape[0])
         cdef double[:, ::1] p = self._points
-        cdef double[::1] q = self._dist, v = self._values, f = self._full, k = self._kept
-        self.points, self.dist, self.values, self.full = &p[0, 0], &q[0], &v[0], &f[0]
+        cdef double[::1] q = self._dist, v = self._values, k = self._kept
+        self.points, self.dist, self.values = &p[0, 0], &q[0], &v[0]
         self.kept = &k[0]
         self.cap = cap
         return 0
@@ -301,8 +301,7 @@ cdef class KernelMean:
 
     cdef double cmean(self, double gamma) noexcept nogil:
         """kbar of the points at the width gamma."""
-        cdef Py_ssize_t i, j, m = self.m, pairs = cpacked(self.m)
-        cdef double diag = 0.0, S, trace
+        cdef Py_ssize_t j, m = self.m, pairs = cpacked(self.m)
         cdef double* kv
         self.spec.gamma = gamma
         if self.rows and gamma == self.total_gamma:
@@ -311,10 +310,10 @@ cdef class KernelMean:
                 cvalues_from(&self.spec, j, self.values)
                 self.total += cpairwise_sum(self.values, j)
         elif m >= 2 or self.rows:
-            # the whole (m, m) matrix in row-major order, summed as NumPy sums it; over the
-            # centres at an unchanged width, the kept values of the unchanged points' pairs
-            # serve again (a value is computed alone, wherever it sits), and an unchanged
-            # set of points keeps its sum
+            # the packed pairs (row j: the pairs (j, 0..j-1)), summed as NumPy sums them;
+            # over the centres at an unchanged width, the kept values of the unchanged
+            # points' pairs serve again (a value is computed alone, wherever it sits), and
+            # an unchanged set of points keeps its sum
             if self.rows:
                 memcpy(self.values, self.dist, pairs * sizeof(double))
                 cvalues_from(&self.spec, pairs, self.values)
@@ -329,14 +328,7 @@ cdef class KernelMean:
                 memcpy(self.kept + j, self.dist + j, (pairs - j) * sizeof(double))
                 cvalues_from(&self.spec, pairs - j, self.kept + j)
                 self.kept_m, self.total_m, kv = m, m, self.kept
-            cvalues_from(&self.spec, 1, &diag)
-            for j in range(m):
-                self.full[j * m + j] = diag
-                for i in range(j):
-                    self.full[j * m + i] = self.full[i * m + j] = kv[cpacked(j) + i]
-            S = cpairwise_sum(self.full, m * m)
-            trace = cpairwise_sum(self.full, m, m + 1)
-            self.total = 0.5 * (S - trace)
+            self.total = cpairwise_sum(kv, pairs)
             self.total_gamma = gamma if self.rows else NAN
         self.n_pending = 0
         if m < 2:

@@ -127,7 +127,7 @@ def pair_sum(params, points):
     """The sum of K(x_i, x_j) over the pairs i < j of `points`."""
     points = np.asarray(points, dtype=np.float64)
     K = np.array([kernel_values(params, points, x) for x in points]).reshape(len(points), -1)
-    return float(0.5 * (K.sum() - np.trace(K)))
+    return float(K[np.tril_indices(len(points), -1)].sum())
 
 
 class KernelMean:
