@@ -185,11 +185,12 @@ def test_the_kept_prediction_serves_no_other_row_and_no_restored_learner(learner
         row[:] = X[i]                   # changed in place after the prediction
         kept.learn_one(row, y[i])
         twin.learn_one(X[i], y[i])
+        row = X[i + 1]
         token = guard.checkpoint(1)
-        kept.estimator_.learn_one(X[i + 1], y[i + 1])
-        kept.predict_interval_one(X[i + 1])     # kept for the learner after that event
+        kept.estimator_.learn_one(row, y[i + 1])
+        kept.predict_interval_one(row)          # kept for the learner after that event
         guard.restore(token)                    # ... which a restore undoes
-        kept.learn_one(X[i + 1], y[i + 1])
+        kept.learn_one(row, y[i + 1])
         twin.learn_one(X[i + 1], y[i + 1])
     assert kept._last.fast
     assert np.array_equal(kept.calibration_.get_state()["ring"],
