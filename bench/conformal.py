@@ -192,7 +192,8 @@ def paired(models, rows, targets, calls, block=200):
 
 def cost(n=20_000, repeats=5):
     """us per event of predict_interval_one + learn_one beside the base learner's
-    predict_one + learn_one: the same rows, in one run, each model warmed on 1,000 events
+    predict_one + learn_one (KernelRLSRegressor's wrapper also takes its predictive std: the
+    normalised scores): the same rows, in one run, each model warmed on 1,000 events
     first (gamma="scale"'s warm-up is not timed), then timed in interleaved blocks (`paired`;
     medians).  Then the classifier (`classifier_cost`) and the calibration's own update (a
     chunk of scores, in C, the best of `repeats`)."""
@@ -200,7 +201,7 @@ def cost(n=20_000, repeats=5):
     X, y = np.tile(X, (3, 1))[:n + 1000], np.tile(y, 3)[:n + 1000]
     rows = [np.ascontiguousarray(x) for x in X]
     targets = y.tolist()
-    for base in (OnlineKernelRegressor(budget=10), OnlineKernelRegressor()):
+    for base in (OnlineKernelRegressor(budget=10), OnlineKernelRegressor(), KernelRLSRegressor()):
         models = {"base": base}
         models.update({m: ConformalRegressor(base, method=m) for m in ("aci", "quantile",
                                                                         "agaci", "pid")})

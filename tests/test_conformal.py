@@ -2,6 +2,7 @@
 import io
 import math
 import pickle
+import threading
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from okl import (
 )
 from okl._core._conformal import Calibration
 from okl._core import _conformal
+from okl.conformal import _DictGuard
 from okl._numpy.conformal import Method, NumpyCalibration
 from okl._persist import ModelFileError
 
@@ -165,6 +167,96 @@ def test_learn_one_without_a_prediction_and_with_a_changed_row():
         b.learn_one(row, t)
     assert a.threshold_ == b.threshold_
     assert np.array_equal(a.predict_interval(X), b.predict_interval(X))
+
+
+@pytest.mark.parametrize("learner", [OnlineKernelRegressor(gamma=0.5, budget=10),
+                                     KernelRLSRegressor(gamma=0.5)], ids=["okr", "krls"])
+def test_the_kept_prediction_serves_no_other_row_and_no_restored_learner(learner):
+    """A prediction kept for the learn_one of its event serves neither another row (the same
+    array changed in place) nor a learner restored to another state since: `kept` predicts
+    and then learns as asked, `twin` only learns; their scores stay bitwise equal."""
+    X, y = stream(400)
+    kept = ConformalRegressor(learner, method="aci").fit(X[:100], y[:100])
+    twin = pickle.loads(pickle.dumps(kept))
+    guard = _DictGuard(kept.estimator_)
+    for i in range(100, 400, 2):
+        row = X[i] + 1.0
+        kept.predict_interval_one(row)
+        row[:] = X[i]                   # changed in place after the prediction
+        kept.learn_one(row, y[i])
+        twin.learn_one(X[i], y[i])
+        row = X[i + 1]
+        token = guard.checkpoint(1)
+        kept.estimator_.learn_one(row, y[i + 1])
+        kept.predict_interval_one(row)          # kept for the learner after that event
+        guard.restore(token)                    # ... which a restore undoes
+        kept.learn_one(row, y[i + 1])
+        twin.learn_one(X[i + 1], y[i + 1])
+    assert kept._last.fast
+    assert np.array_equal(kept.calibration_.get_state()["ring"],
+                          twin.calibration_.get_state()["ring"])
+    assert np.array_equal(kept.predict_interval(X), twin.predict_interval(X))
+
+
+def test_kernel_rls_one_event_interval_is_its_predictive_std_in_c(monkeypatch):
+    """ConformalRegressor(KernelRLSRegressor()).predict_interval_one takes the mean and std
+    from the learner's compiled step (the learner's predict_one is not called) and they are
+    exactly those of ``predict_one(x, return_std=True)``; learn_one then learns the learner
+    exactly as its own learn_one."""
+    original, calls = KernelRLSRegressor.predict_one, []
+
+    def counted(self, x, return_std=False):
+        calls.append(return_std)
+        return original(self, x, return_std)
+
+    monkeypatch.setattr(KernelRLSRegressor, "predict_one", counted)
+    X, y = stream(600)
+    # past noise="auto"'s warm-up of 100 events (the chunk path)
+    model = ConformalRegressor(KernelRLSRegressor(gamma=0.5)).fit(X[:150], y[:150])
+    alone = KernelRLSRegressor(gamma=0.5).fit(X[:151], y[:151])
+    model.predict_interval_one(X[150])      # the first event after a chunk: the Python path
+    model.learn_one(X[150], y[150])
+    calls.clear()
+    est = model.estimator_
+    for x, t in zip(X[151:], y[151:]):
+        f, sd = original(est, x, return_std=True)
+        q = model.threshold_
+        assert model.predict_interval_one(x) == (f - q * sd, f + q * sd)
+        model.learn_one(x, t)
+        alone.learn_one(x, t)
+    assert calls == [] and model.t_ == 600
+    assert np.array_equal(est.predict(X), alone.predict(X))
+
+
+@pytest.mark.parametrize("learner", [OnlineKernelRegressor(gamma=0.5, budget=10),
+                                     KernelRLSRegressor(gamma=0.5)], ids=["okr", "krls"])
+def test_two_threads_on_the_one_event_path(learner):
+    """Two threads predicting and learning events on one model: every event is learned
+    once, the calibration counts them all, and the model learns on and saves."""
+    X, y = stream(1200)
+    model = ConformalRegressor(learner).fit(X[:100], y[:100])
+    errors = []
+
+    def work(rows):
+        try:
+            for i in rows:
+                model.predict_interval_one(X[i])
+                model.learn_one(X[i], y[i])
+        except BaseException as exc:      # noqa: BLE001 (reported below)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(range(k, 1200, 2),)) for k in (100, 101)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert model.t_ == 1200 == model.calibration_.t == model.estimator_.t_
+    lower, upper = model.predict_interval(X[:10])
+    assert np.all(np.isfinite(lower)) and np.all(lower <= upper)
+    again = pickle.loads(pickle.dumps(model))
+    again.learn_one(X[0], y[0])
+    assert again.t_ == 1201
 
 
 def test_both_engines_give_the_same_intervals():

@@ -22,6 +22,7 @@ from cpython.object cimport PyObject
 
 from okl._core._event cimport dict_version
 from okl._core._lock cimport ReentrantLock
+from okl._core._pointwise cimport TARGETS, Events
 from okl._core._pointwise import MISS
 
 cnp.import_array()
@@ -67,6 +68,8 @@ cdef class Calibration:
     cdef readonly double alpha, q, level, ki, csat, integral
     cdef readonly Py_ssize_t window, t, n, head, k
     cdef double[::1] gammas_, levels_, regret_, variance_, range_, ring_, sorted_, scratch, wbuf
+    cdef double[::1] etas          # AgACI: each expert's eta, as the last `cweights` found it
+    cdef double logk
 
     def __init__(self, method, double alpha, gammas, Py_ssize_t window, double ki=1.0,
                  double csat=1.0):
@@ -79,7 +82,8 @@ cdef class Calibration:
         self.regret_, self.variance_, self.range_ = (np.zeros(self.k), np.zeros(self.k),
                                                      np.zeros(self.k))
         self.ring_, self.sorted_ = np.zeros(window), np.zeros(window)
-        self.scratch, self.wbuf = np.zeros(self.k), np.zeros(self.k)
+        self.scratch, self.wbuf, self.etas = np.zeros(self.k), np.zeros(self.k), np.zeros(self.k)
+        self.logk = log(<double>self.k)
         self.t = self.n = self.head = 0
         self.crefresh()
 
@@ -107,14 +111,17 @@ cdef class Calibration:
         return 0.0
 
     cdef void cweights(self, double* w) noexcept:
+        """The experts' weights into w; their etas into `etas` (the next `clearn` reads them:
+        nothing the etas depend on changes in between)."""
         cdef Py_ssize_t i
-        cdef double logk = log(<double>self.k), top = -INFINITY, total = 0.0
+        cdef double top = -INFINITY, total = 0.0
+        cdef double* eta = &self.etas[0]
         for i in range(self.k):
-            w[i] = self.ceta(i, logk) * self.regret_[i]
+            eta[i] = self.ceta(i, self.logk)
+            w[i] = eta[i] * self.regret_[i]
             top = fmax(top, w[i])
         for i in range(self.k):
             w[i] = exp(w[i] - top)
-        for i in range(self.k):
             total += w[i]
         for i in range(self.k):
             w[i] = w[i] / total
@@ -185,7 +192,7 @@ cdef class Calibration:
     cdef void clearn(self, double s) noexcept:
         """One event's score s (finite), taken before the model learned the event."""
         cdef Py_ssize_t i
-        cdef double alpha = self.alpha, err, beta, g, logk, r, eta
+        cdef double alpha = self.alpha, err, beta, g, r
         cdef double* e = &self.scratch[0]
         if self.method == QUANTILE or self.method == PID:
             err = 1.0 if s > self.q else 0.0        # q_1 = inf: the first event is covered
@@ -201,11 +208,9 @@ cdef class Calibration:
             if self.method == AGACI and self.n > 0:
                 beta = 1.0 - csearch(&self.sorted_[0], self.n, s, False) / (self.n + 1.0)
                 g = (1.0 if beta < self.level else 0.0) - alpha
-                logk = log(<double>self.k)
-                for i in range(self.k):
+                for i in range(self.k):             # etas: the last refresh's, unchanged since
                     r = g * (self.level - self.levels_[i])
-                    eta = self.ceta(i, logk)
-                    self.regret_[i] += r - eta * r * r
+                    self.regret_[i] += r - self.etas[i] * r * r
                     self.variance_[i] += r * r
                     self.range_[i] = fmax(self.range_[i], fabs(r))
             for i in range(self.k):
@@ -266,6 +271,7 @@ cdef class Calibration:
         self.gammas_, self.levels_, self.regret_ = old.gammas_, old.levels_, old.regret_
         self.variance_, self.range_, self.ring_ = old.variance_, old.range_, old.ring_
         self.sorted_, self.scratch, self.wbuf = old.sorted_, old.scratch, old.wbuf
+        self.etas, self.logk = old.etas, old.logk
         self.crefresh()
 
     def copy(self):
@@ -300,6 +306,7 @@ cdef class LastEvent:
     cdef double f, a, b
     cdef object proba, kept         # the classifier's probabilities: the chooser, the dict
     cdef object proba_est, proba_version, proba_fn
+    cdef object std_step, std_est   # a step with predict_std, of a learner with _noise_value
     cdef object scored              # scored(learner): its probabilities are the softmax below
     cdef bint by_scores             # of the learner chosen
     cdef object classes, labels, index  # its classes_, as a list, {label: position}
@@ -517,15 +524,76 @@ cdef class LastEvent:
                     s = 1.0 - self.cprob(y)
                 else:
                     s = 1.0 - <double>self.proba_fn(x).get(y, 0.0)
-            self.valid = False
-            self.x = self.kept = None
-            after = t + 1
-            self.est_learn(x, y)
-            (<Calibration>cal).clearn(s)            # C only: no signal lands in between
-            d["t_"] = after
-            return 1
+            return self.ccommit(d, est, cal, t, x, y, s)
         finally:
             self.lock.crelease()
+
+    cdef void cprediction(self, object est, object x, double* f, double* a) except *:
+        """f(x), and sigma(x) for normalised scores (else 1): from the learner's compiled
+        step (`cstep`), else its `predict_one`."""
+        if not self.cstep(est, x, f, a):
+            if self.normalized:
+                r = self.est_predict(x, return_std=True)
+                f[0], a[0] = r[0], r[1]
+            else:
+                f[0], a[0] = self.est_predict(x), 1.0
+
+    cdef bint cstep(self, object est, object x, double* f, double* a) except -1:
+        """f(x) and sigma(x) from the learner's compiled one-event step, the very call its
+        own `predict_one` makes: 1, or 0 when the step declines.  sigma(x) is then
+        KernelRLSRegressor's ``predict_one(x, return_std=True)``: its step's mean and
+        variance of f(x) on the row, sqrt(scale (noise + variance)), as computed there."""
+        cdef Events step
+        cdef dict attrs
+        cdef double sf2, scale
+        found = getattr(est, "_one_event_step", None)
+        if not isinstance(found, Events):
+            return False
+        step = <Events>found
+        if not self.normalized:
+            r = step.predict_ready(est, x)
+            if type(r) is not float:                # MISS
+                return False
+            f[0], a[0] = PyFloat_AS_DOUBLE(r), 1.0
+            return True
+        if found is not self.std_step or est is not self.std_est:     # checked once
+            if not (hasattr(found, "predict_std") and hasattr(est, "_noise_value")):
+                return False
+            self.std_step, self.std_est = found, est
+        if step.serves != TARGETS or step.lock is None:
+            return False
+        attrs = est.__dict__
+        model = attrs.get("_krls")
+        if model is None:
+            return False
+        step.lock.cacquire()
+        try:
+            row = step.crow(attrs, x)
+            if row is None or not step.cstill(est, attrs):
+                return False
+            r = step.predict_std(row)
+            sf2 = r[1]
+            scale = model.scale()
+            f[0], a[0] = r[0], sqrt(scale * (<double>est._noise_value() + sf2))
+            return True
+        finally:
+            step.lock.crelease()
+
+    cdef int ccommit(self, dict d, object est, object cal, object t, object x, object y,
+                     double s) except -1:
+        """The write of `clearn` / `clearn_label` (under the wrapper's lock, the event's score
+        s taken): the kept prediction dropped, the learner learns (x, y) (its compiled step's
+        call, as its `learn_one` makes it, else that method), then the threshold and t_.  A
+        learner that raises leaves everything as it was."""
+        self.valid = False
+        self.x = self.kept = None
+        after = t + 1
+        found = getattr(est, "_one_event_step", None)
+        if not (isinstance(found, Events) and (<Events>found).learn_ready(est, x, y, 1.0)):
+            self.est_learn(x, y)
+        (<Calibration>cal).clearn(s)            # C only: no signal lands in between
+        d["t_"] = after
+        return 1
 
     cdef object cpredict(self, dict d, object x, bint interval):
         """f, or the interval (lower, upper), for one event, under the wrapper's lock."""
@@ -536,11 +604,7 @@ cdef class LastEvent:
         self.lock.cacquire()
         try:
             self.cbind(est)
-            if self.normalized:
-                r = self.est_predict(x, return_std=True)
-                f, a = r[0], r[1]
-            else:
-                f, a = self.est_predict(x), 1.0
+            self.cprediction(est, x, &f, &a)
             self.cstore(x, est, f, a, a)
             if not interval:
                 return f
@@ -554,8 +618,9 @@ cdef class LastEvent:
         finally:
             self.lock.crelease()
 
-    cdef int clearn(self, dict d, object x, double y) except -1:
-        """Learn one event: 1, or 0 when declined before any write (the Python path takes it)."""
+    cdef int clearn(self, dict d, object x, object y) except -1:
+        """Learn one event (y a finite float): 1, or 0 when declined before any write (the
+        Python path takes it)."""
         cdef double f, a, s
         est, cal, t = d.get("estimator_"), d.get("calibration_"), d.get("t_")
         if type(cal) is not Calibration or est is None or type(t) is not int:
@@ -565,24 +630,14 @@ cdef class LastEvent:
             self.cbind(est)
             if self.cmatch(x, est):
                 f, a = self.f, self.a
-            elif self.normalized:
-                r = self.est_predict(x, return_std=True)
-                f, a = r[0], r[1]
             else:
-                f, a = self.est_predict(x), 1.0
-            s = fabs(y - f) / fmax(a, 1e-300)
+                self.cprediction(est, x, &f, &a)
+            s = fabs(PyFloat_AS_DOUBLE(y) - f) / fmax(a, 1e-300)
             if not isfinite(s):
                 return 0
-            self.valid = False
-            self.x = None
-            after = t + 1
-            self.est_learn(x, y)
-            (<Calibration>cal).clearn(s)            # C only: no signal lands in between
-            d["t_"] = after
-            return 1
+            return self.ccommit(d, est, cal, t, x, y, s)
         finally:
             self.lock.crelease()
-
 
 def learn_one(self, x, y, sample_weight=1.0):
     """Predict (or take the prediction kept for x), then learn one event: the learner and the
@@ -593,7 +648,8 @@ def learn_one(self, x, y, sample_weight=1.0):
             and (type(y) is float or type(y) is int and -2 ** 53 <= y <= 2 ** 53)
             and (type(sample_weight) is float and sample_weight == 1.0
                  or type(sample_weight) is int and sample_weight == 1)
-            and isfinite(<double>y) and (<LastEvent>last).clearn(d, x, <double>y)):
+            and isfinite(<double>y)
+            and (<LastEvent>last).clearn(d, x, y if type(y) is float else float(y))):
         return None
     self._learn_one_python(x, y, sample_weight)
 
