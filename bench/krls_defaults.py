@@ -14,6 +14,7 @@ KernelRLSRegressor settings chosen the same way.
     python bench/krls_defaults.py                  # every stream, every learner
     python bench/krls_defaults.py --streams lorenz mackey_glass --learners krls
     python bench/krls_defaults.py --grid           # also the tuned rows
+    python bench/krls_defaults.py --first-scaled   # tabular rows scaled by the first 100 events
 """
 import argparse
 import itertools
@@ -155,11 +156,15 @@ def main(argv=None):
     parser.add_argument("--learners", nargs="*", default=None,
                         help="substrings of the learner names to run")
     parser.add_argument("--grid", action="store_true", help="also the tuned KRLS row")
+    parser.add_argument("--first-scaled", action="store_true",
+                        help="okl learns tabular rows scaled by the moments of the first 100 "
+                             "events (a settled scale) instead of through an online scaler")
     args = parser.parse_args(argv)
     data = streams()
     names = args.streams or list(data)
     learners = {
         "okl KernelRLSRegressor()": lambda: KernelRLSRegressor(),
+        "okl KernelRLSRegressor(kernel='gaussian')": lambda: KernelRLSRegressor(kernel="gaussian"),
         "okl OnlineKernelRegressor()": lambda: OnlineKernelRegressor(),
         "okl MultiKernelRegressor()": lambda: MultiKernelRegressor(),
     }
@@ -174,7 +179,9 @@ def main(argv=None):
         for name in names:
             X, y, kind = data[name]
             start = time.process_time()
-            if label.startswith("okl"):
+            if label.startswith("okl") and args.first_scaled and kind == "tabular":
+                pred = okl_scores(make(), (X - X[:100].mean(0)) / X[:100].std(0), y)
+            elif label.startswith("okl"):
                 pred = okl_scores(okl_learner(make(), kind), X, y)
             else:
                 pred = river_scores(make(), X, y)

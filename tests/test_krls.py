@@ -2,6 +2,7 @@
 budgets, chunks and events, persistence, bad input and long-run stability (docs/krls.md)."""
 import copy
 import io
+import json
 import pickle
 
 import numpy as np
@@ -11,7 +12,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import okl
 from okl import KernelRLSRegressor
-from okl.kernels import kernel_matrix
+from okl.kernels import KERNELS, kernel_matrix
+from okl.river import to_river
 from okl.synth import lorenz, mackey_glass
 
 
@@ -104,7 +106,7 @@ def test_without_budget_forgetting_or_sparsification_the_mean_is_kernel_ridge(en
                                                                              fit_intercept):
     X, y = stream(300, seed=2)
     Xt = np.random.default_rng(3).normal(size=(40, 3))
-    est = KernelRLSRegressor(gamma=0.5, noise=0.01, budget=None, nu=0.0,
+    est = KernelRLSRegressor(kernel="gaussian", gamma=0.5, noise=0.01, budget=None, nu=0.0,
                              fit_intercept=fit_intercept, engine=engine).fit(X, y)
     assert est.n_support_ == 300
     mean, var = gp(X, y, Xt, 0.5, 0.01, fit_intercept)
@@ -409,6 +411,123 @@ def test_a_parameter_the_model_was_built_with_cannot_change_between_partial_fits
         est.set_params(**{name: KernelRLSRegressor().get_params()[name]})
     est.set_params(budget=20)
     est.partial_fit(X, y)
+
+
+def linear_stream(n=400, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    return X, X @ rng.normal(size=d) + 0.3 * rng.standard_normal(n) + 1.0
+
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+def test_kernel_auto_takes_the_linear_kernel_on_a_linear_stream_only(engine):
+    """kernel="auto": the warm-up's evidence keeps the linear kernel on a linear stream, the
+    Gaussian on a nonlinear one; the linear model is then the one kernel="linear" with the
+    chosen noise builds, event for event."""
+    X, y = linear_stream(seed=20)
+    est = KernelRLSRegressor(engine=engine)
+    scores = est._progressive_scores(X, y, reset=True)
+    assert est.kernel_ == "linear" and est.n_support_ == X.shape[1] + 1
+    # the noise is in the linear kernel's units: a grid value times its mean k(x, x), 2 c
+    # its constant is the warm-up rows' mean <x, x>
+    c = np.mean(np.sum(X[:100] ** 2, axis=1))
+    assert state(est)["coef0"] == pytest.approx(c, rel=1e-12)
+    same = KernelRLSRegressor(kernel="linear", gamma=est.gamma_, noise=est.noise_,
+                              coef0=state(est)["coef0"], engine=engine)
+    np.testing.assert_array_equal(same._progressive_scores(X, y, reset=True)[100:],
+                                  scores[100:])
+    assert_states_close(state(same), state(est), 0.0)
+    for nonlinear in (stream(400, seed=21), linear_stream(seed=22)[0] ** 2 @ [1, -1, 1, 0]):
+        Xn, yn = nonlinear if isinstance(nonlinear, tuple) else (X, nonlinear)
+        assert KernelRLSRegressor(engine=engine).fit(Xn, yn).kernel_ == "gaussian"
+
+
+def test_an_explicit_kernel_is_never_switched_and_auto_is_gaussian_outside_the_evidence():
+    """The paper's path: kernel="gaussian" stays Gaussian on a linear stream; with a given
+    noise (no evidence) or random Fourier features, kernel="auto" is exactly the Gaussian."""
+    X, y = linear_stream(seed=23)
+    assert KernelRLSRegressor(kernel="gaussian").fit(X, y).kernel_ == "gaussian"
+    for config in (dict(noise=1e-3), dict(gamma=0.3, noise=1e-2, budget=50),
+                   dict(approximation="fourier", n_components=30, random_state=0)):
+        auto = KernelRLSRegressor(**config).fit(X, y)
+        gaussian = KernelRLSRegressor(kernel="gaussian", **config).fit(X, y)
+        assert auto.kernel_ == "gaussian"
+        assert_states_close(state(gaussian), state(auto), 0.0)
+    with pytest.raises(ValueError, match="kernel_params"):
+        KernelRLSRegressor(kernel_params={"nu": 2.5}).fit(X, y)
+
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+def test_the_linear_choice_gives_the_same_iterates_in_chunks_events_and_engines(engine):
+    X, y = linear_stream(500, seed=24)
+    whole = KernelRLSRegressor(engine=engine)
+    scores = whole._progressive_scores(X, y, reset=True)
+    assert whole.kernel_ == "linear"
+    events, rows, dicts = (KernelRLSRegressor(engine=engine) for _ in range(3))
+    out = []
+    for i in range(len(X)):
+        out.append(events.predict_one(X[i]))
+        events.learn_one(X[i], y[i])
+        rows.partial_fit(X[i:i + 1], y[i:i + 1])
+        dicts.learn_one({f"x{j}": float(v) for j, v in enumerate(X[i])}, float(y[i]))
+    np.testing.assert_array_equal(np.array(out[1:]), scores[1:])
+    for other in (events, rows, dicts):
+        assert other.kernel_ == "linear"
+        assert_states_close(state(whole), state(other), 0.0)
+    chunks = KernelRLSRegressor(engine=engine)
+    parts = [chunks._progressive_std(X[lo:hi], y[lo:hi])
+             for lo, hi in ((0, 1), (1, 150), (150, 151), (151, 500))]
+    mean, std = (np.concatenate([p[k] for p in parts]) for k in (0, 1))
+    fresh, out = KernelRLSRegressor(engine=engine), []
+    for i in range(len(X)):
+        out.append(fresh.predict_one(X[i], return_std=True))
+        fresh.learn_one(X[i], y[i])
+    np.testing.assert_allclose(mean, np.array(out)[:, 0], rtol=0, atol=1e-10)
+    np.testing.assert_allclose(std, np.array(out)[:, 1], rtol=0, atol=1e-10)
+    other = KernelRLSRegressor(engine="numpy" if engine == "cython" else "cython")
+    np.testing.assert_allclose(other._progressive_scores(X, y, reset=True), scores, rtol=0,
+                               atol=1e-10 * np.abs(y).max())
+    assert other.kernel_ == "linear"
+    assert_states_close(state(whole), state(other), 1e-10)
+
+
+def test_the_linear_choice_survives_save_load_pickle_and_river_and_cannot_change(tmp_path):
+    X, y = linear_stream(400, seed=25)
+    est = KernelRLSRegressor().fit(X[:300], y[:300])
+    assert est.kernel_ == "linear"
+    okl.save(est, tmp_path / "m.okl")
+    copies = [okl.load(tmp_path / "m.okl"), pickle.loads(pickle.dumps(est)), copy.deepcopy(est)]
+    wrapped, events = to_river(KernelRLSRegressor()), KernelRLSRegressor()
+    for i in range(400):
+        x = {f"x{j}": float(v) for j, v in enumerate(X[i])}
+        assert wrapped.predict_one(x) == events.predict_one(X[i])
+        wrapped.learn_one(x, float(y[i]))
+        events.learn_one(X[i], float(y[i]))
+    assert events.kernel_ == "linear"
+    assert_states_close(state(events), wrapped.estimator._krls.get_state(), 0.0)
+    est.partial_fit(X[300:], y[300:])
+    for other in copies:
+        assert other.kernel_ == "linear"
+        other.partial_fit(X[300:], y[300:])
+        assert_states_close(state(est), state(other), 0.0)
+    for name, value in (("kernel", "gaussian"), ("kernel", "linear"), ("noise", 0.01)):
+        est.set_params(**{name: value})
+        with pytest.raises(ValueError, match="cannot change"):
+            est.partial_fit(X[:5], y[:5])
+        est.set_params(kernel="auto", noise="auto")
+    est.partial_fit(X[:5], y[:5])
+    # a file of kernel="auto" holding a linear model before the end of the warm-up is refused
+    early = KernelRLSRegressor().fit(X[:50], y[:50])
+    buffer = io.BytesIO()
+    okl.save(early, buffer)
+    data = dict(np.load(io.BytesIO(buffer.getvalue())))
+    header = json.loads(bytes(data["__header__"]).decode())
+    header["objects"]["_krls"]["scalars"]["kernel"] = int(KERNELS["linear"].code)
+    data["__header__"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
+    out = io.BytesIO()
+    np.savez(out, **data)
+    with pytest.raises(okl.ModelFileError, match="linear"):
+        okl.load(io.BytesIO(out.getvalue()))
 
 
 def test_gaussian_intervals_cover_as_they_should_on_a_stationary_stream():

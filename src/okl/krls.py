@@ -18,7 +18,8 @@ from okl._feature_maps import RandomFourierFeatures
 from okl._gamma import WARMUP, WidthMoments, check_width_moments, start_warmup, warn_spread
 from okl._numpy.codes import Prune
 from okl._numpy.krls import (
-    NOISE_GRID, WIDTH_FACTORS, NumpyKRLS, NumpyRLSFeatures, evidence_choice, rewidth,
+    NOISE_GRID, WIDTH_FACTORS, NumpyKRLS, NumpyRLSFeatures, evidence_choice, linear_evidence,
+    rewidth,
 )
 from okl._params import (
     BOOL, DRIFT_CONSTRAINTS, ENGINE_CONSTRAINTS, NONE, Interval, InvalidParameterError, Options, kernel_constraints,
@@ -27,7 +28,9 @@ from okl._params import (
 from okl._persist import loadable
 from okl._kernel_learners import fitted_params
 from okl.drift import drift_spec
-from okl.kernels import KERNEL_PARAMS, KERNELS, kernel_diagonal, kernel_matrix, kernel_params_of
+from okl.kernels import (
+    KERNEL_PARAMS, KERNELS, kernel_diagonal, kernel_matrix, kernel_params, kernel_row,
+)
 
 #: budget="auto": the centres KernelRLSRegressor keeps (docs/krls.md, section 5)
 DEFAULT_BUDGET = 200
@@ -40,6 +43,8 @@ POLICIES = {"significance": Prune.SIGNIFICANCE, "oldest": Prune.OLDEST}
 _STD_ROWS = ContextVar("krls_std_rows", default=(None, None))
 # the events after which gamma="scale" takes the width of the rows so far (docs/krls.md, 5)
 WIDTH_EVENTS = (1, 2, 4, 8, 16, 32, 64, WARMUP)
+# kernel="auto": the kernels the warm-up's evidence may choose (docs/krls.md, section 8)
+AUTO_KERNELS = ("gaussian", "linear")
 
 
 def _auto(given, value, default):
@@ -69,7 +74,14 @@ class KernelRLSRegressor(AdaptMixin, RegressorMixin, OnlineLearner):
 
     Parameters
     ----------
-    {kernel}
+    kernel : {{"auto", "gaussian", "laplacian", "matern", "polynomial", "linear"}}, \
+default="auto"
+        See `okl.kernels`.  "auto": the Gaussian kernel, and at the end of the warm-up of
+        noise="auto" its evidence chooses between the Gaussian kernel (its widths and
+        noises) and the linear kernel ``<x, u> + c`` (its noises; c the warm-up's mean
+        <x, x>, `coef0` unused): the fitted model keeps the winner, `kernel_` (docs/krls.md,
+        section 8).  With a given noise or approximation="fourier", "auto" is the Gaussian
+        kernel.
     {gamma}
     {degree}
     {coef0}
@@ -135,7 +147,10 @@ class KernelRLSRegressor(AdaptMixin, RegressorMixin, OnlineLearner):
     n_drifts_ : int
         Changes the drift detector saw so far (docs/drift.md).
     gamma_ : float
-        The kernel width in use, with gamma="scale".
+        The kernel width in use, with gamma="scale" (with ``kernel_="linear"`` the scale
+        rule's, unused).
+    kernel_ : str
+        The kernel of the fitted model: `kernel`, or the one kernel="auto" chose.
 
     References
     ----------
@@ -163,6 +178,7 @@ class KernelRLSRegressor(AdaptMixin, RegressorMixin, OnlineLearner):
 
     _parameter_constraints = {
         **{k: v for k, v in kernel_constraints().items() if k != "nu"},
+        "kernel": [Options("auto", *KERNELS)],
         "noise": [Interval(Real, 0, None, closed="neither"), Options("auto")],
         "forgetting": [Interval(Real, 0, 1, closed="right")],
         "drift_detector": DRIFT_CONSTRAINTS["drift_detector"],
@@ -188,7 +204,7 @@ class KernelRLSRegressor(AdaptMixin, RegressorMixin, OnlineLearner):
             "2); forgetting and the signal scale count events, not copies of rows",
     }
 
-    def __init__(self, kernel="gaussian", gamma="scale", degree=3, coef0=0.0,
+    def __init__(self, kernel="auto", gamma="scale", degree=3, coef0=0.0,
                  kernel_params=None, noise="auto", forgetting=1.0, drift_detector=None,
                  budget="auto", budget_policy="significance", nu="auto", approximation=None,
                  n_components=100, random_state=None, fit_intercept=True, verbose=False,
@@ -214,13 +230,18 @@ class KernelRLSRegressor(AdaptMixin, RegressorMixin, OnlineLearner):
     # -- parameters -----------------------------------------------------------------------------
 
     def _validate_params(self):
+        if self.kernel == "auto" and self.kernel_params is not None:
+            raise InvalidParameterError(
+                f"kernel='auto' chooses between the {' and '.join(AUTO_KERNELS)} kernels, "
+                f"which read no kernel_params; got kernel_params={self.kernel_params!r}. Name "
+                "the kernel (e.g. kernel='matern') to pass its parameters.")
         super()._validate_params()
         if self.approximation is not None and self.budget not in ("auto", None):
             raise InvalidParameterError(
                 f"approximation={self.approximation!r} is a model of n_components features; "
                 f"budget={self.budget} bounds the exact dictionary. Set one of them, not both.")
-        if self.approximation == "fourier" and self.kernel not in ("gaussian", "laplacian",
-                                                                    "matern"):
+        if self.approximation == "fourier" and self._base_kernel() not in (
+                "gaussian", "laplacian", "matern"):
             raise InvalidParameterError(
                 f"approximation='fourier' draws random features of the gaussian, laplacian "
                 f"and matern kernels; kernel={self.kernel!r} has none. Use "
@@ -249,8 +270,25 @@ class KernelRLSRegressor(AdaptMixin, RegressorMixin, OnlineLearner):
         """nu="auto": DEFAULT_NU (docs/krls.md, section 8)."""
         return DEFAULT_NU if self.nu == "auto" else float(self.nu)
 
-    def _kernel_params(self):
-        return kernel_params_of(self, gamma=self.__dict__.get("gamma_", self.gamma))
+    def _base_kernel(self):
+        """The kernel before the warm-up's choice: `kernel`, the Gaussian for "auto"."""
+        return "gaussian" if self.kernel == "auto" else self.kernel
+
+    def _kernel_params(self, kernel=None, gamma=None, coef0=None):
+        """The kernel's record: `kernel` (default `_base_kernel`) at `gamma` (default gamma_
+        when gamma="scale" set it, else the parameter) and `coef0` (default the parameter)."""
+        gamma = self.__dict__.get("gamma_", self.gamma) if gamma is None else gamma
+        return kernel_params(kernel or self._base_kernel(), self.kernel_params, gamma=gamma,
+                             degree=self.degree, coef0=self.coef0 if coef0 is None else coef0)
+
+    @property
+    def kernel_(self):
+        """The kernel of the fitted model (`kernel`, or the one kernel="auto" chose)."""
+        check_is_fitted(self, "t_")
+        model = self._krls
+        record = (RandomFourierFeatures.from_state(model.fmap).params
+                  if isinstance(model, (RLSFeatures, NumpyRLSFeatures)) else model.kernel_params)
+        return kernel_row(record["kernel"]).name
 
     def _fitted_with(self):
         """The parameters the fitted model was built with, read from the model."""
@@ -258,9 +296,13 @@ class KernelRLSRegressor(AdaptMixin, RegressorMixin, OnlineLearner):
         features = isinstance(model, (RLSFeatures, NumpyRLSFeatures))
         record = (RandomFourierFeatures.from_state(model.fmap).params if features
                   else model.kernel_params)
-        names = {int(row.code): name for name, row in KERNELS.items()}
+        kernel = kernel_row(record["kernel"]).name
+        if self.kernel == "auto" and kernel in AUTO_KERNELS:
+            # the linear kernel's constant is the warm-up's, not the parameter coef0
+            record = dict(record, coef0=self.coef0) if kernel == "linear" else record
+            kernel = "auto"
         noise = "auto" if "noise_" in self.__dict__ else model.noise
-        out = [("kernel", names.get(record["kernel"])), *fitted_params(self, record),
+        out = [("kernel", kernel), *fitted_params(self, record),
                ("noise", noise), ("forgetting", model.forgetting),
                ("fit_intercept", model.intercept)]
         if features or ("_warm_X" in self.__dict__ and self.approximation == "fourier"):
@@ -278,12 +320,14 @@ class KernelRLSRegressor(AdaptMixin, RegressorMixin, OnlineLearner):
 
     # -- the model ------------------------------------------------------------------------------
 
-    def _new_model(self, n_features, engine=None):
-        engine = ENGINES[engine or self.engine]
+    def _new_model(self, n_features, record=None):
+        """A fresh dictionary model of the parameters (`record`: the kernel's, default
+        `_kernel_params`)."""
+        engine = ENGINES[self.engine]
         budget, policy = self._budget(), POLICIES[self.budget_policy]
         if self.approximation == "nystroem":
             budget, policy = int(self.n_components), Prune.FREEZE
-        return engine.krls(n_features, self._kernel_params(), self._noise_value(),
+        return engine.krls(n_features, record or self._kernel_params(), self._noise_value(),
                            float(self.forgetting), self._nu(), budget, int(policy),
                            bool(self.fit_intercept))
 
@@ -313,7 +357,8 @@ class KernelRLSRegressor(AdaptMixin, RegressorMixin, OnlineLearner):
         if isinstance(self.gamma, str):
             start_warmup(self, X.shape[1])
         else:
-            warn_spread(X, self.kernel, float(self.gamma), type(self).__name__, stacklevel=5)
+            warn_spread(X, self._base_kernel(), float(self.gamma), type(self).__name__,
+                        stacklevel=5)
         if self.noise == "auto":
             self.noise_ = WARMUP_NOISE
         if self.noise == "auto" or (self.approximation == "fourier"
@@ -410,24 +455,31 @@ class KernelRLSRegressor(AdaptMixin, RegressorMixin, OnlineLearner):
 
     def _end_warmup(self):
         """noise="auto": the noise (and with gamma="scale" the width, among multiples of the
-        scale) of the largest evidence of the warm-up's events, then a fresh model of those
-        settings learns them again; random Fourier features take the final width."""
+        scale) of the largest evidence of the warm-up's events, with kernel="auto" against the
+        linear kernel's, then a fresh model of those settings learns them again; random
+        Fourier features take the final width."""
         d = self.__dict__
         d.pop("_width_moments", None)
         if self.noise == "auto":
             keep = d["_warm_w"] > 0
+            X, y, w = d["_warm_X"][keep], d["_warm_y"][keep], d["_warm_w"][keep]
             scale = d.get("gamma_")
             gammas = (scale * WIDTH_FACTORS if scale is not None
                       else np.array([float(self.gamma)]))
-            record = self._kernel_params()
-            gamma, noise = evidence_choice(record, d["_warm_X"][keep], d["_warm_y"][keep],
-                                           d["_warm_w"][keep], gammas, NOISE_GRID,
-                                           bool(self.fit_intercept))
-            if scale is not None:
+            gamma, noise, value = evidence_choice(self._kernel_params(), X, y, w, gammas,
+                                                  NOISE_GRID, bool(self.fit_intercept))
+            record = None
+            if self.kernel == "auto" and self.approximation != "fourier":
+                coef0, linear, evidence = linear_evidence(X, y, w, NOISE_GRID,
+                                                          bool(self.fit_intercept))
+                if evidence > value:
+                    gamma, noise = scale, linear
+                    record = self._kernel_params("linear", scale or self.gamma, coef0)
+            if scale is not None and gamma is not None:
                 d["gamma_"] = gamma
             d["noise_"] = noise
             if self.approximation != "fourier":
-                self._krls = self._new_model(self.n_features_in_)
+                self._krls = self._new_model(self.n_features_in_, record)
                 self._replay()
                 self.n_support_ = int(self._krls.n_support)
         if self.approximation == "fourier":
@@ -508,8 +560,18 @@ class KernelRLSRegressor(AdaptMixin, RegressorMixin, OnlineLearner):
             check.fail(f"noise_ is stored, but noise={self.noise!r} sets none")
         kind, state = check.model("_krls", ("KRLSModel", "NumpyKRLS", "RLSFeatures",
                                             "NumpyRLSFeatures"))
-        record = check.kernel_of(self, out.get("gamma_", self.gamma))
         warm = "_warm_X" in attrs
+        kernel, coef0 = self._base_kernel(), None
+        if self.kernel == "auto" and state.get("kernel") == int(KERNELS["linear"].code):
+            if warm or self.noise != "auto" or self.approximation == "fourier":
+                check.fail("a linear model belongs to kernel='auto' after the warm-up of "
+                           "noise='auto' only")
+            kernel = "linear"
+            coef0 = check.float(state.get("coef0"), "_krls.coef0", 0.0, open_lo=True)
+        try:
+            record = self._kernel_params(kernel, out.get("gamma_", self.gamma), coef0)
+        except (ValueError, TypeError) as exc:
+            check.fail(f"its kernel parameters are invalid: {exc}")
         kept = self.noise == "auto" or (self.approximation == "fourier"
                                           and isinstance(self.gamma, str))
         if warm != (kept and t < WARMUP):
@@ -662,7 +724,7 @@ class KernelRLSRegressor(AdaptMixin, RegressorMixin, OnlineLearner):
             if "t_" not in self.__dict__:
                 row, _ = adapter.schema.row(x)
                 gamma = 1.0 / len(row) if isinstance(self.gamma, str) else self.gamma
-                kxx = float(kernel_diagonal(kernel_params_of(self, gamma=gamma), row)[0])
+                kxx = float(kernel_diagonal(self._kernel_params(gamma=gamma), row)[0])
                 return 0.0, float(np.sqrt(self._noise_value() + kxx))
             events = adapter._fast()
             row, _ = adapter.schema.row(x, check_finite=events is None)

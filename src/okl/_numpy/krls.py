@@ -580,8 +580,8 @@ def log_evidence(K, y, w, noise, centred):
 
 
 def evidence_choice(kernel, X, y, w, gammas, noises, centred):
-    """(gamma, noise) of the largest `log_evidence` of the rows (X, y, w) over the grids (the
-    first of equal ones, gammas then noises in their order)."""
+    """(gamma, noise, log evidence) of the largest `log_evidence` of the rows (X, y, w) over
+    the grids (the first of equal ones, gammas then noises in their order)."""
     best, choice = -np.inf, (float(gammas[0]), float(noises[-1]))
     for gamma in gammas:
         record = dict(kernel_record(kernel), gamma=float(gamma))
@@ -591,4 +591,25 @@ def evidence_choice(kernel, X, y, w, gammas, noises, centred):
             value = log_evidence(K, y, w, float(noise), centred)
             if value > best:
                 best, choice = value, (float(gamma), float(noise))
-    return choice
+    return (*choice, best)
+
+
+def linear_evidence(X, y, w, noises, centred):
+    """(coef0, noise, log evidence) of the linear kernel ``<x, u> + c`` on the rows (X, y, w),
+    with c the mean of <x, x> (the constant carries the part of the offset the targets' mean
+    does not, with the prior variance of an average row): its Gram matrix over its mean
+    diagonal, 2 c, is scored at every noise of the grid (so that a noise means what it means
+    for the Gaussian, whose k(x, x) is 1), the first of equal ones.  The noise returned is in
+    the kernel's own units, the grid's times 2 c; (nan, nan, -inf) when c is not positive
+    (docs/krls.md, section 8)."""
+    c = float(np.mean(np.einsum("ij,ij->i", X, X)))
+    if not c > 0.0 or not math.isfinite(c):
+        return math.nan, math.nan, -np.inf
+    K = X @ X.T + c
+    K = 0.5 * (K + K.T) / (2.0 * c)
+    best, choice = -np.inf, math.nan
+    for noise in noises:
+        value = log_evidence(K, y, w, float(noise), centred)
+        if value > best:
+            best, choice = value, float(noise) * 2.0 * c
+    return c, choice, best
