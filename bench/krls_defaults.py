@@ -164,7 +164,7 @@ def main(argv=None):
     names = args.streams or list(data)
     learners = {
         "okl KernelRLSRegressor()": lambda: KernelRLSRegressor(),
-        "okl KernelRLSRegressor(kernel='gaussian')": lambda: KernelRLSRegressor(kernel="gaussian"),
+        "okl KernelRLSRegressor(kernel='auto')": lambda: KernelRLSRegressor(kernel="auto"),
         "okl OnlineKernelRegressor()": lambda: OnlineKernelRegressor(),
         "okl MultiKernelRegressor()": lambda: MultiKernelRegressor(),
     }

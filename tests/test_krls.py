@@ -425,7 +425,7 @@ def test_kernel_auto_takes_the_linear_kernel_on_a_linear_stream_only(engine):
     Gaussian on a nonlinear one; the linear model is then the one kernel="linear" with the
     chosen noise builds, event for event."""
     X, y = linear_stream(seed=20)
-    est = KernelRLSRegressor(engine=engine)
+    est = KernelRLSRegressor(kernel="auto", engine=engine)
     scores = est._progressive_scores(X, y, reset=True)
     assert est.kernel_ == "linear" and est.n_support_ == X.shape[1] + 1
     # the noise is in the linear kernel's units: a grid value times its mean k(x, x), 2 c
@@ -439,7 +439,7 @@ def test_kernel_auto_takes_the_linear_kernel_on_a_linear_stream_only(engine):
     assert_states_close(state(same), state(est), 0.0)
     for nonlinear in (stream(400, seed=21), linear_stream(seed=22)[0] ** 2 @ [1, -1, 1, 0]):
         Xn, yn = nonlinear if isinstance(nonlinear, tuple) else (X, nonlinear)
-        assert KernelRLSRegressor(engine=engine).fit(Xn, yn).kernel_ == "gaussian"
+        assert KernelRLSRegressor(kernel="auto", engine=engine).fit(Xn, yn).kernel_ == "gaussian"
 
 
 def test_an_explicit_kernel_is_never_switched_and_auto_is_gaussian_outside_the_evidence():
@@ -449,7 +449,7 @@ def test_an_explicit_kernel_is_never_switched_and_auto_is_gaussian_outside_the_e
     assert KernelRLSRegressor(kernel="gaussian").fit(X, y).kernel_ == "gaussian"
     for config in (dict(noise=1e-3), dict(gamma=0.3, noise=1e-2, budget=50),
                    dict(approximation="fourier", n_components=30, random_state=0)):
-        auto = KernelRLSRegressor(**config).fit(X, y)
+        auto = KernelRLSRegressor(kernel="auto", **config).fit(X, y)
         gaussian = KernelRLSRegressor(kernel="gaussian", **config).fit(X, y)
         assert auto.kernel_ == "gaussian"
         assert_states_close(state(gaussian), state(auto), 0.0)
@@ -460,10 +460,10 @@ def test_an_explicit_kernel_is_never_switched_and_auto_is_gaussian_outside_the_e
 @pytest.mark.parametrize("engine", ["cython", "numpy"])
 def test_the_linear_choice_gives_the_same_iterates_in_chunks_events_and_engines(engine):
     X, y = linear_stream(500, seed=24)
-    whole = KernelRLSRegressor(engine=engine)
+    whole = KernelRLSRegressor(kernel="auto", engine=engine)
     scores = whole._progressive_scores(X, y, reset=True)
     assert whole.kernel_ == "linear"
-    events, rows, dicts = (KernelRLSRegressor(engine=engine) for _ in range(3))
+    events, rows, dicts = (KernelRLSRegressor(kernel="auto", engine=engine) for _ in range(3))
     out = []
     for i in range(len(X)):
         out.append(events.predict_one(X[i]))
@@ -474,17 +474,17 @@ def test_the_linear_choice_gives_the_same_iterates_in_chunks_events_and_engines(
     for other in (events, rows, dicts):
         assert other.kernel_ == "linear"
         assert_states_close(state(whole), state(other), 0.0)
-    chunks = KernelRLSRegressor(engine=engine)
+    chunks = KernelRLSRegressor(kernel="auto", engine=engine)
     parts = [chunks._progressive_std(X[lo:hi], y[lo:hi])
              for lo, hi in ((0, 1), (1, 150), (150, 151), (151, 500))]
     mean, std = (np.concatenate([p[k] for p in parts]) for k in (0, 1))
-    fresh, out = KernelRLSRegressor(engine=engine), []
+    fresh, out = KernelRLSRegressor(kernel="auto", engine=engine), []
     for i in range(len(X)):
         out.append(fresh.predict_one(X[i], return_std=True))
         fresh.learn_one(X[i], y[i])
     np.testing.assert_allclose(mean, np.array(out)[:, 0], rtol=0, atol=1e-10)
     np.testing.assert_allclose(std, np.array(out)[:, 1], rtol=0, atol=1e-10)
-    other = KernelRLSRegressor(engine="numpy" if engine == "cython" else "cython")
+    other = KernelRLSRegressor(kernel="auto", engine="numpy" if engine == "cython" else "cython")
     np.testing.assert_allclose(other._progressive_scores(X, y, reset=True), scores, rtol=0,
                                atol=1e-10 * np.abs(y).max())
     assert other.kernel_ == "linear"
@@ -493,11 +493,12 @@ def test_the_linear_choice_gives_the_same_iterates_in_chunks_events_and_engines(
 
 def test_the_linear_choice_survives_save_load_pickle_and_river_and_cannot_change(tmp_path):
     X, y = linear_stream(400, seed=25)
-    est = KernelRLSRegressor().fit(X[:300], y[:300])
+    est = KernelRLSRegressor(kernel="auto").fit(X[:300], y[:300])
     assert est.kernel_ == "linear"
     okl.save(est, tmp_path / "m.okl")
     copies = [okl.load(tmp_path / "m.okl"), pickle.loads(pickle.dumps(est)), copy.deepcopy(est)]
-    wrapped, events = to_river(KernelRLSRegressor()), KernelRLSRegressor()
+    wrapped = to_river(KernelRLSRegressor(kernel="auto"))
+    events = KernelRLSRegressor(kernel="auto")
     for i in range(400):
         x = {f"x{j}": float(v) for j, v in enumerate(X[i])}
         assert wrapped.predict_one(x) == events.predict_one(X[i])
@@ -517,7 +518,7 @@ def test_the_linear_choice_survives_save_load_pickle_and_river_and_cannot_change
         est.set_params(kernel="auto", noise="auto")
     est.partial_fit(X[:5], y[:5])
     # a file of kernel="auto" holding a linear model before the end of the warm-up is refused
-    early = KernelRLSRegressor().fit(X[:50], y[:50])
+    early = KernelRLSRegressor(kernel="auto").fit(X[:50], y[:50])
     buffer = io.BytesIO()
     okl.save(early, buffer)
     data = dict(np.load(io.BytesIO(buffer.getvalue())))

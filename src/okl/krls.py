@@ -75,7 +75,7 @@ class KernelRLSRegressor(AdaptMixin, RegressorMixin, OnlineLearner):
     Parameters
     ----------
     kernel : {{"auto", "gaussian", "laplacian", "matern", "polynomial", "linear"}}, \
-default="auto"
+default="gaussian"
         See `okl.kernels`.  "auto": the Gaussian kernel, and at the end of the warm-up of
         noise="auto" its evidence chooses between the Gaussian kernel (its widths and
         noises) and the linear kernel ``<x, u> + c`` (its noises; c the warm-up's mean
@@ -204,7 +204,7 @@ default="auto"
             "2); forgetting and the signal scale count events, not copies of rows",
     }
 
-    def __init__(self, kernel="auto", gamma="scale", degree=3, coef0=0.0,
+    def __init__(self, kernel="gaussian", gamma="scale", degree=3, coef0=0.0,
                  kernel_params=None, noise="auto", forgetting=1.0, drift_detector=None,
                  budget="auto", budget_policy="significance", nu="auto", approximation=None,
                  n_components=100, random_state=None, fit_intercept=True, verbose=False,
