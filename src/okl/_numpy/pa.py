@@ -111,12 +111,24 @@ def fit_linear(w, scale, ww, X, y, reg, variant, C, alpha, beta, mistake, sigma,
     ||x||^2 in the step coefficients (not in ||w||^2).  Returns (failed,
     scale, ww): failed is -1 or the first divergent step.
     """
+    return _linear_loop(_fit_linear, w, scale, ww, X, y, reg, variant, C, alpha, beta,
+                        mistake, sigma, score_out, event_out, kxx, drift, drift_state)
+
+
+def _linear_loop(loop, w, scale, ww, X, y, reg, variant, C, alpha, beta, mistake, sigma,
+                 score_out, event_out, kxx, drift, drift_state):
+    """`loop` (`_fit_linear` or `_fit_multi`) watching the drift of its mistakes."""
     if drift is not None and reg == Regularization.L1:
         raise ValueError("the L1 loop takes no drift factor (its projection needs w itself).")
+    return _watching(loop, drift, drift_state, w, scale, ww, X, y, reg, variant, C, alpha,
+                     beta, mistake, sigma, score_out, event_out, kxx)
+
+
+def _watching(loop, drift, drift_state, *args):
+    """loop(*args, watched): the drift state is written back however the loop ends."""
     watched = _Watch(drift, drift_state)
     try:
-        return _fit_linear(w, scale, ww, X, y, reg, variant, C, alpha, beta, mistake, sigma,
-                           score_out, event_out, kxx, watched)
+        return loop(*args, watched)
     finally:
         watched.close()
 
@@ -180,16 +192,12 @@ def fit_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake,
     """
     if gamma is not None and len(gamma) != len(X) + 1:
         raise ValueError("gamma gives the width of the n rows and after them.")
-    watched = _Watch(drift, drift_state)
-    try:
-        return _widths(_fit_kernel, expansion, ww, X, y, reg, variant, C, alpha, beta,
-                       mistake, score_out, event_out, watched, gamma, 1.0)
-    finally:
-        watched.close()
+    return _watching(_widths, drift, drift_state, _fit_kernel, expansion, ww, X, y, reg,
+                     variant, C, alpha, beta, mistake, score_out, event_out, gamma, 1.0)
 
 
 def _widths(loop, expansion, ww, X, y, reg, variant, C, alpha, beta, mistake, score_out,
-            event_out, watched, gamma, factor):
+            event_out, gamma, factor, watched):
     """`loop` one row at a time at the widths `gamma` (None: all rows at once); ww at a
     new width is ``factor ||f||_K^2`` (factor 2: the multiclass 2 sum_c ||f_c||^2)."""
     if gamma is None:
@@ -265,14 +273,8 @@ def fit_multi(W, scale, ww, X, y, reg, variant, C, alpha, beta, mistake, sigma,
     The step is the binary one on V = sqrt(2) W and the row (e_y - e_r) x / sqrt(2):
     W_{t+1} = cv W_t + (ca / 2) (e_y - e_r) x (docs/multiclass-pa.md).
     """
-    if drift is not None and reg == Regularization.L1:
-        raise ValueError("the L1 loop takes no drift factor (its projection needs w itself).")
-    watched = _Watch(drift, drift_state)
-    try:
-        return _fit_multi(W, scale, ww, X, y, reg, variant, C, alpha, beta, mistake, sigma,
-                          score_out, event_out, kxx, watched)
-    finally:
-        watched.close()
+    return _linear_loop(_fit_multi, W, scale, ww, X, y, reg, variant, C, alpha, beta,
+                        mistake, sigma, score_out, event_out, kxx, drift, drift_state)
 
 
 def _fit_multi(W, scale, ww, X, y, reg, variant, C, alpha, beta, mistake, sigma, score_out,
@@ -338,12 +340,8 @@ def fit_multi_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake,
         raise ValueError("gamma gives the width of the n rows and after them.")
     if len(X) and np.isnan(ww):         # a model saved when ww was not tracked
         ww = 2.0 * max(expansion.sq_norm(), 0.0)
-    watched = _Watch(drift, drift_state)
-    try:
-        return _widths(_fit_multi_kernel, expansion, ww, X, y, reg, variant, C, alpha, beta,
-                       mistake, score_out, event_out, watched, gamma, 2.0)
-    finally:
-        watched.close()
+    return _watching(_widths, drift, drift_state, _fit_multi_kernel, expansion, ww, X, y,
+                     reg, variant, C, alpha, beta, mistake, score_out, event_out, gamma, 2.0)
 
 
 def _fit_multi_kernel(expansion, ww, X, y, reg, variant, C, alpha, beta, mistake, score_out,
