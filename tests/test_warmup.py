@@ -81,6 +81,32 @@ def test_kbar_over_centres_is_the_rule_as_they_change(kernel):
                                                                              rel=1e-12)
 
 
+@pytest.mark.parametrize("kernel", ["gaussian", "laplacian", "matern"])
+def test_kbar_over_centres_at_a_width_that_stays_keeps_its_values_to_the_last_bit(kernel):
+    """A fixed width (gamma given, or after the width's warm-up): the kept kernel values of
+    the unchanged centres serve again, and an unchanged set keeps its sum; kbar is still
+    the rule's to the last bit as centres come, are overwritten and go, and as the width
+    moves back and forth."""
+    rng = np.random.default_rng(6)
+    C = rng.normal(size=(60, 5))
+    ours = KernelMean(1.0, kernel_params(kernel, gamma=0.3), 5)
+    centres = C[:0]
+    for t in range(1, 140):
+        gamma = (0.3, 0.45, 0.3)[(t // 25) % 3]        # stays for 25 steps, then moves
+        if t < 50:
+            centres = C[:t // 2 + 1]                    # a centre every other step
+        elif t < 90 and t % 3 == 0:
+            centres = centres.copy()
+            centres[t % len(centres)] = rng.normal(size=5)   # a slot rewritten (budget 25)
+        elif t == 90:
+            centres = centres[:7]                       # fewer centres (a reset and regrowth)
+        elif t > 90 and t % 4 == 0:
+            centres = np.vstack([centres, rng.normal(size=(1, 5))])
+        expected = rule(centres, kernel_params(kernel, gamma=gamma))
+        assert ours.lipschitz_of(centres, 25, gamma, float(t % 90)) == expected
+        assert ours.mean(gamma) == expected             # nothing changed: the kept sum
+
+
 def test_kbar_over_rows_keeps_the_sum_of_a_width_and_adds_a_row_s_values():
     rng = np.random.default_rng(3)
     X = rng.normal(size=(30, 4))

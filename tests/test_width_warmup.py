@@ -376,43 +376,6 @@ def test_the_fourier_warm_up_s_last_event_is_compiled_and_undone_when_the_switch
     np.testing.assert_allclose(function(est, X), function(whole, X), rtol=0, atol=1e-10)
 
 
-@pytest.mark.parametrize("kernel", ["gaussian", "laplacian", "matern"])
-def test_kbar_over_centres_at_a_width_that_stays_keeps_its_values_to_the_last_bit(kernel):
-    """A fixed width (gamma given, or after the width's warm-up): the kept kernel values of
-    the unchanged centres serve again, and an unchanged set keeps its sum; kbar is still
-    the rule's to the last bit as centres come, are overwritten and go, and as the width
-    moves back and forth."""
-    from okl._core._kernels import kernel_matrix as gram
-    from okl._core._warmup import KernelMean
-    from okl.kernels import kernel_params
-
-    def rule(points, params):
-        m = len(points)
-        if m < 2:
-            return 1.0
-        P = np.ascontiguousarray(points)
-        K = gram(P, P, params)
-        return float((K[np.tril_indices(m, -1)].sum() + 1.0) / (m * (m - 1) / 2.0 + 1.0))
-    rng = np.random.default_rng(6)
-    C = rng.normal(size=(60, 5))
-    ours = KernelMean(1.0, kernel_params(kernel, gamma=0.3), 5)
-    centres = C[:0]
-    for t in range(1, 140):
-        gamma = (0.3, 0.45, 0.3)[(t // 25) % 3]        # stays for 25 steps, then moves
-        if t < 50:
-            centres = C[:t // 2 + 1]                    # a centre every other step
-        elif t < 90 and t % 3 == 0:
-            centres = centres.copy()
-            centres[t % len(centres)] = rng.normal(size=5)   # a slot rewritten (budget 25)
-        elif t == 90:
-            centres = centres[:7]                       # fewer centres (a reset and regrowth)
-        elif t > 90 and t % 4 == 0:
-            centres = np.vstack([centres, rng.normal(size=(1, 5))])
-        expected = rule(centres, kernel_params(kernel, gamma=gamma))
-        assert ours.lipschitz_of(centres, 25, gamma, float(t % 90)) == expected
-        assert ours.mean(gamma) == expected             # nothing changed: the kept sum
-
-
 def test_a_pickled_fourier_model_in_its_warm_up_re_draws_its_map():
     import pickle
     X, y = stream(seed=11)
