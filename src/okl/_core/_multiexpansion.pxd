@@ -42,6 +42,20 @@ cdef class MultiExpansion:
     cdef void cset_gamma(self, double gamma) noexcept nogil
     cdef void cwrite(self, Py_ssize_t slot, const double* x, double xx,
                      const double* c) noexcept nogil
+    cdef double crow_dot(self, Py_ssize_t i, const double* v) noexcept nogil
+
+
+cdef class SparseMultiExpansion(MultiExpansion):
+    # The kernel PA's layout (docs/multiclass.md, section 1): coef[i, :] has at most two
+    # nonzeros, (pcls[2 i + p], pval[2 i + p]) for p = 0, 1 (raw, times scale; class -1: none)
+    cdef object _pcls, _pval
+    cdef Py_ssize_t* pcls                    # (capacity, 2)
+    cdef double* pval                        # (capacity, 2)
+
+    cdef double cpairs_dot(self, Py_ssize_t i, const Py_ssize_t* cls,
+                           const double* val) noexcept nogil
+    cdef void cwrite_pairs(self, Py_ssize_t slot, const double* x, double xx,
+                           const Py_ssize_t* cls, const double* val) noexcept nogil
 
 
 # The merge search with vector coefficients (docs/multiclass.md, section 5), also taken by the

@@ -10,6 +10,7 @@ twin is okl/_numpy/multiexpansion.py.
 import numpy as np
 
 from okl._numpy.kernels import kernel_record
+from okl._numpy.multiexpansion import dense_layout, pair_layout
 
 from libc.math cimport INFINITY, exp, isfinite, sqrt
 from libc.string cimport memcpy, memset
@@ -472,6 +473,10 @@ cdef class MultiExpansion:
         memcpy(self.coef + slot * self.n_classes, c, self.n_classes * sizeof(double))
         self.nbuf[slot] = cdotk(c, c, self.n_classes)
 
+    cdef double crow_dot(self, Py_ssize_t i, const double* v) noexcept nogil:
+        """coef[i] . v (raw units), v: k doubles."""
+        return cdotk(self.coef + i * self.n_classes, v, self.n_classes)
+
     # -- Python face ---------------------------------------------------------------------------
 
     def predict(self, const double[:, ::1] X):
@@ -612,6 +617,305 @@ cdef class MultiExpansion:
 
 def _rebuild(state):
     return MultiExpansion.from_state(state)
+
+
+cdef class SparseMultiExpansion(MultiExpansion):
+    """`MultiExpansion` with at most two nonzero coefficients per centre (the kernel PA's).
+
+    A PA step gives its centre +tau for the label and -tau for the top wrong class,
+    the binary model's conversion (-a/2, a/2), and the regularised variants only
+    rescale, so each centre keeps two (class, value) pairs: the scores are a
+    scatter-add of the kernel row (a step O(m d + k)) and a new class renumbers
+    the class indices (O(m), no m x k copy).  Budgets "oldest" and "smallest"
+    keep the layout; "merge" makes rows dense and stays with `MultiExpansion`.
+    The state (`get_state`) is the dense one, so files are those of `MultiExpansion`.
+    The NumPy twin is `okl._numpy.multiexpansion.NumpySparseMultiExpansion`.
+
+    References
+    ----------
+    docs/multiclass.md, sections 1 and 2.
+    """
+
+    def __init__(self, Py_ssize_t n_features, Py_ssize_t n_classes, kernel, Py_ssize_t budget=0,
+                 int policy=OLDEST):
+        if policy == MERGE and budget:
+            raise ValueError("The merge budget policy makes coefficient rows dense: use "
+                             "MultiExpansion for it.")
+        MultiExpansion.__init__(self, n_features, n_classes, kernel, budget, policy)
+
+    cdef _allocate(self, Py_ssize_t capacity):
+        cdef Py_ssize_t n = self.n_support, d = self.n_features
+        centers = np.empty((capacity, d))
+        pcls = np.full((capacity, 2), -1, dtype=np.intp)
+        pval = np.zeros((capacity, 2))
+        sqnorms = np.empty(capacity)
+        nbuf = np.empty(capacity)
+        if n:
+            centers[:n] = self._centers[:n]
+            pcls[:n] = self._pcls[:n]
+            pval[:n] = self._pval[:n]
+            sqnorms[:n] = self._sqnorms[:n]
+            nbuf[:n] = self._nbuf[:n]
+        self._centers, self._pcls, self._pval, self._sqnorms = centers, pcls, pval, sqnorms
+        self._nbuf, self._kbuf = nbuf, np.empty(capacity)
+        self._wbuf = self._cbuf = self._coef = None     # the merge's buffers: no merge here
+        cdef double[:, ::1] c_view = centers, v_view = pval
+        cdef Py_ssize_t[:, ::1] p_view = pcls
+        cdef double[::1] s_view = sqnorms, k_view = self._kbuf, n_view = self._nbuf
+        self.centers, self.pcls, self.pval = &c_view[0, 0], &p_view[0, 0], &v_view[0, 0]
+        self.sqnorms, self.kbuf, self.nbuf = &s_view[0], &k_view[0], &n_view[0]
+        self.coef = self.wbuf = self.cbuf = NULL
+        self.kbuf_x = NULL
+        self.capacity = capacity
+
+    cdef void cscores(self, const double* x, double* out) noexcept nogil:
+        """out[c] = f_c(x): one kernel row scattered into the k scores, O(m d + k)."""
+        cdef Py_ssize_t i, c, j, k = self.n_classes
+        memset(out, 0, k * sizeof(double))
+        if self.n_support == 0:
+            return
+        self.cvalues(x)
+        for i in range(self.n_support):
+            for j in range(2 * i, 2 * i + 2):
+                c = self.pcls[j]
+                if c >= 0:
+                    out[c] += self.pval[j] * self.kbuf[i]
+        for c in range(k):
+            out[c] *= self.scale
+
+    cdef void cshrink(self, double factor) noexcept nogil:
+        """f <- factor f in O(1) (the lazy scale over the 2 m values)."""
+        if factor == 1.0:
+            return
+        if factor <= 0.0:
+            self.n_support = 0
+            self.next_slot = 0
+            self.scale = 1.0
+            return
+        cdef double s = self.scale * factor
+        cdef Py_ssize_t i
+        if cshrink_lazy(self.pval, 2 * self.n_support, &self.scale, factor) == RENORMALISED:
+            self.n_rescale += 1
+            for i in range(self.n_support):
+                self.nbuf[i] *= s * s
+
+    cdef double crow_dot(self, Py_ssize_t i, const double* v) noexcept nogil:
+        cdef double total = 0.0
+        cdef Py_ssize_t j
+        for j in range(2 * i, 2 * i + 2):
+            if self.pcls[j] >= 0:
+                total += self.pval[j] * v[self.pcls[j]]
+        return total
+
+    cdef double cpairs_dot(self, Py_ssize_t i, const Py_ssize_t* cls,
+                           const double* val) noexcept nogil:
+        """coef[i] . (the row of pairs cls, val) (raw units)."""
+        cdef double total = 0.0
+        cdef Py_ssize_t j, q
+        for j in range(2 * i, 2 * i + 2):
+            for q in range(2):
+                if self.pcls[j] >= 0 and self.pcls[j] == cls[q]:
+                    total += self.pval[j] * val[q]
+        return total
+
+    def _norms(self):
+        cdef Py_ssize_t i
+        for i in range(self.n_support):
+            self.nbuf[i] = self.pval[2 * i] * self.pval[2 * i] + self.pval[2 * i + 1] * \
+                self.pval[2 * i + 1]
+
+    cdef double cweighted(self, const double* y, const double* v, Py_ssize_t n) noexcept nogil:
+        cdef Py_ssize_t i
+        cdef double total = 0.0
+        if y != NULL:
+            ckernel_row(&self.kernel, y, self.centers, n, self.n_features, self.kbuf)
+            self.kbuf_x = NULL
+        for i in range(n):
+            total += self.kbuf[i] * self.crow_dot(i, v)
+        return total
+
+    cdef bint cadd(self, const double* x, double xx, const double* a) noexcept nogil:
+        """`MultiExpansion.cadd` for an a of at most two nonzeros (False otherwise, or when
+        a / scale is not finite); O(k) with room, O(m d) per eviction."""
+        cdef Py_ssize_t slot, c, i, k = self.n_classes, d = self.n_features, nnz = 0
+        cdef Py_ssize_t cls[2]
+        cdef double val[2]
+        cdef double aa = 0.0, v, dot
+        cdef const double* x_o
+        cls[0] = cls[1] = -1
+        val[0] = val[1] = 0.0
+        for c in range(k):
+            if a[c] != 0.0:
+                v = a[c] / self.scale
+                if not isfinite(v) or nnz == 2:
+                    return False
+                cls[nnz], val[nnz] = c, v
+                nnz += 1
+                aa += v * v
+            elif not isfinite(a[c] / self.scale):
+                return False
+        self.norm_change = 0.0
+        slot = self.cvictim(aa)
+        if slot == NEWCOMER:
+            if self.track_norm:
+                if not (x == self.kbuf_x and self.kbuf_n == self.n_support):
+                    self.cvalues(x)
+                dot = 0.0
+                for i in range(self.n_support):
+                    dot += self.kbuf[i] * self.cpairs_dot(i, cls, val)
+                self.norm_change = -self.scale * self.scale * (
+                    aa * cself(&self.kernel, xx) + 2.0 * dot)
+            return True
+        if slot == NO_EVICTION:
+            slot = self.n_support
+            self.n_support += 1
+        else:
+            if self.track_norm:     # r = coef[slot] leaves; f + a K(x, .) at its centre
+                x_o = self.centers + slot * d
+                ckernel_row(&self.kernel, x_o, self.centers, self.n_support, d, self.kbuf)
+                self.kbuf_x = NULL
+                dot = 0.0
+                for i in range(self.n_support):
+                    dot += self.kbuf[i] * self.cpairs_dot(i, self.pcls + 2 * slot,
+                                                          self.pval + 2 * slot)
+                dot += ckernel(&self.kernel, x, x_o, d) * self.cpairs_dot(slot, cls, val)
+                self.norm_change = self.scale * self.scale * (
+                    self.nbuf[slot] * cself(&self.kernel, self.sqnorms[slot]) - 2.0 * dot)
+            if self.policy == OLDEST:
+                self.next_slot = (slot + 1) % self.budget
+        self.cwrite_pairs(slot, x, xx, cls, val)
+        return True
+
+    cdef void cwrite(self, Py_ssize_t slot, const double* x, double xx,
+                     const double* c) noexcept nogil:
+        """Put x with the raw dense coefficients c (at most two nonzeros: the first two kept)."""
+        cdef Py_ssize_t j, nnz = 0
+        cdef Py_ssize_t cls[2]
+        cdef double val[2]
+        cls[0] = cls[1] = -1
+        val[0] = val[1] = 0.0
+        for j in range(self.n_classes):
+            if c[j] != 0.0 and nnz < 2:
+                cls[nnz], val[nnz] = j, c[j]
+                nnz += 1
+        self.cwrite_pairs(slot, x, xx, cls, val)
+
+    cdef void cwrite_pairs(self, Py_ssize_t slot, const double* x, double xx,
+                           const Py_ssize_t* cls, const double* val) noexcept nogil:
+        if slot < self.kbuf_n:
+            self.kbuf_x = NULL
+        memcpy(self.centers + slot * self.n_features, x, self.n_features * sizeof(double))
+        self.sqnorms[slot] = xx
+        self.pcls[2 * slot], self.pcls[2 * slot + 1] = cls[0], cls[1]
+        self.pval[2 * slot], self.pval[2 * slot + 1] = val[0], val[1]
+        self.nbuf[slot] = val[0] * val[0] + val[1] * val[1]
+
+    def add(self, const double[::1] x, const double[::1] a):
+        """f <- f + a K(x, .) within the budget; a has at most two nonzeros."""
+        if np.count_nonzero(a) > 2:
+            raise ValueError("SparseMultiExpansion.add takes at most two nonzero coefficients; "
+                             "use MultiExpansion for dense ones.")
+        MultiExpansion.add(self, x, a)
+
+    def sq_norm(self):
+        """||f||_K^2 = sum_c a_c' K a_c, O(n^2 d + n k)."""
+        cdef Py_ssize_t j, d = self.n_features
+        cdef double total = 0.0
+        s_arr = np.zeros(self.n_classes)
+        cdef double[::1] s = s_arr
+        for j in range(self.n_support):
+            self.cscores(self.centers + j * d, &s[0])
+            total += self.crow_dot(j, &s[0])
+        self.kbuf_x = NULL
+        return self.scale * total
+
+    @property
+    def coef_(self):
+        """The coefficient vectors a_i, one row per centre (a dense copy, n x k)."""
+        return self.scale * self.raw_coef_
+
+    @property
+    def raw_coef_(self):
+        n = self.n_support
+        return dense_layout(self._pcls[:n], self._pval[:n], self.n_classes)
+
+    def checkpoint(self, Py_ssize_t n_new):
+        """What `restore` needs to undo the next steps (a copy of the n centres, O(n d))."""
+        n = self.n_support
+        return (n, self.scale, self.n_rescale, self.next_slot, self._pcls[:n].copy(),
+                self._pval[:n].copy(), self._centers[:n].copy(), self._sqnorms[:n].copy(),
+                self.kernel.gamma)
+
+    def restore(self, state):
+        n, scale, n_rescale, next_slot, pcls, pval, centers, sqnorms, gamma = state
+        if n > self.capacity:
+            self._allocate(n)
+        self._pcls[:n], self._pval[:n] = pcls, pval
+        self._centers[:n], self._sqnorms[:n] = centers, sqnorms
+        self.n_support, self.scale, self.n_rescale, self.next_slot = n, scale, n_rescale, next_slot
+        self.kernel.gamma = gamma
+        self.kbuf_x = NULL
+        self._norms()
+
+    def get_state(self):
+        """The state of `MultiExpansion` (dense coef, n x k: built here only)."""
+        n = self.n_support
+        return dict(n_features=self.n_features, n_classes=self.n_classes, budget=self.budget,
+                    policy=self.policy, scale=self.scale, n_rescale=self.n_rescale,
+                    next_slot=self.next_slot, n_merges=self.n_merges,
+                    centers=self._centers[:n].copy(), coef=self.raw_coef_,
+                    sqnorms=self._sqnorms[:n].copy(), **self.kernel_params)
+
+    def with_class(self, Py_ssize_t position):
+        """A new expansion with a zero score function at `position`; this one unchanged.
+        O(n d) copies and O(n) renumbering: no n x k values."""
+        cdef Py_ssize_t n = self.n_support, k = self.n_classes
+        if not 0 <= position <= k:
+            raise ValueError(f"position must be in [0, {k}], got {position}.")
+        cdef SparseMultiExpansion out = SparseMultiExpansion(
+            self.n_features, k + 1, self.kernel_params, self.budget, self.policy)
+        if self.capacity > out.capacity:
+            out._allocate(self.capacity)
+        out._centers[:n] = self._centers[:n]
+        out._sqnorms[:n] = self._sqnorms[:n]
+        out._nbuf[:n] = self._nbuf[:n]
+        out._pval[:n] = self._pval[:n]
+        pcls = out._pcls
+        pcls[:n] = self._pcls[:n]
+        pcls[:n][pcls[:n] >= position] += 1
+        out.n_support = n
+        out.scale, out.n_rescale = self.scale, self.n_rescale
+        out.next_slot, out.n_merges = self.next_slot, self.n_merges
+        return out
+
+    @classmethod
+    def from_state(cls, state):
+        """From a `MultiExpansion` state whose rows have at most two nonzeros (ValueError
+        otherwise)."""
+        k = state["n_classes"]
+        pcls, pval = pair_layout(np.asarray(state["coef"], dtype=np.float64).reshape(-1, k))
+        cdef SparseMultiExpansion self = cls(state["n_features"], k,
+                                             kernel_record(state, complete=True),
+                                             state["budget"], state["policy"])
+        n = len(pcls)
+        self.reserve(n)
+        self._centers[:n] = state["centers"]
+        self._pcls[:n], self._pval[:n] = pcls, pval
+        self._sqnorms[:n] = state["sqnorms"]
+        self.n_support = n
+        self.scale = state["scale"]
+        self.n_rescale = state["n_rescale"]
+        self.next_slot = state["next_slot"]
+        self.n_merges = state.get("n_merges", 0)
+        self._norms()
+        return self
+
+    def __reduce__(self):
+        return (_rebuild_sparse, (self.get_state(),))
+
+
+def _rebuild_sparse(state):
+    return SparseMultiExpansion.from_state(state)
 
 
 def multi_merge_find(const double[:, ::1] centers, const double[:, ::1] coef, double gamma):

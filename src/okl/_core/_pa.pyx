@@ -534,12 +534,11 @@ cdef double csq_norm(KernelExpansion e) noexcept nogil:
 
 cdef double cmulti_sq_norm(MultiExpansion e, double* s) noexcept nogil:
     """2 sum_c ||f_c||_K^2 from the centres, O(n^2 (d + k)); s: k doubles of work."""
-    cdef Py_ssize_t j, c, d = e.n_features, k = e.n_classes
+    cdef Py_ssize_t j, d = e.n_features
     cdef double total = 0.0
     for j in range(e.n_support):
         e.cscores(e.centers + j * d, s)
-        for c in range(k):
-            total += e.coef[j * k + c] * s[c]
+        total += e.crow_dot(j, s)
     e.kbuf_x = NULL
     return 2.0 * fmax(e.scale * total, 0.0)
 

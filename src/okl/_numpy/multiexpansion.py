@@ -306,3 +306,183 @@ def from_binary(state, position):
     return dict(out, **kernel_record(state, complete=True), n_classes=3, scale=1.0, n_rescale=0,
                 n_merges=0, centers=np.asarray(state["centers"], dtype=np.float64), coef=coef,
                 sqnorms=np.asarray(state["sqnorms"], dtype=np.float64))
+
+
+class NumpySparseMultiExpansion(NumpyMultiExpansion):
+    """The twin of `okl._core._multiexpansion.SparseMultiExpansion`: at most two (class, value)
+    pairs per centre, `_pcls` and `_pval` of shape (capacity, 2) (class -1: none); the
+    scores are a scatter-add of the kernel row, a new class renumbers the classes.
+
+    References
+    ----------
+    docs/multiclass.md, sections 1 and 2.
+    """
+
+    def __init__(self, n_features, n_classes, kernel, budget=0, policy=BudgetPolicy.OLDEST):
+        if int(policy) == BudgetPolicy.MERGE and budget:
+            raise ValueError("The merge budget policy makes coefficient rows dense: use "
+                             "NumpyMultiExpansion for it.")
+        super().__init__(n_features, n_classes, kernel, budget, policy)
+        del self._coef
+        self._pcls = np.empty((0, 2), dtype=np.intp)
+        self._pval = np.empty((0, 2))
+
+    @property
+    def capacity(self):
+        return len(self._pval)
+
+    def __getstate__(self):
+        state, n = dict(self.__dict__), self.n_support
+        for key in ("_centers", "_pcls", "_pval", "_sqnorms"):
+            state[key] = state[key][:n].copy()
+        return state
+
+    def reserve(self, n_new):
+        need = self.n_support + n_new
+        if self.budget:
+            need = min(need, self.budget)
+        if need > self.capacity:
+            grow = need - self.capacity
+            self._centers = np.vstack([self._centers, np.empty((grow, self.n_features))])
+            self._pcls = np.vstack([self._pcls, np.full((grow, 2), -1, dtype=np.intp)])
+            self._pval = np.vstack([self._pval, np.zeros((grow, 2))])
+            self._sqnorms = np.concatenate([self._sqnorms, np.empty(grow)])
+
+    def scores(self, x):
+        """The k scores: the kernel row scattered over the pairs."""
+        out = np.zeros(self.n_classes)
+        n = self.n_support
+        if n:
+            cls = self._pcls[:n]
+            used = cls >= 0
+            np.add.at(out, cls[used], (self._pval[:n] * self.values(x)[:, None])[used])
+        return out
+
+    def shrink(self, factor):
+        if factor <= 0:
+            self.n_support, self.next_slot = 0, 0
+        else:
+            self._pval[:self.n_support] *= factor
+
+    def victim(self, aa):
+        n = self.n_support
+        if not self.budget or n < self.budget:
+            return NO_EVICTION
+        if self.policy == BudgetPolicy.OLDEST:
+            return self.next_slot
+        norms = np.array([row @ row for row in self._pval[:n]])
+        slot = int(np.argmin(norms))
+        return NEWCOMER if aa <= norms[slot] else slot
+
+    def add(self, x, a):
+        """f <- f + a K(x, .) (a in R^k, at most two nonzeros); False when a is not finite."""
+        a = np.asarray(a, dtype=np.float64)
+        if not np.all(np.isfinite(a)):
+            return False
+        cls = np.flatnonzero(a)
+        if len(cls) > 2:
+            raise ValueError("NumpySparseMultiExpansion.add takes at most two nonzero "
+                             "coefficients; use NumpyMultiExpansion for dense ones.")
+        val = a[cls]
+        slot = self.victim(float(val @ val))
+        if slot == NEWCOMER:
+            return True
+        if slot == NO_EVICTION:
+            slot = self.n_support
+            self.n_support += 1
+        elif self.policy == BudgetPolicy.OLDEST:
+            self.next_slot = (slot + 1) % self.budget
+        self._centers[slot], self._sqnorms[slot] = x, x @ x
+        self._pcls[slot], self._pval[slot] = -1, 0.0
+        self._pcls[slot, :len(cls)], self._pval[slot, :len(cls)] = cls, val
+        return True
+
+    def sq_norm(self):
+        total = 0.0
+        for j in range(self.n_support):
+            s = self.scores(self._centers[j])
+            used = self._pcls[j] >= 0
+            total += float(self._pval[j][used] @ s[self._pcls[j][used]])
+        return total
+
+    @property
+    def coef_(self):
+        n = self.n_support
+        return dense_layout(self._pcls[:n], self._pval[:n], self.n_classes)
+
+    raw_coef_ = coef_
+
+    def checkpoint(self, n_new):
+        n = self.n_support
+        return (n, self.next_slot, self._pcls[:n].copy(), self._pval[:n].copy(),
+                self._centers[:n].copy(), self._sqnorms[:n].copy(), self.kernel_params)
+
+    def restore(self, state):
+        n, self.next_slot, pcls, pval, centers, sqnorms, self.kernel_params = state
+        if n > self.capacity:
+            self.reserve(n - self.n_support)
+        self._pcls[:n], self._pval[:n] = pcls, pval
+        self._centers[:n], self._sqnorms[:n] = centers, sqnorms
+        self.n_support = n
+
+    def with_class(self, position):
+        """A new expansion with a zero score function at `position`; this one unchanged
+        (O(n) renumbering, no n x k values)."""
+        if not 0 <= position <= self.n_classes:
+            raise ValueError(f"position must be in [0, {self.n_classes}], got {position}.")
+        n = self.n_support
+        out = type(self)(self.n_features, self.n_classes + 1, self.kernel_params, self.budget,
+                         self.policy)
+        out.reserve(max(self.capacity, n))
+        out._centers[:n], out._sqnorms[:n] = self._centers[:n], self._sqnorms[:n]
+        out._pval[:n] = self._pval[:n]
+        pcls = self._pcls[:n].copy()
+        pcls[pcls >= position] += 1
+        out._pcls[:n] = pcls
+        out.n_support, out.next_slot, out.n_merges = n, self.next_slot, self.n_merges
+        return out
+
+    @classmethod
+    def from_state(cls, state):
+        """From a multi-output state whose rows have at most two nonzeros (ValueError
+        otherwise)."""
+        p = state
+        k = p["n_classes"]
+        pcls, pval = pair_layout(p["scale"] * np.asarray(p["coef"], dtype=np.float64).reshape(
+            -1, k))
+        self = cls(p["n_features"], k, kernel_record(p, complete=True), p["budget"],
+                   p["policy"])
+        self._centers = np.array(p["centers"], dtype=np.float64).reshape(-1, p["n_features"])
+        self._pcls, self._pval = pcls, pval
+        self._sqnorms = np.array(p["sqnorms"], dtype=np.float64)
+        self.n_support = len(pcls)
+        self.next_slot = p["next_slot"]
+        self.n_merges = p.get("n_merges", 0)
+        return self
+
+
+def pair_layout(coef):
+    """(classes, values), each (n, 2): the at most two nonzeros of every row of the dense coef
+    (class -1, value 0 where a row has fewer); ValueError when a row has more."""
+    coef = np.asarray(coef, dtype=np.float64)
+    n = len(coef)
+    rows, cols = np.nonzero(coef)
+    counts = np.bincount(rows, minlength=n)
+    if n and counts.max(initial=0) > 2:
+        raise ValueError("a row of coef has more than two nonzeros: the pair layout cannot hold "
+                         "it; use MultiExpansion.")
+    slot = np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts)
+    classes = np.full((n, 2), -1, dtype=np.intp)
+    values = np.zeros((n, 2))
+    classes[rows, slot] = cols
+    values[rows, slot] = coef[rows, cols]
+    return classes, values
+
+
+def dense_layout(classes, values, k):
+    """The (n, k) coefficients of the pair layout (`pair_layout`'s inverse)."""
+    classes = np.asarray(classes, dtype=np.intp)
+    out = np.zeros((len(classes), k))
+    rows, slot = np.nonzero(classes >= 0)
+    np.add.at(out, (rows, classes[rows, slot]), np.asarray(values)[rows, slot])
+    return out
