@@ -12,10 +12,27 @@ from sklearn.utils.extmath import safe_sparse_dot
 
 from okl._engines import ENGINES, engine_of
 from okl._core import _pa
+from okl._core._multiexpansion import SparseMultiExpansion
 from okl._feature_maps import NystroemFeatures, RandomFourierFeatures
 from okl._numpy import pa as _np_pa
+from okl._numpy.codes import BudgetPolicy
+from okl._numpy.multiexpansion import NumpySparseMultiExpansion
 from okl import kernels
 from okl._numpy.kernels import kernel_record
+
+
+SPARSE_MULTI = {"cython": SparseMultiExpansion, "numpy": NumpySparseMultiExpansion}
+
+
+def multi_expansion(engine, state):
+    """The kernel PA's multi-output expansion of `state` on `engine`: the pair layout (at most
+    two coefficients per centre, docs/multiclass.md, section 1) unless the budget merges or
+    a row has more than two nonzeros (the dense `multi_expansion` of the engine)."""
+    coef = np.asarray(state["coef"]).reshape(-1, state["n_classes"])
+    if ((int(state["policy"]) != BudgetPolicy.MERGE or not state["budget"])
+            and not np.any(np.count_nonzero(coef, axis=1) > 2)):
+        return SPARSE_MULTI[engine].from_state(state)
+    return ENGINES[engine].multi_expansion.from_state(state)
 
 
 def _rewidth(expansion, gamma):
@@ -222,8 +239,7 @@ class KernelPAModel:
                          -1, state["n_features"]),
                      coef=np.column_stack([-0.5 * a, 0.5 * a]))
         engine = engine_of(self.expansion)
-        return KernelMultiPAModel(ENGINES[engine].multi_expansion.from_state(multi),
-                                  self.sq_norm)
+        return KernelMultiPAModel(multi_expansion(engine, multi), self.sq_norm)
 
     def with_gamma(self, gamma):
         """A new model: the same expansion on the kernel of width gamma, ||f||_K^2 recomputed
@@ -279,9 +295,8 @@ class KernelMultiPAModel:
         return self.expansion.n_classes
 
     def _on(self, engine):
-        cls = ENGINES[engine].multi_expansion
-        if not isinstance(self.expansion, cls):
-            self.expansion = cls.from_state(self.expansion.get_state())
+        if not isinstance(self.expansion, ENGINES[engine].multi_expansion):
+            self.expansion = multi_expansion(engine, self.expansion.get_state())
         return self.expansion
 
     def with_class(self, position):
@@ -328,7 +343,7 @@ class KernelMultiPAModel:
     def from_state(cls, state):
         state = dict(state)
         sq_norm, engine = float(state.pop("sq_norm")), state.pop("engine")
-        return cls(ENGINES[engine].multi_expansion.from_state(state), sq_norm)
+        return cls(multi_expansion(engine, state), sq_norm)
 
 
 def kernel_diagonal(fmap, X):

@@ -19,7 +19,7 @@ from okl._pa_models import (
 )
 from okl._labels import LabelsMixin, multiclass_loss
 from okl._core._expansion import KernelExpansion
-from okl._core._multiexpansion import MultiExpansion
+from okl._core._multiexpansion import MultiExpansion, SparseMultiExpansion
 from okl._core._pa import Event, EventsKind, PAEvents, Regularization, Variant
 from okl._core._warmup import Warmup
 from okl._docstrings import shared_params
@@ -610,7 +610,7 @@ class RegularizedPAClassifier(AdaptMixin, KernelModelMixin, LabelsMixin, Classif
         elif kind is KernelPAModel and k == 2 and type(model.expansion) is KernelExpansion:
             code = EventsKind.KERNEL
         elif (kind is KernelMultiPAModel and k == model.n_classes
-              and type(model.expansion) is MultiExpansion):
+              and type(model.expansion) in (MultiExpansion, SparseMultiExpansion)):
             code = EventsKind.MULTI_KERNEL
         else:
             return None
