@@ -310,6 +310,7 @@ cdef class LastEvent:
     cdef object std_step, std_est   # a step with predict_std, of a learner with _noise_value
     cdef object noise_est, noise_param, noise_fit   # `cnoise`: the objects its value is of
     cdef double noise
+    cdef object events              # the last learner step found to be an Events (`cevents`)
     cdef object d_est, d_cal, d_t   # `cattrs`: the wrapper's estimator_, calibration_, t_
     cdef unsigned long long d_version   # when its dict was at this version (0: none)
     cdef object scored              # scored(learner): its probabilities are the softmax below
@@ -553,8 +554,8 @@ cdef class LastEvent:
         cdef Events step
         cdef dict attrs
         cdef double sf2, scale
-        found = getattr(est, "_one_event_step", None)
-        if not isinstance(found, Events):
+        found = self.cevents(est)
+        if found is None:
             return False
         step = <Events>found
         if not self.normalized:
@@ -610,6 +611,17 @@ cdef class LastEvent:
             self.d_version = v
         return v
 
+    cdef inline object cevents(self, object est):
+        """The learner's compiled one-event step (an `Events`), or None (the type check made
+        once per step)."""
+        found = getattr(est, "_one_event_step", None)
+        if found is self.events or found is None:
+            return found
+        if not isinstance(found, Events):
+            return None
+        self.events = found
+        return found
+
     cdef int ccommit(self, dict d, object est, object cal, object t, object x, object y,
                      double s, unsigned long long v) except -1:
         """The write of `clearn` / `clearn_label` (under the wrapper's lock, the event's score
@@ -621,8 +633,8 @@ cdef class LastEvent:
         self.valid = False
         self.x = self.kept = None
         after = t + 1
-        found = getattr(est, "_one_event_step", None)
-        if not (isinstance(found, Events) and (<Events>found).learn_ready(est, x, y, 1.0)):
+        found = self.cevents(est)
+        if not (found is not None and (<Events>found).learn_ready(est, x, y, 1.0)):
             self.est_learn(x, y)
         (<Calibration>cal).clearn(s)            # C only: no signal lands in between
         before = dict_version(d)
