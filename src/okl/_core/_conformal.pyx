@@ -13,6 +13,7 @@ here from the learner's compiled scores (`LastEvent.cscores`), its probabilities
 """
 import numpy as np
 
+cimport cython
 cimport numpy as cnp
 from libc.math cimport INFINITY, M_PI, ceil, exp, fabs, fmax, fmin, isfinite, log, sqrt, tan
 from libc.string cimport memcmp, memcpy, memmove
@@ -61,6 +62,7 @@ cdef inline double csaturation(double integral, Py_ssize_t t, double csat) noexc
     return tan(x)
 
 
+@cython.final    # no subclass: its C methods are called directly (inlined)
 cdef class Calibration:
     """The threshold of one conformal calibration and the state it learns from (see
     `okl._numpy.conformal.NumpyCalibration`, whose parameters it takes)."""
@@ -283,6 +285,7 @@ def _rebuild(cls, state):
     return cls.from_state(state)
 
 
+@cython.final    # no subclass: its C methods are called directly (inlined)
 cdef class LastEvent:
     """The prediction `predict_one` / `predict_interval_one` made for the event x, kept for
     the `learn_one` of the same event, and the compiled one-event path of the wrapper.
