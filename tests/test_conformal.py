@@ -228,6 +228,68 @@ def test_kernel_rls_one_event_interval_is_its_predictive_std_in_c(monkeypatch):
     assert np.array_equal(est.predict(X), alone.predict(X))
 
 
+def test_kernel_rls_one_event_interval_follows_a_changed_noise(monkeypatch):
+    """The compiled one-event path keeps KernelRLSRegressor's noise value between events; a
+    new `noise_` (written directly, as a restore writes it) is used from the next event on:
+    the interval stays exactly that of ``predict_one(x, return_std=True)``, which the wrapper
+    does not call."""
+    original, calls = KernelRLSRegressor.predict_one, []
+
+    def counted(self, x, return_std=False):
+        calls.append(return_std)
+        return original(self, x, return_std)
+
+    monkeypatch.setattr(KernelRLSRegressor, "predict_one", counted)
+    X, y = stream(400)
+    model = ConformalRegressor(KernelRLSRegressor(gamma=0.5)).fit(X[:150], y[:150])
+    model.predict_interval_one(X[150])      # the first event after a chunk: the Python path
+    model.learn_one(X[150], y[150])
+    calls.clear()
+    est = model.estimator_
+    widths = []
+    for i, (x, t) in enumerate(zip(X[151:], y[151:])):
+        if i in (100, 200):
+            est.__dict__["noise_"] = 2.0 if i == 100 else 5.0
+        f, sd = original(est, x, return_std=True)
+        q = model.threshold_
+        assert model.predict_interval_one(x) == (f - q * sd, f + q * sd)
+        widths.append(sd)
+        model.learn_one(x, t)
+    assert calls == [] and model.t_ == 400
+    assert widths[99] < widths[100] < widths[200]
+
+
+def test_the_one_event_path_reads_a_replaced_calibration_and_learner():
+    """The compiled one-event path keeps the wrapper's estimator_, calibration_ and t_ between
+    events while its dict is unchanged; one written directly (as a restore writes them) serves
+    from the next call on."""
+    X, y = stream(300)
+    model = ConformalRegressor(OnlineKernelRegressor(gamma=0.5, budget=10)).fit(X[:100], y[:100])
+    for x, t in zip(X[100:200], y[100:200]):
+        model.predict_interval_one(x)
+        model.learn_one(x, t)
+    other = model.calibration_.copy()
+    for _ in range(50):
+        other.learn(100.0)
+    assert other.threshold() != model.calibration_.threshold()
+    model.__dict__["calibration_"] = other
+    f = model.estimator_.predict_one(X[200])
+    q = other.threshold()
+    assert model.predict_interval_one(X[200]) == (f - q, f + q)
+    model.learn_one(X[200], y[200])
+    assert other.t == 251 and model.t_ == 201
+    learner = OnlineKernelRegressor(gamma=0.5, budget=10).fit(X[:50], y[:50])
+    model.__dict__["estimator_"] = learner
+    f, q = learner.predict_one(X[201]), other.threshold()
+    assert model.predict_interval_one(X[201]) == (f - q, f + q)
+    model.learn_one(X[201], y[201])
+    assert learner.t_ == 51 and other.t == 252
+    model.__dict__["t_"] = 7
+    model.predict_interval_one(X[202])
+    model.learn_one(X[202], y[202])
+    assert model.t_ == 8
+
+
 @pytest.mark.parametrize("learner", [OnlineKernelRegressor(gamma=0.5, budget=10),
                                      KernelRLSRegressor(gamma=0.5)], ids=["okr", "krls"])
 def test_two_threads_on_the_one_event_path(learner):

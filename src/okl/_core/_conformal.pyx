@@ -13,6 +13,7 @@ here from the learner's compiled scores (`LastEvent.cscores`), its probabilities
 """
 import numpy as np
 
+cimport cython
 cimport numpy as cnp
 from libc.math cimport INFINITY, M_PI, ceil, exp, fabs, fmax, fmin, isfinite, log, sqrt, tan
 from libc.string cimport memcmp, memcpy, memmove
@@ -34,6 +35,7 @@ cpdef enum Method:
     PID = 3
 
 cdef double INDEX_SLACK = 1e-9
+cdef object ABSENT = object()       # a key missing from a dict (`LastEvent.cnoise`)
 SCALARS = ("method", "alpha", "window", "t", "n", "head", "ki", "csat", "integral")
 ARRAYS = ("gammas", "levels", "regret", "variance", "range", "ring", "sorted")
 
@@ -60,6 +62,7 @@ cdef inline double csaturation(double integral, Py_ssize_t t, double csat) noexc
     return tan(x)
 
 
+@cython.final    # no subclass: its C methods are called directly (inlined)
 cdef class Calibration:
     """The threshold of one conformal calibration and the state it learns from (see
     `okl._numpy.conformal.NumpyCalibration`, whose parameters it takes)."""
@@ -282,6 +285,7 @@ def _rebuild(cls, state):
     return cls.from_state(state)
 
 
+@cython.final    # no subclass: its C methods are called directly (inlined)
 cdef class LastEvent:
     """The prediction `predict_one` / `predict_interval_one` made for the event x, kept for
     the `learn_one` of the same event, and the compiled one-event path of the wrapper.
@@ -307,6 +311,11 @@ cdef class LastEvent:
     cdef object proba, kept         # the classifier's probabilities: the chooser, the dict
     cdef object proba_est, proba_version, proba_fn
     cdef object std_step, std_est   # a step with predict_std, of a learner with _noise_value
+    cdef object noise_est, noise_param, noise_fit   # `cnoise`: the objects its value is of
+    cdef double noise
+    cdef object events              # the last learner step found to be an Events (`cevents`)
+    cdef object d_est, d_cal, d_t   # `cattrs`: the wrapper's estimator_, calibration_, t_
+    cdef unsigned long long d_version   # when its dict was at this version (0: none)
     cdef object scored              # scored(learner): its probabilities are the softmax below
     cdef bint by_scores             # of the learner chosen
     cdef object classes, labels, index  # its classes_, as a list, {label: position}
@@ -472,7 +481,8 @@ cdef class LastEvent:
         its probabilities are kept for the `learn_one` of the same event."""
         cdef double q
         cdef Py_ssize_t j
-        est, cal = d.get("estimator_"), d.get("calibration_")
+        self.cattrs(d)
+        est, cal = self.d_est, self.d_cal
         if type(cal) is not Calibration or est is None:
             return None
         self.lock.cacquire()
@@ -510,7 +520,8 @@ cdef class LastEvent:
         """Learn one labelled event: 1, or 0 when declined before any write (the Python path
         takes it)."""
         cdef double s
-        est, cal, t = d.get("estimator_"), d.get("calibration_"), d.get("t_")
+        cdef unsigned long long v = self.cattrs(d)
+        est, cal, t = self.d_est, self.d_cal, self.d_t
         if type(cal) is not Calibration or est is None or type(t) is not int:
             return 0
         self.lock.cacquire()
@@ -524,7 +535,7 @@ cdef class LastEvent:
                     s = 1.0 - self.cprob(y)
                 else:
                     s = 1.0 - <double>self.proba_fn(x).get(y, 0.0)
-            return self.ccommit(d, est, cal, t, x, y, s)
+            return self.ccommit(d, est, cal, t, x, y, s, v)
         finally:
             self.lock.crelease()
 
@@ -546,8 +557,8 @@ cdef class LastEvent:
         cdef Events step
         cdef dict attrs
         cdef double sf2, scale
-        found = getattr(est, "_one_event_step", None)
-        if not isinstance(found, Events):
+        found = self.cevents(est)
+        if found is None:
             return False
         step = <Events>found
         if not self.normalized:
@@ -574,31 +585,75 @@ cdef class LastEvent:
             r = step.predict_std(row)
             sf2 = r[1]
             scale = model.scale()
-            f[0], a[0] = r[0], sqrt(scale * (<double>est._noise_value() + sf2))
+            f[0], a[0] = r[0], sqrt(scale * (self.cnoise(est, attrs) + sf2))
             return True
         finally:
             step.lock.crelease()
 
+    cdef double cnoise(self, object est, dict attrs) except? -1.0:
+        """KernelRLSRegressor's `_noise_value()`: called again only when the learner, or the
+        object its `noise` or `noise_` holds, is another one (the value is of those alone,
+        and floats do not change)."""
+        cdef PyObject* p = PyDict_GetItem(attrs, "noise")
+        cdef PyObject* n = PyDict_GetItem(attrs, "noise_")
+        param = ABSENT if p == NULL else <object>p
+        fit = ABSENT if n == NULL else <object>n
+        if est is not self.noise_est or param is not self.noise_param or fit is not self.noise_fit:
+            self.noise = <double>est._noise_value()
+            self.noise_est, self.noise_param, self.noise_fit = est, param, fit
+        return self.noise
+
+    cdef inline unsigned long long cattrs(self, dict d):
+        """The wrapper's estimator_, calibration_ and t_ into d_est, d_cal, d_t, read from its
+        dict d again only when d changed since (its version, which it returns; a change
+        `ccommit` made itself is known)."""
+        cdef unsigned long long v = dict_version(d)
+        if v == 0 or v != self.d_version:
+            self.d_est, self.d_cal = d.get("estimator_"), d.get("calibration_")
+            self.d_t = d.get("t_")
+            self.d_version = v
+        return v
+
+    cdef inline object cevents(self, object est):
+        """The learner's compiled one-event step (an `Events`), or None (the type check made
+        once per step)."""
+        found = getattr(est, "_one_event_step", None)
+        if found is self.events or found is None:
+            return found
+        if not isinstance(found, Events):
+            return None
+        self.events = found
+        return found
+
     cdef int ccommit(self, dict d, object est, object cal, object t, object x, object y,
-                     double s) except -1:
+                     double s, unsigned long long v) except -1:
         """The write of `clearn` / `clearn_label` (under the wrapper's lock, the event's score
         s taken): the kept prediction dropped, the learner learns (x, y) (its compiled step's
         call, as its `learn_one` makes it, else that method), then the threshold and t_.  A
-        learner that raises leaves everything as it was."""
+        learner that raises leaves everything as it was.  v: the version of d when est, cal
+        and t were read from it (`cattrs`)."""
+        cdef unsigned long long before
         self.valid = False
         self.x = self.kept = None
         after = t + 1
-        found = getattr(est, "_one_event_step", None)
-        if not (isinstance(found, Events) and (<Events>found).learn_ready(est, x, y, 1.0)):
+        found = self.cevents(est)
+        if not (found is not None and (<Events>found).learn_ready(est, x, y, 1.0)):
             self.est_learn(x, y)
         (<Calibration>cal).clearn(s)            # C only: no signal lands in between
+        before = dict_version(d)
         d["t_"] = after
+        if before != 0 and before == v:         # d held est, cal and t until this write
+            self.d_est, self.d_cal, self.d_t = est, cal, after
+            self.d_version = dict_version(d)
+        else:
+            self.d_version = 0
         return 1
 
     cdef object cpredict(self, dict d, object x, bint interval):
         """f, or the interval (lower, upper), for one event, under the wrapper's lock."""
         cdef double f, a, q, lo, hi
-        est, cal = d.get("estimator_"), d.get("calibration_")
+        self.cattrs(d)
+        est, cal = self.d_est, self.d_cal
         if type(cal) is not Calibration or est is None:
             return None
         self.lock.cacquire()
@@ -622,7 +677,8 @@ cdef class LastEvent:
         """Learn one event (y a finite float): 1, or 0 when declined before any write (the
         Python path takes it)."""
         cdef double f, a, s
-        est, cal, t = d.get("estimator_"), d.get("calibration_"), d.get("t_")
+        cdef unsigned long long v = self.cattrs(d)
+        est, cal, t = self.d_est, self.d_cal, self.d_t
         if type(cal) is not Calibration or est is None or type(t) is not int:
             return 0
         self.lock.cacquire()
@@ -635,7 +691,7 @@ cdef class LastEvent:
             s = fabs(PyFloat_AS_DOUBLE(y) - f) / fmax(a, 1e-300)
             if not isfinite(s):
                 return 0
-            return self.ccommit(d, est, cal, t, x, y, s)
+            return self.ccommit(d, est, cal, t, x, y, s, v)
         finally:
             self.lock.crelease()
 
@@ -683,9 +739,10 @@ def predict_set_one(self, x):
 def predict_one(self, x):
     """The learner's prediction for one event (0 before any learning); kept for the
     `learn_one` of the same event."""
-    last = self.__dict__.get("_last")
+    cdef dict d = self.__dict__
+    last = d.get("_last")
     if type(last) is LastEvent and (<LastEvent>last).fast:
-        out = (<LastEvent>last).cpredict(self.__dict__, x, False)
+        out = (<LastEvent>last).cpredict(d, x, False)
         if out is not None:
             return out
     return self._predict_one_python(x)
@@ -694,9 +751,10 @@ def predict_one(self, x):
 def predict_interval_one(self, x):
     """(lower, upper) for one event ((-inf, inf) before any learning); the prediction is kept
     for the `learn_one` of the same event."""
-    last = self.__dict__.get("_last")
+    cdef dict d = self.__dict__
+    last = d.get("_last")
     if type(last) is LastEvent and (<LastEvent>last).fast:
-        out = (<LastEvent>last).cpredict(self.__dict__, x, True)
+        out = (<LastEvent>last).cpredict(d, x, True)
         if out is not None:
             return out
     return self._predict_interval_python(x)
