@@ -1,10 +1,11 @@
 """Platt's scaling learned online, one event at a time, compiled (`okl.river.OnlinePlatt`),
-and the river classifier's one-event calls (`learn_one`, `predict_one`, `predict_proba_one`).
+and the river classifier's one-event calls (`RiverClassifierCore`).
 
 The rule is written out in plain Python in tests/test_river.py (`ReferencePlatt`, and
 `reference_softmax` for the k scores): the same arithmetic in the same order, and the test
 checks the same (A, B) and probabilities to the last bit.
 """
+cimport cython
 cimport numpy as cnp
 from libc.math cimport exp, isfinite
 
@@ -178,14 +179,6 @@ cdef class KeptMargin:
         return score(est, attrs, x)
 
 
-cdef list labels_of(object wrapper, object classes):
-    """The wrapper's classes_ as plain Python values (its cache, `_labels_of`)."""
-    cdef tuple cache = wrapper._labels
-    if cache[0] is classes:
-        return cache[1]
-    return wrapper._labels_of(classes)
-
-
 def softmax(list labels, object scores):
     """{label: probability}: the softmax of the k scores (a 1-D float64 C-contiguous array),
     exp(s - max s) / their sum, with the C library's exp, summed in order; a NaN score gives
@@ -210,82 +203,97 @@ def softmax(list labels, object scores):
     return {labels[i]: exp(v[i] - top) / total for i in range(k)}
 
 
-def learn_one(self, x, y, w=1.0):
-    """`okl.river.RiverClassifier.learn_one`, compiled: learn one event with the learner's
-    own `learn_one`; with a Platt scaling and two classes, the event's margin, taken first,
-    teaches the scaling after the learner took the event (a bad event raises and changes
-    nothing).  A weight other than 1 or a wrapper that drops unknown keys take the wrapper's
-    `_learn_event`."""
-    cdef dict attrs
-    if not ((w is 1.0 or type(w) is float and <double>w == 1.0) and self._direct):
-        self._learn_event(x, y, w)
-        return
-    est = self.estimator
-    platt = self.platt
-    attrs = est.__dict__
-    classes = attrs.get("classes_") if type(platt) is OnlinePlatt else None
-    if classes is not None and len(classes) == 2:
-        kept = self._margin
-        f = ((<KeptMargin>kept).margin(est, attrs, x) if type(kept) is KeptMargin
-             else score(est, attrs, x))
-        learn(est, x, y, self._own_step)
-        (<OnlinePlatt>platt).learn(f, y == labels_of(self, classes)[1], 1.0)
-    else:
-        learn(est, x, y, self._own_step)
-    if self._first_label is None:
-        self._first_label = y
+@cython.auto_pickle(False)
+cdef class RiverClassifierCore:
+    """What `okl.river.RiverClassifier` reads on every event, in one compiled object (its
+    first base): the learner, its Platt scaling, the wrapper's flags, the labels' cache, the
+    first label and the kept margin are C fields, and `learn_one`, `predict_one` and
+    `predict_proba_one` are one compiled call each.  The wrapper pickles and clones
+    through its own ``__getstate__`` / ``__setstate__`` and ``clone``; a new or unpickled
+    wrapper keeps no margin."""
+    cdef public object estimator, platt, _first_label
+    cdef public bint _direct, _own_step
+    cdef public tuple _labels       # classes_ and classes_.tolist() (river's dict keys)
+    cdef KeptMargin margin          # predict's margin, for learn_one
 
+    def __cinit__(self, *args, **kwargs):
+        self.margin = KeptMargin()
+        self._labels = (None, [])
 
-def predict_one(self, x, **kwargs):
-    """`okl.river.RiverClassifier.predict_one`, compiled: the learner's own `predict_one`,
-    or the adapter's for a wrapper that drops unknown keys.  With a Platt scaling and two
-    classes, the label of the compiled step's margin f (classes_[f > 0], as the step's
-    own label), the margin kept for the learn_one of x that follows (`KeptMargin`)."""
-    cdef dict attrs
-    if not self._direct:
-        return self._events.predict_one(x)
-    est = self.estimator
-    attrs = est.__dict__
-    classes = attrs.get("classes_")
-    if type(self.platt) is OnlinePlatt and classes is not None and len(classes) == 2:
-        f = step_score(est, attrs, x)
-        if type(f) is float:
-            kept = self._margin
-            if type(kept) is KeptMargin:        # for the learn_one of x that follows
-                (<KeptMargin>kept).keep(est, attrs, x, f)
-            return labels_of(self, classes)[<double>f > 0.0]
-    return est.predict_one(x)
+    cdef list labels_of(self, object classes):
+        """classes_ as plain Python values (the wrapper's `_labels_of`, cached)."""
+        if self._labels[0] is classes:
+            return self._labels[1]
+        return self._labels_of(classes)
 
-
-def predict_proba_one(self, x, **kwargs):
-    """`okl.river.RiverClassifier.predict_proba_one`, compiled: {label: probability} from
-    the learner's compiled score (the Platt scaling of the margin with two classes, the
-    softmax of the k scores, or the model's own `_event_proba`); the wrapper's
-    `_proba_event` for the rest."""
-    cdef Py_ssize_t k
-    cdef double p
-    cdef dict attrs
-    est = self.estimator
-    attrs = est.__dict__
-    classes = attrs.get("classes_")
-    if classes is not None and self._direct:
-        k = len(classes)
+    def learn_one(self, x, y, w=1.0):
+        """Learn one event with the learner's own `learn_one`; with a Platt scaling and two
+        classes, the event's margin, taken first, teaches the scaling after the learner took
+        the event (a bad event raises and changes nothing).  A weight other than 1 or a
+        wrapper that drops unknown keys take the wrapper's `_learn_event`."""
+        cdef dict attrs
+        cdef bint positive
+        if not ((w is 1.0 or type(w) is float and <double>w == 1.0) and self._direct):
+            self._learn_event(x, y, w)
+            return
+        est = self.estimator
         platt = self.platt
-        if type(platt) is OnlinePlatt and k == 2:
-            f = score(est, attrs, x)
-            kept = self._margin
-            if type(kept) is KeptMargin:        # for the learn_one of x that follows
-                (<KeptMargin>kept).keep(est, attrs, x, f)
-            p = (<OnlinePlatt>platt).proba(f)
-            labels = labels_of(self, classes)
-            return {labels[0]: 1.0 - p, labels[1]: p}
-        if platt is None and k >= 2:
-            event_proba = getattr(est, "_event_proba", None)
-            if event_proba is not None:     # the model's own (loss="logistic")
-                return event_proba(score(est, attrs, x))
-        elif platt is not None and k > 2:       # a ranking: the k scores' softmax
-            return softmax(labels_of(self, classes), score(est, attrs, x))
-    return self._proba_event(x)
+        attrs = est.__dict__
+        classes = attrs.get("classes_") if type(platt) is OnlinePlatt else None
+        if classes is not None and len(classes) == 2:
+            f = self.margin.margin(est, attrs, x)
+            positive = y == self.labels_of(classes)[1]      # before any write
+            learn(est, x, y, self._own_step)
+            (<OnlinePlatt>platt).learn(f, positive, 1.0)
+        else:
+            learn(est, x, y, self._own_step)
+        if self._first_label is None:
+            self._first_label = y
+
+    def predict_one(self, x, **kwargs):
+        """The learner's own `predict_one`, or the adapter's for a wrapper that drops unknown
+        keys.  With a Platt scaling and two classes, the label of the compiled step's margin
+        f (classes_[f > 0], as the step's own label), the margin kept for the learn_one of x
+        that follows (`KeptMargin`)."""
+        cdef dict attrs
+        if not self._direct:
+            return self._events.predict_one(x)
+        est = self.estimator
+        attrs = est.__dict__
+        classes = attrs.get("classes_")
+        if type(self.platt) is OnlinePlatt and classes is not None and len(classes) == 2:
+            f = step_score(est, attrs, x)
+            if type(f) is float:
+                self.margin.keep(est, attrs, x, f)      # for the learn_one of x that follows
+                return self.labels_of(classes)[<double>f > 0.0]
+        return est.predict_one(x)
+
+    def predict_proba_one(self, x, **kwargs):
+        """{label: probability} from the learner's compiled score (the Platt scaling of the
+        margin with two classes, the softmax of the k scores, or the model's own
+        `_event_proba`); the wrapper's `_proba_event` for the rest."""
+        cdef Py_ssize_t k
+        cdef double p
+        cdef dict attrs
+        est = self.estimator
+        attrs = est.__dict__
+        classes = attrs.get("classes_")
+        if classes is not None and self._direct:
+            k = len(classes)
+            platt = self.platt
+            if type(platt) is OnlinePlatt and k == 2:
+                f = score(est, attrs, x)
+                self.margin.keep(est, attrs, x, f)      # for the learn_one of x that follows
+                p = (<OnlinePlatt>platt).proba(f)
+                labels = self.labels_of(classes)
+                return {labels[0]: 1.0 - p, labels[1]: p}
+            if platt is None and k >= 2:
+                event_proba = getattr(est, "_event_proba", None)
+                if event_proba is not None:     # the model's own (loss="logistic")
+                    return event_proba(score(est, attrs, x))
+            elif platt is not None and k > 2:       # a ranking: the k scores' softmax
+                return softmax(self.labels_of(classes), score(est, attrs, x))
+        return self._proba_event(x)
 
 
 def _rebuild(lam, memory, A, B, h, n_positive, n_negative):
