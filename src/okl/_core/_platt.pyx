@@ -7,12 +7,37 @@ checks the same (A, B) and probabilities to the last bit.
 """
 cimport cython
 cimport numpy as cnp
-from libc.math cimport exp, isfinite
+from libc.math cimport NAN, exp, isfinite
+
+from cpython.object cimport PyObject
 
 from okl._core._event cimport dict_version
 from okl._core._pointwise cimport Events, NOTHING
 
 cnp.import_array()
+
+cdef extern from *:
+    """
+    /* An object's instance dict without the attribute lookup of `__dict__` (NULL where
+       CPython's private pointer is not used: the caller then looks it up). */
+    #if PY_VERSION_HEX < 0x030E0000 && !defined(PYPY_VERSION)
+    static inline PyObject* okl_instance_dict(PyObject* o) {
+        PyObject** slot = _PyObject_GetDictPtr(o);
+        return (slot != NULL && *slot != NULL && PyDict_CheckExact(*slot)) ? *slot : NULL;
+    }
+    #else
+    static inline PyObject* okl_instance_dict(PyObject* o) { (void)o; return NULL; }
+    #endif
+    """
+    PyObject* okl_instance_dict(object o)
+
+
+cdef inline dict attrs_of(object est):
+    """est.__dict__ (read through the instance's dict pointer where CPython has one)."""
+    cdef PyObject* found = okl_instance_dict(est)
+    if found != NULL:
+        return <dict>found
+    return est.__dict__
 
 
 cdef inline double csigmoid(double z) noexcept nogil:
@@ -75,7 +100,11 @@ cdef class OnlinePlatt:
     cpdef learn(self, double f, bint positive, double w=1.0):
         """One weighted Newton step on the event (f, positive); a non-finite f or a weight
         <= 0 teaches nothing."""
-        cdef double target, p, keep, c, ga, gb, haa, hab, hbb, det
+        self.cstep(f, positive, w, csigmoid(self.A * f + self.B))
+
+    cdef void cstep(self, double f, bint positive, double w, double p) noexcept:
+        """`learn` given p = `proba` (f) (a kept probability, the same bits)."""
+        cdef double target, keep, c, ga, gb, haa, hab, hbb, det
         if not (isfinite(f) and w > 0.0):
             return
         if positive:
@@ -84,7 +113,6 @@ cdef class OnlinePlatt:
         else:
             target = 1.0 / (self.n_negative + 2.0)
             self.n_negative += 1
-        p = self.proba(f)
         keep, c = 1.0 - 1.0 / self.memory, w * p * (1.0 - p)
         self.h0 = keep * self.h0 + c * f * f
         self.h1 = keep * self.h1 + c * f
@@ -157,9 +185,14 @@ cdef class KeptMargin:
     cdef object x, est
     cdef unsigned long long xv, ev
     cdef double f
+    # the Platt probability of f that predict_proba_one gave and the (A, B) it was of (p NaN
+    # for none): sigmoid(a f + b), a function of the three alone (kept after f is used)
+    cdef double p, a, b
 
-    cdef void keep(self, object est, dict attrs, object x, double f):
-        """Keep f, the margin of x on est (whose ``__dict__`` is attrs)."""
+    cdef void keep(self, object est, dict attrs, object x, double f, double p=NAN,
+                   double a=0.0, double b=0.0):
+        """Keep f, the margin of x on est (whose ``__dict__`` is attrs), and p = sigmoid(a f
+        + b), its probability under the Platt scaling (a, b)."""
         cdef unsigned long long xv = 0, ev = 0
         if type(x) is dict:
             xv, ev = dict_version(<dict>x), dict_version(attrs)
@@ -167,6 +200,7 @@ cdef class KeptMargin:
             self.x = self.est = None
             return
         self.x, self.est, self.xv, self.ev, self.f = x, est, xv, ev, f
+        self.p, self.a, self.b = p, a, b
 
     cdef object margin(self, object est, dict attrs, object x):
         """The kept margin of x on the unchanged learner est (``__dict__`` attrs), else
@@ -177,6 +211,13 @@ cdef class KeptMargin:
             self.x = self.est = None
             return self.f
         return score(est, attrs, x)
+
+    cdef double proba(self, OnlinePlatt platt, double f) noexcept:
+        """platt's probability of f: the kept one when it is of the same f and (A, B) (the
+        same bits as computing it again), else computed."""
+        if self.p == self.p and self.f == f and self.a == platt.A and self.b == platt.B:
+            return self.p
+        return csigmoid(platt.A * f + platt.B)
 
 
 def softmax(list labels, object scores):
@@ -226,6 +267,12 @@ cdef class RiverClassifierCore:
             return self._labels[1]
         return self._labels_of(classes)
 
+    cdef Py_ssize_t n_classes(self, object classes) except -1:
+        """len(classes_) (its labels' cache's, when it is of classes)."""
+        if self._labels[0] is classes:
+            return len(self._labels[1])
+        return len(classes)
+
     def learn_one(self, x, y, w=1.0):
         """Learn one event with the learner's own `learn_one`; with a Platt scaling and two
         classes, the event's margin, taken first, teaches the scaling after the learner took
@@ -238,13 +285,13 @@ cdef class RiverClassifierCore:
             return
         est = self.estimator
         platt = self.platt
-        attrs = est.__dict__
+        attrs = attrs_of(est)
         classes = attrs.get("classes_") if type(platt) is OnlinePlatt else None
-        if classes is not None and len(classes) == 2:
+        if classes is not None and self.n_classes(classes) == 2:
             f = self.margin.margin(est, attrs, x)
             positive = y == self.labels_of(classes)[1]      # before any write
             learn(est, x, y, self._own_step)
-            (<OnlinePlatt>platt).learn(f, positive, 1.0)
+            (<OnlinePlatt>platt).cstep(f, positive, 1.0, self.margin.proba(platt, f))
         else:
             learn(est, x, y, self._own_step)
         if self._first_label is None:
@@ -259,9 +306,10 @@ cdef class RiverClassifierCore:
         if not self._direct:
             return self._events.predict_one(x)
         est = self.estimator
-        attrs = est.__dict__
+        attrs = attrs_of(est)
         classes = attrs.get("classes_")
-        if type(self.platt) is OnlinePlatt and classes is not None and len(classes) == 2:
+        if (type(self.platt) is OnlinePlatt and classes is not None
+                and self.n_classes(classes) == 2):
             f = step_score(est, attrs, x)
             if type(f) is float:
                 self.margin.keep(est, attrs, x, f)      # for the learn_one of x that follows
@@ -276,15 +324,16 @@ cdef class RiverClassifierCore:
         cdef double p
         cdef dict attrs
         est = self.estimator
-        attrs = est.__dict__
+        attrs = attrs_of(est)
         classes = attrs.get("classes_")
         if classes is not None and self._direct:
-            k = len(classes)
+            k = self.n_classes(classes)
             platt = self.platt
             if type(platt) is OnlinePlatt and k == 2:
                 f = score(est, attrs, x)
-                self.margin.keep(est, attrs, x, f)      # for the learn_one of x that follows
-                p = (<OnlinePlatt>platt).proba(f)
+                p = csigmoid((<OnlinePlatt>platt).A * <double>f + (<OnlinePlatt>platt).B)
+                self.margin.keep(est, attrs, x, f, p, (<OnlinePlatt>platt).A,
+                                 (<OnlinePlatt>platt).B)   # for the learn_one of x that follows
                 labels = self.labels_of(classes)
                 return {labels[0]: 1.0 - p, labels[1]: p}
             if platt is None and k >= 2:
