@@ -9,10 +9,12 @@ cimport cython
 cimport numpy as cnp
 from libc.math cimport NAN, exp, isfinite
 
+from cpython.dict cimport PyDict_GetItem
+from cpython.float cimport PyFloat_AS_DOUBLE
 from cpython.object cimport PyObject
 
 from okl._core._event cimport dict_version
-from okl._core._pointwise cimport Events, NOTHING
+from okl._core._pointwise cimport Events, LABELS, NOTHING
 
 cnp.import_array()
 
@@ -164,15 +166,29 @@ cdef object score(object est, dict attrs, object x):
     return est._score_one(x) if f is None else f
 
 
-cdef learn(object est, object x, object y, bint own):
-    """est.learn_one(x, y); `own`: est's learn_one is the compiled
-    `okl._core._pointwise.learn_one`, whose step (`Events.learn_ready`) is called here
-    as a C call (what it declines goes to est.learn_one, which declines it again without a
-    write and takes the adapter)."""
+cdef learn(object est, dict attrs, object x, object y, bint own):
+    """est.learn_one(x, y) (attrs: est's ``__dict__``); `own`: est's learn_one is the
+    compiled `okl._core._pointwise.learn_one`, whose step is taken here as
+    `Events.learn_ready`'s C calls for a label of weight 1 (the row, the check, the label's
+    code and the step under the learner's lock); what it declines goes to est.learn_one,
+    which declines it again without a write and takes the adapter."""
+    cdef Events step
+    cdef PyObject* code
     if own:
         found = getattr(est, "_one_event_step", None)
-        if isinstance(found, Events) and (<Events>found).learn_ready(est, x, y, 1.0):
-            return
+        if isinstance(found, Events):
+            step = <Events>found
+            if step.serves == LABELS and step.lock is not None:
+                step.lock.cacquire()
+                try:
+                    row = step.crow(attrs, x)
+                    if row is not None and step.cstill(est, attrs):
+                        code = PyDict_GetItem(step.codes, y)    # NULL for an unhashable y
+                        if code != NULL and step.cevent(
+                                attrs, row, PyFloat_AS_DOUBLE(<object>code)) == 1:
+                            return
+                finally:
+                    step.lock.crelease()
     est.learn_one(x, y)
 
 
@@ -290,10 +306,10 @@ cdef class RiverClassifierCore:
         if classes is not None and self.n_classes(classes) == 2:
             f = self.margin.margin(est, attrs, x)
             positive = y == self.labels_of(classes)[1]      # before any write
-            learn(est, x, y, self._own_step)
+            learn(est, attrs, x, y, self._own_step)
             (<OnlinePlatt>platt).cstep(f, positive, 1.0, self.margin.proba(platt, f))
         else:
-            learn(est, x, y, self._own_step)
+            learn(est, attrs, x, y, self._own_step)
         if self._first_label is None:
             self._first_label = y
 
