@@ -182,6 +182,62 @@ def test_clone_and_pickle(river):
     assert again.predict_one(events[40][0]) == model.predict_one(events[40][0])
 
 
+def test_a_classifiers_compiled_state_survives_clone_pickle_and_deepcopy(river):
+    """The river classifier's state is a compiled object's fields (its first base): a clone
+    is fresh, a pickle or deep copy gives the same probabilities and Platt scaling, and
+    learns on as the original does."""
+    import copy
+
+    from okl.river import to_river
+    _, _, events = stream(classify=True)
+    model = to_river(RegularizedPAClassifier())
+    for x, label in events[:60]:
+        model.learn_one(x, label)
+    fresh = model.clone()
+    assert fresh.platt.state() == type(fresh.platt)().state() and fresh._first_label is None
+    assert not hasattr(fresh.estimator, "classes_") and fresh._own_step and fresh._direct
+    for again in (pickle.loads(pickle.dumps(model)), copy.deepcopy(model)):
+        assert again.estimator is not model.estimator and again.platt == model.platt
+        assert again._first_label == model._first_label
+        for x, label in events[60:90]:
+            assert again.predict_proba_one(x) == model.predict_proba_one(x)
+        assert again.platt == model.platt
+    assert "platt" not in model.__dict__ and "estimator" not in model.__dict__
+
+
+def test_threads_sharing_a_river_classifier_learn_every_event_once(river):
+    """Threads predicting and learning through one wrapper: every event is learned once by
+    the learner and teaches the Platt scaling once (each step under the learner's lock)."""
+    import threading
+
+    from okl.river import to_river
+    _, _, events = stream(200, classify=True, seed=3)
+    model = to_river(RegularizedPAClassifier())
+    for x, label in events[:20]:
+        model.learn_one(x, label)
+    t0, n0 = model.estimator.t_, model.platt.n_positive + model.platt.n_negative
+    errors = []
+
+    def work(part):
+        try:
+            for x, label in part:
+                p = model.predict_proba_one(x)
+                assert sum(p.values()) == pytest.approx(1.0)
+                model.predict_one(x)
+                model.learn_one(x, label)
+        except Exception as error:      # pragma: no cover - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(events[20 + i::4],)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert model.estimator.t_ == t0 + 180
+    assert model.platt.n_positive + model.platt.n_negative == n0 + 180
+
+
 def test_missing_river_names_the_extra(monkeypatch):
     import okl.river
     monkeypatch.setitem(sys.modules, "river", None)

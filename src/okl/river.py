@@ -91,7 +91,8 @@ class _Wrapper:
                 "_events": self._events}
 
     def __setstate__(self, state):
-        self.__dict__.update(state)
+        for name, value in state.items():     # the classifier's are fields of its compiled core
+            setattr(self, name, value)
         self._labels = (None, [])
         self._direct, self._own_step = self._serves()
 
@@ -113,7 +114,7 @@ def _classes():
                 return float(self.estimator.predict_one(x))
             return float(self._events.predict_one(x))
 
-    class RiverClassifier(_Wrapper, river.base.Classifier):
+    class RiverClassifier(_platt.RiverClassifierCore, _Wrapper, river.base.Classifier):
         """An okl classifier as a river classifier, binary or multiclass (no one-vs-rest).
 
         Labels are learned from the stream (no `classes` needed): a label
@@ -133,18 +134,15 @@ def _classes():
             native = hasattr(estimator, "predict_proba_one") or hasattr(estimator, "predict_proba")
             self.platt = None if native else OnlinePlatt()
             self._first_label = None        # the label of the first event
-            self._margin = _platt.KeptMargin()      # predict's margin, for learn_one
 
         def _binary(self):
             """classes_ once the model has two labels, else None."""
             classes = self.estimator.__dict__.get("classes_")
             return classes if classes is not None and len(classes) == 2 else None
 
-        # compiled (okl._core._platt): the direct path in one call, else _learn_event /
-        # _proba_event
-        learn_one = _platt.learn_one
-        predict_one = _platt.predict_one
-        predict_proba_one = _platt.predict_proba_one
+        # learn_one, predict_one and predict_proba_one: the compiled core's
+        # (okl._core._platt.RiverClassifierCore), the direct path in one call, else
+        # _learn_event / _proba_event
 
         def _learn_event(self, x, y, w=1.0):
             """Learn one event; its margin, taken first, teaches the Platt scaling (after
@@ -186,10 +184,6 @@ def _classes():
         def __getstate__(self):
             return {**super().__getstate__(), "platt": self.platt,
                     "_first_label": self._first_label}
-
-        def __setstate__(self, state):
-            super().__setstate__(state)
-            self._margin = _platt.KeptMargin()
 
         @classmethod
         def _unit_test_params(cls):

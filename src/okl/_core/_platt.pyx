@@ -1,17 +1,45 @@
 """Platt's scaling learned online, one event at a time, compiled (`okl.river.OnlinePlatt`),
-and the river classifier's one-event calls (`learn_one`, `predict_one`, `predict_proba_one`).
+and the river classifier's one-event calls (`RiverClassifierCore`).
 
 The rule is written out in plain Python in tests/test_river.py (`ReferencePlatt`, and
 `reference_softmax` for the k scores): the same arithmetic in the same order, and the test
 checks the same (A, B) and probabilities to the last bit.
 """
+cimport cython
 cimport numpy as cnp
-from libc.math cimport exp, isfinite
+from libc.math cimport NAN, exp, isfinite
+
+from cpython.dict cimport PyDict_GetItem
+from cpython.float cimport PyFloat_AS_DOUBLE
+from cpython.object cimport PyObject
 
 from okl._core._event cimport dict_version
-from okl._core._pointwise cimport Events, NOTHING
+from okl._core._pointwise cimport Events, LABELS, NOTHING
 
 cnp.import_array()
+
+cdef extern from *:
+    """
+    /* An object's instance dict without the attribute lookup of `__dict__` (NULL where
+       CPython's private pointer is not used: the caller then looks it up). */
+    #if PY_VERSION_HEX < 0x030E0000 && !defined(PYPY_VERSION)
+    static inline PyObject* okl_instance_dict(PyObject* o) {
+        PyObject** slot = _PyObject_GetDictPtr(o);
+        return (slot != NULL && *slot != NULL && PyDict_CheckExact(*slot)) ? *slot : NULL;
+    }
+    #else
+    static inline PyObject* okl_instance_dict(PyObject* o) { (void)o; return NULL; }
+    #endif
+    """
+    PyObject* okl_instance_dict(object o)
+
+
+cdef inline dict attrs_of(object est):
+    """est.__dict__ (read through the instance's dict pointer where CPython has one)."""
+    cdef PyObject* found = okl_instance_dict(est)
+    if found != NULL:
+        return <dict>found
+    return est.__dict__
 
 
 cdef inline double csigmoid(double z) noexcept nogil:
@@ -74,7 +102,11 @@ cdef class OnlinePlatt:
     cpdef learn(self, double f, bint positive, double w=1.0):
         """One weighted Newton step on the event (f, positive); a non-finite f or a weight
         <= 0 teaches nothing."""
-        cdef double target, p, keep, c, ga, gb, haa, hab, hbb, det
+        self.cstep(f, positive, w, csigmoid(self.A * f + self.B))
+
+    cdef void cstep(self, double f, bint positive, double w, double p) noexcept:
+        """`learn` given p = `proba` (f) (a kept probability, the same bits)."""
+        cdef double target, keep, c, ga, gb, haa, hab, hbb, det
         if not (isfinite(f) and w > 0.0):
             return
         if positive:
@@ -83,7 +115,6 @@ cdef class OnlinePlatt:
         else:
             target = 1.0 / (self.n_negative + 2.0)
             self.n_negative += 1
-        p = self.proba(f)
         keep, c = 1.0 - 1.0 / self.memory, w * p * (1.0 - p)
         self.h0 = keep * self.h0 + c * f * f
         self.h1 = keep * self.h1 + c * f
@@ -135,15 +166,29 @@ cdef object score(object est, dict attrs, object x):
     return est._score_one(x) if f is None else f
 
 
-cdef learn(object est, object x, object y, bint own):
-    """est.learn_one(x, y); `own`: est's learn_one is the compiled
-    `okl._core._pointwise.learn_one`, whose step (`Events.learn_ready`) is called here
-    as a C call (what it declines goes to est.learn_one, which declines it again without a
-    write and takes the adapter)."""
+cdef learn(object est, dict attrs, object x, object y, bint own):
+    """est.learn_one(x, y) (attrs: est's ``__dict__``); `own`: est's learn_one is the
+    compiled `okl._core._pointwise.learn_one`, whose step is taken here as
+    `Events.learn_ready`'s C calls for a label of weight 1 (the row, the check, the label's
+    code and the step under the learner's lock); what it declines goes to est.learn_one,
+    which declines it again without a write and takes the adapter."""
+    cdef Events step
+    cdef PyObject* code
     if own:
         found = getattr(est, "_one_event_step", None)
-        if isinstance(found, Events) and (<Events>found).learn_ready(est, x, y, 1.0):
-            return
+        if isinstance(found, Events):
+            step = <Events>found
+            if step.serves == LABELS and step.lock is not None:
+                step.lock.cacquire()
+                try:
+                    row = step.crow(attrs, x)
+                    if row is not None and step.cstill(est, attrs):
+                        code = PyDict_GetItem(step.codes, y)    # NULL for an unhashable y
+                        if code != NULL and step.cevent(
+                                attrs, row, PyFloat_AS_DOUBLE(<object>code)) == 1:
+                            return
+                finally:
+                    step.lock.crelease()
     est.learn_one(x, y)
 
 
@@ -156,9 +201,14 @@ cdef class KeptMargin:
     cdef object x, est
     cdef unsigned long long xv, ev
     cdef double f
+    # the Platt probability of f that predict_proba_one gave and the (A, B) it was of (p NaN
+    # for none): sigmoid(a f + b), a function of the three alone (kept after f is used)
+    cdef double p, a, b
 
-    cdef void keep(self, object est, dict attrs, object x, double f):
-        """Keep f, the margin of x on est (whose ``__dict__`` is attrs)."""
+    cdef void keep(self, object est, dict attrs, object x, double f, double p=NAN,
+                   double a=0.0, double b=0.0):
+        """Keep f, the margin of x on est (whose ``__dict__`` is attrs), and p = sigmoid(a f
+        + b), its probability under the Platt scaling (a, b)."""
         cdef unsigned long long xv = 0, ev = 0
         if type(x) is dict:
             xv, ev = dict_version(<dict>x), dict_version(attrs)
@@ -166,6 +216,7 @@ cdef class KeptMargin:
             self.x = self.est = None
             return
         self.x, self.est, self.xv, self.ev, self.f = x, est, xv, ev, f
+        self.p, self.a, self.b = p, a, b
 
     cdef object margin(self, object est, dict attrs, object x):
         """The kept margin of x on the unchanged learner est (``__dict__`` attrs), else
@@ -177,13 +228,12 @@ cdef class KeptMargin:
             return self.f
         return score(est, attrs, x)
 
-
-cdef list labels_of(object wrapper, object classes):
-    """The wrapper's classes_ as plain Python values (its cache, `_labels_of`)."""
-    cdef tuple cache = wrapper._labels
-    if cache[0] is classes:
-        return cache[1]
-    return wrapper._labels_of(classes)
+    cdef double proba(self, OnlinePlatt platt, double f) noexcept:
+        """platt's probability of f: the kept one when it is of the same f and (A, B) (the
+        same bits as computing it again), else computed."""
+        if self.p == self.p and self.f == f and self.a == platt.A and self.b == platt.B:
+            return self.p
+        return csigmoid(platt.A * f + platt.B)
 
 
 def softmax(list labels, object scores):
@@ -210,82 +260,105 @@ def softmax(list labels, object scores):
     return {labels[i]: exp(v[i] - top) / total for i in range(k)}
 
 
-def learn_one(self, x, y, w=1.0):
-    """`okl.river.RiverClassifier.learn_one`, compiled: learn one event with the learner's
-    own `learn_one`; with a Platt scaling and two classes, the event's margin, taken first,
-    teaches the scaling after the learner took the event (a bad event raises and changes
-    nothing).  A weight other than 1 or a wrapper that drops unknown keys take the wrapper's
-    `_learn_event`."""
-    cdef dict attrs
-    if not ((w is 1.0 or type(w) is float and <double>w == 1.0) and self._direct):
-        self._learn_event(x, y, w)
-        return
-    est = self.estimator
-    platt = self.platt
-    attrs = est.__dict__
-    classes = attrs.get("classes_") if type(platt) is OnlinePlatt else None
-    if classes is not None and len(classes) == 2:
-        kept = self._margin
-        f = ((<KeptMargin>kept).margin(est, attrs, x) if type(kept) is KeptMargin
-             else score(est, attrs, x))
-        learn(est, x, y, self._own_step)
-        (<OnlinePlatt>platt).learn(f, y == labels_of(self, classes)[1], 1.0)
-    else:
-        learn(est, x, y, self._own_step)
-    if self._first_label is None:
-        self._first_label = y
+@cython.auto_pickle(False)
+cdef class RiverClassifierCore:
+    """What `okl.river.RiverClassifier` reads on every event, in one compiled object (its
+    first base): the learner, its Platt scaling, the wrapper's flags, the labels' cache, the
+    first label and the kept margin are C fields, and `learn_one`, `predict_one` and
+    `predict_proba_one` are one compiled call each.  The wrapper pickles and clones
+    through its own ``__getstate__`` / ``__setstate__`` and ``clone``; a new or unpickled
+    wrapper keeps no margin."""
+    cdef public object estimator, platt, _first_label
+    cdef public bint _direct, _own_step
+    cdef public tuple _labels       # classes_ and classes_.tolist() (river's dict keys)
+    cdef KeptMargin margin          # predict's margin, for learn_one
 
+    def __cinit__(self, *args, **kwargs):
+        self.margin = KeptMargin()
+        self._labels = (None, [])
 
-def predict_one(self, x, **kwargs):
-    """`okl.river.RiverClassifier.predict_one`, compiled: the learner's own `predict_one`,
-    or the adapter's for a wrapper that drops unknown keys.  With a Platt scaling and two
-    classes, the label of the compiled step's margin f (classes_[f > 0], as the step's
-    own label), the margin kept for the learn_one of x that follows (`KeptMargin`)."""
-    cdef dict attrs
-    if not self._direct:
-        return self._events.predict_one(x)
-    est = self.estimator
-    attrs = est.__dict__
-    classes = attrs.get("classes_")
-    if type(self.platt) is OnlinePlatt and classes is not None and len(classes) == 2:
-        f = step_score(est, attrs, x)
-        if type(f) is float:
-            kept = self._margin
-            if type(kept) is KeptMargin:        # for the learn_one of x that follows
-                (<KeptMargin>kept).keep(est, attrs, x, f)
-            return labels_of(self, classes)[<double>f > 0.0]
-    return est.predict_one(x)
+    cdef list labels_of(self, object classes):
+        """classes_ as plain Python values (the wrapper's `_labels_of`, cached)."""
+        if self._labels[0] is classes:
+            return self._labels[1]
+        return self._labels_of(classes)
 
+    cdef Py_ssize_t n_classes(self, object classes) except -1:
+        """len(classes_) (its labels' cache's, when it is of classes)."""
+        if self._labels[0] is classes:
+            return len(self._labels[1])
+        return len(classes)
 
-def predict_proba_one(self, x, **kwargs):
-    """`okl.river.RiverClassifier.predict_proba_one`, compiled: {label: probability} from
-    the learner's compiled score (the Platt scaling of the margin with two classes, the
-    softmax of the k scores, or the model's own `_event_proba`); the wrapper's
-    `_proba_event` for the rest."""
-    cdef Py_ssize_t k
-    cdef double p
-    cdef dict attrs
-    est = self.estimator
-    attrs = est.__dict__
-    classes = attrs.get("classes_")
-    if classes is not None and self._direct:
-        k = len(classes)
+    def learn_one(self, x, y, w=1.0):
+        """Learn one event with the learner's own `learn_one`; with a Platt scaling and two
+        classes, the event's margin, taken first, teaches the scaling after the learner took
+        the event (a bad event raises and changes nothing).  A weight other than 1 or a
+        wrapper that drops unknown keys take the wrapper's `_learn_event`."""
+        cdef dict attrs
+        cdef bint positive
+        if not ((w is 1.0 or type(w) is float and <double>w == 1.0) and self._direct):
+            self._learn_event(x, y, w)
+            return
+        est = self.estimator
         platt = self.platt
-        if type(platt) is OnlinePlatt and k == 2:
-            f = score(est, attrs, x)
-            kept = self._margin
-            if type(kept) is KeptMargin:        # for the learn_one of x that follows
-                (<KeptMargin>kept).keep(est, attrs, x, f)
-            p = (<OnlinePlatt>platt).proba(f)
-            labels = labels_of(self, classes)
-            return {labels[0]: 1.0 - p, labels[1]: p}
-        if platt is None and k >= 2:
-            event_proba = getattr(est, "_event_proba", None)
-            if event_proba is not None:     # the model's own (loss="logistic")
-                return event_proba(score(est, attrs, x))
-        elif platt is not None and k > 2:       # a ranking: the k scores' softmax
-            return softmax(labels_of(self, classes), score(est, attrs, x))
-    return self._proba_event(x)
+        attrs = attrs_of(est)
+        classes = attrs.get("classes_") if type(platt) is OnlinePlatt else None
+        if classes is not None and self.n_classes(classes) == 2:
+            f = self.margin.margin(est, attrs, x)
+            positive = y == self.labels_of(classes)[1]      # before any write
+            learn(est, attrs, x, y, self._own_step)
+            (<OnlinePlatt>platt).cstep(f, positive, 1.0, self.margin.proba(platt, f))
+        else:
+            learn(est, attrs, x, y, self._own_step)
+        if self._first_label is None:
+            self._first_label = y
+
+    def predict_one(self, x, **kwargs):
+        """The learner's own `predict_one`, or the adapter's for a wrapper that drops unknown
+        keys.  With a Platt scaling and two classes, the label of the compiled step's margin
+        f (classes_[f > 0], as the step's own label), the margin kept for the learn_one of x
+        that follows (`KeptMargin`)."""
+        cdef dict attrs
+        if not self._direct:
+            return self._events.predict_one(x)
+        est = self.estimator
+        attrs = attrs_of(est)
+        classes = attrs.get("classes_")
+        if (type(self.platt) is OnlinePlatt and classes is not None
+                and self.n_classes(classes) == 2):
+            f = step_score(est, attrs, x)
+            if type(f) is float:
+                self.margin.keep(est, attrs, x, f)      # for the learn_one of x that follows
+                return self.labels_of(classes)[<double>f > 0.0]
+        return est.predict_one(x)
+
+    def predict_proba_one(self, x, **kwargs):
+        """{label: probability} from the learner's compiled score (the Platt scaling of the
+        margin with two classes, the softmax of the k scores, or the model's own
+        `_event_proba`); the wrapper's `_proba_event` for the rest."""
+        cdef Py_ssize_t k
+        cdef double p
+        cdef dict attrs
+        est = self.estimator
+        attrs = attrs_of(est)
+        classes = attrs.get("classes_")
+        if classes is not None and self._direct:
+            k = self.n_classes(classes)
+            platt = self.platt
+            if type(platt) is OnlinePlatt and k == 2:
+                f = score(est, attrs, x)
+                p = csigmoid((<OnlinePlatt>platt).A * <double>f + (<OnlinePlatt>platt).B)
+                self.margin.keep(est, attrs, x, f, p, (<OnlinePlatt>platt).A,
+                                 (<OnlinePlatt>platt).B)   # for the learn_one of x that follows
+                labels = self.labels_of(classes)
+                return {labels[0]: 1.0 - p, labels[1]: p}
+            if platt is None and k >= 2:
+                event_proba = getattr(est, "_event_proba", None)
+                if event_proba is not None:     # the model's own (loss="logistic")
+                    return event_proba(score(est, attrs, x))
+            elif platt is not None and k > 2:       # a ranking: the k scores' softmax
+                return softmax(self.labels_of(classes), score(est, attrs, x))
+        return self._proba_event(x)
 
 
 def _rebuild(lam, memory, A, B, h, n_positive, n_negative):
