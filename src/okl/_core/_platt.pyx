@@ -9,8 +9,6 @@ cimport cython
 cimport numpy as cnp
 from libc.math cimport NAN, exp, isfinite
 
-from cpython.dict cimport PyDict_GetItem
-from cpython.float cimport PyFloat_AS_DOUBLE
 from cpython.object cimport PyObject
 
 from okl._core._event cimport dict_version
@@ -169,26 +167,17 @@ cdef object score(object est, dict attrs, object x):
 cdef learn(object est, dict attrs, object x, object y, bint own):
     """est.learn_one(x, y) (attrs: est's ``__dict__``); `own`: est's learn_one is the
     compiled `okl._core._pointwise.learn_one`, whose step is taken here as
-    `Events.learn_ready`'s C calls for a label of weight 1 (the row, the check, the label's
-    code and the step under the learner's lock); what it declines goes to est.learn_one,
-    which declines it again without a write and takes the adapter."""
+    `Events.clearn_locked` for a label of weight 1 (the row, the check, the label's code and
+    the step under the learner's lock); what it declines goes to est.learn_one, which
+    declines it again without a write and takes the adapter."""
     cdef Events step
-    cdef PyObject* code
     if own:
         found = getattr(est, "_one_event_step", None)
         if isinstance(found, Events):
             step = <Events>found
-            if step.serves == LABELS and step.lock is not None:
-                step.lock.cacquire()
-                try:
-                    row = step.crow(attrs, x)
-                    if row is not None and step.cstill(est, attrs):
-                        code = PyDict_GetItem(step.codes, y)    # NULL for an unhashable y
-                        if code != NULL and step.cevent(
-                                attrs, row, PyFloat_AS_DOUBLE(<object>code)) == 1:
-                            return
-                finally:
-                    step.lock.crelease()
+            if (step.serves == LABELS and step.lock is not None
+                    and step.clearn_locked(est, attrs, x, y, 0.0) == 1):
+                return
     est.learn_one(x, y)
 
 

@@ -140,6 +140,8 @@ cdef class Events:
     cdef int cstill(self, object est, dict attrs) except -1
     cdef object crow(self, dict attrs, object x)
     cdef int cevent(self, dict attrs, object x, double y) except -1
+    cdef int clearn_locked(self, object est, dict attrs, object x, object y,
+                           double target) except -1
     cdef object cpredict(self, dict attrs, object x)
     cdef object cpredict_label(self, dict attrs, object x)
     cdef object clabel(self, object f)

@@ -397,9 +397,7 @@ cdef class Events:
     cpdef bint learn_ready(self, object est, object x, object y, object weight=1.0) except -1:
         """Learn one event in this call, under the learner's lock, or decline it (False)
         without a write."""
-        cdef dict attrs
-        cdef double target
-        cdef PyObject* code
+        cdef double target = 0.0
         if self.serves == NOTHING or self.lock is None:
             return False
         if not (type(weight) is float and PyFloat_AS_DOUBLE(weight) == 1.0
@@ -414,18 +412,25 @@ cdef class Events:
                 return False
             if not isfinite(target):
                 return False
-        attrs = est.__dict__
+        return self.clearn_locked(est, est.__dict__, x, y, target) == 1
+
+    cdef int clearn_locked(self, object est, dict attrs, object x, object y,
+                           double target) except -1:
+        """`learn_ready`'s step under the learner's lock (attrs: est's ``__dict__``): 1 when
+        the event was learned, 0 when declined without a write; for labels the target is the
+        code of y, for targets the checked `target`."""
+        cdef PyObject* code
         self.lock.cacquire()
         try:
             row = self.crow(attrs, x)
             if row is None or not self.cstill(est, attrs):
-                return False
+                return 0
             if self.serves == LABELS:
                 code = PyDict_GetItem(self.codes, y)      # NULL for an unhashable y too
                 if code == NULL:
-                    return False
+                    return 0
                 target = PyFloat_AS_DOUBLE(<object>code)
-            return self.cevent(attrs, row, target) == 1
+            return self.cevent(attrs, row, target)
         finally:
             self.lock.crelease()
 
