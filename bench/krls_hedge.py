@@ -1,0 +1,129 @@
+"""Second-order learners over widths: KernelRLSRegressor at every width of its grid, combined.
+
+The question of issue 35 item 6: should the parameter-free regressor combine KRLS learners
+over widths (as MultiKernelRegressor combines first-order ones), or is KernelRLSRegressor's
+own choice of the width by the evidence of its warm-up enough?  This script builds the pool
+outside okl and measures it beside KernelRLSRegressor() and MultiKernelRegressor() on the
+streams of bench/krls_defaults.py, same protocol (progressive RMSE of the last 20%, dB for
+the series; tabular rows through an online standard scaler).
+
+The pool: one `KernelRLSRegressor(gamma=f * g0, noise="auto")` per factor f of the width
+grid (okl._numpy.krls.WIDTH_FACTORS), g0 the scale rule on the first 100 (scaled) rows, so
+that each learner's warm-up evidence picks its noise.  Two combinations of their progressive
+predictions f_k, both with a fixed share of 1e-3:
+
+- "hedge": MultiKernelRegressor's rule on the squared loss, q_k *= beta**(loss_k / S_t),
+  beta = 0.3, S_t the largest loss of any learner so far;
+- "bayes": Bayesian model averaging over the widths, q_k *= N(y; f_k, s_k^2), s_k the
+  learner's predictive standard deviation (noise included): the evidence, online.
+
+    python bench/krls_hedge.py                          # every stream
+    python bench/krls_hedge.py --streams sine diabetes --factors 0.25 1 4
+"""
+import argparse
+import sys
+import time
+import warnings
+
+import numpy as np
+from sklearn.preprocessing import StandardScaler
+
+from okl import KernelRLSRegressor, MultiKernelRegressor
+from okl._gamma import scale_gamma
+from okl._numpy.krls import WIDTH_FACTORS
+from okl.preprocessing import OnlineStandardScaler
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from krls_defaults import figure, hindsight_ridge, okl_learner, okl_scores, streams  # noqa: E402
+
+SHARE = 1e-3
+BETA = 0.3
+
+
+def pool_predictions(X, y, kind, factors):
+    """(n, K) progressive means and standard deviations of the pool's learners."""
+    head = StandardScaler().fit_transform(X[:100]) if kind == "tabular" else X[:100]
+    g0 = scale_gamma(head)
+    learners = [KernelRLSRegressor(gamma=f * g0) for f in factors]
+    scaler = OnlineStandardScaler() if kind == "tabular" else None
+    n, K = len(y), len(learners)
+    F, S = np.empty((n, K)), np.empty((n, K))
+    for i in range(n):
+        x = X[i]
+        z = scaler.transform_one(x) if scaler is not None and i > 0 else x
+        for k, est in enumerate(learners):
+            if i == 0:
+                F[i, k], S[i, k] = 0.0, np.std(y[:1]) + 1.0
+            else:
+                F[i, k], S[i, k] = est.predict_one(z, return_std=True)
+        if scaler is not None:
+            scaler.learn_one(x)
+            z = scaler.transform_one(x)
+        for est in learners:
+            est.learn_one(z, float(y[i]))
+    return F, S
+
+
+def combine(F, S, y, rule):
+    n, K = F.shape
+    logq = np.full(K, -np.log(K))
+    worst = 0.0
+    pred = np.empty(n)
+    for i in range(n):
+        q = np.exp(logq - logq.max())
+        q /= q.sum()
+        pred[i] = q @ F[i]
+        r2 = (F[i] - y[i]) ** 2
+        if rule == "hedge":
+            worst = max(worst, r2.max())
+            if worst > 0:
+                logq += np.log(BETA) * r2 / worst
+        else:
+            s2 = np.maximum(S[i] ** 2, 1e-300)
+            logq += -0.5 * (np.log(2 * np.pi * s2) + r2 / s2)
+        q = np.exp(logq - logq.max())
+        q = (1 - SHARE) * q / q.sum() + SHARE / K
+        logq = np.log(q)
+    return pred, q
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--streams", nargs="*", default=None)
+    parser.add_argument("--factors", nargs="*", type=float, default=list(WIDTH_FACTORS))
+    args = parser.parse_args(argv)
+    data = streams()
+    warnings.simplefilter("ignore")
+    rows = {k: [] for k in ("KernelRLSRegressor()", "MultiKernelRegressor()", "pool: best width",
+                            "pool: hedge", "pool: bayes", "KernelRidge (hindsight)")}
+    names = args.streams or list(data)
+    for name in names:
+        X, y, kind = data[name]
+        for label, make in (("KernelRLSRegressor()", KernelRLSRegressor),
+                            ("MultiKernelRegressor()", MultiKernelRegressor)):
+            start = time.process_time()
+            value = figure(okl_scores(okl_learner(make(), kind), X, y), y, kind)
+            cost = (time.process_time() - start) / len(y) * 1e6
+            rows[label].append(f"{value:.3f} ({cost:.0f} us)")
+        start = time.process_time()
+        F, S = pool_predictions(X, y, kind, args.factors)
+        cost = (time.process_time() - start) / len(y) * 1e6
+        each = [figure(F[:, k], y, kind) for k in range(F.shape[1])]
+        best = int(np.argmin(each))
+        rows["pool: best width"].append(f"{each[best]:.3f} (x{args.factors[best]:g})")
+        for rule in ("hedge", "bayes"):
+            pred, q = combine(F, S, y, rule)
+            top = args.factors[int(np.argmax(q))]
+            rows[f"pool: {rule}"].append(f"{figure(pred, y, kind):.3f} ({cost:.0f} us, x{top:g})")
+        rows["KernelRidge (hindsight)"].append(f"{hindsight_ridge(X, y, kind):.3f}")
+        print(name, {k: v[-1] for k, v in rows.items()}, flush=True)
+    print()
+    print("| learner | " + " | ".join(names) + " |")
+    print("|" + "---|" * (len(names) + 1))
+    for label, row in rows.items():
+        print(f"| {label} | " + " | ".join(row) + " |")
+
+
+if __name__ == "__main__":
+    main()
