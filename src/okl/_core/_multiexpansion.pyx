@@ -566,7 +566,7 @@ cdef class MultiExpansion:
         return dict(n_features=self.n_features, n_classes=self.n_classes, budget=self.budget,
                     policy=self.policy, scale=self.scale, n_rescale=self.n_rescale,
                     next_slot=self.next_slot, n_merges=self.n_merges,
-                    centers=self._centers[:n].copy(), coef=self._coef[:n].copy(),
+                    centers=self._centers[:n].copy(), coef=self.raw_coef_,
                     sqnorms=self._sqnorms[:n].copy(), **self.kernel_params)
 
     def with_class(self, Py_ssize_t position):
@@ -601,7 +601,7 @@ cdef class MultiExpansion:
         n = len(coef)
         self.reserve(n)
         self._centers[:n] = state["centers"]
-        self._coef[:n] = coef
+        self._set_coef(coef)
         self._sqnorms[:n] = state["sqnorms"]
         self.n_support = n
         self.scale = state["scale"]
@@ -610,6 +610,10 @@ cdef class MultiExpansion:
         self.n_merges = state.get("n_merges", 0)
         self._norms()
         return self
+
+    def _set_coef(self, coef):
+        """The n x k raw coefficients of a state into room reserved for them."""
+        self._coef[:len(coef)] = coef
 
     def __reduce__(self):
         return (_rebuild, (self.get_state(),))
@@ -857,15 +861,6 @@ cdef class SparseMultiExpansion(MultiExpansion):
         self.kbuf_x = NULL
         self._norms()
 
-    def get_state(self):
-        """The state of `MultiExpansion` (dense coef, n x k: built here only)."""
-        n = self.n_support
-        return dict(n_features=self.n_features, n_classes=self.n_classes, budget=self.budget,
-                    policy=self.policy, scale=self.scale, n_rescale=self.n_rescale,
-                    next_slot=self.next_slot, n_merges=self.n_merges,
-                    centers=self._centers[:n].copy(), coef=self.raw_coef_,
-                    sqnorms=self._sqnorms[:n].copy(), **self.kernel_params)
-
     def with_class(self, Py_ssize_t position):
         """A new expansion with a zero score function at `position`; this one unchanged.
         O(n d) copies and O(n) renumbering: no n x k values."""
@@ -888,27 +883,11 @@ cdef class SparseMultiExpansion(MultiExpansion):
         out.next_slot, out.n_merges = self.next_slot, self.n_merges
         return out
 
-    @classmethod
-    def from_state(cls, state):
-        """From a `MultiExpansion` state whose rows have at most two nonzeros (ValueError
-        otherwise)."""
-        k = state["n_classes"]
-        pcls, pval = pair_layout(np.asarray(state["coef"], dtype=np.float64).reshape(-1, k))
-        cdef SparseMultiExpansion self = cls(state["n_features"], k,
-                                             kernel_record(state, complete=True),
-                                             state["budget"], state["policy"])
-        n = len(pcls)
-        self.reserve(n)
-        self._centers[:n] = state["centers"]
-        self._pcls[:n], self._pval[:n] = pcls, pval
-        self._sqnorms[:n] = state["sqnorms"]
-        self.n_support = n
-        self.scale = state["scale"]
-        self.n_rescale = state["n_rescale"]
-        self.next_slot = state["next_slot"]
-        self.n_merges = state.get("n_merges", 0)
-        self._norms()
-        return self
+    def _set_coef(self, coef):
+        """The n x k raw coefficients of a `MultiExpansion` state as pairs (ValueError when
+        a row has more than two nonzeros)."""
+        n = len(coef)
+        self._pcls[:n], self._pval[:n] = pair_layout(coef)
 
     def __reduce__(self):
         return (_rebuild_sparse, (self.get_state(),))

@@ -276,14 +276,18 @@ class NumpyMultiExpansion:
         p = state
         self = cls(p["n_features"], p["n_classes"], kernel_record(p, complete=True),
                    p["budget"], p["policy"])
+        coef = p["scale"] * np.asarray(p["coef"], dtype=np.float64).reshape(-1, p["n_classes"])
         self._centers = np.array(p["centers"], dtype=np.float64).reshape(-1, p["n_features"])
-        self._coef = p["scale"] * np.asarray(p["coef"], dtype=np.float64).reshape(
-            -1, p["n_classes"])
+        self._set_coef(coef)
         self._sqnorms = np.array(p["sqnorms"], dtype=np.float64)
-        self.n_support = len(self._coef)
+        self.n_support = len(coef)
         self.next_slot = p["next_slot"]
         self.n_merges = p.get("n_merges", 0)
         return self
+
+    def _set_coef(self, coef):
+        """The n x k coefficients of a state (true values)."""
+        self._coef = coef
 
 
 def insert_class(state, position):
@@ -442,23 +446,10 @@ class NumpySparseMultiExpansion(NumpyMultiExpansion):
         out.n_support, out.next_slot, out.n_merges = n, self.next_slot, self.n_merges
         return out
 
-    @classmethod
-    def from_state(cls, state):
-        """From a multi-output state whose rows have at most two nonzeros (ValueError
-        otherwise)."""
-        p = state
-        k = p["n_classes"]
-        pcls, pval = pair_layout(p["scale"] * np.asarray(p["coef"], dtype=np.float64).reshape(
-            -1, k))
-        self = cls(p["n_features"], k, kernel_record(p, complete=True), p["budget"],
-                   p["policy"])
-        self._centers = np.array(p["centers"], dtype=np.float64).reshape(-1, p["n_features"])
-        self._pcls, self._pval = pcls, pval
-        self._sqnorms = np.array(p["sqnorms"], dtype=np.float64)
-        self.n_support = len(pcls)
-        self.next_slot = p["next_slot"]
-        self.n_merges = p.get("n_merges", 0)
-        return self
+    def _set_coef(self, coef):
+        """The n x k coefficients of a state as pairs (ValueError when a row has more than two
+        nonzeros)."""
+        self._pcls, self._pval = pair_layout(coef)
 
 
 def pair_layout(coef):
