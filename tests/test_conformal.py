@@ -58,6 +58,22 @@ def test_both_engines_take_the_same_steps(method, gammas):
         assert np.allclose(sa[key], sb[key], rtol=0, atol=1e-10), key
 
 
+@pytest.mark.parametrize("method, gammas", RULES)
+def test_both_engines_agree_on_tied_scores(method, gammas):
+    """Scores on a grid of 8 values: every insertion, removal and rank in the window meets
+    equal scores, where a score's rank (AgACI's beta) depends on the search's side."""
+    s = np.random.default_rng(5).integers(0, 8, size=4000) / 4.0
+    a, b = Calibration(method, 0.1, gammas, 300), NumpyCalibration(method, 0.1, gammas, 300)
+    qa, qb = np.empty(len(s)), np.empty(len(s))
+    a.update(s, qa)
+    b.update(s, qb)
+    assert np.array_equal(np.isinf(qa), np.isinf(qb))
+    finite = np.isfinite(qa)
+    assert np.max(np.abs(qa[finite] - qb[finite])) <= 1e-10
+    assert np.array_equal(a.get_state()["sorted"], b.get_state()["sorted"])
+    assert np.array_equal(a.get_state()["sorted"], np.sort(s[-300:]))
+
+
 @pytest.mark.parametrize("gamma", [0.001, 0.01, 0.1])
 @pytest.mark.parametrize("adversary", ["miss", "cover", "alternate", "threshold"])
 def test_aci_long_run_miscoverage_bound_on_adversarial_sequences(gamma, adversary):

@@ -41,15 +41,23 @@ ARRAYS = ("gammas", "levels", "regret", "variance", "range", "ring", "sorted")
 
 
 cdef inline Py_ssize_t csearch(const double* a, Py_ssize_t n, double v, bint right) noexcept:
-    """The insertion index of v in the sorted a[:n] (numpy's searchsorted, side left / right)."""
-    cdef Py_ssize_t lo = 0, hi = n, mid
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if a[mid] < v or (right and a[mid] == v):
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+    """The insertion index of v in the sorted a[:n] (numpy's searchsorted, side left / right).
+    Branch-free halving: a[base:base + n] holds the index, the comparison only picks the half
+    (a conditional move, no mispredicted jump)."""
+    cdef Py_ssize_t base = 0, half
+    if n == 0:
+        return 0
+    if right:
+        while n > 1:
+            half = n >> 1
+            base = base + half if a[base + half] <= v else base
+            n -= half
+        return base + (a[base] <= v)
+    while n > 1:
+        half = n >> 1
+        base = base + half if a[base + half] < v else base
+        n -= half
+    return base + (a[base] < v)
 
 
 cdef inline double csaturation(double integral, Py_ssize_t t, double csat) noexcept:
@@ -109,8 +117,11 @@ cdef class Calibration:
             out[i] = self.cquantile(1.0 - self.levels_[i])
 
     cdef double ceta(self, Py_ssize_t i, double logk) noexcept:
+        cdef double a, b
         if self.variance_[i] > 0.0:
-            return fmin(1.0 / (2.0 * self.range_[i]), sqrt(logk / self.variance_[i]))
+            a = 1.0 / (2.0 * self.range_[i])    # finite: range >= |r| > 0 once r^2 counted
+            b = sqrt(logk / self.variance_[i])
+            return a if a < b else b            # fmin of two finite values, inlined
         return 0.0
 
     cdef void cweights(self, double* w) noexcept:
@@ -122,7 +133,8 @@ cdef class Calibration:
         for i in range(self.k):
             eta[i] = self.ceta(i, self.logk)
             w[i] = eta[i] * self.regret_[i]
-            top = fmax(top, w[i])
+            if w[i] > top:                      # fmax: w is finite, top starts at -inf
+                top = w[i]
         for i in range(self.k):
             w[i] = exp(w[i] - top)
             total += w[i]
@@ -215,7 +227,8 @@ cdef class Calibration:
                     r = g * (self.level - self.levels_[i])
                     self.regret_[i] += r - self.etas[i] * r * r
                     self.variance_[i] += r * r
-                    self.range_[i] = fmax(self.range_[i], fabs(r))
+                    if fabs(r) > self.range_[i]:        # fmax of finite values, inlined
+                        self.range_[i] = fabs(r)
             for i in range(self.k):
                 self.levels_[i] += self.gammas_[i] * (alpha - (1.0 if s > e[i] else 0.0))
             self.cinsert(s)
