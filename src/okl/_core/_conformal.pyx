@@ -40,19 +40,13 @@ SCALARS = ("method", "alpha", "window", "t", "n", "head", "ki", "csat", "integra
 ARRAYS = ("gammas", "levels", "regret", "variance", "range", "ring", "sorted")
 
 
-cdef inline Py_ssize_t csearch(const double* a, Py_ssize_t n, double v, bint right) noexcept:
-    """The insertion index of v in the sorted a[:n] (numpy's searchsorted, side left / right).
-    Branch-free halving: a[base:base + n] holds the index, the comparison only picks the half
-    (a conditional move, no mispredicted jump)."""
+cdef inline Py_ssize_t csearch(const double* a, Py_ssize_t n, double v) noexcept:
+    """The left insertion index of v in the sorted a[:n] (numpy's searchsorted).  Branch-free
+    halving: a[base:base + n] holds the index, the comparison only picks the half (a
+    conditional move, no mispredicted jump)."""
     cdef Py_ssize_t base = 0, half
     if n == 0:
         return 0
-    if right:
-        while n > 1:
-            half = n >> 1
-            base = base + half if a[base + half] <= v else base
-            n -= half
-        return base + (a[base] <= v)
     while n > 1:
         half = n >> 1
         base = base + half if a[base + half] < v else base
@@ -183,14 +177,15 @@ cdef class Calibration:
 
     # -- learning ---------------------------------------------------------------------------
 
-    cdef void cinsert(self, double s) noexcept:
-        """s joins the window (the oldest score leaves a full one); the sorted copy moves only
-        the scores between the two positions (the twin removes, then inserts: the same array)."""
-        cdef Py_ssize_t n = self.n, i, j
+    cdef void cinsert(self, double s, Py_ssize_t j) noexcept:
+        """s joins the window (the oldest score leaves a full one) at j, its left insertion
+        index in the sorted copy (among equal scores any place gives the same array); the
+        sorted copy moves only the scores between the two positions (the twin removes, then
+        inserts: the same array)."""
+        cdef Py_ssize_t n = self.n, i
         cdef double* a = &self.sorted_[0]
-        j = csearch(a, n, s, True)
         if n == self.window:
-            i = csearch(a, n, self.ring_[self.head], False)
+            i = csearch(a, n, self.ring_[self.head])
             if j > i:
                 memmove(a + i, a + i + 1, (j - 1 - i) * sizeof(double))
                 a[j - 1] = s
@@ -206,12 +201,12 @@ cdef class Calibration:
 
     cdef void clearn(self, double s) noexcept:
         """One event's score s (finite), taken before the model learned the event."""
-        cdef Py_ssize_t i
+        cdef Py_ssize_t i, j = csearch(&self.sorted_[0], self.n, s)
         cdef double alpha = self.alpha, err, beta, g, r
         cdef double* e = &self.scratch[0]
         if self.method == QUANTILE or self.method == PID:
             err = 1.0 if s > self.q else 0.0        # q_1 = inf: the first event is covered
-            self.cinsert(s)
+            self.cinsert(s, j)
             if self.t == 0:
                 self.levels_[0] = s
             else:
@@ -221,7 +216,7 @@ cdef class Calibration:
         else:
             self.cexperts(e)
             if self.method == AGACI and self.n > 0:
-                beta = 1.0 - csearch(&self.sorted_[0], self.n, s, False) / (self.n + 1.0)
+                beta = 1.0 - j / (self.n + 1.0)     # s's rank: its left insertion index
                 g = (1.0 if beta < self.level else 0.0) - alpha
                 for i in range(self.k):             # etas: the last refresh's, unchanged since
                     r = g * (self.level - self.levels_[i])
@@ -231,7 +226,7 @@ cdef class Calibration:
                         self.range_[i] = fabs(r)
             for i in range(self.k):
                 self.levels_[i] += self.gammas_[i] * (alpha - (1.0 if s > e[i] else 0.0))
-            self.cinsert(s)
+            self.cinsert(s, j)
         self.t += 1
         self.crefresh()
 
