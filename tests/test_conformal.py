@@ -43,9 +43,8 @@ def test_method_codes_are_the_compiled_ones():
     assert {m.name: int(m) for m in Method} == {m.name: int(m) for m in _conformal.Method}
 
 
-@pytest.mark.parametrize("method, gammas", RULES)
-def test_both_engines_take_the_same_steps(method, gammas):
-    s = heavy_scores(6000)
+def both_engines(method, gammas, s):
+    """Both calibrations after the scores s, once their thresholds were found equal."""
     a, b = Calibration(method, 0.1, gammas, 300), NumpyCalibration(method, 0.1, gammas, 300)
     qa, qb = np.empty(len(s)), np.empty(len(s))
     a.update(s, qa)
@@ -53,6 +52,12 @@ def test_both_engines_take_the_same_steps(method, gammas):
     assert np.array_equal(np.isinf(qa), np.isinf(qb))
     finite = np.isfinite(qa)
     assert np.max(np.abs(qa[finite] - qb[finite])) <= 1e-10
+    return a, b
+
+
+@pytest.mark.parametrize("method, gammas", RULES)
+def test_both_engines_take_the_same_steps(method, gammas):
+    a, b = both_engines(method, gammas, heavy_scores(6000))
     sa, sb = a.get_state(), b.get_state()
     for key in sa:
         assert np.allclose(sa[key], sb[key], rtol=0, atol=1e-10), key
@@ -63,13 +68,7 @@ def test_both_engines_agree_on_tied_scores(method, gammas):
     """Scores on a grid of 8 values: every insertion, removal and rank in the window meets
     equal scores, where a score's rank (AgACI's beta) depends on the search's side."""
     s = np.random.default_rng(5).integers(0, 8, size=4000) / 4.0
-    a, b = Calibration(method, 0.1, gammas, 300), NumpyCalibration(method, 0.1, gammas, 300)
-    qa, qb = np.empty(len(s)), np.empty(len(s))
-    a.update(s, qa)
-    b.update(s, qb)
-    assert np.array_equal(np.isinf(qa), np.isinf(qb))
-    finite = np.isfinite(qa)
-    assert np.max(np.abs(qa[finite] - qb[finite])) <= 1e-10
+    a, b = both_engines(method, gammas, s)
     assert np.array_equal(a.get_state()["sorted"], b.get_state()["sorted"])
     assert np.array_equal(a.get_state()["sorted"], np.sort(s[-300:]))
 

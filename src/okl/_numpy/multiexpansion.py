@@ -170,11 +170,15 @@ class NumpyMultiExpansion:
             return np.zeros(self.n_classes)
         return self.values(x) @ self._coef[:self.n_support]
 
+    def _values(self):
+        """The stored coefficients, one row per centre (their squares sum to the rows' norms)."""
+        return self._coef
+
     def shrink(self, factor):
         if factor <= 0:
             self.n_support, self.next_slot = 0, 0
         else:
-            self._coef[:self.n_support] *= factor
+            self._values()[:self.n_support] *= factor
 
     def victim(self, aa):
         n = self.n_support
@@ -182,9 +186,20 @@ class NumpyMultiExpansion:
             return NO_EVICTION
         if self.policy == BudgetPolicy.OLDEST:
             return self.next_slot
-        norms = np.array([row @ row for row in self._coef[:n]])
+        norms = np.array([row @ row for row in self._values()[:n]])
         slot = int(np.argmin(norms))
         return NEWCOMER if aa <= norms[slot] else slot
+
+    def slot(self, aa):
+        """Where a new centre whose coefficients' squares sum to aa goes: a new slot, the
+        victim's (the oldest advances), or NEWCOMER (it is not added)."""
+        slot = self.victim(aa)
+        if slot == NO_EVICTION:
+            slot = self.n_support
+            self.n_support += 1
+        elif slot != NEWCOMER and self.policy == BudgetPolicy.OLDEST:
+            self.next_slot = (slot + 1) % self.budget
+        return slot
 
     def add(self, x, a):
         """f <- f + a K(x, .) (a in R^k); False when a is not finite."""
@@ -197,14 +212,9 @@ class NumpyMultiExpansion:
             self.n_support = n + 1
             self.merge(n + 1)
             return True
-        slot = self.victim(float(a @ a))
+        slot = self.slot(float(a @ a))
         if slot == NEWCOMER:
             return True
-        if slot == NO_EVICTION:
-            slot = self.n_support
-            self.n_support += 1
-        elif self.policy == BudgetPolicy.OLDEST:
-            self.next_slot = (slot + 1) % self.budget
         self._centers[slot], self._sqnorms[slot], self._coef[slot] = x, x @ x, a
         return True
 
@@ -362,21 +372,9 @@ class NumpySparseMultiExpansion(NumpyMultiExpansion):
             np.add.at(out, cls[used], (self._pval[:n] * self.values(x)[:, None])[used])
         return out
 
-    def shrink(self, factor):
-        if factor <= 0:
-            self.n_support, self.next_slot = 0, 0
-        else:
-            self._pval[:self.n_support] *= factor
-
-    def victim(self, aa):
-        n = self.n_support
-        if not self.budget or n < self.budget:
-            return NO_EVICTION
-        if self.policy == BudgetPolicy.OLDEST:
-            return self.next_slot
-        norms = np.array([row @ row for row in self._pval[:n]])
-        slot = int(np.argmin(norms))
-        return NEWCOMER if aa <= norms[slot] else slot
+    def _values(self):
+        """The pairs' values (a row's squares sum to its dense row's: zeros add nothing)."""
+        return self._pval
 
     def add(self, x, a):
         """f <- f + a K(x, .) (a in R^k, at most two nonzeros); False when a is not finite."""
@@ -388,14 +386,9 @@ class NumpySparseMultiExpansion(NumpyMultiExpansion):
             raise ValueError("NumpySparseMultiExpansion.add takes at most two nonzero "
                              "coefficients; use NumpyMultiExpansion for dense ones.")
         val = a[cls]
-        slot = self.victim(float(val @ val))
+        slot = self.slot(float(val @ val))
         if slot == NEWCOMER:
             return True
-        if slot == NO_EVICTION:
-            slot = self.n_support
-            self.n_support += 1
-        elif self.policy == BudgetPolicy.OLDEST:
-            self.next_slot = (slot + 1) % self.budget
         self._centers[slot], self._sqnorms[slot] = x, x @ x
         self._pcls[slot], self._pval[slot] = -1, 0.0
         self._pcls[slot, :len(cls)], self._pval[slot, :len(cls)] = cls, val
