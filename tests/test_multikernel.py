@@ -244,6 +244,87 @@ def test_the_defaults_recover_after_a_switch():
     assert after["defaults"] > after["papers"] + 0.04
 
 
+# -- the Hedge start (docs/multikernel.md, section 6) --------------------------------------------
+
+def test_the_hedge_start_weighs_the_learners_that_forget_more():
+    """Each learner that forgets starts with `forgetting_start` times the others' weight (1.0:
+    the uniform start); the learners do not depend on it, and the vote is weighted majority
+    with the fixed share from that start."""
+    X, y = xor_stream(600, seed=25)
+    frozen = MultiKernelClassifier(beta=1.0, share=0.0, classes=[0, 1]).fit(X[:1], y[:1])
+    forgets = ~np.isnan(frozen.forgetting_)
+    assert forgets.sum() == 9 and len(forgets) == 27
+    np.testing.assert_allclose(frozen.weights_, np.where(forgets, 1.5, 1.0) / 31.5,
+                               rtol=1e-15, atol=0)
+    uniform = MultiKernelClassifier(beta=1.0, share=0.0, forgetting_start=1.0,
+                                    classes=[0, 1]).fit(X[:1], y[:1])
+    np.testing.assert_allclose(uniform.weights_, np.full(27, 1.0 / 27), rtol=1e-15, atol=0)
+    # the learners' own predictions, event by event (without a budget they ignore q)
+    plain = MultiKernelClassifier(budget=None, forgetting_start=1.0, classes=[0, 1])
+    signs = []
+    for x, label in zip(X, y):
+        signs.append(np.where(plain.learner_decisions(x[None])[0] > 0, 1.0, -1.0)
+                     if "t_" in plain.__dict__ else -np.ones(27))
+        plain.learn_one(x, label)
+    signs, label = np.array(signs), np.where(y == 1, 1.0, -1.0)
+    q = np.where(forgets, 3.0, 1.0)
+    q, votes = q / q.sum(), []
+    for s, target in zip(signs, label):
+        votes.append(q @ s)
+        q = q * 0.8 ** (s != target)
+        q = 0.999 * q / q.sum() + 1e-3 / 27
+    clf = MultiKernelClassifier(budget=None, forgetting_start=3.0)
+    np.testing.assert_allclose(progressive(clf, X, y, [0, 1]), votes, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(clf.weights_, q, rtol=1e-10, atol=0)
+    np.testing.assert_allclose(clf.learner_decisions(X), plain.learner_decisions(X),
+                               rtol=0, atol=1e-12)
+    # a pool without learners that forget starts uniform whatever the parameter
+    papers = MultiKernelClassifier(forgetting=None, forgetting_start=5.0).fit(X[:1], [1])
+    np.testing.assert_allclose(papers.weights_, np.full(18, 1.0 / 18), rtol=1e-15, atol=0)
+    with pytest.raises(ValueError, match="forgetting_start"):
+        MultiKernelClassifier(forgetting_start=0.0).fit(X[:5], y[:5])
+
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+def test_ctrl_c_during_the_start_leaves_the_model_as_it_was(engine, model_state, monkeypatch):
+    """A KeyboardInterrupt once the start has built the pool and its Hedge start (fit,
+    partial_fit or learn_one of a fresh model) leaves the estimator as it was."""
+    X, y = xor_stream(300, seed=26)
+
+    def interrupted(self, *args, **kwargs):
+        assert self.__dict__["_model"].t == 0
+        np.testing.assert_allclose(self.weights_.max(), 1.5 / 31.5, rtol=1e-15)
+        raise KeyboardInterrupt
+    fresh = MultiKernelClassifier(engine=engine, budget=40, classes=[0, 1])
+    fitted = MultiKernelClassifier(engine=engine, budget=40).fit(X[:100], y[:100])
+    before = model_state(fitted)
+    with monkeypatch.context() as patch:
+        patch.setattr(MultiKernelClassifier, "_learn", interrupted)
+        for call in (lambda: fresh.partial_fit(X[:50], y[:50]),
+                     lambda: fresh.learn_one(X[0], y[0]),
+                     lambda: fitted.fit(X[100:200], y[100:200])):
+            with pytest.raises(KeyboardInterrupt):
+                call()
+    assert "t_" not in fresh.__dict__ and "_model" not in fresh.__dict__
+    model_state.same(before, model_state(fitted))
+    assert fitted.t_ == 100
+    if engine == "numpy":       # Ctrl-C inside the start itself, as it sets the weights
+        with monkeypatch.context() as patch:
+            patch.setattr(type(fitted._model), "from_state",
+                          classmethod(lambda cls, state: (_ for _ in ()).throw(
+                              KeyboardInterrupt)))
+            with pytest.raises(KeyboardInterrupt):
+                fitted.fit(X[100:200], y[100:200])
+        model_state.same(before, model_state(fitted))
+    fresh.partial_fit(X, y)
+    fitted.partial_fit(X[100:], y[100:])
+    whole = MultiKernelClassifier(engine=engine, budget=40).fit(X, y)
+    for est in (fresh, fitted):
+        np.testing.assert_allclose(est.learner_decisions(X), whole.learner_decisions(X),
+                                   rtol=0, atol=1e-12)
+        np.testing.assert_allclose(est.weights_, whole.weights_, rtol=0, atol=1e-12)
+
+
 def test_one_class_events_take_the_compiled_step_and_learn_nothing():
     """While a classifier knows one class, learn_one takes the compiled step, which learns
     nothing (as partial_fit); the second class starts the learning."""
@@ -276,6 +357,7 @@ TWIN_CASES = [
     (MultiKernelRegressor, dict(budget=40, forgetting=None, share=0.02, loss="huber",
                                 epsilon=0.5)),
     (MultiKernelRegressor, dict(budget=None, gammas=[0.5, 2.0], forgetting=0.97)),
+    (MultiKernelClassifier, dict(budget=40, forgetting_start=5.0, eta_scales=[1.0])),
 ] + [   # every budget policy without and with the offset
     (cls, dict(budget=40, budget_policy=policy, fit_intercept=intercept))
     for cls in (MultiKernelClassifier, MultiKernelRegressor)

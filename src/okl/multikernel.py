@@ -505,6 +505,11 @@ class MultiKernelClassifier(MultiKernelMixin, LabelsMixin, ClassifierMixin,
         The margin loss of every learner; with three classes or more "hinge"
         (Crammer-Singer) or "logistic" (softmax).
 %s
+    forgetting_start : float > 0, default=1.5
+        The Hedge start: each learner that forgets (`forgetting`) starts with
+        this many times the weight of the others, since its large constant
+        step learns fastest on the first events; 1.0 is the papers' uniform
+        start 1 / K (docs/multikernel.md, section 6).
     classes : array of labels or None, default=None
         Fixes `classes_` at the start of a stream.
 
@@ -551,18 +556,20 @@ class MultiKernelClassifier(MultiKernelMixin, LabelsMixin, ClassifierMixin,
     _task = CLASSIFY
     _multiclass = True
     _parameter_constraints = {**_CONSTRAINTS, "loss": [Options(*MARGIN_LOSSES)],
+                              "forgetting_start": [Interval(Real, 0, None, closed="neither")],
                               **CLASSES_CONSTRAINTS}
     expected_failed_checks = ONLINE_WEIGHT_CHECKS
 
     def __init__(self, gammas="auto", eta_scales=(2.0, 16.0), linear=True,
-                 forgetting=0.998, loss="hinge", lam=1e-3, eta="auto", eta_decay=0.5, beta=0.8,
-                 share=1e-3, combination="deterministic", budget="auto",
-                 budget_policy="merge", fit_intercept=False, classes=None,
+                 forgetting=0.998, forgetting_start=1.5, loss="hinge", lam=1e-3, eta="auto",
+                 eta_decay=0.5, beta=0.8, share=1e-3, combination="deterministic",
+                 budget="auto", budget_policy="merge", fit_intercept=False, classes=None,
                  random_state=None, verbose=False, engine="cython"):
         self.gammas = gammas
         self.eta_scales = eta_scales
         self.linear = linear
         self.forgetting = forgetting
+        self.forgetting_start = forgetting_start
         self.loss = loss
         self.lam = lam
         self.eta = eta
@@ -590,6 +597,16 @@ class MultiKernelClassifier(MultiKernelMixin, LabelsMixin, ClassifierMixin,
 
     def _loss_spec(self):
         return loss_spec(self.loss)
+
+    def _start(self, X, y):
+        """The pool, its Hedge start `forgetting_start` times heavier for the learners that
+        forget (docs/multikernel.md, section 6)."""
+        super()._start(X, y)
+        state = self._model.get_state()
+        forgets = np.asarray(state["forgetting"]) > 0.0
+        if self.forgetting_start != 1.0 and forgets.any():
+            q = np.where(forgets, float(self.forgetting_start), 1.0)
+            self._model = type(self._model).from_state(dict(state, q=q / q.sum()))
 
     def _auto_lipschitz(self):
         return _finite_lipschitz(self)
