@@ -33,7 +33,9 @@ gives the accuracy or the RMSE of:
 centres, ``policies`` the three budget policies at 50 and 100 centres, on the
 full streams; ``params`` the defaults beside the defaults with each given
 set of parameters, on every stream (``auto_gammas=...`` replaces
-`okl.multikernel.AUTO_GAMMAS`, the relative widths of gammas="auto");
+`okl.multikernel.AUTO_GAMMAS`, the relative widths of gammas="auto"; a cell is
+blank where the learner has no such parameter, as the regressor's for
+``forgetting_start``);
 ``singles`` the single learner's figure at each width 2^j / n_features of the
 "tuned single" column.
 
@@ -217,14 +219,17 @@ def grid(columns, short=False):
         cells = []
         for params in columns.values():
             params, default = dict(params), okl.multikernel.AUTO_GAMMAS
+            if not params.keys() - {"auto_gammas"} <= Multi().get_params().keys():
+                cells.append(None)      # a parameter this learner does not have: blank
+                continue
             okl.multikernel.AUTO_GAMMAS = tuple(params.pop("auto_gammas", default))
             try:
                 cells.append(np.mean([okl_quality(Multi(**params), *scaled_stream(name, n, seed))
                                       for seed in seeds]))
             finally:
                 okl.multikernel.AUTO_GAMMAS = default
-        print(f"| {label} | " + " | ".join(f"{c:.4f}" if c < 10 else f"{c:.2f}" for c in cells)
-              + " |", flush=True)
+        print(f"| {label} | " + " | ".join("" if c is None else f"{c:.4f}" if c < 10
+                                           else f"{c:.2f}" for c in cells) + " |", flush=True)
 
 
 def singles():
