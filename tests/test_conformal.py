@@ -336,6 +336,92 @@ def test_two_threads_on_the_one_event_path(learner):
     assert again.t_ == 1201
 
 
+def _lock_of(model):
+    from okl import _locks
+    return _locks.locked(model)
+
+
+def test_the_learners_take_the_wrappers_lock(tmp_path):
+    """A learner the wrapper built (fit, a first learn_one, a refit, calibrate, the pinball
+    pair, a pickle, a copy, okl.load) takes the wrapper's lock: one lock per event; a learner
+    bound while its own lock is held keeps it."""
+    import copy
+    X, y = stream(300)
+    models = [ConformalRegressor(KernelRLSRegressor(gamma=0.5)).fit(X, y),
+              ConformalRegressor(OnlineKernelRegressor(gamma=0.5, budget=10),
+                                 nonconformity="quantile").fit(X, y),
+              ConformalClassifier(OnlineKernelClassifier(budget=10)).fit(X, y > 0),
+              ConformalRegressor(OnlineKernelRegressor(gamma=0.5).fit(X, y)).calibrate(X, y)]
+    first = ConformalRegressor(OnlineKernelRegressor(budget=10))
+    first.learn_one(X[0], y[0])
+    models.append(first)
+    for model in list(models):
+        okl.save(model, tmp_path / "m.okl")
+        models += [pickle.loads(pickle.dumps(model)), copy.deepcopy(model),
+                   okl.load(tmp_path / "m.okl")]
+    refit = ConformalRegressor(OnlineKernelRegressor(budget=10)).fit(X, y)
+    old = refit.estimator_
+    refit.fit(X, y)
+    assert refit.estimator_ is not old
+    models.append(refit)
+    for model in models:
+        model.learn_one(X[1], float(y[1]) if isinstance(model, ConformalRegressor) else y[1] > 0)
+        learners = model._learners()
+        assert len(learners) == (3 if getattr(model, "score_", "") == "quantile" else 1)
+        for learner in learners:
+            assert _lock_of(learner) is _lock_of(model)
+            assert learner._one_event().lock is _lock_of(model)
+    assert len({id(_lock_of(m)) for m in models}) == len(models)
+    held, taken, done = OnlineKernelRegressor(budget=10).fit(X, y), threading.Event(), threading.Event()
+    lock = _lock_of(held)
+
+    def hold():
+        with lock:
+            taken.set()
+            done.wait()
+    thread = threading.Thread(target=hold)
+    thread.start()
+    taken.wait()
+    model = ConformalRegressor(OnlineKernelRegressor(budget=10)).fit(X, y)
+    model.estimator_ = held                 # in use: it keeps its lock
+    done.set()
+    thread.join()
+    assert _lock_of(held) is lock and lock is not _lock_of(model)
+    model.predict_interval_one(X[2])
+    model.learn_one(X[2], y[2])
+    assert held.t_ == 301
+
+
+@pytest.mark.parametrize("through", ["learner", "wrapper"])
+def test_one_lock_keeps_a_thread_out_of_an_event_of_the_learner_or_the_wrapper(through):
+    """While a thread holds the learner's lock (or the wrapper's), another thread's event on
+    the wrapper (or the learner) waits for it: the two are one lock."""
+    X, y = stream(300)
+    model = ConformalRegressor(KernelRLSRegressor(gamma=0.5)).fit(X[:200], y[:200])
+    model.predict_interval_one(X[200])
+    learner = model.estimator_
+    holder = learner if through == "learner" else model
+    other = model if through == "learner" else learner
+    started, errors = threading.Event(), []
+
+    def event():
+        started.set()
+        try:
+            other.predict_one(X[201])
+            other.learn_one(X[201], y[201])
+        except BaseException as exc:      # noqa: BLE001 (reported below)
+            errors.append(exc)
+    with _lock_of(holder):
+        t = (model.t_, learner.t_)
+        thread = threading.Thread(target=event)
+        thread.start()
+        started.wait()
+        thread.join(0.3)
+        assert thread.is_alive() and (model.t_, learner.t_) == t     # it waits
+    thread.join()
+    assert errors == [] and learner.t_ == t[1] + 1
+
+
 def test_both_engines_give_the_same_intervals():
     X, y = stream(1000)
     a = ConformalRegressor(OnlineKernelRegressor(gamma=0.5)).fit(X, y)
