@@ -73,6 +73,28 @@ def test_both_engines_agree_on_tied_scores(method, gammas):
     assert np.array_equal(a.get_state()["sorted"], np.sort(s[-300:]))
 
 
+def test_agaci_weights_of_a_restored_state_and_an_underflow_match_the_twin():
+    """AgACI's weights from a state set by restore or from_state (each expert's 1 / (2 range)
+    is kept between events: computed again for a range it was not computed for), and with
+    experts whose exp underflows (their weight exactly 0, the exp skipped), are the twin's."""
+    a, b = both_engines(Method.AGACI, AGACI_STEPS, heavy_scores(3000))
+    early = a.checkpoint()
+    a.update(heavy_scores(2000, seed=1), np.empty(2000))
+    a.restore(early)
+    assert np.array_equal(a.weights(), b.weights())
+    state = b.get_state()
+    state["range"] = state["range"] * 3.0
+    state["regret"] = state["regret"] + np.array([0.0, -5e4, 3.0, -1e6])
+    c, d = Calibration.from_state(state), NumpyCalibration.from_state(state)
+    assert np.max(np.abs(c.weights() - d.weights())) <= 1e-10
+    assert c.weights()[1] == c.weights()[3] == 0.0 and c.threshold() == d.threshold()
+    s = heavy_scores(2000, seed=2)
+    qc, qd = np.empty(2000), np.empty(2000)
+    c.update(s, qc)
+    d.update(s, qd)
+    assert np.max(np.abs(qc - qd)) <= 1e-10
+
+
 @pytest.mark.parametrize("gamma", [0.001, 0.01, 0.1])
 @pytest.mark.parametrize("adversary", ["miss", "cover", "alternate", "threshold"])
 def test_aci_long_run_miscoverage_bound_on_adversarial_sequences(gamma, adversary):

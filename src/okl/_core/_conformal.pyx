@@ -74,6 +74,7 @@ cdef class Calibration:
     cdef readonly Py_ssize_t window, t, n, head, k
     cdef double[::1] gammas_, levels_, regret_, variance_, range_, ring_, sorted_, scratch, wbuf
     cdef double[::1] etas          # AgACI: each expert's eta, as the last `cweights` found it
+    cdef double[::1] halves, ranges    # 1 / (2 range) of the range it was computed for (`ceta`)
     cdef double logk
 
     def __init__(self, method, double alpha, gammas, Py_ssize_t window, double ki=1.0,
@@ -88,6 +89,7 @@ cdef class Calibration:
                                                      np.zeros(self.k))
         self.ring_, self.sorted_ = np.zeros(window), np.zeros(window)
         self.scratch, self.wbuf, self.etas = np.zeros(self.k), np.zeros(self.k), np.zeros(self.k)
+        self.halves, self.ranges = np.zeros(self.k), np.full(self.k, np.nan)   # none computed
         self.logk = log(<double>self.k)
         self.t = self.n = self.head = 0
         self.crefresh()
@@ -111,9 +113,12 @@ cdef class Calibration:
             out[i] = self.cquantile(1.0 - self.levels_[i])
 
     cdef double ceta(self, Py_ssize_t i, double logk) noexcept:
-        cdef double a, b
+        cdef double a, b, r = self.range_[i]
         if self.variance_[i] > 0.0:
-            a = 1.0 / (2.0 * self.range_[i])    # finite: range >= |r| > 0 once r^2 counted
+            if r != self.ranges[i]:             # the range moved (rarely, once warm): divide
+                self.halves[i] = 1.0 / (2.0 * r)    # finite: range >= |r| > 0 once r^2 counted
+                self.ranges[i] = r
+            a = self.halves[i]
             b = sqrt(logk / self.variance_[i])
             return a if a < b else b            # fmin of two finite values, inlined
         return 0.0
@@ -130,7 +135,9 @@ cdef class Calibration:
             if w[i] > top:                      # fmax: w is finite, top starts at -inf
                 top = w[i]
         for i in range(self.k):
-            w[i] = exp(w[i] - top)
+            # exp as the twin's, skipped where its value is exact: exp(0) = 1 (the top
+            # expert) and 0 below -746 (an underflow)
+            w[i] = 1.0 if w[i] == top else (0.0 if w[i] - top < -746.0 else exp(w[i] - top))
             total += w[i]
         for i in range(self.k):
             w[i] = w[i] / total
@@ -202,7 +209,7 @@ cdef class Calibration:
     cdef void clearn(self, double s) noexcept:
         """One event's score s (finite), taken before the model learned the event."""
         cdef Py_ssize_t i, j = csearch(&self.sorted_[0], self.n, s)
-        cdef double alpha = self.alpha, err, beta, g, r
+        cdef double alpha = self.alpha, err, beta, g, r, q
         cdef double* e = &self.scratch[0]
         if self.method == QUANTILE or self.method == PID:
             err = 1.0 if s > self.q else 0.0        # q_1 = inf: the first event is covered
@@ -213,17 +220,20 @@ cdef class Calibration:
                 self.levels_[0] += self.gammas_[0] * self.sorted_[self.n - 1] * (err - alpha)
             if self.method == PID:
                 self.integral += err - alpha
+        elif self.method == AGACI and self.n > 0:
+            beta = 1.0 - j / (self.n + 1.0)         # s's rank: its left insertion index
+            g = (1.0 if beta < self.level else 0.0) - alpha
+            for i in range(self.k):     # one pass: each expert's regret, then its level
+                q = self.cquantile(1.0 - self.levels_[i])
+                r = g * (self.level - self.levels_[i])
+                self.regret_[i] += r - self.etas[i] * r * r     # the last refresh's eta
+                self.variance_[i] += r * r
+                if fabs(r) > self.range_[i]:            # fmax of finite values, inlined
+                    self.range_[i] = fabs(r)
+                self.levels_[i] += self.gammas_[i] * (alpha - (1.0 if s > q else 0.0))
+            self.cinsert(s, j)
         else:
             self.cexperts(e)
-            if self.method == AGACI and self.n > 0:
-                beta = 1.0 - j / (self.n + 1.0)     # s's rank: its left insertion index
-                g = (1.0 if beta < self.level else 0.0) - alpha
-                for i in range(self.k):             # etas: the last refresh's, unchanged since
-                    r = g * (self.level - self.levels_[i])
-                    self.regret_[i] += r - self.etas[i] * r * r
-                    self.variance_[i] += r * r
-                    if fabs(r) > self.range_[i]:        # fmax of finite values, inlined
-                        self.range_[i] = fabs(r)
             for i in range(self.k):
                 self.levels_[i] += self.gammas_[i] * (alpha - (1.0 if s > e[i] else 0.0))
             self.cinsert(s, j)
@@ -283,6 +293,7 @@ cdef class Calibration:
         self.variance_, self.range_, self.ring_ = old.variance_, old.range_, old.ring_
         self.sorted_, self.scratch, self.wbuf = old.sorted_, old.scratch, old.wbuf
         self.etas, self.logk = old.etas, old.logk
+        self.halves, self.ranges = old.halves, old.ranges
         self.crefresh()
 
     def copy(self):
