@@ -358,6 +358,29 @@ def test_two_threads_on_the_one_event_path(learner):
     assert again.t_ == 1201
 
 
+def test_an_interval_kept_by_the_caller_never_changes():
+    """The one-event interval's tuple is reused only when nothing else holds it: every
+    interval a caller keeps (the tuple, or its items) stays the value it was returned with."""
+    X, y = stream(400)
+    model = ConformalRegressor(OnlineKernelRegressor(gamma=0.5, budget=10)).fit(X[:200], y[:200])
+    kept, values, items = [], [], []
+    for i in range(200, 400):
+        if i % 3 == 0:
+            out = model.predict_interval_one(X[i])
+            kept.append(out)
+            values.append(tuple(float(v) for v in out))
+        elif i % 3 == 1:
+            lo, hi = model.predict_interval_one(X[i])
+            items.append((lo, hi, float(lo), float(hi)))
+        else:
+            model.predict_interval_one(X[i])
+        model.learn_one(X[i], y[i])
+    assert [tuple(out) for out in kept] == values and len(set(map(id, kept))) == len(kept)
+    assert all(lo == a and hi == b for lo, hi, a, b in items)
+    lower, upper = model.predict_interval(X[:1])
+    assert model.predict_interval_one(X[0]) == (lower[0], upper[0])
+
+
 def _lock_of(model):
     from okl import _locks
     return _locks.locked(model)

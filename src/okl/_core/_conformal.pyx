@@ -17,9 +17,10 @@ cimport cython
 cimport numpy as cnp
 from libc.math cimport INFINITY, M_PI, ceil, exp, fabs, fmax, fmin, isfinite, log, sqrt, tan
 from libc.string cimport memcmp, memcpy, memmove
-from cpython.dict cimport PyDict_GetItem
+from cpython.dict cimport PyDict_GetItem, PyDict_GetItemWithError
 from cpython.float cimport PyFloat_Check, PyFloat_AS_DOUBLE
 from cpython.object cimport PyObject
+from cpython.ref cimport Py_XDECREF
 
 from okl._core._event cimport dict_version
 from okl._core._lock cimport ReentrantLock
@@ -27,6 +28,48 @@ from okl._core._pointwise cimport TARGETS, Events
 from okl._core._pointwise import MISS
 
 cnp.import_array()
+
+
+cdef extern from *:
+    """
+    /* (lo, hi) as a tuple held in *slot too: the one returned last, its two items replaced,
+       when only *slot holds it (nobody can see it change, as zip's reused tuple), else a new
+       one; a new reference, NULL on an error. */
+    static PyObject* okl_conformal_pair(PyObject** slot, double lo, double hi) {
+        PyObject *t = *slot, *a, *b, *old;
+        a = PyFloat_FromDouble(lo);
+        if (a == NULL)
+            return NULL;
+        b = PyFloat_FromDouble(hi);
+        if (b == NULL) {
+            Py_DECREF(a);
+            return NULL;
+        }
+        if (t != NULL && Py_REFCNT(t) == 1) {
+            old = PyTuple_GET_ITEM(t, 0);
+            PyTuple_SET_ITEM(t, 0, a);
+            Py_DECREF(old);
+            old = PyTuple_GET_ITEM(t, 1);
+            PyTuple_SET_ITEM(t, 1, b);
+            Py_DECREF(old);
+            Py_INCREF(t);
+            return t;
+        }
+        t = PyTuple_New(2);
+        if (t == NULL) {
+            Py_DECREF(a);
+            Py_DECREF(b);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, 0, a);
+        PyTuple_SET_ITEM(t, 1, b);
+        Py_XSETREF(*slot, t);
+        Py_INCREF(t);
+        return t;
+    }
+    """
+    object okl_conformal_pair(PyObject** slot, double lo, double hi)
+    object PyObject_GenericGetDict(object o, void* context)
 
 cpdef enum Method:
     ACI = 0
@@ -339,6 +382,7 @@ cdef class LastEvent:
     cdef bint by_scores             # of the learner chosen
     cdef object classes, labels, index  # its classes_, as a list, {label: position}
     cdef object pbuf                # the k probabilities of the event kept (`kept` None)
+    cdef PyObject* pair             # the (lower, upper) returned last (`okl_conformal_pair`)
     cdef double* pk
     cdef Py_ssize_t k, pk_n
 
@@ -347,6 +391,9 @@ cdef class LastEvent:
         self.proba, self.scored = proba, scored
         self.row_d = -1
         self.pk_n = -1
+
+    def __dealloc__(self):
+        Py_XDECREF(self.pair)
 
     def invalidate(self):
         self.valid = False
@@ -360,7 +407,7 @@ cdef class LastEvent:
 
     cdef inline object ct(self):
         """The learner's t_ (None before it has one)."""
-        cdef PyObject* t = PyDict_GetItem(self.est_dict, "t_")
+        cdef PyObject* t = PyDict_GetItemWithError(self.est_dict, "t_")    # str keys: no error
         return None if t == NULL else <object>t
 
     cdef void cstore(self, object x, object est, double f, double a, double b) except *:
@@ -684,11 +731,11 @@ cdef class LastEvent:
                 return f
             q = (<Calibration>cal).q
             if q == INFINITY:
-                return (-INFINITY, INFINITY)
+                return okl_conformal_pair(&self.pair, -INFINITY, INFINITY)
             lo, hi = f - q * a, f + q * a
             if not lo <= hi:
-                return (f, f)
-            return (lo, hi)
+                return okl_conformal_pair(&self.pair, f, f)
+            return okl_conformal_pair(&self.pair, lo, hi)
         finally:
             self.lock.crelease()
 
@@ -717,7 +764,7 @@ cdef class LastEvent:
 def learn_one(self, x, y, sample_weight=1.0):
     """Predict (or take the prediction kept for x), then learn one event: the learner and the
     threshold; returns None.  `okl.conformal.ConformalRegressor.learn_one`, compiled."""
-    cdef dict d = self.__dict__
+    cdef dict d = PyObject_GenericGetDict(self, NULL)     # no attribute lookup
     last = d.get("_last")
     if (type(last) is LastEvent and (<LastEvent>last).fast
             and (type(y) is float or type(y) is int and -2 ** 53 <= y <= 2 ** 53)
@@ -733,7 +780,7 @@ def learn_one_label(self, x, y, sample_weight=1.0):
     """Take the probabilities of x (or those kept for x), then learn one event: the learner
     and the threshold; returns None.  `okl.conformal.ConformalClassifier.learn_one`,
     compiled."""
-    cdef dict d = self.__dict__
+    cdef dict d = PyObject_GenericGetDict(self, NULL)     # no attribute lookup
     last = d.get("_last")
     if (type(last) is LastEvent and (<LastEvent>last).fast
             and (type(sample_weight) is float and sample_weight == 1.0
@@ -758,7 +805,7 @@ def predict_set_one(self, x):
 def predict_one(self, x):
     """The learner's prediction for one event (0 before any learning); kept for the
     `learn_one` of the same event."""
-    cdef dict d = self.__dict__
+    cdef dict d = PyObject_GenericGetDict(self, NULL)     # no attribute lookup
     last = d.get("_last")
     if type(last) is LastEvent and (<LastEvent>last).fast:
         out = (<LastEvent>last).cpredict(d, x, False)
@@ -770,7 +817,7 @@ def predict_one(self, x):
 def predict_interval_one(self, x):
     """(lower, upper) for one event ((-inf, inf) before any learning); the prediction is kept
     for the `learn_one` of the same event."""
-    cdef dict d = self.__dict__
+    cdef dict d = PyObject_GenericGetDict(self, NULL)     # no attribute lookup
     last = d.get("_last")
     if type(last) is LastEvent and (<LastEvent>last).fast:
         out = (<LastEvent>last).cpredict(d, x, True)
