@@ -69,6 +69,41 @@ cdef extern from *:
     }
     """
     object okl_conformal_pair(PyObject** slot, double lo, double hi)
+
+
+cdef extern from *:
+    """
+    #include <structmember.h>
+    typedef struct { PyTypeObject* tp; unsigned int tag; Py_ssize_t offset; } okl_slot_cache;
+    /* 1, *out the object in est's slot `name` (borrowed; NULL: unset), read at the offset of the
+       member descriptor est's type finds for `name` (a data descriptor: what getattr gives), kept
+       in *c for that type while its version tag is unchanged (a changed type gets a new one);
+       0, no error: not such a slot (ask getattr). */
+    static int okl_slot(PyObject* est, PyObject* name, okl_slot_cache* c, PyObject** out) {
+        PyTypeObject* t = Py_TYPE(est);
+        if (t != c->tp || c->tag == 0 || t->tp_version_tag != c->tag) {
+            PyObject* d;
+            PyMemberDef* m;
+            c->tp = NULL;
+            d = _PyType_Lookup(t, name);
+            if (d == NULL || Py_TYPE(d) != &PyMemberDescr_Type)
+                return 0;
+            m = ((PyMemberDescrObject*)d)->d_member;
+            if (m->type != T_OBJECT_EX || t->tp_version_tag == 0)
+                return 0;
+            c->tp = t;
+            c->tag = t->tp_version_tag;
+            c->offset = m->offset;
+        }
+        *out = *(PyObject**)((char*)est + c->offset);
+        return 1;
+    }
+    """
+    ctypedef struct okl_slot_cache:
+        void* tp
+        unsigned int tag
+        Py_ssize_t offset
+    int okl_slot(object est, object name, okl_slot_cache* c, PyObject** out)
     object PyObject_GenericGetDict(object o, void* context)
 
 cpdef enum Method:
@@ -383,6 +418,7 @@ cdef class LastEvent:
     cdef object classes, labels, index  # its classes_, as a list, {label: position}
     cdef object pbuf                # the k probabilities of the event kept (`kept` None)
     cdef PyObject* pair             # the (lower, upper) returned last (`okl_conformal_pair`)
+    cdef okl_slot_cache version_slot, step_slot     # `cslot`: the learner's two slots
     cdef double* pk
     cdef Py_ssize_t k, pk_n
 
@@ -405,6 +441,13 @@ cdef class LastEvent:
             self.est, self.est_dict = est, est.__dict__
             self.est_predict, self.est_learn = est.predict_one, est.learn_one
 
+    cdef inline object cslot(self, object est, str name, okl_slot_cache* c):
+        """getattr(est, name, None) for one of the learner's slots, read in C (`okl_slot`)."""
+        cdef PyObject* out
+        if okl_slot(est, name, c, &out):
+            return None if out == NULL else <object>out
+        return getattr(est, name, None)
+
     cdef inline object ct(self):
         """The learner's t_ (None before it has one)."""
         cdef PyObject* t = PyDict_GetItemWithError(self.est_dict, "t_")    # str keys: no error
@@ -415,7 +458,7 @@ cdef class LastEvent:
         cdef Py_ssize_t d
         self.valid = False
         self.x = None
-        version = getattr(est, "_attr_version", None)
+        version = self.cslot(est, "_attr_version", &self.version_slot)
         if version is None:
             return
         self.cbind(est)
@@ -449,7 +492,7 @@ cdef class LastEvent:
         cdef Py_ssize_t d
         if not self.valid or x is not self.x or est is not self.est:
             return False
-        if self.ct() is not self.t or getattr(est, "_attr_version", None) is not self.version:
+        if self.ct() is not self.t or self.cslot(est, "_attr_version", &self.version_slot) is not self.version:
             return False
         if type(x) is dict:
             return dict_version(<dict>x) == self.dversion
@@ -466,7 +509,7 @@ cdef class LastEvent:
     cdef void cchoose(self, object est) except *:
         """The probability function of this learner (chosen again when it or its
         `_attr_version` changes), and whether `cscores` serves it."""
-        version = getattr(est, "_attr_version", None)
+        version = self.cslot(est, "_attr_version", &self.version_slot)
         if est is not self.proba_est or version is None or version is not self.proba_version:
             self.proba_fn = self.proba(est)
             self.by_scores = self.scored is not None and bool(self.scored(est))
@@ -487,7 +530,7 @@ cdef class LastEvent:
         cdef double top, total, v
         cdef const double* f
         self.valid = False
-        step = getattr(est, "_one_event_step", None)
+        step = self.cslot(est, "_one_event_step", &self.step_slot)
         if step is None:
             return False
         r = step.decision_ready(est, x)
@@ -683,7 +726,7 @@ cdef class LastEvent:
     cdef inline object cevents(self, object est):
         """The learner's compiled one-event step (an `Events`), or None (the type check made
         once per step)."""
-        found = getattr(est, "_one_event_step", None)
+        found = self.cslot(est, "_one_event_step", &self.step_slot)
         if found is self.events or found is None:
             return found
         if not isinstance(found, Events):
