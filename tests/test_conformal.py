@@ -235,6 +235,32 @@ def test_the_kept_prediction_serves_no_other_row_and_no_restored_learner(learner
     assert np.array_equal(kept.predict_interval(X), twin.predict_interval(X))
 
 
+@pytest.mark.parametrize("learner", [OnlineKernelRegressor(gamma=0.5, budget=10),
+                                     KernelRLSRegressor(gamma=0.5)], ids=["okr", "krls"])
+def test_the_kept_prediction_serves_no_learner_changed_under_the_same_t(learner):
+    """A learner whose state changed between predict and learn while its t_ is the same object
+    (its dict written directly, then `rebound`: a new `_attr_version`) gets a new prediction: the
+    scores stay those of `twin`, which changes the same way without predicting first."""
+    from okl._one_event import rebound
+    X, y = stream(300)
+    kept = ConformalRegressor(learner, method="aci").fit(X[:100], y[:100])
+    twin = pickle.loads(pickle.dumps(kept))
+    for i in range(100, 300, 2):
+        row = X[i]
+        kept.predict_interval_one(row)
+        assert kept._last.match(row, kept.estimator_) is not None      # kept for row
+        for model in (kept, twin):
+            est = model.estimator_
+            t = est.__dict__["t_"]
+            est.learn_one(X[i + 1], y[i + 1])       # another state, then the same t_ object
+            est.__dict__["t_"] = t
+            rebound(est)
+            model.learn_one(row, y[i])
+    assert kept._last.fast
+    assert np.array_equal(kept.calibration_.get_state()["ring"],
+                          twin.calibration_.get_state()["ring"])
+
+
 def test_kernel_rls_one_event_interval_is_its_predictive_std_in_c(monkeypatch):
     """ConformalRegressor(KernelRLSRegressor()).predict_interval_one takes the mean and std
     from the learner's compiled step (the learner's predict_one is not called) and they are
