@@ -50,7 +50,7 @@ def share(owner, other, fresh=False):
             lock = _LOCKS[owner] = ReentrantLock()
         theirs = _LOCKS.get(other)
         if theirs is None or (fresh and theirs is not lock
-                              and "_one_event_state" not in other.__dict__):
+                              and "_one_event_state" not in getattr(other, "__dict__", ())):
             theirs = _LOCKS[other] = lock
     return theirs is lock
 
