@@ -73,6 +73,28 @@ def test_both_engines_agree_on_tied_scores(method, gammas):
     assert np.array_equal(a.get_state()["sorted"], np.sort(s[-300:]))
 
 
+def test_agaci_weights_of_a_restored_state_and_an_underflow_match_the_twin():
+    """AgACI's weights from a state set by restore or from_state (each expert's 1 / (2 range)
+    is kept between events: computed again for a range it was not computed for), and with
+    experts whose exp underflows (their weight exactly 0, the exp skipped), are the twin's."""
+    a, b = both_engines(Method.AGACI, AGACI_STEPS, heavy_scores(3000))
+    early = a.checkpoint()
+    a.update(heavy_scores(2000, seed=1), np.empty(2000))
+    a.restore(early)
+    assert np.array_equal(a.weights(), b.weights())
+    state = b.get_state()
+    state["range"] = state["range"] * 3.0
+    state["regret"] = state["regret"] + np.array([0.0, -5e4, 3.0, -1e6])
+    c, d = Calibration.from_state(state), NumpyCalibration.from_state(state)
+    assert np.max(np.abs(c.weights() - d.weights())) <= 1e-10
+    assert c.weights()[1] == c.weights()[3] == 0.0 and c.threshold() == d.threshold()
+    s = heavy_scores(2000, seed=2)
+    qc, qd = np.empty(2000), np.empty(2000)
+    c.update(s, qc)
+    d.update(s, qd)
+    assert np.max(np.abs(qc - qd)) <= 1e-10
+
+
 @pytest.mark.parametrize("gamma", [0.001, 0.01, 0.1])
 @pytest.mark.parametrize("adversary", ["miss", "cover", "alternate", "threshold"])
 def test_aci_long_run_miscoverage_bound_on_adversarial_sequences(gamma, adversary):
@@ -213,6 +235,32 @@ def test_the_kept_prediction_serves_no_other_row_and_no_restored_learner(learner
     assert np.array_equal(kept.predict_interval(X), twin.predict_interval(X))
 
 
+@pytest.mark.parametrize("learner", [OnlineKernelRegressor(gamma=0.5, budget=10),
+                                     KernelRLSRegressor(gamma=0.5)], ids=["okr", "krls"])
+def test_the_kept_prediction_serves_no_learner_changed_under_the_same_t(learner):
+    """A learner whose state changed between predict and learn while its t_ is the same object
+    (its dict written directly, then `rebound`: a new `_attr_version`) gets a new prediction: the
+    scores stay those of `twin`, which changes the same way without predicting first."""
+    from okl._one_event import rebound
+    X, y = stream(300)
+    kept = ConformalRegressor(learner, method="aci").fit(X[:100], y[:100])
+    twin = pickle.loads(pickle.dumps(kept))
+    for i in range(100, 300, 2):
+        row = X[i]
+        kept.predict_interval_one(row)
+        assert kept._last.match(row, kept.estimator_) is not None      # kept for row
+        for model in (kept, twin):
+            est = model.estimator_
+            t = est.__dict__["t_"]
+            est.learn_one(X[i + 1], y[i + 1])       # another state, then the same t_ object
+            est.__dict__["t_"] = t
+            rebound(est)
+            model.learn_one(row, y[i])
+    assert kept._last.fast
+    assert np.array_equal(kept.calibration_.get_state()["ring"],
+                          twin.calibration_.get_state()["ring"])
+
+
 def test_kernel_rls_one_event_interval_is_its_predictive_std_in_c(monkeypatch):
     """ConformalRegressor(KernelRLSRegressor()).predict_interval_one takes the mean and std
     from the learner's compiled step (the learner's predict_one is not called) and they are
@@ -334,6 +382,115 @@ def test_two_threads_on_the_one_event_path(learner):
     again = pickle.loads(pickle.dumps(model))
     again.learn_one(X[0], y[0])
     assert again.t_ == 1201
+
+
+def test_an_interval_kept_by_the_caller_never_changes():
+    """The one-event interval's tuple is reused only when nothing else holds it: every
+    interval a caller keeps (the tuple, or its items) stays the value it was returned with."""
+    X, y = stream(400)
+    model = ConformalRegressor(OnlineKernelRegressor(gamma=0.5, budget=10)).fit(X[:200], y[:200])
+    kept, values, items = [], [], []
+    for i in range(200, 400):
+        if i % 3 == 0:
+            out = model.predict_interval_one(X[i])
+            kept.append(out)
+            values.append(tuple(float(v) for v in out))
+        elif i % 3 == 1:
+            lo, hi = model.predict_interval_one(X[i])
+            items.append((lo, hi, float(lo), float(hi)))
+        else:
+            model.predict_interval_one(X[i])
+        model.learn_one(X[i], y[i])
+    assert [tuple(out) for out in kept] == values and len(set(map(id, kept))) == len(kept)
+    assert all(lo == a and hi == b for lo, hi, a, b in items)
+    lower, upper = model.predict_interval(X[:1])
+    assert model.predict_interval_one(X[0]) == (lower[0], upper[0])
+
+
+def _lock_of(model):
+    from okl import _locks
+    return _locks.locked(model)
+
+
+def test_the_learners_take_the_wrappers_lock(tmp_path):
+    """A learner the wrapper built (fit, a first learn_one, a refit, calibrate, the pinball
+    pair, a pickle, a copy, okl.load) takes the wrapper's lock: one lock per event; a learner
+    bound while its own lock is held keeps it."""
+    import copy
+    X, y = stream(300)
+    models = [ConformalRegressor(KernelRLSRegressor(gamma=0.5)).fit(X, y),
+              ConformalRegressor(OnlineKernelRegressor(gamma=0.5, budget=10),
+                                 nonconformity="quantile").fit(X, y),
+              ConformalClassifier(OnlineKernelClassifier(budget=10)).fit(X, y > 0),
+              ConformalRegressor(OnlineKernelRegressor(gamma=0.5).fit(X, y)).calibrate(X, y)]
+    first = ConformalRegressor(OnlineKernelRegressor(budget=10))
+    first.learn_one(X[0], y[0])
+    models.append(first)
+    for model in list(models):
+        okl.save(model, tmp_path / "m.okl")
+        models += [pickle.loads(pickle.dumps(model)), copy.deepcopy(model),
+                   okl.load(tmp_path / "m.okl")]
+    refit = ConformalRegressor(OnlineKernelRegressor(budget=10)).fit(X, y)
+    old = refit.estimator_
+    refit.fit(X, y)
+    assert refit.estimator_ is not old
+    models.append(refit)
+    for model in models:
+        model.learn_one(X[1], float(y[1]) if isinstance(model, ConformalRegressor) else y[1] > 0)
+        learners = model._learners()
+        assert len(learners) == (3 if getattr(model, "score_", "") == "quantile" else 1)
+        for learner in learners:
+            assert _lock_of(learner) is _lock_of(model)
+            assert learner._one_event().lock is _lock_of(model)
+    assert len({id(_lock_of(m)) for m in models}) == len(models)
+    held, taken, done = OnlineKernelRegressor(budget=10).fit(X, y), threading.Event(), threading.Event()
+    lock = _lock_of(held)
+
+    def hold():
+        with lock:
+            taken.set()
+            done.wait()
+    thread = threading.Thread(target=hold)
+    thread.start()
+    taken.wait()
+    model = ConformalRegressor(OnlineKernelRegressor(budget=10)).fit(X, y)
+    model.estimator_ = held                 # in use: it keeps its lock
+    done.set()
+    thread.join()
+    assert _lock_of(held) is lock and lock is not _lock_of(model)
+    model.predict_interval_one(X[2])
+    model.learn_one(X[2], y[2])
+    assert held.t_ == 301
+
+
+@pytest.mark.parametrize("through", ["learner", "wrapper"])
+def test_one_lock_keeps_a_thread_out_of_an_event_of_the_learner_or_the_wrapper(through):
+    """While a thread holds the learner's lock (or the wrapper's), another thread's event on
+    the wrapper (or the learner) waits for it: the two are one lock."""
+    X, y = stream(300)
+    model = ConformalRegressor(KernelRLSRegressor(gamma=0.5)).fit(X[:200], y[:200])
+    model.predict_interval_one(X[200])
+    learner = model.estimator_
+    holder = learner if through == "learner" else model
+    other = model if through == "learner" else learner
+    started, errors = threading.Event(), []
+
+    def event():
+        started.set()
+        try:
+            other.predict_one(X[201])
+            other.learn_one(X[201], y[201])
+        except BaseException as exc:      # noqa: BLE001 (reported below)
+            errors.append(exc)
+    with _lock_of(holder):
+        t = (model.t_, learner.t_)
+        thread = threading.Thread(target=event)
+        thread.start()
+        started.wait()
+        thread.join(0.3)
+        assert thread.is_alive() and (model.t_, learner.t_) == t     # it waits
+    thread.join()
+    assert errors == [] and learner.t_ == t[1] + 1
 
 
 def test_both_engines_give_the_same_intervals():

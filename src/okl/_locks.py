@@ -38,6 +38,23 @@ def locked(estimator):
     return lock
 
 
+def share(owner, other, fresh=False):
+    """Give `other` the lock of `owner` when `other` has none yet: one lock then serialises
+    both (a wrapper and the learner it owns take it once per call, the learner's own taking
+    a count).  True when they share one.  A lock already looked up is replaced only for a
+    `fresh` object (built by the caller, which alone holds it: a clone, a loaded copy) that
+    has not kept it for its one-event calls; else a thread may hold it."""
+    with GUARD:
+        lock = _LOCKS.get(owner)
+        if lock is None:
+            lock = _LOCKS[owner] = ReentrantLock()
+        theirs = _LOCKS.get(other)
+        if theirs is None or (fresh and theirs is not lock
+                              and "_one_event_state" not in getattr(other, "__dict__", ())):
+            theirs = _LOCKS[other] = lock
+    return theirs is lock
+
+
 _PARAM_GETTERS = {}
 
 

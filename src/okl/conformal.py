@@ -53,6 +53,7 @@ AUTO_GAMMA = {"aci": (0.005,), "quantile": (0.01,), "pid": (0.01,),
 AUTO_INTEGRATOR = (1.0, 1.0)
 CALIBRATIONS = {"cython": Calibration, "numpy": NumpyCalibration}
 SCORES = ("auto", "absolute", "normalized", "quantile")
+LEARNERS = ("estimator_", "lower_", "upper_")       # the learners a wrapper owns
 
 
 def _sequence(value):
@@ -155,8 +156,27 @@ class _ConformalBase(OnlineLearner):
         return guards + [_DictGuard(est) for est in self._learners()]
 
     def _learners(self):
-        return [self.__dict__[k] for k in ("estimator_", "lower_", "upper_")
-                if k in self.__dict__]
+        return [self.__dict__[k] for k in LEARNERS if k in self.__dict__]
+
+    def _share_lock(self, name, value, fresh=False):
+        """A learner bound as `name` takes the wrapper's lock (`_locks.share`: when it has none
+        yet, or is `fresh`, a clone or a loaded copy only this call holds): a one-event call
+        then takes one lock, the learner's own taking a count, and no thread interleaves with
+        an event of either."""
+        if name in LEARNERS and isinstance(value, _locks.LockedState):
+            _locks.share(self, value, fresh)
+
+    def _own(self, name, learner):
+        """Bind a learner this call built (a clone, a copy) as `name`: it takes the wrapper's
+        lock (`_share_lock`)."""
+        _locks.share(self, learner, fresh=True)
+        setattr(self, name, learner)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for name in LEARNERS:
+            if name in self.__dict__:
+                self._share_lock(name, self.__dict__[name])
 
     @property
     def threshold_(self):
@@ -281,6 +301,7 @@ class ConformalRegressor(RegressorMixin, _ConformalBase):
 
     def __setattr__(self, name, value):
         object.__setattr__(self, name, value)
+        self._share_lock(name, value)
         if name in ("estimator", "alpha", "method", "gamma", "window", "integrator",
                     "nonconformity", "engine"):
             self.__dict__.pop("_last", None)        # the next event validates them
@@ -321,12 +342,13 @@ class ConformalRegressor(RegressorMixin, _ConformalBase):
 
     def _start(self, X, y):
         self._remember_params()
-        self.estimator_ = clone(self._base())
+        self._own("estimator_", clone(self._base()))
         self.score_ = self._resolved_score()
         if self.score_ == "quantile":
             half = float(self.alpha) / 2.0
-            self.lower_ = clone(self._base()).set_params(loss="pinball", quantile=half)
-            self.upper_ = clone(self._base()).set_params(loss="pinball", quantile=1.0 - half)
+            self._own("lower_", clone(self._base()).set_params(loss="pinball", quantile=half))
+            self._own("upper_", clone(self._base()).set_params(loss="pinball",
+                                                               quantile=1.0 - half))
         self.calibration_ = self._new_calibration()
         self.t_ = 0
 
@@ -543,7 +565,7 @@ class ConformalRegressor(RegressorMixin, _ConformalBase):
                 if "calibration_" not in self.__dict__:
                     self._validate_params()
                     self._remember_params()
-                    self.estimator_ = copy.deepcopy(self._base())
+                    self._own("estimator_", copy.deepcopy(self._base()))
                     self.score_ = self._resolved_score()
                     if self.score_ == "quantile":
                         raise ValueError("calibrate needs nonconformity='absolute' or 'normalized' "
@@ -615,6 +637,7 @@ def _check_conformal_state(est, check):
             check.fail(f"the learner {key} is missing")
         width = getattr(learner, "n_features_in_", check.out["n_features_in_"])
         check.equal(width, check.out["n_features_in_"], f"{key}.n_features_in_")
+        _locks.share(est, learner, fresh=True)     # built by okl.load: it alone holds it
         check.out[key] = learner
     kind, state = check.model("calibration_", ("Calibration", "NumpyCalibration"))
     want = "Calibration" if est.engine == "cython" else "NumpyCalibration"
@@ -711,6 +734,7 @@ class ConformalClassifier(ClassifierMixin, _ConformalBase):
 
     def __setattr__(self, name, value):
         object.__setattr__(self, name, value)
+        self._share_lock(name, value)
         if name in ("estimator", "alpha", "method", "gamma", "window", "integrator", "engine"):
             self.__dict__.pop("_last", None)        # the next event validates them
 
@@ -740,7 +764,7 @@ class ConformalClassifier(ClassifierMixin, _ConformalBase):
 
     def _start(self, X, y):
         self._remember_params()
-        self.estimator_ = clone(self._base())
+        self._own("estimator_", clone(self._base()))
         self.calibration_ = self._new_calibration()
         self.t_ = 0
 

@@ -17,9 +17,10 @@ cimport cython
 cimport numpy as cnp
 from libc.math cimport INFINITY, M_PI, ceil, exp, fabs, fmax, fmin, isfinite, log, sqrt, tan
 from libc.string cimport memcmp, memcpy, memmove
-from cpython.dict cimport PyDict_GetItem
+from cpython.dict cimport PyDict_GetItem, PyDict_GetItemWithError
 from cpython.float cimport PyFloat_Check, PyFloat_AS_DOUBLE
 from cpython.object cimport PyObject
+from cpython.ref cimport Py_XDECREF
 
 from okl._core._event cimport dict_version
 from okl._core._lock cimport ReentrantLock
@@ -27,6 +28,83 @@ from okl._core._pointwise cimport TARGETS, Events
 from okl._core._pointwise import MISS
 
 cnp.import_array()
+
+
+cdef extern from *:
+    """
+    /* (lo, hi) as a tuple held in *slot too: the one returned last, its two items replaced,
+       when only *slot holds it (nobody can see it change, as zip's reused tuple), else a new
+       one; a new reference, NULL on an error. */
+    static PyObject* okl_conformal_pair(PyObject** slot, double lo, double hi) {
+        PyObject *t = *slot, *a, *b, *old;
+        a = PyFloat_FromDouble(lo);
+        if (a == NULL)
+            return NULL;
+        b = PyFloat_FromDouble(hi);
+        if (b == NULL) {
+            Py_DECREF(a);
+            return NULL;
+        }
+        if (t != NULL && Py_REFCNT(t) == 1) {
+            old = PyTuple_GET_ITEM(t, 0);
+            PyTuple_SET_ITEM(t, 0, a);
+            Py_DECREF(old);
+            old = PyTuple_GET_ITEM(t, 1);
+            PyTuple_SET_ITEM(t, 1, b);
+            Py_DECREF(old);
+            Py_INCREF(t);
+            return t;
+        }
+        t = PyTuple_New(2);
+        if (t == NULL) {
+            Py_DECREF(a);
+            Py_DECREF(b);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, 0, a);
+        PyTuple_SET_ITEM(t, 1, b);
+        Py_XSETREF(*slot, t);
+        Py_INCREF(t);
+        return t;
+    }
+    """
+    object okl_conformal_pair(PyObject** slot, double lo, double hi)
+
+
+cdef extern from *:
+    """
+    #include <structmember.h>
+    typedef struct { PyTypeObject* tp; unsigned int tag; Py_ssize_t offset; } okl_slot_cache;
+    /* 1, *out the object in est's slot `name` (borrowed; NULL: unset), read at the offset of the
+       member descriptor est's type finds for `name` (a data descriptor: what getattr gives), kept
+       in *c for that type while its version tag is unchanged (a changed type gets a new one);
+       0, no error: not such a slot (ask getattr). */
+    static int okl_slot(PyObject* est, PyObject* name, okl_slot_cache* c, PyObject** out) {
+        PyTypeObject* t = Py_TYPE(est);
+        if (t != c->tp || c->tag == 0 || t->tp_version_tag != c->tag) {
+            PyObject* d;
+            PyMemberDef* m;
+            c->tp = NULL;
+            d = _PyType_Lookup(t, name);
+            if (d == NULL || Py_TYPE(d) != &PyMemberDescr_Type)
+                return 0;
+            m = ((PyMemberDescrObject*)d)->d_member;
+            if (m->type != T_OBJECT_EX || t->tp_version_tag == 0)
+                return 0;
+            c->tp = t;
+            c->tag = t->tp_version_tag;
+            c->offset = m->offset;
+        }
+        *out = *(PyObject**)((char*)est + c->offset);
+        return 1;
+    }
+    """
+    ctypedef struct okl_slot_cache:
+        void* tp
+        unsigned int tag
+        Py_ssize_t offset
+    int okl_slot(object est, object name, okl_slot_cache* c, PyObject** out)
+    object PyObject_GenericGetDict(object o, void* context)
 
 cpdef enum Method:
     ACI = 0
@@ -74,6 +152,7 @@ cdef class Calibration:
     cdef readonly Py_ssize_t window, t, n, head, k
     cdef double[::1] gammas_, levels_, regret_, variance_, range_, ring_, sorted_, scratch, wbuf
     cdef double[::1] etas          # AgACI: each expert's eta, as the last `cweights` found it
+    cdef double[::1] halves, ranges    # 1 / (2 range) of the range it was computed for (`ceta`)
     cdef double logk
 
     def __init__(self, method, double alpha, gammas, Py_ssize_t window, double ki=1.0,
@@ -88,6 +167,7 @@ cdef class Calibration:
                                                      np.zeros(self.k))
         self.ring_, self.sorted_ = np.zeros(window), np.zeros(window)
         self.scratch, self.wbuf, self.etas = np.zeros(self.k), np.zeros(self.k), np.zeros(self.k)
+        self.halves, self.ranges = np.zeros(self.k), np.full(self.k, np.nan)   # none computed
         self.logk = log(<double>self.k)
         self.t = self.n = self.head = 0
         self.crefresh()
@@ -111,9 +191,12 @@ cdef class Calibration:
             out[i] = self.cquantile(1.0 - self.levels_[i])
 
     cdef double ceta(self, Py_ssize_t i, double logk) noexcept:
-        cdef double a, b
+        cdef double a, b, r = self.range_[i]
         if self.variance_[i] > 0.0:
-            a = 1.0 / (2.0 * self.range_[i])    # finite: range >= |r| > 0 once r^2 counted
+            if r != self.ranges[i]:             # the range moved (rarely, once warm): divide
+                self.halves[i] = 1.0 / (2.0 * r)    # finite: range >= |r| > 0 once r^2 counted
+                self.ranges[i] = r
+            a = self.halves[i]
             b = sqrt(logk / self.variance_[i])
             return a if a < b else b            # fmin of two finite values, inlined
         return 0.0
@@ -130,7 +213,9 @@ cdef class Calibration:
             if w[i] > top:                      # fmax: w is finite, top starts at -inf
                 top = w[i]
         for i in range(self.k):
-            w[i] = exp(w[i] - top)
+            # exp as the twin's, skipped where its value is exact: exp(0) = 1 (the top
+            # expert) and 0 below -746 (an underflow)
+            w[i] = 1.0 if w[i] == top else (0.0 if w[i] - top < -746.0 else exp(w[i] - top))
             total += w[i]
         for i in range(self.k):
             w[i] = w[i] / total
@@ -202,7 +287,7 @@ cdef class Calibration:
     cdef void clearn(self, double s) noexcept:
         """One event's score s (finite), taken before the model learned the event."""
         cdef Py_ssize_t i, j = csearch(&self.sorted_[0], self.n, s)
-        cdef double alpha = self.alpha, err, beta, g, r
+        cdef double alpha = self.alpha, err, beta, g, r, q
         cdef double* e = &self.scratch[0]
         if self.method == QUANTILE or self.method == PID:
             err = 1.0 if s > self.q else 0.0        # q_1 = inf: the first event is covered
@@ -213,17 +298,20 @@ cdef class Calibration:
                 self.levels_[0] += self.gammas_[0] * self.sorted_[self.n - 1] * (err - alpha)
             if self.method == PID:
                 self.integral += err - alpha
+        elif self.method == AGACI and self.n > 0:
+            beta = 1.0 - j / (self.n + 1.0)         # s's rank: its left insertion index
+            g = (1.0 if beta < self.level else 0.0) - alpha
+            for i in range(self.k):     # one pass: each expert's regret, then its level
+                q = self.cquantile(1.0 - self.levels_[i])
+                r = g * (self.level - self.levels_[i])
+                self.regret_[i] += r - self.etas[i] * r * r     # the last refresh's eta
+                self.variance_[i] += r * r
+                if fabs(r) > self.range_[i]:            # fmax of finite values, inlined
+                    self.range_[i] = fabs(r)
+                self.levels_[i] += self.gammas_[i] * (alpha - (1.0 if s > q else 0.0))
+            self.cinsert(s, j)
         else:
             self.cexperts(e)
-            if self.method == AGACI and self.n > 0:
-                beta = 1.0 - j / (self.n + 1.0)     # s's rank: its left insertion index
-                g = (1.0 if beta < self.level else 0.0) - alpha
-                for i in range(self.k):             # etas: the last refresh's, unchanged since
-                    r = g * (self.level - self.levels_[i])
-                    self.regret_[i] += r - self.etas[i] * r * r
-                    self.variance_[i] += r * r
-                    if fabs(r) > self.range_[i]:        # fmax of finite values, inlined
-                        self.range_[i] = fabs(r)
             for i in range(self.k):
                 self.levels_[i] += self.gammas_[i] * (alpha - (1.0 if s > e[i] else 0.0))
             self.cinsert(s, j)
@@ -283,6 +371,7 @@ cdef class Calibration:
         self.variance_, self.range_, self.ring_ = old.variance_, old.range_, old.ring_
         self.sorted_, self.scratch, self.wbuf = old.sorted_, old.scratch, old.wbuf
         self.etas, self.logk = old.etas, old.logk
+        self.halves, self.ranges = old.halves, old.ranges
         self.crefresh()
 
     def copy(self):
@@ -328,6 +417,8 @@ cdef class LastEvent:
     cdef bint by_scores             # of the learner chosen
     cdef object classes, labels, index  # its classes_, as a list, {label: position}
     cdef object pbuf                # the k probabilities of the event kept (`kept` None)
+    cdef PyObject* pair             # the (lower, upper) returned last (`okl_conformal_pair`)
+    cdef okl_slot_cache version_slot, step_slot     # `cslot`: the learner's two slots
     cdef double* pk
     cdef Py_ssize_t k, pk_n
 
@@ -336,6 +427,9 @@ cdef class LastEvent:
         self.proba, self.scored = proba, scored
         self.row_d = -1
         self.pk_n = -1
+
+    def __dealloc__(self):
+        Py_XDECREF(self.pair)
 
     def invalidate(self):
         self.valid = False
@@ -347,9 +441,16 @@ cdef class LastEvent:
             self.est, self.est_dict = est, est.__dict__
             self.est_predict, self.est_learn = est.predict_one, est.learn_one
 
+    cdef inline object cslot(self, object est, str name, okl_slot_cache* c):
+        """getattr(est, name, None) for one of the learner's slots, read in C (`okl_slot`)."""
+        cdef PyObject* out
+        if okl_slot(est, name, c, &out):
+            return None if out == NULL else <object>out
+        return getattr(est, name, None)
+
     cdef inline object ct(self):
         """The learner's t_ (None before it has one)."""
-        cdef PyObject* t = PyDict_GetItem(self.est_dict, "t_")
+        cdef PyObject* t = PyDict_GetItemWithError(self.est_dict, "t_")    # str keys: no error
         return None if t == NULL else <object>t
 
     cdef void cstore(self, object x, object est, double f, double a, double b) except *:
@@ -357,7 +458,7 @@ cdef class LastEvent:
         cdef Py_ssize_t d
         self.valid = False
         self.x = None
-        version = getattr(est, "_attr_version", None)
+        version = self.cslot(est, "_attr_version", &self.version_slot)
         if version is None:
             return
         self.cbind(est)
@@ -391,7 +492,7 @@ cdef class LastEvent:
         cdef Py_ssize_t d
         if not self.valid or x is not self.x or est is not self.est:
             return False
-        if self.ct() is not self.t or getattr(est, "_attr_version", None) is not self.version:
+        if self.ct() is not self.t or self.cslot(est, "_attr_version", &self.version_slot) is not self.version:
             return False
         if type(x) is dict:
             return dict_version(<dict>x) == self.dversion
@@ -408,7 +509,7 @@ cdef class LastEvent:
     cdef void cchoose(self, object est) except *:
         """The probability function of this learner (chosen again when it or its
         `_attr_version` changes), and whether `cscores` serves it."""
-        version = getattr(est, "_attr_version", None)
+        version = self.cslot(est, "_attr_version", &self.version_slot)
         if est is not self.proba_est or version is None or version is not self.proba_version:
             self.proba_fn = self.proba(est)
             self.by_scores = self.scored is not None and bool(self.scored(est))
@@ -429,7 +530,7 @@ cdef class LastEvent:
         cdef double top, total, v
         cdef const double* f
         self.valid = False
-        step = getattr(est, "_one_event_step", None)
+        step = self.cslot(est, "_one_event_step", &self.step_slot)
         if step is None:
             return False
         r = step.decision_ready(est, x)
@@ -625,7 +726,7 @@ cdef class LastEvent:
     cdef inline object cevents(self, object est):
         """The learner's compiled one-event step (an `Events`), or None (the type check made
         once per step)."""
-        found = getattr(est, "_one_event_step", None)
+        found = self.cslot(est, "_one_event_step", &self.step_slot)
         if found is self.events or found is None:
             return found
         if not isinstance(found, Events):
@@ -673,11 +774,11 @@ cdef class LastEvent:
                 return f
             q = (<Calibration>cal).q
             if q == INFINITY:
-                return (-INFINITY, INFINITY)
+                return okl_conformal_pair(&self.pair, -INFINITY, INFINITY)
             lo, hi = f - q * a, f + q * a
             if not lo <= hi:
-                return (f, f)
-            return (lo, hi)
+                return okl_conformal_pair(&self.pair, f, f)
+            return okl_conformal_pair(&self.pair, lo, hi)
         finally:
             self.lock.crelease()
 
@@ -706,7 +807,7 @@ cdef class LastEvent:
 def learn_one(self, x, y, sample_weight=1.0):
     """Predict (or take the prediction kept for x), then learn one event: the learner and the
     threshold; returns None.  `okl.conformal.ConformalRegressor.learn_one`, compiled."""
-    cdef dict d = self.__dict__
+    cdef dict d = PyObject_GenericGetDict(self, NULL)     # no attribute lookup
     last = d.get("_last")
     if (type(last) is LastEvent and (<LastEvent>last).fast
             and (type(y) is float or type(y) is int and -2 ** 53 <= y <= 2 ** 53)
@@ -722,7 +823,7 @@ def learn_one_label(self, x, y, sample_weight=1.0):
     """Take the probabilities of x (or those kept for x), then learn one event: the learner
     and the threshold; returns None.  `okl.conformal.ConformalClassifier.learn_one`,
     compiled."""
-    cdef dict d = self.__dict__
+    cdef dict d = PyObject_GenericGetDict(self, NULL)     # no attribute lookup
     last = d.get("_last")
     if (type(last) is LastEvent and (<LastEvent>last).fast
             and (type(sample_weight) is float and sample_weight == 1.0
@@ -747,7 +848,7 @@ def predict_set_one(self, x):
 def predict_one(self, x):
     """The learner's prediction for one event (0 before any learning); kept for the
     `learn_one` of the same event."""
-    cdef dict d = self.__dict__
+    cdef dict d = PyObject_GenericGetDict(self, NULL)     # no attribute lookup
     last = d.get("_last")
     if type(last) is LastEvent and (<LastEvent>last).fast:
         out = (<LastEvent>last).cpredict(d, x, False)
@@ -759,7 +860,7 @@ def predict_one(self, x):
 def predict_interval_one(self, x):
     """(lower, upper) for one event ((-inf, inf) before any learning); the prediction is kept
     for the `learn_one` of the same event."""
-    cdef dict d = self.__dict__
+    cdef dict d = PyObject_GenericGetDict(self, NULL)     # no attribute lookup
     last = d.get("_last")
     if type(last) is LastEvent and (<LastEvent>last).fast:
         out = (<LastEvent>last).cpredict(d, x, True)
