@@ -314,8 +314,7 @@ cdef class KernelMean:
 
     cdef double cmean(self, double gamma) noexcept nogil:
         """kbar of the points at the width gamma."""
-        cdef Py_ssize_t j, m = self.m, pairs = cpacked(self.m)
-        cdef double* kv
+        cdef Py_ssize_t j, first, m = self.m, pairs = cpacked(self.m)
         self.spec.gamma = gamma
         if self.rows and gamma == self.total_gamma:
             for j in range(m - self.n_pending, m):      # each new row's values, summed
@@ -323,14 +322,17 @@ cdef class KernelMean:
                 cvalues_from(&self.spec, j, self.values)
                 self.total += cpairwise_sum(self.values, j)
         elif m >= 2 or self.rows:
-            # the packed pairs (row j: the pairs (j, 0..j-1)), summed as NumPy sums them;
-            # over the centres at an unchanged width, the kept values of the unchanged
-            # points' pairs serve again (a value is computed alone, wherever it sits), and
-            # an unchanged set of points keeps its sum
+            # the sum of the packed rows' sums (row j: the pairs (j, 0..j-1), summed as
+            # NumPy sums them), in row order; over the centres at an unchanged width, the
+            # kept values of the unchanged points' pairs serve again (a value is computed
+            # alone, wherever it sits), and when only points were added the sum goes on
+            # from the new rows: O(m) per new point between two widths
             if self.rows:
                 memcpy(self.values, self.dist, pairs * sizeof(double))
                 cvalues_from(&self.spec, pairs, self.values)
-                kv = self.values
+                self.total = 0.0
+                for j in range(1, m):
+                    self.total += cpairwise_sum(self.values + cpacked(j), j)
             else:
                 if gamma != self.kept_gamma:
                     self.kept_m, self.kept_gamma = 0, gamma
@@ -340,8 +342,12 @@ cdef class KernelMean:
                 j = cpacked(self.kept_m)
                 memcpy(self.kept + j, self.dist + j, (pairs - j) * sizeof(double))
                 cvalues_from(&self.spec, pairs - j, self.kept + j)
-                self.kept_m, self.total_m, kv = m, m, self.kept
-            self.total = cpairwise_sum(kv, pairs)
+                first = self.total_m if self.kept_m == self.total_m else 0
+                if first <= 0:
+                    self.total, first = 0.0, 1
+                for j in range(first, m):
+                    self.total += cpairwise_sum(self.kept + cpacked(j), j)
+                self.kept_m, self.total_m = m, m
             self.total_gamma = gamma if self.rows else NAN
         self.n_pending = 0
         if m < 2:

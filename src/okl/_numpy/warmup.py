@@ -137,10 +137,14 @@ class Width:
 
 
 def pair_sum(params, points):
-    """The sum of K(x_i, x_j) over the pairs i < j of `points`."""
+    """The sum of K(x_i, x_j) over the pairs i < j of `points`: the sums of the rows
+    K(x_j, x_0..x_{j-1}), added in row order (so that a point more adds its row)."""
     points = np.asarray(points, dtype=np.float64)
     K = np.array([kernel_values(params, points, x) for x in points]).reshape(len(points), -1)
-    return float(K[np.tril_indices(len(points), -1)].sum())
+    total = 0.0
+    for j in range(1, len(points)):
+        total += float(K[j, :j].sum())
+    return total
 
 
 class KernelMean:
