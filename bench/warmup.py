@@ -20,6 +20,13 @@ hits them alike; the load average is printed with the table.
 
     python bench/warmup.py                  # every learner, 7 rounds
     python bench/warmup.py --rounds 3 OnlineKernelClassifier     # names holding a word
+    python bench/warmup.py --quality        # the untuned figures of the learners with a
+                                            # warm-up on scikit-learn's data sets
+
+``--quality`` gives each learner's progressive accuracy (RMSE for the regressors, the
+second half's ranking error for the pairwise learner) on the streams of
+bench/multikernel_defaults.py (the short ones included), the figures a change of the
+warm-ups' rule is judged by (docs/defaults.md, section 2).
 """
 import argparse
 import os
@@ -109,11 +116,65 @@ def halves(make, task, mode):
     return out
 
 
+QUALITY = {
+    "OnlineKernelClassifier()": (lambda: okl.OnlineKernelClassifier(), True),
+    "OnlineKernelClassifier(fourier)": (
+        lambda: okl.OnlineKernelClassifier(approximation="fourier", random_state=0), True),
+    "OnlineKernelClassifier(nystroem)": (
+        lambda: okl.OnlineKernelClassifier(approximation="nystroem"), True),
+    "CoefficientRegularizedClassifier()": (lambda: okl.CoefficientRegularizedClassifier(), True),
+    "RegularizedPAClassifier(gaussian)": (
+        lambda: okl.RegularizedPAClassifier(kernel="gaussian"), True),
+    "RegularizedPAClassifier(gaussian, fourier)": (
+        lambda: okl.RegularizedPAClassifier(kernel="gaussian", approximation="fourier",
+                                            random_state=0), True),
+    "OnlineKernelRegressor()": (lambda: okl.OnlineKernelRegressor(), False),
+    "OnlineKernelRegressor(fourier)": (
+        lambda: okl.OnlineKernelRegressor(approximation="fourier", random_state=0), False),
+    "PairwiseLearner(difference), ranking error": (
+        lambda: okl.PairwiseLearner(pair_kernel="difference", reducer="difference",
+                                    loss="squared", buffer=100, random_state=0), None),
+}
+
+
+def quality():
+    """The untuned figures of the learners with a warm-up, stream by stream."""
+    import warnings
+
+    from multikernel_defaults import STREAMS, okl_quality, scaled_stream
+
+    from okl.evaluation import ranking_error
+    print(f"load average {os.getloadavg()[0]:.2f}")
+    print("| learner | stream | figure |\n|---|---|---|")
+    for label, (make, classify) in QUALITY.items():
+        for row, name, n, seeds in STREAMS:
+            if classify is not None and classify != (name != "diabetes"):
+                continue
+            figures = []
+            for seed in seeds:
+                Z, y = scaled_stream(name, n, seed)
+                if classify is not None:
+                    figures.append(okl_quality(make(), Z, y))
+                    continue
+                half = len(Z) // 2
+                est = make()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    est.partial_fit(Z[:half], y[:half])
+                figures.append(ranking_error(est, Z[half:], y[half:]))
+            print(f"| {label} | {row} | {np.mean(figures):.4f} |", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="learners whose label holds one of these")
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--quality", action="store_true",
+                        help="the untuned figures on scikit-learn's data sets, not the times")
     args = parser.parse_args()
+    if args.quality:
+        quality()
+        return
     table = {label: item for label, item in learners().items()
              if not args.names or any(name in label for name in args.names)}
     times = {(label, mode): [] for label in table for mode in ("events", "chunk")}

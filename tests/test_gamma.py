@@ -66,7 +66,8 @@ def test_every_kernel_learner_takes_gamma_scale(name, params):
                                       "CoefficientRegularizedClassifier") else 1.0
     # the rule over the warm-up's 100 events (tests/test_width_warmup.py); Nystroem features
     # of fewer landmarks keep the width of their switch
-    widths = [scale_gamma(X[:t], name, factor) for t in range(1, WARMUP + 1)]
+    widths = [scale_gamma(X[:t], name, factor)         # the width moves after these rows
+              for t in (1, 2, 3, 5, 8, 12, 18, 27, 41, 62, 93, WARMUP)]
     if params.get("approximation") == "nystroem":
         assert min(abs(w / scaled.gamma_ - 1) for w in widths) < 1e-12
     else:
@@ -105,9 +106,9 @@ def test_scale_follows_the_events_of_the_warm_up_then_stays(make):
     est = make().fit(X[:1], y[:1])
     assert est.gamma_ == pytest.approx(1 / (3 * X[:1].var()), rel=1e-12)
     assert make().fit(X[:2], y[:2]).n_support_ <= 2
-    for t in (2, 17, 99):
+    for t, rows in ((2, 2), (17, 12), (99, 93)):       # it moves after 1, 2, 3, 5, 8, 12, ... rows
         est = make().fit(X[:t], y[:t], sample_weight=w[:t])
-        assert est.gamma_ == pytest.approx(scale_gamma(X[kept[kept < t]]), rel=1e-12)
+        assert est.gamma_ == pytest.approx(scale_gamma(X[kept[:rows]]), rel=1e-12)
     chunk = make().fit(X, y, sample_weight=w)
     assert chunk.gamma_ == pytest.approx(scale_gamma(X[kept[:WARMUP]]), rel=1e-12)
     assert "_width_moments" not in chunk.__dict__
@@ -140,8 +141,8 @@ def test_local_learners_take_four_times_the_rule_and_a_first_row_its_own_scale(n
     X = rng.normal(0.0, 300.0, (60, 5))                # raw features far from unit scale
     y = (X[:, 0] > 0).astype(int)
     params = dict(kernel="gaussian") if name == "RegularizedPAClassifier" else {}
-    chunk = getattr(okl, name)(**params).fit(X, y)
-    assert chunk.gamma_ == pytest.approx(LOCAL_FACTOR / (5 * X.var()), rel=1e-12)
+    chunk = getattr(okl, name)(**params).fit(X, y)     # 60 rows: the width of the first 41
+    assert chunk.gamma_ == pytest.approx(LOCAL_FACTOR / (5 * X[:41].var()), rel=1e-12)
     events = getattr(okl, name)(classes=[0, 1], **params)
     events.learn_one(X[0], y[0])                        # a first chunk of one row
     assert events.gamma_ == pytest.approx(LOCAL_FACTOR / (5 * X[0].var()), rel=1e-12)

@@ -10,6 +10,11 @@ from okl._numpy import warmup as twin
 from okl.kernels import kernel_params
 
 
+# the rows after which the width follows the moments: each move ceil(r / 2) rows after the
+# last (r), and the warm-up's end (docs/defaults.md, section 2)
+SCHEDULE = (1, 2, 3, 5, 8, 12, 18, 27, 41, 62, 93, 100)
+
+
 def test_the_warm_up_lasts_as_long_in_both_engines():
     assert WARMUP == twin.WARMUP == 100
 
@@ -26,12 +31,25 @@ def test_the_width_is_the_twins_bit_for_bit(scale, shift):
     gamma_ref, end_ref = ref.sequence(X, weight)
     np.testing.assert_array_equal(gamma, gamma_ref)
     assert end == end_ref == 103 and ours.state() == ref.state()
-    moments = twin.WidthMoments()
+    moments, width, moved = twin.WidthMoments(), 4.0 / 7, []
     for i in range(end):                            # the rule, row by row
-        assert gamma[i] == (moments.gamma(7, 4.0) if moments.rows else 4.0 / 7)
+        assert gamma[i] == width
         if weight[i]:
             moments.add(X[i])
-    assert gamma[-1] == moments.gamma(7, 4.0)
+            if moments.rows in SCHEDULE:
+                width = moments.gamma(7, 4.0)
+                moved.append(i + 1)
+    assert gamma[-1] == width == moments.gamma(7, 4.0)
+    assert moved == [1, 2, 3, 5, 9, 13, 20, 29, 44, 65, 96, 103]   # rows 5, 17, 40 skipped
+
+
+def test_the_width_moves_on_its_schedule_only():
+    assert [r for r in range(0, 130) if twin.moves(r)] == list(SCHEDULE)
+    X = np.random.default_rng(2).normal(size=(120, 4))
+    for ours in (Width(4, 1.0), twin.Width(4, 1.0)):
+        moved = [i + 1 for i in range(len(X)) if ours.warming and ours.add(X[i])]
+        assert moved == list(SCHEDULE)
+        assert ours.gamma == pytest.approx(1.0 / (4 * X[:WARMUP].var()), rel=1e-12)
 
 
 def test_a_width_continues_from_its_state():
@@ -53,7 +71,10 @@ def rule(points, params):
         return 1.0
     P = np.ascontiguousarray(points)
     K = gram(P, P, params)
-    return float((K[np.tril_indices(m, -1)].sum() + 1.0) / (m * (m - 1) / 2.0 + 1.0))
+    total = 0.0
+    for j in range(1, m):                           # row by row, in order
+        total += float(K[j, :j].sum())
+    return float((total + 1.0) / (m * (m - 1) / 2.0 + 1.0))
 
 
 @pytest.mark.parametrize("kernel", ["gaussian", "laplacian", "matern"])

@@ -49,6 +49,16 @@ def stream(n=220, d=5, scale=1.0, seed=0):
     return X, y
 
 
+def taken(t):
+    """The rows the width after t rows is of: the last move of the schedule (1, 2, 3, 5, 8,
+    12, ..., each ceil(r / 2) rows after the last, r, and the warm-up's end) at or before t
+    (docs/defaults.md, section 2)."""
+    r = 1
+    while r + (r + 1) // 2 <= min(t, WARMUP - 1):
+        r += (r + 1) // 2
+    return WARMUP if t >= WARMUP else r
+
+
 def make(name, params, **more):
     kw = dict(params, **more)
     if name != "PairwiseLearner" and "Regressor" not in name:
@@ -86,10 +96,14 @@ def test_a_chunk_and_its_events_one_at_a_time_give_the_same_model(name, params, 
 @pytest.mark.parametrize("name, params, factor", LEARNERS, ids=IDS)
 def test_the_width_follows_the_warm_up_then_stays(name, params, factor):
     X, y = stream(seed=1)
-    for t in (1, 2, 30, WARMUP - 1):
+    for t in (1, 2, 3, 30, 32, 33, WARMUP - 1):
         est = make(name, params).fit(X[:t], y[:t])
-        assert est.gamma_ == pytest.approx(scale_gamma(X[:t], name, factor), rel=1e-12)
+        assert est.gamma_ == pytest.approx(scale_gamma(X[:taken(t)], name, factor), rel=1e-12)
         assert est.__dict__["_width_moments"][0] == t
+        events = make(name, params, engine="numpy")
+        for i in range(t):
+            events.learn_one(X[i], y[i])
+        assert events.gamma_ == est.gamma_
     est = make(name, params).fit(X[:WARMUP], y[:WARMUP])
     assert "_width_moments" not in est.__dict__
     gamma = est.gamma_
@@ -129,17 +143,17 @@ def test_a_failed_call_during_the_warm_up_leaves_the_model_as_it_was(name, param
     state = (est.gamma_, list(est.__dict__["_width_moments"]), function(est, X))
     calls = []
 
-    def interrupted(X, *args, **kwargs):        # Ctrl-C once the loop has learned 5 rows
-        scores = type(est)._learn_rows(est, X, *args, **kwargs)
+    def interrupted(X, *args, **kwargs):        # Ctrl-C once the loop has learned 8 rows,
+        scores = type(est)._learn_rows(est, X, *args, **kwargs)     # after the move at 27
         calls.append(len(X))
-        if sum(calls) >= 5:
+        if sum(calls) >= 8:
             raise KeyboardInterrupt
         return scores
     est._learn_rows = interrupted
     with pytest.raises(KeyboardInterrupt):
         est.partial_fit(X[20:30], y[20:30])
     del est._learn_rows
-    assert sum(calls) >= 5
+    assert sum(calls) >= 8
     assert (est.gamma_, est.__dict__["_width_moments"]) == tuple(state[:2])
     np.testing.assert_array_equal(function(est, X), state[2])
     est.partial_fit(X[20:], y[20:])
@@ -166,12 +180,12 @@ def test_ctrl_c_inside_the_warm_up_s_loop_leaves_the_model_as_it_was(
 
     def interrupted(*args, **kwargs):           # the widths' loop learns one row per call
         rows.append(1)
-        if len(rows) == 6:                      # Ctrl-C at the 6th row, widths already moved
+        if len(rows) == 16:                     # Ctrl-C at row 36, the width moved at 27
             raise KeyboardInterrupt
         return step(*args, **kwargs)
     monkeypatch.setattr(module, function_name, interrupted)
     with pytest.raises(KeyboardInterrupt):
-        est.partial_fit(X[20:40], y[20:40])
+        est.partial_fit(X[20:70], y[20:70])
     monkeypatch.undo()
     assert (est.gamma_, est.__dict__["_width_moments"]) == tuple(state[:2])
     np.testing.assert_array_equal(function(est, X), state[2])
@@ -261,11 +275,11 @@ def test_nystroem_with_fewer_landmarks_than_the_warm_up_keeps_the_width_of_its_s
         chunk = make(name, params).fit(X, y)
         assert "_width_moments" not in chunk.__dict__
         # the switch came at the 20th centre: the width of the rows before it
-        widths = [scale_gamma(X[:t], name, LOCAL_FACTOR if "PA" in name else 1.0)
+        widths = [scale_gamma(X[:taken(t)], name, LOCAL_FACTOR if "PA" in name else 1.0)
                   for t in range(1, WARMUP)]
         t = int(np.argmin([abs(w - chunk.gamma_) for w in widths])) + 1
         assert chunk.gamma_ == pytest.approx(widths[t - 1], rel=1e-12)
-        assert 19 <= t < WARMUP
+        assert taken(t) == 18                   # the width of the schedule's 18 rows
         fmap = (chunk._expansion if name == "OnlineKernelClassifier"
                 else chunk._model.features).fmap
         assert fmap.gamma == chunk.gamma_

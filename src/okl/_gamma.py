@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 
 from okl._engines import ENGINES
-from okl._numpy.warmup import WARMUP, WidthMoments
+from okl._numpy.warmup import WARMUP, WidthMoments, moves
 from okl._numpy.warmup import spread as _spread
 from okl.kernels import KernelScaleWarning, kernel_matrix, kernel_row
 
@@ -92,7 +92,7 @@ def warm_rows(estimator, X, weight, set_width, frozen=None, end=None):
             warming = False
         elif weight is None or weight[i] != 0.0:        # then x_i moves the width
             moments.add(X[i])
-            gamma = moments.gamma(X.shape[1], factor)
+            gamma = moments.gamma(X.shape[1], factor) if moves(moments.rows) else d["gamma_"]
             if gamma != d["gamma_"]:
                 set_width(gamma)
                 d["gamma_"] = gamma

@@ -1,14 +1,16 @@
 """The first events of a kernel learner, compiled (docs/defaults.md, sections 2 and 4).
 
 `Width` is gamma="scale"'s warm-up: the running moments of the entries of the
-rows taken, and the width ``factor / (d Var)`` they give, for the first
-`WARMUP` rows of non-zero weight.  `sequence` gives the width every row of a
-chunk is learned with (it depends only on the rows), which the loops set on
-their model before the row's step; a one-event step adds its row after the step
-(`cadd`).  `KernelMean` is eta="scaled"'s kbar, the mean kernel value between
-two centres (or, on features, two of the rows learned) at the model's width,
-measured before each of the first `WARMUP` steps and then fixed: the pair
-distances are kept, so a new width costs the kernel values of the pairs only.
+rows taken, and the width ``factor / (d Var)`` they give after 1, 2, 3, 5, 8,
+12, ... and `WARMUP` rows of non-zero weight (`cmoves`; in between the width
+stays, so that kbar and the stored kernel values follow it at O(t) per event,
+amortised).  `sequence` gives the width every row of a chunk is learned with (it
+depends only on the rows), which the loops set on their model before the row's
+step; a one-event step adds its row after the step (`cadd`).  `KernelMean` is
+eta="scaled"'s kbar, the mean kernel value between two centres (or, on features,
+two of the rows learned) at the model's width, measured before each of the first
+`WARMUP` steps and then fixed: the pair distances are kept, so a new width costs
+the kernel values of the pairs only.
 
 Both give the NumPy twin's values bit for bit (okl/_numpy/warmup.py): the sums
 are NumPy's pairwise sums, in NumPy's order, and the distances those of the
@@ -86,6 +88,15 @@ cdef bint cmoments_add(Moments* m, const double* x, Py_ssize_t d, double* work) 
     return True
 
 
+cdef inline bint cmoves(double rows) noexcept nogil:
+    """The width follows the moments after `rows` rows: at 1, 2, 3, 5, 8, 12, ... rows and at
+    the warm-up's end (`okl._numpy.warmup.moves`)."""
+    cdef Py_ssize_t r = <Py_ssize_t>rows, k = 1
+    while k < r:
+        k += (k + 1) // 2
+    return r == C_WARMUP or (k == r and r < C_WARMUP)
+
+
 cdef double cmoments_gamma(const Moments* m, Py_ssize_t d, double factor) noexcept nogil:
     """``factor / (d Var)`` of the rows taken; factor / d before a second row and 1.0 after
     when Var is 0."""
@@ -122,11 +133,13 @@ cdef class Width:
         self.work = np.empty(max(n_features, 1))
 
     cdef bint cadd(self, const double* x) noexcept nogil:
-        """Take the row x; True when the width moved."""
+        """Take the row x; True when the width moved (only at the rows of `cmoves`)."""
         cdef double gamma
         cmoments_add(&self.moments, x, self.n_features, &self.work[0])
-        gamma = cmoments_gamma(&self.moments, self.n_features, self.factor)
         self.warming = self.moments.rows < CWARMUP
+        if not cmoves(self.moments.rows):
+            return False
+        gamma = cmoments_gamma(&self.moments, self.n_features, self.factor)
         if gamma != self.gamma:
             self.gamma = gamma
             return True
@@ -301,8 +314,7 @@ cdef class KernelMean:
 
     cdef double cmean(self, double gamma) noexcept nogil:
         """kbar of the points at the width gamma."""
-        cdef Py_ssize_t j, m = self.m, pairs = cpacked(self.m)
-        cdef double* kv
+        cdef Py_ssize_t j, first, m = self.m, pairs = cpacked(self.m)
         self.spec.gamma = gamma
         if self.rows and gamma == self.total_gamma:
             for j in range(m - self.n_pending, m):      # each new row's values, summed
@@ -310,14 +322,17 @@ cdef class KernelMean:
                 cvalues_from(&self.spec, j, self.values)
                 self.total += cpairwise_sum(self.values, j)
         elif m >= 2 or self.rows:
-            # the packed pairs (row j: the pairs (j, 0..j-1)), summed as NumPy sums them;
-            # over the centres at an unchanged width, the kept values of the unchanged
-            # points' pairs serve again (a value is computed alone, wherever it sits), and
-            # an unchanged set of points keeps its sum
+            # the sum of the packed rows' sums (row j: the pairs (j, 0..j-1), summed as
+            # NumPy sums them), in row order; over the centres at an unchanged width, the
+            # kept values of the unchanged points' pairs serve again (a value is computed
+            # alone, wherever it sits), and when only points were added the sum goes on
+            # from the new rows: O(m) per new point between two widths
             if self.rows:
                 memcpy(self.values, self.dist, pairs * sizeof(double))
                 cvalues_from(&self.spec, pairs, self.values)
-                kv = self.values
+                self.total = 0.0
+                for j in range(1, m):
+                    self.total += cpairwise_sum(self.values + cpacked(j), j)
             else:
                 if gamma != self.kept_gamma:
                     self.kept_m, self.kept_gamma = 0, gamma
@@ -327,8 +342,12 @@ cdef class KernelMean:
                 j = cpacked(self.kept_m)
                 memcpy(self.kept + j, self.dist + j, (pairs - j) * sizeof(double))
                 cvalues_from(&self.spec, pairs - j, self.kept + j)
-                self.kept_m, self.total_m, kv = m, m, self.kept
-            self.total = cpairwise_sum(kv, pairs)
+                first = self.total_m if self.kept_m == self.total_m else 0
+                if first <= 0:
+                    self.total, first = 0.0, 1
+                for j in range(first, m):
+                    self.total += cpairwise_sum(self.kept + cpacked(j), j)
+                self.kept_m, self.total_m = m, m
             self.total_gamma = gamma if self.rows else NAN
         self.n_pending = 0
         if m < 2:

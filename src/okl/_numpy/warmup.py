@@ -2,7 +2,8 @@
 
 `WidthMoments` and `Width` are gamma="scale"'s warm-up (docs/defaults.md, section 2):
 the moments of the entries of the rows taken, over the first `WARMUP` rows of
-non-zero weight, and the width ``factor / (d Var)`` they give.  `KernelMean` is
+non-zero weight, and the width ``factor / (d Var)`` they give, taken after 1, 2,
+3, 5, 8, 12, ... and `WARMUP` rows (`moves`).  `KernelMean` is
 eta="scaled"'s kbar (docs/defaults.md, section 4): the mean kernel value
 between two centres (or two of the rows learned), measured before each of the
 first `WARMUP` steps, then fixed.  The loops of both engines take them the same
@@ -20,6 +21,16 @@ WARMUP = 100
 # a variance below ROUNDING * mean^2 is the rounding of equal entries (~1e-32 mean^2), not a
 # spread: it counts as 0 (else a first row of equal entries gave gamma ~ 1e25)
 ROUNDING = 1e-24
+
+
+def moves(rows):
+    """True when the width follows the moments after `rows` rows: at 1, 2, 3, 5, 8, 12, ...
+    rows (each move ceil(r / 2) rows after the last, r) and at the warm-up's end
+    (docs/defaults.md, section 2); between them it stays."""
+    r, k = int(rows), 1
+    while k < r:
+        k += (k + 1) // 2
+    return r == WARMUP or (k == r and r < WARMUP)
 
 
 def spread(var, mean):
@@ -97,8 +108,10 @@ class Width:
         return self.moments.warming
 
     def add(self, x):
-        """Take the row x; True when the width moved."""
+        """Take the row x; True when the width moved (only at the rows of `moves`)."""
         self.moments.add(x)
+        if not moves(self.moments.rows):
+            return False
         gamma = self.moments.gamma(self.n_features, self.factor)
         if gamma != self.gamma:
             self.gamma = gamma
@@ -124,10 +137,14 @@ class Width:
 
 
 def pair_sum(params, points):
-    """The sum of K(x_i, x_j) over the pairs i < j of `points`."""
+    """The sum of K(x_i, x_j) over the pairs i < j of `points`: the sums of the rows
+    K(x_j, x_0..x_{j-1}), added in row order (so that a point more adds its row)."""
     points = np.asarray(points, dtype=np.float64)
     K = np.array([kernel_values(params, points, x) for x in points]).reshape(len(points), -1)
-    return float(K[np.tril_indices(len(points), -1)].sum())
+    total = 0.0
+    for j in range(1, len(points)):
+        total += float(K[j, :j].sum())
+    return total
 
 
 class KernelMean:
