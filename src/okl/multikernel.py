@@ -827,12 +827,17 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
     ----------
     t_ : int
     n_support_ : int
+        Centres of the shared support set (learner="krls": of all the learners).
     weights_ : ndarray of shape (n_learners,)
     seed_ : int
+        learner="sgd" only.
+    learners_ : list of KernelRLSRegressor
+        learner="krls" only: the learners, aligned with `weights_` and `gammas_`.
 
     References
     ----------
-    docs/multikernel.md derives the rule, its loss bound and the defaults.
+    docs/multikernel.md derives the rule, its loss bound and the defaults; docs/krls.md,
+    section 9, the pool of learner="krls".
 
     .. [1] S. C. H. Hoi, R. Jin, P. Zhao and T. Yang, "Online multiple kernel
        classification", Machine Learning 90(2):289-316, 2013.
