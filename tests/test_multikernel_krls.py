@@ -195,7 +195,7 @@ def test_an_exception_mid_chunk_leaves_the_pool_as_it_was(error, monkeypatch):
     est = MultiKernelRegressor(learner="krls").fit(X[:120], y[:120])
     twin = pickle.loads(pickle.dumps(est))
     victim = est.learners_[4]
-    original = type(victim)._progressive_std
+    original = type(victim)._learn_std
 
     def fail(self, *args, **kwargs):
         out = original(self, *args, **kwargs)
@@ -203,7 +203,7 @@ def test_an_exception_mid_chunk_leaves_the_pool_as_it_was(error, monkeypatch):
             raise error("stop")
         return out
 
-    monkeypatch.setattr(KernelRLSRegressor, "_progressive_std", fail)
+    monkeypatch.setattr(KernelRLSRegressor, "_learn_std", fail)
     with pytest.raises(error):
         est.partial_fit(X[120:], y[120:])
     monkeypatch.undo()

@@ -703,6 +703,18 @@ default="gaussian"
             _STD_ROWS.reset(token)
         return mean, np.concatenate(stds) if stds else np.empty(0)
 
+    def _learn_std(self, X, y, weight=None):
+        """`_progressive_std` of a fitted learner on rows its owner validated and checkpointed
+        (MultiKernelRegressor(learner="krls"), docs/krls.md, section 9): the compiled chunks
+        without the template's checks and copy; raises `Diverged` as `_learn`."""
+        stds = []
+        token = _STD_ROWS.set((self, stds))
+        try:
+            mean = self._learn(X, y, weight)
+        finally:
+            _STD_ROWS.reset(token)
+        return mean, np.concatenate(stds)
+
     def _compiled_events(self, cache):
         """The `KRLSEvents` of this fitted learner on the cython engine, or None (the NumPy
         engine; the warm-up of gamma="scale" or noise="auto", which takes the chunk path); `cache`

@@ -527,8 +527,17 @@ def _pool_learn(members, logw, share, X, y, weight, engine):
     Raises FloatingPointError when a learner's predictive density is not finite."""
     n, K = X.shape[0], len(members)
     F, S = np.empty((n, K)), np.empty((n, K))
-    for k, (_, m) in enumerate(members):
-        F[:, k], S[:, k] = m._progressive_std(X, y, weight)
+    for k, (name, m) in enumerate(members):
+        if "t_" not in m.__dict__:      # the first rows: the template starts the learner
+            F[:, k], S[:, k] = m._progressive_std(X, y, weight)
+            continue
+        try:        # validated and checkpointed by the pool's own template
+            F[:, k], S[:, k] = m._learn_std(X, y, weight)
+        except Diverged as failure:
+            raise FloatingPointError(
+                f"MultiKernelRegressor's learner {name} diverged at row {failure.step + 1} of "
+                f"this call: the model is no longer finite. Check the targets' scale, or pass "
+                "a larger noise in learner_params. The model is left as it was.") from None
     w = np.ones(n) if weight is None else np.ascontiguousarray(weight, dtype=np.float64)
     logw = np.array(logw, dtype=np.float64)
     mean, std = np.empty(n), np.empty(n)
