@@ -871,8 +871,9 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
     _task = REGRESS
     _parameter_constraints = {
         **_CONSTRAINTS, "loss": [Options(*REGRESSION_LOSSES)],
-        "learner": [Options("sgd", "krls")], "learner_params": [NONE, Kind(lambda v: isinstance(v, dict),
-                                       "a dict of KernelRLSRegressor's parameters")],
+        "learner": [Options("sgd", "krls")],
+        "learner_params": [NONE, Kind(lambda v: isinstance(v, dict),
+                                      "a dict of KernelRLSRegressor's parameters")],
         "quantile": [Interval(Real, 0, 1, closed="neither")],
         "epsilon": [Interval(Real, 0, None, closed="left")],
     }

@@ -455,8 +455,9 @@ def bayes_mixture(F, S, y, weight, logw, share, mean, std):
     `okl._core._multikernel.bayes_mixture` (docs/krls.md, section 9): the mixture's mean and
     standard deviation before each event into `mean`, `std`, then the weights exp(logw)
     times each learner's predictive density N(y_i; F[i, k], S[i, k]^2) to the power
-    weight[i], normalised and mixed with the fixed share; `logw` is updated in place.  Returns the first event with a
-    non-finite F, S, y or an S <= 0 (logw then as before it), or -1."""
+    weight[i], normalised and mixed with the fixed share; `logw` is updated in place.
+    Returns the first event with a non-finite F, S, y or an S <= 0 (logw then as before it),
+    or -1."""
     K = F.shape[1]
     mix = share / K if K else 0.0
     for i in range(F.shape[0]):
