@@ -17,8 +17,13 @@ predictions f_k, both with a fixed share of 1e-3:
 - "bayes": Bayesian model averaging over the widths, q_k *= N(y; f_k, s_k^2), s_k the
   learner's predictive standard deviation (noise included): the evidence, online.
 
+The built learner is the same pool inside okl, `MultiKernelRegressor(learner="krls")` (the
+widths of the scale rule followed online, a linear learner, the combination compiled), a
+column of its own, with a smaller budget per learner as the cheaper variant.
+
     python bench/krls_hedge.py                          # every stream
     python bench/krls_hedge.py --streams sine diabetes --factors 0.25 1 4
+    python bench/krls_hedge.py --built-only             # without the pool built here
 """
 import argparse
 import sys
@@ -92,20 +97,39 @@ def main(argv=None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--streams", nargs="*", default=None)
     parser.add_argument("--factors", nargs="*", type=float, default=list(WIDTH_FACTORS))
+    parser.add_argument("--built-only", action="store_true",
+                        help="only okl's learners and KernelRidge, not the pool built here")
     args = parser.parse_args(argv)
     data = streams()
     warnings.simplefilter("ignore")
-    rows = {k: [] for k in ("KernelRLSRegressor()", "MultiKernelRegressor()", "pool: best width",
-                            "pool: hedge", "pool: bayes", "KernelRidge (hindsight)")}
+    built = {"KernelRLSRegressor()": KernelRLSRegressor,
+             "MultiKernelRegressor()": MultiKernelRegressor,
+             "MultiKernelRegressor(learner='krls')": lambda: MultiKernelRegressor(
+                 learner="krls"),
+             "... learner_params={'budget': 50}": lambda: MultiKernelRegressor(
+                 learner="krls", learner_params={"budget": 50})}
+    outside = () if args.built_only else ("pool: best width", "pool: hedge", "pool: bayes")
+    rows = {k: [] for k in (*built, *outside, "KernelRidge (hindsight)")}
     names = args.streams or list(data)
     for name in names:
         X, y, kind = data[name]
-        for label, make in (("KernelRLSRegressor()", KernelRLSRegressor),
-                            ("MultiKernelRegressor()", MultiKernelRegressor)):
+        for label, make in built.items():
             start = time.process_time()
-            value = figure(okl_scores(okl_learner(make(), kind), X, y), y, kind)
+            est = okl_learner(make(), kind)
+            value = figure(okl_scores(est, X, y), y, kind)
             cost = (time.process_time() - start) / len(y) * 1e6
-            rows[label].append(f"{value:.3f} ({cost:.0f} us)")
+            learner = est.steps[-1][1] if hasattr(est, "steps") else est
+            top = ""
+            if getattr(learner, "learner", "") == "krls":
+                gammas = learner.gammas_
+                k = int(np.argmax(learner.weights_))
+                top = (", linear" if np.isnan(gammas[k])
+                       else f", x{learner.learners_[k]._width_factor:g}")
+            rows[label].append(f"{value:.3f} ({cost:.0f} us{top})")
+        if args.built_only:
+            rows["KernelRidge (hindsight)"].append(f"{hindsight_ridge(X, y, kind):.3f}")
+            print(name, {k: v[-1] for k, v in rows.items()}, flush=True)
+            continue
         start = time.process_time()
         F, S = pool_predictions(X, y, kind, args.factors)
         cost = (time.process_time() - start) / len(y) * 1e6

@@ -781,6 +781,9 @@ def _build(header, arrays, source, prefix, depth, used):
         if isinstance(value, dict) and key == "kernel_params" and all(   # numbers by name
                 isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()):
             continue
+        if isinstance(value, dict) and key == "learner_params" and all(  # values by name
+                v is None or isinstance(v, (bool, int, float, str)) for v in value.values()):
+            continue
         if isinstance(value, list) and value and all(isinstance(v, tuple) for v in value):
             continue                    # (name, estimator) steps, built above
         if isinstance(value, (list, dict)):

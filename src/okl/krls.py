@@ -443,7 +443,7 @@ default="gaussian"
                 if weight is None or weight[i] != 0.0:
                     moments.add(X[i])
             d["_width_moments"] = moments.state()
-            gamma = moments.gamma(X.shape[1])
+            gamma = moments.gamma(X.shape[1], getattr(self, "_width_factor", 1.0))
             if moments.rows in WIDTH_EVENTS and gamma != d["gamma_"]:
                 d["gamma_"] = gamma
                 if "_warm_X" not in d or moments.warming:
@@ -464,7 +464,8 @@ default="gaussian"
             keep = d["_warm_w"] > 0
             X, y, w = d["_warm_X"][keep], d["_warm_y"][keep], d["_warm_w"][keep]
             scale = d.get("gamma_")
-            gammas = (scale * WIDTH_FACTORS if scale is not None
+            gammas = (scale * np.asarray(getattr(self, "_width_grid", WIDTH_FACTORS))
+                      if scale is not None
                       else np.array([float(self.gamma)]))
             gamma, noise, value = evidence_choice(self._kernel_params(), X, y, w, gammas,
                                                   NOISE_GRID, bool(self.fit_intercept))
@@ -549,7 +550,15 @@ default="gaussian"
         check.keys(attrs, ("n_features_in_", "t_", "n_support_"),
                    "KernelRLSRegressor's attributes",
                    optional=("gamma_", "noise_", "_width_moments", "_row_keys", "_warm_X",
-                             "_warm_y", "_warm_w", "_drift_state"))
+                             "_warm_y", "_warm_w", "_drift_state", "_width_factor",
+                             "_width_grid"))
+        if "_width_factor" in attrs:    # a learner of MultiKernelRegressor(learner="krls")
+            if not isinstance(self.gamma, str) or attrs.get("_width_grid") != [1.0]:
+                check.fail("_width_factor and _width_grid belong to gamma='scale' learners of "
+                           "MultiKernelRegressor(learner='krls')")
+            out["_width_factor"] = check.float(attrs["_width_factor"], "_width_factor", 0.0,
+                                               open_lo=True)
+            out["_width_grid"] = [1.0]
         check.fitted_gamma()
         self._check_drift_state(check)
         check_width_moments(check, self.gamma)
@@ -681,17 +690,30 @@ default="gaussian"
     def _takes_one_row(self):
         return self.engine == "cython" and _STD_ROWS.get()[0] is not self
 
-    def _progressive_std(self, X, y):
+    def _progressive_std(self, X, y, sample_weight=None):
         """Learn the rows in order (as `partial_fit`, in compiled chunks): (mean, std) of each
         made before its update, the numbers of ``predict_one(x, return_std=True)`` before
         ``learn_one(x, y)`` (okl.ConformalRegressor's normalised scores)."""
         stds = []
         token = _STD_ROWS.set((self, stds))
         try:
-            mean = np.asarray(self._progressive_scores(X, y), dtype=np.float64)
+            mean = np.asarray(self._progressive_scores(X, y, sample_weight=sample_weight),
+                              dtype=np.float64)
         finally:
             _STD_ROWS.reset(token)
         return mean, np.concatenate(stds) if stds else np.empty(0)
+
+    def _learn_std(self, X, y, weight=None):
+        """`_progressive_std` of a fitted learner on rows its owner validated and checkpointed
+        (MultiKernelRegressor(learner="krls"), docs/krls.md, section 9): the compiled chunks
+        without the template's checks and copy; raises `Diverged` as `_learn`."""
+        stds = []
+        token = _STD_ROWS.set((self, stds))
+        try:
+            mean = self._learn(X, y, weight)
+        finally:
+            _STD_ROWS.reset(token)
+        return mean, np.concatenate(stds)
 
     def _compiled_events(self, cache):
         """The `KRLSEvents` of this fitted learner on the cython engine, or None (the NumPy

@@ -25,12 +25,13 @@ from sklearn.utils.validation import check_is_fitted
 from okl import _locks, _warnings
 from okl._base import Diverged, OnlineLearner, check_X, one_row, params_changed
 from okl._labels import LabelsMixin
-from okl._core._multikernel import MultiKernel, MultiKernelEvents
+from okl._core._multikernel import MultiKernel, MultiKernelEvents, bayes_mixture
 from okl._engines import ENGINES
 from okl._numpy.codes import StepSize
 from okl._numpy.multikernel import (
     CLASSIFY, DETERMINISTIC, REGRESS, STOCHASTIC, NumpyMultiKernel, make_hedge,
 )
+from okl._numpy.multikernel import bayes_mixture as numpy_bayes_mixture
 from okl._numpy.codes import Offset
 from okl._numpy.pointwise import make_schedule
 from okl._params import (
@@ -39,6 +40,7 @@ from okl._params import (
 )
 from okl._persist import C_INT_MAX, loadable
 from okl.classification import MULTICLASS_LOSSES, _finite_lipschitz
+from okl.krls import KernelRLSRegressor
 from okl.losses import MARGIN_LOSSES, loss_spec, loss_value
 from okl.regression import REGRESSION_LOSSES
 
@@ -465,6 +467,126 @@ class MultiKernelMixin:
         return {"_model": (kind, dict(state, centers=centers, coef=coef, linear_coef=linear))}
 
 
+# -- MultiKernelRegressor(learner="krls"): KernelRLSRegressor learners over widths ---------
+# Each learner is a full KernelRLSRegressor with its own rules (budget, noise by the evidence of
+# its warm-up, forgetting); the weights are the running posterior probabilities of the
+# learners, each multiplied at every event by its predictive density N(y; f_k, s_k^2) and mixed
+# with a fixed share (`bayes_mixture`).  docs/krls.md, section 9.
+
+#: gammas="auto" with learner="krls": the widths of the pool, as factors of KernelRLSRegressor's
+#: scale rule (docs/krls.md, section 9)
+KRLS_FACTORS = tuple(2.0 ** j for j in range(-6, 4))
+#: the constant c of the linear learner's kernel <x, u> + c (inputs on the scale of one)
+LINEAR_COEF0 = 1.0
+# the parameters the pool sets on its learners (learner_params may not)
+_OWN = ("kernel", "gamma", "engine", "verbose")
+MIXTURES = {"cython": bayes_mixture, "numpy": numpy_bayes_mixture}
+
+
+def check_learner_params(params):
+    """The KernelRLSRegressor parameters of learner_params, or a clear error."""
+    params = dict(params or {})
+    known = set(KernelRLSRegressor().get_params()) - set(_OWN)
+    wrong = sorted(set(params) - known)
+    if wrong:
+        raise InvalidParameterError(
+            f"learner_params sets {', '.join(map(repr, wrong))}, which is not a parameter of "
+            f"the pool's KernelRLSRegressor learners; it takes {', '.join(sorted(known))} "
+            "(the widths are `gammas`, the engine `engine`).")
+    return params
+
+
+def _member(params, engine, gamma=None, factor=None, linear=False):
+    """One learner of the pool: the scale rule's width times `factor` (its warm-up's
+    evidence chooses only its noise), a given width, or the linear kernel."""
+    if linear:
+        return KernelRLSRegressor(kernel="linear", gamma=1.0, coef0=LINEAR_COEF0, engine=engine,
+                                  **params)
+    if factor is None:
+        return KernelRLSRegressor(gamma=float(gamma), engine=engine, **params)
+    est = KernelRLSRegressor(gamma="scale", engine=engine, **params)
+    est.__dict__.update(_width_factor=float(factor), _width_grid=[1.0])
+    return est
+
+
+def _pool(gammas, linear, params, engine):
+    """The learners of learner="krls", as (name, learner) pairs: one per width (gammas "auto":
+    the factors `KRLS_FACTORS` of the scale rule), then the linear one."""
+    factors = isinstance(gammas, str)
+    members = [(f"gamma{j}", _member(params, engine, factor=g) if factors
+                else _member(params, engine, g))
+               for j, g in enumerate(KRLS_FACTORS if factors else gammas)]
+    if linear:
+        members.append(("linear", _member(params, engine, linear=True)))
+    return members
+
+
+def _pool_learn(members, logw, share, X, y, weight, engine):
+    """Every learner learns the rows in order (its compiled chunks), then the weights take
+    the rows (`bayes_mixture`): (mean, std of the mixture before each row, the new logw).
+    Raises FloatingPointError when a learner's predictive density is not finite."""
+    n, K = X.shape[0], len(members)
+    F, S = np.empty((n, K)), np.empty((n, K))
+    for k, (name, m) in enumerate(members):
+        if "t_" not in m.__dict__:      # the first rows: the template starts the learner
+            F[:, k], S[:, k] = m._progressive_std(X, y, weight)
+            continue
+        try:        # validated and checkpointed by the pool's own template
+            F[:, k], S[:, k] = m._learn_std(X, y, weight)
+        except Diverged as failure:
+            raise FloatingPointError(
+                f"MultiKernelRegressor's learner {name} diverged at row {failure.step + 1} of "
+                f"this call: the model is no longer finite. Check the targets' scale, or pass "
+                "a larger noise in learner_params. The model is left as it was.") from None
+    w = np.ones(n) if weight is None else np.ascontiguousarray(weight, dtype=np.float64)
+    logw = np.array(logw, dtype=np.float64)
+    mean, std = np.empty(n), np.empty(n)
+    failed = MIXTURES[engine](F, S, np.ascontiguousarray(y, dtype=np.float64), w, logw,
+                              float(share), mean, std)
+    if failed >= 0:
+        raise FloatingPointError(
+            f"MultiKernelRegressor's learners gave no finite predictive density at row "
+            f"{failed + 1} of this call; scale the targets. The model is left as it was.")
+    return mean, std, logw
+
+
+def _pool_predict(members, logw, X):
+    """(mean, std) of the mixture for every row: sum_k w_k f_k and
+    sqrt(sum_k w_k (s_k^2 + f_k^2) - mean^2)."""
+    F = np.empty((X.shape[0], len(members)))
+    S = np.empty_like(F)
+    for k, (_, m) in enumerate(members):
+        F[:, k], S[:, k] = m.predict(X, return_std=True)
+    w = np.exp(logw)
+    mean = F @ w
+    second = (S * S + F * F) @ w - mean * mean
+    return mean, np.sqrt(np.maximum(second, 0.0))
+
+
+class _PoolGuard:
+    """checkpoint(n) / restore(token) of the learners of learner="krls", for
+    `okl._base.transaction` (which restores the weights with the estimator's attributes):
+    a call that raises leaves the learners and the weights as they were, together."""
+
+    def __init__(self, members):
+        self.members = members
+
+    def checkpoint(self, n_new=0):
+        saved = []
+        for _, m in self.members:
+            model = m.__dict__.get("_krls")
+            saved.append((dict(m.__dict__), None if model is None
+                          else (model, model.checkpoint(n_new))))
+        return saved
+
+    def restore(self, token):
+        for (_, m), (state, model) in zip(self.members, token):
+            if model is not None:
+                model[0].restore(model[1])
+            m.__dict__.clear()
+            m.__dict__.update(state)
+
+
 def _with_params(cls):
     """Class decorator: the shared parameter descriptions, with the class's defaults, in place
     of the docstring's %s."""
@@ -699,8 +821,26 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
     (stochastic).  With one width and one step scale it is
     `OnlineKernelRegressor` with the same parameters, iterate for iterate.
 
+    With ``learner="krls"`` the pool is `KernelRLSRegressor` learners instead, one per
+    width (and a linear one), combined by Bayesian model averaging: every weight is
+    multiplied by the learner's predictive density N(y; f_k, s_k^2) and mixed with the
+    fixed `share`; ``predict(X, return_std=True)`` gives the mixture's mean and standard
+    deviation (docs/krls.md, section 9).
+
     Parameters
     ----------
+    learner : {"sgd", "krls"}, default="sgd"
+        "sgd": first-order (NORMA) learners on one shared support set, combined by Hedge
+        (everything below).  "krls": second-order learners, `KernelRLSRegressor` with its
+        own budget, noise and forgetting (`learner_params`), one per width of `gammas`
+        ("auto": `KRLS_FACTORS` times KernelRLSRegressor's scale rule,
+        each learner's warm-up choosing its noise) and, with `linear`, one of the linear
+        kernel <x, u> + 1 (Bayesian linear regression), combined by Bayesian model
+        averaging with `share`; eta_scales, forgetting, lam, eta, eta_decay, beta,
+        budget and budget_policy are the first-order learners' and unused.
+    learner_params : dict or None, default=None
+        With learner="krls", parameters of every `KernelRLSRegressor` learner (e.g.
+        ``{"budget": 100, "forgetting": 0.999}``); None: its defaults.
     loss : {"squared", "absolute", "epsilon_insensitive", "pinball", "huber"}, default="squared"
         The residual loss of every learner (and of Hedge).
     quantile : float in (0, 1), default=0.5
@@ -713,12 +853,17 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
     ----------
     t_ : int
     n_support_ : int
+        Centres of the shared support set (learner="krls": of all the learners).
     weights_ : ndarray of shape (n_learners,)
     seed_ : int
+        learner="sgd" only.
+    learners_ : list of KernelRLSRegressor
+        learner="krls" only: the learners, aligned with `weights_` and `gammas_`.
 
     References
     ----------
-    docs/multikernel.md derives the rule, its loss bound and the defaults.
+    docs/multikernel.md derives the rule, its loss bound and the defaults; docs/krls.md,
+    section 9, the pool of learner="krls".
 
     .. [1] S. C. H. Hoi, R. Jin, P. Zhao and T. Yang, "Online multiple kernel
        classification", Machine Learning 90(2):289-316, 2013.
@@ -743,6 +888,9 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
     _task = REGRESS
     _parameter_constraints = {
         **_CONSTRAINTS, "loss": [Options(*REGRESSION_LOSSES)],
+        "learner": [Options("sgd", "krls")],
+        "learner_params": [NONE, Kind(lambda v: isinstance(v, dict),
+                                      "a dict of KernelRLSRegressor's parameters")],
         "quantile": [Interval(Real, 0, 1, closed="neither")],
         "epsilon": [Interval(Real, 0, None, closed="left")],
     }
@@ -752,7 +900,9 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
                  loss="squared", quantile=0.5, epsilon=0.0, lam=1e-3, eta="auto", eta_decay=0.6,
                  beta=0.3, share=1e-3, combination="deterministic", budget="auto",
                  budget_policy="merge", fit_intercept=True, random_state=None, verbose=False,
-                 engine="cython"):
+                 engine="cython", learner="sgd", learner_params=None):
+        self.learner = learner
+        self.learner_params = learner_params
         self.gammas = gammas
         self.eta_scales = eta_scales
         self.linear = linear
@@ -779,6 +929,165 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
             raise InvalidParameterError(
                 "loss='huber' takes its threshold delta from epsilon, which must be > 0 "
                 f"(got epsilon={self.epsilon}); try epsilon=1.0.")
+        if self.learner == "krls":
+            if self.loss != "squared" or self.combination != "deterministic":
+                raise InvalidParameterError(
+                    "learner='krls' averages Gaussian posteriors (the squared loss, every "
+                    f"learner's mean); got loss={self.loss!r}, combination="
+                    f"{self.combination!r}. Use loss='squared', combination='deterministic', "
+                    "or learner='sgd'.")
+            check_learner_params(self.learner_params)
+            if self.fit_intercept is not True and "fit_intercept" not in (
+                    self.learner_params or {}):
+                raise InvalidParameterError(
+                    "learner='krls' takes fit_intercept from learner_params (KernelRLSRegressor's "
+                    "running mean of the targets); pass learner_params={'fit_intercept': False}.")
+        elif self.learner_params is not None:
+            raise InvalidParameterError(
+                f"learner_params={self.learner_params!r} sets the KernelRLSRegressor learners of "
+                "learner='krls'; with learner='sgd' leave it None.")
+
+    # -- learner="krls": the pool of KernelRLSRegressor learners (docs/krls.md, section 9) ----
+
+    def _krls(self):
+        """Whether the fitted model (else the parameters) is the KRLS pool."""
+        if "_members" in self.__dict__:
+            return True
+        return "_model" not in self.__dict__ and self.learner == "krls"
+
+    def _start(self, X, y):
+        d = self.__dict__
+        if self.learner != "krls":
+            d.pop("_members", None)
+            d.pop("_logw", None)
+            return super()._start(X, y)
+        d.pop("_model", None)
+        gammas = self.gammas if isinstance(self.gammas, str) else [float(g) for g in self.gammas]
+        self._members = _pool(gammas, self.linear, check_learner_params(self.learner_params),
+                              self.engine)
+        self._logw = np.full(len(self._members), -np.log(len(self._members)))
+        self.t_ = 0
+        self.n_support_ = 0
+
+    def _pool_engine(self):
+        """The learners, on the engine of `engine` (set_params(engine=...) reaches them)."""
+        for _, m in self._members:
+            m.engine = self.engine
+        return self._members
+
+    def _models(self):
+        if self._krls():
+            return (_PoolGuard(self._pool_engine()),)
+        return super()._models()
+
+    def _learn(self, X, y, weight=None):
+        if not self._krls():
+            return super()._learn(X, y, weight)
+        mean, std, self._logw = _pool_learn(self._pool_engine(), self._logw, self.share, X, y,
+                                            weight, self.engine)
+        self.t_ = int(self._members[0][1].t_)
+        self.n_support_ = int(sum(m.n_support_ for _, m in self._members))
+        stds = self.__dict__.get("_pool_stds")
+        if stds is not None:
+            stds.append(std)
+        return mean
+
+    def _fitted_with(self):
+        if not self._krls():
+            return [("learner", "sgd"), *super()._fitted_with()]
+        members = [m for _, m in self._members]
+        factors = "_width_factor" in members[0].__dict__
+        gaussian = [m for m in members if m.kernel != "linear"]
+        first = gaussian[0].get_params(deep=False)
+        given = check_learner_params(self.learner_params)
+        fitted = {k: first[k] for k, v in KernelRLSRegressor().get_params().items()
+                  if k not in _OWN and (k in given or not np.array_equal(first[k], v))}
+        return [("learner", "krls"), ("linear", len(gaussian) < len(members)),
+                ("gammas", "auto" if factors else np.array([m.gamma for m in gaussian])),
+                ("learner_params", self.learner_params if given == fitted
+                 else (fitted or None))]
+
+    def _takes_one_row(self):
+        return not self._krls() and super()._takes_one_row()
+
+    def _compiled_events(self, cache):
+        return None if self._krls() else super()._compiled_events(cache)
+
+    def _check_size(self):
+        if not self._krls():
+            super()._check_size()
+
+    def _progressive_std(self, X, y):
+        """learner="krls": learn the rows in order (as `partial_fit`); (mean, std) of the
+        mixture for each, made before its update (okl.ConformalRegressor's normalised
+        scores)."""
+        if not self._krls():
+            raise AttributeError("_progressive_std: learner='sgd' gives no standard deviation")
+        stds = []
+        self.__dict__["_pool_stds"] = stds
+        try:
+            mean = np.asarray(self._progressive_scores(X, y), dtype=np.float64)
+        finally:
+            self.__dict__.pop("_pool_stds", None)
+        return mean, np.concatenate(stds) if stds else np.empty(0)
+
+    @property
+    def weights_(self):
+        """The weights of the learners (summing to 1): Hedge's, or with learner="krls" the
+        posterior probabilities of the KRLS learners (widths in `gammas_`, the linear one
+        last)."""
+        check_is_fitted(self, "t_")
+        if self._krls():
+            return np.exp(self._logw)
+        return MultiKernelMixin.weights_.fget(self)
+
+    @property
+    def gammas_(self):
+        """The width of each learner now; NaN for a linear learner."""
+        check_is_fitted(self, "t_")
+        if self._krls():
+            return np.array([np.nan if m.kernel == "linear" else
+                             float(m.__dict__.get("gamma_", m.gamma)) for _, m in self._members])
+        return MultiKernelMixin.gammas_.fget(self)
+
+    @property
+    def learners_(self):
+        """learner="krls": the `KernelRLSRegressor` learners of the pool, aligned with
+        `weights_` (read them, do not fit them)."""
+        check_is_fitted(self, "_members")
+        return [m for _, m in self._members]
+
+    def _check_state(self, check):
+        if "_members" not in check.attrs:
+            return super()._check_state(check)
+        attrs, out = check.attrs, check.out
+        check.keys(attrs, ("n_features_in_", "t_", "n_support_", "_members", "_logw"),
+                   "the attributes of learner='krls'")
+        if self.learner != "krls":
+            check.fail("a pool of KernelRLSRegressor learners belongs to learner='krls'")
+        params = check_learner_params(self.learner_params)
+        gammas = self.gammas if isinstance(self.gammas, str) else [float(g) for g in self.gammas]
+        want = _pool(gammas, self.linear, params, self.engine)
+        members = attrs["_members"]
+        if not (isinstance(members, list) and [n for n, _ in members] == [n for n, _ in want]):
+            check.fail("_members must be the (name, learner) pairs of gammas and linear")
+        for (name, m), (_, w) in zip(members, want):
+            if type(m) is not KernelRLSRegressor or m.get_params() != w.get_params():
+                check.fail(f"the learner {name} is not the pool's KernelRLSRegressor")
+            if (m.__dict__.get("_width_factor"), m.__dict__.get("_width_grid")) != (
+                    w.__dict__.get("_width_factor"), w.__dict__.get("_width_grid")):
+                check.fail(f"the learner {name} does not follow its width of the grid")
+            check.equal(getattr(m, "n_features_in_", None), out["n_features_in_"],
+                        f"{name}.n_features_in_")
+            check.equal(getattr(m, "t_", None), out["t_"], f"{name}.t_")
+        logw = check.array(attrs["_logw"], "_logw", (len(want),), finite=False)
+        if np.any(np.isnan(logw)) or np.any(logw == np.inf) or not np.isclose(
+                np.exp(logw).sum(), 1.0, rtol=1e-9, atol=0.0):
+            check.fail("_logw must be the logarithms of weights summing to 1")
+        out["n_support_"] = check.int(attrs["n_support_"], "n_support_",
+                                      *(2 * [sum(m.n_support_ for _, m in members)]))
+        out["_members"], out["_logw"] = members, logw
+        return {}
 
     def fit(self, X, y, sample_weight=None):
         """Learn the rows of X in order, from a fresh model (one online pass)."""
@@ -799,9 +1108,53 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
         return loss_value(self.loss, np.asarray(scores) - np.asarray(y, dtype=np.float64),
                           tau=spec["tau"], eps=spec["eps"], delta=spec["delta"])
 
-    def predict(self, X):
+    @property
+    def predict(self):
+        """The combined prediction for every row of X: ``predict(X)``; with learner="krls"
+        also ``predict(X, return_std=True)``, (mean, standard deviation) of the mixture (only
+        then does predict take return_std, so that okl.ConformalRegressor normalises by it)."""
+        return self._predict_std if self._krls() else self._predict_mean
+
+    def _decision(self, X):
+        if self._krls():
+            return self._predict_std(X)
+        return super()._decision(X)
+
+    def learner_decisions(self, X):
+        """(rows, learners): every learner's own f_k(x), aligned with `weights_`."""
+        if not self._krls():
+            return super().learner_decisions(X)
+        check_is_fitted(self, "t_")
+        with _locks.locked(self):
+            X = check_X(self, X, reset=False)
+            return np.column_stack([m.predict(X) for _, m in self._pool_engine()])
+
+    def _predict_mean(self, X):
         """The combined prediction for every row of X."""
         return self._decision(X)
+
+    def _predict_std(self, X, return_std=False):
+        """The mixture's mean for every row of X; with ``return_std=True``, (mean, std)."""
+        with _locks.locked(self):
+            check_is_fitted(self, "t_")
+            X = check_X(self, X, reset=False)
+            mean, std = _pool_predict(self._pool_engine(), self._logw, X)
+        return (mean, std) if return_std else mean
+
+    def predict_one(self, x, return_std=False):
+        """The combined prediction for one event (a dict or a 1-D row); with learner="krls"
+        and ``return_std=True``, (mean, standard deviation) of the mixture."""
+        if not return_std:
+            return super().predict_one(x)
+        if not self._krls():
+            raise ValueError("return_std=True needs learner='krls' (the first-order learners "
+                             "give no predictive variance)")
+        check_is_fitted(self, "t_")
+        adapter = self._one_event()
+        with adapter.lock:
+            row, _ = adapter.schema.row(x)
+        mean, std = self.predict(row[None], return_std=True)
+        return float(mean[0]), float(std[0])
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

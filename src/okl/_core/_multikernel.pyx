@@ -25,7 +25,7 @@ twin is `okl._numpy.multikernel`.
 """
 import numpy as np
 
-from libc.math cimport NAN, exp, isfinite, log
+from libc.math cimport INFINITY, M_PI, NAN, exp, isfinite, log, sqrt
 from libc.stdint cimport uint64_t
 from libc.string cimport memcmp, memcpy
 
@@ -969,3 +969,63 @@ cdef class MultiKernelEvents(Events):
                 "longer be finite. Use eta='auto' or a smaller eta, or scale X (e.g. with "
                 "okl.preprocessing.OnlineStandardScaler). The model is left as it was.")
         return out, status == TAKEN
+
+
+# -- MultiKernelRegressor(learner="krls"): Bayesian model averaging of KRLS learners ----------
+
+def bayes_mixture(const double[:, ::1] F, const double[:, ::1] S, const double[::1] y,
+                  const double[::1] weight, double[::1] logw, double share, double[::1] mean,
+                  double[::1] std):
+    """Bayesian model averaging of K learners over n events (docs/krls.md, section 9).
+
+    Event i: the mixture's mean ``f = sum_k w_k F[i, k]`` and standard deviation
+    ``sqrt(sum_k w_k (S[i, k]^2 + F[i, k]^2) - f^2)`` with the weights w = exp(logw)
+    before the event (into `mean`, `std`); then every weight is multiplied by the
+    predictive density N(y_i; F[i, k], S[i, k]^2) to the power weight[i] (0: the event
+    is not learned), normalised and mixed with the fixed
+    share, ``w <- (1 - share) w + share / K``, and `logw` holds its logarithm.  Returns
+    the first event whose F, S or y is not finite or whose S is not > 0 (`logw` then
+    holds the weights before that event), or -1.  The NumPy twin is
+    `okl._numpy.multikernel.bayes_mixture`.
+    """
+    cdef Py_ssize_t n = F.shape[0], K = F.shape[1], i, k, failed = -1
+    cdef bint bad
+    cdef double f, second, top, z, r, s2, mix = 0.0
+    cdef double[::1] work = np.empty(K)
+    if S.shape[0] != n or S.shape[1] != K or y.shape[0] != n or weight.shape[0] != n \
+            or logw.shape[0] != K or mean.shape[0] != n or std.shape[0] != n:
+        raise ValueError("bayes_mixture: F, S, y, weight, logw, mean and std do not agree "
+                         "in shape")
+    if K:
+        mix = share / K
+    with nogil:
+        for i in range(n):
+            bad = not (isfinite(y[i]) and isfinite(weight[i]))
+            for k in range(K):
+                if not (isfinite(F[i, k]) and isfinite(S[i, k]) and S[i, k] > 0.0):
+                    bad = True
+            if bad:
+                failed = i
+                break
+            f = 0.0
+            second = 0.0
+            top = -INFINITY
+            for k in range(K):
+                z = exp(logw[k])
+                f += z * F[i, k]
+                second += z * (S[i, k] * S[i, k] + F[i, k] * F[i, k])
+                r = y[i] - F[i, k]
+                s2 = S[i, k] * S[i, k]
+                work[k] = logw[k] - 0.5 * weight[i] * (log(2.0 * M_PI * s2) + r * r / s2)
+                if work[k] > top:
+                    top = work[k]
+            mean[i] = f
+            second -= f * f
+            std[i] = sqrt(second) if second > 0.0 else 0.0
+            z = 0.0
+            for k in range(K):
+                work[k] = exp(work[k] - top)
+                z += work[k]
+            for k in range(K):
+                logw[k] = log((1.0 - share) * work[k] / z + mix)
+    return failed

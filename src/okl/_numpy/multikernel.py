@@ -448,3 +448,30 @@ class NumpyMultiKernel:
         self.mean = np.array(p["mean"], dtype=np.float64)
         self.m2 = np.array(p["m2"], dtype=np.float64)
         return self
+
+
+def bayes_mixture(F, S, y, weight, logw, share, mean, std):
+    """Bayesian model averaging of K learners over n events, the twin of
+    `okl._core._multikernel.bayes_mixture` (docs/krls.md, section 9): the mixture's mean and
+    standard deviation before each event into `mean`, `std`, then the weights exp(logw)
+    times each learner's predictive density N(y_i; F[i, k], S[i, k]^2) to the power
+    weight[i], normalised and mixed with the fixed share; `logw` is updated in place.
+    Returns the first event with a non-finite F, S, y or an S <= 0 (logw then as before it),
+    or -1."""
+    K = F.shape[1]
+    mix = share / K if K else 0.0
+    for i in range(F.shape[0]):
+        f_k, s_k = F[i], S[i]
+        if not (np.isfinite(y[i]) and np.isfinite(weight[i]) and np.all(np.isfinite(f_k))
+                and np.all(np.isfinite(s_k)) and np.all(s_k > 0.0)):
+            return i
+        w = np.exp(logw)
+        f = float(w @ f_k)
+        mean[i] = f
+        second = float(w @ (s_k * s_k + f_k * f_k)) - f * f
+        std[i] = np.sqrt(second) if second > 0.0 else 0.0
+        s2 = s_k * s_k
+        work = logw - 0.5 * weight[i] * (np.log(2.0 * np.pi * s2) + (y[i] - f_k) ** 2 / s2)
+        work = np.exp(work - work.max())
+        logw[:] = np.log((1.0 - share) * work / work.sum() + mix)
+    return -1

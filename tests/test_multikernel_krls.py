@@ -1,0 +1,310 @@
+"""MultiKernelRegressor(learner="krls"): KernelRLSRegressor learners over widths combined by
+Bayesian model averaging (docs/krls.md, section 9)."""
+import pickle
+import threading
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+import okl
+import okl.river
+from okl import ConformalRegressor, KernelRLSRegressor, MultiKernelRegressor
+from okl._core._multikernel import bayes_mixture
+from okl._numpy.multikernel import bayes_mixture as numpy_bayes_mixture
+from okl._params import InvalidParameterError
+from okl.multikernel import KRLS_FACTORS
+
+
+def stream(n=240, d=2, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-2, 2, (n, d))
+    y = np.sin(2 * X[:, 0]) + 0.5 * X[:, 1] + 0.1 * rng.normal(size=n)
+    return X, y
+
+
+def linear_stream(n=300, d=5, seed=1):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    return X, X @ rng.normal(size=d) + 0.05 * rng.normal(size=n)
+
+
+def same(a, b):
+    """The fitted state of two pools: every learner's predictions and std, the weights."""
+    X, _ = stream(20, a.n_features_in_, seed=9)
+    fa, sa = a.predict(X, return_std=True)
+    fb, sb = b.predict(X, return_std=True)
+    return (a.t_ == b.t_ and np.array_equal(fa, fb) and np.array_equal(sa, sb)
+            and np.array_equal(a.weights_, b.weights_))
+
+
+def test_the_mixture_step_has_a_numpy_twin_on_a_long_stream():
+    rng = np.random.default_rng(0)
+    n, K = 5000, 7
+    F = rng.normal(size=(n, K))
+    S = rng.uniform(0.05, 2.0, (n, K))
+    y = rng.normal(size=n)
+    w = rng.uniform(0, 2, n)
+    out = []
+    for step in (bayes_mixture, numpy_bayes_mixture):
+        logw = np.full(K, -np.log(K))
+        mean, std = np.empty(n), np.empty(n)
+        assert step(F, S, y, w, logw, 1e-3, mean, std) == -1
+        out.append((logw, mean, std))
+    for a, b in zip(*out):
+        assert np.max(np.abs(a - b)) <= 1e-10
+
+
+def test_the_mixture_step_reports_a_bad_event_and_keeps_the_weights():
+    F, S, y, w = np.zeros((3, 2)), np.ones((3, 2)), np.zeros(3), np.ones(3)
+    S[1, 0] = 0.0
+    for step in (bayes_mixture, numpy_bayes_mixture):
+        logw = np.log([0.5, 0.5])
+        assert step(F, S, y, w, logw, 0.0, np.empty(3), np.empty(3)) == 1
+        np.testing.assert_allclose(np.exp(logw), [0.5, 0.5], rtol=0, atol=1e-15)
+
+
+def test_weights_are_the_normalised_product_of_predictive_densities():
+    X, y = stream(150)
+    est = MultiKernelRegressor(learner="krls", share=0.0).fit(X, y)
+    fresh = MultiKernelRegressor(learner="krls", share=0.0).fit(X[:1], y[:1])
+    log = np.zeros(len(est.weights_))
+    # the learners alone, each predicting then learning the same rows
+    twins = [clone(m) for m in fresh.learners_]
+    for twin, m in zip(twins, fresh.learners_):
+        twin.__dict__.update({k: v for k, v in m.__dict__.items() if k.startswith("_width")})
+    for k, twin in enumerate(twins):
+        f, s = twin._progressive_std(X, y)
+        log[k] = np.sum(-0.5 * np.log(2 * np.pi * s ** 2) - 0.5 * (y - f) ** 2 / s ** 2)
+    expected = np.exp(log - log.max())
+    expected /= expected.sum()
+    np.testing.assert_allclose(est.weights_, expected, rtol=1e-8, atol=1e-12)
+
+
+def test_one_width_is_that_kernel_rls_regressor():
+    X, y = stream(200)
+    pool = MultiKernelRegressor(learner="krls", gammas=[0.7], linear=False).fit(X, y)
+    single = KernelRLSRegressor(gamma=0.7).fit(X, y)
+    Xt, _ = stream(30, seed=3)
+    f, s = pool.predict(Xt, return_std=True)
+    g, r = single.predict(Xt, return_std=True)
+    np.testing.assert_allclose(f, g, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(s, r, rtol=0, atol=1e-12)
+    assert pool.weights_.tolist() == [1.0]
+    assert pool.predict_one(Xt[0], return_std=True) == pytest.approx(
+        single.predict_one(Xt[0], return_std=True), abs=1e-12)
+
+
+def test_the_linear_learner_wins_on_a_linear_stream():
+    X, y = linear_stream(400)
+    est = MultiKernelRegressor(learner="krls").fit(X[:300], y[:300])
+    assert np.isnan(est.gammas_[-1]) and est.learners_[-1].kernel == "linear"
+    assert est.weights_[-1] > 0.9
+    # the noise is 0.05: the mixture is as good as the linear learner, and close to it
+    rmse = np.sqrt(np.mean((est.predict(X[300:]) - y[300:]) ** 2))
+    assert rmse < 0.1
+
+
+def test_auto_widths_follow_the_scale_rule_by_their_factors():
+    X, y = stream(150)
+    est = MultiKernelRegressor(learner="krls", linear=False).fit(X, y)
+    gammas = est.gammas_
+    assert len(gammas) == len(KRLS_FACTORS)
+    np.testing.assert_allclose(gammas / gammas[0], np.array(KRLS_FACTORS) / KRLS_FACTORS[0],
+                               rtol=1e-12)
+
+
+def test_std_is_the_mixture_std():
+    X, y = stream(200)
+    est = MultiKernelRegressor(learner="krls").fit(X, y)
+    Xt, _ = stream(25, seed=4)
+    mean, std = est.predict(Xt, return_std=True)
+    parts = [m.predict(Xt, return_std=True) for m in est.learners_]
+    F = np.column_stack([p[0] for p in parts])
+    S = np.column_stack([p[1] for p in parts])
+    w = est.weights_
+    np.testing.assert_allclose(mean, F @ w, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(std, np.sqrt((S ** 2 + F ** 2) @ w - (F @ w) ** 2),
+                               rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(est.learner_decisions(Xt), F, rtol=0, atol=0)
+    assert np.array_equal(est.predict(Xt), mean)
+
+
+@pytest.mark.parametrize("n", [150, 260])
+def test_both_engines_agree(n):
+    X, y = stream(n)
+    a = MultiKernelRegressor(learner="krls").fit(X, y)
+    b = MultiKernelRegressor(learner="krls", engine="numpy").fit(X, y)
+    assert all(m.engine == "numpy" for m in b.learners_)
+    Xt, _ = stream(30, seed=5)
+    fa, sa = a.predict(Xt, return_std=True)
+    fb, sb = b.predict(Xt, return_std=True)
+    assert np.max(np.abs(fa - fb)) <= 1e-10
+    assert np.max(np.abs(sa - sb)) <= 1e-10
+    assert np.max(np.abs(a.weights_ - b.weights_)) <= 1e-10
+
+
+def test_chunks_and_one_event_at_a_time_give_the_same_iterates():
+    X, y = stream(180)
+    whole = MultiKernelRegressor(learner="krls")
+    scores = whole._progressive_scores(X, y, reset=True)
+    chunks = MultiKernelRegressor(learner="krls")
+    rng = np.random.default_rng(0)
+    cuts = np.sort(rng.choice(np.arange(1, 180), 9, replace=False))
+    parts = [chunks._progressive_scores(X[a:b], y[a:b])
+             for a, b in zip([0, *cuts], [*cuts, 180])]
+    events = MultiKernelRegressor(learner="krls")
+    one = []
+    for i in range(180):
+        one.append(events.predict_one(X[i]) if i else 0.0)
+        events.learn_one(X[i], float(y[i]))
+    assert np.array_equal(np.concatenate(parts), scores)
+    np.testing.assert_allclose(one[1:], scores[1:], rtol=0, atol=1e-12)
+    assert same(whole, chunks) and same(whole, events)
+
+
+@pytest.mark.parametrize("rows", [40, 200])       # inside and after the warm-up
+def test_save_load_pickle_clone(tmp_path, rows):
+    X, y = stream(260)
+    est = MultiKernelRegressor(learner="krls", learner_params={"budget": 30}).fit(
+        X[:rows], y[:rows])
+    path = tmp_path / "pool.npz"
+    okl.save(est, path)
+    for back in (okl.load(path), pickle.loads(pickle.dumps(est))):
+        assert same(back, est)
+        back.partial_fit(X[rows:], y[rows:])
+        twin = pickle.loads(pickle.dumps(est)).partial_fit(X[rows:], y[rows:])
+        assert same(back, twin)
+    fresh = clone(est)
+    assert fresh.get_params() == est.get_params() and "t_" not in fresh.__dict__
+
+
+def test_load_refuses_a_changed_pool(tmp_path):
+    X, y = stream(60)
+    est = MultiKernelRegressor(learner="krls").fit(X, y)
+    est._logw = est._logw + 1.0
+    path = tmp_path / "bad.npz"
+    okl.save(est, path)
+    with pytest.raises(okl.ModelFileError, match="_logw"):
+        okl.load(path)
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt, RuntimeError])
+def test_an_exception_mid_chunk_leaves_the_pool_as_it_was(error, monkeypatch):
+    X, y = stream(220)
+    est = MultiKernelRegressor(learner="krls").fit(X[:120], y[:120])
+    twin = pickle.loads(pickle.dumps(est))
+    victim = est.learners_[4]
+    original = type(victim)._learn_std
+
+    def fail(self, *args, **kwargs):
+        out = original(self, *args, **kwargs)
+        if self is victim:
+            raise error("stop")
+        return out
+
+    monkeypatch.setattr(KernelRLSRegressor, "_learn_std", fail)
+    with pytest.raises(error):
+        est.partial_fit(X[120:], y[120:])
+    monkeypatch.undo()
+    assert same(est, twin)
+    est.partial_fit(X[120:], y[120:])
+    twin.partial_fit(X[120:], y[120:])
+    assert same(est, twin)
+
+
+def test_a_bad_target_leaves_the_pool_as_it_was():
+    X, y = stream(150)
+    est = MultiKernelRegressor(learner="krls").fit(X[:100], y[:100])
+    twin = pickle.loads(pickle.dumps(est))
+    bad = y[100:].copy()
+    bad[7] = np.nan
+    with pytest.raises(ValueError):
+        est.partial_fit(X[100:], bad)
+    assert same(est, twin)
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"learner": "rls"}, "learner"),
+    ({"learner_params": {"gamma": 1.0}}, "learner_params"),
+    ({"learner_params": {"budgett": 3}}, "budgett"),
+    ({"learner": "sgd", "learner_params": {"budget": 3}}, "learner='sgd'"),
+    ({"loss": "absolute"}, "loss='squared'"),
+    ({"combination": "stochastic"}, "combination"),
+    ({"fit_intercept": False}, "learner_params"),
+    ({"learner_params": {"noise": -1.0}}, "noise"),
+])
+def test_bad_values_get_a_clear_error(params, match):
+    X, y = stream(20)
+    params = {"learner": "krls", **params}
+    with pytest.raises((InvalidParameterError, ValueError), match=match):
+        MultiKernelRegressor(**params).fit(X, y)
+
+
+def test_first_order_pool_has_no_std():
+    X, y = stream(50)
+    est = MultiKernelRegressor().fit(X, y)
+    with pytest.raises(TypeError):
+        est.predict(X, return_std=True)
+    with pytest.raises(ValueError, match="learner='krls'"):
+        est.predict_one(X[0], return_std=True)
+
+
+def test_partial_fit_refuses_a_changed_learner():
+    X, y = stream(60)
+    est = MultiKernelRegressor(learner="krls").fit(X, y)
+    est.set_params(learner="sgd")
+    with pytest.raises(ValueError, match="learner"):
+        est.partial_fit(X, y)
+    est.set_params(learner="krls", learner_params={"budget": 5})
+    with pytest.raises(ValueError, match="learner_params"):
+        est.partial_fit(X, y)
+    est.set_params(learner_params=None)
+    est.partial_fit(X, y)
+
+
+def test_conformal_normalises_by_the_mixture_std():
+    X, y = stream(260)
+    conf = ConformalRegressor(MultiKernelRegressor(learner="krls")).fit(X, y)
+    assert conf.score_ == "normalized"
+    plain = ConformalRegressor(MultiKernelRegressor()).fit(X, y)
+    assert plain.score_ == "absolute"
+
+
+def test_to_river_learns_and_predicts():
+    X, y = stream(120)
+    model = okl.river.to_river(MultiKernelRegressor(learner="krls"))
+    for i in range(len(y)):
+        model.learn_one({"a": X[i, 0], "b": X[i, 1]}, float(y[i]))
+    direct = MultiKernelRegressor(learner="krls").fit(X, y)
+    assert model.predict_one({"a": 0.3, "b": -0.2}) == pytest.approx(
+        float(direct.predict([[0.3, -0.2]])[0]), abs=1e-12)
+
+
+def test_two_threads_do_not_crash():
+    X, y = stream(400)
+    est = MultiKernelRegressor(learner="krls").fit(X[:100], y[:100])
+    errors = []
+
+    def learn():
+        try:
+            for i in range(100, 400, 20):
+                est.partial_fit(X[i:i + 20], y[i:i + 20])
+        except Exception as exc:        # noqa: BLE001 (reported below)
+            errors.append(exc)
+
+    def read():
+        try:
+            for _ in range(30):
+                est.predict(X[:10], return_std=True)
+                est.predict_one(X[0], return_std=True)
+        except Exception as exc:        # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=learn), threading.Thread(target=read)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert est.t_ == 400
