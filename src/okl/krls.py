@@ -101,7 +101,7 @@ default="gaussian"
         narrow as the posterior does; None: no detector (KRLS-T's iterates, the
         papers' setting; docs/drift.md, section 3, measures both).  At a change the
         posterior, once it has learned the event, takes one step of forgetting by
-        `okl.drift.KEEP` (the offset's and the signal scale's memories too), so
+        `okl.drift.KEEP` (the offset's, signal scale's and deviation's memories too), so
         that the new target outweighs the old one.  "page_hinkley" and
         `okl.drift.PageHinkley` run inside the compiled step; any object with
         ``update(x)`` and ``drift_detected`` (such as ``river.drift.ADWIN()``)

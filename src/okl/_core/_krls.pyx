@@ -6,7 +6,8 @@ dictionary of centres (R = L^-1, K_D = L L^T; f(x) = b + l(x)^T u, l(x) = R k_D(
 its residual gamma2 passes nu), forgetting back to the prior, the offset and signal scale,
 and over budget one centre marginalised by Givens rotations; with a change detector
 (`set_drift`, docs/drift.md) the residual of each event over the targets' mean absolute
-deviation is watched before the update, and at a change the posterior forgets toward the prior by `Drift.keep` after it.
+deviation is watched before the update, and at a change the posterior forgets toward the
+prior by `Drift.keep` after it.
 The NumPy engine's twin,
 `okl._numpy.krls`, documents each operation; this file takes the same ones in the same
 order.  Callers: `fit_chunk` (the nogil loop of a chunk) and `KRLSEvents` (one event).
