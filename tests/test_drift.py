@@ -406,7 +406,8 @@ def test_a_file_saved_before_the_parameters_neither_forgets_nor_detects(tmp_path
     np.testing.assert_array_equal(old.decision_function(X), est.decision_function(X))
 
 
-# -- KernelRLSRegressor: the detector on the standardised residual, KRLS's own forgetting -----
+# -- KernelRLSRegressor: the detector on the residual over the targets' deviation, KRLS's own
+# forgetting ----------------------------------------------------------------------------------
 
 KRLS_MODELS = ({}, {"gamma": 0.5, "noise": 0.1, "budget": 40},
                {"approximation": "fourier", "n_components": 30, "random_state": 0},
@@ -455,8 +456,8 @@ def test_krls_chunks_and_events_agree(engine, detector):
     assert whole.n_drifts_ >= 1
 
 
-def test_krls_watches_the_standardised_residual_after_the_warm_up():
-    """The loss watched is |y - f| / the predictive standard deviation before the step: a
+def test_krls_watches_the_residual_over_the_deviation_after_the_warm_up():
+    """The loss watched is |y - f| / the targets' mean absolute deviation before the step: a
     PageHinkley alone, fed those, signals at the same events; nothing is watched during the
     warm-up of noise="auto"."""
     X, y, _ = drifting_friedman(1500, n_features=6, drifts=2, random_state=2)
@@ -466,8 +467,8 @@ def test_krls_watches_the_standardised_residual_after_the_warm_up():
     assert not est._warming() and "_drift_state" not in est.__dict__    # nothing watched yet
     alone, seen, alarms = PageHinkley(), [], []
     for i in range(100, len(X)):
-        mean, std = est.predict(X[i:i + 1], return_std=True)
-        if alone.update(abs(y[i] - mean[0]) / std[0]).drift_detected:
+        mean = est.predict(X[i:i + 1])
+        if alone.update(abs(y[i] - mean[0]) / est._krls.deviation()).drift_detected:
             alarms.append(i)
         before = est.n_drifts_
         est.partial_fit(X[i:i + 1], y[i:i + 1])
@@ -480,7 +481,7 @@ def test_krls_watches_the_standardised_residual_after_the_warm_up():
 
 def test_krls_a_change_forgets_toward_the_prior_by_keep():
     """At a change the posterior, having learned the event, takes one step of KRLS's own
-    forgetting by KEEP (the offset's and the signal scale's sums too)."""
+    forgetting by KEEP (the offset's, the signal scale's and the deviation's sums too)."""
     from okl._numpy.krls import NumpyKRLS, forget
     X, y, _ = drifting_friedman(1500, n_features=6, drifts=2, random_state=3)
     est = okl.KernelRLSRegressor(engine="numpy", gamma=0.5, noise=0.1, budget=40,
@@ -496,6 +497,7 @@ def test_krls_a_change_forgets_toward_the_prior_by_keep():
     ref.learn_one(X[i], y[i])
     forget(ref.cov, ref.mean, ref.ones, KEEP, ref.n_support)
     ref.wsum, ref.nums, ref.dens = KEEP * ref.wsum, KEEP * ref.nums, KEEP * ref.dens
+    ref.dev, ref.devw = KEEP * ref.dev, KEEP * ref.devw
     for key, value in ref.get_state().items():
         np.testing.assert_array_equal(value, krls_state(est)[key], err_msg=key)
     assert est._drift_state[1] == 0.0 and est._drift_state[6] == 1.0    # PH restarted
@@ -503,7 +505,7 @@ def test_krls_a_change_forgets_toward_the_prior_by_keep():
 
 def test_krls_without_a_detector_keeps_no_drift_state():
     X, y, _ = drifting_friedman(400, n_features=6, drifts=1, random_state=4)
-    est = okl.KernelRLSRegressor().fit(X, y)
+    est = okl.KernelRLSRegressor(drift_detector=None).fit(X, y)
     assert "_drift_state" not in est.__dict__ and est.n_drifts_ == 0
 
 

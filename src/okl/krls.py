@@ -95,11 +95,13 @@ default="gaussian"
         KRLS-T's lambda: each event pulls the posterior back to the prior by this
         factor (``cov <- lambda cov + (1 - lambda) K``), so that old data fade and
         the model tracks a changing target; 1 keeps everything.
-    drift_detector : None, "page_hinkley", okl.drift.PageHinkley or a detector, default=None
-        A change detector on each event's standardised residual, ``|y - f|`` over
-        the predictive standard deviation, before the update.  At a change the
+    drift_detector : None, "page_hinkley", okl.drift.PageHinkley or a detector, default="page_hinkley"
+        A change detector on each event's residual ``|y - f|`` (before the update)
+        over the targets' mean absolute deviation so far, a scale that does not
+        narrow as the posterior does; None: no detector (KRLS-T's iterates, the
+        papers' setting; docs/drift.md, section 3, measures both).  At a change the
         posterior, once it has learned the event, takes one step of forgetting by
-        `okl.drift.KEEP` (the offset's and the signal scale's memories too), so
+        `okl.drift.KEEP` (the offset's, signal scale's and deviation's memories too), so
         that the new target outweighs the old one.  "page_hinkley" and
         `okl.drift.PageHinkley` run inside the compiled step; any object with
         ``update(x)`` and ``drift_detected`` (such as ``river.drift.ADWIN()``)
@@ -205,7 +207,7 @@ default="gaussian"
     }
 
     def __init__(self, kernel="gaussian", gamma="scale", degree=3, coef0=0.0,
-                 kernel_params=None, noise="auto", forgetting=1.0, drift_detector=None,
+                 kernel_params=None, noise="auto", forgetting=1.0, drift_detector="page_hinkley",
                  budget="auto", budget_policy="significance", nu="auto", approximation=None,
                  n_components=100, random_state=None, fit_intercept=True, verbose=False,
                  engine="cython"):
@@ -507,14 +509,13 @@ default="gaussian"
         return pred
 
     def _drift_scale(self, X, weight):
-        """A detector outside the step (`AdaptMixin`): the predictive standard deviation of
-        the row before its step (None during the warm-up: not watched)."""
+        """A detector outside the step (`AdaptMixin`): the targets' mean absolute deviation
+        before the row's step, as the compiled step (None during the warm-up: not
+        watched)."""
         w = 1.0 if weight is None else float(weight[0])
         if "t_" not in self.__dict__ or self._warming() or not w > 0.0:
             return None
-        var = np.empty(1)
-        self._engine_model().predict(X, var)
-        return float(np.sqrt(self._krls.scale() * (self._noise_value() / w + var[0])))
+        return float(self._krls.deviation())
 
     def fit(self, X, y, sample_weight=None):
         """Learn the rows of X in order, from a fresh model (one online pass).
@@ -601,6 +602,11 @@ default="gaussian"
                         f"_krls.{name}")
         for name in ("t", "wsum", "nums", "dens"):
             check.float(state.get(name), f"_krls.{name}", 0.0)
+        # the watched residual's scale; a file written before it starts it at 0 (the
+        # deviation of the events after the load)
+        for name in ("dev", "devw"):
+            if name in state:
+                check.float(state[name], f"_krls.{name}", 0.0)
         check.float(state.get("b"), "_krls.b")
         check.equal(check.float(state["t"], "_krls.t", 0.0), float(t), "_krls.t")
         if kind.endswith("RLSFeatures"):
@@ -615,7 +621,7 @@ default="gaussian"
         check.keys(state, ("n_features", "kernel", *KERNEL_PARAMS, "noise", "forgetting", "threshold",
                            "budget", "policy", "intercept", "next_order", "t", "b", "wsum",
                            "nums", "dens", "centers", "order", "R", "cov", "mean", "ones"),
-                   "the model '_krls'")
+                   "the model '_krls'", optional=("dev", "devw"))
         check.equal(state["n_features"], d, "_krls.n_features")
         check.equal(state["kernel"], record["kernel"], "_krls.kernel")
         check.kernel_fields(state, "_krls", record)
@@ -661,7 +667,7 @@ default="gaussian"
         fmap = {k[4:]: v for k, v in state.items() if k.startswith("map_")}
         check.keys(state, ("noise", "forgetting", "intercept", "t", "b", "wsum", "nums",
                            "dens", "mean", "ones", "cov", *("map_" + k for k in fmap)),
-                   "the model '_krls'")
+                   "the model '_krls'", optional=("dev", "devw"))
         check.keys(fmap, ("kind", "kernel", *KERNEL_PARAMS, "n_components", "n_features", "W",
                           "b"), "the feature map of '_krls'")
         check.equal(fmap["kind"], "fourier", "_krls.map_kind")

@@ -5,8 +5,9 @@ dictionary of centres (R = L^-1, K_D = L L^T; f(x) = b + l(x)^T u, l(x) = R k_D(
 `cstep` is its one step: predict, one Kalman update (a new centre's coordinate enters when
 its residual gamma2 passes nu), forgetting back to the prior, the offset and signal scale,
 and over budget one centre marginalised by Givens rotations; with a change detector
-(`set_drift`, docs/drift.md) the standardised residual of each event is watched before the
-update, and at a change the posterior forgets toward the prior by `Drift.keep` after it.
+(`set_drift`, docs/drift.md) the residual of each event over the targets' mean absolute
+deviation is watched before the update, and at a change the posterior forgets toward the
+prior by `Drift.keep` after it.
 The NumPy engine's twin,
 `okl._numpy.krls`, documents each operation; this file takes the same ones in the same
 order.  Callers: `fit_chunk` (the nogil loop of a chunk) and `KRLSEvents` (one event).
@@ -18,7 +19,9 @@ cimport numpy as cnp
 from libc.math cimport NAN, fabs, hypot, isfinite, sqrt
 from libc.string cimport memcmp, memcpy, memmove, memset
 
-from okl._core._drift cimport Drift, DriftState, cdrift_tuple, cread_drift, cwatch
+from okl._core._drift cimport (
+    Drift, DriftState, cdrift_loss, cdrift_tuple, cread_drift, cwatch,
+)
 from okl._core._kernels cimport (
     KernelSpec, cdot, ckernel_row_norms, cself, kernel_spec, spec_params,
 )
@@ -60,6 +63,8 @@ cdef class Posterior:
     cdef readonly double noise, forgetting
     cdef readonly bint intercept
     cdef public double t, b, wsum, nums, dens
+    # dev / devw: the targets' mean absolute deviation from b (the watched residual's scale)
+    cdef public double dev, devw
     cdef double[:, ::1] cov
     cdef double[::1] mean, ones, kb, lv, gv
     # change detection (docs/drift.md): the settings, the state (a working copy of the
@@ -79,11 +84,14 @@ cdef class Posterior:
         return self.nums / self.dens if self.dens > 0.0 else 1.0
 
     def _scalars(self):
-        return dict(t=self.t, b=self.b, wsum=self.wsum, nums=self.nums, dens=self.dens)
+        return dict(t=self.t, b=self.b, wsum=self.wsum, nums=self.nums, dens=self.dens,
+                    dev=self.dev, devw=self.devw)
 
     def _set_scalars(self, state):
         self.t, self.b, self.wsum = float(state["t"]), float(state["b"]), float(state["wsum"])
         self.nums, self.dens = float(state["nums"]), float(state["dens"])
+        # a state saved before the deviation: it starts at 0
+        self.dev, self.devw = float(state.get("dev", 0.0)), float(state.get("devw", 0.0))
         self.held = False
 
     cdef void chold(self, const double* x, double f, double sf2, double gamma2,
@@ -126,16 +134,19 @@ cdef class Posterior:
         not watch."""
         return cdrift_tuple(&self.dstate) if self.watching else None
 
-    cdef bint cwatch_event(self, const double* terms, DriftState* out) noexcept nogil:
-        """Watch an event's standardised residual |y - f| / sqrt(s02 (noise / w + sf2)) (its
-        predictive standard deviation, before the update): the state after it into `out`;
-        whether it is a change."""
-        cdef double s02, loss
+    def deviation(self):
+        """The scale of the watched residual: the targets' mean absolute deviation from the
+        offset so far, dev / devw (0 before any)."""
+        return self.dev / self.devw if self.devw > 0.0 else 0.0
+
+    cdef bint cwatch_event(self, double y, double f, DriftState* out) noexcept nogil:
+        """Watch an event's residual |y - f| over the targets' mean absolute deviation
+        (before the update): the state after it into `out`; whether it is a change."""
+        cdef double scale
         if not self.watching:
             return False
-        s02 = self.nums / self.dens if self.dens > 0.0 else 1.0
-        loss = sqrt(terms[3] / s02) if s02 > 0.0 else 0.0
-        cwatch(&self.drift, &self.dstate, loss, out)
+        scale = self.dev / self.devw if self.devw > 0.0 else 0.0
+        cwatch(&self.drift, &self.dstate, cdrift_loss(False, y, f, scale), out)
         return out.changes != self.dstate.changes
 
     cdef void cchange(self, Py_ssize_t m) noexcept nogil:
@@ -146,6 +157,8 @@ cdef class Posterior:
         self.wsum *= keep
         self.nums *= keep
         self.dens *= keep
+        self.dev *= keep
+        self.devw *= keep
 
     def checkpoint(self, n_new=0):
         return self.get_state()
@@ -157,6 +170,7 @@ cdef class Posterior:
     def _take(self, Posterior other):
         self.t, self.b, self.wsum, self.nums, self.dens = (other.t, other.b, other.wsum,
                                                            other.nums, other.dens)
+        self.dev, self.devw = other.dev, other.devw
         self.n_support, self.capacity = other.n_support, other.capacity
         self.cov, self.mean, self.ones = other.cov, other.mean, other.ones
         self.kb, self.lv, self.gv = other.kb, other.lv, other.gv
@@ -207,8 +221,8 @@ cdef class Posterior:
 
     cdef void cabsorb(self, Py_ssize_t n, const double* terms, double y, double w) noexcept nogil:
         """The Kalman update along h = self.gv of n coordinates and the forgetting, in one
-        pass; then the signal scale and the offset take the event (the offset's first event
-        only fixes b)."""
+        pass; then the signal scale, the offset and the deviation's sums take the event (the
+        offset's first event only fixes b)."""
         cdef Py_ssize_t i
         cdef double c = 1.0 / terms[0], lam = self.forgetting, root = sqrt(lam)
         cdef const double* g = &self.gv[0]
@@ -225,6 +239,8 @@ cdef class Posterior:
         if self.intercept:
             self.wsum = lam * self.wsum + w
             self.b += (w / self.wsum) * (y - self.b)
+        self.dev = lam * self.dev + w * fabs(y - self.b)
+        self.devw = lam * self.devw + w
 
     cdef bint cpass(self, Py_ssize_t m, double f) noexcept nogil:
         """An event of weight 0: time passes (forgetting), nothing is learned."""
@@ -305,7 +321,7 @@ cdef class KRLSModel(Posterior):
         self.noise, self.forgetting, self.threshold = noise, forgetting, threshold
         self.budget, self.policy, self.intercept = budget, policy, intercept
         self.n_support = 0
-        self.t = self.b = self.wsum = self.nums = self.dens = 0.0
+        self.t = self.b = self.wsum = self.nums = self.dens = self.dev = self.devw = 0.0
         self.next_order = 0
         self.held_x = np.empty(n_features)
         self._alloc(0)
@@ -442,7 +458,7 @@ cdef class KRLSModel(Posterior):
             return TAKEN if self.cpass(m, f) else DIVERGED
         if not self.cinnovations(m, y, w, f, sf2, terms):
             return DIVERGED
-        change = self.cwatch_event(terms, &after)
+        change = self.cwatch_event(y, f, &after)
         thresh = RESIDUAL_FLOOR * kxx
         if self.threshold > thresh:
             thresh = self.threshold
@@ -578,7 +594,7 @@ cdef class RLSFeatures(Posterior):
         self.rowmap = RandomFourierFeatures.from_state(self.fmap).row_map()
         self.n_features, self.n_components = self.rowmap.n_features, D
         self.noise, self.forgetting, self.intercept = noise, forgetting, intercept
-        self.t = self.b = self.wsum = self.nums = self.dens = 0.0
+        self.t = self.b = self.wsum = self.nums = self.dens = self.dev = self.devw = 0.0
         self.n_support = 0
         self.capacity = D
         self.cov = np.eye(D)
@@ -612,7 +628,7 @@ cdef class RLSFeatures(Posterior):
             return TAKEN if self.cpass(D, f_out[0]) else DIVERGED
         if not self.cinnovations(D, y, w, f_out[0], sf2_out[0], terms):
             return DIVERGED
-        change = self.cwatch_event(terms, &after)
+        change = self.cwatch_event(y, f_out[0], &after)
         self.cabsorb(D, terms, y, w)
         if change:
             self.cchange(D)

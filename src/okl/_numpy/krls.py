@@ -25,11 +25,13 @@ One step, from the model before it (docs/krls.md, section 2):
    loss costs the least squared error, KRLS-T's rule; OLDEST: the sliding window);
 4. forgetting lambda < 1 pulls the posterior back to the prior:
    ``cov <- lambda cov + (1 - lambda) I``, ``mean, ones <- sqrt(lambda) (mean, ones)``;
-5. with a change detector (`set_drift`, docs/drift.md), the event's standardised residual
-   ``|y - f| / sqrt(s02 (noise / w + sf2))``, taken before the update, is watched
-   (`okl._numpy.drift.watch`); at a change the posterior, once it has learned the event,
-   takes one step of forgetting by keep (`forget`, and the offset's and signal scale's
-   sums times keep).
+5. with a change detector (`set_drift`, docs/drift.md), the event's residual over the
+   targets' mean absolute deviation, ``|y - f| / (dev / devw)`` (a scale that does not
+   narrow as the posterior does; 0 while devw is), taken before the update, is watched
+   (`okl._numpy.drift.watch`); the sums take ``w |y - b|`` and w after the offset, with
+   lambda.  At a change the posterior, once it has learned the event, takes one step of
+   forgetting by keep (`forget`, and the offset's, signal scale's and deviation's sums
+   times keep).
 
 `cov` is kept exactly symmetric: every write computes the lower triangle's formula and
 mirrors it.  The compiled twin takes the same operations in the same order.
@@ -40,7 +42,7 @@ import numpy as np
 from scipy.linalg import LinAlgError, cholesky, solve_triangular
 
 from okl._numpy.codes import Prune
-from okl._numpy.drift import read_state, state_tuple, watch
+from okl._numpy.drift import drift_loss, read_state, state_tuple, watch
 from okl._numpy.kernels import kernel_record, kernel_values
 
 # a centre joins only if its residual is above this fraction of k(x, x) (with nu = 0: every
@@ -122,7 +124,7 @@ class Posterior:
     of the whitened coordinates (or feature weights), the offset b and the signal scale, and
     the update of one event along a measurement vector."""
 
-    SCALARS = ("t", "b", "wsum", "nums", "dens")
+    SCALARS = ("t", "b", "wsum", "nums", "dens", "dev", "devw")
 
     def _start(self, noise, forgetting, intercept):
         self.noise, self.forgetting, self.intercept = float(noise), float(forgetting), bool(intercept)
@@ -131,6 +133,8 @@ class Posterior:
         self.wsum = 0.0         # the forgetting sum of weights behind b
         self.nums = 0.0         # s02 = nums / dens: the signal scale
         self.dens = 0.0
+        self.dev = 0.0          # dev / devw: the targets' mean absolute deviation from b (the
+        self.devw = 0.0         # scale of the watched residual)
         self.drift = None       # change detection: the settings (None: the steps do not watch)
         self.dstate = None      # and the state (a working copy of the learner's _drift_state)
         self._held = None       # the last row predict_one evaluated (`_recall`)
@@ -164,15 +168,17 @@ class Posterior:
         not watch."""
         return None if self.drift is None else state_tuple(self.dstate)
 
-    def _watch(self, terms):
-        """The drift state after an event's standardised residual
-        |y - f| / sqrt(s02 (noise / w + sf2)) (over its predictive standard deviation, before
-        the update); None when the steps do not watch."""
+    def deviation(self):
+        """The scale of the watched residual: the targets' mean absolute deviation from the
+        offset so far, dev / devw (0 before any)."""
+        return self.dev / self.devw if self.devw > 0.0 else 0.0
+
+    def _watch(self, y, f):
+        """The drift state after an event's residual |y - f| over the targets' mean absolute
+        deviation (before the update); None when the steps do not watch."""
         if self.drift is None:
             return None
-        s02 = self.nums / self.dens if self.dens > 0.0 else 1.0
-        loss = math.sqrt(terms[3] / s02) if s02 > 0.0 else 0.0
-        return watch(self.drift, self.dstate, loss)[1]
+        return watch(self.drift, self.dstate, drift_loss(False, y, f, self.deviation()))[1]
 
     def _change(self, m, after):
         """Take the drift state after an event; at a change, one step of forgetting toward
@@ -186,6 +192,8 @@ class Posterior:
             self.wsum *= keep
             self.nums *= keep
             self.dens *= keep
+            self.dev *= keep
+            self.devw *= keep
         self.dstate = after
 
     def scale(self):
@@ -207,8 +215,8 @@ class Posterior:
 
     def _absorb(self, h, n, s, innov, innov1, z2, y, w):
         """The Kalman update along h = cov e of the n coordinates and the forgetting; then
-        the signal scale and the offset take the event (the offset's first event only fixes
-        b)."""
+        the signal scale, the offset and the deviation's sums take the event (the offset's
+        first event only fixes b)."""
         c = 1.0 / s
         self.mean[:n] += h * (innov * c)
         self.ones[:n] += h * (innov1 * c)
@@ -221,6 +229,8 @@ class Posterior:
         if self.intercept:
             self.wsum = lam * self.wsum + w
             self.b += (w / self.wsum) * (y - self.b)
+        self.dev = lam * self.dev + w * abs(y - self.b)
+        self.devw = lam * self.devw + w
 
     def _pass(self, f, m):
         """An event of weight 0: time passes (forgetting), nothing is learned."""
@@ -234,8 +244,9 @@ class Posterior:
         return {name: getattr(self, name) for name in self.SCALARS}
 
     def _set_scalars(self, state):
-        for name in self.SCALARS:
-            setattr(self, name, float(state[name]))
+        for name in self.SCALARS:       # a state saved before the deviation: it starts at 0
+            setattr(self, name, float(state.get(name, 0.0) if name in ("dev", "devw")
+                                      else state[name]))
         self._held = None
 
     def predict(self, X, var_out=None):
@@ -358,7 +369,7 @@ class NumpyKRLS(Posterior):
         terms = self._innovations(l, y, w, f, sf2, m)
         if terms is None:
             return None
-        after = self._watch(terms)
+        after = self._watch(y, f)
         add = gamma2 > max(self.threshold, RESIDUAL_FLOOR * kxx) and (
             self.policy != Prune.FREEZE or m < self.budget)
         self.reserve(1)
@@ -474,7 +485,7 @@ class NumpyRLSFeatures(Posterior):
         terms = self._innovations(z, y, w, f, sf2, D)
         if terms is None:
             return None
-        after = self._watch(terms)
+        after = self._watch(y, f)
         self._absorb(g, D, *terms, y, w)
         self._change(D, after)
         self.t += 1.0
