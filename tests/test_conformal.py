@@ -261,11 +261,10 @@ def test_the_kept_prediction_serves_no_learner_changed_under_the_same_t(learner)
                           twin.calibration_.get_state()["ring"])
 
 
-def test_kernel_rls_one_event_interval_is_its_predictive_std_in_c(monkeypatch):
-    """ConformalRegressor(KernelRLSRegressor()).predict_interval_one takes the mean and std
-    from the learner's compiled step (the learner's predict_one is not called) and they are
-    exactly those of ``predict_one(x, return_std=True)``; learn_one then learns the learner
-    exactly as its own learn_one."""
+@pytest.fixture
+def krls_predict_calls(monkeypatch):
+    """KernelRLSRegressor.predict_one counted: (the original method, the list of the
+    `return_std` of every call made since)."""
     original, calls = KernelRLSRegressor.predict_one, []
 
     def counted(self, x, return_std=False):
@@ -273,13 +272,29 @@ def test_kernel_rls_one_event_interval_is_its_predictive_std_in_c(monkeypatch):
         return original(self, x, return_std)
 
     monkeypatch.setattr(KernelRLSRegressor, "predict_one", counted)
-    X, y = stream(600)
-    # past noise="auto"'s warm-up of 100 events (the chunk path)
+    return original, calls
+
+
+def krls_wrapper_one_event(X, y, calls):
+    """ConformalRegressor(KernelRLSRegressor(gamma=0.5)) fitted on 150 events (past
+    noise="auto"'s warm-up of 100 events, the chunk path), then event 150 one at a time (the
+    first event after a chunk: the Python path); `calls` cleared after it."""
     model = ConformalRegressor(KernelRLSRegressor(gamma=0.5)).fit(X[:150], y[:150])
-    alone = KernelRLSRegressor(gamma=0.5).fit(X[:151], y[:151])
-    model.predict_interval_one(X[150])      # the first event after a chunk: the Python path
+    model.predict_interval_one(X[150])
     model.learn_one(X[150], y[150])
     calls.clear()
+    return model
+
+
+def test_kernel_rls_one_event_interval_is_its_predictive_std_in_c(krls_predict_calls):
+    """ConformalRegressor(KernelRLSRegressor()).predict_interval_one takes the mean and std
+    from the learner's compiled step (the learner's predict_one is not called) and they are
+    exactly those of ``predict_one(x, return_std=True)``; learn_one then learns the learner
+    exactly as its own learn_one."""
+    original, calls = krls_predict_calls
+    X, y = stream(600)
+    model = krls_wrapper_one_event(X, y, calls)
+    alone = KernelRLSRegressor(gamma=0.5).fit(X[:151], y[:151])
     est = model.estimator_
     for x, t in zip(X[151:], y[151:]):
         f, sd = original(est, x, return_std=True)
@@ -291,23 +306,14 @@ def test_kernel_rls_one_event_interval_is_its_predictive_std_in_c(monkeypatch):
     assert np.array_equal(est.predict(X), alone.predict(X))
 
 
-def test_kernel_rls_one_event_interval_follows_a_changed_noise(monkeypatch):
+def test_kernel_rls_one_event_interval_follows_a_changed_noise(krls_predict_calls):
     """The compiled one-event path keeps KernelRLSRegressor's noise value between events; a
     new `noise_` (written directly, as a restore writes it) is used from the next event on:
     the interval stays exactly that of ``predict_one(x, return_std=True)``, which the wrapper
     does not call."""
-    original, calls = KernelRLSRegressor.predict_one, []
-
-    def counted(self, x, return_std=False):
-        calls.append(return_std)
-        return original(self, x, return_std)
-
-    monkeypatch.setattr(KernelRLSRegressor, "predict_one", counted)
+    original, calls = krls_predict_calls
     X, y = stream(400)
-    model = ConformalRegressor(KernelRLSRegressor(gamma=0.5)).fit(X[:150], y[:150])
-    model.predict_interval_one(X[150])      # the first event after a chunk: the Python path
-    model.learn_one(X[150], y[150])
-    calls.clear()
+    model = krls_wrapper_one_event(X, y, calls)
     est = model.estimator_
     widths = []
     for i, (x, t) in enumerate(zip(X[151:], y[151:])):
