@@ -24,8 +24,7 @@ from cpython.ref cimport Py_XDECREF
 
 from okl._core._event cimport dict_version
 from okl._core._lock cimport ReentrantLock
-from okl._core._pointwise cimport TARGETS, Events
-from okl._core._pointwise import MISS
+from okl._core._pointwise cimport NOTHING, TARGETS, Events
 
 cnp.import_array()
 
@@ -399,7 +398,8 @@ cdef class LastEvent:
     cdef ReentrantLock lock
     cdef readonly bint normalized, fast, valid
     cdef object x, t, version
-    cdef object est, est_dict, est_predict, est_learn   # the learner, its dict and methods
+    cdef object est, est_predict, est_learn     # the learner and its methods
+    cdef dict est_dict                          # and its dict
     cdef unsigned long long dversion
     cdef object row                 # a float64 buffer of row_d values: the row predicted
     cdef double* row_data
@@ -415,7 +415,8 @@ cdef class LastEvent:
     cdef unsigned long long d_version   # when its dict was at this version (0: none)
     cdef object scored              # scored(learner): its probabilities are the softmax below
     cdef bint by_scores             # of the learner chosen
-    cdef object classes, labels, index  # its classes_, as a list, {label: position}
+    cdef object classes, labels     # its classes_, as a list,
+    cdef dict index                 # {label: position}
     cdef object pbuf                # the k probabilities of the event kept (`kept` None)
     cdef PyObject* pair             # the (lower, upper) returned last (`okl_conformal_pair`)
     cdef okl_slot_cache version_slot, step_slot     # `cslot`: the learner's two slots
@@ -529,12 +530,14 @@ cdef class LastEvent:
         cdef Py_ssize_t j, k
         cdef double top, total, v
         cdef const double* f
+        cdef Events step
         self.valid = False
-        step = self.cslot(est, "_one_event_step", &self.step_slot)
-        if step is None:
+        found = self.cevents(est)
+        if found is None:
             return False
-        r = step.decision_ready(est, x)
-        if r is MISS:
+        step = <Events>found
+        r = self.cdecision(step, est, x)
+        if r is None:
             return False
         classes = self.est_dict.get("classes_")
         if classes is None:
@@ -579,6 +582,21 @@ cdef class LastEvent:
             return False
         self.k = k
         return True
+
+    cdef object cdecision(self, Events step, object est, object x):
+        """`Events.decision_ready(est, x)` as C calls (the row, the check and the scores under
+        the learner's lock; no method lookup): f(x) or the k scores, None when declined."""
+        cdef dict attrs = self.est_dict
+        if step.serves == NOTHING or step.lock is None:
+            return None
+        step.lock.cacquire()
+        try:
+            row = step.crow(attrs, x)
+            if row is None or not step.cstill(est, attrs):
+                return None
+            return step.cpredict(attrs, row)
+        finally:
+            step.lock.crelease()
 
     cdef double cprob(self, object y) except? -1.0:
         """The probability kept in `pk` for the label y (0 for a label not known)."""
@@ -745,8 +763,7 @@ cdef class LastEvent:
         self.valid = False
         self.x = self.kept = None
         after = t + 1
-        found = self.cevents(est)
-        if not (found is not None and (<Events>found).learn_ready(est, x, y, 1.0)):
+        if not self.clearn_step(self.cevents(est), est, x, y):
             self.est_learn(x, y)
         (<Calibration>cal).clearn(s)            # C only: no signal lands in between
         before = dict_version(d)
@@ -757,6 +774,25 @@ cdef class LastEvent:
         else:
             self.d_version = 0
         return 1
+
+    cdef bint clearn_step(self, object found, object est, object x, object y) except -1:
+        """`Events.learn_ready(est, x, y, 1.0)` of the learner's step `found` (None: none) as
+        C calls on the learner's dict kept by `cbind` (no attribute lookup): True when
+        learned, False when declined without a write."""
+        cdef Events step
+        cdef double target = 0.0
+        if found is None:
+            return False
+        step = <Events>found
+        if step.serves == NOTHING or step.lock is None:
+            return False
+        if step.serves == TARGETS:
+            if type(y) is not float:
+                return step.learn_ready(est, x, y, 1.0)
+            target = PyFloat_AS_DOUBLE(y)
+            if not isfinite(target):
+                return False
+        return step.clearn_locked(est, self.est_dict, x, y, target) == 1
 
     cdef object cpredict(self, dict d, object x, bint interval):
         """f, or the interval (lower, upper), for one event, under the wrapper's lock."""
@@ -837,9 +873,10 @@ def predict_set_one(self, x):
     """The set of labels for one event (empty before any learning); its probabilities are
     kept for the `learn_one` of the same event.  `okl.conformal.ConformalClassifier
     .predict_set_one`, compiled."""
-    last = self.__dict__.get("_last")
+    cdef dict d = PyObject_GenericGetDict(self, NULL)     # no attribute lookup
+    last = d.get("_last")
     if type(last) is LastEvent and (<LastEvent>last).fast:
-        out = (<LastEvent>last).cpredict_set(self.__dict__, x)
+        out = (<LastEvent>last).cpredict_set(d, x)
         if out is not None:
             return out
     return self._predict_set_python(x)
