@@ -2,6 +2,8 @@
 
     python bench/conformal.py table      # every method and score on five streams, beside
                                          # okl's pinball pair and river's jackknife interval
+    python bench/conformal.py widths     # the default's width beside the narrowest constant
+                                         # band on its learner's residuals (hindsight)
     python bench/conformal.py steps      # AgACI's step grid and window, untuned
     python bench/conformal.py pid        # conformal PID's integrator gains beside quantile
                                          # tracking (its proportional part alone)
@@ -28,6 +30,7 @@ default OnlineKernelRegressor() throughout (river's RegressionJackknife wraps it
 okl.river.to_river); each run is one progressive pass (predict, then learn).
 """
 import copy
+import os
 import sys
 import time
 
@@ -35,7 +38,9 @@ import numpy as np
 from scipy import stats
 from sklearn.datasets import load_diabetes
 
-from okl import ConformalRegressor, KernelRLSRegressor, OnlineKernelRegressor
+from okl import (
+    ConformalRegressor, KernelRLSRegressor, MultiKernelRegressor, OnlineKernelRegressor,
+)
 from okl._core._conformal import Calibration
 from okl.conformal import AUTO_GAMMA, METHODS
 from okl.evaluation import progressive_validation
@@ -148,6 +153,28 @@ def table(methods=RUNS):
                   f"{r['width']:10.4g} | {r['ratio']:.3f} |")
 
 
+def widths():
+    """Where the default's width goes: its ratio beside the narrowest constant band on its
+    own learner's residuals, in hindsight (the 0.9 quantile of |y - f(x)| over the stream, per
+    phase of 2,000 events on the drifting one): what no calibration of the absolute score can
+    beat, and the noise band's ratio to it."""
+    print(f"| stream | default (agaci) ratio | hindsight constant band on its residuals |")
+    print("|---|---|---|")
+    for stream in ("stationary", "heteroscedastic", "drifting", "heavy"):
+        X, y, oracle = make_stream(stream)
+        lower, upper = run_okl(X, y)
+        finite = np.isfinite(lower) & np.isfinite(upper)
+        r = np.abs(y - (np.where(finite, lower, 0.0) + np.where(finite, upper, 0.0)) / 2)
+        phase = 2000 if stream == "drifting" else len(y)
+        band = np.concatenate([np.full(len(r[s:s + phase]),
+                                       2 * np.quantile(r[s:s + phase][finite[s:s + phase]],
+                                                       1 - ALPHA))
+                               for s in range(0, len(y), phase)])
+        row = summary(y, lower, upper, oracle)
+        print(f"| {stream} | {row['ratio']:.3f} | "
+              f"{band[finite].mean() / (2 * oracle[finite].mean()):.3f} |")
+
+
 def steps():
     grids = {"0.0005-0.1 (8, default)": "auto", "0.001-0.05 (4)": (0.001, 0.005, 0.02, 0.05),
              "0.005-0.2 (5)": (0.005, 0.01, 0.05, 0.1, 0.2)}
@@ -165,28 +192,45 @@ def pid():
     table(methods)
 
 
-def paired(models, rows, targets, calls, block=200):
+def median_interval(d, level=0.95):
+    """The median of d and a distribution-free interval for it (order statistics: the
+    binomial's central `level`; no assumption on the differences' distribution)."""
+    d = np.sort(d)
+    n = len(d)
+    lo = max(int(stats.binom.ppf((1 - level) / 2, n, 0.5)) - 1, 0)
+    hi = min(n - 1 - lo, n - 1)
+    return np.median(d), d[lo], d[hi]
+
+
+def paired(models, rows, targets, calls, block=100):
     """Per-event us of predict + learn (`calls[name](model)` gives the two methods) for each
-    model, timed in interleaved blocks of `block`
-    events (every model takes the same block in turn, so load changes hit all alike); prints
-    each model's median and the median of its paired difference to the first model's."""
+    model, timed in interleaved blocks of `block` events: every model takes the same block in
+    turn, in an order that rotates from block to block (no model always runs first after
+    another's work), and each block is timed in the thread's CPU time (`time.thread_time_ns`:
+    the time this thread ran, so other processes taking the cores count for no model).  Prints
+    each model's median and, for the others, the median of its paired difference to the first
+    model's with its 95% distribution-free interval and the trimmed mean (10% cut each side)."""
     times = {name: [] for name in models}
-    for start in range(0, len(rows) - block + 1, block):
+    names = list(models)
+    for b, start in enumerate(range(0, len(rows) - block + 1, block)):
         part = list(zip(rows[start:start + block], targets[start:start + block]))
-        for name, model in models.items():
-            predict, learn = calls[name](model)
-            begin = time.perf_counter()
+        shift = b % len(names)
+        for name in names[shift:] + names[:shift]:
+            predict, learn = calls[name](models[name])
+            begin = time.thread_time_ns()
             for x, t in part:
                 predict(x)
                 learn(x, t)
-            times[name].append((time.perf_counter() - begin) / block * 1e6)
-    reference = next(iter(models))
-    first = np.array(times[reference])
+            times[name].append((time.thread_time_ns() - begin) / block * 1e-3)
+    first = np.array(times[names[0]])
     for name, values in times.items():
         d = np.array(values) - first
-        extra = "" if name == reference else (
-            f"  paired difference {np.median(d):+.2f} us (quartiles {np.percentile(d, 25):+.2f}, "
-            f"{np.percentile(d, 75):+.2f}), x{np.median(values) / np.median(first):.3f}")
+        if name == names[0]:
+            extra = ""
+        else:
+            med, lo, hi = median_interval(d)
+            extra = (f"  paired difference {med:+.2f} us (95% {lo:+.2f}..{hi:+.2f}; trimmed "
+                     f"mean {stats.trim_mean(d, 0.1):+.2f}), x{np.median(values) / np.median(first):.3f}")
         print(f"  {name:<22} {np.median(values):7.2f}{extra}")
 
 
@@ -201,7 +245,10 @@ def cost(n=20_000, repeats=5):
     X, y = np.tile(X, (3, 1))[:n + 1000], np.tile(y, 3)[:n + 1000]
     rows = [np.ascontiguousarray(x) for x in X]
     targets = y.tolist()
-    for base in (OnlineKernelRegressor(budget=10), OnlineKernelRegressor(), KernelRLSRegressor()):
+    print(f"load: {os.getloadavg()}")
+    for base in (OnlineKernelRegressor(budget=10), OnlineKernelRegressor(), KernelRLSRegressor(),
+                 MultiKernelRegressor()):
+        m = n if not isinstance(base, MultiKernelRegressor) else n // 10    # 11 learners
         models = {"base": base}
         models.update({m: ConformalRegressor(base, method=m) for m in ("aci", "quantile",
                                                                         "agaci", "pid")})
@@ -209,9 +256,9 @@ def cost(n=20_000, repeats=5):
             model = models[name] = copy.deepcopy(model)
             for x, t in zip(rows[:1000], targets[:1000]):
                 model.learn_one(x, t)
-        print(f"{base!r}: us per event (predict, then learn; {n} events, medians of "
-              "blocks of 200)")
-        paired(models, rows[1000:], targets[1000:], {
+        print(f"{base!r}: us per event (predict, then learn; {m} events, medians of "
+              "blocks of 100, thread CPU time)")
+        paired(models, rows[1000:1000 + m], targets[1000:1000 + m], {
             name: (lambda m: (m.predict_one, m.learn_one)) if name == "base" else
             (lambda m: (m.predict_interval_one, m.learn_one)) for name in models})
     classifier_cost(n)
@@ -222,10 +269,11 @@ def cost(n=20_000, repeats=5):
         seconds = np.inf
         for _ in range(repeats):
             cal = Calibration(METHODS[name], ALPHA, gammas, 1000)
-            start = time.perf_counter()
+            start = time.thread_time()
             cal.update(scores, np.empty(n))
-            seconds = min(seconds, time.perf_counter() - start)
+            seconds = min(seconds, time.thread_time() - start)
         print(f"  {name:<9} {seconds / n * 1e9:7.0f}")
+    print(f"load: {os.getloadavg()}")
 
 
 def classifier_cost(n):
@@ -251,7 +299,7 @@ def classifier_cost(n):
         for x, t in zip(rows[:1000], labels[:1000]):
             model.learn_one(x, t)
     print(f"ConformalClassifier({base!r}) on digits: us per event (predict, then learn; "
-          f"{n} events, medians of blocks of 200)")
+          f"{n} events, medians of blocks of 100, thread CPU time)")
     paired(models, rows[1000:], labels[1000:], {
         "base": lambda m: (m.predict_one, m.learn_one),
         "base, probabilities": lambda m: (m.predict_proba_one, m.learn_one),
@@ -280,5 +328,5 @@ def sets():
 
 
 if __name__ == "__main__":
-    COMMANDS = {"table": table, "steps": steps, "pid": pid, "cost": cost, "sets": sets}
+    COMMANDS = {"table": table, "widths": widths, "steps": steps, "pid": pid, "cost": cost, "sets": sets}
     COMMANDS[sys.argv[1] if len(sys.argv) > 1 else "table"](*map(int, sys.argv[2:]))
