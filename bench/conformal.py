@@ -173,6 +173,13 @@ def widths():
         row = summary(y, lower, upper, oracle)
         print(f"| {stream} | {row['ratio']:.3f} | "
               f"{band[finite].mean() / (2 * oracle[finite].mean()):.3f} |")
+        if stream == "drifting":        # each phase after its first 500 events
+            for s in range(0, len(y), phase):
+                late = slice(s + 500, s + phase)
+                width = (upper[late] - lower[late]).mean()
+                print(f"| drifting, events {s + 500}-{s + phase} | "
+                      f"{width / (2 * oracle[late].mean()):.3f} | "
+                      f"{2 * np.quantile(r[late], 1 - ALPHA) / (2 * oracle[late].mean()):.3f} |")
 
 
 def steps():
@@ -248,7 +255,7 @@ def cost(n=20_000, repeats=5):
     print(f"load: {os.getloadavg()}")
     for base in (OnlineKernelRegressor(budget=10), OnlineKernelRegressor(), KernelRLSRegressor(),
                  MultiKernelRegressor()):
-        m = n if not isinstance(base, MultiKernelRegressor) else n // 10    # 11 learners
+        m = n if not isinstance(base, MultiKernelRegressor) else n // 4     # 11 learners
         models = {"base": base}
         models.update({m: ConformalRegressor(base, method=m) for m in ("aci", "quantile",
                                                                         "agaci", "pid")})
