@@ -212,17 +212,19 @@ def median_interval(d, level=0.95):
 def paired(models, rows, targets, calls, block=100):
     """Per-event us of predict + learn (`calls[name](model)` gives the two methods) for each
     model, timed in interleaved blocks of `block` events: every model takes the same block in
-    turn, in an order that rotates from block to block (no model always runs first after
-    another's work), and each block is timed in the thread's CPU time (`time.thread_time_ns`:
+    turn, in an order drawn at random for each block (a model run just after another of the
+    same learner finds its code and branches warm: a fixed cycle would favour one), and each
+    block is timed in the thread's CPU time (`time.thread_time_ns`:
     the time this thread ran, so other processes taking the cores count for no model).  Prints
     each model's median and, for the others, the median of its paired difference to the first
     model's with its 95% distribution-free interval and the trimmed mean (10% cut each side)."""
     times = {name: [] for name in models}
     names = list(models)
-    for b, start in enumerate(range(0, len(rows) - block + 1, block)):
+    order = np.random.default_rng(0)
+    for start in range(0, len(rows) - block + 1, block):
         part = list(zip(rows[start:start + block], targets[start:start + block]))
-        shift = b % len(names)
-        for name in names[shift:] + names[:shift]:
+        for i in order.permutation(len(names)):
+            name = names[i]
             predict, learn = calls[name](models[name])
             begin = time.thread_time_ns()
             for x, t in part:
@@ -255,18 +257,19 @@ def cost(n=20_000, repeats=5):
     print(f"load: {os.getloadavg()}")
     for base in (OnlineKernelRegressor(budget=10), OnlineKernelRegressor(), KernelRLSRegressor(),
                  MultiKernelRegressor()):
-        m = n if not isinstance(base, MultiKernelRegressor) else n // 4     # 11 learners
-        models = {"base": base}
+        # "base, a copy": the same learner again, a control (its cell is 0 but for what the
+        # timing cannot pair away, e.g. where each copy's arrays fall in memory)
+        models = {"base": base, "base, a copy": base}
         models.update({m: ConformalRegressor(base, method=m) for m in ("aci", "quantile",
                                                                         "agaci", "pid")})
         for name, model in models.items():
             model = models[name] = copy.deepcopy(model)
             for x, t in zip(rows[:1000], targets[:1000]):
                 model.learn_one(x, t)
-        print(f"{base!r}: us per event (predict, then learn; {m} events, medians of "
+        print(f"{base!r}: us per event (predict, then learn; {n} events, medians of "
               "blocks of 100, thread CPU time)")
-        paired(models, rows[1000:1000 + m], targets[1000:1000 + m], {
-            name: (lambda m: (m.predict_one, m.learn_one)) if name == "base" else
+        paired(models, rows[1000:], targets[1000:], {
+            name: (lambda m: (m.predict_one, m.learn_one)) if name.startswith("base") else
             (lambda m: (m.predict_interval_one, m.learn_one)) for name in models})
     classifier_cost(n)
     scores = np.abs(np.random.default_rng(0).normal(size=n))
@@ -298,7 +301,8 @@ def classifier_cost(n):
     idx = np.random.default_rng(0).integers(0, len(y), n + 1000)
     rows, labels = [np.ascontiguousarray(x) for x in X[idx]], y[idx].tolist()
     base = OnlineKernelClassifier(loss="logistic", budget=10)
-    models = {"base": base, "base, probabilities": base, "agaci": ConformalClassifier(base),
+    models = {"base": base, "base, a copy": base, "base, probabilities": base,
+              "agaci": ConformalClassifier(base),
               "agaci, dict path": ConformalClassifier(base),
               "agaci, python path": ConformalClassifier(base)}
     for name, model in models.items():
@@ -309,6 +313,7 @@ def classifier_cost(n):
           f"{n} events, medians of blocks of 100, thread CPU time)")
     paired(models, rows[1000:], labels[1000:], {
         "base": lambda m: (m.predict_one, m.learn_one),
+        "base, a copy": lambda m: (m.predict_one, m.learn_one),
         "base, probabilities": lambda m: (m.predict_proba_one, m.learn_one),
         "agaci": lambda m: (m.predict_set_one, m.learn_one),
         "agaci, dict path": lambda m: (m._predict_set_python, m.learn_one),
