@@ -42,7 +42,8 @@ HALF = 100
 
 def learners():
     """{label: (constructor, task)}: every kernel learner that has a warm-up, and the
-    multi-kernel pools (whose widths follow running moments from the first event)."""
+    multi-kernel pools (whose widths follow running moments from the first event, or
+    with learner="krls" take KernelRLSRegressor's warm-up)."""
     return {
         "OnlineKernelClassifier (no warm-up)": (
             lambda: okl.OnlineKernelClassifier(gamma=0.1, eta="auto"), "binary"),
@@ -73,6 +74,9 @@ def learners():
                                         loss="squared", buffer=100), "regression"),
         "MultiKernelClassifier()": (lambda: okl.MultiKernelClassifier(), "binary"),
         "MultiKernelRegressor()": (lambda: okl.MultiKernelRegressor(), "regression"),
+        "KernelRLSRegressor()": (lambda: okl.KernelRLSRegressor(), "regression"),
+        'MultiKernelRegressor(learner="krls")': (
+            lambda: okl.MultiKernelRegressor(learner="krls"), "regression"),
     }
 
 

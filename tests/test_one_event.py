@@ -403,3 +403,28 @@ def test_a_copy_of_changed_parameters_is_validated_again(tmp_path):
         assert not _locks.validated(copied)
         copied.partial_fit(X[:5], y[:5])
         assert _locks.validated(copied) and copied.eta == 0.5
+
+
+@pytest.mark.parametrize("make, classes", [
+    (lambda: OnlineKernelClassifier(classes=[0, 1]), True),
+    (lambda: OnlineKernelClassifier(), False),
+    (lambda: OnlineKernelRegressor(), None),
+])
+def test_the_compiled_step_is_built_with_the_first_events(make, classes):
+    """The event that first fits the model (the one-row partial_fit; without `classes`,
+    the one that brings the second label) also builds its compiled step, which the next
+    events take; the iterates stay those of partial_fit."""
+    X, y = stream(n=40)
+    if classes is not None:
+        y = (y > np.median(y)).astype(int)
+    est, whole = make(), make()
+    first = 1 if classes is not False else int(np.argmax(y != y[0])) + 1
+    for i in range(first):
+        est.learn_one(X[i], y[i])
+    step = est._one_event_step
+    assert step is not None and step.matches(est)
+    for i in range(first, len(X)):
+        est.predict_one(X[i])
+        est.learn_one(X[i], y[i])
+    whole.partial_fit(X, y, **({"classes": [0, 1]} if classes else {}))
+    assert_same(est, whole)

@@ -446,20 +446,64 @@ def test_the_pa_fourier_warm_up_runs_in_the_exact_loops_and_its_map_follows_the_
     np.testing.assert_allclose(function(est, X), function(whole, X), rtol=0, atol=1e-10)
 
 
-def test_the_pa_fourier_warm_up_s_events_are_compiled_but_the_last_one():
-    """One event at a time the exact PA's compiled step takes the warm-up, and the map
-    follows its width; the warm-up's last event (the switch to the features) declines the
-    step, and partial_fit takes it."""
+@pytest.mark.filterwarnings("ignore:.*empty constraint set")
+@pytest.mark.parametrize("more", [dict(), dict(classes=[0.0, 1.0, 2.0]),
+                                  dict(regularization="l2", beta=0.9)])
+def test_the_pa_fourier_warm_up_s_events_are_all_compiled(more, monkeypatch):
+    """One event at a time the exact PA's compiled step takes the whole warm-up, and the
+    map follows its width; its last event switches to the features in the same step (an
+    infeasible row too: beta^2 K(x, x) < 1 skips every row), as partial_fit does."""
     X, y = stream(seed=8)
+    if "beta" not in more and len(more.get("classes", ())) == 3:
+        y = y + (X[:, 2] > 1.0)
+    params = dict(kernel="gaussian", approximation="fourier", n_components=60, random_state=0)
+    est = make("RegularizedPAClassifier", params, **more)
+    est.learn_one(X[0], y[0])
+    fit = type(est).partial_fit
+
+    def refused(self, *args, **kwargs):
+        raise AssertionError("a one-row partial_fit after the first event")
+    monkeypatch.setattr(type(est), "partial_fit", refused)
+    for i in range(1, WARMUP):
+        assert est._compiled_events([None]) is not None
+        est.learn_one(X[i], y[i])
+    assert est._model.fmap.params["gamma"] == est.gamma_
+    assert "_width_moments" not in est.__dict__ and type(est._model).__name__ == "FeaturePAModel"
+    monkeypatch.setattr(type(est), "partial_fit", fit)
+    for i in range(WARMUP, len(X)):
+        est.learn_one(X[i], y[i])
+    whole = make("RegularizedPAClassifier", params, **more).fit(X, y)
+    assert est.gamma_ == whole.gamma_ and type(est._model) is type(whole._model)
+    assert (est.t_, est.n_updates_, est.n_infeasible_) == (
+        whole.t_, whole.n_updates_, whole.n_infeasible_)
+    np.testing.assert_allclose(function(est, X), function(whole, X), rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt, MemoryError])
+def test_the_pa_fourier_switch_that_fails_leaves_the_model_as_it_was(error, monkeypatch):
+    """An error in the compiled switch to the features (a Ctrl-C included) undoes the
+    warm-up's last step: the model, its counters and its width as they were; the event
+    learned again gives the uninterrupted model."""
+    from okl._pa_models import WarmFourierPAModel
+    X, y = stream(seed=9)
     params = dict(kernel="gaussian", approximation="fourier", n_components=60, random_state=0)
     est = make("RegularizedPAClassifier", params)
     for i in range(WARMUP - 1):
         est.learn_one(X[i], y[i])
-        if i:
-            step = est._compiled_events([None])
-            assert (step is not None) == (i < WARMUP - 2)
-    assert est._model.fmap.params["gamma"] == est.gamma_
-    assert step is None                     # the next event ends the warm-up
+    keys = ("t_", "n_updates_", "n_infeasible_", "gamma_", "_width_moments", "_model")
+    before = {key: est.__dict__[key] for key in keys}
+    model, sq_norm, f = est._model, est._model.sq_norm, function(est, X)
+    switch = WarmFourierPAModel.feature_model
+
+    def failing(self):
+        raise error("in the switch")
+    monkeypatch.setattr(WarmFourierPAModel, "feature_model", failing)
+    with pytest.raises(error):
+        est.learn_one(X[WARMUP - 1], y[WARMUP - 1])
+    assert {key: est.__dict__[key] for key in keys} == before
+    assert est._model is model and est._model.sq_norm == sq_norm
+    np.testing.assert_array_equal(function(est, X), f)
+    monkeypatch.setattr(WarmFourierPAModel, "feature_model", switch)
     for i in range(WARMUP - 1, len(X)):
         est.learn_one(X[i], y[i])
     whole = make("RegularizedPAClassifier", params).fit(X, y)

@@ -319,6 +319,26 @@ class EventAdapter:
             est.partial_fit(row[None, :], np.asarray([y]), **self._fit_kwargs(sample_weight))
         self.schema.commit(row, names)
         self.schema.learned()
+        self._build()
+
+    def _build(self):
+        """Build the compiled step after a one-row partial_fit (a learner's first events, a
+        new label), so that the next event starts on it: building it costs about 100 us.
+
+        The event is learned by then: a step that cannot be built is left to the next
+        event, which tries again (and raises there, as before); a Ctrl-C here is raised
+        after a completed call, the model holding the event."""
+        est = self.estimator
+        # the learner's own adapter: its first partial_fit started a fresh one
+        adapter = est._one_event() if isinstance(est, OneEventMixin) else self
+        try:
+            adapter._fast()
+        except BaseException as exc:
+            adapter._events[0] = None
+            if isinstance(est, OneEventMixin):
+                object.__setattr__(est, "_one_event_step", None)
+            if not isinstance(exc, Exception):
+                raise
 
     def _row(self, x):
         row, _ = self.schema.row(x)

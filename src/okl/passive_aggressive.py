@@ -23,7 +23,7 @@ from okl._core._multiexpansion import MultiExpansion, SparseMultiExpansion
 from okl._core._pa import Event, EventsKind, PAEvents, Regularization, Variant
 from okl._core._warmup import Warmup
 from okl._docstrings import shared_params
-from okl._gamma import LOCAL_FACTOR, WARMUP, width_of
+from okl._gamma import LOCAL_FACTOR, width_of
 from okl._numpy.drift import state_tuple
 from okl._params import (
     APPROXIMATION_CONSTRAINTS, CLASSES_CONSTRAINTS, DRIFT_CONSTRAINTS, ENGINE_CONSTRAINTS, Interval,
@@ -588,11 +588,9 @@ class RegularizedPAClassifier(AdaptMixin, KernelModelMixin, LabelsMixin, Classif
                 or (warming and not self._width_loops) or params_changed(self)
                 or self._outside()):
             return None     # the feature models' warm-up of gamma="scale", a detector outside
-        fmap, warm_end = None, False
-        if type(model) is WarmFourierPAModel:   # the exact PA until the warm-up's last event,
-            if d["_width_moments"][0] >= WARMUP - 1:    # which partial_fit takes (the switch)
-                return None
-            model, warm_end = model.exact, True
+        fmap, owner = None, None
+        if type(model) is WarmFourierPAModel:   # the exact PA until the warm-up's end, then
+            owner, model = model, model.exact   # the switch to the features (`PAEvents`)
         if type(model) is NystroemPAModel and model.features is not None:
             model = model.features          # NOGD after its switch: the features' model
         if type(model) is FeaturePAModel and type(model.fmap) in (RandomFourierFeatures,
@@ -620,7 +618,7 @@ class RegularizedPAClassifier(AdaptMixin, KernelModelMixin, LabelsMixin, Classif
                                      self._watched())
         if warming:                 # the exact kernel models: the step takes the warm-up
             events.warm = Warmup(width_of(self, d["n_features_in_"]))
-            events.warm_end = warm_end
+            events.warm_end, events.owner = owner is not None, owner
         events.bind(self)
         return events
 

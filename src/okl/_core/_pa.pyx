@@ -970,7 +970,8 @@ cdef class PAEvents(Events):
     cdef bint features                    # a linear model on the features of the row
     cdef AbsIndex* pairs
     cdef public Warmup warm               # gamma="scale"'s warm-up, while on (kernel models)
-    cdef public bint warm_end             # the learner takes the warm-up's last event
+    cdef public bint warm_end             # random Fourier features' exact phase (`owner`)
+    cdef public object owner              # its `WarmFourierPAModel`; None once a switch failed
     cdef double[::1] wscores              # work: the scores at a centre (`cmulti_sq_norm`)
     cdef bint has_last
     cdef double last_xx, last_t, last_scale
@@ -1053,9 +1054,8 @@ cdef class PAEvents(Events):
         expansion, its parameters)."""
         if not Events.cmatches(self, est, attrs):
             return False
-        if self.warm_end:           # random Fourier features: the learner switches to them
-            moments = attrs.get("_width_moments")
-            if moments is None or moments[0] >= C_WARMUP - 1:
+        if self.warm_end:           # random Fourier features' exact phase, while it lasts
+            if self.owner is None or attrs.get("_width_moments") is None:
                 return False
         if self.kind == LINEAR or self.kind == MULTI_LINEAR:
             return self.mattrs.get("raw") is self.raw
@@ -1177,7 +1177,41 @@ cdef class PAEvents(Events):
 
     cdef int _step(self, double y, dict counters) except -1:
         """Step t + 1 on the row `_predict_step` just predicted; its Event, with the counters
-        stored in `counters`."""
+        stored in `counters` (`_take`); at the warm-up's last row on random Fourier
+        features, the switch to them too (`_ending`)."""
+        if self.warm_end:
+            return self._ending(y, counters, False)
+        return self._take(y, counters)
+
+    cdef int _ending(self, double y, dict counters, bint infeasible) except -1:
+        """The step (`_take`, or with `infeasible` the count of a skipped row, `skipped`) on
+        random Fourier features' exact phase.  When it ends the warm-up, the learner takes
+        the weights of the features, ``w = sum_i a_i z(x_i)`` (`WarmFourierPAModel.
+        feature_model`, as its `_end_width` after a chunk, docs/defaults.md, section 2); if
+        that fails (a Ctrl-C included) the step is undone and this step is not used again."""
+        moments = counters.get("_width_moments")
+        if moments is None or moments[0] < C_WARMUP - 1:
+            if infeasible:
+                return self._count_skipped(counters)
+            return self._take(y, counters)
+        owner, saved = self.owner, dict(counters)
+        token = owner.checkpoint(1)
+        try:
+            ev = self._count_skipped(counters) if infeasible else self._take(y, counters)
+            if "_width_moments" not in counters and ev != INFEASIBLE:
+                counters["_model"] = owner.feature_model()
+        except BaseException:
+            owner.restore(token)
+            for key in [key for key in counters if key not in saved]:
+                del counters[key]
+            counters.update(saved)
+            self.owner = None
+            self.has_last = False
+            raise
+        return ev
+
+    cdef int _take(self, double y, dict counters) except -1:
+        """Step t + 1 (`_step`) on the model this step holds."""
         cdef Py_ssize_t yi = <Py_ssize_t>y
         cdef double scale, ww, xx, pre = 1.0
         cdef int ev
@@ -1286,12 +1320,20 @@ cdef class PAEvents(Events):
     def skipped(self, dict counters):
         """Count an INFEASIBLE step: ``t_`` and ``n_infeasible_`` in one C call (and take its
         row into gamma="scale"'s warm-up, as the chunk loops do)."""
+        if self.warm_end:
+            self._ending(0.0, counters, True)
+        else:
+            self._count_skipped(counters)
+
+    cdef int _count_skipped(self, dict counters) except -1:
+        """`skipped` on the model this step holds; PASSIVE (nothing learned)."""
         if self.warm is not None:
             self._warm_load(counters)
         if self.warm is not None:
             self._warm_step(counters)
         counters["n_infeasible_"] = counters["n_infeasible_"] + 1
         counters["t_"] = counters["t_"] + 1
+        return PASSIVE
 
     cdef _diverged(self, double t):
         if not isfinite(self.last_xx):     # the event itself, not the step (as partial_fit says)
