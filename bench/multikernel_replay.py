@@ -1,0 +1,177 @@
+"""The classifier's combination rules replayed on its recorded learners (docs/multikernel.md).
+
+The learners of the default pool (27: 9 widths x (2 step scales + 1 that
+forgets)) do not depend on the Hedge weights until the budget's first merge
+(500 centres): their progressive values f_k(x_t) are recorded once per stream
+(predict, then learn, one event at a time), and each combination rule is then
+run on them in NumPy. The default rule replayed gives the built learner's
+predictions on every event (checked first, printed); the short streams (the
+first 150 or 200 events) are exact for every rule, the full ones near-exact
+(after 500 events the merge's leader follows the built weights).
+
+Streams: the rows of bench/multikernel_defaults.py, every one over the
+shuffles of seeds 0-4 (averaged), scaled online the same way. Rules
+(`RULES`): Hedge on the mistakes (beta; the default 0.8) or with AdaHedge's
+rate (ln K over the observed mixability gap, no beta); Hedge on the hinge
+loss clipped to [0, 2] / 2; the Bayesian mixture (exponential weights with
+eta on the log loss of each learner's probability, the logistic or softmax
+of c f_k, c fixed, or per learner a temperature fitted online by Newton
+steps on its own log loss: an online Platt scaling); the prediction is the
+weighted vote ("vote") or the largest class of the mixture of probabilities
+("mix"); "meta" runs Hedge (beta 0.8) over the default vote and the fitted
+mixture. All with the fixed share 1e-3 and the 1.5x start of the learners
+that forget.
+
+    python bench/multikernel_replay.py
+"""
+import os
+import sys
+
+import numpy as np
+from scipy.special import log_softmax, logsumexp, softmax
+
+from okl import MultiKernelClassifier
+
+sys.path.insert(0, os.path.dirname(__file__))
+from multikernel_defaults import scaled_stream  # noqa: E402
+
+#: (row label, data set, events or None for all)
+ROWS = [("breast cancer (569)", "breast_cancer", None),
+        ("digits 0-4 vs 5-9 (1797)", "digits_binary", None),
+        ("digits, 10 classes (1797)", "digits_10", None),
+        ("wine (178)", "wine", None), ("iris (150)", "iris", None),
+        ("breast cancer, first 150", "breast_cancer", 150),
+        ("digits 0-4 vs 5-9, first 200", "digits_binary", 200),
+        ("digits 10 classes, first 200", "digits_10", 200)]
+SEEDS = range(5)
+SHARE, START = 1e-3, 1.5
+#: The learners that forget: width-major, (step scale 2, step scale 16, forgets) per width.
+FORGETS = np.arange(27) % 3 == 2
+
+
+def record(name, seed):
+    """(F, y, classes, built): the learners' progressive values F (events, K) or (events, K,
+    C), and the built default's progressive predictions."""
+    Z, y = scaled_stream(name, None, seed)
+    classes = np.unique(y)
+    clf, F = MultiKernelClassifier(), []
+    for i in range(len(y)):
+        F.append(clf.learner_decisions(Z[i:i + 1])[0] if i else None)
+        clf.partial_fit(Z[i:i + 1], y[i:i + 1], classes=classes)
+    F[0] = np.zeros_like(F[1])      # no centre yet: every value 0
+    built = MultiKernelClassifier()
+    built = built._predictions(built._progressive_scores(Z, y, classes=classes, reset=True))
+    return np.array(F), y, classes, built
+
+
+def scores(f):
+    """(K, C) class scores of the learners' values (two classes: (-f/2, f/2))."""
+    return np.stack([-0.5 * f, 0.5 * f], axis=1) if f.ndim == 1 else f
+
+
+def run(F, y, classes, forgets, loss="mistake", rate=0.8, predict="vote", c=1.0, h0=None):
+    """The progressive predictions of one rule. rate: beta (Hedge on `loss`), ("eta", eta) or
+    "ada" (AdaHedge); loss "log" with c, or with h0 set a per-learner temperature fitted online
+    (starting at c, Newton steps with curvature h0 plus the observed ones)."""
+    K = F.shape[1]
+    q = np.where(forgets, START, 1.0)
+    q /= q.sum()
+    a, H, gap = np.full(K, c), np.full(K, h0 or 1.0), 0.0
+    pred = np.empty_like(y)
+    for t, f in enumerate(F):
+        S, j = scores(f), int(np.searchsorted(classes, y[t]))
+        P = softmax(a[:, None] * S, axis=1)
+        if predict == "vote":
+            votes = np.zeros(S.shape[1])
+            if f.ndim > 1:
+                np.add.at(votes, np.argmax(S, axis=1), q)
+                pred[t] = classes[int(np.argmax(votes))]
+            else:       # the sign of sum q_k sign(f_k): a tie goes to classes[0]
+                np.add.at(votes, (f > 0).astype(int), q)
+                pred[t] = classes[int(votes[1] > votes[0])]
+        else:
+            pred[t] = classes[int(np.argmax(q @ P))]
+        if loss == "mistake":
+            wrong = (np.argmax(S, axis=1) != j) if f.ndim > 1 else ((f > 0) != (j == 1))
+            lk = wrong.astype(np.float64)
+        elif loss == "hinge":
+            rival = np.max(np.where(np.arange(S.shape[1]) == j, -np.inf, S), axis=1)
+            margin = S[:, j] - rival if f.ndim > 1 else f * (1.0 if j else -1.0)
+            lk = np.clip(1.0 - margin, 0.0, 2.0) / 2.0
+        else:
+            lk = -log_softmax(a[:, None] * S, axis=1)[:, j]
+        if rate == "ada" and gap == 0.0:        # eta = infinity: the leaders share the weight
+            lw = np.where(lk == lk.min(), np.log(q), -np.inf)
+            gap = q @ lk - lk.min()
+        else:
+            eta = (rate[1] if isinstance(rate, tuple) else np.log(K) / gap if rate == "ada"
+                   else -np.log(rate))
+            lw = np.log(q) - eta * lk
+            gap += max(q @ lk + logsumexp(lw) / eta, 0.0)
+        q = (1.0 - SHARE) * np.exp(lw - logsumexp(lw)) + SHARE / K
+        if h0 is not None:      # the temperatures: a Newton step on each learner's log loss
+            mean = (P * S).sum(axis=1)
+            H += (P * S ** 2).sum(axis=1) - mean ** 2
+            a = np.clip(a + (S[:, j] - mean) / H, 0.0, 20.0)
+    return pred
+
+
+def meta(F, y, classes, forgets):
+    """Hedge (beta 0.8) over two rules: the default vote and the fitted mixture."""
+    a = run(F, y, classes, forgets)
+    b = run(F, y, classes, forgets, loss="log", rate=("eta", 1.0), predict="mix", h0=5.0)
+    w, pred = np.array([0.5, 0.5]), np.empty_like(y)
+    for t in range(len(y)):
+        pred[t] = a[t] if w[0] >= w[1] else b[t]
+        w *= 0.8 ** np.array([a[t] != y[t], b[t] != y[t]])
+        w /= w.sum()
+    return pred
+
+
+RULES = {
+    "Hedge beta 0.8 (default)": dict(),
+    "beta 0.75": dict(rate=0.75),
+    "beta 0.7": dict(rate=0.7),
+    "beta 0.5": dict(rate=0.5),
+    "AdaHedge": dict(rate="ada"),
+    "hinge, eta 1": dict(loss="hinge", rate=("eta", 1.0)),
+    "hinge, AdaHedge": dict(loss="hinge", rate="ada"),
+    "log c 1, vote": dict(loss="log", rate=("eta", 1.0)),
+    "log c 1, mix": dict(loss="log", rate=("eta", 1.0), predict="mix"),
+    "log c 2, mix": dict(loss="log", rate=("eta", 1.0), c=2.0, predict="mix"),
+    "log c 4, eta 0.3, mix": dict(loss="log", rate=("eta", 0.3), c=4.0, predict="mix"),
+    "log c 1, AdaHedge, vote": dict(loss="log", rate="ada"),
+    "Platt, mix": dict(loss="log", rate=("eta", 1.0), predict="mix", h0=1.0),
+    "Platt h0 5, mix": dict(loss="log", rate=("eta", 1.0), predict="mix", h0=5.0),
+    "Platt, vote": dict(loss="log", rate=("eta", 1.0), h0=1.0),
+    "meta": "meta",
+}
+
+
+def main():
+    print(f"load average {os.getloadavg()[0]:.1f}")
+    recorded = {}
+    for name in dict.fromkeys(name for _, name, _ in ROWS):
+        for seed in SEEDS:
+            F, y, classes, built = recorded[name, seed] = record(name, seed)
+            replayed = run(F, y, classes, FORGETS)
+            print(f"{name} seed {seed}: the default replayed agrees with the built learner on "
+                  f"{np.mean(replayed == built):.4f} of the events")
+    print("| stream | " + " | ".join(RULES) + " |")
+    print("|" + "---|" * (len(RULES) + 1))
+    for label, name, n in ROWS:
+        cells = []
+        for rule in RULES.values():
+            acc = []
+            for seed in SEEDS:
+                F, y, classes, _ = recorded[name, seed]
+                F, y = F[:n], y[:n]
+                pred = (meta(F, y, classes, FORGETS) if rule == "meta"
+                        else run(F, y, classes, FORGETS, **rule))
+                acc.append(np.mean(pred == y))
+            cells.append(np.mean(acc))
+        print(f"| {label} | " + " | ".join(f"{c:.4f}" for c in cells) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
