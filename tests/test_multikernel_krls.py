@@ -9,7 +9,7 @@ from sklearn.base import clone
 
 import okl
 import okl.river
-from okl import ConformalRegressor, KernelRLSRegressor, MultiKernelRegressor
+from okl import ConformalRegressor, KernelRLSRegressor, MultiKernelRegressor, _locks
 from okl._core._multikernel import bayes_mixture
 from okl._numpy.multikernel import bayes_mixture as numpy_bayes_mixture
 from okl._params import InvalidParameterError
@@ -281,10 +281,18 @@ def test_to_river_learns_and_predicts():
         float(direct.predict([[0.3, -0.2]])[0]), abs=1e-12)
 
 
-def test_two_threads_do_not_crash():
+@pytest.mark.parametrize("sleep", [None, 0.01])
+def test_a_reader_thread_sees_whole_calls_of_the_learner_thread(sleep):
+    """A thread learning in chunks and one reading: every read is of the pool between two
+    calls, the same as the sequential pool after that many rows (the lock orders them)."""
     X, y = stream(400)
-    est = MultiKernelRegressor(learner="krls").fit(X[:100], y[:100])
-    errors = []
+    est = MultiKernelRegressor(learner="krls", sleep=sleep).fit(X[:100], y[:100])
+    states = {100: est.predict(X[:10], return_std=True)}
+    twin = pickle.loads(pickle.dumps(est))
+    for i in range(100, 400, 20):
+        twin.partial_fit(X[i:i + 20], y[i:i + 20])
+        states[i + 20] = twin.predict(X[:10], return_std=True)
+    errors, reads = [], []
 
     def learn():
         try:
@@ -296,8 +304,8 @@ def test_two_threads_do_not_crash():
     def read():
         try:
             for _ in range(30):
-                est.predict(X[:10], return_std=True)
-                est.predict_one(X[0], return_std=True)
+                with _locks.locked(est):
+                    reads.append((est.t_, est.predict(X[:10], return_std=True)))
         except Exception as exc:        # noqa: BLE001
             errors.append(exc)
 
@@ -306,8 +314,9 @@ def test_two_threads_do_not_crash():
         t.start()
     for t in threads:
         t.join()
-    assert not errors
-    assert est.t_ == 400
+    assert not errors and est.t_ == 400 and len(reads) == 30
+    for t, (mean, std) in reads:
+        assert np.array_equal(mean, states[t][0]) and np.array_equal(std, states[t][1])
 
 
 # -- sleep=: learners below a weight floor sleep between wake events (docs/krls.md, section 10)
