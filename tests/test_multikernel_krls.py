@@ -421,6 +421,17 @@ def test_sleep_save_load_and_an_exception_keep_the_sleepers(tmp_path, monkeypatc
     assert np.array_equal(est._asleep, back._asleep)
 
 
+def test_sleep_set_back_to_none_wakes_every_learner(tmp_path):
+    X, y = stream(330)
+    est = sleeper().fit(X[:230], y[:230])
+    assert est._asleep.any()
+    est.set_params(sleep=None)
+    est.partial_fit(X[230:], y[230:])
+    assert not est._asleep.any() and est.t_ == 330
+    okl.save(est, tmp_path / "pool.npz")
+    assert same(okl.load(tmp_path / "pool.npz"), est)
+
+
 def test_load_refuses_sleepers_off_the_floor(tmp_path):
     X, y = stream(230)
     est = sleeper().fit(X, y)
@@ -429,7 +440,7 @@ def test_load_refuses_sleepers_off_the_floor(tmp_path):
     path = tmp_path / "bad.npz"
     est.set_params(sleep=None)
     okl.save(est, path)
-    with pytest.raises(okl.ModelFileError, match="t_ is"):      # sleepers learned less
+    with pytest.raises(okl.ModelFileError, match="_asleep"):
         okl.load(path)
     est.set_params(sleep=0.02)
     okl.save(est, path)
