@@ -19,11 +19,13 @@ predictions f_k, both with a fixed share of 1e-3:
 
 The built learner is the same pool inside okl, `MultiKernelRegressor(learner="krls")` (the
 widths of the scale rule followed online, a linear learner, the combination compiled), a
-column of its own, with a smaller budget per learner as the cheaper variant.
+column of its own, with a smaller budget per learner as the cheaper variant, and with
+learners that sleep below a weight floor (`sleep=`) as the other.
 
     python bench/krls_hedge.py                          # every stream
     python bench/krls_hedge.py --streams sine diabetes --factors 0.25 1 4
     python bench/krls_hedge.py --built-only             # without the pool built here
+    python bench/krls_hedge.py --built-only --columns "KernelRLS" "krls" "sleep" --sleep 0.01
 """
 import argparse
 import sys
@@ -99,6 +101,12 @@ def main(argv=None):
     parser.add_argument("--factors", nargs="*", type=float, default=list(WIDTH_FACTORS))
     parser.add_argument("--built-only", action="store_true",
                         help="only okl's learners and KernelRidge, not the pool built here")
+    parser.add_argument("--sleep", nargs="*", type=float, default=[0.01],
+                        help="the weight floors of the sleeping pools' columns")
+    parser.add_argument("--columns", nargs="*", default=None,
+                        help="only the built columns whose label holds one of these")
+    parser.add_argument("--no-ridge", action="store_true",
+                        help="with --built-only: without the KernelRidge column")
     args = parser.parse_args(argv)
     data = streams()
     warnings.simplefilter("ignore")
@@ -107,7 +115,11 @@ def main(argv=None):
              "MultiKernelRegressor(learner='krls')": lambda: MultiKernelRegressor(
                  learner="krls"),
              "... learner_params={'budget': 50}": lambda: MultiKernelRegressor(
-                 learner="krls", learner_params={"budget": 50})}
+                 learner="krls", learner_params={"budget": 50}),
+             **{f"... sleep={floor:g}": (lambda floor=floor: MultiKernelRegressor(
+                 learner="krls", sleep=floor)) for floor in args.sleep}}
+    if args.columns:
+        built = {k: v for k, v in built.items() if any(c in k for c in args.columns)}
     outside = () if args.built_only else ("pool: best width", "pool: hedge", "pool: bayes")
     rows = {k: [] for k in (*built, *outside, "KernelRidge (hindsight)")}
     names = args.streams or list(data)
@@ -127,7 +139,8 @@ def main(argv=None):
                        else f", x{learner.learners_[k]._width_factor:g}")
             rows[label].append(f"{value:.3f} ({cost:.0f} us{top})")
         if args.built_only:
-            rows["KernelRidge (hindsight)"].append(f"{hindsight_ridge(X, y, kind):.3f}")
+            rows["KernelRidge (hindsight)"].append(
+                "-" if args.no_ridge else f"{hindsight_ridge(X, y, kind):.3f}")
             print(name, {k: v[-1] for k, v in rows.items()}, flush=True)
             continue
         start = time.process_time()

@@ -9,11 +9,11 @@ from sklearn.base import clone
 
 import okl
 import okl.river
-from okl import ConformalRegressor, KernelRLSRegressor, MultiKernelRegressor
+from okl import ConformalRegressor, KernelRLSRegressor, MultiKernelRegressor, _locks
 from okl._core._multikernel import bayes_mixture
 from okl._numpy.multikernel import bayes_mixture as numpy_bayes_mixture
 from okl._params import InvalidParameterError
-from okl.multikernel import KRLS_FACTORS
+from okl.multikernel import KRLS_FACTORS, SLEEP_AFTER, WAKE_EVERY
 
 
 def stream(n=240, d=2, seed=0):
@@ -281,10 +281,18 @@ def test_to_river_learns_and_predicts():
         float(direct.predict([[0.3, -0.2]])[0]), abs=1e-12)
 
 
-def test_two_threads_do_not_crash():
+@pytest.mark.parametrize("sleep", [None, 0.01])
+def test_a_reader_thread_sees_whole_calls_of_the_learner_thread(sleep):
+    """A thread learning in chunks and one reading: every read is of the pool between two
+    calls, the same as the sequential pool after that many rows (the lock orders them)."""
     X, y = stream(400)
-    est = MultiKernelRegressor(learner="krls").fit(X[:100], y[:100])
-    errors = []
+    est = MultiKernelRegressor(learner="krls", sleep=sleep).fit(X[:100], y[:100])
+    states = {100: est.predict(X[:10], return_std=True)}
+    twin = pickle.loads(pickle.dumps(est))
+    for i in range(100, 400, 20):
+        twin.partial_fit(X[i:i + 20], y[i:i + 20])
+        states[i + 20] = twin.predict(X[:10], return_std=True)
+    errors, reads = [], []
 
     def learn():
         try:
@@ -296,8 +304,8 @@ def test_two_threads_do_not_crash():
     def read():
         try:
             for _ in range(30):
-                est.predict(X[:10], return_std=True)
-                est.predict_one(X[0], return_std=True)
+                with _locks.locked(est):
+                    reads.append((est.t_, est.predict(X[:10], return_std=True)))
         except Exception as exc:        # noqa: BLE001
             errors.append(exc)
 
@@ -306,5 +314,146 @@ def test_two_threads_do_not_crash():
         t.start()
     for t in threads:
         t.join()
-    assert not errors
-    assert est.t_ == 400
+    assert not errors and est.t_ == 400 and len(reads) == 30
+    for t, (mean, std) in reads:
+        assert np.array_equal(mean, states[t][0]) and np.array_equal(std, states[t][1])
+
+
+# -- sleep=: learners below a weight floor sleep between wake events (docs/krls.md, section 10)
+
+def sleeper(**params):
+    return MultiKernelRegressor(learner="krls", sleep=0.01, **params)
+
+
+def test_sleepers_keep_the_floor_and_learn_only_at_wake_events():
+    start, wake = SLEEP_AFTER + WAKE_EVERY + 3, SLEEP_AFTER + 2 * WAKE_EVERY
+    X, y = stream(wake + 1)
+    est = sleeper().fit(X[:start], y[:start])
+    asleep = est._asleep.copy()
+    assert asleep.any() and not asleep.all()
+    np.testing.assert_allclose(est.weights_[asleep], 0.01, rtol=1e-12, atol=0)
+    assert est.weights_.sum() == pytest.approx(1.0, abs=1e-12)
+    sleepers = [pickle.dumps(m) for m, a in zip(est.learners_, asleep) if a]
+    t = [m.t_ for m in est.learners_]
+    # the rows up to the next wake event: the sleepers are left alone, their weights too
+    before = est.weights_[asleep]
+    est.partial_fit(X[start:wake], y[start:wake])
+    assert [pickle.dumps(m) for m, a in zip(est.learners_, asleep) if a] == sleepers
+    assert np.array_equal(est.weights_[asleep], before)
+    # the wake event: every learner learns it
+    est.partial_fit(X[wake:wake + 1], y[wake:wake + 1])
+    assert [m.t_ for m in est.learners_] == [
+        t_k + (1 if a else wake + 1 - start) for t_k, a in zip(t, asleep)]
+    # prediction: the awake learners, their weights renormalised
+    awake = ~est._asleep
+    F = np.column_stack([m.predict(X[:5]) for m in est.learners_])
+    w = est.weights_[awake] / est.weights_[awake].sum()
+    np.testing.assert_allclose(est.predict(X[:5]), F[:, awake] @ w, rtol=1e-12, atol=1e-12)
+
+
+def test_sleep_changes_nothing_before_the_first_wake_event():
+    X, y = stream(SLEEP_AFTER)
+    a = sleeper()
+    b = MultiKernelRegressor(learner="krls")
+    assert np.array_equal(a._progressive_scores(X, y, reset=True),
+                          b._progressive_scores(X, y, reset=True))
+    assert same(a, b) and not a._asleep.any()
+
+
+def test_sleep_chunks_one_event_at_a_time_and_engines_give_the_same_iterates():
+    X, y = stream(360)
+    whole = sleeper()
+    scores = whole._progressive_scores(X, y, reset=True)
+    assert whole._asleep.any()
+    chunks = sleeper()
+    cuts = np.sort(np.random.default_rng(1).choice(np.arange(1, 360), 11, replace=False))
+    parts = [chunks._progressive_scores(X[a:b], y[a:b])
+             for a, b in zip([0, *cuts], [*cuts, 360])]
+    events = sleeper()
+    one = []
+    for i in range(360):
+        one.append(events.predict_one(X[i]) if i else scores[0])
+        events.learn_one(X[i], float(y[i]))
+    # (the awake learners' weights are renormalised per call: equal to rounding)
+    np.testing.assert_allclose(np.concatenate(parts), scores, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(one, scores, rtol=0, atol=1e-10)
+    Xt, _ = stream(20, seed=9)
+    for other in (chunks, events):
+        assert other.t_ == whole.t_ and np.array_equal(other._asleep, whole._asleep)
+        assert np.max(np.abs(other.weights_ - whole.weights_)) <= 1e-10
+        assert np.max(np.abs(other.predict(Xt) - whole.predict(Xt))) <= 1e-10
+    twin = sleeper(engine="numpy")
+    twin_scores = twin._progressive_scores(X, y, reset=True)
+    assert np.max(np.abs(twin_scores - scores)) <= 1e-10
+    assert np.array_equal(twin._asleep, whole._asleep)
+    assert np.max(np.abs(twin.weights_ - whole.weights_)) <= 1e-10
+
+
+def test_sleep_save_load_and_an_exception_keep_the_sleepers(tmp_path, monkeypatch):
+    X, y = stream(400)
+    est = sleeper().fit(X[:230], y[:230])
+    assert est._asleep.any()
+    path = tmp_path / "pool.npz"
+    okl.save(est, path)
+    back = okl.load(path)
+    assert same(back, est) and np.array_equal(back._asleep, est._asleep)
+    twin = pickle.loads(pickle.dumps(est))
+    victim = est.learners_[int(np.flatnonzero(~est._asleep)[0])]
+    original = type(victim)._learn_std
+
+    calls = []
+
+    def fail(self, *args, **kwargs):
+        out = original(self, *args, **kwargs)
+        calls.extend([None] if self is victim else [])
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return out
+
+    monkeypatch.setattr(KernelRLSRegressor, "_learn_std", fail)
+    with pytest.raises(KeyboardInterrupt):
+        est.partial_fit(X[230:], y[230:])
+    monkeypatch.undo()
+    assert same(est, twin) and np.array_equal(est._asleep, twin._asleep)
+    for model in (est, back, twin):
+        model.partial_fit(X[230:], y[230:])
+    assert same(est, back) and same(est, twin)
+    assert np.array_equal(est._asleep, back._asleep)
+
+
+def test_sleep_set_back_to_none_wakes_every_learner(tmp_path):
+    X, y = stream(330)
+    est = sleeper().fit(X[:230], y[:230])
+    assert est._asleep.any()
+    est.set_params(sleep=None)
+    est.partial_fit(X[230:], y[230:])
+    assert not est._asleep.any() and est.t_ == 330
+    okl.save(est, tmp_path / "pool.npz")
+    assert same(okl.load(tmp_path / "pool.npz"), est)
+
+
+def test_load_refuses_sleepers_off_the_floor(tmp_path):
+    X, y = stream(230)
+    est = sleeper().fit(X, y)
+    asleep = est._asleep.copy()
+    assert asleep.any()
+    path = tmp_path / "bad.npz"
+    est.set_params(sleep=None)
+    okl.save(est, path)
+    with pytest.raises(okl.ModelFileError, match="_asleep"):
+        okl.load(path)
+    est.set_params(sleep=0.02)
+    okl.save(est, path)
+    with pytest.raises(okl.ModelFileError, match="floor"):
+        okl.load(path)
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"sleep": 0.0}, "sleep"),
+    ({"sleep": 0.2}, "1 / 10"),
+    ({"learner": "sgd", "sleep": 0.01}, "learner='sgd'"),
+])
+def test_bad_sleep_gets_a_clear_error(params, match):
+    X, y = stream(20)
+    with pytest.raises((InvalidParameterError, ValueError), match=match):
+        MultiKernelRegressor(**{"learner": "krls", **params}).fit(X, y)

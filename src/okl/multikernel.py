@@ -481,6 +481,10 @@ LINEAR_COEF0 = 1.0
 # the parameters the pool sets on its learners (learner_params may not)
 _OWN = ("kernel", "gamma", "engine", "verbose")
 MIXTURES = {"cython": bayes_mixture, "numpy": numpy_bayes_mixture}
+#: sleep=: every learner wakes (predicts, learns, and its weight moves) at the events
+#: SLEEP_AFTER + j WAKE_EVERY (the first once the learners' warm-up is done)
+WAKE_EVERY = 200
+SLEEP_AFTER = 100
 
 
 def check_learner_params(params):
@@ -523,8 +527,9 @@ def _pool(gammas, linear, params, engine):
 
 def _pool_learn(members, logw, share, X, y, weight, engine):
     """Every learner learns the rows in order (its compiled chunks), then the weights take
-    the rows (`bayes_mixture`): (mean, std of the mixture before each row, the new logw).
-    Raises FloatingPointError when a learner's predictive density is not finite."""
+    the rows (`bayes_mixture`): (mean, std of the mixture before each row, the new logw,
+    the learners' means and standard deviations F, S (rows, learners)).  Raises
+    FloatingPointError when a learner's predictive density is not finite."""
     n, K = X.shape[0], len(members)
     F, S = np.empty((n, K)), np.empty((n, K))
     for k, (name, m) in enumerate(members):
@@ -547,16 +552,72 @@ def _pool_learn(members, logw, share, X, y, weight, engine):
         raise FloatingPointError(
             f"MultiKernelRegressor's learners gave no finite predictive density at row "
             f"{failed + 1} of this call; scale the targets. The model is left as it was.")
-    return mean, std, logw
+    return mean, std, logw, F, S
+
+
+def _wake_rows(t, weight, n):
+    """The rows (of a call of n rows, the pool at event t) at which every learner wakes:
+    those of positive weight at the events t' = `SLEEP_AFTER` + j `WAKE_EVERY`, j >= 0."""
+    positive = np.ones(n, dtype=bool) if weight is None else np.asarray(weight) > 0
+    after = t + np.cumsum(positive) - positive - SLEEP_AFTER
+    return np.flatnonzero(positive & (after >= 0) & (after % WAKE_EVERY == 0))
+
+
+def _pool_sleep_learn(members, logw, asleep, share, floor, t, X, y, weight, engine):
+    """`_pool_learn` with sleeping learners (docs/krls.md, section 10): between wake rows
+    only the awake learners predict, learn and move their weights (the sleepers' weights
+    stay at the floor, outside the mixture); at a wake row every learner learns it and the
+    whole mixture takes it, then the learners whose weight is below `floor` (all but the
+    heaviest) fall asleep at the floor.  (mean, std, logw, asleep)."""
+    n = X.shape[0]
+    logw, asleep = np.array(logw, dtype=np.float64), np.array(asleep, dtype=bool)
+    means, stds, lo = [], [], 0
+    for i in [*_wake_rows(t, weight, n), n]:
+        for a, b, wake in ((lo, i, False), (i, min(i + 1, n), True)):
+            if a >= b:
+                continue
+            part = None if weight is None else weight[a:b]
+            awake = np.flatnonzero(~asleep)
+            mass = np.logaddexp.reduce(logw[awake])
+            if not asleep.any():
+                mean, std, logw, _, _ = _pool_learn(members, logw, share, X[a:b], y[a:b],
+                                                    part, engine)
+            elif wake:      # everyone learns the row; its prediction is the awake ones' (predict)
+                before = logw[awake] - mass
+                _, _, logw, F, S = _pool_learn(members, logw, share, X[a:b], y[a:b], part,
+                                               engine)
+                mean, std = _mixture(F[:, awake], S[:, awake], before)
+            else:
+                mean, std, sub, _, _ = _pool_learn([members[k] for k in awake],
+                                                   logw[awake] - mass, share, X[a:b], y[a:b],
+                                                   part, engine)
+                logw[awake] = sub + mass
+            means.append(mean)
+            stds.append(std)
+            if wake:
+                w = np.exp(logw)
+                asleep = w < floor
+                asleep[np.argmax(w)] = False
+                low = np.log(floor)
+                rest = np.logaddexp.reduce(logw[~asleep])
+                logw[~asleep] += np.log1p(-floor * asleep.sum()) - rest
+                logw[asleep] = low
+        lo = i + 1
+    return np.concatenate(means), np.concatenate(stds), logw, asleep
 
 
 def _pool_predict(members, logw, X):
-    """(mean, std) of the mixture for every row: sum_k w_k f_k and
-    sqrt(sum_k w_k (s_k^2 + f_k^2) - mean^2)."""
+    """(mean, std) of the mixture for every row (`_mixture`)."""
     F = np.empty((X.shape[0], len(members)))
     S = np.empty_like(F)
     for k, (_, m) in enumerate(members):
         F[:, k], S[:, k] = m.predict(X, return_std=True)
+    return _mixture(F, S, logw)
+
+
+def _mixture(F, S, logw):
+    """(mean, std) of the learners' (F, S) under the weights exp(logw): sum_k w_k f_k and
+    sqrt(sum_k w_k (s_k^2 + f_k^2) - mean^2)."""
     w = np.exp(logw)
     mean = F @ w
     second = (S * S + F * F) @ w - mean * mean
@@ -566,21 +627,30 @@ def _pool_predict(members, logw, X):
 class _PoolGuard:
     """checkpoint(n) / restore(token) of the learners of learner="krls", for
     `okl._base.transaction` (which restores the weights with the estimator's attributes):
-    a call that raises leaves the learners and the weights as they were, together."""
+    a call that raises leaves the learners and the weights as they were, together.  With
+    `learns(n)` (sleep=), only the learners that the next n events may change."""
 
-    def __init__(self, members):
+    def __init__(self, members, learns=None):
         self.members = members
+        self.learns = learns
 
     def checkpoint(self, n_new=0):
         saved = []
-        for _, m in self.members:
+        kept = None if self.learns is None else self.learns(n_new)
+        for k, (_, m) in enumerate(self.members):
+            if kept is not None and not kept[k]:
+                saved.append(None)
+                continue
             model = m.__dict__.get("_krls")
             saved.append((dict(m.__dict__), None if model is None
                           else (model, model.checkpoint(n_new))))
         return saved
 
     def restore(self, token):
-        for (_, m), (state, model) in zip(self.members, token):
+        for (_, m), saved in zip(self.members, token):
+            if saved is None:       # a sleeper the call did not reach
+                continue
+            state, model = saved
             if model is not None:
                 model[0].restore(model[1])
             m.__dict__.clear()
@@ -841,6 +911,13 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
     learner_params : dict or None, default=None
         With learner="krls", parameters of every `KernelRLSRegressor` learner (e.g.
         ``{"budget": 100, "forgetting": 0.999}``); None: its defaults.
+    sleep : float in (0, 1) or None, default=None
+        With learner="krls", a weight floor: a learner whose weight is below it at a wake
+        event (the event 100, then every 200th) sleeps until the next one: it neither
+        predicts nor learns, its weight stays at the floor, and the mixture is the awake
+        learners'.  At a wake event every learner learns the event and takes its density.
+        None: the exact Bayesian model average, every learner at every event (docs/krls.md,
+        section 10).
     loss : {"squared", "absolute", "epsilon_insensitive", "pinball", "huber"}, default="squared"
         The residual loss of every learner (and of Hedge).
     quantile : float in (0, 1), default=0.5
@@ -891,6 +968,7 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
         "learner": [Options("sgd", "krls")],
         "learner_params": [NONE, Kind(lambda v: isinstance(v, dict),
                                       "a dict of KernelRLSRegressor's parameters")],
+        "sleep": [NONE, Interval(Real, 0, 1, closed="neither")],
         "quantile": [Interval(Real, 0, 1, closed="neither")],
         "epsilon": [Interval(Real, 0, None, closed="left")],
     }
@@ -900,9 +978,10 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
                  loss="squared", quantile=0.5, epsilon=0.0, lam=1e-3, eta="auto", eta_decay=0.6,
                  beta=0.3, share=1e-3, combination="deterministic", budget="auto",
                  budget_policy="merge", fit_intercept=True, random_state=None, verbose=False,
-                 engine="cython", learner="sgd", learner_params=None):
+                 engine="cython", learner="sgd", learner_params=None, sleep=None):
         self.learner = learner
         self.learner_params = learner_params
+        self.sleep = sleep
         self.gammas = gammas
         self.eta_scales = eta_scales
         self.linear = linear
@@ -942,10 +1021,11 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
                 raise InvalidParameterError(
                     "learner='krls' takes fit_intercept from learner_params (KernelRLSRegressor's "
                     "running mean of the targets); pass learner_params={'fit_intercept': False}.")
-        elif self.learner_params is not None:
+        elif self.learner_params is not None or self.sleep is not None:
             raise InvalidParameterError(
-                f"learner_params={self.learner_params!r} sets the KernelRLSRegressor learners of "
-                "learner='krls'; with learner='sgd' leave it None.")
+                f"learner_params={self.learner_params!r} and sleep={self.sleep!r} are "
+                "learner='krls''s (its KernelRLSRegressor learners); with learner='sgd' leave "
+                "them None.")
 
     # -- learner="krls": the pool of KernelRLSRegressor learners (docs/krls.md, section 9) ----
 
@@ -958,14 +1038,21 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
     def _start(self, X, y):
         d = self.__dict__
         if self.learner != "krls":
-            d.pop("_members", None)
-            d.pop("_logw", None)
+            for name in ("_members", "_logw", "_asleep"):
+                d.pop(name, None)
             return super()._start(X, y)
         d.pop("_model", None)
         gammas = self.gammas if isinstance(self.gammas, str) else [float(g) for g in self.gammas]
         self._members = _pool(gammas, self.linear, check_learner_params(self.learner_params),
                               self.engine)
-        self._logw = np.full(len(self._members), -np.log(len(self._members)))
+        K = len(self._members)
+        if self.sleep is not None and self.sleep * (K - 1) >= 1.0:
+            raise InvalidParameterError(
+                f"sleep={self.sleep} is a weight floor for {K} learners: it must be below "
+                f"1 / {K - 1} (the floors of the sleepers and the awake learner sum to 1); "
+                "try sleep=0.01, or None.")
+        self._logw = np.full(K, -np.log(K))
+        self._asleep = np.zeros(K, dtype=bool)
         self.t_ = 0
         self.n_support_ = 0
 
@@ -977,15 +1064,33 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
 
     def _models(self):
         if self._krls():
-            return (_PoolGuard(self._pool_engine()),)
+            return (_PoolGuard(self._pool_engine(), None if self.sleep is None
+                               else self._learners_of),)
         return super()._models()
+
+    def _learners_of(self, n):
+        """sleep=: the learners the next n events may change: the awake ones, and all when
+        a wake event may be among them."""
+        asleep = self.__dict__.get("_asleep")
+        if asleep is None or len(_wake_rows(self.t_, None, n)):
+            return np.ones(len(self._members), dtype=bool)
+        return ~asleep
 
     def _learn(self, X, y, weight=None):
         if not self._krls():
             return super()._learn(X, y, weight)
-        mean, std, self._logw = _pool_learn(self._pool_engine(), self._logw, self.share, X, y,
-                                            weight, self.engine)
-        self.t_ = int(self._members[0][1].t_)
+        asleep = self.__dict__.get("_asleep")      # (a pool pickled before sleep= has none)
+        if asleep is None or (self.sleep is None and asleep.any()):
+            # sleep set back to None: every learner is awake again
+            self._asleep = asleep = np.zeros(len(self._members), dtype=bool)
+        if self.sleep is None:
+            mean, std, self._logw, _, _ = _pool_learn(
+                self._pool_engine(), self._logw, self.share, X, y, weight, self.engine)
+        else:
+            mean, std, self._logw, self._asleep = _pool_sleep_learn(
+                self._pool_engine(), self._logw, asleep, self.share, float(self.sleep),
+                self.t_, X, y, weight, self.engine)
+        self.t_ += int(len(y) if weight is None else np.count_nonzero(np.asarray(weight) > 0))
         self.n_support_ = int(sum(m.n_support_ for _, m in self._members))
         stds = self.__dict__.get("_pool_stds")
         if stds is not None:
@@ -1062,7 +1167,7 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
             return super()._check_state(check)
         attrs, out = check.attrs, check.out
         check.keys(attrs, ("n_features_in_", "t_", "n_support_", "_members", "_logw"),
-                   "the attributes of learner='krls'")
+                   "the attributes of learner='krls'", optional=("_asleep",))
         if self.learner != "krls":
             check.fail("a pool of KernelRLSRegressor learners belongs to learner='krls'")
         params = check_learner_params(self.learner_params)
@@ -1079,14 +1184,23 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
                 check.fail(f"the learner {name} does not follow its width of the grid")
             check.equal(getattr(m, "n_features_in_", None), out["n_features_in_"],
                         f"{name}.n_features_in_")
-            check.equal(getattr(m, "t_", None), out["t_"], f"{name}.t_")
+            if not (isinstance(getattr(m, "t_", None), int) and 0 <= m.t_ <= out["t_"]):
+                check.fail(f"{name}.t_ must count at most the pool's t_ events (a learner "
+                           "that slept learned fewer)")
         logw = check.array(attrs["_logw"], "_logw", (len(want),), finite=False)
         if np.any(np.isnan(logw)) or np.any(logw == np.inf) or not np.isclose(
                 np.exp(logw).sum(), 1.0, rtol=1e-9, atol=0.0):
             check.fail("_logw must be the logarithms of weights summing to 1")
         out["n_support_"] = check.int(attrs["n_support_"], "n_support_",
                                       *(2 * [sum(m.n_support_ for _, m in members)]))
-        out["_members"], out["_logw"] = members, logw
+        asleep = attrs.get("_asleep", np.zeros(len(want), dtype=bool))
+        if not (isinstance(asleep, np.ndarray) and asleep.dtype == bool
+                and asleep.shape == (len(want),)) or (self.sleep is None and asleep.any()):
+            check.fail("_asleep must be one bool per learner (all False unless sleep is set)")
+        if asleep.any() and (asleep.all() or not np.allclose(
+                np.exp(logw[asleep]), self.sleep, rtol=1e-9, atol=0.0)):
+            check.fail("the sleepers' weights must be the floor sleep, one learner awake")
+        out["_members"], out["_logw"], out["_asleep"] = members, logw, asleep.copy()
         return {}
 
     def fit(self, X, y, sample_weight=None):
@@ -1138,7 +1252,13 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
         with _locks.locked(self):
             check_is_fitted(self, "t_")
             X = check_X(self, X, reset=False)
-            mean, std = _pool_predict(self._pool_engine(), self._logw, X)
+            members, logw = self._pool_engine(), self._logw
+            asleep = self.__dict__.get("_asleep")
+            if asleep is not None and asleep.any():     # the sleepers have no voice
+                awake = np.flatnonzero(~asleep)
+                members = [members[k] for k in awake]
+                logw = logw[awake] - np.logaddexp.reduce(logw[awake])
+            mean, std = _pool_predict(members, logw, X)
         return (mean, std) if return_std else mean
 
     def predict_one(self, x, return_std=False):
