@@ -525,20 +525,17 @@ cdef class LastEvent:
         """The k probabilities of x into `pk` from the compiled step's scores
         (`decision_ready`), as the learner's `_event_proba` gives them (the logistic of one
         margin; exp(f - max f) over their sum, added in order): 1, or
-        0 when declined (no compiled step, a score not finite, an unexpected shape)."""
+        0 when declined (no compiled step, a score not finite, an unexpected shape).  k > 2
+        scores are written straight into `pk` when the step can (`cdecision`)."""
         cdef cnp.ndarray arr
         cdef Py_ssize_t j, k
-        cdef double top, total, v
-        cdef const double* f
+        cdef double v
         cdef Events step
         self.valid = False
         found = self.cevents(est)
         if found is None:
             return False
         step = <Events>found
-        r = self.cdecision(step, est, x)
-        if r is None:
-            return False
         classes = self.est_dict.get("classes_")
         if classes is None:
             return False
@@ -551,6 +548,11 @@ cdef class LastEvent:
             self.pbuf = np.empty(k)
             self.pk = <double*>cnp.PyArray_DATA(<cnp.ndarray>self.pbuf)
             self.pk_n = k
+        r = self.cdecision(step, est, x, self.pk if k > 2 else NULL, k)
+        if r is None:
+            return False
+        if r is True:                   # the k scores are in pk
+            return self.csoftmax(self.pk, k)
         if k == 1:
             self.pk[0] = 1.0
         elif PyFloat_Check(r):
@@ -565,27 +567,35 @@ cdef class LastEvent:
                     and cnp.PyArray_TYPE(arr) == cnp.NPY_DOUBLE
                     and cnp.PyArray_IS_C_CONTIGUOUS(arr)):
                 return False
-            f = <const double*>cnp.PyArray_DATA(arr)
-            top = f[0]
-            for j in range(k):
-                if not isfinite(f[j]):
-                    return False
-                if f[j] > top:
-                    top = f[j]
-            total = 0.0
-            for j in range(k):
-                self.pk[j] = exp(f[j] - top)
-                total += self.pk[j]
-            for j in range(k):
-                self.pk[j] = self.pk[j] / total
+            memcpy(self.pk, cnp.PyArray_DATA(arr), k * sizeof(double))
+            return self.csoftmax(self.pk, k)
         else:
             return False
         self.k = k
         return True
 
-    cdef object cdecision(self, Events step, object est, object x):
+    cdef bint csoftmax(self, double* f, Py_ssize_t k) noexcept:
+        """The k scores in f, in place, to exp(f - max f) over their sum (added in order):
+        1, or 0 when a score is not finite."""
+        cdef Py_ssize_t j
+        cdef double top = f[0], total = 0.0
+        for j in range(k):
+            if not isfinite(f[j]):
+                return False
+            if f[j] > top:
+                top = f[j]
+        for j in range(k):
+            f[j] = exp(f[j] - top)
+            total += f[j]
+        for j in range(k):
+            f[j] = f[j] / total
+        self.k = k
+        return True
+
+    cdef object cdecision(self, Events step, object est, object x, double* out, Py_ssize_t k):
         """`Events.decision_ready(est, x)` as C calls (the row, the check and the scores under
-        the learner's lock; no method lookup): f(x) or the k scores, None when declined."""
+        the learner's lock; no method lookup): f(x) or the k scores, None when declined; True
+        when the step wrote its k scores into `out` (not NULL: `Events.cpredict_into`)."""
         cdef dict attrs = self.est_dict
         if step.serves == NOTHING or step.lock is None:
             return None
@@ -594,6 +604,8 @@ cdef class LastEvent:
             row = step.crow(attrs, x)
             if row is None or not step.cstill(est, attrs):
                 return None
+            if out != NULL and step.cpredict_into(attrs, row, out, k) == k:
+                return True
             return step.cpredict(attrs, row)
         finally:
             step.lock.crelease()

@@ -423,6 +423,20 @@ cdef class KScores(Events):
         memcpy(cnp.PyArray_DATA(<cnp.ndarray>out), &self.s[0], k * sizeof(double))
         return out
 
+    cdef Py_ssize_t cpredict_into(self, dict attrs, object x, double* out,
+                                  Py_ssize_t n) except -2:
+        """`cpredict` into the caller's buffer of n = k doubles (-1 for another n or a row
+        or intercept_ not ready)."""
+        cdef Py_ssize_t nx = 0, nb = 0
+        cdef const double* px = cready(x, &nx)
+        cdef const double* pb = cready(attrs["intercept_"], &nb)
+        if n != self.k or px == NULL or pb == NULL:
+            return -1
+        self._check(nx, nb)
+        self._predict(px, pb, attrs["t_"], "predicted")
+        memcpy(out, &self.s[0], self.k * sizeof(double))
+        return self.k
+
     cdef object cpredict_label(self, dict attrs, object x):
         cdef Py_ssize_t n = 0, nb = 0
         cdef const double* px = cready(x, &n)

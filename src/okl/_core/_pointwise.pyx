@@ -508,6 +508,12 @@ cdef class Events:
     cdef object cpredict(self, dict attrs, object x):
         raise NotImplementedError
 
+    cdef Py_ssize_t cpredict_into(self, dict attrs, object x, double* out,
+                                  Py_ssize_t n) except -2:
+        """The k scores of one ready row written into the caller's `out` (n doubles), no
+        array made: k, or -1 when this step gives no k scores for it (`cpredict` then)."""
+        return -1
+
     cdef int ccount_prior(self, dict attrs, double h, double y, double w) except -1:
         """A taken step of kernel part h counts for the prior-shift offset: its state and
         intercept_ in `attrs` (the learner's ``__dict__``).  The state is read from the
