@@ -532,15 +532,15 @@ def rewidth(state, gamma):
     f_cov = L @ state["cov"] @ L.T
     centers = np.asarray(state["centers"])
     record = kernel_record(state, complete=True)
-    K = np.array([kernel_values(record, centers, x) for x in centers])
+    K = kernel_of(record, gram_base(record["kernel"], centers))
     K = 0.5 * (K + K.T)
     keep, Lk = [], np.zeros((m, m))
     for j in range(m):                  # Cholesky, a centre at a time, in the centres' order
-        row = solve_triangular(Lk[:len(keep), :len(keep)], K[keep, j], lower=True) \
-            if keep else np.empty(0)
+        n = len(keep)                   # (LAPACK's solve as solve_triangular calls it)
+        row = lapack.dtrtrs(Lk[:n, :n].T, K[keep, j], lower=0, trans=1)[0] if n \
+            else np.empty(0)
         gamma2 = K[j, j] - row @ row
         if gamma2 > max(float(state["threshold"]), RESIDUAL_FLOOR * K[j, j]):
-            n = len(keep)
             Lk[n, :n], Lk[n, n] = row, math.sqrt(gamma2)
             keep.append(j)
     n = len(keep)
