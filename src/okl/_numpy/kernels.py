@@ -79,15 +79,38 @@ def kernel_values(k, centers, x, sqnorms=None):
     squared norms `sqnorms`, taken by the rule of `sq_distances`
     (`ckernel_row_norms`).
     """
-    kernel, gamma = k["kernel"], k["gamma"]
-    if kernel == Kernel.GAUSSIAN:
-        return np.exp(-gamma * sq_distances(centers, x, sqnorms))
+    return kernel_of(k, kernel_base(k["kernel"], centers, x, sqnorms))
+
+
+def kernel_base(kernel, centers, x, sqnorms=None):
+    """What the kernel of code `kernel` is a function of, for every row: the squared distances
+    (`sq_distances`; Gaussian, Matern), the L1 distances (Laplacian) or the inner products
+    (linear, polynomial) of the centres and x.  No parameter enters it."""
+    if kernel in (Kernel.GAUSSIAN, Kernel.MATERN):
+        return sq_distances(centers, x, sqnorms)
     if kernel == Kernel.LAPLACIAN:
-        return np.exp(-gamma * np.abs(centers - x).sum(axis=1))
-    if kernel == Kernel.MATERN:
-        return matern(k["nu"], gamma, sq_distances(centers, x, sqnorms))
-    if kernel == Kernel.LINEAR:
-        return centers @ x + k["coef0"]
-    if kernel == Kernel.POLYNOMIAL:
-        return (gamma * (centers @ x) + k["coef0"]) ** k["degree"]
+        return np.abs(centers - x).sum(axis=1)
+    if kernel in (Kernel.LINEAR, Kernel.POLYNOMIAL):
+        return centers @ x
     raise ValueError(f"Unknown kernel code {kernel}.")
+
+
+def kernel_of(k, base):
+    """The kernel values of the record `k` from `kernel_base`'s values `base` (of any shape,
+    element by element)."""
+    kernel, gamma = k["kernel"], k["gamma"]
+    if kernel in (Kernel.GAUSSIAN, Kernel.LAPLACIAN):
+        return np.exp(-gamma * base)
+    if kernel == Kernel.MATERN:
+        return matern(k["nu"], gamma, base)
+    if kernel == Kernel.LINEAR:
+        return base + k["coef0"]
+    if kernel == Kernel.POLYNOMIAL:
+        return (gamma * base + k["coef0"]) ** k["degree"]
+    raise ValueError(f"Unknown kernel code {kernel}.")
+
+
+def gram_base(kernel, X):
+    """`kernel_base` of the rows of X against each other, an (n, n) matrix: the kernel's Gram
+    matrix at any width is `kernel_of` of it, each entry as `kernel_values` gives it."""
+    return np.array([kernel_base(kernel, X, x) for x in X]).reshape(len(X), len(X))

@@ -39,11 +39,11 @@ mirrors it.  The compiled twin takes the same operations in the same order.
 import math
 
 import numpy as np
-from scipy.linalg import LinAlgError, cholesky, solve_triangular
+from scipy.linalg import LinAlgError, cholesky, lapack, solve_triangular
 
 from okl._numpy.codes import Prune
 from okl._numpy.drift import drift_loss, read_state, state_tuple, watch
-from okl._numpy.kernels import kernel_record, kernel_values
+from okl._numpy.kernels import gram_base, kernel_of, kernel_record, kernel_values
 
 # a centre joins only if its residual is above this fraction of k(x, x) (with nu = 0: every
 # point that the dictionary does not already span to rounding)
@@ -532,15 +532,15 @@ def rewidth(state, gamma):
     f_cov = L @ state["cov"] @ L.T
     centers = np.asarray(state["centers"])
     record = kernel_record(state, complete=True)
-    K = np.array([kernel_values(record, centers, x) for x in centers])
+    K = kernel_of(record, gram_base(record["kernel"], centers))
     K = 0.5 * (K + K.T)
     keep, Lk = [], np.zeros((m, m))
     for j in range(m):                  # Cholesky, a centre at a time, in the centres' order
-        row = solve_triangular(Lk[:len(keep), :len(keep)], K[keep, j], lower=True) \
-            if keep else np.empty(0)
+        n = len(keep)                   # (LAPACK's solve as solve_triangular calls it)
+        row = lapack.dtrtrs(Lk[:n, :n].T, K[keep, j], lower=0, trans=1)[0] if n \
+            else np.empty(0)
         gamma2 = K[j, j] - row @ row
         if gamma2 > max(float(state["threshold"]), RESIDUAL_FLOOR * K[j, j]):
-            n = len(keep)
             Lk[n, :n], Lk[n, n] = row, math.sqrt(gamma2)
             keep.append(j)
     n = len(keep)
@@ -590,18 +590,44 @@ def log_evidence(K, y, w, noise, centred):
     return -0.5 * dof * math.log(q / dof) - float(np.log(np.diag(L)).sum())
 
 
+def log_evidences(K, y, w, noises, centred):
+    """`log_evidence` at every noise of `noises`, from one tridiagonal reduction
+    W^1/2 K W^1/2 = Q T Q^T (W = diag(w)): with z = Q^T W^1/2 y and T + noise I = L D L^T,
+    ``log |A| = sum log D_i - sum log w_i`` and ``q = z^T (T + noise I)^-1 z``, O(n) a noise;
+    -inf where that factor fails (A not positive definite, as the Cholesky factor's failure)
+    (docs/krls.md, section 8)."""
+    y = y - np.average(y, weights=w) if centred else y
+    dof = len(y) - 1 if centred else len(y)
+    root = np.sqrt(w)
+    c, d, e, tau, _ = lapack.dsytrd(root[:, None] * K * root[None, :], lower=1)
+    z = root * y
+    if len(tau):                # Q's reflectors are those of a QR factor of c[1:, :-1]
+        z[1:] = lapack.dormqr("L", "T", c[1:, :-1], tau, z[1:, None], 1)[0][:, 0]
+    else:                       # one row: LAPACK's wrappers take an unused off-diagonal
+        e = np.zeros(1)
+    out = np.full(len(noises), -np.inf)
+    log_w = float(np.log(w).sum())
+    for i, noise in enumerate(noises):
+        dn, en, info = lapack.dpttrf(d + float(noise), e)
+        if info == 0:
+            x = lapack.dpttrs(dn, en, z[:, None])[0][:, 0]
+            q = max(float(z @ x), np.finfo(float).tiny)
+            out[i] = -0.5 * dof * math.log(q / dof) - 0.5 * (float(np.log(dn).sum()) - log_w)
+    return out
+
+
 def evidence_choice(kernel, X, y, w, gammas, noises, centred):
-    """(gamma, noise, log evidence) of the largest `log_evidence` of the rows (X, y, w) over
+    """(gamma, noise, log evidence) of the largest `log_evidences` of the rows (X, y, w) over
     the grids (the first of equal ones, gammas then noises in their order)."""
     best, choice = -np.inf, (float(gammas[0]), float(noises[-1]))
+    record = kernel_record(kernel)
+    base = gram_base(record["kernel"], X)
     for gamma in gammas:
-        record = dict(kernel_record(kernel), gamma=float(gamma))
-        K = np.array([kernel_values(record, X, x) for x in X])
-        K = 0.5 * (K + K.T)
-        for noise in noises:
-            value = log_evidence(K, y, w, float(noise), centred)
+        K = kernel_of(dict(record, gamma=float(gamma)), base)
+        values = log_evidences(0.5 * (K + K.T), y, w, noises, centred)
+        for noise, value in zip(noises, values):
             if value > best:
-                best, choice = value, (float(gamma), float(noise))
+                best, choice = float(value), (float(gamma), float(noise))
     return (*choice, best)
 
 
@@ -619,8 +645,7 @@ def linear_evidence(X, y, w, noises, centred):
     K = X @ X.T + c
     K = 0.5 * (K + K.T) / (2.0 * c)
     best, choice = -np.inf, math.nan
-    for noise in noises:
-        value = log_evidence(K, y, w, float(noise), centred)
+    for noise, value in zip(noises, log_evidences(K, y, w, noises, centred)):
         if value > best:
-            best, choice = value, float(noise) * 2.0 * c
+            best, choice = float(value), float(noise) * 2.0 * c
     return c, choice, best
