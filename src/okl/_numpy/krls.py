@@ -36,6 +36,7 @@ One step, from the model before it (docs/krls.md, section 2):
 `cov` is kept exactly symmetric: every write computes the lower triangle's formula and
 mirrors it.  The compiled twin takes the same operations in the same order.
 """
+import copy
 import math
 
 import numpy as np
@@ -259,10 +260,12 @@ class Posterior:
         return out
 
     def checkpoint(self, n_new=0):
-        return self.get_state()
+        return copy.deepcopy(self.__dict__)
 
     def restore(self, token):
-        self.__dict__.update(type(self).from_state(token).__dict__)
+        """Put back the model `checkpoint` copied: every array at its capacity, every field."""
+        self.__dict__.clear()
+        self.__dict__.update(token)
 
 
 class NumpyKRLS(Posterior):
