@@ -268,7 +268,7 @@ def krls(block=500):
     """KernelRLSRegressor (its defaults) without a detector, with Page-Hinkley, and with its
     own forgetting instead (lambda = 0.995): recovery on the drifting Friedman target, RMSE
     and changes seen on stationary streams, and the cost per event side by side (as `cost`)."""
-    settings = {"drift_detector=None": {}, "'page_hinkley'": ADAPT,
+    settings = {"drift_detector=None": {"drift_detector": None}, "'page_hinkley'": ADAPT,
                 "forgetting=0.995": {"forgetting": 0.995}}
     print(f"KernelRLSRegressor, defaults (budget 200, noise and width from the warm-up); "
           f"seeds {SEEDS}; " + load())
