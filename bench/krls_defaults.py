@@ -15,6 +15,7 @@ KernelRLSRegressor settings chosen the same way.
     python bench/krls_defaults.py --streams lorenz mackey_glass --learners krls
     python bench/krls_defaults.py --grid           # also the tuned rows
     python bench/krls_defaults.py --first-scaled   # tabular rows scaled by the first 100 events
+    python bench/krls_defaults.py --freeze-after 100   # the online scaler settles after 100 events
 """
 import argparse
 import itertools
@@ -53,9 +54,10 @@ def streams():
     return out
 
 
-def okl_learner(est, kind):
+def okl_learner(est, kind, freeze_after=None):
     if kind == "tabular":
-        return StreamPipeline([("scale", OnlineStandardScaler()), ("learn", est)])
+        return StreamPipeline([("scale", OnlineStandardScaler(freeze_after=freeze_after)),
+                               ("learn", est)])
     return est
 
 
@@ -159,6 +161,9 @@ def main(argv=None):
     parser.add_argument("--first-scaled", action="store_true",
                         help="okl learns tabular rows scaled by the moments of the first 100 "
                              "events (a settled scale) instead of through an online scaler")
+    parser.add_argument("--freeze-after", type=int, default=None,
+                        help="okl's online scaler learns the moments of this many events, "
+                             "then holds them (OnlineStandardScaler(freeze_after=))")
     args = parser.parse_args(argv)
     data = streams()
     names = args.streams or list(data)
@@ -167,6 +172,8 @@ def main(argv=None):
         "okl KernelRLSRegressor(kernel='auto')": lambda: KernelRLSRegressor(kernel="auto"),
         "okl OnlineKernelRegressor()": lambda: OnlineKernelRegressor(),
         "okl MultiKernelRegressor()": lambda: MultiKernelRegressor(),
+        "okl MultiKernelRegressor(learner='krls', sleep=0.01)":
+            lambda: MultiKernelRegressor(learner="krls", sleep=0.01),
     }
     rivers = river_learners()
     warnings.simplefilter("ignore")
@@ -182,7 +189,7 @@ def main(argv=None):
             if label.startswith("okl") and args.first_scaled and kind == "tabular":
                 pred = okl_scores(make(), (X - X[:100].mean(0)) / X[:100].std(0), y)
             elif label.startswith("okl"):
-                pred = okl_scores(okl_learner(make(), kind), X, y)
+                pred = okl_scores(okl_learner(make(), kind, args.freeze_after), X, y)
             else:
                 pred = river_scores(make(), X, y)
             cost = (time.process_time() - start) / len(y) * 1e6

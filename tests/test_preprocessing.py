@@ -103,6 +103,51 @@ def test_first_event_fixes_the_features():
     np.testing.assert_array_equal(ignoring.mean_, [2.0, 1.0])
 
 
+@pytest.mark.parametrize("splits", [[200], [1] * 200, [7, 1, 1, 50, 141], [30, 1, 169]])
+def test_freeze_after_holds_the_moments_of_the_first_rows(splits):
+    X = data()
+    scaler = OnlineStandardScaler(freeze_after=31)
+    lo, seen = 0, []
+    for size in splits:
+        if size == 1:
+            scaler.learn_one(X[lo])
+        else:
+            scaler.partial_fit(X[lo:lo + size])
+        lo += size
+        seen.append(scaler.n_samples_seen_)
+    assert scaler.n_samples_seen_ == 31 and max(seen) == 31
+    ref = StandardScaler().fit(X[:31])
+    np.testing.assert_allclose(scaler.mean_, ref.mean_, rtol=1e-12)
+    np.testing.assert_allclose(scaler.scale_, ref.scale_, rtol=1e-10)
+    np.testing.assert_allclose(scaler.transform(X), ref.transform(X), rtol=1e-9, atol=1e-12)
+    held = state(scaler)
+    scaler.partial_fit(X[:5] * 100.0)
+    scaler.learn_one(X[0] * 100.0)
+    assert_same_state(state(scaler), held)
+
+
+def test_freeze_after_checks_rows_it_does_not_learn_and_can_be_raised():
+    X = data()
+    scaler = OnlineStandardScaler(freeze_after=10).partial_fit(X[:12])
+    held = state(scaler)
+    for bad in (np.array([np.nan, 1.0, 1.0, 1.0]), X[0, :2]):
+        with pytest.raises(ValueError):
+            scaler.learn_one(bad)
+    with pytest.raises(ValueError):
+        scaler.partial_fit(X[:3, :2])
+    assert_same_state(state(scaler), held)
+    scaler.set_params(freeze_after=40).partial_fit(X[12:60])
+    assert scaler.n_samples_seen_ == 40
+    np.testing.assert_allclose(scaler.mean_, np.concatenate([X[:10], X[12:42]]).mean(axis=0),
+                               rtol=1e-12)
+    scaler.set_params(freeze_after=None).learn_one(X[60])
+    assert scaler.n_samples_seen_ == 41
+    with pytest.raises(ValueError, match="freeze_after"):
+        OnlineStandardScaler(freeze_after=0).partial_fit(X)
+    restored = pickle.loads(pickle.dumps(OnlineStandardScaler(freeze_after=3).partial_fit(X)))
+    assert restored.freeze_after == 3 and restored.n_samples_seen_ == 3
+
+
 @pytest.mark.parametrize("bad, error, match", [
     ({"a": float("nan"), "b": 1.0}, ValueError, "non-finite"),
     ({"a": "x", "b": 1.0}, TypeError, "real numbers.*'a'"),

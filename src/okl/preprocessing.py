@@ -6,6 +6,7 @@ chunk), so its statistics after any split of a stream into chunks and events
 equal the batch mean and variance of everything seen, up to rounding.
 """
 from collections.abc import Mapping
+from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
@@ -14,7 +15,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from okl import _locks
 from okl._base import params_changed, params_validated, transaction
-from okl._params import BOOL, Options, validate_params
+from okl._params import BOOL, NONE, Interval, Options, validate_params
 from okl._persist import loadable
 from okl._rows import UNKNOWN_FEATURES, check_row, commit_names, forget_names
 
@@ -57,6 +58,13 @@ class OnlineStandardScaler(_locks.LockedState, OneToOneFeatureMixin, Transformer
     unknown_features : {"error", "ignore"}, default="error"
         What a dict event with a key not seen on the first call does: raise,
         or drop the key.
+    freeze_after : int >= 1 or None, default=None
+        Learn the moments of the first ``freeze_after`` rows only, then hold
+        them: later rows are still checked and transformed, not learned, so a
+        learner downstream sees one scaling of the stream once it has settled
+        (a model that never forgets, such as `okl.KernelRLSRegressor`'s linear
+        kernel, fits rows of moving scalings worse: docs/krls.md, section 9).
+        None learns from every row.
 
     Attributes
     ----------
@@ -65,7 +73,7 @@ class OnlineStandardScaler(_locks.LockedState, OneToOneFeatureMixin, Transformer
         When the first call was a DataFrame (a first dict fixes the order of
         its keys privately).
     n_samples_seen_ : int
-        Rows learned so far.
+        Rows learned so far (at most ``freeze_after``).
     mean_, var_ : ndarray of shape (n_features_in_,)
         Running mean and population variance of every feature.
     scale_ : ndarray of shape (n_features_in_,)
@@ -95,12 +103,15 @@ class OnlineStandardScaler(_locks.LockedState, OneToOneFeatureMixin, Transformer
         "with_mean": [BOOL],
         "with_std": [BOOL],
         "unknown_features": [Options(*UNKNOWN_FEATURES)],
+        "freeze_after": [NONE, Interval(Integral, 1, None, closed="left")],
     }
 
-    def __init__(self, with_mean=True, with_std=True, unknown_features="error"):
+    def __init__(self, with_mean=True, with_std=True, unknown_features="error",
+                 freeze_after=None):
         self.with_mean = with_mean
         self.with_std = with_std
         self.unknown_features = unknown_features
+        self.freeze_after = freeze_after
 
     # -- learning ------------------------------------------------------------------------
 
@@ -124,7 +135,8 @@ class OnlineStandardScaler(_locks.LockedState, OneToOneFeatureMixin, Transformer
             self.__dict__.pop(name, None)
 
     def partial_fit(self, X, y=None):
-        """Merge the rows of X into the running mean and variance.
+        """Merge the rows of X into the running mean and variance (up to
+        ``freeze_after`` rows in all).
 
         A call that raises (NaN/inf, a changed number of features) leaves the
         scaler as it was.
@@ -135,8 +147,14 @@ class OnlineStandardScaler(_locks.LockedState, OneToOneFeatureMixin, Transformer
             X = self._check_X(X, reset=first)
             if first:
                 self._start(X.shape[1])
-            self._merge(X)
+            self._merge(X[:self._room(X.shape[0])])
         return self
+
+    def _room(self, n):
+        """How many of n new rows are learned: all, or those before ``freeze_after``."""
+        if self.freeze_after is None:
+            return n
+        return min(n, max(self.freeze_after - self.n_samples_seen_, 0))
 
     def _merge(self, X):
         """Chan et al.'s merge of the chunk's mean and M2 into the running ones."""
@@ -172,9 +190,12 @@ class OnlineStandardScaler(_locks.LockedState, OneToOneFeatureMixin, Transformer
             first = not hasattr(self, "n_samples_seen_")
             self._validate_params()
             row, names = check_row(self, x)
-            _refuse_huge(row[None, :])
             if first:
                 self._start(row.shape[0])
+            if not self._room(1):       # past freeze_after: checked, not learned
+                commit_names(self, names)
+                return
+            _refuse_huge(row[None, :])
             n = self.n_samples_seen_ + 1
             with np.errstate(over="ignore", invalid="ignore"):  # `_set` refuses a non-finite
                 delta = row - self.mean_
