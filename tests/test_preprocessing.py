@@ -28,17 +28,24 @@ def assert_same_state(a, b):
         np.testing.assert_array_equal(a[key], b[key], err_msg=key)
 
 
-@pytest.mark.parametrize("splits", [[200], [1] * 200, [7, 1, 1, 50, 141], [100, 100]])
-def test_running_moments_are_exact_for_any_split(splits):
-    X = data()
-    scaler = OnlineStandardScaler()
-    lo = 0
+def feed(scaler, X, splits):
+    """Learn X in chunks of the sizes in splits (1: learn_one); n_samples_seen_ after each."""
+    lo, seen = 0, []
     for size in splits:
         if size == 1:
             scaler.learn_one(X[lo])
         else:
             scaler.partial_fit(X[lo:lo + size])
         lo += size
+        seen.append(scaler.n_samples_seen_)
+    return seen
+
+
+@pytest.mark.parametrize("splits", [[200], [1] * 200, [7, 1, 1, 50, 141], [100, 100]])
+def test_running_moments_are_exact_for_any_split(splits):
+    X = data()
+    scaler = OnlineStandardScaler()
+    feed(scaler, X, splits)
     assert scaler.n_samples_seen_ == len(X)
     np.testing.assert_allclose(scaler.mean_, X.mean(axis=0), rtol=1e-12)
     np.testing.assert_allclose(scaler.var_, X.var(axis=0), rtol=1e-10, atol=1e-12)
@@ -107,14 +114,7 @@ def test_first_event_fixes_the_features():
 def test_freeze_after_holds_the_moments_of_the_first_rows(splits):
     X = data()
     scaler = OnlineStandardScaler(freeze_after=31)
-    lo, seen = 0, []
-    for size in splits:
-        if size == 1:
-            scaler.learn_one(X[lo])
-        else:
-            scaler.partial_fit(X[lo:lo + size])
-        lo += size
-        seen.append(scaler.n_samples_seen_)
+    seen = feed(scaler, X, splits)
     assert scaler.n_samples_seen_ == 31 and max(seen) == 31
     ref = StandardScaler().fit(X[:31])
     np.testing.assert_allclose(scaler.mean_, ref.mean_, rtol=1e-12)
