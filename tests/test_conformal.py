@@ -645,6 +645,18 @@ def test_normalised_scores_wait_for_the_learners_spread(engine):
     assert absolute.calibration_.t == 20        # only the normalised score waits
 
 
+def test_the_default_learner_is_kernel_rls_with_the_normalised_score():
+    """ConformalRegressor() wraps KernelRLSRegressor() and normalises by its spread; the
+    pinball pair asks for a learner with a pinball loss, naming one."""
+    X, y = stream(200)
+    model = ConformalRegressor().fit(X, y)
+    assert type(model.estimator_) is KernelRLSRegressor and model.score_ == "normalized"
+    assert model.estimator_.get_params() == KernelRLSRegressor().get_params()
+    assert model.calibration_.t == 198
+    with pytest.raises(ValueError, match=r"okl\.OnlineKernelRegressor\(\)"):
+        ConformalRegressor(nonconformity="quantile").fit(X, y)
+
+
 def test_a_krls_mixture_learns_one_event_at_a_time_from_the_first():
     """MultiKernelRegressor(learner="krls") gives no spread before it learns (NotFittedError):
     the wrapper's first learn_one takes (0, 1), its score left out as the next one's, and the
@@ -680,7 +692,8 @@ def test_save_load_and_pickle_keep_learning_identically(tmp_path):
     X, y = stream(600)
     for model in (ConformalRegressor(OnlineKernelRegressor(gamma=0.5)),
                   ConformalRegressor(OnlineKernelRegressor(gamma=0.5), gamma=(0.001, 0.01, 0.1)),
-                  ConformalRegressor(nonconformity="quantile", method="aci", engine="numpy"),
+                  ConformalRegressor(OnlineKernelRegressor(), nonconformity="quantile",
+                                     method="aci", engine="numpy"),
                   ConformalRegressor(OnlineKernelRegressor(gamma=0.5), method="pid",
                                      integrator=(0.5, 2.0))):
         model.fit(X[:300], y[:300])

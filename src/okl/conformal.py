@@ -229,8 +229,10 @@ class ConformalRegressor(RegressorMixin, _ConformalBase):
     ----------
     estimator : regressor, default=None
         An okl regressor (any learner with `partial_fit` and `predict` also
-        works); None is ``OnlineKernelRegressor()``.  It is cloned by the
-        first learning call (`calibrate` keeps a fitted one's fit).
+        works); None is ``KernelRLSRegressor()``, whose predictive standard
+        deviation normalises the scores (docs/conformal.md, section 6).  It is
+        cloned by the first learning call (`calibrate` keeps a fitted one's
+        fit).
     alpha : float in (0, 1), default=0.1
         Target miscoverage: intervals hold 1 - alpha of the targets.
     method : {"agaci", "aci", "quantile", "pid"}, default="agaci"
@@ -330,15 +332,16 @@ class ConformalRegressor(RegressorMixin, _ConformalBase):
             raise InvalidParameterError(
                 f"nonconformity='quantile' learns a pinball pair of clones of the learner, "
                 f"which needs `loss` and `quantile` parameters; {type(base).__name__} has none. "
-                "Use nonconformity='absolute'.")
+                "Pass such a learner (as okl.OnlineKernelRegressor()), or use "
+                "nonconformity='auto'.")
 
     def __sklearn_tags__(self):
         return self._learner_tags(super().__sklearn_tags__())
 
     def _base(self):
         if self.estimator is None:
-            from okl.regression import OnlineKernelRegressor
-            return OnlineKernelRegressor()
+            from okl.krls import KernelRLSRegressor
+            return KernelRLSRegressor()
         return self.estimator
 
     def _resolved_score(self):
