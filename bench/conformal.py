@@ -2,8 +2,8 @@
 
     python bench/conformal.py table      # every method and score on five streams, beside
                                          # okl's pinball pair and river's jackknife interval
-    python bench/conformal.py widths     # the default's width beside the narrowest constant
-                                         # band on its learner's residuals (hindsight)
+    python bench/conformal.py widths     # OnlineKernelRegressor()'s width beside the narrowest
+                                         # constant band on its residuals (hindsight)
     python bench/conformal.py steps      # AgACI's step grid and window, untuned
     python bench/conformal.py pid        # conformal PID's integrator gains beside quantile
                                          # tracking (its proportional part alone)
@@ -25,9 +25,10 @@ Streams (generated here, or scikit-learn's bundled diabetes; never river's): 10,
 The synthetic streams know their conditional quantiles: "oracle" is the mean width of the
 narrowest band that holds 1 - alpha of y | x (the central interval of a symmetric noise), and
 "ratio" a method's mean width over it.  Coverage over windows: the lowest coverage of the
-500-event windows that start after event 500 (every 100 events).  The base learner is okl's
-default OnlineKernelRegressor() throughout (river's RegressionJackknife wraps it through
-okl.river.to_river); each run is one progressive pass (predict, then learn).
+500-event windows that start after event 500 (every 100 events).  The wrapper's default learner,
+KernelRLSRegressor(), is the row "okl agaci, default: KernelRLSRegressor()"; every other okl row
+and river's RegressionJackknife (through okl.river.to_river) wrap OnlineKernelRegressor(); each
+run is one progressive pass (predict, then learn).
 """
 import copy
 import os
@@ -99,9 +100,9 @@ def run_okl(X, y, **params):
     return result.lower, result.upper
 
 
-def run_krls(X, y):
-    """The default wrapper on KernelRLSRegressor(): scores normalised by its predictive std."""
-    result = progressive_validation(ConformalRegressor(KernelRLSRegressor(), alpha=ALPHA), X, y)
+def run_default(X, y):
+    """The default wrapper, on KernelRLSRegressor(): scores normalised by its predictive std."""
+    result = progressive_validation(ConformalRegressor(alpha=ALPHA), X, y)
     return result.lower, result.upper
 
 
@@ -128,12 +129,12 @@ def run_river(X, y, window=None):
 
 
 RUNS = {
-    "okl agaci (default)": lambda X, y: run_okl(X, y),
+    "okl agaci, OnlineKernelRegressor()": lambda X, y: run_okl(X, y),
     "okl aci": lambda X, y: run_okl(X, y, method="aci"),
     "okl quantile": lambda X, y: run_okl(X, y, method="quantile"),
     "okl pid": lambda X, y: run_okl(X, y, method="pid"),
     "okl agaci, pinball pair (CQR)": lambda X, y: run_okl(X, y, nonconformity="quantile"),
-    "okl agaci, KernelRLSRegressor()": run_krls,
+    "okl agaci, default: KernelRLSRegressor()": run_default,
     "okl pinball pair, no calibration": run_pinball_pair,
     "river jackknife": run_river,
     "river jackknife, window 1000": lambda X, y: run_river(X, y, 1000),
@@ -145,21 +146,22 @@ def table(methods=RUNS):
     for stream in STREAMS:
         X, y, oracle = make_stream(stream)
         print(f"\n{stream} ({len(y)} events; alpha = {ALPHA})")
-        print(f"| {'method':<34} | coverage | min window | mean width | ratio |")
-        print(f"|{'-' * 36}|----------|------------|------------|-------|")
+        print(f"| {'method':<40} | coverage | min window | mean width | ratio |")
+        print(f"|{'-' * 42}|----------|------------|------------|-------|")
         for name, run in methods.items():
             r = summary(y, *run(X, y), oracle)
-            print(f"| {name:<34} | {r['coverage']:.4f} | {r['min window']:.3f} | "
+            print(f"| {name:<40} | {r['coverage']:.4f} | {r['min window']:.3f} | "
                   f"{r['width']:10.4g} | {r['ratio']:.3f} |")
 
 
 def widths():
-    """Where the default's width goes: its ratio beside the narrowest constant band on its
-    own learner's residuals, in hindsight (the 0.9 quantile of |y - f(x)| over the stream, per
+    """Where OnlineKernelRegressor()'s width goes (the absolute score): its ratio beside the
+    narrowest constant band on its own residuals, in hindsight (the 0.9 quantile of |y - f(x)| over the stream, per
     phase of 2,000 events on the drifting one): what no calibration of the absolute score can
     beat, and the noise band's ratio to it; on diabetes, the first intervals and the mean width
     after them around either learner."""
-    print(f"| stream | default (agaci) ratio | hindsight constant band on its residuals |")
+    print(f"| stream | OnlineKernelRegressor(), agaci: ratio | hindsight constant band on its "
+          "residuals |")
     print("|---|---|---|")
     for stream in ("stationary", "heteroscedastic", "drifting", "heavy"):
         X, y, oracle = make_stream(stream)
@@ -181,8 +183,9 @@ def widths():
                 print(f"| drifting, events {s + 500}-{s + phase} | "
                       f"{width / (2 * oracle[late].mean()):.3f} | "
                       f"{2 * np.quantile(r[late], 1 - ALPHA) / (2 * oracle[late].mean()):.3f} |")
-    X, y, _ = make_stream("diabetes")     # where KernelRLSRegressor()'s wider mean goes
-    for name, run in (("OnlineKernelRegressor()", run_okl), ("KernelRLSRegressor()", run_krls)):
+    X, y, _ = make_stream("diabetes")     # the first intervals around either learner
+    for name, run in (("OnlineKernelRegressor()", run_okl),
+                      ("KernelRLSRegressor() (default)", run_default)):
         width = np.subtract(*run(X, y)[::-1])
         print(f"diabetes, {name}: widths of events 6-12 {np.round(width[6:13]).tolist()}, "
               f"mean from event 13 {width[13:].mean():.1f}, over passes 2-5 {width[442:].mean():.1f}")

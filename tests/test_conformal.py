@@ -382,7 +382,9 @@ def test_two_threads_on_the_one_event_path(learner):
     for thread in threads:
         thread.join()
     assert errors == []
-    assert model.t_ == 1200 == model.calibration_.t == model.estimator_.t_
+    assert model.t_ == 1200 == model.estimator_.t_
+    # every event counted but the normalised score's first (SPREAD_EVENTS)
+    assert model.calibration_.t == 1200 - 2 * (model.score_ == "normalized")
     lower, upper = model.predict_interval(X[:10])
     assert np.all(np.isfinite(lower)) and np.all(lower <= upper)
     again = pickle.loads(pickle.dumps(model))
@@ -557,6 +559,29 @@ def test_a_learner_with_a_standard_deviation_normalises_the_scores():
         ConformalRegressor(OnlineKernelRegressor(), nonconformity="normalized").fit(X, y)
 
 
+class UncountedStdRegressor(StdRegressor):
+    """StdRegressor without `t_` (a learner that does not count its events)."""
+
+    def learn_one(self, x, y):
+        self.seen_ = getattr(self, "seen_", 0) + 1
+        self.mean_ = getattr(self, "mean_", 0.0) + (y - getattr(self, "mean_", 0.0)) / self.seen_
+
+
+def test_a_learner_without_t_has_learned_the_wrappers_events():
+    """The normalised score's first events are counted by the wrapper for a learner without
+    `t_` (chunks and events alike), and a fitted one calibrates on every row."""
+    X, y = stream(50)
+    chunked = ConformalRegressor(UncountedStdRegressor(), method="aci")
+    chunked.partial_fit(X[:1], y[:1]).partial_fit(X[1:], y[1:])
+    events = ConformalRegressor(UncountedStdRegressor(), method="aci")
+    for x, t in zip(X, y):
+        events.learn_one(x, t)
+    assert chunked.calibration_.t == events.calibration_.t == 48
+    assert events.threshold_ == chunked.threshold_ < math.inf
+    fitted = UncountedStdRegressor().partial_fit(X[:1], y[:1])
+    assert ConformalRegressor(fitted).calibrate(X, y).calibration_.t == 50
+
+
 def test_kernel_rls_gives_its_predictive_std_to_the_scores():
     """ConformalRegressor(KernelRLSRegressor()) normalises by the posterior's std: the band is
     the predictive std times one threshold, chunks equal events, and it covers."""
@@ -579,6 +604,75 @@ def test_kernel_rls_gives_its_predictive_std_to_the_scores():
     assert abs(np.mean((y[200:] >= lo[200:]) & (y[200:] <= hi[200:])) - 0.9) < 0.03
 
 
+def diabetes_stream():
+    """scikit-learn's diabetes, features standardised, rows shuffled (targets 25-346, sd 77)."""
+    from sklearn.datasets import load_diabetes
+    X, y = load_diabetes(return_X_y=True)
+    order = np.random.default_rng(0).permutation(len(y))
+    return ((X - X.mean(0)) / X.std(0))[order], y[order]
+
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+def test_normalised_scores_wait_for_the_learners_spread(engine):
+    """KernelRLSRegressor's spread is its prior's, in no unit of the targets, until its scale
+    has a residual (its second event): the calibration leaves out the scores of the first
+    `SPREAD_EVENTS` events, so that no interval of the first pass over diabetes is wider than
+    12 sd of its targets (with those scores they were up to 700 sd wide), the same from
+    chunks of any size and from events; a split calibration on a learner of one event takes
+    no score."""
+    assert okl.conformal.SPREAD_EVENTS == 2
+    X, y = diabetes_stream()
+    chunked = ConformalRegressor(KernelRLSRegressor(), engine=engine)
+    parts = [chunked._progressive_intervals(X[a:b], y[a:b]) for a, b in ((0, 1), (1, 3),
+                                                                         (3, 442))]
+    f, lo, hi = (np.concatenate(p) for p in zip(*parts))
+    width = hi - lo
+    finite = np.isfinite(width)
+    assert np.all(finite[8:]) and np.max(width[finite]) <= 12 * y.std()
+    assert chunked.calibration_.t == chunked.t_ - 2 == 440
+    events = ConformalRegressor(KernelRLSRegressor(), engine=engine)
+    out = []
+    for x, t in zip(X, y):
+        out.append(events.predict_interval_one(x))
+        events.learn_one(x, t)
+    np.testing.assert_allclose(np.array(out), np.column_stack([lo, hi]), rtol=1e-12, atol=1e-10)
+    assert events.calibration_.t == 440
+    one = KernelRLSRegressor().fit(X[:1], y[:1])
+    split = ConformalRegressor(one, engine=engine).calibrate(X[1:100], y[1:100])
+    assert split.calibration_.t == 0 and split.threshold_ == math.inf
+    absolute = ConformalRegressor(KernelRLSRegressor(), nonconformity="absolute").fit(X[:20],
+                                                                                     y[:20])
+    assert absolute.calibration_.t == 20        # only the normalised score waits
+
+
+def test_the_default_learner_is_kernel_rls_with_the_normalised_score():
+    """ConformalRegressor() wraps KernelRLSRegressor() and normalises by its spread; the
+    pinball pair asks for a learner with a pinball loss, naming one."""
+    X, y = stream(200)
+    model = ConformalRegressor().fit(X, y)
+    assert type(model.estimator_) is KernelRLSRegressor and model.score_ == "normalized"
+    assert model.estimator_.get_params() == KernelRLSRegressor().get_params()
+    assert model.calibration_.t == 198
+    with pytest.raises(ValueError, match=r"okl\.OnlineKernelRegressor\(\)"):
+        ConformalRegressor(nonconformity="quantile").fit(X, y)
+
+
+def test_a_krls_mixture_learns_one_event_at_a_time_from_the_first():
+    """MultiKernelRegressor(learner="krls") gives no spread before it learns (NotFittedError):
+    the wrapper's first learn_one takes (0, 1), its score left out as the next one's, and the
+    events give the chunks' intervals."""
+    X, y = stream(60)
+    chunked = ConformalRegressor(okl.MultiKernelRegressor(learner="krls"))
+    _, lo, hi = chunked._progressive_intervals(X, y)
+    events = ConformalRegressor(okl.MultiKernelRegressor(learner="krls"))
+    out = []
+    for x, t in zip(X, y):
+        out.append(events.predict_interval_one(x))
+        events.learn_one(x, t)
+    np.testing.assert_allclose(np.array(out), np.column_stack([lo, hi]), rtol=1e-12, atol=1e-10)
+    assert events.calibration_.t == chunked.calibration_.t == 58 and np.isfinite(hi[-1])
+
+
 def test_a_failed_call_leaves_the_model_as_it_was():
     X, y = stream(400)
     model = ConformalRegressor(OnlineKernelRegressor(gamma=0.5)).fit(X[:200], y[:200])
@@ -598,7 +692,8 @@ def test_save_load_and_pickle_keep_learning_identically(tmp_path):
     X, y = stream(600)
     for model in (ConformalRegressor(OnlineKernelRegressor(gamma=0.5)),
                   ConformalRegressor(OnlineKernelRegressor(gamma=0.5), gamma=(0.001, 0.01, 0.1)),
-                  ConformalRegressor(nonconformity="quantile", method="aci", engine="numpy"),
+                  ConformalRegressor(OnlineKernelRegressor(), nonconformity="quantile",
+                                     method="aci", engine="numpy"),
                   ConformalRegressor(OnlineKernelRegressor(gamma=0.5), method="pid",
                                      integrator=(0.5, 2.0))):
         model.fit(X[:300], y[:300])

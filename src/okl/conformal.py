@@ -53,6 +53,10 @@ AUTO_GAMMA = {"aci": (0.005,), "quantile": (0.01,), "pid": (0.01,),
 AUTO_INTEGRATOR = (1.0, 1.0)
 CALIBRATIONS = {"cython": Calibration, "numpy": NumpyCalibration}
 SCORES = ("auto", "absolute", "normalized", "quantile")
+# nonconformity="normalized": the calibration takes the score of an event the learner predicts
+# having learned at least this many events; before, its spread has no unit (docs/conformal.md,
+# "Scores"); the compiled one-event path leaves the wrapper's first events to the Python one
+SPREAD_EVENTS = _conformal.SPREAD_EVENTS
 LEARNERS = ("estimator_", "lower_", "upper_")       # the learners a wrapper owns
 
 
@@ -225,8 +229,10 @@ class ConformalRegressor(RegressorMixin, _ConformalBase):
     ----------
     estimator : regressor, default=None
         An okl regressor (any learner with `partial_fit` and `predict` also
-        works); None is ``OnlineKernelRegressor()``.  It is cloned by the
-        first learning call (`calibrate` keeps a fitted one's fit).
+        works); None is ``KernelRLSRegressor()``, whose predictive standard
+        deviation normalises the scores (docs/conformal.md, section 6).  It is
+        cloned by the first learning call (`calibrate` keeps a fitted one's
+        fit).
     alpha : float in (0, 1), default=0.1
         Target miscoverage: intervals hold 1 - alpha of the targets.
     method : {"agaci", "aci", "quantile", "pid"}, default="agaci"
@@ -250,7 +256,9 @@ class ConformalRegressor(RegressorMixin, _ConformalBase):
         score |B|_t; "auto" is (1.0, 1.0) (docs/conformal.md, "Conformal PID").
     nonconformity : {"auto", "absolute", "normalized", "quantile"}, default="auto"
         "absolute": ``|y - f(x)|``; "normalized": ``|y - f(x)| / sigma(x)``
-        with the learner's ``predict(X, return_std=True)``; "quantile": the
+        with the learner's ``predict(X, return_std=True)`` (the calibration
+        leaves out the scores of its first two events, before its spread has
+        a unit); "quantile": the
         conformalised quantile regression score ``max(lo - y, y - hi)`` of two
         clones learning the alpha/2 and 1 - alpha/2 quantiles (a regressor
         with `loss` and `quantile` parameters).  "auto": "normalized" when
@@ -324,15 +332,16 @@ class ConformalRegressor(RegressorMixin, _ConformalBase):
             raise InvalidParameterError(
                 f"nonconformity='quantile' learns a pinball pair of clones of the learner, "
                 f"which needs `loss` and `quantile` parameters; {type(base).__name__} has none. "
-                "Use nonconformity='absolute'.")
+                "Pass such a learner (as okl.OnlineKernelRegressor()), or use "
+                "nonconformity='auto'.")
 
     def __sklearn_tags__(self):
         return self._learner_tags(super().__sklearn_tags__())
 
     def _base(self):
         if self.estimator is None:
-            from okl.regression import OnlineKernelRegressor
-            return OnlineKernelRegressor()
+            from okl.krls import KernelRLSRegressor
+            return KernelRLSRegressor()
         return self.estimator
 
     def _resolved_score(self):
@@ -356,15 +365,33 @@ class ConformalRegressor(RegressorMixin, _ConformalBase):
         return check_X_y(self, X, y, reset=reset)
 
     def _learn(self, X, y):
+        skip = self._unscaled(len(y))
         pred, a, b = self._learn_base(X, y)
         scores = self._scores(y, pred, a, b)
-        q = np.empty(len(y))
-        self.calibration_.update(scores, q)
+        q = np.full(len(y), self.calibration_.threshold())
+        self.calibration_.update(scores[skip:], q[skip:])
         self._chunk_bands = self._bands(pred, a, b, q)
         self.t_ += len(y)
         if "_last" in self.__dict__:
             self._last.invalidate()
         return pred
+
+    def _unscaled(self, n, learns=True):
+        """How many of the next n events' scores the calibration leaves out: with the
+        normalised score, those the learner predicts having learned fewer than
+        `SPREAD_EVENTS` events (before, its spread is its prior's, in no unit of the
+        targets: KernelRLSRegressor estimates its scale from the residuals, the first at its
+        second event).  Their intervals are the threshold's, infinite before any score.
+        The learner's `t_` counts its events; a learner without one has learned the wrapper's
+        (`calibrate`, where it `learns` none: it is fitted)."""
+        if self.score_ != "normalized":
+            return 0
+        seen = getattr(self.estimator_, "t_", None)
+        if seen is None:
+            seen = self.t_ if learns else SPREAD_EVENTS
+        if not learns:
+            return n if int(seen) < SPREAD_EVENTS else 0
+        return max(0, min(n, SPREAD_EVENTS - int(seen)))
 
     def _learn_base(self, X, y):
         """(f, a, b) before each row's update, the learners learning the rows: a = b = sigma
@@ -503,9 +530,11 @@ class ConformalRegressor(RegressorMixin, _ConformalBase):
             f, a, b = self._cached_or_predicted(x)
             y = check_label(self, y)        # a missing target: its own message
             s = self._scores(np.array([y]), np.array([f]), np.array([a]), np.array([b]))[0]
+            skip = self._unscaled(1)
             for est in self._learners():
                 est.learn_one(x, y)
-            self.calibration_.learn(s)
+            if not skip:
+                self.calibration_.learn(s)
             self.t_ += 1
             params_validated(self)
         self._ready_events()
@@ -577,8 +606,8 @@ class ConformalRegressor(RegressorMixin, _ConformalBase):
                     X, y = check_X_y(self, X, y, reset=False)
                 guarded.append((self.calibration_, self.calibration_.checkpoint()))
                 f, a, b = self._predict_base(X)
-                scores = self._scores(y, f, a, b)
-                self.calibration_.update(scores, np.empty(len(y)))
+                scores = self._scores(y, f, a, b)[self._unscaled(len(y), learns=False):]
+                self.calibration_.update(scores, np.empty(len(scores)))
                 self.__dict__.pop("_last", None)
         return self
 
@@ -597,7 +626,10 @@ def _predict_one(est, x):
 
 
 def _predict_std(est, x):
-    f, sd = est.predict_one(x, return_std=True)
+    try:
+        f, sd = est.predict_one(x, return_std=True)
+    except NotFittedError:      # nothing learned: its score is left out (`_unscaled`)
+        return 0.0, 1.0
     return float(f), float(sd)
 
 

@@ -112,6 +112,11 @@ cpdef enum Method:
     PID = 3
 
 cdef double INDEX_SLACK = 1e-9
+# the normalised score: the calibration takes the scores of the events a learner predicts having
+# learned this many (okl.conformal.SPREAD_EVENTS); `LastEvent.clearn` leaves the wrapper's
+# first ones to the Python path
+SPREAD_EVENTS = 2
+cdef Py_ssize_t CSPREAD = SPREAD_EVENTS
 cdef object ABSENT = object()       # a key missing from a dict (`LastEvent.cnoise`)
 SCALARS = ("method", "alpha", "window", "t", "n", "head", "ki", "csat", "integral")
 ARRAYS = ("gammas", "levels", "regret", "variance", "range", "ring", "sorted")
@@ -837,6 +842,8 @@ cdef class LastEvent:
         cdef unsigned long long v = self.cattrs(d)
         est, cal, t = self.d_est, self.d_cal, self.d_t
         if type(cal) is not Calibration or est is None or type(t) is not int:
+            return 0
+        if self.normalized and <Py_ssize_t>t < CSPREAD:   # the learner's t_ decides there
             return 0
         self.lock.cacquire()
         try:
