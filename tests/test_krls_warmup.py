@@ -109,7 +109,7 @@ def test_pickling_mid_warm_up_continues_the_same_stream(params):
         np.testing.assert_array_equal(est.predict(Z), whole.predict(Z))
 
 
-@pytest.mark.parametrize("at", [50, 63, 99])       # a plain event, a width event, the last
+@pytest.mark.parametrize("at", [50, 63, 99, 20])   # plain, width and last event; after all
 def test_an_interrupted_warm_up_event_leaves_the_model(at, monkeypatch):
     """Ctrl-C in the warm-up's bookkeeping (after the model's step) of the one-row path:
     the learner is as before the call, and learning the event again gives the iterates of
@@ -125,8 +125,11 @@ def test_an_interrupted_warm_up_event_leaves_the_model(at, monkeypatch):
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
-    name = {50: "Width", 63: "rewidth", 99: "evidence_choice"}[at]
-    monkeypatch.setattr(okl.krls, name, interrupted)
+    if at == 20:        # the size check, after the event's whole warm-up work
+        monkeypatch.setattr(KernelRLSRegressor, "_check_size", interrupted)
+    else:
+        name = {50: "Width", 63: "rewidth", 99: "evidence_choice"}[at]
+        monkeypatch.setattr(okl.krls, name, interrupted)
     with pytest.raises(KeyboardInterrupt):
         est.partial_fit(X[at:at + 1], y[at:at + 1])
     monkeypatch.undo()

@@ -727,9 +727,9 @@ default="gaussian"
                 model = self._engine_model()
                 guarded.append((model, model.checkpoint(1)))
                 scores = self._learn(row[None, :], np.array([target]))
+                self._check_size()
         except Diverged:
             return False, None      # undone
-        self._check_size()
         return True, scores
 
     def _progressive_std(self, X, y, sample_weight=None):
