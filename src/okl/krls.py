@@ -9,9 +9,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from okl import _locks, _warnings
 from okl._adapt import AdaptMixin
-from okl._base import Diverged, OnlineLearner, check_X, params_changed
+from okl._base import (
+    Diverged, OnlineLearner, _one_target, check_X, one_row, params_changed, transaction,
+)
 from okl._core import _pointwise
 from okl._core._krls import KRLSEvents, KRLSModel, RLSFeatures
+from okl._core._warmup import Width
 from okl._docstrings import shared_params
 from okl._engines import ENGINES
 from okl._feature_maps import RandomFourierFeatures
@@ -27,6 +30,7 @@ from okl._params import (
 )
 from okl._persist import loadable
 from okl._kernel_learners import fitted_params
+from okl._rows import check_label
 from okl.drift import drift_spec
 from okl.kernels import (
     KERNEL_PARAMS, KERNELS, kernel_diagonal, kernel_matrix, kernel_params, kernel_row,
@@ -409,7 +413,7 @@ default="gaussian"
         parts, n, lo = [], X.shape[0], 0
         while lo < n:
             hi = n
-            if self._warming():
+            if self._warming() and n > 1:       # (one row is one stretch)
                 seen = self._warm_events()
                 target = (next(e for e in WIDTH_EVENTS if e > seen)
                           if "_width_moments" in self.__dict__ else WARMUP)
@@ -440,10 +444,15 @@ default="gaussian"
             d["_warm_y"] = np.concatenate([d["_warm_y"], y])
             d["_warm_w"] = np.concatenate([d["_warm_w"], w])
         if "_width_moments" in d:
-            moments = WidthMoments(*d["_width_moments"])
-            for i in range(len(X)):
-                if weight is None or weight[i] != 0.0:
-                    moments.add(X[i])
+            if self.engine == "cython":     # the compiled twin: the same moments, bit for bit
+                width = Width(X.shape[1], 1.0, d["_width_moments"])
+                width.sequence(X, weight)
+                moments = WidthMoments(*width.state())
+            else:
+                moments = WidthMoments(*d["_width_moments"])
+                for i in range(len(X)):
+                    if weight is None or weight[i] != 0.0:
+                        moments.add(X[i])
             d["_width_moments"] = moments.state()
             gamma = moments.gamma(X.shape[1], getattr(self, "_width_factor", 1.0))
             if moments.rows in WIDTH_EVENTS and gamma != d["gamma_"]:
@@ -695,6 +704,33 @@ default="gaussian"
 
     def _takes_one_row(self):
         return self.engine == "cython" and _STD_ROWS.get()[0] is not self
+
+    def _one_row(self, X, y):
+        """A one-row chunk: after the warm-up the compiled one-event step; during it (no
+        compiled step: the width moves, the events are kept) `_learn` of the row under a
+        checkpoint, without the chunk's validation (the same iterates, docs/krls.md,
+        section 8).  A row or target the chunk path would refuse, or a step that would
+        diverge, is left to the chunk path, which names the cause."""
+        if not self._warming():
+            return super()._one_row(X, y)
+        if not self._takes_one_row() or params_changed(self) or self._outside():
+            return False, None
+        row = one_row(self, X)
+        if row is None or not _one_target(y):
+            return False, None
+        try:
+            target = check_label(self, y[0])
+        except (TypeError, ValueError):
+            return False, None
+        try:
+            with transaction(self) as guarded:
+                model = self._engine_model()
+                guarded.append((model, model.checkpoint(1)))
+                scores = self._learn(row[None, :], np.array([target]))
+                self._check_size()
+        except Diverged:
+            return False, None      # undone
+        return True, scores
 
     def _progressive_std(self, X, y, sample_weight=None):
         """Learn the rows in order (as `partial_fit`, in compiled chunks): (mean, std) of each

@@ -1,0 +1,157 @@
+"""KernelRLSRegressor's warm-up one event at a time (docs/krls.md, section 8): the one-row
+path gives the iterates of chunks and of the NumPy engine, its compiled moments are the
+NumPy twin's bit for bit, and a call that fails or is interrupted mid-warm-up leaves the
+model as it was."""
+import pickle
+
+import numpy as np
+import pytest
+
+import okl
+from okl import KernelRLSRegressor
+from okl._core._warmup import Width
+from okl._numpy.warmup import WidthMoments
+
+SETTINGS = [{}, {"kernel": "auto"}, {"noise": 0.1}, {"gamma": 0.2},
+            {"approximation": "fourier", "random_state": 0}]
+
+
+def stream(n=160, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * np.array([1.0, 3.0, 0.2, 1.0])[:d]
+    y = np.sin(X[:, 0]) + 0.5 * X[:, 1] + 0.1 * rng.standard_normal(n)
+    return X, y
+
+
+def fields(est):
+    """The learner's fitted attributes and its model's state, for exact comparison."""
+    d = {k: v for k, v in est.__dict__.items()
+         if k.endswith("_") and not k.startswith("__") or k.startswith("_w")}
+    return pickle.dumps(sorted((k, v) for k, v in d.items() if k != "_krls")), pickle.dumps(
+        sorted(est._krls.get_state().items()))
+
+
+@pytest.mark.parametrize("params", SETTINGS)
+def test_one_event_at_a_time_gives_the_iterates_of_chunks(params):
+    X, y = stream(seed=1)
+    Z = stream(30, seed=2)[0]
+    chunks = KernelRLSRegressor(**params).partial_fit(X[:1], y[:1])
+    chunks.partial_fit(X[1:70], y[1:70]).partial_fit(X[70:], y[70:])
+    rows, events = KernelRLSRegressor(**params), KernelRLSRegressor(**params)
+    scores, predicted = [], []
+    for i in range(len(X)):
+        scores.append(rows._progressive_scores(X[i:i + 1], y[i:i + 1])[0])
+        predicted.append(events.predict_one(X[i]))
+        events.learn_one(X[i], y[i])
+    whole = KernelRLSRegressor(**params)._progressive_scores(X, y)
+    np.testing.assert_array_equal(scores, whole)
+    np.testing.assert_array_equal(predicted, whole)
+    for est in (rows, events):
+        np.testing.assert_array_equal(est.predict(Z), chunks.predict(Z))
+        assert est.t_ == chunks.t_ == len(X) and est.n_support_ == chunks.n_support_
+        assert est.__dict__.get("gamma_") == chunks.__dict__.get("gamma_")
+        assert est.__dict__.get("noise_") == chunks.__dict__.get("noise_")
+
+
+@pytest.mark.parametrize("params", SETTINGS[:3])
+def test_weighted_rows_and_the_numpy_engine_match_the_compiled_chunks(params):
+    X, y = stream(seed=3)
+    w = np.random.default_rng(4).choice([0.0, 0.5, 1.0, 2.0], size=len(X))
+    Z = stream(30, seed=5)[0]
+    chunks = KernelRLSRegressor(**params).fit(X, y, sample_weight=w)
+    for engine in ("cython", "numpy"):
+        est = KernelRLSRegressor(engine=engine, **params)
+        for i in range(len(X)):
+            est.partial_fit(X[i:i + 1], y[i:i + 1], sample_weight=w[i:i + 1])
+        np.testing.assert_allclose(est.predict(Z), chunks.predict(Z), rtol=0, atol=1e-10)
+        assert est.t_ == chunks.t_
+        np.testing.assert_allclose(est.__dict__.get("gamma_", 0.0),
+                                   chunks.__dict__.get("gamma_", 0.0), rtol=1e-12)
+
+
+def test_the_compiled_width_moments_are_the_numpy_twins_bit_for_bit():
+    """The warm-up's moments on the cython engine (`_core._warmup.Width`) against
+    `WidthMoments`: offsets, scales, zero weights, a row whose squares overflow."""
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        d = int(rng.integers(1, 30))
+        X = rng.normal(size=(100, d)) * 10.0 ** rng.uniform(-3, 3) + rng.choice([0.0, 1e3, -5e6])
+        if seed % 4 == 0:
+            X[7] = 1e200
+        weight = rng.choice([0.0, 1.0], size=100) if seed % 2 else None
+        twin = WidthMoments()
+        for i in range(50):
+            if weight is None or weight[i] != 0.0:
+                twin.add(X[i])
+        ours = Width(d, 1.0)
+        ours.sequence(X[:50], None if weight is None else weight[:50])
+        assert ours.state() == twin.state()
+        cython = KernelRLSRegressor(noise=0.1).partial_fit(X[:50], np.zeros(50),
+                                                           sample_weight=weight[:50]
+                                                           if weight is not None else None)
+        numpy = KernelRLSRegressor(noise=0.1, engine="numpy").partial_fit(
+            X[:50], np.zeros(50), sample_weight=weight[:50] if weight is not None else None)
+        assert cython._width_moments == numpy._width_moments == twin.state()
+
+
+@pytest.mark.parametrize("params", [{}, {"noise": 0.1}])
+def test_pickling_mid_warm_up_continues_the_same_stream(params):
+    X, y = stream(seed=6)
+    Z = stream(30, seed=7)[0]
+    whole = KernelRLSRegressor(**params).fit(X, y)
+    for stop in (1, 4, 37, 99, 100):
+        est = KernelRLSRegressor(**params)
+        for i in range(stop):
+            est.learn_one(X[i], y[i])
+        est = pickle.loads(pickle.dumps(est))
+        for i in range(stop, len(X)):
+            est.learn_one(X[i], y[i])
+        np.testing.assert_array_equal(est.predict(Z), whole.predict(Z))
+
+
+@pytest.mark.parametrize("at", [50, 63, 99, 20])   # plain, width and last event; after all
+def test_an_interrupted_warm_up_event_leaves_the_model(at, monkeypatch):
+    """Ctrl-C in the warm-up's bookkeeping (after the model's step) of the one-row path:
+    the learner is as before the call, and learning the event again gives the iterates of
+    an uninterrupted stream."""
+    X, y = stream(seed=8)
+    Z = stream(30, seed=9)[0]
+    whole = KernelRLSRegressor().fit(X, y)
+    est = KernelRLSRegressor().partial_fit(X[:1], y[:1])
+    for i in range(1, at):
+        est.partial_fit(X[i:i + 1], y[i:i + 1])
+    before = fields(est)
+    blob = pickle.dumps(est)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    if at == 20:        # the size check, after the event's whole warm-up work
+        monkeypatch.setattr(KernelRLSRegressor, "_check_size", interrupted)
+    else:
+        name = {50: "Width", 63: "rewidth", 99: "evidence_choice"}[at]
+        monkeypatch.setattr(okl.krls, name, interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        est.partial_fit(X[at:at + 1], y[at:at + 1])
+    monkeypatch.undo()
+    assert fields(est) == before
+    assert fields(pickle.loads(blob)) == before
+    for i in range(at, len(X)):
+        est.partial_fit(X[i:i + 1], y[i:i + 1])
+    np.testing.assert_array_equal(est.predict(Z), whole.predict(Z))
+
+
+def test_bad_rows_mid_warm_up_raise_the_chunks_errors_and_leave_the_model():
+    X, y = stream(seed=10)
+    est = KernelRLSRegressor().fit(X[:30], y[:30])
+    before = fields(est)
+    cases = [(np.array([[np.nan, 0.0, 0.0, 0.0]]), y[:1], "NaN"),
+             (X[30:31], np.array([np.inf]), "inf"),
+             (X[30:31, :3], y[:1], "features")]
+    for row, target, message in cases:
+        with pytest.raises((ValueError, FloatingPointError), match=message):
+            est.partial_fit(row, target)
+        assert fields(est) == before
+        with pytest.raises((ValueError, FloatingPointError), match=message):
+            est.partial_fit(np.vstack([X[30:31], row]) if row.shape[1] == 4 else row,
+                            np.r_[y[30], target] if row.shape[1] == 4 else target)
+        assert fields(est) == before
