@@ -297,11 +297,11 @@ def cost(n=20_000, repeats=5):
 
 def classifier_cost(n):
     """ConformalClassifier: predict_set_one + learn_one beside the learner's predict_one +
-    learn_one, and its predict_proba_one + learn_one (the probabilities the sets need); "dict
-    path": the set from the learner's predict_proba_one dict (the Python predict_set_one, as
-    every one was before the set was built in C); "python path": that and the wrapper's
-    learn_one without its compiled step; digits' rows drawn at random, warmed and timed as in
-    `cost`."""
+    learn_one, and its predict_proba_one + learn_one (the probabilities the sets need); "aci":
+    the same wrapper with method="aci" (AgACI's share: its experts' update); "dict path": the
+    set from the learner's predict_proba_one dict (the Python predict_set_one, as every one was
+    before the set was built in C); "python path": that and the wrapper's learn_one without its
+    compiled step; digits' rows drawn at random, warmed and timed as in `cost`."""
     from sklearn.datasets import load_digits
 
     from okl import ConformalClassifier, OnlineKernelClassifier
@@ -311,7 +311,7 @@ def classifier_cost(n):
     rows, labels = [np.ascontiguousarray(x) for x in X[idx]], y[idx].tolist()
     base = OnlineKernelClassifier(loss="logistic", budget=10)
     models = {"base": base, "base, a copy": base, "base, probabilities": base,
-              "agaci": ConformalClassifier(base),
+              "agaci": ConformalClassifier(base), "aci": ConformalClassifier(base, method="aci"),
               "agaci, dict path": ConformalClassifier(base),
               "agaci, python path": ConformalClassifier(base)}
     for name, model in models.items():
@@ -325,6 +325,7 @@ def classifier_cost(n):
         "base, a copy": lambda m: (m.predict_one, m.learn_one),
         "base, probabilities": lambda m: (m.predict_proba_one, m.learn_one),
         "agaci": lambda m: (m.predict_set_one, m.learn_one),
+        "aci": lambda m: (m.predict_set_one, m.learn_one),
         "agaci, dict path": lambda m: (m._predict_set_python, m.learn_one),
         "agaci, python path": lambda m: (m._predict_set_python, m._learn_one_python)})
 
