@@ -537,6 +537,8 @@ def test_pickle_mid_stream_on_the_compiled_path():
     back = pickle.loads(pickle.dumps(est))
     assert same(back, est) and np.array_equal(back._asleep, est._asleep)
     for i in range(400, 700):
+        # the copy's first predict_one goes through the adapter (okl._one_event)
+        assert back.predict_one(X[i]) == est.predict_one(X[i])
         est.learn_one(X[i], float(y[i]))
         back.learn_one(X[i], float(y[i]))
     assert same(back, est) and np.array_equal(back._asleep, est._asleep)

@@ -824,6 +824,7 @@ cdef class KRLSPoolEvents(Events):
     name : str; names : tuple of str, the pool's attributes `matches` compares
     """
     cdef list steps, learners, attrs_of
+    cdef dict pool                  # the pool's ``__dict__`` (`bind`)
     cdef Py_ssize_t K, after, every
     cdef double share, floor
     cdef double[::1] F, S, lw, sub, work
@@ -849,6 +850,17 @@ cdef class KRLSPoolEvents(Events):
         self.name, self.names = name, names
         self.values = tuple([None] * len(names))
         self.ready = True
+
+    def bind(self, est):
+        """`Events.bind`; the pool's ``__dict__`` is where `predict` reads the weights."""
+        Events.bind(self, est)
+        self.pool = est.__dict__
+
+    def predict(self, x, t=None, b=None):
+        """The mixture's mean for one row (t, b: the signature of the other steps)."""
+        cdef double mean, std
+        self.cpredict_std(self.pool, self.crow_of(x, "predicted"), &mean, &std)
+        return mean
 
     cdef int cmatches(self, object est, dict attrs) except -1:
         """The pool holds the objects this step was built from, and every learner the model
