@@ -580,3 +580,39 @@ def test_a_ctrl_c_during_compiled_events_leaves_a_consistent_pool():
     finally:
         signal.signal(signal.SIGPROF, old)
     assert interrupted
+
+
+def test_a_reader_thread_sees_whole_compiled_events_of_the_learner_thread():
+    X, y = stream(600, seed=8)
+    est = MultiKernelRegressor(learner="krls", sleep=0.01).fit(X[:300], y[:300])
+    assert compiled(est) is not None
+    twin = pickle.loads(pickle.dumps(est))
+    states = {300: twin.predict_one(X[0], return_std=True)}
+    for i in range(300, 600):
+        twin.learn_one(X[i], float(y[i]))
+        states[i + 1] = twin.predict_one(X[0], return_std=True)
+    errors, reads = [], []
+
+    def learn():
+        try:
+            for i in range(300, 600):
+                est.learn_one(X[i], float(y[i]))
+        except Exception as exc:        # noqa: BLE001 (reported below)
+            errors.append(exc)
+
+    def read():
+        try:
+            for _ in range(200):
+                with _locks.locked(est):
+                    reads.append((est.t_, est.predict_one(X[0], return_std=True)))
+        except Exception as exc:        # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=learn), threading.Thread(target=read)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and est.t_ == 600 and len(reads) == 200
+    for t, got in reads:
+        assert got == states[t]
