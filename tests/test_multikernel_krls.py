@@ -528,20 +528,24 @@ def test_a_compiled_event_that_fails_leaves_the_pool_as_it_was():
     assert np.max(np.abs(est.predict(X) - twin.predict(X))) <= 1e-10
 
 
-def test_pickle_mid_stream_on_the_compiled_path():
+def test_pickle_and_save_mid_stream_on_the_compiled_path(tmp_path):
     X, y = stream(700, seed=6)
     est = MultiKernelRegressor(learner="krls", sleep=0.01).fit(X[:250], y[:250])
     for i in range(250, 400):
         est.learn_one(X[i], float(y[i]))
     assert compiled(est) is not None
-    back = pickle.loads(pickle.dumps(est))
-    assert same(back, est) and np.array_equal(back._asleep, est._asleep)
+    okl.save(est, tmp_path / "pool.npz")
+    copies = (pickle.loads(pickle.dumps(est)), okl.load(tmp_path / "pool.npz"))
+    for back in copies:
+        assert same(back, est) and np.array_equal(back._asleep, est._asleep)
     for i in range(400, 700):
-        # the copy's first predict_one goes through the adapter (okl._one_event)
-        assert back.predict_one(X[i]) == est.predict_one(X[i])
+        for back in copies:
+            # a copy's first predict_one goes through the adapter (okl._one_event)
+            assert back.predict_one(X[i]) == est.predict_one(X[i])
+            back.learn_one(X[i], float(y[i]))
         est.learn_one(X[i], float(y[i]))
-        back.learn_one(X[i], float(y[i]))
-    assert same(back, est) and np.array_equal(back._asleep, est._asleep)
+    for back in copies:
+        assert same(back, est) and np.array_equal(back._asleep, est._asleep)
 
 
 def test_a_ctrl_c_during_compiled_events_leaves_a_consistent_pool():
