@@ -26,6 +26,12 @@ learners that sleep below a weight floor (`sleep=`) as the other.
     python bench/krls_hedge.py --streams sine diabetes --factors 0.25 1 4
     python bench/krls_hedge.py --built-only             # without the pool built here
     python bench/krls_hedge.py --built-only --columns "KernelRLS" "krls" "sleep" --sleep 0.01
+    python bench/krls_hedge.py --built-only --no-ridge --mode events   # one event at a time
+
+`--mode` sets how okl's learners take the streams: "events" one event at a time
+(`predict_one` then `learn_one`), "chunks" one `_progressive_scores` call per stream (the
+tabular rows scaled beforehand, one event at a time, as the pipeline scales them to learn),
+"default" the tabular streams through the pipeline's events and the series in one chunk.
 """
 import argparse
 import sys
@@ -94,6 +100,32 @@ def combine(F, S, y, rule):
     return pred, q
 
 
+def scaled_rows(X):
+    """The rows as the pipeline's online scaler gives them to learn (moments with the row)."""
+    scaler = OnlineStandardScaler()
+    Z = np.empty(X.shape)
+    for i in range(len(X)):
+        scaler.learn_one(X[i])
+        Z[i] = scaler.transform_one(X[i])
+    return Z
+
+
+def built_scores(make, X, y, kind, mode):
+    """(progressive predictions, the learner) of an okl learner in the given mode (chunks:
+    the tabular rows already scaled, `scaled_rows`)."""
+    if mode == "default":
+        est = okl_learner(make(), kind)
+        return okl_scores(est, X, y), est
+    est = okl_learner(make(), "series" if mode == "chunks" else kind)
+    if mode == "chunks":
+        return est._progressive_scores(X, y, reset=True), est
+    pred = np.empty(len(y))
+    for i in range(len(y)):
+        pred[i] = est.predict_one(X[i])
+        est.learn_one(X[i], float(y[i]))
+    return pred, est
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -105,6 +137,8 @@ def main(argv=None):
                         help="the weight floors of the sleeping pools' columns")
     parser.add_argument("--columns", nargs="*", default=None,
                         help="only the built columns whose label holds one of these")
+    parser.add_argument("--mode", choices=("default", "events", "chunks"), default="default",
+                        help="how okl's learners take the streams (see above)")
     parser.add_argument("--no-ridge", action="store_true",
                         help="with --built-only: without the KernelRidge column")
     args = parser.parse_args(argv)
@@ -125,10 +159,11 @@ def main(argv=None):
     names = args.streams or list(data)
     for name in names:
         X, y, kind = data[name]
+        rows_in = scaled_rows(X) if args.mode == "chunks" and kind == "tabular" else X
         for label, make in built.items():
             start = time.process_time()
-            est = okl_learner(make(), kind)
-            value = figure(okl_scores(est, X, y), y, kind)
+            pred, est = built_scores(make, rows_in, y, kind, args.mode)
+            value = figure(pred, y, kind)
             cost = (time.process_time() - start) / len(y) * 1e6
             learner = est.steps[-1][1] if hasattr(est, "steps") else est
             top = ""

@@ -1,6 +1,7 @@
 """MultiKernelRegressor(learner="krls"): KernelRLSRegressor learners over widths combined by
 Bayesian model averaging (docs/krls.md, section 9)."""
 import pickle
+import signal
 import threading
 
 import numpy as np
@@ -10,6 +11,7 @@ from sklearn.base import clone
 import okl
 import okl.river
 from okl import ConformalRegressor, KernelRLSRegressor, MultiKernelRegressor, _locks
+from okl._core._krls import KRLSPoolEvents
 from okl._core._multikernel import bayes_mixture
 from okl._numpy.multikernel import bayes_mixture as numpy_bayes_mixture
 from okl._params import InvalidParameterError
@@ -457,3 +459,164 @@ def test_bad_sleep_gets_a_clear_error(params, match):
     X, y = stream(20)
     with pytest.raises((InvalidParameterError, ValueError), match=match):
         MultiKernelRegressor(**{"learner": "krls", **params}).fit(X, y)
+
+
+# -- the pool's one compiled call per event (KRLSPoolEvents) ----------------------------------
+
+def compiled(est):
+    """The pool's compiled one-event step, when the next learn_one takes it."""
+    events = est._one_event()._fast()
+    return events if isinstance(events, KRLSPoolEvents) else None
+
+
+@pytest.mark.parametrize("sleep", [None, 0.01])
+def test_one_compiled_call_per_event_gives_the_chunk_and_numpy_iterates(sleep):
+    n = 1500
+    X, y = stream(n, d=3, seed=3)
+    chunk = MultiKernelRegressor(learner="krls", sleep=sleep)
+    scores = chunk._progressive_scores(X, y, reset=True)
+    twin = MultiKernelRegressor(learner="krls", sleep=sleep, engine="numpy")
+    twin_scores = twin._progressive_scores(X, y, reset=True)
+    events = MultiKernelRegressor(learner="krls", sleep=sleep)
+    one, ran, asleep = [], 0, [np.zeros(len(KRLS_FACTORS) + 1, dtype=bool)]
+    for i in range(n):
+        ran += compiled(events) is not None if i else 0
+        one.append(events.predict_one(X[i]) if i else scores[0])
+        events.learn_one(X[i], float(y[i]))
+        asleep.append(events._asleep.copy())
+    assert ran >= n - 2 * SLEEP_AFTER        # every event past the learners' warm-up
+    for got in (one, twin_scores):
+        assert np.max(np.abs(np.asarray(got) - scores)) <= 1e-10
+    for other in (events, twin):
+        assert other.t_ == chunk.t_ and np.array_equal(other._asleep, chunk._asleep)
+        assert np.max(np.abs(other.weights_ - chunk.weights_)) <= 1e-10
+        Xt, _ = stream(20, d=3, seed=9)
+        for a, b in zip(other.predict(Xt, return_std=True), chunk.predict(Xt, return_std=True)):
+            assert np.max(np.abs(a - b)) <= 1e-10
+    if sleep is not None:       # learners fell asleep and woke inside the compiled path
+        asleep = np.array(asleep[2 * SLEEP_AFTER:])
+        assert (asleep[1:] & ~asleep[:-1]).any() and (~asleep[1:] & asleep[:-1]).any()
+
+
+@pytest.mark.parametrize("sleep", [None, 0.01])
+def test_the_compiled_predict_one_gives_the_mixture_std(sleep):
+    X, y = stream(420, seed=4)
+    est = MultiKernelRegressor(learner="krls", sleep=sleep).fit(X[:400], y[:400])
+    assert compiled(est) is not None
+    for x in X[400:]:
+        mean, std = est.predict_one(x, return_std=True)
+        f, s = est.predict(x[None], return_std=True)
+        assert abs(mean - f[0]) <= 1e-12 and abs(std - s[0]) <= 1e-12
+        assert est.predict_one(x) == mean
+
+
+def test_a_compiled_event_that_fails_leaves_the_pool_as_it_was():
+    X, y = stream(330, seed=5)
+    est = MultiKernelRegressor(learner="krls", sleep=0.01).fit(X[:300], y[:300])
+    assert compiled(est) is not None and est._asleep.any()
+    twin = pickle.loads(pickle.dumps(est))
+    for bad_x, bad_y, error in ((X[300], np.nan, ValueError), (X[300], 1e300, FloatingPointError),
+                                (np.r_[X[300, 0], np.inf], y[300], ValueError),
+                                (X[300, :1], y[300], ValueError)):
+        with pytest.raises(error):
+            est.learn_one(bad_x, bad_y)
+        assert same(est, twin) and np.array_equal(est._asleep, twin._asleep)
+        assert [m.t_ for m in est.learners_] == [m.t_ for m in twin.learners_]
+    for i in range(300, 330):
+        est.learn_one(X[i], float(y[i]))
+    twin.partial_fit(X[300:], y[300:])
+    assert np.max(np.abs(est.predict(X) - twin.predict(X))) <= 1e-10
+
+
+def test_pickle_and_save_mid_stream_on_the_compiled_path(tmp_path):
+    X, y = stream(700, seed=6)
+    est = MultiKernelRegressor(learner="krls", sleep=0.01).fit(X[:250], y[:250])
+    for i in range(250, 400):
+        est.learn_one(X[i], float(y[i]))
+    assert compiled(est) is not None
+    okl.save(est, tmp_path / "pool.npz")
+    copies = (pickle.loads(pickle.dumps(est)), okl.load(tmp_path / "pool.npz"))
+    for back in copies:
+        assert same(back, est) and np.array_equal(back._asleep, est._asleep)
+    for i in range(400, 700):
+        for back in copies:
+            # a copy's first predict_one goes through the adapter (okl._one_event)
+            assert back.predict_one(X[i]) == est.predict_one(X[i])
+            back.learn_one(X[i], float(y[i]))
+        est.learn_one(X[i], float(y[i]))
+    for back in copies:
+        assert same(back, est) and np.array_equal(back._asleep, est._asleep)
+
+
+def test_a_ctrl_c_during_compiled_events_leaves_a_consistent_pool():
+    """A SIGPROF handler raises KeyboardInterrupt during learn_one calls: the pool is that of
+    the events before the interrupted one, or of those up to and including it."""
+    X, y = stream(2700, seed=7)
+    est = MultiKernelRegressor(learner="krls", sleep=0.01).fit(X[:300], y[:300])
+    assert compiled(est) is not None
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    old, start, interrupted = signal.signal(signal.SIGPROF, interrupt), 300, 0
+    try:
+        for trial in range(6):
+            before = pickle.dumps(est)
+            signal.setitimer(signal.ITIMER_PROF, 0.002 + 0.0007 * trial)
+            i = start
+            try:
+                while i < start + 400:
+                    est.learn_one(X[i], float(y[i]))
+                    i += 1
+            except KeyboardInterrupt:
+                interrupted += 1
+            finally:
+                signal.setitimer(signal.ITIMER_PROF, 0)
+            ref = pickle.loads(before)
+            for j in range(start, i):
+                ref.learn_one(X[j], float(y[j]))
+            if not same(ref, est):          # the interrupted event completed
+                ref.learn_one(X[i], float(y[i]))
+                i += 1
+            assert same(ref, est) and np.array_equal(ref._asleep, est._asleep)
+            assert [m.t_ for m in ref.learners_] == [m.t_ for m in est.learners_]
+            start = i
+    finally:
+        signal.signal(signal.SIGPROF, old)
+    assert interrupted
+
+
+def test_a_reader_thread_sees_whole_compiled_events_of_the_learner_thread():
+    X, y = stream(600, seed=8)
+    est = MultiKernelRegressor(learner="krls", sleep=0.01).fit(X[:300], y[:300])
+    assert compiled(est) is not None
+    twin = pickle.loads(pickle.dumps(est))
+    states = {300: twin.predict_one(X[0], return_std=True)}
+    for i in range(300, 600):
+        twin.learn_one(X[i], float(y[i]))
+        states[i + 1] = twin.predict_one(X[0], return_std=True)
+    errors, reads = [], []
+
+    def learn():
+        try:
+            for i in range(300, 600):
+                est.learn_one(X[i], float(y[i]))
+        except Exception as exc:        # noqa: BLE001 (reported below)
+            errors.append(exc)
+
+    def read():
+        try:
+            for _ in range(200):
+                with _locks.locked(est):
+                    reads.append((est.t_, est.predict_one(X[0], return_std=True)))
+        except Exception as exc:        # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=learn), threading.Thread(target=read)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and est.t_ == 600 and len(reads) == 200
+    for t, got in reads:
+        assert got == states[t]

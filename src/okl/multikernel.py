@@ -25,6 +25,7 @@ from sklearn.utils.validation import check_is_fitted
 from okl import _locks, _warnings
 from okl._base import Diverged, OnlineLearner, check_X, one_row, params_changed
 from okl._labels import LabelsMixin
+from okl._core._krls import KRLSEvents, KRLSModel, KRLSPoolEvents
 from okl._core._multikernel import MultiKernel, MultiKernelEvents, bayes_mixture
 from okl._engines import ENGINES
 from okl._numpy.codes import StepSize
@@ -1116,7 +1117,39 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
         return not self._krls() and super()._takes_one_row()
 
     def _compiled_events(self, cache):
-        return None if self._krls() else super()._compiled_events(cache)
+        """learner="krls": the pool's one compiled call per event (`KRLSPoolEvents`) once
+        every learner is past its warm-up on the cython engine with a compiled detector;
+        None before (the chunk path takes the event)."""
+        if not self._krls():
+            return super()._compiled_events(cache)
+        events = cache[0]
+        if events is not None and events.matches(self):
+            return events
+        if not ("t_" in self.__dict__ and self.engine == "cython") or params_changed(self):
+            return None
+        steps = []
+        for _, m in self._pool_engine():
+            model = m.__dict__.get("_krls")
+            if type(model) is not KRLSModel or m._warming() or m._outside():
+                return None
+            names = ("_krls",) + tuple(name for name in m.get_params(deep=False)
+                                       if name in m.__dict__)
+            step = KRLSEvents(model, type(m).__name__, names, m._watched())
+            step.bind(m)
+            steps.append(step)
+        names = ("_members",) + tuple(name for name in self.get_params(deep=False)
+                                      if name in self.__dict__)
+        events = cache[0] = KRLSPoolEvents(
+            steps, [m for _, m in self._members], float(self.share),
+            0.0 if self.sleep is None else float(self.sleep), SLEEP_AFTER, WAKE_EVERY,
+            type(self).__name__, names)
+        events.bind(self)
+        return events
+
+    def _learn_event(self, events, row, y, weight=1.0):
+        if not self._krls():
+            return super()._learn_event(events, row, y, weight)
+        return events.learn_into(self.__dict__, row, y, weight)
 
     def _check_size(self):
         if not self._krls():
@@ -1272,7 +1305,10 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
         check_is_fitted(self, "t_")
         adapter = self._one_event()
         with adapter.lock:
-            row, _ = adapter.schema.row(x)
+            events = adapter._fast()
+            row, _ = adapter.schema.row(x, check_finite=events is None)
+            if events is not None:      # the compiled step checks the row
+                return events.predict_std(self.__dict__, row)
         mean, std = self.predict(row[None], return_std=True)
         return float(mean[0]), float(std[0])
 

@@ -16,7 +16,7 @@ Every step is O(m^2) with m centres and allocates nothing.
 import numpy as np
 
 cimport numpy as cnp
-from libc.math cimport NAN, fabs, hypot, isfinite, sqrt
+from libc.math cimport INFINITY, M_PI, NAN, exp, fabs, hypot, isfinite, log, log1p, sqrt
 from libc.string cimport memcmp, memcpy, memmove, memset
 
 from okl._core._drift cimport (
@@ -804,3 +804,316 @@ cdef class KRLSEvents(Events):
         cdef double f, sf2
         self.model.cpredict(self.crow_of(x, "predicted"), &f, &sf2)
         return f
+
+
+cdef class KRLSPoolEvents(Events):
+    """One-event predict and learn for `okl.MultiKernelRegressor(learner="krls")` (docs/krls.md,
+    sections 9-10): every awake learner's step, the Bayesian mixture of their predictive
+    densities with the fixed share, and with ``sleep=`` the wake events' bookkeeping, in one
+    compiled call; the iterates of `okl.multikernel._pool_sleep_learn` / `_pool_learn` on
+    one row.  Every learner is checked (its prediction, its innovation, the mixture's
+    density) before the first write: a call that raises leaves the pool as it was.
+
+    Parameters
+    ----------
+    steps : list of KRLSEvents, one per learner (fitted, past its warm-up, a `KRLSModel`)
+    learners : list of the learners (their ``__dict__`` takes t_, n_support_, _drift_state)
+    share : float, the fixed share of the weight update
+    floor : float, ``sleep`` (0: no learner sleeps)
+    after, every : int, the wake events are after + j every (the pool's t_ before them)
+    name : str; names : tuple of str, the pool's attributes `matches` compares
+    """
+    cdef list steps, learners, attrs_of
+    cdef dict pool                  # the pool's ``__dict__`` (`bind`)
+    cdef Py_ssize_t K, after, every
+    cdef double share, floor
+    cdef double[::1] F, S, lw, sub, work
+    cdef Py_ssize_t[::1] ix
+    cdef unsigned char[::1] asleep
+
+    def __init__(self, list steps, list learners, double share, double floor, Py_ssize_t after,
+                 Py_ssize_t every, str name, tuple names=()):
+        cdef KRLSEvents step
+        self.K = len(steps)
+        if self.K < 1 or len(learners) != self.K or every < 1:
+            raise ValueError("KRLSPoolEvents needs one step per learner and every >= 1.")
+        for step in steps:
+            if type(step.model) is not KRLSModel:
+                raise TypeError("KRLSPoolEvents takes the steps of KRLSModel learners.")
+        self.steps, self.learners = steps, learners
+        self.attrs_of = [learner.__dict__ for learner in learners]
+        self.share, self.floor, self.after, self.every = share, floor, after, every
+        self.F, self.S = np.empty(self.K), np.empty(self.K)
+        self.lw, self.sub, self.work = np.empty(self.K), np.empty(self.K), np.empty(self.K)
+        self.ix = np.empty(self.K, dtype=np.intp)
+        self.asleep = np.zeros(self.K, dtype=np.uint8)
+        self.name, self.names = name, names
+        self.values = tuple([None] * len(names))
+        self.ready = True
+
+    def bind(self, est):
+        """`Events.bind`; the pool's ``__dict__`` is where `predict` reads the weights."""
+        Events.bind(self, est)
+        self.pool = est.__dict__
+
+    def predict(self, x, t=None, b=None):
+        """The mixture's mean for one row (t, b: the signature of the other steps)."""
+        cdef double mean, std
+        self.cpredict_std(self.pool, self.crow_of(x, "predicted"), &mean, &std)
+        return mean
+
+    cdef int cmatches(self, object est, dict attrs) except -1:
+        """The pool holds the objects this step was built from, and every learner the model
+        its step was built from."""
+        cdef Py_ssize_t k
+        cdef KRLSEvents step
+        if not Events.cmatches(self, est, attrs):
+            return False
+        for k in range(self.K):
+            step = <KRLSEvents>self.steps[k]
+            if not step.cmatches(self.learners[k], <dict>self.attrs_of[k]):
+                return False
+        return True
+
+    cdef const double* crow_of(self, object x, str action) except NULL:
+        return (<KRLSEvents>self.steps[0]).crow_of(x, action)
+
+    cdef Py_ssize_t cread(self, dict attrs) except -1:
+        """The pool's weights into lw and its sleepers into asleep: the number asleep."""
+        cdef Py_ssize_t k, n = 0
+        cdef const double[::1] given
+        logw, asleep = attrs.get("_logw"), attrs.get("_asleep")
+        if not (type(logw) is cnp.ndarray and logw.dtype == np.float64 and logw.shape == (self.K,)):
+            raise ValueError(f"{self.name}: _logw must hold one float64 per learner; "
+                             "refit the model.")
+        given = np.ascontiguousarray(logw)
+        for k in range(self.K):
+            self.lw[k] = given[k]
+        # no sleepers: sleep=None (set back to None wakes every learner) or a pool without them
+        if asleep is None or self.floor == 0.0:
+            self.asleep[:] = 0
+            return 0
+        if not (type(asleep) is cnp.ndarray and asleep.dtype == np.bool_
+                and asleep.shape == (self.K,)):
+            raise ValueError(f"{self.name}: _asleep must hold one bool per learner; "
+                             "refit the model.")
+        for k in range(self.K):
+            self.asleep[k] = asleep[k]
+            n += self.asleep[k]
+        return n
+
+    cdef Py_ssize_t cawake(self, bint everyone) noexcept:
+        """The learners that take the event into ix: the awake ones, or all of them."""
+        cdef Py_ssize_t k, n = 0
+        for k in range(self.K):
+            if everyone or not self.asleep[k]:
+                self.ix[n] = k
+                n += 1
+        return n
+
+    cdef double cmass(self, Py_ssize_t n) noexcept:
+        """log sum exp of lw over ix[:n]."""
+        cdef Py_ssize_t j
+        cdef double top = -INFINITY, z = 0.0
+        for j in range(n):
+            if self.lw[self.ix[j]] > top:
+                top = self.lw[self.ix[j]]
+        for j in range(n):
+            z += exp(self.lw[self.ix[j]] - top)
+        return top + log(z)
+
+    cdef void cmix(self, Py_ssize_t n, const double* logw, double* mean,
+                   double* std) noexcept:
+        """The mixture's (mean, std) of the learners ix[:n] under the weights exp(logw[:n])."""
+        cdef Py_ssize_t j, k
+        cdef double f = 0.0, second = 0.0, z
+        for j in range(n):
+            k = self.ix[j]
+            z = exp(logw[j])
+            f += z * self.F[k]
+            second += z * (self.S[k] * self.S[k] + self.F[k] * self.F[k])
+        second -= f * f
+        mean[0] = f
+        std[0] = sqrt(second) if second > 0.0 else 0.0
+
+    cdef void cupdate(self, Py_ssize_t n, double* logw, double y, double w) noexcept:
+        """The Bayesian update of the weights exp(logw[:n]) of the learners ix[:n] by their
+        predictive densities to the power w, then the fixed share (`bayes_mixture`)."""
+        cdef Py_ssize_t j, k
+        cdef double top = -INFINITY, z = 0.0, r, s2, mix = self.share / n
+        for j in range(n):
+            k = self.ix[j]
+            r = y - self.F[k]
+            s2 = self.S[k] * self.S[k]
+            self.work[j] = logw[j] - 0.5 * w * (log(2.0 * M_PI * s2) + r * r / s2)
+            if self.work[j] > top:
+                top = self.work[j]
+        for j in range(n):
+            self.work[j] = exp(self.work[j] - top)
+            z += self.work[j]
+        for j in range(n):
+            logw[j] = log((1.0 - self.share) * self.work[j] / z + mix)
+
+    cdef void csleep(self) noexcept:
+        """After a wake event: the learners below the floor (never the heaviest) sleep at
+        the floor, the awake weights renormalised so that all sum to 1."""
+        cdef Py_ssize_t k, best = 0, n = 0, count = 0
+        cdef double low = log(self.floor), rest
+        for k in range(self.K):
+            if self.lw[k] > self.lw[best]:
+                best = k
+        for k in range(self.K):
+            self.asleep[k] = exp(self.lw[k]) < self.floor and k != best
+            count += self.asleep[k]
+        n = self.cawake(False)
+        rest = self.cmass(n)
+        for k in range(self.K):
+            if self.asleep[k]:
+                self.lw[k] = low
+            else:
+                self.lw[k] += log1p(-self.floor * count) - rest
+
+    def learn_into(self, dict attrs, x, double y, double weight=1.0):
+        """Predict the mixture's mean for x, then learn the event; the pool's _logw,
+        _asleep, t_, n_support_ and each stepping learner's counters stored into `attrs` and
+        the learners.  Raises, leaving the pool and its learners as they were."""
+        cdef double mean, std
+        return self._learn_into(attrs, x, y, weight, &mean, &std)
+
+    def learn_std(self, dict attrs, x, double y, double weight=1.0):
+        """`learn_into`, returning the mixture's (mean, std) before the step."""
+        cdef double mean, std
+        self._learn_into(attrs, x, y, weight, &mean, &std)
+        return mean, std
+
+    cdef double _learn_into(self, dict attrs, object x, double y, double w, double* mean,
+                            double* std) except? -1.0:
+        cdef const double* p = self.crow_of(x, "learned")
+        cdef Py_ssize_t j, k, n, sleeping
+        cdef long long t
+        cdef bint wake
+        cdef double f, sf2, s02, xx, mass, ok, terms[4]
+        cdef KRLSEvents step
+        cdef Posterior model
+        if not isfinite(y):
+            raise ValueError(f"{self.name} got a non-finite target {y!r}; targets must be "
+                             "finite numbers.")
+        if not (isfinite(w) and w >= 0.0):
+            raise ValueError(f"{self.name} got the sample weight {w!r}; weights must be "
+                             "finite and >= 0.")
+        t = attrs["t_"]
+        sleeping = self.cread(attrs)
+        wake = (self.floor > 0.0 and w > 0.0 and t >= self.after
+                and (t - self.after) % self.every == 0)
+        n = self.cawake(wake or sleeping == 0)
+        xx = cdot(p, p, (<KRLSEvents>self.steps[0]).model.n_features)
+        # every check before the first write
+        for j in range(n):
+            k = self.ix[j]
+            step = <KRLSEvents>self.steps[k]
+            model = step.model
+            model.reserve(1)            # moves the buffers, the model unchanged
+            if step.watching:
+                model.cset_drift(&step.drift, (<dict>self.attrs_of[k]).get("_drift_state"),
+                                 model.t)
+            else:
+                model.watching = False
+            s02 = model.nums / model.dens if model.dens > 0.0 else 1.0
+            model.cpredict(p, &f, &sf2)     # held: the step below takes it
+            self.F[k] = f
+            self.S[k] = sqrt(s02 * (model.noise + sf2))
+            ok = (model.cinnovations(model.n_support, y, w, f, sf2, terms) if w != 0.0
+                  else isfinite(f))
+            if not ok:
+                raise FloatingPointError(
+                    f"{self.name}'s learner {k}: learning this event would leave a non-finite "
+                    "posterior (the target or the kernel values are too large). Check the "
+                    "targets' scale, or pass a larger noise in learner_params. The model is "
+                    "left as it was.")
+            if not (isfinite(self.S[k]) and self.S[k] > 0.0):
+                raise FloatingPointError(
+                    f"{self.name}'s learners gave no finite predictive density for this "
+                    "event; scale the targets. The model is left as it was.")
+        # the mixture: the awake learners' prediction; the weights of those that learn move
+        if sleeping == 0:
+            for j in range(n):
+                self.sub[j] = self.lw[self.ix[j]]
+            self.cmix(n, &self.sub[0], mean, std)
+            self.cupdate(n, &self.sub[0], y, w)
+            for j in range(n):
+                self.lw[self.ix[j]] = self.sub[j]
+        else:
+            n = self.cawake(False)
+            mass = self.cmass(n)
+            for j in range(n):
+                self.sub[j] = self.lw[self.ix[j]] - mass
+            self.cmix(n, &self.sub[0], mean, std)
+            if wake:
+                n = self.cawake(True)
+                for j in range(n):
+                    self.sub[j] = self.lw[j]
+                self.cupdate(n, &self.sub[0], y, w)
+                for j in range(n):
+                    self.lw[j] = self.sub[j]
+            else:
+                self.cupdate(n, &self.sub[0], y, w)
+                for j in range(n):
+                    self.lw[self.ix[j]] = self.sub[j] + mass
+        n = self.cawake(wake or sleeping == 0)
+        craise_signals()                # a Ctrl-C so far: raised before any write
+        for j in range(n):              # the checks above passed: every step is taken
+            k = self.ix[j]
+            step = <KRLSEvents>self.steps[k]
+            step.model.cstep(p, xx, y, w, &f, &sf2)
+            learner = <dict>self.attrs_of[k]
+            learner["t_"] = <long long>step.model.t
+            learner["n_support_"] = step.model.n_support
+            if step.watching:
+                learner["_drift_state"] = cdrift_tuple(&step.model.dstate)
+        if wake:
+            self.csleep()
+        support = 0
+        for k in range(self.K):
+            support += (<KRLSEvents>self.steps[k]).model.n_support
+        attrs["_logw"] = np.array(self.lw)
+        attrs["_asleep"] = np.array(self.asleep, dtype=bool)
+        attrs["t_"] = t + (w > 0.0)
+        attrs["n_support_"] = support
+        return mean[0]
+
+    def predict_std(self, dict attrs, x):
+        """(mean, std) of the awake learners' mixture for one row (attrs: the pool's
+        ``__dict__``), as `MultiKernelRegressor.predict(X, return_std=True)`."""
+        cdef double mean, std
+        self.cpredict_std(attrs, self.crow_of(x, "predicted"), &mean, &std)
+        return mean, std
+
+    cdef int cpredict_std(self, dict attrs, const double* p, double* mean,
+                          double* std) except -1:
+        cdef Py_ssize_t j, k, n, sleeping = self.cread(attrs)
+        cdef double f, sf2, s02, mass = 0.0
+        cdef Posterior model
+        n = self.cawake(sleeping == 0)
+        for j in range(n):
+            k = self.ix[j]
+            model = (<KRLSEvents>self.steps[k]).model
+            s02 = model.nums / model.dens if model.dens > 0.0 else 1.0
+            model.cpredict(p, &f, &sf2)
+            self.F[k] = f
+            self.S[k] = sqrt(s02 * (model.noise + sf2))
+        if sleeping:
+            mass = self.cmass(n)
+        for j in range(n):
+            self.sub[j] = self.lw[self.ix[j]] - mass
+        self.cmix(n, &self.sub[0], mean, std)
+        return 0
+
+    cdef int cevent(self, dict attrs, object x, double y) except -1:
+        cdef double mean, std
+        self._learn_into(attrs, x, y, 1.0, &mean, &std)
+        return 1
+
+    cdef object cpredict(self, dict attrs, object x):
+        cdef double mean, std
+        self.cpredict_std(attrs, self.crow_of(x, "predicted"), &mean, &std)
+        return mean
