@@ -724,6 +724,8 @@ cdef class KRLSEvents(Events):
     cdef Posterior model
     cdef bint watching
     cdef Drift drift
+    cdef object drift_tuple     # the `_drift_state` this step last stored (that very tuple)
+    cdef DriftState stored      # and the state it was made of
 
     def __init__(self, Posterior model, str name, tuple names=(), drift=None):
         self.model = model
@@ -780,7 +782,13 @@ cdef class KRLSEvents(Events):
                              "finite numbers.")
         self.model.reserve(1)           # moves the buffers, the model unchanged
         if self.watching:
-            self.model.cset_drift(&self.drift, attrs.get("_drift_state"), self.model.t)
+            state = attrs.get("_drift_state")
+            if (state is not None and state is self.drift_tuple    # read only when another
+                    and memcmp(&self.stored, &self.model.dstate, sizeof(DriftState)) == 0):
+                self.model.drift = self.drift       # wrote it, or the model's state moved
+                self.model.watching = True
+            else:
+                self.model.cset_drift(&self.drift, state, self.model.t)
         else:
             self.model.watching = False
         craise_signals()                # a Ctrl-C so far: raised before any write
@@ -793,7 +801,8 @@ cdef class KRLSEvents(Events):
         attrs["t_"] = <long long>self.model.t
         attrs["n_support_"] = self.model.n_support
         if self.watching:
-            attrs["_drift_state"] = cdrift_tuple(&self.model.dstate)
+            attrs["_drift_state"] = self.drift_tuple = cdrift_tuple(&self.model.dstate)
+            self.stored = self.model.dstate
         return f
 
     cdef int cevent(self, dict attrs, object x, double y) except -1:
