@@ -813,3 +813,12 @@ cdef class KRLSEvents(Events):
         cdef double f, sf2
         self.model.cpredict(self.crow_of(x, "predicted"), &f, &sf2)
         return f
+
+    cdef int cpredict_std(self, dict attrs, object x, double* f, double* sf2,
+                          double* scale) except -1:
+        """The mean and variance of f(x) (held for a step of the same row, as `predict_std`)
+        and the signal scale s02 (`Posterior.scale`)."""
+        cdef Posterior model = self.model
+        model.cpredict(self.crow_of(x, "predicted"), f, sf2)
+        scale[0] = model.nums / model.dens if model.dens > 0.0 else 1.0
+        return 1
