@@ -780,7 +780,8 @@ cdef class KRLSEvents(Events):
         if not isfinite(y):
             raise ValueError(f"{self.name} got a non-finite target {y!r}; targets must be "
                              "finite numbers.")
-        self.model.reserve(1)           # moves the buffers, the model unchanged
+        if self.model.n_support >= self.model.capacity:     # (a method call: only when full)
+            self.model.reserve(1)       # moves the buffers, the model unchanged
         if self.watching:
             state = attrs.get("_drift_state")
             if (state is not None and state is self.drift_tuple    # read only when another
