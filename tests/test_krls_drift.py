@@ -159,3 +159,24 @@ def test_a_state_saved_before_the_deviation_starts_it_at_zero(approximation, tmp
     state = {k: v for k, v in krls_state(est).items() if k not in ("dev", "devw")}
     assert engine.from_state(state).deviation() == 0.0
     assert type(est._krls).from_state(state).deviation() == 0.0
+
+
+def test_one_event_steps_read_the_drift_state_again_after_a_failed_chunk():
+    """The one-event step reads the stored drift state only when it is not the one it last
+    wrote, or the model's moved since (here by a chunk that failed at its 31st row and left
+    the learner as it was): the same iterates as one chunk of the same events."""
+    X, y, _ = drifting_friedman(3000, n_features=6, drifts=1, random_state=0)
+    ref = okl.KernelRLSRegressor(budget=50).fit(X, y)
+    est = okl.KernelRLSRegressor(budget=50).fit(X[:1500], y[:1500])
+    for i in range(1500, 2000):
+        est.learn_one(X[i], float(y[i]))
+    assert est._one_event()._fast() is not None         # the compiled step took them
+    bad = y[2000:2040].copy()
+    bad[30] = 1e300
+    with pytest.raises(Exception):
+        est.partial_fit(X[2000:2040], bad)
+    for i in range(2000, 3000):
+        est.learn_one(X[i], float(y[i]))
+    assert ref.n_drifts_ > 0 and est._drift_state == ref._drift_state
+    for key, value in krls_state(ref).items():
+        np.testing.assert_array_equal(value, krls_state(est)[key], err_msg=key)

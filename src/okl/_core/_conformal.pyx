@@ -697,7 +697,8 @@ cdef class LastEvent:
         """f(x) and sigma(x) from the learner's compiled one-event step, the very call its
         own `predict_one` makes: 1, or 0 when the step declines.  sigma(x) is then
         KernelRLSRegressor's ``predict_one(x, return_std=True)``: its step's mean and
-        variance of f(x) on the row, sqrt(scale (noise + variance)), as computed there."""
+        variance of f(x) on the row in one C call (`Events.cpredict_std`, held for the learn
+        of the same row), sqrt(scale (noise + variance)), as computed there."""
         cdef Events step
         cdef dict attrs
         cdef double sf2, scale
@@ -717,19 +718,15 @@ cdef class LastEvent:
             self.std_step, self.std_est = found, est
         if step.serves != TARGETS or step.lock is None:
             return False
-        attrs = est.__dict__
-        model = attrs.get("_krls")
-        if model is None:
-            return False
+        attrs = self.est_dict
         step.lock.cacquire()
         try:
             row = step.crow(attrs, x)
             if row is None or not step.cstill(est, attrs):
                 return False
-            r = step.predict_std(row)
-            sf2 = r[1]
-            scale = model.scale()
-            f[0], a[0] = r[0], sqrt(scale * (self.cnoise(est, attrs) + sf2))
+            if not step.cpredict_std(attrs, row, f, &sf2, &scale):
+                return False
+            a[0] = sqrt(scale * (self.cnoise(est, attrs) + sf2))
             return True
         finally:
             step.lock.crelease()

@@ -724,6 +724,8 @@ cdef class KRLSEvents(Events):
     cdef Posterior model
     cdef bint watching
     cdef Drift drift
+    cdef object drift_tuple     # the `_drift_state` this step last stored (that very tuple)
+    cdef DriftState stored      # and the state it was made of
 
     def __init__(self, Posterior model, str name, tuple names=(), drift=None):
         self.model = model
@@ -778,9 +780,16 @@ cdef class KRLSEvents(Events):
         if not isfinite(y):
             raise ValueError(f"{self.name} got a non-finite target {y!r}; targets must be "
                              "finite numbers.")
-        self.model.reserve(1)           # moves the buffers, the model unchanged
+        if self.model.n_support >= self.model.capacity:     # (a method call: only when full)
+            self.model.reserve(1)       # moves the buffers, the model unchanged
         if self.watching:
-            self.model.cset_drift(&self.drift, attrs.get("_drift_state"), self.model.t)
+            state = attrs.get("_drift_state")
+            if (state is not None and state is self.drift_tuple    # read only when another
+                    and memcmp(&self.stored, &self.model.dstate, sizeof(DriftState)) == 0):
+                self.model.drift = self.drift       # wrote it, or the model's state moved
+                self.model.watching = True
+            else:
+                self.model.cset_drift(&self.drift, state, self.model.t)
         else:
             self.model.watching = False
         craise_signals()                # a Ctrl-C so far: raised before any write
@@ -793,7 +802,8 @@ cdef class KRLSEvents(Events):
         attrs["t_"] = <long long>self.model.t
         attrs["n_support_"] = self.model.n_support
         if self.watching:
-            attrs["_drift_state"] = cdrift_tuple(&self.model.dstate)
+            attrs["_drift_state"] = self.drift_tuple = cdrift_tuple(&self.model.dstate)
+            self.stored = self.model.dstate
         return f
 
     cdef int cevent(self, dict attrs, object x, double y) except -1:
@@ -804,6 +814,15 @@ cdef class KRLSEvents(Events):
         cdef double f, sf2
         self.model.cpredict(self.crow_of(x, "predicted"), &f, &sf2)
         return f
+
+    cdef int cpredict_std(self, dict attrs, object x, double* f, double* sf2,
+                          double* scale) except -1:
+        """The mean and variance of f(x) (held for a step of the same row, as `predict_std`)
+        and the signal scale s02 (`Posterior.scale`)."""
+        cdef Posterior model = self.model
+        model.cpredict(self.crow_of(x, "predicted"), f, sf2)
+        scale[0] = model.nums / model.dens if model.dens > 0.0 else 1.0
+        return 1
 
 
 cdef class KRLSPoolEvents(Events):
@@ -859,7 +878,7 @@ cdef class KRLSPoolEvents(Events):
     def predict(self, x, t=None, b=None):
         """The mixture's mean for one row (t, b: the signature of the other steps)."""
         cdef double mean, std
-        self.cpredict_std(self.pool, self.crow_of(x, "predicted"), &mean, &std)
+        self.cmixture_std(self.pool, self.crow_of(x, "predicted"), &mean, &std)
         return mean
 
     cdef int cmatches(self, object est, dict attrs) except -1:
@@ -1085,10 +1104,10 @@ cdef class KRLSPoolEvents(Events):
         """(mean, std) of the awake learners' mixture for one row (attrs: the pool's
         ``__dict__``), as `MultiKernelRegressor.predict(X, return_std=True)`."""
         cdef double mean, std
-        self.cpredict_std(attrs, self.crow_of(x, "predicted"), &mean, &std)
+        self.cmixture_std(attrs, self.crow_of(x, "predicted"), &mean, &std)
         return mean, std
 
-    cdef int cpredict_std(self, dict attrs, const double* p, double* mean,
+    cdef int cmixture_std(self, dict attrs, const double* p, double* mean,
                           double* std) except -1:
         cdef Py_ssize_t j, k, n, sleeping = self.cread(attrs)
         cdef double f, sf2, s02, mass = 0.0
@@ -1115,5 +1134,5 @@ cdef class KRLSPoolEvents(Events):
 
     cdef object cpredict(self, dict attrs, object x):
         cdef double mean, std
-        self.cpredict_std(attrs, self.crow_of(x, "predicted"), &mean, &std)
+        self.cmixture_std(attrs, self.crow_of(x, "predicted"), &mean, &std)
         return mean

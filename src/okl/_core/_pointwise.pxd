@@ -146,6 +146,8 @@ cdef class Events:
     cdef object cpredict_label(self, dict attrs, object x)
     cdef Py_ssize_t cpredict_into(self, dict attrs, object x, double* out,
                                   Py_ssize_t n) except -2
+    cdef int cpredict_std(self, dict attrs, object x, double* f, double* sf2,
+                          double* scale) except -1
     cdef object clabel(self, object f)
     cdef object clabel_of(self, const double* s, Py_ssize_t n)
     cdef int ccount_prior(self, dict attrs, double h, double y, double w) except -1

@@ -514,6 +514,12 @@ cdef class Events:
         array made: k, or -1 when this step gives no k scores for it (`cpredict` then)."""
         return -1
 
+    cdef int cpredict_std(self, dict attrs, object x, double* f, double* sf2,
+                          double* scale) except -1:
+        """f(x), the variance of f(x) (noise excluded) and the scale it is in units of for
+        one ready row: 1, or 0 when this step gives no variance (the default)."""
+        return 0
+
     cdef int ccount_prior(self, dict attrs, double h, double y, double w) except -1:
         """A taken step of kernel part h counts for the prior-shift offset: its state and
         intercept_ in `attrs` (the learner's ``__dict__``).  The state is read from the
