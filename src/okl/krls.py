@@ -12,6 +12,7 @@ from okl._adapt import AdaptMixin
 from okl._base import (
     Diverged, OnlineLearner, _one_target, check_X, one_row, params_changed, transaction,
 )
+from okl._blas import one_thread
 from okl._core import _pointwise
 from okl._core._krls import KRLSEvents, KRLSModel, RLSFeatures
 from okl._core._warmup import Width
@@ -459,10 +460,13 @@ default="gaussian"
                 d["gamma_"] = gamma
                 if "_warm_X" not in d or moments.warming:
                     model = self._engine_model()
-                    self._krls = type(model).from_state(rewidth(model.get_state(), gamma))
+                    with one_thread():      # small LAPACK calls: threads only add waiting
+                        state = rewidth(model.get_state(), gamma)
+                    self._krls = type(model).from_state(state)
                     self.n_support_ = int(self._krls.n_support)
         if self._warm_events() >= WARMUP:
-            self._end_warmup()
+            with one_thread():      # the evidence's small LAPACK calls, the replay
+                self._end_warmup()
 
     def _end_warmup(self):
         """noise="auto": the noise (and with gamma="scale" the width, among multiples of the
