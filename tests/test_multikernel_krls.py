@@ -283,6 +283,31 @@ def test_to_river_learns_and_predicts():
         float(direct.predict([[0.3, -0.2]])[0]), abs=1e-12)
 
 
+def learn_beside_reads(est, learn, read, n_reads):
+    """Run learn() in one thread beside n_reads calls of read() in another, each under the
+    pool's lock; the (t_, read()) pairs, once both threads finished without an error."""
+    errors, reads = [], []
+
+    def guarded(work):
+        try:
+            work()
+        except Exception as exc:        # noqa: BLE001 (reported below)
+            errors.append(exc)
+
+    def reader():
+        for _ in range(n_reads):
+            with _locks.locked(est):
+                reads.append((est.t_, read()))
+
+    threads = [threading.Thread(target=guarded, args=(w,)) for w in (learn, reader)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(reads) == n_reads
+    return reads
+
+
 @pytest.mark.parametrize("sleep", [None, 0.01])
 def test_a_reader_thread_sees_whole_calls_of_the_learner_thread(sleep):
     """A thread learning in chunks and one reading: every read is of the pool between two
@@ -294,29 +319,10 @@ def test_a_reader_thread_sees_whole_calls_of_the_learner_thread(sleep):
     for i in range(100, 400, 20):
         twin.partial_fit(X[i:i + 20], y[i:i + 20])
         states[i + 20] = twin.predict(X[:10], return_std=True)
-    errors, reads = [], []
-
-    def learn():
-        try:
-            for i in range(100, 400, 20):
-                est.partial_fit(X[i:i + 20], y[i:i + 20])
-        except Exception as exc:        # noqa: BLE001 (reported below)
-            errors.append(exc)
-
-    def read():
-        try:
-            for _ in range(30):
-                with _locks.locked(est):
-                    reads.append((est.t_, est.predict(X[:10], return_std=True)))
-        except Exception as exc:        # noqa: BLE001
-            errors.append(exc)
-
-    threads = [threading.Thread(target=learn), threading.Thread(target=read)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors and est.t_ == 400 and len(reads) == 30
+    reads = learn_beside_reads(
+        est, lambda: [est.partial_fit(X[i:i + 20], y[i:i + 20]) for i in range(100, 400, 20)],
+        lambda: est.predict(X[:10], return_std=True), 30)
+    assert est.t_ == 400
     for t, (mean, std) in reads:
         assert np.array_equal(mean, states[t][0]) and np.array_equal(std, states[t][1])
 
@@ -595,28 +601,9 @@ def test_a_reader_thread_sees_whole_compiled_events_of_the_learner_thread():
     for i in range(300, 600):
         twin.learn_one(X[i], float(y[i]))
         states[i + 1] = twin.predict_one(X[0], return_std=True)
-    errors, reads = [], []
-
-    def learn():
-        try:
-            for i in range(300, 600):
-                est.learn_one(X[i], float(y[i]))
-        except Exception as exc:        # noqa: BLE001 (reported below)
-            errors.append(exc)
-
-    def read():
-        try:
-            for _ in range(200):
-                with _locks.locked(est):
-                    reads.append((est.t_, est.predict_one(X[0], return_std=True)))
-        except Exception as exc:        # noqa: BLE001
-            errors.append(exc)
-
-    threads = [threading.Thread(target=learn), threading.Thread(target=read)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors and est.t_ == 600 and len(reads) == 200
+    reads = learn_beside_reads(
+        est, lambda: [est.learn_one(X[i], float(y[i])) for i in range(300, 600)],
+        lambda: est.predict_one(X[0], return_std=True), 200)
+    assert est.t_ == 600
     for t, got in reads:
         assert got == states[t]
