@@ -348,14 +348,33 @@ cdef class KRLSModel(Posterior):
         return spec_params(self.kernel)
 
     def reserve(self, Py_ssize_t n_new):
-        """Room for n_new more centres (a budget of B needs B + 1: the newcomer)."""
-        cdef Py_ssize_t need = self.n_support + n_new
+        """Room for n_new more centres (a budget of B needs B + 1: the newcomer).  The larger
+        buffers are filled with the same values before they replace the old ones, and no
+        Python code runs in between: an interrupt (or a MemoryError) leaves the model as it
+        was, and the model after it is the same, bit for bit."""
+        cdef Py_ssize_t need = self.n_support + n_new, m = self.n_support, c
         if self.budget:
             need = min(need, self.budget + 1)
-        if need > self.capacity:
-            arrays = self.get_arrays()
-            self._alloc(max(need, 2 * self.capacity))
-            self.set_arrays(arrays)
+        if need <= self.capacity:
+            return
+        c = max(need, 2 * self.capacity)
+        centers = np.zeros((c, self.n_features))
+        centers[:m] = self.centers[:m]
+        R, cov = np.zeros((c, c)), np.zeros((c, c))
+        R[:m, :m] = self.R[:m, :m]
+        cov[:m, :m] = self.cov[:m, :m]
+        sqnorms, mean, ones = np.zeros(c), np.zeros(c), np.zeros(c)
+        sqnorms[:m] = self.sqnorms[:m]
+        mean[:m] = self.mean[:m]
+        ones[:m] = self.ones[:m]
+        order = np.zeros(c, dtype=np.int64)
+        order[:m] = self.order[:m]
+        kb, lv, gv, last = np.zeros(c), np.zeros(c), np.zeros(c), np.zeros(c)
+        self.capacity = c
+        self.centers, self.R, self.cov, self.sqnorms = centers, R, cov, sqnorms
+        self.mean, self.ones, self.order = mean, ones, order
+        self.kb, self.lv, self.gv, self.last = kb, lv, gv, last
+        self.held = False
 
     def get_arrays(self):
         cdef Py_ssize_t m = self.n_support
@@ -780,6 +799,7 @@ cdef class KRLSEvents(Events):
         if not isfinite(y):
             raise ValueError(f"{self.name} got a non-finite target {y!r}; targets must be "
                              "finite numbers.")
+        craise_signals()                # a Ctrl-C so far: raised before the buffers move
         if self.model.n_support >= self.model.capacity:     # (a method call: only when full)
             self.model.reserve(1)       # moves the buffers, the model unchanged
         if self.watching:
@@ -792,7 +812,6 @@ cdef class KRLSEvents(Events):
                 self.model.cset_drift(&self.drift, state, self.model.t)
         else:
             self.model.watching = False
-        craise_signals()                # a Ctrl-C so far: raised before any write
         if self.model.cstep(p, cdot(p, p, self.model.n_features), y, weight, &f,
                             &sf2) != TAKEN:
             raise FloatingPointError(
@@ -1026,6 +1045,7 @@ cdef class KRLSPoolEvents(Events):
                 and (t - self.after) % self.every == 0)
         n = self.cawake(wake or sleeping == 0)
         xx = cdot(p, p, (<KRLSEvents>self.steps[0]).model.n_features)
+        craise_signals()                # a Ctrl-C so far: raised before the buffers move
         # every check before the first write
         for j in range(n):
             k = self.ix[j]
@@ -1079,7 +1099,6 @@ cdef class KRLSPoolEvents(Events):
                 for j in range(n):
                     self.lw[self.ix[j]] = self.sub[j] + mass
         n = self.cawake(wake or sleeping == 0)
-        craise_signals()                # a Ctrl-C so far: raised before any write
         for j in range(n):              # the checks above passed: every step is taken
             k = self.ix[j]
             step = <KRLSEvents>self.steps[k]
