@@ -301,6 +301,50 @@ def test_chunks_with_std_that_fail_or_are_interrupted_leave_the_model(engine, mo
     assert mean.shape == std.shape == (150,) and np.all(std > 0)
 
 
+class _ZerosInterrupted:
+    """NumPy as `okl._core._krls` sees it, but its `zeros` raises KeyboardInterrupt at call
+    number `at` (from 0): an interrupt at each allocation of `KRLSModel.reserve`."""
+
+    def __init__(self, at):
+        self.left = at
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    def zeros(self, *args, **kwargs):
+        self.left -= 1
+        if self.left < 0:
+            raise KeyboardInterrupt
+        return np.zeros(*args, **kwargs)
+
+
+@pytest.mark.parametrize("at", range(11))
+def test_an_interrupt_inside_reserve_leaves_the_model(at, monkeypatch):
+    """learn_one on a full model moves its buffers (`reserve`) before the step: an interrupt
+    at any of reserve's allocations leaves the learner as it was, and the stream goes on
+    as if nothing had happened."""
+    from okl._core import _krls
+    X, y = stream(160, seed=21)
+    est = KernelRLSRegressor(gamma=0.5, noise=0.1, budget=None, nu=1e-3)
+    twin = KernelRLSRegressor(gamma=0.5, noise=0.1, budget=None, nu=1e-3)
+    hits = 0
+    for i in range(len(X)):
+        model = est._krls if "_krls" in est.__dict__ else None
+        if model is not None and model.n_support == model.capacity:
+            before = pickle.dumps(est)
+            monkeypatch.setattr(_krls, "np", _ZerosInterrupted(at))
+            with pytest.raises(KeyboardInterrupt):
+                est.learn_one(X[i], y[i])
+            monkeypatch.undo()
+            assert pickle.dumps(est) == before
+            hits += 1
+        est.learn_one(X[i], y[i])
+        twin.learn_one(X[i], y[i])
+    assert hits >= 3
+    assert pickle.dumps(est) == pickle.dumps(twin)
+    np.testing.assert_array_equal(est.predict(X[:20]), twin.predict(X[:20]))
+
+
 @pytest.mark.parametrize("engine", ["cython", "numpy"])
 def test_conformal_bands_learn_the_rows_in_compiled_chunks(engine, monkeypatch):
     """ConformalRegressor over KernelRLSRegressor: chunks (the learner's _progressive_std)

@@ -327,19 +327,29 @@ cdef class KRLSModel(Posterior):
         self._alloc(0)
 
     def _alloc(self, Py_ssize_t capacity):
-        cdef Py_ssize_t c = max(capacity, 1)
+        self._install(self._buffers(max(capacity, 1), 0), capacity)
+
+    def _buffers(self, Py_ssize_t c, Py_ssize_t m):
+        """New zeroed buffers of capacity c holding the first m centres' values (centres, R,
+        cov, sqnorms, mean, ones, order), and the work vectors (kb, lv, gv, last)."""
+        b = (np.zeros((c, self.n_features)), np.zeros((c, c)), np.zeros((c, c)), np.zeros(c),
+             np.zeros(c), np.zeros(c), np.zeros(c, dtype=np.int64), np.zeros(c), np.zeros(c),
+             np.zeros(c), np.zeros(c))
+        if m:
+            b[0][:m] = self.centers[:m]
+            b[1][:m, :m] = self.R[:m, :m]
+            b[2][:m, :m] = self.cov[:m, :m]
+            for new, old in zip(b[3:7], (self.sqnorms, self.mean, self.ones, self.order)):
+                new[:m] = old[:m]
+        return b
+
+    cdef void _install(self, tuple b, Py_ssize_t capacity):
+        """The buffers of `_buffers` in place of the model's: typed assignments only, so no
+        Python code (no signal handler) runs between the first and the last."""
         self.capacity = capacity
-        self.centers = np.zeros((c, self.n_features))
-        self.R = np.zeros((c, c))
-        self.cov = np.zeros((c, c))
-        self.sqnorms = np.zeros(c)
-        self.mean = np.zeros(c)
-        self.ones = np.zeros(c)
-        self.order = np.zeros(c, dtype=np.int64)
-        self.kb = np.zeros(c)
-        self.lv = np.zeros(c)
-        self.gv = np.zeros(c)
-        self.last = np.zeros(c)
+        self.centers, self.R, self.cov, self.sqnorms = b[0], b[1], b[2], b[3]
+        self.mean, self.ones, self.order = b[4], b[5], b[6]
+        self.kb, self.lv, self.gv, self.last = b[7], b[8], b[9], b[10]
         self.held = False
 
     @property
@@ -358,23 +368,7 @@ cdef class KRLSModel(Posterior):
         if need <= self.capacity:
             return
         c = max(need, 2 * self.capacity)
-        centers = np.zeros((c, self.n_features))
-        centers[:m] = self.centers[:m]
-        R, cov = np.zeros((c, c)), np.zeros((c, c))
-        R[:m, :m] = self.R[:m, :m]
-        cov[:m, :m] = self.cov[:m, :m]
-        sqnorms, mean, ones = np.zeros(c), np.zeros(c), np.zeros(c)
-        sqnorms[:m] = self.sqnorms[:m]
-        mean[:m] = self.mean[:m]
-        ones[:m] = self.ones[:m]
-        order = np.zeros(c, dtype=np.int64)
-        order[:m] = self.order[:m]
-        kb, lv, gv, last = np.zeros(c), np.zeros(c), np.zeros(c), np.zeros(c)
-        self.capacity = c
-        self.centers, self.R, self.cov, self.sqnorms = centers, R, cov, sqnorms
-        self.mean, self.ones, self.order = mean, ones, order
-        self.kb, self.lv, self.gv, self.last = kb, lv, gv, last
-        self.held = False
+        self._install(self._buffers(c, m), c)
 
     def get_arrays(self):
         cdef Py_ssize_t m = self.n_support
