@@ -1,8 +1,11 @@
 """One event at a time: the compiled step equals partial_fit on the same rows; fails atomically."""
+import pickle
+
 import numpy as np
 import pytest
 
-from okl import OnlineKernelClassifier, OnlineKernelRegressor
+from okl import (ConformalRegressor, KernelRLSRegressor, MultiKernelRegressor,
+                 OnlineKernelClassifier, OnlineKernelRegressor)
 from okl.losses import MARGIN_LOSSES
 from okl.pipeline import EventAdapter
 from okl.regression import REGRESSION_LOSSES
@@ -428,3 +431,39 @@ def test_the_compiled_step_is_built_with_the_first_events(make, classes):
         est.learn_one(X[i], y[i])
     whole.partial_fit(X, y, **({"classes": [0, 1]} if classes else {}))
     assert_same(est, whole)
+
+
+FIRST_EVENT = {     # the learner, and the class whose _learn the interrupt is raised in
+    "OnlineKernelRegressor": (OnlineKernelRegressor, OnlineKernelRegressor),
+    "OnlineKernelClassifier": (lambda: OnlineKernelClassifier(classes=[0, 1]),
+                               OnlineKernelClassifier),
+    "KernelRLSRegressor": (KernelRLSRegressor, KernelRLSRegressor),
+    "MultiKernelRegressor(learner='krls')": (
+        lambda: MultiKernelRegressor(learner="krls", sleep=0.01), KernelRLSRegressor),
+    "ConformalRegressor": (ConformalRegressor, KernelRLSRegressor),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FIRST_EVENT))
+@pytest.mark.parametrize("failure", ["target", "interrupt"])
+def test_a_failed_first_event_leaves_the_learner_as_it_was(name, failure, monkeypatch):
+    """The first learn_one builds the learner's event adapter: a call that raises (a bad
+    target, a Ctrl-C inside the learning) adds none, so the learner pickles as before."""
+    make, inner = FIRST_EVENT[name]
+    est = make()
+    before = pickle.dumps(est)
+    x = {"a": 0.5, "b": -1.0}
+    if failure == "target":
+        with pytest.raises(ValueError):
+            est.learn_one(x, float("nan"))
+    else:
+        def interrupted(*args, **kwargs):
+            raise KeyboardInterrupt
+        monkeypatch.setattr(inner, "_learn", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            est.learn_one(x, 1)
+        monkeypatch.undo()
+    assert "_one_event_state" not in est.__dict__
+    assert pickle.dumps(est) == before
+    est.learn_one(x, 1)
+    assert est.predict_one(x) is not None

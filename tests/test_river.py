@@ -276,10 +276,11 @@ class ReferencePlatt:
         self.h, self.n_positive, self.n_negative = [0.0, 0.0, 0.0], 0, 0
 
     def proba(self, f):
+        # the C library's exp, as the compiled rule (NumPy's SIMD exp may differ in the last bit)
         z = self.A * f + self.B
         if z >= 0:
-            return 1.0 / (1.0 + np.exp(-z))
-        e = np.exp(z)
+            return 1.0 / (1.0 + math.exp(-z))
+        e = math.exp(z)
         return e / (1.0 + e)
 
     def learn(self, f, positive):

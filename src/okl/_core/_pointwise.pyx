@@ -246,11 +246,19 @@ def learn_one(self, x, y, sample_weight=1.0):
     step = getattr(self, "_one_event_step", None)
     if isinstance(step, Events) and (<Events>step).learn_ready(self, x, y, sample_weight):
         return
-    adapter = self.__dict__.get("_one_event_state")
+    old = adapter = self.__dict__.get("_one_event_state")
     if adapter is None or adapter.estimator is not self:
         adapter = self._one_event()
-    with adapter.lock:
-        adapter.learn_one(x, y, sample_weight)
+    try:
+        with adapter.lock:
+            adapter.learn_one(x, y, sample_weight)
+    except BaseException:       # a failed call adds no adapter (what it holds, the learner's
+        if adapter is not old:  # own attributes give back)
+            if old is None:
+                self.__dict__.pop("_one_event_state", None)
+            else:
+                self.__dict__["_one_event_state"] = old
+        raise
 
 
 def predict_one(self, x):
