@@ -111,9 +111,10 @@ def test_pickling_mid_warm_up_continues_the_same_stream(params):
 
 @pytest.mark.parametrize("at", [50, 63, 99, 20])   # plain, width and last event; after all
 def test_an_interrupted_warm_up_event_leaves_the_model(at, monkeypatch):
-    """Ctrl-C in the warm-up's bookkeeping (after the model's step) of the one-row path:
-    the learner is as before the call, and learning the event again gives the iterates of
-    an uninterrupted stream."""
+    """Ctrl-C in the warm-up's bookkeeping of the one-row path (before the compiled step at
+    a plain event, after the model's step at a width or the last event): the learner is as
+    before the call, and learning the event again gives the iterates of an uninterrupted
+    stream."""
     X, y = stream(seed=8)
     Z = stream(30, seed=9)[0]
     whole = KernelRLSRegressor().fit(X, y)
@@ -155,3 +156,70 @@ def test_bad_rows_mid_warm_up_raise_the_chunks_errors_and_leave_the_model():
             est.partial_fit(np.vstack([X[30:31], row]) if row.shape[1] == 4 else row,
                             np.r_[y[30], target] if row.shape[1] == 4 else target)
         assert fields(est) == before
+
+
+@pytest.mark.parametrize("params", SETTINGS[:4])
+def test_dict_events_through_the_warm_up_give_the_iterates_of_chunks_and_the_numpy_engine(
+        params):
+    """predict_one (with and without the deviation) and learn_one on dict events: the compiled
+    step takes the warm-up's events between its width events, the same iterates as chunks
+    (exactly) and as the NumPy engine (within 1e-10), through the warm-up and after."""
+    X, y = stream(seed=11)
+    Z = stream(30, seed=12)[0]
+    chunks = KernelRLSRegressor(**params)
+    mean, std = chunks._progressive_std(X, y)
+    rows = [{f"x{j}": v for j, v in enumerate(x)} for x in X.tolist()]
+    for engine in ("cython", "numpy"):
+        est = KernelRLSRegressor(engine=engine, **params)
+        means, stds, plain = [], [], []
+        for row, target in zip(rows, y.tolist()):
+            plain.append(est.predict_one(row))
+            f, s = est.predict_one(row, return_std=True)
+            means.append(f)
+            stds.append(s)
+            est.learn_one(row, target)
+        tol = 0.0 if engine == "cython" else 1e-10
+        np.testing.assert_allclose(plain, mean, rtol=0, atol=tol)
+        np.testing.assert_allclose(means, mean, rtol=0, atol=tol)
+        np.testing.assert_allclose(stds, std, rtol=0, atol=tol)
+        np.testing.assert_allclose(est.predict(Z), chunks.predict(Z), rtol=0, atol=tol)
+        assert est.t_ == chunks.t_ == len(X) and est.n_support_ == chunks.n_support_
+        assert not est._warming()
+
+
+@pytest.mark.parametrize("params", [{}, {"noise": 0.1}, {"gamma": 0.2}])
+def test_a_refused_or_interrupted_dict_event_mid_warm_up_leaves_the_model(params, monkeypatch):
+    """An event between two width events (the compiled step's): a Ctrl-C in its bookkeeping,
+    a row or target the step refuses after the bookkeeping was done, leave the learner as it
+    was (its warm-up's events and moments included), and the stream goes on as if they had
+    never come."""
+    X, y = stream(seed=13)
+    Z = stream(30, seed=14)[0]
+    whole = KernelRLSRegressor(**params).fit(X, y)
+    rows = [{f"x{j}": v for j, v in enumerate(x)} for x in X.tolist()]
+    est = KernelRLSRegressor(**params)
+    for i in range(40):
+        est.predict_one(rows[i])
+        est.learn_one(rows[i], y[i])
+    assert est._warming() and not est._warm_moves()
+    before, blob = fields(est), pickle.dumps(est)
+    bad = dict(rows[40], x1=float("nan"))
+    for row, target, error in [(bad, y[40], ValueError), (rows[40], float("nan"), ValueError),
+                               (X[40, :3].copy(), y[40], ValueError),
+                               (rows[40], 1e300, FloatingPointError)]:
+        with pytest.raises(error):
+            est.learn_one(row, target)
+        assert fields(est) == before and pickle.dumps(est) == blob
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    for name in ("Width", "KRLSEvents") if "gamma" not in params else ("KRLSEvents",):
+        monkeypatch.setattr(okl.krls, name, interrupted)
+        est.__dict__.pop("_one_event_state", None)      # (a step built anew)
+        with pytest.raises(KeyboardInterrupt):
+            est.learn_one(rows[40], y[40])
+        monkeypatch.undo()
+        assert fields(est) == before
+    for i in range(40, len(X)):
+        est.learn_one(rows[i], y[i])
+    np.testing.assert_array_equal(est.predict(Z), whole.predict(Z))

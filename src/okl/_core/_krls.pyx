@@ -739,15 +739,18 @@ cdef class KRLSEvents(Events):
     names : tuple of str, the estimator attributes `matches` compares (the model first)
     drift : dict or None, the `Drift` settings of a learner whose steps watch (the state is
         its `_drift_state`, read and stored at each event)
+    learns : bool, whether `learn_ready` learns events (False: it declines every one, which
+        the learner's `_learn_event` takes, as during its warm-up)
     """
     cdef Posterior model
-    cdef bint watching
+    cdef bint watching, learns
     cdef Drift drift
     cdef object drift_tuple     # the `_drift_state` this step last stored (that very tuple)
     cdef DriftState stored      # and the state it was made of
 
-    def __init__(self, Posterior model, str name, tuple names=(), drift=None):
+    def __init__(self, Posterior model, str name, tuple names=(), drift=None, bint learns=True):
         self.model = model
+        self.learns = learns
         self.watching = drift is not None
         if self.watching:
             self.drift.detector, self.drift.delta = drift["detector"], drift["delta"]
@@ -826,6 +829,8 @@ cdef class KRLSEvents(Events):
         return f
 
     cdef int cevent(self, dict attrs, object x, double y) except -1:
+        if not self.learns:
+            return 0
         self._learn_into(attrs, x, y, 1.0)
         return 1
 
