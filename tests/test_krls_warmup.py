@@ -2,6 +2,7 @@
 path gives the iterates of chunks and of the NumPy engine, its compiled moments are the
 NumPy twin's bit for bit, and a call that fails or is interrupted mid-warm-up leaves the
 model as it was."""
+import copy
 import pickle
 
 import numpy as np
@@ -223,3 +224,25 @@ def test_a_refused_or_interrupted_dict_event_mid_warm_up_leaves_the_model(params
     for i in range(40, len(X)):
         est.learn_one(rows[i], y[i])
     np.testing.assert_array_equal(est.predict(Z), whole.predict(Z))
+
+
+def test_the_kept_events_are_the_learners_own_rows():
+    """The warm-up's kept events (`_warm_X`, `_warm_y`, `_warm_w`) hold the events learned so far
+    and only them, as okl.save writes them; a shallow copy learning other events mid-warm-up
+    leaves the original's rows as they were."""
+    X, y = stream(seed=15)
+    est = KernelRLSRegressor()
+    for i in range(40):
+        est.learn_one(X[i], y[i])
+    for name, value in (("_warm_X", X[:40]), ("_warm_y", y[:40]), ("_warm_w", np.ones(40))):
+        np.testing.assert_array_equal(getattr(est, name), value)
+        np.testing.assert_array_equal(getattr(pickle.loads(pickle.dumps(est)), name), value)
+    other = copy.copy(est)
+    for i in range(60, 70):
+        other.learn_one(X[i], y[i])
+    for i in range(40, 50):
+        est.learn_one(X[i], y[i])
+    np.testing.assert_array_equal(est._warm_X, X[:50])
+    np.testing.assert_array_equal(other._warm_X, np.vstack([X[:40], X[60:70]]))
+    np.testing.assert_array_equal(est._warm_y, y[:50])
+    np.testing.assert_array_equal(other._warm_y, np.r_[y[:40], y[60:70]])
