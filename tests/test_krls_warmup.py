@@ -10,6 +10,7 @@ import pytest
 
 import okl
 from okl import KernelRLSRegressor
+from okl._core._krls import KRLSModel
 from okl._core._warmup import Width
 from okl._numpy.warmup import WidthMoments
 
@@ -110,6 +111,17 @@ def test_pickling_mid_warm_up_continues_the_same_stream(params):
         np.testing.assert_array_equal(est.predict(Z), whole.predict(Z))
 
 
+class InterruptedRewidth(KRLSModel):
+    """A model whose next `interrupts` rewidths are interrupted once they are done."""
+    interrupts = 0
+
+    def rewidth(self, gamma):
+        super().rewidth(gamma)
+        if self.interrupts:
+            self.interrupts -= 1
+            raise KeyboardInterrupt
+
+
 @pytest.mark.parametrize("at", [50, 63, 99, 20])   # plain, width and last event; after all
 def test_an_interrupted_warm_up_event_leaves_the_model(at, monkeypatch):
     """Ctrl-C in the warm-up's bookkeeping of the one-row path (before the compiled step at
@@ -129,8 +141,11 @@ def test_an_interrupted_warm_up_event_leaves_the_model(at, monkeypatch):
         raise KeyboardInterrupt
     if at == 20:        # the size check, after the event's whole warm-up work
         monkeypatch.setattr(KernelRLSRegressor, "_check_size", interrupted)
+    elif at == 63:      # just after the compiled rewidth has moved the model's arrays
+        est._krls = InterruptedRewidth.from_state(est._krls.get_state())
+        est._krls.interrupts = 1
     else:
-        name = {50: "Width", 63: "rewidth", 99: "evidence_choice"}[at]
+        name = {50: "Width", 99: "evidence_choice"}[at]
         monkeypatch.setattr(okl.krls, name, interrupted)
     with pytest.raises(KeyboardInterrupt):
         est.partial_fit(X[at:at + 1], y[at:at + 1])

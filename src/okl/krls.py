@@ -463,9 +463,12 @@ default="gaussian"
                 d["gamma_"] = gamma
                 if "_warm_X" not in d or moments.warming:
                     model = self._engine_model()
-                    with one_thread():      # small LAPACK calls: threads only add waiting
-                        state = rewidth(model.get_state(), gamma)
-                    self._krls = type(model).from_state(state)
+                    if self.engine == "cython":     # compiled, in place
+                        model.rewidth(gamma)
+                    else:
+                        with one_thread():      # small LAPACK calls: threads only add waiting
+                            state = rewidth(model.get_state(), gamma)
+                        self._krls = type(model).from_state(state)
                     self.n_support_ = int(self._krls.n_support)
         if self._warm_events() >= WARMUP:
             with one_thread():      # the evidence's small LAPACK calls, the replay
