@@ -2,6 +2,7 @@
 path gives the iterates of chunks and of the NumPy engine, its compiled moments are the
 NumPy twin's bit for bit, and a call that fails or is interrupted mid-warm-up leaves the
 model as it was."""
+import copy
 import pickle
 
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 
 import okl
 from okl import KernelRLSRegressor
+from okl._core._krls import KRLSModel
 from okl._core._warmup import Width
 from okl._numpy.warmup import WidthMoments
 
@@ -109,11 +111,23 @@ def test_pickling_mid_warm_up_continues_the_same_stream(params):
         np.testing.assert_array_equal(est.predict(Z), whole.predict(Z))
 
 
+class InterruptedRewidth(KRLSModel):
+    """A model whose next `interrupts` rewidths are interrupted once they are done."""
+    interrupts = 0
+
+    def rewidth(self, gamma):
+        super().rewidth(gamma)
+        if self.interrupts:
+            self.interrupts -= 1
+            raise KeyboardInterrupt
+
+
 @pytest.mark.parametrize("at", [50, 63, 99, 20])   # plain, width and last event; after all
 def test_an_interrupted_warm_up_event_leaves_the_model(at, monkeypatch):
-    """Ctrl-C in the warm-up's bookkeeping (after the model's step) of the one-row path:
-    the learner is as before the call, and learning the event again gives the iterates of
-    an uninterrupted stream."""
+    """Ctrl-C in the warm-up's bookkeeping of the one-row path (before the compiled step at
+    a plain event, after the model's step at a width or the last event): the learner is as
+    before the call, and learning the event again gives the iterates of an uninterrupted
+    stream."""
     X, y = stream(seed=8)
     Z = stream(30, seed=9)[0]
     whole = KernelRLSRegressor().fit(X, y)
@@ -127,8 +141,11 @@ def test_an_interrupted_warm_up_event_leaves_the_model(at, monkeypatch):
         raise KeyboardInterrupt
     if at == 20:        # the size check, after the event's whole warm-up work
         monkeypatch.setattr(KernelRLSRegressor, "_check_size", interrupted)
+    elif at == 63:      # just after the compiled rewidth has moved the model's arrays
+        est._krls = InterruptedRewidth.from_state(est._krls.get_state())
+        est._krls.interrupts = 1
     else:
-        name = {50: "Width", 63: "rewidth", 99: "evidence_choice"}[at]
+        name = {50: "Width", 99: "evidence_choice"}[at]
         monkeypatch.setattr(okl.krls, name, interrupted)
     with pytest.raises(KeyboardInterrupt):
         est.partial_fit(X[at:at + 1], y[at:at + 1])
@@ -155,3 +172,92 @@ def test_bad_rows_mid_warm_up_raise_the_chunks_errors_and_leave_the_model():
             est.partial_fit(np.vstack([X[30:31], row]) if row.shape[1] == 4 else row,
                             np.r_[y[30], target] if row.shape[1] == 4 else target)
         assert fields(est) == before
+
+
+@pytest.mark.parametrize("params", SETTINGS[:4])
+def test_dict_events_through_the_warm_up_give_the_iterates_of_chunks_and_the_numpy_engine(
+        params):
+    """predict_one (with and without the deviation) and learn_one on dict events: the compiled
+    step takes the warm-up's events between its width events, the same iterates as chunks
+    (exactly) and as the NumPy engine (within 1e-10), through the warm-up and after."""
+    X, y = stream(seed=11)
+    Z = stream(30, seed=12)[0]
+    chunks = KernelRLSRegressor(**params)
+    mean, std = chunks._progressive_std(X, y)
+    rows = [{f"x{j}": v for j, v in enumerate(x)} for x in X.tolist()]
+    for engine in ("cython", "numpy"):
+        est = KernelRLSRegressor(engine=engine, **params)
+        means, stds, plain = [], [], []
+        for row, target in zip(rows, y.tolist()):
+            plain.append(est.predict_one(row))
+            f, s = est.predict_one(row, return_std=True)
+            means.append(f)
+            stds.append(s)
+            est.learn_one(row, target)
+        tol = 0.0 if engine == "cython" else 1e-10
+        np.testing.assert_allclose(plain, mean, rtol=0, atol=tol)
+        np.testing.assert_allclose(means, mean, rtol=0, atol=tol)
+        np.testing.assert_allclose(stds, std, rtol=0, atol=tol)
+        np.testing.assert_allclose(est.predict(Z), chunks.predict(Z), rtol=0, atol=tol)
+        assert est.t_ == chunks.t_ == len(X) and est.n_support_ == chunks.n_support_
+        assert not est._warming()
+
+
+@pytest.mark.parametrize("params", [{}, {"noise": 0.1}, {"gamma": 0.2}])
+def test_a_refused_or_interrupted_dict_event_mid_warm_up_leaves_the_model(params, monkeypatch):
+    """An event between two width events (the compiled step's): a Ctrl-C in its bookkeeping,
+    a row or target the step refuses after the bookkeeping was done, leave the learner as it
+    was (its warm-up's events and moments included), and the stream goes on as if they had
+    never come."""
+    X, y = stream(seed=13)
+    Z = stream(30, seed=14)[0]
+    whole = KernelRLSRegressor(**params).fit(X, y)
+    rows = [{f"x{j}": v for j, v in enumerate(x)} for x in X.tolist()]
+    est = KernelRLSRegressor(**params)
+    for i in range(40):
+        est.predict_one(rows[i])
+        est.learn_one(rows[i], y[i])
+    assert est._warming() and not est._warm_moves()
+    before, blob = fields(est), pickle.dumps(est)
+    bad = dict(rows[40], x1=float("nan"))
+    for row, target, error in [(bad, y[40], ValueError), (rows[40], float("nan"), ValueError),
+                               (X[40, :3].copy(), y[40], ValueError),
+                               (rows[40], 1e300, FloatingPointError)]:
+        with pytest.raises(error):
+            est.learn_one(row, target)
+        assert fields(est) == before and pickle.dumps(est) == blob
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    for name in ("Width", "KRLSEvents") if "gamma" not in params else ("KRLSEvents",):
+        monkeypatch.setattr(okl.krls, name, interrupted)
+        est.__dict__.pop("_one_event_state", None)      # (a step built anew)
+        with pytest.raises(KeyboardInterrupt):
+            est.learn_one(rows[40], y[40])
+        monkeypatch.undo()
+        assert fields(est) == before
+    for i in range(40, len(X)):
+        est.learn_one(rows[i], y[i])
+    np.testing.assert_array_equal(est.predict(Z), whole.predict(Z))
+
+
+def test_the_kept_events_are_the_learners_own_rows():
+    """The warm-up's kept events (`_warm_X`, `_warm_y`, `_warm_w`) hold the events learned so far
+    and only them, as okl.save writes them; a shallow copy learning other events mid-warm-up
+    leaves the original's rows as they were."""
+    X, y = stream(seed=15)
+    est = KernelRLSRegressor()
+    for i in range(40):
+        est.learn_one(X[i], y[i])
+    for name, value in (("_warm_X", X[:40]), ("_warm_y", y[:40]), ("_warm_w", np.ones(40))):
+        np.testing.assert_array_equal(getattr(est, name), value)
+        np.testing.assert_array_equal(getattr(pickle.loads(pickle.dumps(est)), name), value)
+    other = copy.copy(est)
+    for i in range(60, 70):
+        other.learn_one(X[i], y[i])
+    for i in range(40, 50):
+        est.learn_one(X[i], y[i])
+    np.testing.assert_array_equal(est._warm_X, X[:50])
+    np.testing.assert_array_equal(other._warm_X, np.vstack([X[:40], X[60:70]]))
+    np.testing.assert_array_equal(est._warm_y, y[:50])
+    np.testing.assert_array_equal(other._warm_y, np.r_[y[:40], y[60:70]])

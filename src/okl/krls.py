@@ -1,5 +1,6 @@
 """KernelRLSRegressor: kernel recursive least squares (KRLS-T, ALD-KRLS, sliding-window and
 fixed-budget dictionaries, RLS on random features), with predictive variance."""
+import weakref
 from contextvars import ContextVar
 from numbers import Integral, Real
 
@@ -50,6 +51,8 @@ _STD_ROWS = ContextVar("krls_std_rows", default=(None, None))
 WIDTH_EVENTS = (1, 2, 4, 8, 16, 32, 64, WARMUP)
 # kernel="auto": the kernels the warm-up's evidence may choose (docs/krls.md, section 8)
 AUTO_KERNELS = ("gaussian", "linear")
+# learner -> the buffers whose first rows its `_warm_X`, `_warm_y`, `_warm_w` are (`_warm_kept`)
+_WARM_ROWS = weakref.WeakKeyDictionary()
 
 
 def _auto(given, value, default):
@@ -460,9 +463,12 @@ default="gaussian"
                 d["gamma_"] = gamma
                 if "_warm_X" not in d or moments.warming:
                     model = self._engine_model()
-                    with one_thread():      # small LAPACK calls: threads only add waiting
-                        state = rewidth(model.get_state(), gamma)
-                    self._krls = type(model).from_state(state)
+                    if self.engine == "cython":     # compiled, in place
+                        model.rewidth(gamma)
+                    else:
+                        with one_thread():      # small LAPACK calls: threads only add waiting
+                            state = rewidth(model.get_state(), gamma)
+                        self._krls = type(model).from_state(state)
                     self.n_support_ = int(self._krls.n_support)
         if self._warm_events() >= WARMUP:
             with one_thread():      # the evidence's small LAPACK calls, the replay
@@ -502,6 +508,7 @@ default="gaussian"
             self._to_features()
         for name in ("_warm_X", "_warm_y", "_warm_w"):
             d.pop(name, None)
+        _WARM_ROWS.pop(self, None)
 
     def _learn_rows(self, X, y, weight):
         n = X.shape[0]
@@ -710,12 +717,13 @@ default="gaussian"
         return self.engine == "cython" and _STD_ROWS.get()[0] is not self
 
     def _one_row(self, X, y):
-        """A one-row chunk: after the warm-up the compiled one-event step; during it (no
-        compiled step: the width moves, the events are kept) `_learn` of the row under a
-        checkpoint, without the chunk's validation (the same iterates, docs/krls.md,
-        section 8).  A row or target the chunk path would refuse, or a step that would
-        diverge, is left to the chunk path, which names the cause."""
-        if not self._warming():
+        """A one-row chunk through the compiled one-event step (`_learn_event`), during the
+        warm-up too; an event that moves the width or ends the warm-up (`_warm_moves`)
+        takes `_learn` of the row under a checkpoint, without the chunk's validation (the
+        same iterates, docs/krls.md, section 8).  A row or target the chunk path would
+        refuse, or a step that would diverge, is left to the chunk path, which names the
+        cause."""
+        if not (self._warming() and self._warm_moves()):
             return super()._one_row(X, y)
         if not self._takes_one_row() or params_changed(self) or self._outside():
             return False, None
@@ -735,6 +743,42 @@ default="gaussian"
         except Diverged:
             return False, None      # undone
         return True, scores
+
+    def _warm_moves(self):
+        """Whether the warm-up's next event may move gamma="scale"'s width (`WIDTH_EVENTS`)
+        or end the warm-up: the model then changes beyond one step."""
+        seen = self._warm_events() + 1
+        return seen >= WARMUP or ("_width_moments" in self.__dict__ and seen in WIDTH_EVENTS)
+
+    def _warm_event(self, events, row, y):
+        """A warm-up event of weight 1 that neither moves the width nor ends the warm-up
+        (docs/krls.md, section 8): its bookkeeping (gamma="scale"'s moments, the event kept
+        for noise="auto"'s evidence), then the compiled step, last.  The step learns the
+        event whole or refuses it before its first write; a refused event (a bad row or
+        target, a Ctrl-C) leaves the bookkeeping undone."""
+        d = self.__dict__
+        model = self._krls
+        pending = {}
+        if "_width_moments" in d:
+            width = Width(len(row), 1.0, d["_width_moments"])
+            width.add(row)
+            pending["_width_moments"] = width.state()
+        if "_warm_X" in d:
+            pending.update(zip(("_warm_X", "_warm_y", "_warm_w"), self._warm_kept(row, y)))
+        self._check_size()
+        saved = {name: d[name] for name in pending}
+        t = model.t
+        d.update(pending)
+        try:
+            return events.learn_into(d, row, y, 1.0)
+        except BaseException:
+            while model.t == t:     # refused: undo (again after a Ctrl-C in the undo)
+                try:
+                    d.update(saved)
+                    break
+                except KeyboardInterrupt:
+                    pass
+            raise
 
     def _progressive_std(self, X, y, sample_weight=None):
         """Learn the rows in order (as `partial_fit`, in compiled chunks): (mean, std) of each
@@ -761,26 +805,58 @@ default="gaussian"
             _STD_ROWS.reset(token)
         return mean, np.concatenate(stds)
 
+    def _warm_kept(self, row, y):
+        """`_warm_X`, `_warm_y`, `_warm_w` with the event (row, y, weight 1) after their rows:
+        the first rows of buffers of WARMUP rows this learner owns (`_WARM_ROWS`; a count,
+        not a copy per event).  The event is written past the rows the current arrays show,
+        which stay as they are."""
+        d = self.__dict__
+        kept = d["_warm_X"], d["_warm_y"], d["_warm_w"]
+        n = len(kept[0])
+        buffers = _WARM_ROWS.get(self)
+        if (buffers is None or len(buffers[1]) <= n
+                or any(a.base is not b for a, b in zip(kept, buffers))):
+            size = max(WARMUP, 2 * n)       # (events of weight 0 are kept too)
+            buffers = (np.empty((size, len(row))), np.empty(size), np.empty(size))
+            for a, b in zip(kept, buffers):
+                b[:n] = a
+            _WARM_ROWS[self] = buffers
+        buffers[0][n], buffers[1][n], buffers[2][n] = row, y, 1.0
+        return tuple(b[:n + 1] for b in buffers)
+
     def _compiled_events(self, cache):
         """The `KRLSEvents` of this fitted learner on the cython engine, or None (the NumPy
-        engine; the warm-up of gamma="scale" or noise="auto", which takes the chunk path); `cache`
-        as `okl._kernel_learners.PointwiseMixin._compiled_events`."""
+        engine); `cache` as `okl._kernel_learners.PointwiseMixin._compiled_events`.  During
+        the warm-up of gamma="scale" or noise="auto" the step neither watches nor learns
+        through the ready-row entry: its events take `_learn_event`."""
         events = cache[0]
         if events is not None and events.matches(self):
             return events
         model = self.__dict__.get("_krls")
         if not (type(model) in (KRLSModel, RLSFeatures) and self.engine == "cython"
-                and not self._warming()) or params_changed(self) or self._outside():
+                ) or params_changed(self) or self._outside():
             return None
-        names = ("_krls",) + tuple(name for name in self.get_params(deep=False)
+        warming = self._warming()
+        # (the warm-up's attributes too: its end, which drops them, gives a new step)
+        names = ("_krls",) + tuple(name for name in ("_width_moments", "_warm_X",
+                                                     *self.get_params(deep=False))
                                    if name in self.__dict__)
-        events = cache[0] = KRLSEvents(model, type(self).__name__, names, self._watched())
+        events = cache[0] = KRLSEvents(model, type(self).__name__, names,
+                                       None if warming else self._watched(), not warming)
         events.bind(self)
         return events
 
     def _learn_event(self, events, row, y, weight=1.0):
-        """One event through the compiled step; f_t(x_t)."""
-        return events.learn_into(self.__dict__, row, y, weight)
+        """One event through the compiled step; f_t(x_t).  During the warm-up an event of
+        weight 1 that neither moves the width nor ends the warm-up takes `_warm_event`, the
+        others the one-row chunk."""
+        if not self._warming():
+            return events.learn_into(self.__dict__, row, y, weight)
+        if weight == 1.0 and not self._warm_moves() and len(row) == self.n_features_in_:
+            return self._warm_event(events, row, y)
+        return float(self._progressive_scores(
+            row[None, :], np.array([y]),
+            sample_weight=None if weight == 1.0 else np.array([weight]))[0])
 
     def predict_one(self, x, return_std=False):
         """The posterior mean of f(x) for one event (x a dict or a 1-D row; 0 before any

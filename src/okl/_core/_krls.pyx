@@ -23,7 +23,7 @@ from okl._core._drift cimport (
     Drift, DriftState, cdrift_loss, cdrift_tuple, cread_drift, cwatch,
 )
 from okl._core._kernels cimport (
-    KernelSpec, cdot, ckernel_row_norms, cself, kernel_spec, spec_params,
+    KernelSpec, cdot, ckernel_row, ckernel_row_norms, cself, kernel_spec, spec_params,
 )
 from okl._core._linear cimport FeatureRow
 from okl._core._pointwise cimport Events, cready, row_is_finite
@@ -297,6 +297,34 @@ cdef class Posterior:
         pass
 
 
+cdef void cinverse_lower(Py_ssize_t n, const double* A, Py_ssize_t lda, double* out,
+                         Py_ssize_t ldo) noexcept nogil:
+    """out[:n, :n] = A^-1 for a lower-triangular A, a row at a time (forward substitution)."""
+    cdef Py_ssize_t i, j, k
+    cdef double* row
+    for i in range(n):
+        row = out + i * ldo
+        memset(row, 0, n * sizeof(double))
+        row[i] = 1.0
+        for k in range(i):
+            okl_axpy(k + 1, -A[i * lda + k], out + k * ldo, row)
+        for j in range(i + 1):
+            row[j] /= A[i * lda + i]
+
+
+cdef void ccongruence(Py_ssize_t n, const double* L, Py_ssize_t ldl, const double* A,
+                      Py_ssize_t lda, double* tmp, double* out, Py_ssize_t ldo) noexcept nogil:
+    """out[:n, :n] = L A L^T for a lower-triangular L (tmp: n x n scratch, L A)."""
+    cdef Py_ssize_t i, j, k
+    for i in range(n):
+        memset(tmp + i * n, 0, n * sizeof(double))
+        for k in range(i + 1):
+            okl_axpy(n, L[i * ldl + k], A + k * lda, tmp + i * n)
+    for i in range(n):
+        for j in range(n):
+            out[i * ldo + j] = cdot(tmp + i * n, L + j * ldl, j + 1)
+
+
 cdef class KRLSModel(Posterior):
     """KRLS on a dictionary of centres (the twin of `okl._numpy.krls.NumpyKRLS`, same
     parameters, state and iterates)."""
@@ -415,9 +443,87 @@ cdef class KRLSModel(Posterior):
     def _take(self, Posterior other):
         cdef KRLSModel o = <KRLSModel>other
         Posterior._take(self, other)
-        self.next_order = o.next_order
+        self.next_order, self.kernel = o.next_order, o.kernel
         self.centers, self.R, self.order = o.centers, o.R, o.order
         self.sqnorms, self.last = o.sqnorms, o.last
+
+    def rewidth(self, double gamma):
+        """This model at the kernel width gamma, in place: the twin of `okl._numpy.krls.rewidth`
+        (docs/krls.md, section 5), the posterior of f at the centres kept (mean L mean,
+        covariance L cov L^T, L = R^-1), the Gram matrix at gamma factored a centre at a time
+        and a centre whose residual falls below the threshold marginalised.  The scratch is
+        allocated first; then, with no Python code, the kept centres' arrays are computed and
+        written over the model's: an interrupt leaves the model as it was."""
+        cdef Py_ssize_t m = self.n_support, cap = self.capacity, d = self.n_features
+        cdef Py_ssize_t i, j, n = 0, s = max(m, 1)
+        cdef KernelSpec spec = self.kernel
+        cdef double gamma2, kjj
+        spec.gamma = gamma
+        cdef double[:, :, ::1] work = np.empty((5, s, s))
+        cdef double[:, ::1] vec = np.empty((5, s))
+        cdef Py_ssize_t[::1] keep = np.empty(s, dtype=np.intp)
+        cdef double* L = &work[0, 0, 0]         # R^-1, then the new R
+        cdef double* F = &work[1, 0, 0]         # the covariance of f at the centres
+        cdef double* T = &work[2, 0, 0]         # scratch of ccongruence
+        cdef double* K = &work[3, 0, 0]         # the Gram matrix, then F at the kept centres
+        cdef double* Lk = &work[4, 0, 0]        # its factor, then the new covariance
+        cdef double* fm = &vec[0, 0]
+        cdef double* fo = &vec[1, 0]
+        cdef double* row = &vec[2, 0]
+        cdef double* R = &self.R[0, 0]
+        cdef double* cov = &self.cov[0, 0]
+        cdef double* C = &self.centers[0, 0]
+        craise_signals()
+        with nogil:
+            cinverse_lower(m, R, cap, L, m)
+            for i in range(m):
+                fm[i] = cdot(L + i * m, &self.mean[0], i + 1)
+                fo[i] = cdot(L + i * m, &self.ones[0], i + 1)
+            ccongruence(m, L, m, cov, cap, T, F, m)
+            for j in range(m):
+                ckernel_row(&spec, C + j * d, C, m, d, K + j * m)
+            for i in range(m):
+                for j in range(i):
+                    K[i * m + j] = K[j * m + i] = 0.5 * (K[i * m + j] + K[j * m + i])
+            for j in range(m):                  # Cholesky, a centre at a time, in their order
+                for i in range(n):
+                    row[i] = (K[keep[i] * m + j] - cdot(Lk + i * m, row, i)) / Lk[i * m + i]
+                kjj = K[j * m + j]
+                gamma2 = kjj - cdot(row, row, n)
+                if gamma2 > max(self.threshold, RESIDUAL_FLOOR * kjj):
+                    memcpy(Lk + n * m, row, n * sizeof(double))
+                    Lk[n * m + n] = sqrt(gamma2)
+                    keep[n] = j
+                    n += 1
+            cinverse_lower(n, Lk, m, L, n)
+            for i in range(n):
+                for j in range(n):
+                    K[i * n + j] = F[keep[i] * m + keep[j]]
+                vec[3, i] = fm[keep[i]]
+                vec[4, i] = fo[keep[i]]
+            ccongruence(n, L, n, K, n, T, Lk, n)
+            # the model's arrays from here on
+            for i in range(n):
+                j = keep[i]
+                if j != i:
+                    memcpy(C + i * d, C + j * d, d * sizeof(double))
+                    self.sqnorms[i], self.order[i] = self.sqnorms[j], self.order[j]
+                self.mean[i] = cdot(L + i * n, &vec[3, 0], i + 1)
+                self.ones[i] = cdot(L + i * n, &vec[4, 0], i + 1)
+            for i in range(m):
+                memset(R + i * cap, 0, m * sizeof(double))
+                memset(cov + i * cap, 0, m * sizeof(double))
+            for i in range(n):
+                memcpy(R + i * cap, L + i * n, (i + 1) * sizeof(double))
+                for j in range(n):
+                    cov[i * cap + j] = 0.5 * (Lk[i * n + j] + Lk[j * n + i])
+            for i in range(n, m):
+                memset(C + i * d, 0, d * sizeof(double))
+                self.sqnorms[i] = self.mean[i] = self.ones[i] = 0.0
+                self.order[i] = 0
+            self.n_support = n
+            self.kernel = spec
+            self.held = False
 
     # -- the step ------------------------------------------------------------------------------
 
@@ -733,15 +839,18 @@ cdef class KRLSEvents(Events):
     names : tuple of str, the estimator attributes `matches` compares (the model first)
     drift : dict or None, the `Drift` settings of a learner whose steps watch (the state is
         its `_drift_state`, read and stored at each event)
+    learns : bool, whether `learn_ready` learns events (False: it declines every one, which
+        the learner's `_learn_event` takes, as during its warm-up)
     """
     cdef Posterior model
-    cdef bint watching
+    cdef bint watching, learns
     cdef Drift drift
     cdef object drift_tuple     # the `_drift_state` this step last stored (that very tuple)
     cdef DriftState stored      # and the state it was made of
 
-    def __init__(self, Posterior model, str name, tuple names=(), drift=None):
+    def __init__(self, Posterior model, str name, tuple names=(), drift=None, bint learns=True):
         self.model = model
+        self.learns = learns
         self.watching = drift is not None
         if self.watching:
             self.drift.detector, self.drift.delta = drift["detector"], drift["delta"]
@@ -820,6 +929,8 @@ cdef class KRLSEvents(Events):
         return f
 
     cdef int cevent(self, dict attrs, object x, double y) except -1:
+        if not self.learns:
+            return 0
         self._learn_into(attrs, x, y, 1.0)
         return 1
 

@@ -525,7 +525,8 @@ def rewidth(state, gamma):
     """The state of a dictionary model at another kernel width (gamma="scale"'s warm-up,
     docs/krls.md, section 5): the posterior of f at the centres (mean L mean, covariance
     L cov L^T) kept, the factor of the centres' Gram matrix at the new width, and a centre
-    whose residual falls below the ALD threshold there marginalised."""
+    whose residual falls below the ALD threshold there marginalised (compiled, in place:
+    `KRLSModel.rewidth`)."""
     state = dict(state, gamma=float(gamma))
     m = len(state["mean"])
     if m == 0:
