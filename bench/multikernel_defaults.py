@@ -33,15 +33,27 @@ gives the accuracy or the RMSE of:
 centres, ``policies`` the three budget policies at 50 and 100 centres, on the
 full streams; ``params`` the defaults beside the defaults with each given
 set of parameters, on every stream (``auto_gammas=...`` replaces
-`okl.multikernel.AUTO_GAMMAS`, the relative widths of gammas="auto"; a cell is
+`okl.multikernel.AUTO_GAMMAS`, the relative widths of gammas="auto";
+``hedge_start=lambda e: ...`` multiplies the classifier's Hedge start weights by a
+function of the log2 e of each learner's relative width, NaN for the linear
+learners, `started`; a cell is
 blank where the learner has no such parameter, as the regressor's for
 ``forgetting_start``);
 ``singles`` the single learner's figure at each width 2^j / n_features of the
-"tuned single" column.
+"tuned single" column; ``short`` where the short classification streams (wine and
+iris too) lose: the mistakes per shuffle in events 1-10, 11-50, 51-100 and the
+rest of the defaults' vote, of the pool's best learner in hindsight (its own
+progressive predictions), of the vote with its widths fixed at their final scale
+(``gammas=AUTO_GAMMAS / n_features``: the streams are standardized), of the best
+fixed width of the "tuned single" column and of that column, and the widths' scale ``1 / tr(Cov)`` (times n_features)
+after 2, 4, ..., 64 events, and the learner of largest Hedge weight after 10, 50
+and 100 events (its relative width, "f" if it forgets, else its step scale, and its
+weight).
 
-    python bench/multikernel_defaults.py [budgets | policies | singles]
+    python bench/multikernel_defaults.py [budgets | policies | singles | short]
     python bench/multikernel_defaults.py params "beta=0.5" "linear=False" ...
     python bench/multikernel_defaults.py params "auto_gammas=[2.0 ** j for j in range(-2, 6)]"
+    python bench/multikernel_defaults.py params "hedge_start=lambda e: np.where(e >= 2, 2.0, 1.0)"
 """
 import os
 
@@ -205,6 +217,21 @@ def row(name, n, seeds):
     return {column: float(np.mean(values)) for column, values in cells.items()}
 
 
+def started(prior):
+    """MultiKernelClassifier's start with its Hedge start weights also multiplied by
+    ``prior(e)``, e the log2 of each learner's relative width (NaN for the linear ones)."""
+    base = MultiKernelClassifier._start
+
+    def _start(self, X, y):
+        base(self, X, y)
+        state = self._model.get_state()
+        width_of, gammas = np.asarray(state["width_of"]), np.asarray(state["gammas"])
+        e = np.where(width_of >= 0, np.log2(gammas[np.maximum(width_of, 0)]), np.nan)
+        q = np.asarray(state["q"]) * np.asarray(prior(e), dtype=np.float64)
+        self._model = type(self._model).from_state(dict(state, q=q / q.sum()))
+    return _start
+
+
 def grid(columns, short=False):
     """The defaults with the parameters of each column, on the full streams (and the short
     ones with `short`)."""
@@ -219,15 +246,20 @@ def grid(columns, short=False):
         cells = []
         for params in columns.values():
             params, default = dict(params), okl.multikernel.AUTO_GAMMAS
-            if not params.keys() - {"auto_gammas"} <= Multi().get_params().keys():
+            extra = {"auto_gammas"} | ({"hedge_start"} if classify else set())
+            if not params.keys() - extra <= Multi().get_params().keys():
                 cells.append(None)      # a parameter this learner does not have: blank
                 continue
             okl.multikernel.AUTO_GAMMAS = tuple(params.pop("auto_gammas", default))
+            start, own_start = params.pop("hedge_start", None), Multi._start
+            if start is not None:
+                Multi._start = started(start)
             try:
                 cells.append(np.mean([okl_quality(Multi(**params), *scaled_stream(name, n, seed))
                                       for seed in seeds]))
             finally:
                 okl.multikernel.AUTO_GAMMAS = default
+                Multi._start = own_start
         print(f"| {label} | " + " | ".join("" if c is None else f"{c:.4f}" if c < 10
                                            else f"{c:.2f}" for c in cells) + " |", flush=True)
 
@@ -245,6 +277,83 @@ def singles():
                  for j in range(-4, 6)]
         print(f"| {label} | " + " | ".join(f"{c:.4f}" if c < 10 else f"{c:.2f}" for c in cells)
               + " |", flush=True)
+
+
+#: The event ranges of ``short`` (the last one: the rest of the stream).
+SHORT_RANGES = ((0, 10), (10, 50), (50, 100), (100, None))
+
+
+def leader(est):
+    """The learner of largest Hedge weight: its relative width 2^j (or "linear"), "f" if it
+    forgets, and its weight."""
+    k = int(np.argmax(est.weights_))
+    width_of = est._model.get_state()["width_of"][k]
+    kind = "linear" if width_of < 0 else f"2^{np.log2(okl.multikernel.AUTO_GAMMAS[width_of]):g}"
+    forgets = " f" if est.forgetting_[k] > 0 else f" x{est.eta_scales_[k]:g}"
+    return f"{kind}{forgets} {est.weights_[k]:.2f}"
+
+
+def mistakes(est, Z, y):
+    """The progressive mistakes (True / False per event) of `est` on the stream."""
+    return est._predictions(est._progressive_scores(Z, y, classes=np.unique(y), reset=True)) != y
+
+
+def pool_mistakes(Z, y):
+    """(the vote's mistakes, every learner's mistakes (events, learners), the widths' scale
+    1 / tr(Cov) times n_features after 2, 4, ..., 64 events, the `leader` after 10, 50 and
+    100 events) of MultiKernelClassifier(), learning one event at a time; on the first
+    event every learner says what the vote says."""
+    classes = np.unique(y)
+    vote = mistakes(MultiKernelClassifier(), Z, y)
+    est = MultiKernelClassifier().partial_fit(Z[:1], y[:1], classes=classes)
+    own, scale, leaders = [np.full(len(est.weights_), vote[0])], [], []
+    for t in range(1, len(y)):
+        f = est.learner_decisions(Z[t:t + 1])[0]
+        own.append(classes[np.argmax(f, axis=1) if f.ndim > 1 else (f > 0).astype(int)] != y[t])
+        est.partial_fit(Z[t:t + 1], y[t:t + 1])
+        if t + 1 in (2, 4, 8, 16, 32, 64):      # learner 0 has the first relative width
+            scale.append(est.gammas_[0] / okl.multikernel.AUTO_GAMMAS[0] * Z.shape[1])
+        if t + 1 in (10, 50, 100):
+            leaders.append(leader(est))
+    return vote, np.array(own), scale, leaders
+
+
+def short():
+    """Where the short classification streams lose (the mistakes per shuffle by event range)."""
+    print(f"load average {os.getloadavg()[0]:.1f}")
+    ranges = [f"{a + 1}-{b or 'end'}" for a, b in SHORT_RANGES]
+    print("| stream | learner | " + " | ".join(ranges) + " | accuracy |")
+    print("|" + "---|" * (len(ranges) + 3))
+    for label, name, n, seeds in STREAMS:
+        if name == "diabetes" or (n is None and name not in ("wine", "iris")):
+            continue
+        vote, best, still, tuned, scales, leaders = [], [], [], [], [], []
+        fixed = {j: [] for j in range(-4, 6)}
+        for seed in seeds:
+            Z, y = scaled_stream(name, n, seed)
+            d = Z.shape[1]
+            v, own, scale, lead = pool_mistakes(Z, y)
+            vote.append(v)
+            best.append(own[:, np.argmin(own.sum(axis=0))])
+            scales.append(scale)
+            leaders.append(lead)
+            gammas = [g / d for g in okl.multikernel.AUTO_GAMMAS]
+            still.append(mistakes(MultiKernelClassifier(gammas=gammas), Z, y))
+            for j in fixed:
+                fixed[j].append(mistakes(OnlineKernelClassifier(gamma=2.0 ** j / d), Z, y))
+            tuned.append(min((fixed[j][-1] for j in fixed), key=np.sum))
+        j = min(fixed, key=lambda j: np.sum(fixed[j]))
+        for who, m in (("defaults' vote", vote), ("pool's best learner", best),
+                       ("the vote, widths fixed at AUTO_GAMMAS / d", still),
+                       (f"best fixed width 2^{j} / d", fixed[j]), ("tuned single", tuned)):
+            print(f"| {label} | {who} | " + " | ".join(
+                f"{np.mean([x[a:b].sum() for x in m]):.1f}" for a, b in SHORT_RANGES)
+                + f" | {1 - np.mean(m):.4f} |")
+        print(f"| {label} | scale x d after 2, 4, .., 64 events | "
+              + ", ".join(f"{s:.2f}" for s in np.mean(scales, axis=0)) + " |")
+        for i, t in enumerate((10, 50, 100)):
+            print(f"| {label} | leader after {t} events, by shuffle | "
+                  + ", ".join(lead[i] for lead in leaders) + " |", flush=True)
 
 
 def main():
@@ -266,6 +375,8 @@ if __name__ == "__main__":
         grid({f"budget={b!r}": dict(budget=b) for b in (None, 1000, 500, 200)})
     elif sys.argv[1:] == ["singles"]:
         singles()
+    elif sys.argv[1:] == ["short"]:
+        short()
     elif sys.argv[1:] == ["policies"]:
         grid({f"{p} B={b}": dict(budget=b, budget_policy=p) for b in (50, 100)
               for p in ("merge", "smallest", "oldest")})
