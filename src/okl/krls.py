@@ -1,6 +1,5 @@
 """KernelRLSRegressor: kernel recursive least squares (KRLS-T, ALD-KRLS, sliding-window and
 fixed-budget dictionaries, RLS on random features), with predictive variance."""
-import weakref
 from contextvars import ContextVar
 from numbers import Integral, Real
 
@@ -51,8 +50,6 @@ _STD_ROWS = ContextVar("krls_std_rows", default=(None, None))
 WIDTH_EVENTS = (1, 2, 4, 8, 16, 32, 64, WARMUP)
 # kernel="auto": the kernels the warm-up's evidence may choose (docs/krls.md, section 8)
 AUTO_KERNELS = ("gaussian", "linear")
-# learner -> the buffers whose first rows its `_warm_X`, `_warm_y`, `_warm_w` are (`_warm_kept`)
-_WARM_ROWS = weakref.WeakKeyDictionary()
 
 
 def _auto(given, value, default):
@@ -508,7 +505,6 @@ default="gaussian"
             self._to_features()
         for name in ("_warm_X", "_warm_y", "_warm_w"):
             d.pop(name, None)
-        _WARM_ROWS.pop(self, None)
 
     def _learn_rows(self, X, y, weight):
         n = X.shape[0]
@@ -764,7 +760,8 @@ default="gaussian"
             width.add(row)
             pending["_width_moments"] = width.state()
         if "_warm_X" in d:
-            pending.update(zip(("_warm_X", "_warm_y", "_warm_w"), self._warm_kept(row, y)))
+            pending.update(_warm_X=np.concatenate([d["_warm_X"], row[None, :]]),
+                           _warm_y=np.append(d["_warm_y"], y), _warm_w=np.append(d["_warm_w"], 1.0))
         self._check_size()
         saved = {name: d[name] for name in pending}
         t = model.t
@@ -804,25 +801,6 @@ default="gaussian"
         finally:
             _STD_ROWS.reset(token)
         return mean, np.concatenate(stds)
-
-    def _warm_kept(self, row, y):
-        """`_warm_X`, `_warm_y`, `_warm_w` with the event (row, y, weight 1) after their rows:
-        the first rows of buffers of WARMUP rows this learner owns (`_WARM_ROWS`; a count,
-        not a copy per event).  The event is written past the rows the current arrays show,
-        which stay as they are."""
-        d = self.__dict__
-        kept = d["_warm_X"], d["_warm_y"], d["_warm_w"]
-        n = len(kept[0])
-        buffers = _WARM_ROWS.get(self)
-        if (buffers is None or len(buffers[1]) <= n
-                or any(a.base is not b for a, b in zip(kept, buffers))):
-            size = max(WARMUP, 2 * n)       # (events of weight 0 are kept too)
-            buffers = (np.empty((size, len(row))), np.empty(size), np.empty(size))
-            for a, b in zip(kept, buffers):
-                b[:n] = a
-            _WARM_ROWS[self] = buffers
-        buffers[0][n], buffers[1][n], buffers[2][n] = row, y, 1.0
-        return tuple(b[:n + 1] for b in buffers)
 
     def _compiled_events(self, cache):
         """The `KRLSEvents` of this fitted learner on the cython engine, or None (the NumPy
