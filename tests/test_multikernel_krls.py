@@ -15,7 +15,7 @@ from okl._core._krls import KRLSPoolEvents
 from okl._core._multikernel import bayes_mixture
 from okl._numpy.multikernel import bayes_mixture as numpy_bayes_mixture
 from okl._params import InvalidParameterError
-from okl.multikernel import KRLS_FACTORS, SLEEP_AFTER, WAKE_EVERY
+from okl.multikernel import KRLS_FACTORS, SLEEP_AFTER, WAKE_EVERY, _member
 
 
 def stream(n=240, d=2, seed=0):
@@ -163,6 +163,42 @@ def test_chunks_and_one_event_at_a_time_give_the_same_iterates():
     assert np.array_equal(np.concatenate(parts), scores)
     np.testing.assert_allclose(one[1:], scores[1:], rtol=0, atol=1e-12)
     assert same(whole, chunks) and same(whole, events)
+
+
+def learn(est, X, y, mode):
+    if mode == "chunks":
+        return est.fit(X, y)
+    for x, target in zip(X, y):
+        est.learn_one(x, float(target))
+    return est
+
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+@pytest.mark.parametrize("mode", ["chunks", "events"])
+def test_the_shared_warm_up_gives_each_learner_its_standalone_iterates(engine, mode,
+                                                                       monkeypatch):
+    """The learners share gamma="scale"'s moments and the evidence's distances (computed
+    once per rows, docs/krls.md, section 9); each still equals a KernelRLSRegressor of its
+    width factor learned alone."""
+    X, y = stream(160, d=3)
+    Xt, _ = stream(25, d=3, seed=6)
+    calls = []
+    after = KernelRLSRegressor._moments_after
+    monkeypatch.setattr(KernelRLSRegressor, "_moments_after",
+                        lambda self, *a: calls.append(1) or after(self, *a))
+    pool = learn(MultiKernelRegressor(learner="krls", engine=engine), X, y, mode)
+    shared = len(calls)
+    alone = [learn(_member({}, engine, factor=f), X, y, mode) for f in KRLS_FACTORS]
+    alone.append(learn(_member({}, engine, linear=True), X, y, mode))
+    assert shared * len(KRLS_FACTORS) == len(calls) - shared > 0
+    for member, single in zip(pool.learners_, alone):
+        assert member.t_ == single.t_ == 160
+        fitted = [(m.__dict__.get("gamma_"), m.noise_) for m in (member, single)]
+        assert fitted[0] == fitted[1]
+        f, s = member.predict(Xt, return_std=True)
+        g, r = single.predict(Xt, return_std=True)
+        np.testing.assert_allclose(f, g, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(s, r, rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("rows", [40, 200])       # inside and after the warm-up

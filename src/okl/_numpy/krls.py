@@ -38,6 +38,7 @@ mirrors it.  The compiled twin takes the same operations in the same order.
 """
 import copy
 import math
+from contextvars import ContextVar
 
 import numpy as np
 from scipy.linalg import LinAlgError, cholesky, lapack, solve_triangular
@@ -571,6 +572,22 @@ def fit_chunk(model, X, y, pred_out, var_out, weight=None, scale_out=None):
     return -1
 
 
+#: a dict while learners that see the same rows learn them (MultiKernelRegressor(learner="krls"),
+#: docs/krls.md, section 9): the warm-up's work that does not depend on the learner, done once
+SHARED_WARMUP = ContextVar("krls_shared_warmup", default=None)
+
+
+def shared(key, compute):
+    """compute(), or while `SHARED_WARMUP` holds a dict the value an earlier call with the same
+    key (the same inputs, by value) computed."""
+    cache = SHARED_WARMUP.get()
+    if cache is None:
+        return compute()
+    if key not in cache:
+        cache[key] = compute()
+    return cache[key]
+
+
 #: noise="auto": the noises the warm-up's evidence chooses from (docs/krls.md, section 8)
 NOISE_GRID = 10.0 ** np.arange(-6.0, 1.0)
 #: gamma="scale" with noise="auto": the widths, as multiples of the scale rule's
@@ -624,7 +641,8 @@ def evidence_choice(kernel, X, y, w, gammas, noises, centred):
     the grids (the first of equal ones, gammas then noises in their order)."""
     best, choice = -np.inf, (float(gammas[0]), float(noises[-1]))
     record = kernel_record(kernel)
-    base = gram_base(record["kernel"], X)
+    base = shared(("gram_base", int(record["kernel"]), X.shape, X.tobytes()),
+                  lambda: gram_base(record["kernel"], X))
     for gamma in gammas:
         K = kernel_of(dict(record, gamma=float(gamma)), base)
         values = log_evidences(0.5 * (K + K.T), y, w, noises, centred)
