@@ -552,6 +552,41 @@ def test_the_compiled_predict_one_gives_the_mixture_std(sleep):
         assert est.predict_one(x) == mean
 
 
+@pytest.mark.parametrize("sleep", [None, 0.01])
+def test_compiled_events_between_chunks_and_undone_chunks_give_the_chunk_iterates(sleep,
+                                                                                  monkeypatch):
+    """The compiled step writes the pool's _logw and _asleep in its own arrays; a chunk
+    rebinds them, a failed chunk restores the step's: either way the next event reads the
+    weights the pool holds."""
+    n = 740
+    X, y = stream(n, d=3, seed=4)
+    chunk = MultiKernelRegressor(learner="krls", sleep=sleep)
+    scores = chunk._progressive_scores(X, y, reset=True)
+    mixed = MultiKernelRegressor(learner="krls", sleep=sleep).fit(X[:250], y[:250])
+    original = KernelRLSRegressor._learn_std
+
+    def fail(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        raise RuntimeError("stop")
+
+    got = []
+    for start in range(250, n, 70):       # 40 events, then a chunk of 30 (undone, then taken)
+        for i in range(start, start + 40):
+            assert compiled(mixed) is not None
+            got.append(mixed.predict_one(X[i]))
+            mixed.learn_one(X[i], float(y[i]))
+        kept, rows = mixed._logw, slice(start + 40, start + 70)
+        monkeypatch.setattr(KernelRLSRegressor, "_learn_std", fail)
+        with pytest.raises(RuntimeError):
+            mixed.partial_fit(X[rows], y[rows])
+        monkeypatch.undo()
+        assert mixed._logw is kept
+        got.extend(mixed._progressive_scores(X[rows], y[rows]))
+    assert np.max(np.abs(np.asarray(got) - scores[250:])) <= 1e-10
+    assert np.array_equal(mixed._asleep, chunk._asleep)
+    assert np.max(np.abs(mixed.weights_ - chunk.weights_)) <= 1e-10
+
+
 def test_a_compiled_event_that_fails_leaves_the_pool_as_it_was():
     X, y = stream(330, seed=5)
     est = MultiKernelRegressor(learner="krls", sleep=0.01).fit(X[:300], y[:300])
