@@ -177,20 +177,22 @@ def learn(est, X, y, mode):
 @pytest.mark.parametrize("mode", ["chunks", "events"])
 def test_the_shared_warm_up_gives_each_learner_its_standalone_iterates(engine, mode,
                                                                        monkeypatch):
-    """The learners share gamma="scale"'s moments and the evidence's distances (computed
-    once per rows, docs/krls.md, section 9); each still equals a KernelRLSRegressor of its
-    width factor learned alone."""
+    """The learners share gamma="scale"'s moments and the squared distances of the rows and
+    centres their warm-ups read (computed once per rows, docs/krls.md, section 9); each still
+    equals a KernelRLSRegressor of its width factor learned alone."""
     X, y = stream(160, d=3)
     Xt, _ = stream(25, d=3, seed=6)
-    calls = []
-    after = KernelRLSRegressor._moments_after
+    calls, grams = [], []
+    after, gram_base = KernelRLSRegressor._moments_after, okl._numpy.krls.gram_base
     monkeypatch.setattr(KernelRLSRegressor, "_moments_after",
                         lambda self, *a: calls.append(1) or after(self, *a))
+    monkeypatch.setattr(okl._numpy.krls, "gram_base", lambda *a: grams.append(1) or gram_base(*a))
     pool = learn(MultiKernelRegressor(learner="krls", engine=engine), X, y, mode)
-    shared = len(calls)
+    shared, shared_grams = len(calls), len(grams)
     alone = [learn(_member({}, engine, factor=f), X, y, mode) for f in KRLS_FACTORS]
     alone.append(learn(_member({}, engine, linear=True), X, y, mode))
     assert shared * len(KRLS_FACTORS) == len(calls) - shared > 0
+    assert 0 < shared_grams < len(grams) - shared_grams      # the rewidths' and evidences'
     for member, single in zip(pool.learners_, alone):
         assert member.t_ == single.t_ == 160
         fitted = [(m.__dict__.get("gamma_"), m.noise_) for m in (member, single)]

@@ -536,7 +536,7 @@ def rewidth(state, gamma):
     f_cov = L @ state["cov"] @ L.T
     centers = np.asarray(state["centers"])
     record = kernel_record(state, complete=True)
-    K = kernel_of(record, gram_base(record["kernel"], centers))
+    K = kernel_of(record, shared_gram_base(record["kernel"], centers))
     K = 0.5 * (K + K.T)
     keep, Lk = [], np.zeros((m, m))
     for j in range(m):                  # Cholesky, a centre at a time, in the centres' order
@@ -586,6 +586,11 @@ def shared(key, compute):
     if key not in cache:
         cache[key] = compute()
     return cache[key]
+
+
+def shared_gram_base(kernel, X):
+    """`gram_base` of the rows X, `shared` by the learners that see the same rows."""
+    return shared(("gram_base", int(kernel), X.shape, X.tobytes()), lambda: gram_base(kernel, X))
 
 
 #: noise="auto": the noises the warm-up's evidence chooses from (docs/krls.md, section 8)
@@ -641,8 +646,7 @@ def evidence_choice(kernel, X, y, w, gammas, noises, centred):
     the grids (the first of equal ones, gammas then noises in their order)."""
     best, choice = -np.inf, (float(gammas[0]), float(noises[-1]))
     record = kernel_record(kernel)
-    base = shared(("gram_base", int(record["kernel"]), X.shape, X.tobytes()),
-                  lambda: gram_base(record["kernel"], X))
+    base = shared_gram_base(record["kernel"], X)
     for gamma in gammas:
         K = kernel_of(dict(record, gamma=float(gamma)), base)
         values = log_evidences(0.5 * (K + K.T), y, w, noises, centred)
