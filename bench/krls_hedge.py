@@ -28,6 +28,9 @@ learners that sleep below a weight floor (`sleep=`) as the other.
     python bench/krls_hedge.py --built-only --columns "KernelRLS" "krls" "sleep" --sleep 0.01
     python bench/krls_hedge.py --built-only --no-ridge --mode events   # one event at a time
 
+Each cell of okl's learners: the figure, then the CPU time per event over the whole stream
+(the median of `--repeat` runs) and its multiple of `KernelRLSRegressor()`'s.
+
 `--mode` sets how okl's learners take the streams: "events" one event at a time
 (`predict_one` then `learn_one`), "chunks" one `_progressive_scores` call per stream (the
 tabular rows scaled beforehand, one event at a time, as the pipeline scales them to learn),
@@ -139,6 +142,8 @@ def main(argv=None):
                         help="only the built columns whose label holds one of these")
     parser.add_argument("--mode", choices=("default", "events", "chunks"), default="default",
                         help="how okl's learners take the streams (see above)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="runs of each okl learner; the cost is their median")
     parser.add_argument("--no-ridge", action="store_true",
                         help="with --built-only: without the KernelRidge column")
     args = parser.parse_args(argv)
@@ -160,11 +165,15 @@ def main(argv=None):
     for name in names:
         X, y, kind = data[name]
         rows_in = scaled_rows(X) if args.mode == "chunks" and kind == "tabular" else X
+        single = None       # KernelRLSRegressor()'s cost: the others' as a multiple of it
         for label, make in built.items():
-            start = time.process_time()
-            pred, est = built_scores(make, rows_in, y, kind, args.mode)
-            value = figure(pred, y, kind)
-            cost = (time.process_time() - start) / len(y) * 1e6
+            costs = []
+            for _ in range(args.repeat):
+                start = time.process_time()
+                pred, est = built_scores(make, rows_in, y, kind, args.mode)
+                costs.append((time.process_time() - start) / len(y) * 1e6)
+            value, cost = figure(pred, y, kind), float(np.median(costs))
+            single = cost if make is KernelRLSRegressor else single
             learner = est.steps[-1][1] if hasattr(est, "steps") else est
             top = ""
             if getattr(learner, "learner", "") == "krls":
@@ -172,7 +181,8 @@ def main(argv=None):
                 k = int(np.argmax(learner.weights_))
                 top = (", linear" if np.isnan(gammas[k])
                        else f", x{learner.learners_[k]._width_factor:g}")
-            rows[label].append(f"{value:.3f} ({cost:.0f} us{top})")
+            ratio = f", {cost / single:.1f}x" if single and make is not KernelRLSRegressor else ""
+            rows[label].append(f"{value:.3f} ({cost:.3g} us{ratio}{top})")
         if args.built_only:
             rows["KernelRidge (hindsight)"].append(
                 "-" if args.no_ridge else f"{hindsight_ridge(X, y, kind):.3f}")

@@ -15,7 +15,7 @@ from okl._core._krls import KRLSPoolEvents
 from okl._core._multikernel import bayes_mixture
 from okl._numpy.multikernel import bayes_mixture as numpy_bayes_mixture
 from okl._params import InvalidParameterError
-from okl.multikernel import KRLS_FACTORS, SLEEP_AFTER, WAKE_EVERY
+from okl.multikernel import KRLS_FACTORS, SLEEP_AFTER, WAKE_EVERY, _member
 
 
 def stream(n=240, d=2, seed=0):
@@ -163,6 +163,44 @@ def test_chunks_and_one_event_at_a_time_give_the_same_iterates():
     assert np.array_equal(np.concatenate(parts), scores)
     np.testing.assert_allclose(one[1:], scores[1:], rtol=0, atol=1e-12)
     assert same(whole, chunks) and same(whole, events)
+
+
+def learn(est, X, y, mode):
+    if mode == "chunks":
+        return est.fit(X, y)
+    for x, target in zip(X, y):
+        est.learn_one(x, float(target))
+    return est
+
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+@pytest.mark.parametrize("mode", ["chunks", "events"])
+def test_the_shared_warm_up_gives_each_learner_its_standalone_iterates(engine, mode,
+                                                                       monkeypatch):
+    """The learners share gamma="scale"'s moments and the squared distances of the rows and
+    centres their warm-ups read (computed once per rows, docs/krls.md, section 9); each still
+    equals a KernelRLSRegressor of its width factor learned alone."""
+    X, y = stream(160, d=3)
+    Xt, _ = stream(25, d=3, seed=6)
+    calls, grams = [], []
+    after, gram_base = KernelRLSRegressor._moments_after, okl._numpy.krls.gram_base
+    monkeypatch.setattr(KernelRLSRegressor, "_moments_after",
+                        lambda self, *a: calls.append(1) or after(self, *a))
+    monkeypatch.setattr(okl._numpy.krls, "gram_base", lambda *a: grams.append(1) or gram_base(*a))
+    pool = learn(MultiKernelRegressor(learner="krls", engine=engine), X, y, mode)
+    shared, shared_grams = len(calls), len(grams)
+    alone = [learn(_member({}, engine, factor=f), X, y, mode) for f in KRLS_FACTORS]
+    alone.append(learn(_member({}, engine, linear=True), X, y, mode))
+    assert shared * len(KRLS_FACTORS) == len(calls) - shared > 0
+    assert 0 < shared_grams < len(grams) - shared_grams      # the rewidths' and evidences'
+    for member, single in zip(pool.learners_, alone):
+        assert member.t_ == single.t_ == 160
+        fitted = [(m.__dict__.get("gamma_"), m.noise_) for m in (member, single)]
+        assert fitted[0] == fitted[1]
+        f, s = member.predict(Xt, return_std=True)
+        g, r = single.predict(Xt, return_std=True)
+        np.testing.assert_allclose(f, g, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(s, r, rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("rows", [40, 200])       # inside and after the warm-up
@@ -516,6 +554,41 @@ def test_the_compiled_predict_one_gives_the_mixture_std(sleep):
         f, s = est.predict(x[None], return_std=True)
         assert abs(mean - f[0]) <= 1e-12 and abs(std - s[0]) <= 1e-12
         assert est.predict_one(x) == mean
+
+
+@pytest.mark.parametrize("sleep", [None, 0.01])
+def test_compiled_events_between_chunks_and_undone_chunks_give_the_chunk_iterates(sleep,
+                                                                                  monkeypatch):
+    """The compiled step writes the pool's _logw and _asleep in its own arrays; a chunk
+    rebinds them, a failed chunk restores the step's: either way the next event reads the
+    weights the pool holds."""
+    n = 740
+    X, y = stream(n, d=3, seed=4)
+    chunk = MultiKernelRegressor(learner="krls", sleep=sleep)
+    scores = chunk._progressive_scores(X, y, reset=True)
+    mixed = MultiKernelRegressor(learner="krls", sleep=sleep).fit(X[:250], y[:250])
+    original = KernelRLSRegressor._learn_std
+
+    def fail(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        raise RuntimeError("stop")
+
+    got = []
+    for start in range(250, n, 70):       # 40 events, then a chunk of 30 (undone, then taken)
+        for i in range(start, start + 40):
+            assert compiled(mixed) is not None
+            got.append(mixed.predict_one(X[i]))
+            mixed.learn_one(X[i], float(y[i]))
+        kept, rows = mixed._logw, slice(start + 40, start + 70)
+        monkeypatch.setattr(KernelRLSRegressor, "_learn_std", fail)
+        with pytest.raises(RuntimeError):
+            mixed.partial_fit(X[rows], y[rows])
+        monkeypatch.undo()
+        assert mixed._logw is kept
+        got.extend(mixed._progressive_scores(X[rows], y[rows]))
+    assert np.max(np.abs(np.asarray(got) - scores[250:])) <= 1e-10
+    assert np.array_equal(mixed._asleep, chunk._asleep)
+    assert np.max(np.abs(mixed.weights_ - chunk.weights_)) <= 1e-10
 
 
 def test_a_compiled_event_that_fails_leaves_the_pool_as_it_was():

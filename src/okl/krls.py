@@ -23,7 +23,7 @@ from okl._gamma import WARMUP, WidthMoments, check_width_moments, start_warmup, 
 from okl._numpy.codes import Prune
 from okl._numpy.krls import (
     NOISE_GRID, WIDTH_FACTORS, NumpyKRLS, NumpyRLSFeatures, evidence_choice, linear_evidence,
-    rewidth,
+    rewidth, shared,
 )
 from okl._params import (
     BOOL, DRIFT_CONSTRAINTS, ENGINE_CONSTRAINTS, NONE, Interval, InvalidParameterError, Options, kernel_constraints,
@@ -445,15 +445,9 @@ default="gaussian"
             d["_warm_y"] = np.concatenate([d["_warm_y"], y])
             d["_warm_w"] = np.concatenate([d["_warm_w"], w])
         if "_width_moments" in d:
-            if self.engine == "cython":     # the compiled twin: the same moments, bit for bit
-                width = Width(X.shape[1], 1.0, d["_width_moments"])
-                width.sequence(X, weight)
-                moments = WidthMoments(*width.state())
-            else:
-                moments = WidthMoments(*d["_width_moments"])
-                for i in range(len(X)):
-                    if weight is None or weight[i] != 0.0:
-                        moments.add(X[i])
+            key = ("moments", self.engine, tuple(d["_width_moments"]), X.shape, X.tobytes(),
+                   None if weight is None else weight.tobytes())
+            moments = shared(key, lambda: self._moments_after(X, weight))
             d["_width_moments"] = moments.state()
             gamma = moments.gamma(X.shape[1], getattr(self, "_width_factor", 1.0))
             if moments.rows in WIDTH_EVENTS and gamma != d["gamma_"]:
@@ -470,6 +464,18 @@ default="gaussian"
         if self._warm_events() >= WARMUP:
             with one_thread():      # the evidence's small LAPACK calls, the replay
                 self._end_warmup()
+
+    def _moments_after(self, X, weight):
+        """gamma="scale"'s `WidthMoments` once the rows X (of positive weight) are taken."""
+        if self.engine == "cython":     # the compiled twin: the same moments, bit for bit
+            width = Width(X.shape[1], 1.0, self._width_moments)
+            width.sequence(X, weight)
+            return WidthMoments(*width.state())
+        moments = WidthMoments(*self._width_moments)
+        for i in range(len(X)):
+            if weight is None or weight[i] != 0.0:
+                moments.add(X[i])
+        return moments
 
     def _end_warmup(self):
         """noise="auto": the noise (and with gamma="scale" the width, among multiples of the

@@ -33,6 +33,7 @@ from okl._numpy.multikernel import (
     CLASSIFY, DETERMINISTIC, REGRESS, STOCHASTIC, NumpyMultiKernel, make_hedge,
 )
 from okl._numpy.multikernel import bayes_mixture as numpy_bayes_mixture
+from okl._numpy.krls import SHARED_WARMUP
 from okl._numpy.codes import Offset
 from okl._numpy.pointwise import make_schedule
 from okl._params import (
@@ -533,17 +534,21 @@ def _pool_learn(members, logw, share, X, y, weight, engine):
     FloatingPointError when a learner's predictive density is not finite."""
     n, K = X.shape[0], len(members)
     F, S = np.empty((n, K)), np.empty((n, K))
-    for k, (name, m) in enumerate(members):
-        if "t_" not in m.__dict__:      # the first rows: the template starts the learner
-            F[:, k], S[:, k] = m._progressive_std(X, y, weight)
-            continue
-        try:        # validated and checkpointed by the pool's own template
-            F[:, k], S[:, k] = m._learn_std(X, y, weight)
-        except Diverged as failure:
-            raise FloatingPointError(
-                f"MultiKernelRegressor's learner {name} diverged at row {failure.step + 1} of "
-                f"this call: the model is no longer finite. Check the targets' scale, or pass "
-                "a larger noise in learner_params. The model is left as it was.") from None
+    token = SHARED_WARMUP.set({})       # the learners' warm-ups share their common work
+    try:
+        for k, (name, m) in enumerate(members):
+            if "t_" not in m.__dict__:      # the first rows: the template starts the learner
+                F[:, k], S[:, k] = m._progressive_std(X, y, weight)
+                continue
+            try:        # validated and checkpointed by the pool's own template
+                F[:, k], S[:, k] = m._learn_std(X, y, weight)
+            except Diverged as failure:
+                raise FloatingPointError(
+                    f"MultiKernelRegressor's learner {name} diverged at row {failure.step + 1} "
+                    f"of this call: the model is no longer finite. Check the targets' scale, or "
+                    "pass a larger noise in learner_params. The model is left as it was.") from None
+    finally:
+        SHARED_WARMUP.reset(token)
     w = np.ones(n) if weight is None else np.ascontiguousarray(weight, dtype=np.float64)
     logw = np.array(logw, dtype=np.float64)
     mean, std = np.empty(n), np.empty(n)

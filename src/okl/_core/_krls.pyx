@@ -903,6 +903,19 @@ cdef class KRLSEvents(Events):
             raise ValueError(f"{self.name} got a non-finite target {y!r}; targets must be "
                              "finite numbers.")
         craise_signals()                # a Ctrl-C so far: raised before the buffers move
+        self.cready(attrs)
+        if self.model.cstep(p, cdot(p, p, self.model.n_features), y, weight, &f,
+                            &sf2) != TAKEN:
+            raise FloatingPointError(
+                f"{self.name}: learning this event would leave a non-finite posterior (the "
+                "target or the kernel values are too large). Check the targets' scale, or use "
+                "a larger noise. The model is left as it was.")
+        self.cstore(attrs)
+        return f
+
+    cdef int cready(self, dict attrs) except -1:
+        """Before a step (the model unchanged): room for a newcomer, and the drift settings and
+        state of the learner (`attrs`, its ``__dict__``)."""
         if self.model.n_support >= self.model.capacity:     # (a method call: only when full)
             self.model.reserve(1)       # moves the buffers, the model unchanged
         if self.watching:
@@ -915,18 +928,16 @@ cdef class KRLSEvents(Events):
                 self.model.cset_drift(&self.drift, state, self.model.t)
         else:
             self.model.watching = False
-        if self.model.cstep(p, cdot(p, p, self.model.n_features), y, weight, &f,
-                            &sf2) != TAKEN:
-            raise FloatingPointError(
-                f"{self.name}: learning this event would leave a non-finite posterior (the "
-                "target or the kernel values are too large). Check the targets' scale, or use "
-                "a larger noise. The model is left as it was.")
+        return 0
+
+    cdef int cstore(self, dict attrs) except -1:
+        """After a step: t_, n_support_ and the drift state into the learner's `attrs`."""
         attrs["t_"] = <long long>self.model.t
         attrs["n_support_"] = self.model.n_support
         if self.watching:
             attrs["_drift_state"] = self.drift_tuple = cdrift_tuple(&self.model.dstate)
             self.stored = self.model.dstate
-        return f
+        return 0
 
     cdef int cevent(self, dict attrs, object x, double y) except -1:
         if not self.learns:
@@ -973,6 +984,10 @@ cdef class KRLSPoolEvents(Events):
     cdef double[::1] F, S, lw, sub, work
     cdef Py_ssize_t[::1] ix
     cdef unsigned char[::1] asleep
+    # the pool's _logw and _asleep as this step stores them: its own arrays, written in place
+    cdef object logw_out, asleep_out
+    cdef double[::1] logw_view
+    cdef unsigned char[::1] asleep_view
 
     def __init__(self, list steps, list learners, double share, double floor, Py_ssize_t after,
                  Py_ssize_t every, str name, tuple names=()):
@@ -990,6 +1005,8 @@ cdef class KRLSPoolEvents(Events):
         self.lw, self.sub, self.work = np.empty(self.K), np.empty(self.K), np.empty(self.K)
         self.ix = np.empty(self.K, dtype=np.intp)
         self.asleep = np.zeros(self.K, dtype=np.uint8)
+        self.logw_out, self.asleep_out = np.empty(self.K), np.zeros(self.K, dtype=bool)
+        self.logw_view, self.asleep_view = self.logw_out, self.asleep_out.view(np.uint8)
         self.name, self.names = name, names
         self.values = tuple([None] * len(names))
         self.ready = True
@@ -1026,6 +1043,12 @@ cdef class KRLSPoolEvents(Events):
         cdef Py_ssize_t k, n = 0
         cdef const double[::1] given
         logw, asleep = attrs.get("_logw"), attrs.get("_asleep")
+        if logw is self.logw_out and (asleep is self.asleep_out or self.floor == 0.0):
+            for k in range(self.K):     # this step's own arrays: no check, no conversion
+                self.lw[k] = self.logw_view[k]
+                self.asleep[k] = self.asleep_view[k] if self.floor != 0.0 else 0
+                n += self.asleep[k]
+            return n
         if not (type(logw) is cnp.ndarray and logw.dtype == np.float64 and logw.shape == (self.K,)):
             raise ValueError(f"{self.name}: _logw must hold one float64 per learner; "
                              "refit the model.")
@@ -1156,12 +1179,7 @@ cdef class KRLSPoolEvents(Events):
             k = self.ix[j]
             step = <KRLSEvents>self.steps[k]
             model = step.model
-            model.reserve(1)            # moves the buffers, the model unchanged
-            if step.watching:
-                model.cset_drift(&step.drift, (<dict>self.attrs_of[k]).get("_drift_state"),
-                                 model.t)
-            else:
-                model.watching = False
+            step.cready(<dict>self.attrs_of[k])
             s02 = model.nums / model.dens if model.dens > 0.0 else 1.0
             model.cpredict(p, &f, &sf2)     # held: the step below takes it
             self.F[k] = f
@@ -1208,18 +1226,16 @@ cdef class KRLSPoolEvents(Events):
             k = self.ix[j]
             step = <KRLSEvents>self.steps[k]
             step.model.cstep(p, xx, y, w, &f, &sf2)
-            learner = <dict>self.attrs_of[k]
-            learner["t_"] = <long long>step.model.t
-            learner["n_support_"] = step.model.n_support
-            if step.watching:
-                learner["_drift_state"] = cdrift_tuple(&step.model.dstate)
+            step.cstore(<dict>self.attrs_of[k])
         if wake:
             self.csleep()
         support = 0
         for k in range(self.K):
             support += (<KRLSEvents>self.steps[k]).model.n_support
-        attrs["_logw"] = np.array(self.lw)
-        attrs["_asleep"] = np.array(self.asleep, dtype=bool)
+            self.logw_view[k] = self.lw[k]
+            self.asleep_view[k] = self.asleep[k]
+        attrs["_logw"] = self.logw_out
+        attrs["_asleep"] = self.asleep_out
         attrs["t_"] = t + (w > 0.0)
         attrs["n_support_"] = support
         return mean[0]

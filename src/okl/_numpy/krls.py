@@ -38,6 +38,7 @@ mirrors it.  The compiled twin takes the same operations in the same order.
 """
 import copy
 import math
+from contextvars import ContextVar
 
 import numpy as np
 from scipy.linalg import LinAlgError, cholesky, lapack, solve_triangular
@@ -536,7 +537,7 @@ def rewidth(state, gamma):
     f_cov = L @ state["cov"] @ L.T
     centers = np.asarray(state["centers"])
     record = kernel_record(state, complete=True)
-    K = kernel_of(record, gram_base(record["kernel"], centers))
+    K = kernel_of(record, shared_gram_base(record["kernel"], centers))
     K = 0.5 * (K + K.T)
     keep, Lk = [], np.zeros((m, m))
     for j in range(m):                  # Cholesky, a centre at a time, in the centres' order
@@ -570,6 +571,27 @@ def fit_chunk(model, X, y, pred_out, var_out, weight=None, scale_out=None):
             return i
         pred_out[i], var_out[i] = out
     return -1
+
+
+#: a dict while learners that see the same rows learn them (MultiKernelRegressor(learner="krls"),
+#: docs/krls.md, section 9): the warm-up's work that does not depend on the learner, done once
+SHARED_WARMUP = ContextVar("krls_shared_warmup", default=None)
+
+
+def shared(key, compute):
+    """compute(), or while `SHARED_WARMUP` holds a dict the value an earlier call with the same
+    key (the same inputs, by value) computed."""
+    cache = SHARED_WARMUP.get()
+    if cache is None:
+        return compute()
+    if key not in cache:
+        cache[key] = compute()
+    return cache[key]
+
+
+def shared_gram_base(kernel, X):
+    """`gram_base` of the rows X, `shared` by the learners that see the same rows."""
+    return shared(("gram_base", int(kernel), X.shape, X.tobytes()), lambda: gram_base(kernel, X))
 
 
 #: noise="auto": the noises the warm-up's evidence chooses from (docs/krls.md, section 8)
@@ -625,7 +647,7 @@ def evidence_choice(kernel, X, y, w, gammas, noises, centred):
     the grids (the first of equal ones, gammas then noises in their order)."""
     best, choice = -np.inf, (float(gammas[0]), float(noises[-1]))
     record = kernel_record(kernel)
-    base = gram_base(record["kernel"], X)
+    base = shared_gram_base(record["kernel"], X)
     for gamma in gammas:
         K = kernel_of(dict(record, gamma=float(gamma)), base)
         values = log_evidences(0.5 * (K + K.T), y, w, noises, centred)
