@@ -189,10 +189,14 @@ def test_the_shared_warm_up_gives_each_learner_its_standalone_iterates(engine, m
     monkeypatch.setattr(okl._numpy.krls, "gram_base", lambda *a: grams.append(1) or gram_base(*a))
     pool = learn(MultiKernelRegressor(learner="krls", engine=engine), X, y, mode)
     shared, shared_grams = len(calls), len(grams)
-    alone = [learn(_member({}, engine, factor=f), X, y, mode) for f in KRLS_FACTORS]
-    alone.append(learn(_member({}, engine, linear=True), X, y, mode))
+    for module in (okl.krls, okl._numpy.krls):      # the same pool, nothing shared
+        monkeypatch.setattr(module, "shared", lambda key, compute: compute())
+    learn(MultiKernelRegressor(learner="krls", engine=engine), X, y, mode)
     assert shared * len(KRLS_FACTORS) == len(calls) - shared > 0
     assert 0 < shared_grams < len(grams) - shared_grams      # the rewidths' and evidences'
+    monkeypatch.undo()
+    alone = [learn(_member({}, engine, factor=f), X, y, mode) for f in KRLS_FACTORS]
+    alone.append(learn(_member({}, engine, linear=True), X, y, mode))
     for member, single in zip(pool.learners_, alone):
         assert member.t_ == single.t_ == 160
         fitted = [(m.__dict__.get("gamma_"), m.noise_) for m in (member, single)]
