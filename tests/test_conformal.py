@@ -17,7 +17,7 @@ from okl import (
 from okl._core._conformal import Calibration
 from okl._core import _conformal
 from okl.conformal import _DictGuard
-from okl._numpy.conformal import Method, NumpyCalibration
+from okl._numpy.conformal import Method, NumpyCalibration, conformal_quantile
 from okl._persist import ModelFileError
 
 AGACI_STEPS = (0.001, 0.005, 0.02, 0.1)
@@ -93,6 +93,24 @@ def test_agaci_weights_of_a_restored_state_and_an_underflow_match_the_twin():
     c.update(s, qc)
     d.update(s, qd)
     assert np.max(np.abs(qc - qd)) <= 1e-10
+
+
+def test_quantile_index_at_its_edges_matches_the_twin():
+    """The compiled quantile's index (ceil((n + 1) beta) from its truncation) is the twin's
+    `math.ceil` at every edge: (n + 1) beta on an integer, a hair either side of one, at 0,
+    below 0 and past n, for windows holding 1, 7 and 50 scores."""
+    for n in (1, 7, 50):
+        b = NumpyCalibration(Method.ACI, 0.1, (0.01,), 50)
+        b.update(heavy_scores(n), np.empty(n))
+        state = b.get_state()
+        betas = [(j + e) / (n + 1) for j in range(-1, n + 3)
+                 for e in (0.0, -1e-12, 1e-12, -2e-9, 1e-9, 1e-9 - 1e-15, 1e-9 + 1e-15)]
+        for beta in betas + [-0.5, 0.0, 1.0, 1.5, 1e-300, -1e-300]:
+            state["levels"] = np.array([1.0 - beta])
+            c = Calibration.from_state(state)
+            want = conformal_quantile(state["sorted"], n, 1.0 - state["levels"][0])
+            assert c.expert_thresholds()[0] == want, (n, beta)
+            assert c.threshold() == NumpyCalibration.from_state(state).threshold(), (n, beta)
 
 
 @pytest.mark.parametrize("gamma", [0.001, 0.01, 0.1])

@@ -15,7 +15,7 @@ import numpy as np
 
 cimport cython
 cimport numpy as cnp
-from libc.math cimport INFINITY, M_PI, ceil, exp, fabs, fmax, fmin, isfinite, log, sqrt, tan
+from libc.math cimport INFINITY, M_PI, exp, fabs, fmax, fmin, isfinite, log, sqrt, tan
 from libc.string cimport memcmp, memcpy, memmove
 from cpython.dict cimport PyDict_GetItem, PyDict_GetItemWithError
 from cpython.float cimport PyFloat_Check, PyFloat_AS_DOUBLE
@@ -136,6 +136,22 @@ cdef inline Py_ssize_t csearch(const double* a, Py_ssize_t n, double v) noexcept
     return base + (a[base] < v)
 
 
+cdef inline double cquantile_of(const double* a, Py_ssize_t n, double beta) noexcept:
+    """The ceil((n + 1) beta)-th smallest of the n sorted scores a: +inf past the n-th, -inf
+    before the first.  ceil(x) > n is x > n and ceil(x) < 1 is x <= 0 (n an integer); between,
+    the index is ceil(x) from its truncation (no call of `ceil`: the same index)."""
+    cdef double x = (n + 1) * beta - INDEX_SLACK
+    cdef Py_ssize_t j
+    if x > n:
+        return INFINITY
+    if x <= 0.0:
+        return -INFINITY
+    j = <Py_ssize_t>x
+    if j < x:
+        j += 1
+    return a[j - 1]
+
+
 cdef inline double csaturation(double integral, Py_ssize_t t, double csat) noexcept:
     """tan(integral log(t + 1) / (csat (t + 1))), +-inf at and past +-pi/2."""
     cdef double x = integral * log(t + 1.0) / (csat * (t + 1.0))
@@ -156,7 +172,7 @@ cdef class Calibration:
     cdef readonly Py_ssize_t window, t, n, head, k
     cdef double[::1] gammas_, levels_, regret_, variance_, range_, ring_, sorted_, scratch, wbuf
     cdef double[::1] etas          # AgACI: each expert's eta, as the last `cweights` found it
-    cdef double[::1] halves, ranges    # 1 / (2 range) of the range it was computed for (`ceta`)
+    cdef double[::1] halves, ranges    # 1 / (2 range) of the range it was computed for (`cweights`)
     cdef double logk
 
     def __init__(self, method, double alpha, gammas, Py_ssize_t window, double ki=1.0,
@@ -179,12 +195,7 @@ cdef class Calibration:
     # -- the threshold ----------------------------------------------------------------------
 
     cdef double cquantile(self, double beta) noexcept:
-        cdef double k = ceil((self.n + 1) * beta - INDEX_SLACK)
-        if k > self.n:
-            return INFINITY
-        if k < 1:
-            return -INFINITY
-        return self.sorted_[<Py_ssize_t>k - 1]
+        return cquantile_of(&self.sorted_[0], self.n, beta)
 
     cdef void cexperts(self, double* out) noexcept:
         cdef Py_ssize_t i
@@ -194,34 +205,40 @@ cdef class Calibration:
         for i in range(self.k):
             out[i] = self.cquantile(1.0 - self.levels_[i])
 
-    cdef double ceta(self, Py_ssize_t i, double logk) noexcept:
-        cdef double a, b, r = self.range_[i]
-        if self.variance_[i] > 0.0:
-            if r != self.ranges[i]:             # the range moved (rarely, once warm): divide
-                self.halves[i] = 1.0 / (2.0 * r)    # finite: range >= |r| > 0 once r^2 counted
-                self.ranges[i] = r
-            a = self.halves[i]
-            b = sqrt(logk / self.variance_[i])
-            return a if a < b else b            # fmin of two finite values, inlined
-        return 0.0
-
     cdef void cweights(self, double* w) noexcept:
         """The experts' weights into w; their etas into `etas` (the next `clearn` reads them:
-        nothing the etas depend on changes in between)."""
-        cdef Py_ssize_t i
-        cdef double top = -INFINITY, total = 0.0
+        nothing the etas depend on changes in between).  An expert's eta is
+        min(1 / (2 range), sqrt(log k / variance)), 0 before any variance; 1 / (2 range) is
+        divided again only when its range moved (rarely, once warm)."""
+        cdef Py_ssize_t i, k = self.k
+        cdef double top = -INFINITY, total = 0.0, logk = self.logk, a, b, r, v
         cdef double* eta = &self.etas[0]
-        for i in range(self.k):
-            eta[i] = self.ceta(i, self.logk)
-            w[i] = eta[i] * self.regret_[i]
+        cdef double* half = &self.halves[0]
+        cdef double* seen = &self.ranges[0]
+        cdef const double* regret = &self.regret_[0]
+        cdef const double* variance = &self.variance_[0]
+        cdef const double* spans = &self.range_[0]
+        for i in range(k):
+            v = variance[i]
+            if v > 0.0:
+                r = spans[i]
+                if r != seen[i]:
+                    half[i] = 1.0 / (2.0 * r)   # finite: range >= |r| > 0 once r^2 counted
+                    seen[i] = r
+                a = half[i]
+                b = sqrt(logk / v)
+                eta[i] = a if a < b else b      # fmin of two finite values, inlined
+            else:
+                eta[i] = 0.0
+            w[i] = eta[i] * regret[i]
             if w[i] > top:                      # fmax: w is finite, top starts at -inf
                 top = w[i]
-        for i in range(self.k):
+        for i in range(k):
             # exp as the twin's, skipped where its value is exact: exp(0) = 1 (the top
             # expert) and 0 below -746 (an underflow)
             w[i] = 1.0 if w[i] == top else (0.0 if w[i] - top < -746.0 else exp(w[i] - top))
             total += w[i]
-        for i in range(self.k):
+        for i in range(k):
             w[i] = w[i] / total
 
     cdef void crefresh(self) noexcept:
@@ -291,8 +308,16 @@ cdef class Calibration:
     cdef void clearn(self, double s) noexcept:
         """One event's score s (finite), taken before the model learned the event."""
         cdef Py_ssize_t i, j = csearch(&self.sorted_[0], self.n, s)
-        cdef double alpha = self.alpha, err, beta, g, r, q
+        cdef double alpha = self.alpha, level = self.level, err, beta, g, r, q
         cdef double* e = &self.scratch[0]
+        cdef const double* a = &self.sorted_[0]
+        cdef const double* eta = &self.etas[0]
+        cdef const double* gammas = &self.gammas_[0]
+        cdef double* levels = &self.levels_[0]
+        cdef double* regret = &self.regret_[0]
+        cdef double* variance = &self.variance_[0]
+        cdef double* spans = &self.range_[0]
+        cdef Py_ssize_t n = self.n
         if self.method == QUANTILE or self.method == PID:
             err = 1.0 if s > self.q else 0.0        # q_1 = inf: the first event is covered
             self.cinsert(s, j)
@@ -304,15 +329,15 @@ cdef class Calibration:
                 self.integral += err - alpha
         elif self.method == AGACI and self.n > 0:
             beta = 1.0 - j / (self.n + 1.0)         # s's rank: its left insertion index
-            g = (1.0 if beta < self.level else 0.0) - alpha
+            g = (1.0 if beta < level else 0.0) - alpha
             for i in range(self.k):     # one pass: each expert's regret, then its level
-                q = self.cquantile(1.0 - self.levels_[i])
-                r = g * (self.level - self.levels_[i])
-                self.regret_[i] += r - self.etas[i] * r * r     # the last refresh's eta
-                self.variance_[i] += r * r
-                if fabs(r) > self.range_[i]:            # fmax of finite values, inlined
-                    self.range_[i] = fabs(r)
-                self.levels_[i] += self.gammas_[i] * (alpha - (1.0 if s > q else 0.0))
+                q = cquantile_of(a, n, 1.0 - levels[i])
+                r = g * (level - levels[i])
+                regret[i] += r - eta[i] * r * r     # the last refresh's eta
+                variance[i] += r * r
+                if fabs(r) > spans[i]:              # fmax of finite values, inlined
+                    spans[i] = fabs(r)
+                levels[i] += gammas[i] * (alpha - (1.0 if s > q else 0.0))
             self.cinsert(s, j)
         else:
             self.cexperts(e)
