@@ -246,3 +246,158 @@ def test_params_clone_fit_and_pickle():
                                rtol=0, atol=1e-9)
     with pytest.raises(TypeError, match="partial_fit and transform"):
         StreamPipeline([("pca", object()), ("learn", OnlineKernelRegressor())]).fit(X, y)
+
+
+# ---- the one-event path of okl scalers ---------------------------------------------------
+
+class GeneralScaler(OnlineStandardScaler):
+    """The same scaler, on the pipeline's general path (its one-event path takes the class
+    OnlineStandardScaler only)."""
+
+
+def dict_events(n=500, seed=3):
+    """n dict events of 5 features on large offsets; every 50th misses a key (a 0) and some
+    values are ints, which take the general conversion."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal([1000.0, -50.0, 3.0, 0.0, 1e5], [300.0, 5.0, 0.1, 1.0, 2e4], (n, 5))
+    events = []
+    for i, row in enumerate(X):
+        x = dict(zip("abcde", row.tolist()))
+        if i % 50 == 7:
+            del x["e"]
+        if i % 70 == 9:
+            x["c"] = 3
+        events.append(x)
+    return X, events
+
+
+@pytest.mark.parametrize("make, target", [
+    (lambda: OnlineKernelClassifier(), lambda X: np.where(X[:, 0] > 1000.0, "yes", "no")),
+    (lambda: OnlineKernelRegressor(), lambda X: np.sin(X[:, 0] / 300.0) + X[:, 2]),
+])
+@pytest.mark.parametrize("freeze_after", [None, 50])
+def test_one_event_path_gives_the_general_path_iterates_bit_for_bit(make, target, freeze_after,
+                                                                     monkeypatch):
+    X, events = dict_events()
+    y = target(X).tolist()
+    fast = StreamPipeline([("scale", OnlineStandardScaler(freeze_after=freeze_after)),
+                           ("learn", make())])
+    general = StreamPipeline([("scale", GeneralScaler(freeze_after=freeze_after)),
+                              ("learn", make())])
+    calls = []
+    learn_one = OnlineStandardScaler.learn_one
+    monkeypatch.setattr(OnlineStandardScaler, "learn_one",
+                        lambda self, x: calls.append(type(self)) or learn_one(self, x))
+    for x, yi in zip(events, y):
+        for pipe in (fast, general):
+            pipe.predict_one(x)
+        assert fast.predict_one(x) == general.predict_one(x)
+        for method in ("decision_function_one", "predict_proba_one"):
+            if hasattr(general, method):
+                assert getattr(fast, method)(x) == getattr(general, method)(x)
+        fast.learn_one(x, yi)
+        general.learn_one(x, yi)
+    # the general path learned every event, the one-event path the first and the odd ones
+    assert calls.count(GeneralScaler) == len(events)
+    assert calls.count(OnlineStandardScaler) < 30
+    assert fast._path() is not None and general._path() is None
+    a, b = pipeline_state(fast), pipeline_state(general)
+    assert_same_pipeline(a, b)
+    for key in a[2]:
+        np.testing.assert_array_equal(a[2][key], b[2][key], err_msg=key)
+    np.testing.assert_array_equal(fast.predict(X), general.predict(X))
+
+
+INTERRUPT = []
+
+
+def eta_or_interrupt(t):
+    """A step size that raises KeyboardInterrupt inside the learner's step on demand."""
+    if INTERRUPT:
+        raise KeyboardInterrupt
+    return 0.5 * np.asarray(t, dtype=np.float64) ** -0.5
+
+
+def learned_regression_pipeline(n=100, eta=0.5):
+    X, events = dict_events(n)
+    pipe = StreamPipeline([("scale", OnlineStandardScaler()),
+                           ("learn", OnlineKernelRegressor(eta=eta))])
+    for x, yi in zip(events, X[:, 0] / 1000.0):
+        pipe.learn_one(x, yi)
+    assert pipe._path() is not None
+    return pipe
+
+
+@pytest.mark.parametrize("x, y, error", [
+    ({"a": np.nan, "b": 1.0, "c": 2.0, "d": 0.0, "e": 1.0}, 1.0, ValueError),
+    ({"a": 1.0, "b": np.inf, "c": 2.0, "d": 0.0, "e": 1.0}, 1.0, ValueError),
+    ({"a": 1.0, "b": 1.0, "c": 2.0, "d": 0.0, "e": 1e200}, 1.0, ValueError),
+    ({"a": 1.0, "b": 1.0, "c": 2.0, "d": 0.0, "f": 1.0}, 1.0, ValueError),  # unknown key
+    ({"a": 1.0, "b": 1.0, "c": 2.0, "d": 0.0, "e": 1.0}, np.nan, ValueError),
+    ({"a": 1.0, "b": 1.0, "c": 2.0, "d": 0.0, "e": 1.0}, np.inf, ValueError),
+    (np.array([1.0, 2.0, np.nan, 0.0, 1.0]), 1.0, ValueError),
+])
+def test_bad_events_on_the_one_event_path_leave_the_pipeline_as_it_was(x, y, error):
+    pipe = learned_regression_pipeline()
+    before = pickle.dumps(pipe)
+    with pytest.raises(error):
+        pipe.learn_one(x, y)
+    assert pickle.dumps(pipe) == before
+    assert pipe._path() is not None
+
+
+def test_keyboard_interrupt_in_the_learners_step_leaves_the_pipeline_as_it_was():
+    pipe = learned_regression_pipeline(eta=eta_or_interrupt)
+    before = pickle.dumps(pipe)
+    x = {"a": 1100.0, "b": -52.0, "c": 3.1, "d": 0.5, "e": 1e5}
+    INTERRUPT.append(True)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            pipe.learn_one(x, 0.5)
+    finally:
+        INTERRUPT.clear()
+    assert pickle.dumps(pipe) == before
+    pipe.learn_one(x, 0.5)                          # and it learns the event afterwards
+    assert pipe["scale"].n_samples_seen_ == 101 and pipe["learn"].t_ == 101
+
+
+def test_two_threads_learning_events_give_a_serial_order():
+    """Each learn_one is one step of the pipeline's history: the state after two threads
+    stream their events is that of the events learned one by one, in the order the learner
+    took them."""
+    import sys
+    import threading
+    X, events = dict_events(600)
+    y = (X[:, 0] / 1000.0).tolist()                 # distinct targets: they name the events
+    pipe = learned_regression_pipeline(100)
+    blob = pickle.dumps(pipe)
+    order, barrier = [], threading.Barrier(2)
+    learner_step = pipe["learn"].learn_one
+
+    def recording(x, yi):
+        order.append(yi)
+        return learner_step(x, yi)
+    pipe["learn"].learn_one = recording
+
+    def stream(part):
+        barrier.wait()
+        for i in part:
+            pipe.learn_one(events[i], y[i])
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=stream, args=(range(lo, lo + 250),))
+                   for lo in (100, 350)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    del pipe["learn"].learn_one
+    assert sorted(order) == sorted(y[100:600])
+    serial = pickle.loads(blob)
+    for yi in order:
+        serial.learn_one(events[y.index(yi)], yi)
+    assert_same_pipeline(pipeline_state(pipe), pipeline_state(serial))
+    np.testing.assert_array_equal(pipe.predict(X), serial.predict(X))

@@ -9,6 +9,7 @@ the statistics as they are, so "predict, then learn" is honest progressive
 validation.
 """
 import copy
+import operator
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -18,6 +19,9 @@ from okl import _locks
 from okl._base import transaction
 from okl._one_event import EventAdapter, _Schema, rebound
 from okl._persist import loadable
+from okl._core._event import dict_row
+from okl._rows import check_row
+from okl.preprocessing import OnlineStandardScaler
 
 
 def _final_has(name):
@@ -85,6 +89,9 @@ class StreamPipeline(_locks.LockedState, BaseEstimator):
     >>> pipe.partial_fit(X[:10], y[:10]).steps[-1][1].t_
     310
     """
+
+    # caches outside the state (never copied nor pickled): `_path`'s, and the lock
+    __slots__ = ("_one_event_path", "_one_event_lock")
 
     def __init__(self, steps, unknown_features="error"):
         self.steps = steps
@@ -306,8 +313,105 @@ class StreamPipeline(_locks.LockedState, BaseEstimator):
 
     def learn_one(self, x, y, sample_weight=1.0):
         """Learn one event (a dict or a 1-D row) through the chain; returns None (river)."""
-        self._check_steps()
-        self._atomic(self._learn_event, x, y, sample_weight)
+        with self._lock():
+            path = self._path()
+            if path is None or not self._learn_fast(path, x, y, sample_weight):
+                self._check_steps()
+                self._atomic(self._learn_event, x, y, sample_weight)
+
+    # -- the one-event path of okl scalers (docs/streaming.md) ---------------------------
+
+    def _lock(self):
+        """The pipeline's lock (okl._locks), kept once looked up (taken twice per event)."""
+        lock = getattr(self, "_one_event_lock", None)
+        if lock is None:
+            lock = self._one_event_lock = _locks.locked(self)
+        return lock
+
+    def _path(self):
+        """(scalers, their locks, the adapter, the learner): the one-event path when every
+        transformer is an `OnlineStandardScaler` fitted with the parameters last validated
+        (an event then crosses them as one float64 row, each scaler's update and transform
+        in one pass in C), else None.  Kept in a slot (a cache: never copied nor pickled)
+        with the steps and the parameter values it was built for."""
+        cache = getattr(self, "_one_event_path", None)
+        if cache is not None and cache[0] == self.steps and (
+                self.__dict__.get("_events") is cache[3]):
+            for est, params in zip(cache[1], cache[5]):
+                if not ("n_samples_seen_" in est.__dict__ and all(
+                        map(operator.is_, params, _locks.param_values(est)))):
+                    break
+            else:
+                return cache
+        self._one_event_path = cache = self._build_path()
+        return cache
+
+    def _build_path(self):
+        steps = self.steps
+        if type(steps) is not list or len(steps) < 2 or not all(
+                type(step) is tuple and len(step) == 2 for step in steps):
+            return None
+        scalers = tuple(est for _, est in steps[:-1])
+        if not all(type(est) is OnlineStandardScaler and est._ready() for est in scalers):
+            return None
+        final = steps[-1][1]
+        if not hasattr(final, "partial_fit"):
+            return None
+        adapter = self._adapter()
+        return (list(steps), scalers, tuple(_locks.locked(est) for est in scalers), adapter,
+                final, tuple(_locks.param_values(est) for est in scalers))
+
+    def _row_through(self, path, x, step):
+        """x as one float64 row (the first scaler's feature order) through every scaler's
+        `step` (`_learn_row` or `_transform_row`), each under its lock; None where a scaler's
+        own method must decide (a bad value: it then raises as on the general path)."""
+        first = path[1][0]
+        keys = first.__dict__.get("_feature_keys")
+        row = dict_row(x, keys) if type(x) is dict and keys is not None else None
+        if row is None:
+            row, _ = check_row(first, x, check_finite=False)     # the scalers check
+        for est, lock in zip(path[1], path[2]):
+            with lock:
+                row = step(est, row)
+            if row is None:
+                return None
+        return row
+
+    def _learn_fast(self, path, x, y, sample_weight):
+        """learn_one through okl scalers; False, changing nothing, where the general path
+        must take the event.  A call that raises restores the scalers' moments (each update
+        rebinds them) and the pipeline's own attributes."""
+        adapter = path[3]
+        saved = [(est, dict(est.__dict__)) for est in path[1]]
+        if not adapter.native:          # one-row partial_fit calls: the adapter's state too
+            saved += self._snapshot()
+        try:
+            row = self._row_through(path, x, OnlineStandardScaler._learn_row)
+            if row is None:
+                self._restore(saved)
+                return False
+            if adapter.native and sample_weight == 1.0:
+                path[4].learn_one(row, y)           # the learner's own (compiled) step
+            else:
+                adapter.learn_one(row, y, sample_weight)
+        except BaseException:
+            while True:         # a Ctrl-C during the restore itself: restore again
+                try:
+                    self._restore(saved)
+                    break
+                except KeyboardInterrupt:
+                    pass
+            raise
+        return True
+
+    def _predict_row(self, x):
+        """x through every transformer, as a row where okl scalers take it in one pass."""
+        path = self._path()
+        if path is not None:
+            row = self._row_through(path, x, OnlineStandardScaler._transform_row)
+            if row is not None:
+                return row
+        return self._transform_one(x)
 
     def _transform_one(self, x):
         schema = self._adapter().schema
@@ -327,20 +431,25 @@ class StreamPipeline(_locks.LockedState, BaseEstimator):
         """One event through every transformer."""
         return self._transform_one(x)
 
-    @_locks.serialised
     def predict_one(self, x):
         """The last step's prediction for one event (its prior before any learning)."""
-        return self._adapter().predict_one(self._transform_one(x))
+        with self._lock():
+            path = self._path()
+            if path is not None and path[3].native:
+                row = self._row_through(path, x, OnlineStandardScaler._transform_row)
+                if row is not None:
+                    return path[4].predict_one(row)     # the learner's own (compiled) step
+            return self._adapter().predict_one(self._predict_row(x))
 
     @available_if(_final_has_event("decision_function_one", "decision_function"))
     @_locks.serialised
     def decision_function_one(self, x):
-        return self._adapter().decision_function_one(self._transform_one(x))
+        return self._adapter().decision_function_one(self._predict_row(x))
 
     @available_if(_final_has_event("predict_proba_one", "predict_proba"))
     @_locks.serialised
     def predict_proba_one(self, x):
-        return self._adapter().predict_proba_one(self._transform_one(x))
+        return self._adapter().predict_proba_one(self._predict_row(x))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -357,7 +466,6 @@ class StreamPipeline(_locks.LockedState, BaseEstimator):
 
 def _replaces_arrays(est):
     """True for transformers known to rebind, never mutate, their fitted arrays."""
-    from okl.preprocessing import OnlineStandardScaler
     return isinstance(est, OnlineStandardScaler)
 
 

@@ -15,6 +15,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from okl import _locks
 from okl._base import params_changed, params_validated, transaction
+from okl._core._event import standardized_row, welford_row
 from okl._params import BOOL, NONE, Interval, Options, validate_params
 from okl._persist import loadable
 from okl._rows import UNKNOWN_FEATURES, check_row, commit_names, forget_names
@@ -203,6 +204,31 @@ class OnlineStandardScaler(_locks.LockedState, OneToOneFeatureMixin, Transformer
                 m2 = self._m2 + delta * (row - mean)
             self._set(n, mean, m2)
             commit_names(self, names)
+
+    def _ready(self):
+        """True when a ready row may take the one-pass methods below: fitted, and its
+        parameters those it was last validated with (the caller holds the lock)."""
+        return "n_samples_seen_" in self.__dict__ and _locks.validated(self)
+
+    def _learn_row(self, row):
+        """`learn_one` then `transform_one` of a ready float64 row, in one pass in C
+        (`okl._core._event.welford_row`, the same floats): the standardized row, or None,
+        changing nothing, where `learn_one` must decide (a bad value).  For a `_ready`
+        scaler under its lock (okl.pipeline's one-event path, docs/streaming.md)."""
+        if not self._room(1):
+            return self._transform_row(row)
+        n = self.n_samples_seen_ + 1
+        out = welford_row(row, self.mean_, self._m2, n, self.with_mean, self.with_std,
+                          _LARGEST, _TINY_SCALE)
+        if out is None:
+            return None
+        self.n_samples_seen_, self.mean_, self._m2, self.var_, self.scale_, row = (n, *out)
+        return row
+
+    def _transform_row(self, row):
+        """`transform_one` of a ready float64 row in one pass in C, or None where it must
+        decide (a non-finite value); for a `_ready` scaler under its lock."""
+        return standardized_row(row, self.mean_, self.scale_, self.with_mean, self.with_std)
 
     # -- okl.save / okl.load ---------------------------------------------------------------
 

@@ -7,7 +7,9 @@ from cpython.float cimport PyFloat_AS_DOUBLE, PyFloat_CheckExact
 from cpython.long cimport PyLong_CheckExact
 from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_CheckExact
+from libc.math cimport fabs, isfinite, sqrt
 from libc.string cimport memcmp
+cimport cython
 
 cnp.import_array()
 
@@ -144,3 +146,90 @@ def array_row(object x, cnp.npy_intp d):
         return None
     row = cnp.PyArray_EMPTY(1, &d, cnp.NPY_DOUBLE, 0)
     return row if carray_into(x, d, <double*>cnp.PyArray_DATA(<cnp.ndarray>row)) else None
+
+
+cdef inline bint _is_row(object a, cnp.npy_intp d):
+    return (type(a) is cnp.ndarray and cnp.PyArray_TYPE(<cnp.ndarray>a) == cnp.NPY_DOUBLE
+            and cnp.PyArray_NDIM(<cnp.ndarray>a) == 1 and cnp.PyArray_DIM(<cnp.ndarray>a, 0) == d
+            and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>a))
+
+
+cdef inline double* _data(object a):
+    return <double*>cnp.PyArray_DATA(<cnp.ndarray>a)
+
+
+@cython.cdivision(True)
+def welford_row(object row, object mean, object m2, double n, bint with_mean, bint with_std,
+                double largest, double tiny):
+    """`okl.preprocessing.OnlineStandardScaler`'s Welford update with one row, then the row
+    standardized, in one pass: (mean, m2, var, scale, z) as new rows (scale None without
+    with_std), the same floats as its NumPy update then transform (n counts the row).
+
+    None, changing nothing, when a value of the row is NaN, inf or beyond +-largest, when an
+    M2 is not finite, or when an argument is not a C-contiguous float64 row of one width:
+    the caller's NumPy path then names what is wrong.
+    """
+    if not _is_row(row, cnp.PyArray_SIZE(<cnp.ndarray>row) if type(row) is cnp.ndarray
+                   else -1):
+        return None
+    cdef cnp.npy_intp i, d = cnp.PyArray_DIM(<cnp.ndarray>row, 0)
+    if not (_is_row(mean, d) and _is_row(m2, d)):
+        return None
+    cdef const double* r = _data(row)
+    for i in range(d):
+        if not fabs(r[i]) <= largest:           # NaN fails too
+            return None
+    new_mean = cnp.PyArray_EMPTY(1, &d, cnp.NPY_DOUBLE, 0)
+    new_m2 = cnp.PyArray_EMPTY(1, &d, cnp.NPY_DOUBLE, 0)
+    var = cnp.PyArray_EMPTY(1, &d, cnp.NPY_DOUBLE, 0)
+    scale = cnp.PyArray_EMPTY(1, &d, cnp.NPY_DOUBLE, 0) if with_std else None
+    z = cnp.PyArray_EMPTY(1, &d, cnp.NPY_DOUBLE, 0)
+    cdef const double* mu = _data(mean)
+    cdef const double* q = _data(m2)
+    cdef double* mu1 = _data(new_mean)
+    cdef double* q1 = _data(new_m2)
+    cdef double* v = _data(var)
+    cdef double* s = _data(scale) if with_std else NULL
+    cdef double* out = _data(z)
+    cdef double delta, m, sd
+    for i in range(d):
+        delta = r[i] - mu[i]
+        m = mu[i] + delta / n
+        mu1[i] = m
+        q1[i] = q[i] + delta * (r[i] - m)
+        if not isfinite(q1[i]):
+            return None
+        v[i] = q1[i] / n
+        out[i] = r[i] - m if with_mean else r[i]
+        if with_std:
+            sd = sqrt(v[i])
+            if sd < tiny:
+                sd = 1.0
+            s[i] = sd
+            out[i] = out[i] / sd
+    return new_mean, new_m2, var, scale, z
+
+
+@cython.cdivision(True)
+def standardized_row(object row, object mean, object scale, bint with_mean, bint with_std):
+    """(row - mean) / scale as a new row, as `okl.preprocessing.OnlineStandardScaler`
+    transforms; None when a value of the row is not finite or an argument is not a
+    C-contiguous float64 row of one width (the caller's NumPy path then names it)."""
+    if type(row) is not cnp.ndarray:
+        return None
+    cdef cnp.npy_intp i, d = cnp.PyArray_SIZE(<cnp.ndarray>row)
+    if not (_is_row(row, d) and _is_row(mean, d) and (not with_std or _is_row(scale, d))):
+        return None
+    cdef const double* r = _data(row)
+    for i in range(d):
+        if not isfinite(r[i]):
+            return None
+    z = cnp.PyArray_EMPTY(1, &d, cnp.NPY_DOUBLE, 0)
+    cdef const double* mu = _data(mean)
+    cdef const double* s = _data(scale) if with_std else NULL
+    cdef double* out = _data(z)
+    for i in range(d):
+        out[i] = r[i] - mu[i] if with_mean else r[i]
+        if with_std:
+            out[i] = out[i] / s[i]
+    return z
