@@ -361,43 +361,53 @@ def test_keyboard_interrupt_in_the_learners_step_leaves_the_pipeline_as_it_was()
     assert pipe["scale"].n_samples_seen_ == 101 and pipe["learn"].t_ == 101
 
 
-def test_two_threads_learning_events_give_a_serial_order():
-    """Each learn_one is one step of the pipeline's history: the state after two threads
-    stream their events is that of the events learned one by one, in the order the learner
-    took them."""
+def test_two_threads_learning_events_give_a_serial_order(monkeypatch):
+    """Each learn_one is one step of the pipeline's history: the scaler and the learner take
+    the events of two streaming threads in one order, and the state is that of the events
+    learned one by one in that order."""
     import sys
     import threading
     X, events = dict_events(600)
     y = (X[:, 0] / 1000.0).tolist()                 # distinct targets: they name the events
-    pipe = learned_regression_pipeline(100)
-    blob = pickle.dumps(pipe)
-    order, barrier = [], threading.Barrier(2)
-    learner_step = pipe["learn"].learn_one
+    blob = pickle.dumps(learned_regression_pipeline(100))
+    index = {yi: i for i, yi in enumerate(y)}
+    scaler_step = OnlineStandardScaler._learn_row
+    for _ in range(4):                              # races of 2 x 250 events
+        pipe = pickle.loads(blob)
+        scaled, learned, barrier = [], [], threading.Barrier(2)
+        learner_step = pipe["learn"].learn_one
 
-    def recording(x, yi):
-        order.append(yi)
-        return learner_step(x, yi)
-    pipe["learn"].learn_one = recording
+        def scaling(self, row, scaled=scaled):
+            scaled.append(row[0])
+            return scaler_step(self, row)
 
-    def stream(part):
-        barrier.wait()
-        for i in part:
-            pipe.learn_one(events[i], y[i])
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        threads = [threading.Thread(target=stream, args=(range(lo, lo + 250),))
-                   for lo in (100, 350)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    finally:
-        sys.setswitchinterval(interval)
-    del pipe["learn"].learn_one
-    assert sorted(order) == sorted(y[100:600])
-    serial = pickle.loads(blob)
-    for yi in order:
-        serial.learn_one(events[y.index(yi)], yi)
-    assert_same_pipeline(pipeline_state(pipe), pipeline_state(serial))
-    np.testing.assert_array_equal(pipe.predict(X), serial.predict(X))
+        def learning(x, yi, learned=learned, learner_step=learner_step):
+            learned.append(yi)
+            return learner_step(x, yi)
+        monkeypatch.setattr(OnlineStandardScaler, "_learn_row", scaling)
+        pipe["learn"].learn_one = learning
+
+        def stream(part, pipe=pipe, barrier=barrier):
+            barrier.wait()
+            for i in part:
+                pipe.learn_one(events[i], y[i])
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(1e-6)
+        try:
+            threads = [threading.Thread(target=stream, args=(range(lo, lo + 250),))
+                       for lo in (100, 350)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        finally:
+            sys.setswitchinterval(interval)
+        del pipe["learn"].learn_one
+        monkeypatch.undo()
+        assert sorted(learned) == sorted(y[100:600])
+        assert scaled == [X[index[yi], 0] for yi in learned]    # one order for both steps
+        serial = pickle.loads(blob)
+        for yi in learned:
+            serial.learn_one(events[index[yi]], yi)
+        assert_same_pipeline(pipeline_state(pipe), pipeline_state(serial))
+        np.testing.assert_array_equal(pipe.predict(X), serial.predict(X))
