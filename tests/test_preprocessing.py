@@ -222,3 +222,32 @@ def test_dataframe_columns_name_the_dict_features():
 @parametrize_with_checks([OnlineStandardScaler()])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+@pytest.mark.parametrize("params", [{}, {"with_mean": False}, {"with_std": False},
+                                    {"freeze_after": 40}])
+def test_one_pass_row_methods_equal_learn_one_then_transform_one(params):
+    """`_learn_row` / `_transform_row` (one pass in C, okl._core._event) give the floats of
+    the NumPy `learn_one` then `transform_one`, bit for bit, on a long stream."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(1000, 6)) * np.logspace(-3, 6, 6) + np.linspace(-1e4, 1e4, 6)
+    X[:, 5] = 2.5                                       # a constant feature: scale 1
+    fast, numpy = OnlineStandardScaler(**params), OnlineStandardScaler(**params)
+    fast.learn_one(X[0])
+    numpy.learn_one(X[0])
+    for row in X[1:]:
+        assert fast._ready()
+        np.testing.assert_array_equal(fast._transform_row(row), numpy.transform_one(row))
+        z = fast._learn_row(row)
+        numpy.learn_one(row)
+        np.testing.assert_array_equal(z, numpy.transform_one(row))
+    for name in ("n_samples_seen_", "mean_", "_m2", "var_", "scale_"):
+        np.testing.assert_array_equal(getattr(fast, name), getattr(numpy, name), err_msg=name)
+    before = dict(fast.__dict__)
+    for bad in (np.nan, np.inf, 1e200):
+        row = X[1].copy()
+        row[2] = bad
+        huge = bad == 1e200         # refused by a learning scaler only (past freeze_after:
+        assert (fast._learn_row(row) is None) is not (huge and not fast._room(1))   # taken)
+        assert (fast._transform_row(row) is None) is not huge
+    assert fast.__dict__ == before
