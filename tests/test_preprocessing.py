@@ -247,7 +247,7 @@ def test_one_pass_row_methods_equal_learn_one_then_transform_one(params):
     for bad in (np.nan, np.inf, 1e200):
         row = X[1].copy()
         row[2] = bad
-        huge = bad == 1e200         # refused by a learning scaler only (past freeze_after:
-        assert (fast._learn_row(row) is None) is not (huge and not fast._room(1))   # taken)
+        huge, frozen = bad == 1e200, not fast._room(1)     # a huge value: refused if learned
+        assert (fast._learn_row(row) is None) is not (huge and frozen)
         assert (fast._transform_row(row) is None) is not huge
     assert fast.__dict__ == before
