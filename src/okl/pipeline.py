@@ -331,8 +331,8 @@ class StreamPipeline(_locks.LockedState, BaseEstimator):
     def _path(self):
         """(scalers, their locks, the adapter, the learner): the one-event path when every
         transformer is an `OnlineStandardScaler` fitted with the parameters last validated
-        (an event then crosses them as one float64 row, each scaler's update and transform
-        in one pass in C), else None.  Kept in a slot (a cache: never copied nor pickled)
+        and the learner has taken their features (an event then crosses them as one float64
+        row, each scaler's update and transform in one pass in C), else None.  Kept in a slot (a cache: never copied nor pickled)
         with the steps and the parameter values it was built for."""
         cache = getattr(self, "_one_event_path", None)
         if cache is not None and cache[0] == self.steps and (
@@ -358,6 +358,11 @@ class StreamPipeline(_locks.LockedState, BaseEstimator):
         if not hasattr(final, "partial_fit"):
             return None
         adapter = self._adapter()
+        # the learner has taken the events' features, in the scalers' order: it may take rows
+        held = (final if adapter.native else adapter.schema).__dict__
+        if "n_features_in_" not in held or held.get("_row_keys") != scalers[0].__dict__.get(
+                "_row_keys"):
+            return None
         return (list(steps), scalers, tuple(_locks.locked(est) for est in scalers), adapter,
                 final, tuple(_locks.param_values(est) for est in scalers))
 
