@@ -337,7 +337,7 @@ class StreamPipeline(_locks.LockedState, BaseEstimator):
         cache = getattr(self, "_one_event_path", None)
         if cache is not None and cache[0] == self.steps and (
                 self.__dict__.get("_events") is cache[3]):
-            for est, params in zip(cache[1], cache[5]):
+            for est, params in cache[5]:
                 if not ("n_samples_seen_" in est.__dict__ and all(
                         map(operator.is_, params, _locks.param_values(est)))):
                     break
@@ -364,7 +364,7 @@ class StreamPipeline(_locks.LockedState, BaseEstimator):
                 "_row_keys"):
             return None
         return (list(steps), scalers, tuple(_locks.locked(est) for est in scalers), adapter,
-                final, tuple(_locks.param_values(est) for est in scalers))
+                final, tuple((est, _locks.param_values(est)) for est in scalers))
 
     def _row_through(self, path, x, step):
         """x as one float64 row (the first scaler's feature order) through every scaler's

@@ -215,9 +215,9 @@ class OnlineStandardScaler(_locks.LockedState, OneToOneFeatureMixin, Transformer
         (`okl._core._event.welford_row`, the same floats): the standardized row, or None,
         changing nothing, where `learn_one` must decide (a bad value).  For a `_ready`
         scaler under its lock (okl.pipeline's one-event path, docs/streaming.md)."""
-        if not self._room(1):
-            return self._transform_row(row)
         n = self.n_samples_seen_ + 1
+        if self.freeze_after is not None and n > self.freeze_after:      # `_room`
+            return self._transform_row(row)
         out = welford_row(row, self.mean_, self._m2, n, self.with_mean, self.with_std,
                           _LARGEST, _TINY_SCALE)
         if out is None:
