@@ -17,9 +17,9 @@ from sklearn.utils.metaestimators import available_if
 
 from okl import _locks
 from okl._base import transaction
+from okl._core._event import dict_row
 from okl._one_event import EventAdapter, _Schema, rebound
 from okl._persist import loadable
-from okl._core._event import dict_row
 from okl._rows import check_row
 from okl.preprocessing import OnlineStandardScaler
 
@@ -332,8 +332,9 @@ class StreamPipeline(_locks.LockedState, BaseEstimator):
         """(scalers, their locks, the adapter, the learner): the one-event path when every
         transformer is an `OnlineStandardScaler` fitted with the parameters last validated
         and the learner has taken their features (an event then crosses them as one float64
-        row, each scaler's update and transform in one pass in C), else None.  Kept in a slot (a cache: never copied nor pickled)
-        with the steps and the parameter values it was built for."""
+        row, each scaler's update and transform in one pass in C), else None.  Kept in a
+        slot (a cache: never copied nor pickled) with the steps and the parameter values it
+        was built for."""
         cache = getattr(self, "_one_event_path", None)
         if cache is not None and cache[0] == self.steps and (
                 self.__dict__.get("_events") is cache[3]):
@@ -385,7 +386,7 @@ class StreamPipeline(_locks.LockedState, BaseEstimator):
     def _learn_fast(self, path, x, y, sample_weight):
         """learn_one through okl scalers; False, changing nothing, where the general path
         must take the event.  A call that raises restores the scalers' moments (each update
-        rebinds them) and the pipeline's own attributes."""
+        rebinds them), and the adapter's state where it makes one-row partial_fit calls."""
         adapter = path[3]
         saved = [(est, dict(est.__dict__)) for est in path[1]]
         if not adapter.native:          # one-row partial_fit calls: the adapter's state too

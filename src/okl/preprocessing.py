@@ -207,7 +207,7 @@ class OnlineStandardScaler(_locks.LockedState, OneToOneFeatureMixin, Transformer
 
     def _ready(self):
         """True when a ready row may take the one-pass methods below: fitted, and its
-        parameters those it was last validated with (the caller holds the lock)."""
+        parameters those it was last validated with."""
         return "n_samples_seen_" in self.__dict__ and _locks.validated(self)
 
     def _learn_row(self, row):

@@ -169,11 +169,10 @@ def welford_row(object row, object mean, object m2, double n, bint with_mean, bi
     M2 is not finite, or when an argument is not a C-contiguous float64 row of one width:
     the caller's NumPy path then names what is wrong.
     """
-    if not _is_row(row, cnp.PyArray_SIZE(<cnp.ndarray>row) if type(row) is cnp.ndarray
-                   else -1):
+    if type(row) is not cnp.ndarray:
         return None
-    cdef cnp.npy_intp i, d = cnp.PyArray_DIM(<cnp.ndarray>row, 0)
-    if not (_is_row(mean, d) and _is_row(m2, d)):
+    cdef cnp.npy_intp i, d = cnp.PyArray_SIZE(<cnp.ndarray>row)
+    if not (_is_row(row, d) and _is_row(mean, d) and _is_row(m2, d)):
         return None
     cdef const double* r = _data(row)
     for i in range(d):
