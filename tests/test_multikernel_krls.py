@@ -15,6 +15,7 @@ from okl._core._krls import KRLSPoolEvents
 from okl._core._multikernel import bayes_mixture
 from okl._numpy.multikernel import bayes_mixture as numpy_bayes_mixture
 from okl._params import InvalidParameterError
+from okl.krls import WARMUP, WIDTH_EVENTS
 from okl.multikernel import KRLS_FACTORS, SLEEP_AFTER, WAKE_EVERY, _member
 
 
@@ -546,6 +547,82 @@ def test_one_compiled_call_per_event_gives_the_chunk_and_numpy_iterates(sleep):
     if sleep is not None:       # learners fell asleep and woke inside the compiled path
         asleep = np.array(asleep[2 * SLEEP_AFTER:])
         assert (asleep[1:] & ~asleep[:-1]).any() and (~asleep[1:] & asleep[:-1]).any()
+
+
+@pytest.mark.parametrize("sleep", [None, 0.01])
+def test_warm_up_events_take_the_compiled_step_with_the_chunk_and_numpy_iterates(sleep,
+                                                                                 monkeypatch):
+    """During the learners' warm-up every event but the template's, the width moves and the
+    end (`WIDTH_EVENTS`) is the pool's compiled step after the learners' bookkeeping."""
+    n = 160
+    X, y = stream(n, d=3, seed=10)
+    chunk = MultiKernelRegressor(learner="krls", sleep=sleep)
+    scores = chunk._progressive_scores(X, y, reset=True)
+    twin = MultiKernelRegressor(learner="krls", sleep=sleep, engine="numpy")
+    twin_scores = twin._progressive_scores(X, y, reset=True)
+    warm, taken = MultiKernelRegressor._warm_event, []
+    monkeypatch.setattr(MultiKernelRegressor, "_warm_event",
+                        lambda self, *a: taken.append(self.t_) or warm(self, *a))
+    events = MultiKernelRegressor(learner="krls", sleep=sleep)
+    one = []
+    for i in range(n):
+        one.append(events.predict_one(X[i]) if i else scores[0])
+        events.learn_one(X[i], float(y[i]))
+    assert len(taken) == WARMUP - len(WIDTH_EVENTS) and max(taken) < WARMUP
+    for got in (one, twin_scores):
+        assert np.max(np.abs(np.asarray(got) - scores)) <= 1e-10
+    for other in (events, twin):
+        assert other.t_ == chunk.t_ and np.max(np.abs(other.weights_ - chunk.weights_)) <= 1e-10
+        for a, b in zip(other.learners_, chunk.learners_):
+            assert a.__dict__.get("gamma_") == b.__dict__.get("gamma_") and a.noise_ == b.noise_
+        Xt, _ = stream(20, d=3, seed=9)
+        for a, b in zip(other.predict(Xt, return_std=True), chunk.predict(Xt, return_std=True)):
+            assert np.max(np.abs(a - b)) <= 1e-10
+
+
+def test_a_warm_up_event_that_fails_leaves_the_pool_as_it_was(monkeypatch):
+    """A bad event, or a Ctrl-C at any learner's bookkeeping or in the compiled step, during
+    the warm-up: the pool is as it was, byte for byte."""
+    X, y = stream(60, seed=11)
+    est = MultiKernelRegressor(learner="krls", sleep=0.01)
+    for i in range(40):
+        est.learn_one(X[i], float(y[i]))
+    assert compiled(est) is not None and not compiled(est).learns
+    before = pickle.dumps(est)
+    for bad_x, bad_y, error in ((X[40], np.nan, ValueError), (X[40], 1e300, FloatingPointError),
+                                (np.r_[X[40, 0], np.inf], y[40], ValueError)):
+        with pytest.raises(error):
+            est.learn_one(bad_x, bad_y)
+        assert pickle.dumps(est) == before
+    pending = KernelRLSRegressor._warm_pending
+    for k in range(len(KRLS_FACTORS) + 1):      # a Ctrl-C at learner k's bookkeeping
+        calls = []
+
+        def interrupt(self, *args):
+            calls.append(1)
+            if len(calls) > k:
+                raise KeyboardInterrupt
+            return pending(self, *args)
+
+        monkeypatch.setattr(KernelRLSRegressor, "_warm_pending", interrupt)
+        with pytest.raises(KeyboardInterrupt):
+            est.learn_one(X[40], float(y[40]))
+        assert pickle.dumps(est) == before
+    monkeypatch.undo()
+
+    class Interrupted:          # the compiled step refuses after every learner's bookkeeping
+        def learn_into(self, attrs, *args):
+            assert all("_warm_X" in m.__dict__ and len(m._warm_X) == 41 for m in est.learners_)
+            raise KeyboardInterrupt
+
+    warming = [m for m in est.learners_ if m._warming()]
+    with pytest.raises(KeyboardInterrupt):
+        est._warm_event(Interrupted(), warming, X[40], float(y[40]))
+    assert pickle.dumps(est) == before
+    for i in range(40, 60):
+        est.learn_one(X[i], float(y[i]))
+    ref = MultiKernelRegressor(learner="krls", sleep=0.01).fit(X, y)
+    assert np.max(np.abs(est.predict(X) - ref.predict(X))) <= 1e-10
 
 
 @pytest.mark.parametrize("sleep", [None, 0.01])
