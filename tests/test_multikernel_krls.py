@@ -594,20 +594,20 @@ def test_a_warm_up_event_that_fails_leaves_the_pool_as_it_was(monkeypatch):
         with pytest.raises(error):
             est.learn_one(bad_x, bad_y)
         assert pickle.dumps(est) == before
-    pending = KernelRLSRegressor._warm_pending
+    check = KernelRLSRegressor._check_size
     for k in range(len(KRLS_FACTORS) + 1):      # a Ctrl-C at learner k's bookkeeping
         calls = []
 
-        def interrupt(self, *args):
-            calls.append(1)
+        def interrupt(self):
+            calls.append(self)
             if len(calls) > k:
                 raise KeyboardInterrupt
-            return pending(self, *args)
+            return check(self)
 
-        monkeypatch.setattr(KernelRLSRegressor, "_warm_pending", interrupt)
+        monkeypatch.setattr(KernelRLSRegressor, "_check_size", interrupt)
         with pytest.raises(KeyboardInterrupt):
             est.learn_one(X[40], float(y[40]))
-        assert pickle.dumps(est) == before
+        assert calls[-1] is est.learners_[k] and pickle.dumps(est) == before
     monkeypatch.undo()
 
     class Interrupted:          # the compiled step refuses after every learner's bookkeeping

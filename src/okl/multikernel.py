@@ -487,6 +487,8 @@ MIXTURES = {"cython": bayes_mixture, "numpy": numpy_bayes_mixture}
 #: SLEEP_AFTER + j WAKE_EVERY (the first once the learners' warm-up is done)
 WAKE_EVERY = 200
 SLEEP_AFTER = 100
+# a learner's warm-up state, which `KernelRLSRegressor._warm_pending` moves
+_WARM_STATE = ("_width_moments", "_warm_X", "_warm_y", "_warm_w")
 
 
 def check_learner_params(params):
@@ -1178,8 +1180,21 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
         learner (`KernelRLSRegressor._warm_pending`), then the pool's compiled step, last,
         which learns the event whole (every learner, the weights) or refuses it before its
         first write; a refused event (a bad row or target, a Ctrl-C) leaves the bookkeeping
-        undone."""
-        pending = [(m.__dict__, m._warm_pending(row, y)) for m in warming]
+        undone.  The learners hold the same warm-up state (the same rows), so the bookkeeping
+        is computed once and its objects shared, as long as they hold the same values."""
+        pending, last = [], None
+        for m in warming:
+            d = m.__dict__
+            state = [d.get(name) for name in _WARM_STATE]
+            if last is not None and all(a is b or (a is not None and b is not None
+                                                   and np.array_equal(a, b))
+                                        for a, b in zip(state, last[0])):
+                m._check_size()
+                new = last[1]
+            else:
+                new = m._warm_pending(row, y)
+                last = state, new
+            pending.append((d, new))
         saved = [(d, {name: d[name] for name in new}) for d, new in pending]
         attrs = self.__dict__
         t = attrs["t_"]
