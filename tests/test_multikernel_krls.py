@@ -590,7 +590,8 @@ def test_a_warm_up_event_that_fails_leaves_the_pool_as_it_was(monkeypatch):
     assert compiled(est) is not None and not compiled(est).learns
     before = pickle.dumps(est)
     for bad_x, bad_y, error in ((X[40], np.nan, ValueError), (X[40], 1e300, FloatingPointError),
-                                (np.r_[X[40, 0], np.inf], y[40], ValueError)):
+                                (np.r_[X[40, 0], np.inf], y[40], ValueError),
+                                (X[40, :1], y[40], ValueError)):
         with pytest.raises(error):
             est.learn_one(bad_x, bad_y)
         assert pickle.dumps(est) == before
