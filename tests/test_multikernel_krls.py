@@ -16,7 +16,7 @@ from okl._core._multikernel import bayes_mixture
 from okl._numpy.multikernel import bayes_mixture as numpy_bayes_mixture
 from okl._params import InvalidParameterError
 from okl.krls import WARMUP, WIDTH_EVENTS
-from okl.multikernel import KRLS_FACTORS, SLEEP_AFTER, WAKE_EVERY, _member
+from okl.multikernel import _WARM_STATE, KRLS_FACTORS, SLEEP_AFTER, WAKE_EVERY, _member
 
 
 def stream(n=240, d=2, seed=0):
@@ -747,6 +747,53 @@ def test_a_ctrl_c_during_compiled_events_leaves_a_consistent_pool():
     finally:
         signal.signal(signal.SIGPROF, old)
     assert interrupted
+
+
+def test_a_ctrl_c_during_the_warm_up_events_leaves_a_consistent_pool():
+    """As above, through the learners' warm-up (the bookkeeping and the compiled call, the
+    width moves and the end in one-row chunks), fresh pools until enough were interrupted."""
+    X, y = stream(110, seed=12)
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    old, interrupted = signal.signal(signal.SIGPROF, interrupt), 0
+    try:
+        for trial in range(12):
+            est, i = MultiKernelRegressor(learner="krls", sleep=0.01), 0
+            while i < len(y):
+                before = pickle.dumps(est)
+                signal.setitimer(signal.ITIMER_PROF, 0.001 + 0.0005 * (trial % 5))
+                try:
+                    while i < len(y):
+                        est.learn_one(X[i], float(y[i]))
+                        i += 1
+                except KeyboardInterrupt:
+                    interrupted += 1
+                finally:
+                    signal.setitimer(signal.ITIMER_PROF, 0)
+                if i == len(y):
+                    break
+                ref = pickle.loads(before)
+                start = ref.__dict__.get("t_", 0)
+                for j in range(start, i):
+                    ref.learn_one(X[j], float(y[j]))
+                if not same_or_fresh(ref, est):     # the interrupted event completed
+                    ref.learn_one(X[i], float(y[i]))
+                    i += 1
+                assert same_or_fresh(ref, est)
+    finally:
+        signal.signal(signal.SIGPROF, old)
+    assert interrupted
+
+
+def same_or_fresh(a, b):
+    """`same` with the learners' warm-up states, or two pools that have learned nothing yet."""
+    if "n_features_in_" not in a.__dict__ or "n_features_in_" not in b.__dict__:
+        return a.__dict__.get("t_", 0) == b.__dict__.get("t_", 0) == 0
+    return same(a, b) and [m.t_ for m in a.learners_] == [m.t_ for m in b.learners_] and all(
+        np.array_equal(p.__dict__.get(name, ()), q.__dict__.get(name, ()))
+        for p, q in zip(a.learners_, b.learners_) for name in _WARM_STATE)
 
 
 def test_a_reader_thread_sees_whole_compiled_events_of_the_learner_thread():
