@@ -15,7 +15,8 @@ from okl._core._krls import KRLSPoolEvents
 from okl._core._multikernel import bayes_mixture
 from okl._numpy.multikernel import bayes_mixture as numpy_bayes_mixture
 from okl._params import InvalidParameterError
-from okl.multikernel import KRLS_FACTORS, SLEEP_AFTER, WAKE_EVERY, _member
+from okl.krls import WARMUP, WIDTH_EVENTS
+from okl.multikernel import _WARM_STATE, KRLS_FACTORS, SLEEP_AFTER, WAKE_EVERY, _member
 
 
 def stream(n=240, d=2, seed=0):
@@ -549,6 +550,83 @@ def test_one_compiled_call_per_event_gives_the_chunk_and_numpy_iterates(sleep):
 
 
 @pytest.mark.parametrize("sleep", [None, 0.01])
+def test_warm_up_events_take_the_compiled_step_with_the_chunk_and_numpy_iterates(sleep,
+                                                                                 monkeypatch):
+    """During the learners' warm-up every event but the template's, the width moves and the
+    end (`WIDTH_EVENTS`) is the pool's compiled step after the learners' bookkeeping."""
+    n = 160
+    X, y = stream(n, d=3, seed=10)
+    chunk = MultiKernelRegressor(learner="krls", sleep=sleep)
+    scores = chunk._progressive_scores(X, y, reset=True)
+    twin = MultiKernelRegressor(learner="krls", sleep=sleep, engine="numpy")
+    twin_scores = twin._progressive_scores(X, y, reset=True)
+    warm, taken = MultiKernelRegressor._warm_event, []
+    monkeypatch.setattr(MultiKernelRegressor, "_warm_event",
+                        lambda self, *a: taken.append(self.t_) or warm(self, *a))
+    events = MultiKernelRegressor(learner="krls", sleep=sleep)
+    one = []
+    for i in range(n):
+        one.append(events.predict_one(X[i]) if i else scores[0])
+        events.learn_one(X[i], float(y[i]))
+    assert len(taken) == WARMUP - len(WIDTH_EVENTS) and max(taken) < WARMUP
+    for got in (one, twin_scores):
+        assert np.max(np.abs(np.asarray(got) - scores)) <= 1e-10
+    for other in (events, twin):
+        assert other.t_ == chunk.t_ and np.max(np.abs(other.weights_ - chunk.weights_)) <= 1e-10
+        for a, b in zip(other.learners_, chunk.learners_):
+            assert a.__dict__.get("gamma_") == b.__dict__.get("gamma_") and a.noise_ == b.noise_
+        Xt, _ = stream(20, d=3, seed=9)
+        for a, b in zip(other.predict(Xt, return_std=True), chunk.predict(Xt, return_std=True)):
+            assert np.max(np.abs(a - b)) <= 1e-10
+
+
+def test_a_warm_up_event_that_fails_leaves_the_pool_as_it_was(monkeypatch):
+    """A bad event, or a Ctrl-C at any learner's bookkeeping or in the compiled step, during
+    the warm-up: the pool is as it was, byte for byte."""
+    X, y = stream(60, seed=11)
+    est = MultiKernelRegressor(learner="krls", sleep=0.01)
+    for i in range(40):
+        est.learn_one(X[i], float(y[i]))
+    assert compiled(est) is not None and not compiled(est).learns
+    before = pickle.dumps(est)
+    for bad_x, bad_y, error in ((X[40], np.nan, ValueError), (X[40], 1e300, FloatingPointError),
+                                (np.r_[X[40, 0], np.inf], y[40], ValueError),
+                                (X[40, :1], y[40], ValueError)):
+        with pytest.raises(error):
+            est.learn_one(bad_x, bad_y)
+        assert pickle.dumps(est) == before
+    check = KernelRLSRegressor._check_size
+    for k in range(len(KRLS_FACTORS) + 1):      # a Ctrl-C at learner k's bookkeeping
+        calls = []
+
+        def interrupt(self):
+            calls.append(self)
+            if len(calls) > k:
+                raise KeyboardInterrupt
+            return check(self)
+
+        monkeypatch.setattr(KernelRLSRegressor, "_check_size", interrupt)
+        with pytest.raises(KeyboardInterrupt):
+            est.learn_one(X[40], float(y[40]))
+        assert calls[-1] is est.learners_[k] and pickle.dumps(est) == before
+    monkeypatch.undo()
+
+    class Interrupted:          # the compiled step refuses after every learner's bookkeeping
+        def learn_into(self, attrs, *args):
+            assert all("_warm_X" in m.__dict__ and len(m._warm_X) == 41 for m in est.learners_)
+            raise KeyboardInterrupt
+
+    warming = [m for m in est.learners_ if m._warming()]
+    with pytest.raises(KeyboardInterrupt):
+        est._warm_event(Interrupted(), warming, X[40], float(y[40]))
+    assert pickle.dumps(est) == before
+    for i in range(40, 60):
+        est.learn_one(X[i], float(y[i]))
+    ref = MultiKernelRegressor(learner="krls", sleep=0.01).fit(X, y)
+    assert np.max(np.abs(est.predict(X) - ref.predict(X))) <= 1e-10
+
+
+@pytest.mark.parametrize("sleep", [None, 0.01])
 def test_the_compiled_predict_one_gives_the_mixture_std(sleep):
     X, y = stream(420, seed=4)
     est = MultiKernelRegressor(learner="krls", sleep=sleep).fit(X[:400], y[:400])
@@ -669,6 +747,53 @@ def test_a_ctrl_c_during_compiled_events_leaves_a_consistent_pool():
     finally:
         signal.signal(signal.SIGPROF, old)
     assert interrupted
+
+
+def test_a_ctrl_c_during_the_warm_up_events_leaves_a_consistent_pool():
+    """As above, through the learners' warm-up (the bookkeeping and the compiled call, the
+    width moves and the end in one-row chunks), fresh pools until enough were interrupted."""
+    X, y = stream(110, seed=12)
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    old, interrupted = signal.signal(signal.SIGPROF, interrupt), 0
+    try:
+        for trial in range(12):
+            est, i = MultiKernelRegressor(learner="krls", sleep=0.01), 0
+            while i < len(y):
+                before = pickle.dumps(est)
+                signal.setitimer(signal.ITIMER_PROF, 0.001 + 0.0005 * (trial % 5))
+                try:
+                    while i < len(y):
+                        est.learn_one(X[i], float(y[i]))
+                        i += 1
+                except KeyboardInterrupt:
+                    interrupted += 1
+                finally:
+                    signal.setitimer(signal.ITIMER_PROF, 0)
+                if i == len(y):
+                    break
+                ref = pickle.loads(before)
+                start = ref.__dict__.get("t_", 0)
+                for j in range(start, i):
+                    ref.learn_one(X[j], float(y[j]))
+                if not same_or_fresh(ref, est):     # the interrupted event completed
+                    ref.learn_one(X[i], float(y[i]))
+                    i += 1
+                assert same_or_fresh(ref, est)
+    finally:
+        signal.signal(signal.SIGPROF, old)
+    assert interrupted
+
+
+def same_or_fresh(a, b):
+    """`same` with the learners' warm-up states, or two pools that have learned nothing yet."""
+    if "n_features_in_" not in a.__dict__ or "n_features_in_" not in b.__dict__:
+        return a.__dict__.get("t_", 0) == b.__dict__.get("t_", 0) == 0
+    return same(a, b) and [m.t_ for m in a.learners_] == [m.t_ for m in b.learners_] and all(
+        np.array_equal(p.__dict__.get(name, ()), q.__dict__.get(name, ()))
+        for p, q in zip(a.learners_, b.learners_) for name in _WARM_STATE)
 
 
 def test_a_reader_thread_sees_whole_compiled_events_of_the_learner_thread():

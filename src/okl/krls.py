@@ -760,15 +760,7 @@ default="gaussian"
         target, a Ctrl-C) leaves the bookkeeping undone."""
         d = self.__dict__
         model = self._krls
-        pending = {}
-        if "_width_moments" in d:
-            width = Width(len(row), 1.0, d["_width_moments"])
-            width.add(row)
-            pending["_width_moments"] = width.state()
-        if "_warm_X" in d:
-            pending.update(_warm_X=np.concatenate([d["_warm_X"], row[None, :]]),
-                           _warm_y=np.append(d["_warm_y"], y), _warm_w=np.append(d["_warm_w"], 1.0))
-        self._check_size()
+        pending = self._warm_pending(row, y)
         saved = {name: d[name] for name in pending}
         t = model.t
         d.update(pending)
@@ -782,6 +774,21 @@ default="gaussian"
                 except KeyboardInterrupt:
                     pass
             raise
+
+    def _warm_pending(self, row, y):
+        """`_warm_event`'s bookkeeping of a row of weight 1, not yet stored: the attributes
+        the warm-up holds after it (gamma="scale"'s moments, noise="auto"'s events)."""
+        d = self.__dict__
+        pending = {}
+        if "_width_moments" in d:
+            width = Width(len(row), 1.0, d["_width_moments"])
+            width.add(row)
+            pending["_width_moments"] = width.state()
+        if "_warm_X" in d:
+            pending.update(_warm_X=np.concatenate([d["_warm_X"], row[None, :]]),
+                           _warm_y=np.append(d["_warm_y"], y), _warm_w=np.append(d["_warm_w"], 1.0))
+        self._check_size()
+        return pending
 
     def _progressive_std(self, X, y, sample_weight=None):
         """Learn the rows in order (as `partial_fit`, in compiled chunks): (mean, std) of each

@@ -487,6 +487,8 @@ MIXTURES = {"cython": bayes_mixture, "numpy": numpy_bayes_mixture}
 #: SLEEP_AFTER + j WAKE_EVERY (the first once the learners' warm-up is done)
 WAKE_EVERY = 200
 SLEEP_AFTER = 100
+# a learner's warm-up state, which `KernelRLSRegressor._warm_pending` moves
+_WARM_STATE = ("_width_moments", "_warm_X", "_warm_y", "_warm_w")
 
 
 def check_learner_params(params):
@@ -1122,9 +1124,10 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
         return not self._krls() and super()._takes_one_row()
 
     def _compiled_events(self, cache):
-        """learner="krls": the pool's one compiled call per event (`KRLSPoolEvents`) once
-        every learner is past its warm-up on the cython engine with a compiled detector;
-        None before (the chunk path takes the event)."""
+        """learner="krls": the pool's one compiled call per event (`KRLSPoolEvents`) on the
+        cython engine once every learner has its model; during a learner's warm-up its step
+        does not watch and the pool's step declines the ready-row entry (`_learn_event`
+        takes the event)."""
         if not self._krls():
             return super()._compiled_events(cache)
         events = cache[0]
@@ -1132,14 +1135,19 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
             return events
         if not ("t_" in self.__dict__ and self.engine == "cython") or params_changed(self):
             return None
-        steps = []
+        steps, warming = [], False
         for _, m in self._pool_engine():
             model = m.__dict__.get("_krls")
-            if type(model) is not KRLSModel or m._warming() or m._outside():
+            if type(model) is not KRLSModel or m._outside():
                 return None
-            names = ("_krls",) + tuple(name for name in m.get_params(deep=False)
+            warm = m._warming()
+            warming |= warm
+            # (the warm-up's attributes too: its end, which drops them, gives a new step)
+            names = ("_krls",) + tuple(name for name in ("_width_moments", "_warm_X",
+                                                         *m.get_params(deep=False))
                                        if name in m.__dict__)
-            step = KRLSEvents(model, type(m).__name__, names, m._watched())
+            step = KRLSEvents(model, type(m).__name__, names, None if warm else m._watched(),
+                              not warm)
             step.bind(m)
             steps.append(step)
         names = ("_members",) + tuple(name for name in self.get_params(deep=False)
@@ -1147,14 +1155,62 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
         events = cache[0] = KRLSPoolEvents(
             steps, [m for _, m in self._members], float(self.share),
             0.0 if self.sleep is None else float(self.sleep), SLEEP_AFTER, WAKE_EVERY,
-            type(self).__name__, names)
+            type(self).__name__, names, not warming)
         events.bind(self)
         return events
 
     def _learn_event(self, events, row, y, weight=1.0):
+        """learner="krls": one event through the pool's compiled step; during the learners'
+        warm-up an event of weight 1 at which none moves its width or ends its warm-up takes
+        `_warm_event`, the others the one-row chunk."""
         if not self._krls():
             return super()._learn_event(events, row, y, weight)
-        return events.learn_into(self.__dict__, row, y, weight)
+        if events.learns:
+            return events.learn_into(self.__dict__, row, y, weight)
+        warming = [m for _, m in self._members if m._warming()]
+        if (weight == 1.0 and len(row) == self.n_features_in_
+                and not any(m._warm_moves() for m in warming)):
+            return self._warm_event(events, warming, row, y)
+        return float(self._progressive_scores(
+            row[None, :], np.array([y]),
+            sample_weight=None if weight == 1.0 else np.array([weight]))[0])
+
+    def _warm_event(self, events, warming, row, y):
+        """A warm-up event (docs/krls.md, section 10): the bookkeeping of every `warming`
+        learner (`KernelRLSRegressor._warm_pending`), then the pool's compiled step, last,
+        which learns the event whole (every learner, the weights) or refuses it before its
+        first write; a refused event (a bad row or target, a Ctrl-C) leaves the bookkeeping
+        undone.  The learners hold the same warm-up state (the same rows), so the bookkeeping
+        is computed once and its objects shared, as long as they hold the same values."""
+        pending, last = [], None
+        for m in warming:
+            d = m.__dict__
+            state = [d.get(name) for name in _WARM_STATE]
+            if last is not None and all(a is b or (a is not None and b is not None
+                                                   and np.array_equal(a, b))
+                                        for a, b in zip(state, last[0])):
+                m._check_size()
+                new = last[1]
+            else:
+                new = m._warm_pending(row, y)
+                last = state, new
+            pending.append((d, new))
+        saved = [(d, {name: d[name] for name in new}) for d, new in pending]
+        attrs = self.__dict__
+        t = attrs["t_"]
+        try:
+            for d, new in pending:
+                d.update(new)
+            return events.learn_into(attrs, row, y, 1.0)
+        except BaseException:
+            while attrs["t_"] == t:     # refused: undo (again after a Ctrl-C in the undo)
+                try:
+                    for d, old in saved:
+                        d.update(old)
+                    break
+                except KeyboardInterrupt:
+                    pass
+            raise
 
     def _check_size(self):
         if not self._krls():

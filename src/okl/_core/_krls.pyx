@@ -970,14 +970,18 @@ cdef class KRLSPoolEvents(Events):
 
     Parameters
     ----------
-    steps : list of KRLSEvents, one per learner (fitted, past its warm-up, a `KRLSModel`)
+    steps : list of KRLSEvents, one per learner (fitted, a `KRLSModel`; during its warm-up a
+        step that does not watch)
     learners : list of the learners (their ``__dict__`` takes t_, n_support_, _drift_state)
     share : float, the fixed share of the weight update
     floor : float, ``sleep`` (0: no learner sleeps)
     after, every : int, the wake events are after + j every (the pool's t_ before them)
     name : str; names : tuple of str, the pool's attributes `matches` compares
+    learns : bool, whether `learn_ready` learns events (False: it declines every one, which
+        the pool's `_learn_event` takes, as during its learners' warm-up)
     """
     cdef list steps, learners, attrs_of
+    cdef readonly bint learns
     cdef dict pool                  # the pool's ``__dict__`` (`bind`)
     cdef Py_ssize_t K, after, every
     cdef double share, floor
@@ -990,7 +994,7 @@ cdef class KRLSPoolEvents(Events):
     cdef unsigned char[::1] asleep_view
 
     def __init__(self, list steps, list learners, double share, double floor, Py_ssize_t after,
-                 Py_ssize_t every, str name, tuple names=()):
+                 Py_ssize_t every, str name, tuple names=(), bint learns=True):
         cdef KRLSEvents step
         self.K = len(steps)
         if self.K < 1 or len(learners) != self.K or every < 1:
@@ -1001,6 +1005,7 @@ cdef class KRLSPoolEvents(Events):
         self.steps, self.learners = steps, learners
         self.attrs_of = [learner.__dict__ for learner in learners]
         self.share, self.floor, self.after, self.every = share, floor, after, every
+        self.learns = learns
         self.F, self.S = np.empty(self.K), np.empty(self.K)
         self.lw, self.sub, self.work = np.empty(self.K), np.empty(self.K), np.empty(self.K)
         self.ix = np.empty(self.K, dtype=np.intp)
@@ -1269,6 +1274,8 @@ cdef class KRLSPoolEvents(Events):
 
     cdef int cevent(self, dict attrs, object x, double y) except -1:
         cdef double mean, std
+        if not self.learns:
+            return 0
         self._learn_into(attrs, x, y, 1.0, &mean, &std)
         return 1
 
