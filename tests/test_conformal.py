@@ -877,3 +877,30 @@ def test_sklearn_compatible(estimator, check):
     """Every check passes, none expected to fail (the learners' own sample-weight caveats do
     not arise: the wrappers take no sample_weight)."""
     check(estimator)
+
+
+def test_a_learner_interrupted_once_it_has_learned_keeps_the_wrapper_in_step(monkeypatch):
+    """A Ctrl-C in the learner's last Python lines, once it holds the event: the wrapper's
+    threshold and t_ follow the learner before the exception goes on, so the stream goes on
+    as if the call had returned."""
+    X, y = stream(80, seed=31)
+    y = [float(v) for v in y]        # floats: the compiled path
+    model, twin = ConformalRegressor(), ConformalRegressor()
+    for i in range(30):         # the learner is still in its warm-up: its Python path
+        model.learn_one(X[i], y[i])
+        twin.learn_one(X[i], y[i])
+    learn_event = KernelRLSRegressor._learn_event
+
+    def late(self, *args, **kwargs):
+        learn_event(self, *args, **kwargs)
+        raise KeyboardInterrupt
+    monkeypatch.setattr(KernelRLSRegressor, "_learn_event", late)
+    with pytest.raises(KeyboardInterrupt):
+        model.learn_one(X[30], y[30])
+    monkeypatch.undo()
+    twin.learn_one(X[30], y[30])
+    assert model.t_ == twin.t_ and np.array_equal(model.threshold_, twin.threshold_)
+    for i in range(31, 80):
+        assert model.predict_interval_one(X[i]) == twin.predict_interval_one(X[i])
+        model.learn_one(X[i], y[i])
+        twin.learn_one(X[i], y[i])

@@ -763,8 +763,8 @@ default="gaussian"
         pending = self._warm_pending(row, y)
         saved = {name: d[name] for name in pending}
         t = model.t
-        d.update(pending)
         try:
+            d.update(pending)
             return events.learn_into(d, row, y, 1.0)
         except BaseException:
             while model.t == t:     # refused: undo (again after a Ctrl-C in the undo)

@@ -796,14 +796,24 @@ cdef class LastEvent:
         """The write of `clearn` / `clearn_label` (under the wrapper's lock, the event's score
         s taken): the kept prediction dropped, the learner learns (x, y) (its compiled step's
         call, as its `learn_one` makes it, else that method), then the threshold and t_.  A
-        learner that raises leaves everything as it was.  v: the version of d when est, cal
-        and t were read from it (`cattrs`)."""
+        learner that raises leaves everything as it was; one that raises once it has learned
+        the event (a Ctrl-C in its last Python lines) has the threshold and t_ follow it
+        before the exception goes on.  v: the version of d when est, cal and t were read from
+        it (`cattrs`)."""
         cdef unsigned long long before
         self.valid = False
         self.x = self.kept = None
         after = t + 1
-        if not self.clearn_step(self.cevents(est), est, x, y):
-            self.est_learn(x, y)
+        learned = (<dict>self.est_dict).get("t_")
+        try:
+            if not self.clearn_step(self.cevents(est), est, x, y):
+                self.est_learn(x, y)
+        except BaseException:
+            if (<dict>self.est_dict).get("t_") != learned:     # the learner took it
+                (<Calibration>cal).clearn(s)
+                d["t_"] = after
+                self.d_version = 0
+            raise
         (<Calibration>cal).clearn(s)            # C only: no signal lands in between
         before = dict_version(d)
         d["t_"] = after

@@ -246,14 +246,17 @@ def learn_one(self, x, y, sample_weight=1.0):
     step = getattr(self, "_one_event_step", None)
     if isinstance(step, Events) and (<Events>step).learn_ready(self, x, y, sample_weight):
         return
-    old = adapter = self.__dict__.get("_one_event_state")
-    if adapter is None or adapter.estimator is not self:
-        adapter = self._one_event()
+    old = self.__dict__.get("_one_event_state")
+    t = self.__dict__.get("t_")
     try:
+        adapter = old if old is not None and old.estimator is self else self._one_event()
         with adapter.lock:
             adapter.learn_one(x, y, sample_weight)
-    except BaseException:       # a failed call adds no adapter (what it holds, the learner's
-        if adapter is not old:  # own attributes give back)
+    except BaseException:
+        # a call that fails adds no adapter (what it holds, the learner's own attributes give
+        # back); one that raises once the learner has the event (a Ctrl-C in its last lines)
+        # keeps it, as the call would have
+        if self.__dict__.get("_one_event_state") is not old and self.__dict__.get("t_") == t:
             if old is None:
                 self.__dict__.pop("_one_event_state", None)
             else:
