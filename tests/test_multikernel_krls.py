@@ -718,13 +718,17 @@ def test_a_ctrl_c_during_compiled_events_leaves_a_consistent_pool():
     est = MultiKernelRegressor(learner="krls", sleep=0.01).fit(X[:300], y[:300])
     assert compiled(est) is not None
 
+    armed = [False]     # a signal still pending once the timer is stopped is dropped
+
     def interrupt(signum, frame):
-        raise KeyboardInterrupt
+        if armed[0]:
+            raise KeyboardInterrupt
 
     old, start, interrupted = signal.signal(signal.SIGPROF, interrupt), 300, 0
     try:
         for trial in range(6):
             before = pickle.dumps(est)
+            armed[0] = True
             signal.setitimer(signal.ITIMER_PROF, 0.002 + 0.0007 * trial)
             i = start
             try:
@@ -734,6 +738,7 @@ def test_a_ctrl_c_during_compiled_events_leaves_a_consistent_pool():
             except KeyboardInterrupt:
                 interrupted += 1
             finally:
+                armed[0] = False
                 signal.setitimer(signal.ITIMER_PROF, 0)
             ref = pickle.loads(before)
             for j in range(start, i):
@@ -754,8 +759,11 @@ def test_a_ctrl_c_during_the_warm_up_events_leaves_a_consistent_pool():
     width moves and the end in one-row chunks), fresh pools until enough were interrupted."""
     X, y = stream(110, seed=12)
 
+    armed = [False]     # a signal still pending once the timer is stopped is dropped
+
     def interrupt(signum, frame):
-        raise KeyboardInterrupt
+        if armed[0]:
+            raise KeyboardInterrupt
 
     old, interrupted = signal.signal(signal.SIGPROF, interrupt), 0
     try:
@@ -763,6 +771,7 @@ def test_a_ctrl_c_during_the_warm_up_events_leaves_a_consistent_pool():
             est, i = MultiKernelRegressor(learner="krls", sleep=0.01), 0
             while i < len(y):
                 before = pickle.dumps(est)
+                armed[0] = True
                 signal.setitimer(signal.ITIMER_PROF, 0.001 + 0.0005 * (trial % 5))
                 try:
                     while i < len(y):
@@ -771,6 +780,7 @@ def test_a_ctrl_c_during_the_warm_up_events_leaves_a_consistent_pool():
                 except KeyboardInterrupt:
                     interrupted += 1
                 finally:
+                    armed[0] = False
                     signal.setitimer(signal.ITIMER_PROF, 0)
                 if i == len(y):
                     break

@@ -165,14 +165,18 @@ def _interrupted_events(name, trials=6, n=2500, d=50):
         (lambda m: m.score_samples(probe)) if isinstance(est, PairwiseLearner) else
         (lambda m: m.predict(probe)))
 
+    armed = [False]     # a signal still pending once the timer is stopped is dropped
+
     def interrupt(signum, frame):
-        raise KeyboardInterrupt
+        if armed[0]:
+            raise KeyboardInterrupt
 
     old = signal.signal(signal.SIGPROF, interrupt)
     outcomes, start = [], n
     try:
         for trial in range(trials):
             before = pickle.dumps(est)
+            armed[0] = True
             signal.setitimer(signal.ITIMER_PROF, 0.002 + 0.0007 * trial)
             i = start
             try:
@@ -182,6 +186,7 @@ def _interrupted_events(name, trials=6, n=2500, d=50):
             except KeyboardInterrupt:
                 pass
             finally:
+                armed[0] = False
                 signal.setitimer(signal.ITIMER_PROF, 0)
             ref = pickle.loads(before)
             for j in range(start, i):
