@@ -1,5 +1,6 @@
 """MultiKernelRegressor(learner="krls"): KernelRLSRegressor learners over widths combined by
 Bayesian model averaging (docs/krls.md, section 9)."""
+import contextlib
 import pickle
 import signal
 import threading
@@ -711,35 +712,51 @@ def test_pickle_and_save_mid_stream_on_the_compiled_path(tmp_path):
         assert same(back, est) and np.array_equal(back._asleep, est._asleep)
 
 
+@contextlib.contextmanager
+def interrupting_timer():
+    """Within it, ``run(est, X, y, i, stop, seconds)`` learns events i, i + 1, ... < stop one
+    at a time under a SIGPROF timer of `seconds` of CPU time whose handler raises
+    KeyboardInterrupt: (the first event not learned, whether interrupted).  A signal still
+    pending once the timer is stopped is dropped."""
+    armed = [False]
+
+    def interrupt(signum, frame):
+        if armed[0]:
+            raise KeyboardInterrupt
+
+    def run(est, X, y, i, stop, seconds):
+        armed[0] = True
+        signal.setitimer(signal.ITIMER_PROF, seconds)
+        try:
+            while i < stop:
+                est.learn_one(X[i], float(y[i]))
+                i += 1
+        except KeyboardInterrupt:
+            return i, True
+        finally:
+            armed[0] = False
+            signal.setitimer(signal.ITIMER_PROF, 0)
+        return i, False
+
+    old = signal.signal(signal.SIGPROF, interrupt)
+    try:
+        yield run
+    finally:
+        signal.signal(signal.SIGPROF, old)
+
+
 def test_a_ctrl_c_during_compiled_events_leaves_a_consistent_pool():
     """A SIGPROF handler raises KeyboardInterrupt during learn_one calls: the pool is that of
     the events before the interrupted one, or of those up to and including it."""
     X, y = stream(2700, seed=7)
     est = MultiKernelRegressor(learner="krls", sleep=0.01).fit(X[:300], y[:300])
     assert compiled(est) is not None
-
-    armed = [False]     # a signal still pending once the timer is stopped is dropped
-
-    def interrupt(signum, frame):
-        if armed[0]:
-            raise KeyboardInterrupt
-
-    old, start, interrupted = signal.signal(signal.SIGPROF, interrupt), 300, 0
-    try:
+    start, interrupted = 300, 0
+    with interrupting_timer() as run:
         for trial in range(6):
             before = pickle.dumps(est)
-            armed[0] = True
-            signal.setitimer(signal.ITIMER_PROF, 0.002 + 0.0007 * trial)
-            i = start
-            try:
-                while i < start + 400:
-                    est.learn_one(X[i], float(y[i]))
-                    i += 1
-            except KeyboardInterrupt:
-                interrupted += 1
-            finally:
-                armed[0] = False
-                signal.setitimer(signal.ITIMER_PROF, 0)
+            i, hit = run(est, X, y, start, start + 400, 0.002 + 0.0007 * trial)
+            interrupted += hit
             ref = pickle.loads(before)
             for j in range(start, i):
                 ref.learn_one(X[j], float(y[j]))
@@ -749,8 +766,6 @@ def test_a_ctrl_c_during_compiled_events_leaves_a_consistent_pool():
             assert same(ref, est) and np.array_equal(ref._asleep, est._asleep)
             assert [m.t_ for m in ref.learners_] == [m.t_ for m in est.learners_]
             start = i
-    finally:
-        signal.signal(signal.SIGPROF, old)
     assert interrupted
 
 
@@ -758,30 +773,14 @@ def test_a_ctrl_c_during_the_warm_up_events_leaves_a_consistent_pool():
     """As above, through the learners' warm-up (the bookkeeping and the compiled call, the
     width moves and the end in one-row chunks), fresh pools until enough were interrupted."""
     X, y = stream(110, seed=12)
-
-    armed = [False]     # a signal still pending once the timer is stopped is dropped
-
-    def interrupt(signum, frame):
-        if armed[0]:
-            raise KeyboardInterrupt
-
-    old, interrupted = signal.signal(signal.SIGPROF, interrupt), 0
-    try:
+    interrupted = 0
+    with interrupting_timer() as run:
         for trial in range(12):
             est, i = MultiKernelRegressor(learner="krls", sleep=0.01), 0
             while i < len(y):
                 before = pickle.dumps(est)
-                armed[0] = True
-                signal.setitimer(signal.ITIMER_PROF, 0.001 + 0.0005 * (trial % 5))
-                try:
-                    while i < len(y):
-                        est.learn_one(X[i], float(y[i]))
-                        i += 1
-                except KeyboardInterrupt:
-                    interrupted += 1
-                finally:
-                    armed[0] = False
-                    signal.setitimer(signal.ITIMER_PROF, 0)
+                i, hit = run(est, X, y, i, len(y), 0.001 + 0.0005 * (trial % 5))
+                interrupted += hit
                 if i == len(y):
                     break
                 ref = pickle.loads(before)
@@ -792,8 +791,6 @@ def test_a_ctrl_c_during_the_warm_up_events_leaves_a_consistent_pool():
                     ref.learn_one(X[i], float(y[i]))
                     i += 1
                 assert same_or_fresh(ref, est)
-    finally:
-        signal.signal(signal.SIGPROF, old)
     assert interrupted
 
 
