@@ -87,7 +87,8 @@ REGRESSORS = {
     "OnlineKernelRegressor": (OnlineKernelRegressor, {}),
     "OnlineKernelRegressor(pinball)": (lambda **kw: OnlineKernelRegressor(loss="pinball", **kw),
                                        {}),
-    "MultiKernelRegressor": (_multikernel(MultiKernelRegressor), None),
+    "MultiKernelRegressor(learner='sgd')": (
+        _multikernel(lambda **kw: MultiKernelRegressor(learner="sgd", **kw)), None),
 }
 
 
@@ -199,9 +200,10 @@ def table():
         print(f"| {name} ({metric}) | {label} | {before} | {default:.4f} | {tuned} | {best} |")
     print("\nThe multi-kernel learners' own widths (gammas='auto'), with and without their offset:")
     for name, (Z, y, task) in data.items():
-        make = MultiKernelClassifier if task == "classification" else MultiKernelRegressor
-        print(f"{name}: {make.__name__}() {score(make(), Z, y, task):.4f}, fit_intercept=False "
-              f"{score(make(fit_intercept=False), Z, y, task):.4f}")
+        make, kw = ((MultiKernelClassifier, {}) if task == "classification"
+                    else (MultiKernelRegressor, {"learner": "sgd"}))     # the first-order pool
+        print(f"{name}: {make.__name__}({kw or ''}) {score(make(**kw), Z, y, task):.4f}, "
+              f"fit_intercept=False {score(make(fit_intercept=False, **kw), Z, y, task):.4f}")
     pairwise(data)
 
 

@@ -3,7 +3,8 @@
 The question of issue 35 item 6: should the parameter-free regressor combine KRLS learners
 over widths (as MultiKernelRegressor combines first-order ones), or is KernelRLSRegressor's
 own choice of the width by the evidence of its warm-up enough?  This script builds the pool
-outside okl and measures it beside KernelRLSRegressor() and MultiKernelRegressor() on the
+outside okl and measures it beside KernelRLSRegressor() and the first-order
+MultiKernelRegressor(learner="sgd") on the
 streams of bench/krls_defaults.py, same protocol (progressive RMSE of the last 20%, dB for
 the series; tabular rows through an online standard scaler).
 
@@ -17,15 +18,17 @@ predictions f_k, both with a fixed share of 1e-3:
 - "bayes": Bayesian model averaging over the widths, q_k *= N(y; f_k, s_k^2), s_k the
   learner's predictive standard deviation (noise included): the evidence, online.
 
-The built learner is the same pool inside okl, `MultiKernelRegressor(learner="krls")` (the
-widths of the scale rule followed online, a linear learner, the combination compiled), a
-column of its own, with a smaller budget per learner as the cheaper variant, and with
-learners that sleep below a weight floor (`sleep=`) as the other.
+The built learner is the same pool inside okl, `MultiKernelRegressor()` (the widths of the
+scale rule followed online, a linear learner, the combination compiled, the learners below
+the weight floor sleep="auto" sleeping), a column of its own, with the exact average
+(sleep=None), a smaller budget per learner as the cheaper variant, and other floors
+(`--sleep`).
 
     python bench/krls_hedge.py                          # every stream
     python bench/krls_hedge.py --streams sine diabetes --factors 0.25 1 4
     python bench/krls_hedge.py --built-only             # without the pool built here
-    python bench/krls_hedge.py --built-only --columns "KernelRLS" "krls" "sleep" --sleep 0.01
+    python bench/krls_hedge.py --built-only --columns "Regressor()" sgd --no-ridge
+    python bench/krls_hedge.py --built-only --columns "KernelRLS" "sleep" --sleep 0.01 0.03
     python bench/krls_hedge.py --built-only --no-ridge --mode events   # one event at a time
 
 Each cell of okl's learners: the figure, then the CPU time per event over the whole stream
@@ -151,12 +154,12 @@ def main(argv=None):
     warnings.simplefilter("ignore")
     built = {"KernelRLSRegressor()": KernelRLSRegressor,
              "MultiKernelRegressor()": MultiKernelRegressor,
-             "MultiKernelRegressor(learner='krls')": lambda: MultiKernelRegressor(
-                 learner="krls"),
-             "... learner_params={'budget': 50}": lambda: MultiKernelRegressor(
-                 learner="krls", learner_params={"budget": 50}),
+             "MultiKernelRegressor(learner='sgd')": lambda: MultiKernelRegressor(learner="sgd"),
+             "... sleep=None": lambda: MultiKernelRegressor(sleep=None),
+             "... sleep=None, learner_params={'budget': 50}": lambda: MultiKernelRegressor(
+                 sleep=None, learner_params={"budget": 50}),
              **{f"... sleep={floor:g}": (lambda floor=floor: MultiKernelRegressor(
-                 learner="krls", sleep=floor)) for floor in args.sleep}}
+                 sleep=floor)) for floor in args.sleep}}
     if args.columns:
         built = {k: v for k, v in built.items() if any(c in k for c in args.columns)}
     outside = () if args.built_only else ("pool: best width", "pool: hedge", "pool: bayes")

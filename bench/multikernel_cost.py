@@ -124,7 +124,7 @@ def ratio(dims=(2, 20, 64), labels=("MultiKernelClassifier()",)):
 def start(labels=None, rounds=5):
     from sklearn.datasets import load_breast_cancer, load_diabetes
     from sklearn.preprocessing import StandardScaler
-    cases = labels or ["MultiKernelClassifier()", "MultiKernelRegressor()",
+    cases = labels or ["MultiKernelClassifier()", "MultiKernelRegressor(learner='sgd')",
                        "OnlineKernelClassifier()", "OnlineKernelRegressor()"]
     print(f"first 100 events against the next 100, one at a time (fastest of {rounds} fresh "
           f"models); {load()}")

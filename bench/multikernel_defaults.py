@@ -8,7 +8,8 @@ whose figures are averaged) and scaled online by okl's OnlineStandardScaler
 (predict, then learn; okl's chunks give the iterates of one event at a time)
 gives the accuracy or the RMSE of:
 
-- "multi": MultiKernelClassifier() / MultiKernelRegressor(), no parameters;
+- "multi": MultiKernelClassifier() / MultiKernelRegressor(learner="sgd") (the first-order pool; the
+  regressor's default is the second-order one, docs/krls.md), no other parameters;
 - "before": the previous defaults, the papers' pool without a budget
   (``eta_scales=(1, 4, 16)`` for the classifier, ``linear=False,
   forgetting=None, share=0.0, budget=None``);
@@ -87,9 +88,9 @@ LEARNERS = {
            "before": f"MultiKernelClassifier(eta_scales=(1.0, 4.0, 16.0), {BEFORE})",
            "no adaptation": "MultiKernelClassifier(forgetting=None, share=0.0)",
            "single": "OnlineKernelClassifier()"},
-    False: {"multi": "MultiKernelRegressor()",
-            "before": f"MultiKernelRegressor({BEFORE})",
-            "no adaptation": "MultiKernelRegressor(forgetting=None, share=0.0)",
+    False: {"multi": "MultiKernelRegressor(learner='sgd')",      # the first-order pool
+            "before": f"MultiKernelRegressor(learner='sgd', {BEFORE})",
+            "no adaptation": "MultiKernelRegressor(learner='sgd', forgetting=None, share=0.0)",
             "single": "OnlineKernelRegressor()"},
 }
 
@@ -243,6 +244,7 @@ def grid(columns, short=False):
             continue
         classify = name != "diabetes"
         Multi = MultiKernelClassifier if classify else MultiKernelRegressor
+        first_order = {} if classify else {"learner": "sgd"}     # the regressor's Hedge pool
         cells = []
         for params in columns.values():
             params, default = dict(params), okl.multikernel.AUTO_GAMMAS
@@ -255,7 +257,8 @@ def grid(columns, short=False):
             if start is not None:
                 Multi._start = started(start)
             try:
-                cells.append(np.mean([okl_quality(Multi(**params), *scaled_stream(name, n, seed))
+                cells.append(np.mean([okl_quality(Multi(**params, **first_order),
+                                                  *scaled_stream(name, n, seed))
                                       for seed in seeds]))
             finally:
                 okl.multikernel.AUTO_GAMMAS = default

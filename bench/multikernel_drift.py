@@ -11,20 +11,22 @@ where the concept changes (empty for a continuous drift).
 - ``switching_hyperplane``: a linear concept in 10 dimensions whose normal
   vector is drawn again at each third of the stream, 10% label noise;
 - ``drifting_friedman``: Friedman's regression target on 10 features, its five
-  relevant features exchanged for the other five at the middle.
+  relevant features exchanged for the other five at the middle;
+
+and `okl.synth.drifting_friedman` (10,000 events, four changes, ``random_state=0``).
 
 The events are standardised online (okl.preprocessing.OnlineStandardScaler),
 as in bench/multikernel_defaults.py, and learned one at a time (predict, then
-learn) by okl's defaults, the multi-kernel learners without adaptation
-(``forgetting=None, share=0.0``) and river's learners with their defaults (where
+learn) by okl's defaults, the first-order multi-kernel learners with and without
+adaptation (``forgetting=None, share=0.0``) and river's learners with their defaults (where
 river is installed): overall accuracy (RMSE), the accuracy (RMSE) over the 500
 events after each change, and the delay until the mean over the last 200
 events is back within 0.01 (1%) of the 500 events before the change.
 
-    python bench/multikernel_drift.py ["stream name" ...]
+    python bench/multikernel_drift.py ["stream name" ...] [--learners "label" ...]
 """
+import argparse
 import os
-import sys
 import time
 
 import numpy as np
@@ -33,6 +35,7 @@ from okl import (  # noqa: F401 (the learners are named in LEARNERS)
     MultiKernelClassifier, MultiKernelRegressor, OnlineKernelClassifier, OnlineKernelRegressor,
 )
 from okl.preprocessing import OnlineStandardScaler
+from okl.synth import drifting_friedman as synth_drifting_friedman
 
 try:
     from river import forest, linear_model, neighbors, tree  # noqa: F401 (LEARNERS)
@@ -106,7 +109,9 @@ def drifting_friedman(n=8000, d=10, noise=1.0, seed=0):
 
 STREAMS = {"moving clusters": moving_clusters, "abrupt switch": abrupt_switch,
            "switching hyperplane": switching_hyperplane,
-           "drifting Friedman (RMSE)": drifting_friedman}
+           "drifting Friedman (RMSE)": drifting_friedman,
+           "okl.synth drifting Friedman (RMSE)": lambda: synth_drifting_friedman(
+               10000, random_state=0)}
 
 
 def scaled(X):
@@ -166,7 +171,8 @@ LEARNERS = {
            "river forest.ARFClassifier(seed=0)",
            "river tree.HoeffdingAdaptiveTreeClassifier(seed=0)"],
     False: ["MultiKernelRegressor()",
-            "MultiKernelRegressor(forgetting=None, share=0.0)",
+            "MultiKernelRegressor(learner='sgd')",
+            "MultiKernelRegressor(learner='sgd', forgetting=None, share=0.0)",
             "OnlineKernelRegressor()",
             "river neighbors.KNNRegressor()",
             "river linear_model.LinearRegression()",
@@ -175,7 +181,7 @@ LEARNERS = {
 }
 
 
-def main(names=None):
+def main(names=None, learners=None):
     print(f"load average {os.getloadavg()[0]:.1f} (2 cores); us per event is process CPU time")
     print("| stream | learner | accuracy (RMSE) | after each change (500 events) | "
           "delay (events) | us per event |")
@@ -183,7 +189,7 @@ def main(names=None):
     for name in names or STREAMS:
         X, y, changes = STREAMS[name]()
         Z, classify = scaled(X), "RMSE" not in name
-        for label in LEARNERS[classify]:
+        for label in learners or LEARNERS[classify]:
             if label.startswith("river") and forest is None:
                 continue
             out, cost = progressive(label, Z, y, classify)
@@ -194,4 +200,9 @@ def main(names=None):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or None)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("streams", nargs="*", help="the streams (default: all)")
+    parser.add_argument("--learners", nargs="*", help="the learners' labels (default: LEARNERS)")
+    args = parser.parse_args()
+    main(args.streams or None, args.learners)

@@ -56,7 +56,8 @@ def learners():
             lambda: okl.RegularizedPAClassifier(kernel="gaussian"), "binary"),
         "PairwiseLearner()": (lambda: okl.PairwiseLearner(), "regression"),
         "MultiKernelClassifier()": (lambda: okl.MultiKernelClassifier(budget=200), "binary"),
-        "MultiKernelRegressor()": (lambda: okl.MultiKernelRegressor(budget=200), "regression"),
+        "MultiKernelRegressor(learner='sgd')": (
+            lambda: okl.MultiKernelRegressor(learner="sgd", budget=200), "regression"),
     }
 
 

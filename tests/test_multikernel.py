@@ -75,7 +75,7 @@ def test_one_width_is_the_single_regressor(engine, loss, budget):
     params = dict(loss=loss, epsilon=0.05, quantile=0.7, lam=1e-3, eta="auto", eta_decay=0.6,
                   fit_intercept=True, budget=budget, budget_policy="oldest", engine=engine)
     single = OnlineKernelRegressor(gamma=0.5, drift_detector=None, **params)   # as the pool's
-    multi = MultiKernelRegressor(gammas=[0.5], **PAPERS, **params)
+    multi = MultiKernelRegressor(gammas=[0.5], learner="sgd", **PAPERS, **params)
     np.testing.assert_allclose(progressive(multi, X, y), progressive(single, X, y),
                                rtol=0, atol=1e-12)
     np.testing.assert_allclose(multi.predict(X), single.predict(X), rtol=0, atol=1e-12)
@@ -146,7 +146,7 @@ def test_regression_average_within_the_hedge_bound():
     F = single_scores(X, y, GAMMAS)
     losses = 0.5 * (F - y[:, None]) ** 2
     scale = np.maximum.accumulate(losses.max(axis=1))          # S_t, the running maximum
-    reg = MultiKernelRegressor(gammas=GAMMAS, beta=beta, budget=None, **PAPERS)
+    reg = MultiKernelRegressor(gammas=GAMMAS, beta=beta, budget=None, learner="sgd", **PAPERS)
     f = progressive(reg, X, y)
     combined = 0.5 * (f - y) ** 2
     z = losses / scale[:, None]
@@ -342,24 +342,31 @@ def test_one_class_events_take_the_compiled_step_and_learn_nothing():
 
 # -- both engines, the one-event path, bad input, persistence --------------------------------
 
+def first_order(cls):
+    """The parameters that make cls the first-order pool (MultiKernelRegressor's default is
+    learner="krls", tests/test_multikernel_krls.py)."""
+    return {"learner": "sgd"} if cls is MultiKernelRegressor else {}
+
+
 TWIN_CASES = [
     (MultiKernelClassifier, dict(loss="logistic", budget=60)),
     (MultiKernelClassifier, dict(budget=50, budget_policy="oldest", combination="stochastic",
                                  random_state=3)),
     (MultiKernelClassifier, dict(eta=0.5, eta_scales=[0.5, 2.0], fit_intercept=False)),
-    (MultiKernelRegressor, dict(loss="pinball", quantile=0.8, budget=70)),
+    (MultiKernelRegressor, dict(learner="sgd", loss="pinball", quantile=0.8, budget=70)),
     (MultiKernelClassifier, dict(budget=40, budget_policy="merge")),
-    (MultiKernelRegressor, dict(budget=30, budget_policy="merge", eta_scales=[0.5, 1.0])),
-    (MultiKernelRegressor, dict(eta_scales=[0.3, 1.0], combination="stochastic",
+    (MultiKernelRegressor, dict(learner="sgd", budget=30, budget_policy="merge",
+                                eta_scales=[0.5, 1.0])),
+    (MultiKernelRegressor, dict(learner="sgd", eta_scales=[0.3, 1.0], combination="stochastic",
                                 random_state=1)),
     (MultiKernelClassifier, dict(budget=None, forgetting=0.99, share=0.05)),
     (MultiKernelClassifier, dict(budget=40, linear=False, forgetting=0.95, eta_scales=[4.0])),
-    (MultiKernelRegressor, dict(budget=40, forgetting=None, share=0.02, loss="huber",
-                                epsilon=0.5)),
-    (MultiKernelRegressor, dict(budget=None, gammas=[0.5, 2.0], forgetting=0.97)),
+    (MultiKernelRegressor, dict(learner="sgd", budget=40, forgetting=None, share=0.02,
+                                loss="huber", epsilon=0.5)),
+    (MultiKernelRegressor, dict(learner="sgd", budget=None, gammas=[0.5, 2.0], forgetting=0.97)),
     (MultiKernelClassifier, dict(budget=40, forgetting_start=5.0, eta_scales=[1.0])),
 ] + [   # every budget policy without and with the offset
-    (cls, dict(budget=40, budget_policy=policy, fit_intercept=intercept))
+    (cls, dict(budget=40, budget_policy=policy, fit_intercept=intercept, **first_order(cls)))
     for cls in (MultiKernelClassifier, MultiKernelRegressor)
     for policy in ("merge", "smallest", "oldest") for intercept in (False, True)
 ]
@@ -398,7 +405,8 @@ def test_a_row_whose_squared_norm_overflows_moves_no_linear_learner(cls):
     y = (X[:, 1] > 0).astype(int) if cls is MultiKernelClassifier else np.sin(X[:, 1])
     fits = []
     for engine in ("cython", "numpy"):
-        est = cls(gammas=[0.5, 2.0], budget=20, engine=engine, random_state=0).fit(X[:30], y[:30])
+        est = cls(gammas=[0.5, 2.0], budget=20, engine=engine, random_state=0,
+                  **first_order(cls)).fit(X[:30], y[:30])
         lin = est.linear_coef_
         scores = est.learner_decisions(X[30:31])[0]
         linear = np.isnan(est.gammas_)
@@ -420,7 +428,7 @@ def test_a_row_whose_squared_norm_overflows_moves_no_linear_learner(cls):
 @pytest.mark.parametrize("cls", [MultiKernelClassifier, MultiKernelRegressor])
 def test_learn_one_takes_the_chunk_iterates(cls):
     X, y = xor_stream(400, seed=8) if cls is MultiKernelClassifier else sine_stream(400, seed=8)
-    kw = dict(classes=[0, 1]) if cls is MultiKernelClassifier else {}
+    kw = dict(classes=[0, 1]) if cls is MultiKernelClassifier else first_order(cls)
     chunk = cls(budget=50, **kw).fit(X, y)
     events = cls(budget=50, **kw)
     for x, target in zip(X, y):
@@ -467,7 +475,7 @@ def test_bad_input_leaves_the_model_unchanged(engine, model_state):
         clf.partial_fit(X[:5], np.array([0, 1, 2, 0, 1]))
     model_state.same(before, model_state(clf))
     np.testing.assert_array_equal(clf.classes_, [0, 1])
-    reg = MultiKernelRegressor(engine=engine, eta=50.0, eta_decay=0.0, lam=0.0)
+    reg = MultiKernelRegressor(engine=engine, eta=50.0, eta_decay=0.0, lam=0.0, learner="sgd")
     reg.fit(X[:2], np.array([0.0, 1.0]))
     before = model_state(reg)
     with pytest.raises(FloatingPointError):
@@ -503,8 +511,9 @@ def test_load_refuses_an_edited_file():
         okl.load(buffer)
 
 
-@pytest.mark.parametrize("est", [MultiKernelClassifier(), MultiKernelRegressor()],
-                         ids=["classifier", "regressor"])
+@pytest.mark.parametrize("est", [MultiKernelClassifier(), MultiKernelRegressor(),
+                                 MultiKernelRegressor(learner="sgd")],
+                         ids=["classifier", "regressor", "regressor-sgd"])
 def test_sklearn_check_estimator(est):
     check_estimator(est, expected_failed_checks=est.expected_failed_checks)
 
@@ -569,8 +578,7 @@ def test_defaults_match_the_best_single_width_in_hindsight(name):
     d = Z.shape[1]
     classify = name != "diabetes"
     Single = OnlineKernelClassifier if classify else OnlineKernelRegressor
-    Multi = MultiKernelClassifier if classify else MultiKernelRegressor
-    multi = Multi()
+    multi = MultiKernelClassifier() if classify else MultiKernelRegressor(learner="sgd")
     # the widths of gammas="auto" on standardized features (2^j / n_features), each a single
     # learner with the combination's own base parameters (its step scale 1)
     base = {name: getattr(multi, name)

@@ -1,5 +1,6 @@
-"""MultiKernelRegressor(learner="krls"): KernelRLSRegressor learners over widths combined by
-Bayesian model averaging (docs/krls.md, section 9)."""
+"""MultiKernelRegressor(learner="krls"), the default: KernelRLSRegressor learners over widths
+combined by Bayesian model averaging (docs/krls.md, sections 9-10); sleep=None is the exact
+average."""
 import contextlib
 import pickle
 import signal
@@ -17,7 +18,9 @@ from okl._core._multikernel import bayes_mixture
 from okl._numpy.multikernel import bayes_mixture as numpy_bayes_mixture
 from okl._params import InvalidParameterError
 from okl.krls import WARMUP, WIDTH_EVENTS
-from okl.multikernel import _WARM_STATE, KRLS_FACTORS, SLEEP_AFTER, WAKE_EVERY, _member
+from okl.multikernel import (
+    _FIRST_ORDER, _WARM_STATE, AUTO_SLEEP, KRLS_FACTORS, SLEEP_AFTER, WAKE_EVERY, _member,
+)
 
 
 def stream(n=240, d=2, seed=0):
@@ -61,7 +64,7 @@ def test_the_mixture_step_has_a_numpy_twin_on_a_long_stream():
 
 def test_the_mixture_step_reports_a_bad_event_and_keeps_the_weights():
     F, S, y, w = np.zeros((3, 2)), np.ones((3, 2)), np.zeros(3), np.ones(3)
-    S[1, 0] = 0.0
+    S[1, 0] = -1.0
     for step in (bayes_mixture, numpy_bayes_mixture):
         logw = np.log([0.5, 0.5])
         assert step(F, S, y, w, logw, 0.0, np.empty(3), np.empty(3)) == 1
@@ -70,8 +73,8 @@ def test_the_mixture_step_reports_a_bad_event_and_keeps_the_weights():
 
 def test_weights_are_the_normalised_product_of_predictive_densities():
     X, y = stream(150)
-    est = MultiKernelRegressor(learner="krls", share=0.0).fit(X, y)
-    fresh = MultiKernelRegressor(learner="krls", share=0.0).fit(X[:1], y[:1])
+    est = MultiKernelRegressor(learner="krls", sleep=None, share=0.0).fit(X, y)
+    fresh = MultiKernelRegressor(learner="krls", sleep=None, share=0.0).fit(X[:1], y[:1])
     log = np.zeros(len(est.weights_))
     # the learners alone, each predicting then learning the same rows
     twins = [clone(m) for m in fresh.learners_]
@@ -87,7 +90,7 @@ def test_weights_are_the_normalised_product_of_predictive_densities():
 
 def test_one_width_is_that_kernel_rls_regressor():
     X, y = stream(200)
-    pool = MultiKernelRegressor(learner="krls", gammas=[0.7], linear=False).fit(X, y)
+    pool = MultiKernelRegressor(learner="krls", sleep=None, gammas=[0.7], linear=False).fit(X, y)
     single = KernelRLSRegressor(gamma=0.7).fit(X, y)
     Xt, _ = stream(30, seed=3)
     f, s = pool.predict(Xt, return_std=True)
@@ -101,7 +104,7 @@ def test_one_width_is_that_kernel_rls_regressor():
 
 def test_the_linear_learner_wins_on_a_linear_stream():
     X, y = linear_stream(400)
-    est = MultiKernelRegressor(learner="krls").fit(X[:300], y[:300])
+    est = MultiKernelRegressor(learner="krls", sleep=None).fit(X[:300], y[:300])
     assert np.isnan(est.gammas_[-1]) and est.learners_[-1].kernel == "linear"
     assert est.weights_[-1] > 0.9
     # the noise is 0.05: the mixture is as good as the linear learner, and close to it
@@ -111,7 +114,7 @@ def test_the_linear_learner_wins_on_a_linear_stream():
 
 def test_auto_widths_follow_the_scale_rule_by_their_factors():
     X, y = stream(150)
-    est = MultiKernelRegressor(learner="krls", linear=False).fit(X, y)
+    est = MultiKernelRegressor(learner="krls", sleep=None, linear=False).fit(X, y)
     gammas = est.gammas_
     assert len(gammas) == len(KRLS_FACTORS)
     np.testing.assert_allclose(gammas / gammas[0], np.array(KRLS_FACTORS) / KRLS_FACTORS[0],
@@ -120,7 +123,7 @@ def test_auto_widths_follow_the_scale_rule_by_their_factors():
 
 def test_std_is_the_mixture_std():
     X, y = stream(200)
-    est = MultiKernelRegressor(learner="krls").fit(X, y)
+    est = MultiKernelRegressor(learner="krls", sleep=None).fit(X, y)
     Xt, _ = stream(25, seed=4)
     mean, std = est.predict(Xt, return_std=True)
     parts = [m.predict(Xt, return_std=True) for m in est.learners_]
@@ -137,8 +140,8 @@ def test_std_is_the_mixture_std():
 @pytest.mark.parametrize("n", [150, 260])
 def test_both_engines_agree(n):
     X, y = stream(n)
-    a = MultiKernelRegressor(learner="krls").fit(X, y)
-    b = MultiKernelRegressor(learner="krls", engine="numpy").fit(X, y)
+    a = MultiKernelRegressor(learner="krls", sleep=None).fit(X, y)
+    b = MultiKernelRegressor(learner="krls", sleep=None, engine="numpy").fit(X, y)
     assert all(m.engine == "numpy" for m in b.learners_)
     Xt, _ = stream(30, seed=5)
     fa, sa = a.predict(Xt, return_std=True)
@@ -150,14 +153,14 @@ def test_both_engines_agree(n):
 
 def test_chunks_and_one_event_at_a_time_give_the_same_iterates():
     X, y = stream(180)
-    whole = MultiKernelRegressor(learner="krls")
+    whole = MultiKernelRegressor(learner="krls", sleep=None)
     scores = whole._progressive_scores(X, y, reset=True)
-    chunks = MultiKernelRegressor(learner="krls")
+    chunks = MultiKernelRegressor(learner="krls", sleep=None)
     rng = np.random.default_rng(0)
     cuts = np.sort(rng.choice(np.arange(1, 180), 9, replace=False))
     parts = [chunks._progressive_scores(X[a:b], y[a:b])
              for a, b in zip([0, *cuts], [*cuts, 180])]
-    events = MultiKernelRegressor(learner="krls")
+    events = MultiKernelRegressor(learner="krls", sleep=None)
     one = []
     for i in range(180):
         one.append(events.predict_one(X[i]) if i else 0.0)
@@ -189,11 +192,11 @@ def test_the_shared_warm_up_gives_each_learner_its_standalone_iterates(engine, m
     monkeypatch.setattr(KernelRLSRegressor, "_moments_after",
                         lambda self, *a: calls.append(1) or after(self, *a))
     monkeypatch.setattr(okl._numpy.krls, "gram_base", lambda *a: grams.append(1) or gram_base(*a))
-    pool = learn(MultiKernelRegressor(learner="krls", engine=engine), X, y, mode)
+    pool = learn(MultiKernelRegressor(learner="krls", sleep=None, engine=engine), X, y, mode)
     shared, shared_grams = len(calls), len(grams)
     for module in (okl.krls, okl._numpy.krls):      # the same pool, nothing shared
         monkeypatch.setattr(module, "shared", lambda key, compute: compute())
-    learn(MultiKernelRegressor(learner="krls", engine=engine), X, y, mode)
+    learn(MultiKernelRegressor(learner="krls", sleep=None, engine=engine), X, y, mode)
     assert shared * len(KRLS_FACTORS) == len(calls) - shared > 0
     assert 0 < shared_grams < len(grams) - shared_grams      # the rewidths' and evidences'
     monkeypatch.undo()
@@ -212,7 +215,7 @@ def test_the_shared_warm_up_gives_each_learner_its_standalone_iterates(engine, m
 @pytest.mark.parametrize("rows", [40, 200])       # inside and after the warm-up
 def test_save_load_pickle_clone(tmp_path, rows):
     X, y = stream(260)
-    est = MultiKernelRegressor(learner="krls", learner_params={"budget": 30}).fit(
+    est = MultiKernelRegressor(learner="krls", sleep=None, learner_params={"budget": 30}).fit(
         X[:rows], y[:rows])
     path = tmp_path / "pool.npz"
     okl.save(est, path)
@@ -227,7 +230,7 @@ def test_save_load_pickle_clone(tmp_path, rows):
 
 def test_load_refuses_a_changed_pool(tmp_path):
     X, y = stream(60)
-    est = MultiKernelRegressor(learner="krls").fit(X, y)
+    est = MultiKernelRegressor(learner="krls", sleep=None).fit(X, y)
     est._logw = est._logw + 1.0
     path = tmp_path / "bad.npz"
     okl.save(est, path)
@@ -238,7 +241,7 @@ def test_load_refuses_a_changed_pool(tmp_path):
 @pytest.mark.parametrize("error", [KeyboardInterrupt, RuntimeError])
 def test_an_exception_mid_chunk_leaves_the_pool_as_it_was(error, monkeypatch):
     X, y = stream(220)
-    est = MultiKernelRegressor(learner="krls").fit(X[:120], y[:120])
+    est = MultiKernelRegressor(learner="krls", sleep=None).fit(X[:120], y[:120])
     twin = pickle.loads(pickle.dumps(est))
     victim = est.learners_[4]
     original = type(victim)._learn_std
@@ -261,7 +264,7 @@ def test_an_exception_mid_chunk_leaves_the_pool_as_it_was(error, monkeypatch):
 
 def test_a_bad_target_leaves_the_pool_as_it_was():
     X, y = stream(150)
-    est = MultiKernelRegressor(learner="krls").fit(X[:100], y[:100])
+    est = MultiKernelRegressor(learner="krls", sleep=None).fit(X[:100], y[:100])
     twin = pickle.loads(pickle.dumps(est))
     bad = y[100:].copy()
     bad[7] = np.nan
@@ -289,7 +292,7 @@ def test_bad_values_get_a_clear_error(params, match):
 
 def test_first_order_pool_has_no_std():
     X, y = stream(50)
-    est = MultiKernelRegressor().fit(X, y)
+    est = MultiKernelRegressor(learner="sgd").fit(X, y)
     with pytest.raises(TypeError):
         est.predict(X, return_std=True)
     with pytest.raises(ValueError, match="learner='krls'"):
@@ -298,7 +301,7 @@ def test_first_order_pool_has_no_std():
 
 def test_partial_fit_refuses_a_changed_learner():
     X, y = stream(60)
-    est = MultiKernelRegressor(learner="krls").fit(X, y)
+    est = MultiKernelRegressor(learner="krls", sleep=None).fit(X, y)
     est.set_params(learner="sgd")
     with pytest.raises(ValueError, match="learner"):
         est.partial_fit(X, y)
@@ -311,20 +314,32 @@ def test_partial_fit_refuses_a_changed_learner():
 
 def test_conformal_normalises_by_the_mixture_std():
     X, y = stream(260)
-    conf = ConformalRegressor(MultiKernelRegressor(learner="krls")).fit(X, y)
+    conf = ConformalRegressor(MultiKernelRegressor()).fit(X, y)
     assert conf.score_ == "normalized"
-    plain = ConformalRegressor(MultiKernelRegressor()).fit(X, y)
+    plain = ConformalRegressor(MultiKernelRegressor(learner="sgd")).fit(X, y)
     assert plain.score_ == "absolute"
 
 
 def test_to_river_learns_and_predicts():
     X, y = stream(120)
-    model = okl.river.to_river(MultiKernelRegressor(learner="krls"))
+    model = okl.river.to_river(MultiKernelRegressor())
     for i in range(len(y)):
         model.learn_one({"a": X[i, 0], "b": X[i, 1]}, float(y[i]))
-    direct = MultiKernelRegressor(learner="krls").fit(X, y)
+    direct = MultiKernelRegressor().fit(X, y)
     assert model.predict_one({"a": 0.3, "b": -0.2}) == pytest.approx(
         float(direct.predict([[0.3, -0.2]])[0]), abs=1e-12)
+
+
+def test_dict_events_keep_their_names_through_save_and_load(tmp_path):
+    X, y = stream(120)
+    est = MultiKernelRegressor()
+    for i in range(len(y)):
+        est.learn_one({"a": X[i, 0], "b": X[i, 1]}, float(y[i]))
+    okl.save(est, tmp_path / "pool.okl")
+    back = okl.load(tmp_path / "pool.okl")
+    assert back._row_keys == est._row_keys and same(back, est)
+    event = {"b": -0.2, "a": 0.3}
+    assert back.predict_one(event) == est.predict_one(event)
 
 
 def learn_beside_reads(est, learn, read, n_reads):
@@ -406,7 +421,7 @@ def test_sleepers_keep_the_floor_and_learn_only_at_wake_events():
 def test_sleep_changes_nothing_before_the_first_wake_event():
     X, y = stream(SLEEP_AFTER)
     a = sleeper()
-    b = MultiKernelRegressor(learner="krls")
+    b = MultiKernelRegressor(learner="krls", sleep=None)
     assert np.array_equal(a._progressive_scores(X, y, reset=True),
                           b._progressive_scores(X, y, reset=True))
     assert same(a, b) and not a._asleep.any()
@@ -509,6 +524,89 @@ def test_bad_sleep_gets_a_clear_error(params, match):
     X, y = stream(20)
     with pytest.raises((InvalidParameterError, ValueError), match=match):
         MultiKernelRegressor(**{"learner": "krls", **params}).fit(X, y)
+
+
+# -- the default: MultiKernelRegressor() is this pool, its learners sleeping below AUTO_SLEEP --
+
+def test_the_default_is_the_pool_with_the_auto_floor():
+    assert MultiKernelRegressor().get_params()["learner"] == "krls"
+    X, y = stream(SLEEP_AFTER + WAKE_EVERY + 40)
+    default = MultiKernelRegressor().fit(X, y)
+    explicit = MultiKernelRegressor(sleep=AUTO_SLEEP).fit(X, y)
+    assert AUTO_SLEEP == 0.01 and default._asleep.any()
+    np.testing.assert_allclose(default.weights_[default._asleep], AUTO_SLEEP, rtol=1e-12, atol=0)
+    assert same(default, explicit) and np.array_equal(default._asleep, explicit._asleep)
+    exact = MultiKernelRegressor(sleep=None).fit(X, y)
+    assert not exact._asleep.any() and not np.array_equal(exact.weights_, default.weights_)
+    # the first-order pool ignores the floor "auto" and keeps its own default
+    first = MultiKernelRegressor(learner="sgd").fit(X, y)
+    assert first.get_params()["sleep"] == "auto" and "_members" not in first.__dict__
+
+
+# a value of each first-order parameter away from its default
+FIRST_ORDER_VALUES = {"eta_scales": (1.0, 4.0), "forgetting": None, "lam": 0.1, "eta": 0.5,
+                      "eta_decay": 0.5, "beta": 0.5, "budget": 50, "budget_policy": "oldest",
+                      "quantile": 0.3, "epsilon": 0.1}
+
+
+@pytest.mark.parametrize("name", _FIRST_ORDER)
+def test_a_first_order_parameter_asks_for_learner_sgd(name):
+    X, y = stream(30)
+    value = FIRST_ORDER_VALUES[name]
+    est = MultiKernelRegressor(**{name: value})
+    with pytest.raises(InvalidParameterError, match=f"{name}=.*pass learner='sgd'"):
+        est.fit(X, y)
+    assert "t_" not in est.__dict__
+    first = MultiKernelRegressor(learner="sgd", **{name: value}).fit(X, y)
+    assert first.t_ == 30
+
+
+def test_params_round_trip_between_the_two_pools():
+    est = MultiKernelRegressor(sleep=None, learner_params={"budget": 40})
+    assert clone(est).get_params() == est.get_params()
+    X, y = stream(60)
+    est.set_params(learner="sgd", sleep="auto", learner_params=None, eta=0.5).fit(X, y)
+    assert "_model" in est.__dict__ and clone(est).get_params() == est.get_params()
+    est.set_params(learner="krls", eta="auto").fit(X, y)
+    assert "_members" in est.__dict__ and "_model" not in est.__dict__
+
+
+def test_a_certain_learner_takes_the_limit_of_its_density():
+    """S = 0 (a learner's signal scale is 0 on constant targets): the weight goes to the
+    certain learners that are right; when every learner is certain and wrong none moves."""
+    F = np.array([[1.0, 1.0, 2.0], [1.0, 1.0, 1.0], [1.5, 0.5, 2.0]])
+    S = np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+    y, w = np.array([1.0, 3.0, 1.0]), np.ones(3)
+    out = []
+    for step in (bayes_mixture, numpy_bayes_mixture):
+        logw, mean, std = np.log([0.2, 0.3, 0.5]), np.empty(3), np.empty(3)
+        assert step(F[:1], S[:1], y[:1], w[:1], logw, 0.0, mean[:1], std[:1]) == -1
+        np.testing.assert_array_equal(np.exp(logw), [1.0, 0.0, 0.0])
+        logw = np.log([0.2, 0.3, 0.5])
+        assert step(F[1:2], S[1:2], y[1:2], w[1:2], logw, 0.0, mean[:1], std[:1]) == -1
+        np.testing.assert_allclose(np.exp(logw), [0.2, 0.3, 0.5], rtol=1e-15)
+        logw = np.log([0.2, 0.3, 0.5])          # only the uncertain learner is not wrong
+        assert step(F[2:], S[2:], y[2:], w[2:], logw, 0.0, mean[:1], std[:1]) == -1
+        np.testing.assert_array_equal(np.exp(logw), [0.0, 1.0, 0.0])
+        logw = np.log([0.2, 0.3, 0.5])
+        assert step(F, S, y, w, logw, 1e-3, mean, std) == -1
+        out.append((logw, mean, std))
+    for a, b in zip(*out):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+def test_constant_targets_then_a_change_are_learned(engine):
+    """Constant targets give every learner a predictive std of 0 (scikit-learn's checks
+    feed such targets); the pool learns them, by events as by chunks."""
+    X, _ = stream(40)
+    y = np.where(np.arange(40) < 5, 1.0, np.round(np.sin(X[:, 0])))
+    chunk = MultiKernelRegressor(engine=engine).fit(X, y)
+    events = MultiKernelRegressor(engine=engine)
+    for x, target in zip(X, y):
+        events.learn_one(x, target)
+    assert chunk.t_ == 40 and np.all(np.isfinite(chunk.predict(X)))
+    assert same(chunk, events)
 
 
 # -- the pool's one compiled call per event (KRLSPoolEvents) ----------------------------------

@@ -41,7 +41,8 @@ LEARNERS = {
                                                      variant="PA-I"), 3),
     "multikernel": (lambda: MultiKernelClassifier(budget=20, random_state=0), 2),
     "multikernel-k3": (lambda: MultiKernelClassifier(budget=20, random_state=0), 3),
-    "multikernel-regressor": (lambda: MultiKernelRegressor(budget=20, random_state=0), 0),
+    "multikernel-regressor": (lambda: MultiKernelRegressor(learner="sgd", budget=20,
+                                                         random_state=0), 0),
 }
 
 

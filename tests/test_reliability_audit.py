@@ -4,6 +4,7 @@ Each test replays the smallest scenario that broke a rule of the house: nothing 
 user can pass, load or do crashes or corrupts a model, and a call that raises
 leaves the model exactly as it was.
 """
+import functools
 import pickle
 import signal
 import warnings
@@ -25,6 +26,8 @@ from okl import (
 from okl.distributed import average_models
 
 ENGINES = ["cython", "numpy"]
+# the first-order multi-kernel regressor (the default is learner="krls")
+FIRST_ORDER_REGRESSOR = functools.partial(MultiKernelRegressor, learner="sgd")
 
 
 # ---- a multi-kernel model without centres ------------------------------------------------------
@@ -45,7 +48,8 @@ def test_a_refused_call_restores_a_multikernel_model_without_centres(engine):
     assert pickle.dumps(est) == before
 
 
-@pytest.mark.parametrize("make", [MultiKernelClassifier, MultiKernelRegressor])
+@pytest.mark.parametrize("make", [MultiKernelClassifier, FIRST_ORDER_REGRESSOR],
+                         ids=["classifier", "regressor"])
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_multikernel_model_without_centres_pickles_and_saves(make, engine, tmp_path):
     X = np.random.default_rng(1).normal(size=(4, 3))
@@ -74,7 +78,7 @@ def test_a_multikernel_merge_with_a_far_centre_keeps_the_model_finite(engine):
     y = np.sin(X[:, 0])
     est = MultiKernelRegressor(gammas=(0.5,), eta_scales=(1.0, 4.0), loss="absolute", eta=5.0,
                                eta_decay=0.0, budget=2, budget_policy="merge", random_state=0,
-                               engine=engine)
+                               engine=engine, learner="sgd")
     for x, target in zip(X, y):
         est.learn_one(x, float(target))
         assert np.all(np.isfinite(est._model.get_state()["coef"]))
@@ -89,7 +93,7 @@ def test_the_far_centre_merge_is_the_same_in_both_engines():
     models = []
     for engine in ENGINES:
         est = MultiKernelRegressor(gammas=(0.5, 2.0), budget=3, budget_policy="merge",
-                                   eta=1.0, engine=engine)
+                                   eta=1.0, engine=engine, learner="sgd")
         for x, target in zip(X, y):
             est.learn_one(x, float(target))
         state = est._model.get_state()
@@ -133,7 +137,8 @@ def test_okl_load_reads_what_okl_save_wrote_after_dict_events(name, tmp_path):
 INTERRUPTED = {
     "pointwise": (lambda: OnlineKernelRegressor(gamma=0.02, budget=None), False),
     "multiclass": (lambda: OnlineKernelClassifier(gamma=0.02, budget=None), True),
-    "multikernel": (lambda: MultiKernelRegressor(gammas=(0.02,), budget=None), False),
+    "multikernel": (lambda: MultiKernelRegressor(gammas=(0.02,), budget=None,
+                                                     learner="sgd"), False),
     # rankers: the stored points grow (their buffers too), or g grows and a reservoir turns
     "pairwise": (lambda: PairwiseLearner(eta=0.5), False),
     "pairwise-difference": (lambda: PairwiseLearner(pair_kernel="difference", gamma=0.02,
@@ -282,7 +287,8 @@ def test_a_merge_of_a_tiny_coefficient_is_the_same_in_both_engines():
 
 # ---- the multi-kernel width and file after extreme rows ----------------------------------------
 
-@pytest.mark.parametrize("make", [MultiKernelRegressor, MultiKernelClassifier])
+@pytest.mark.parametrize("make", [FIRST_ORDER_REGRESSOR, MultiKernelClassifier],
+                         ids=["regressor", "classifier"])
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_multikernel_model_after_a_huge_row_predicts_and_reloads(make, engine, tmp_path):
     """gammas='auto': a row near 1e300 overflows the running moments to inf, the width

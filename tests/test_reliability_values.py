@@ -146,7 +146,7 @@ def test_a_tiny_row_still_names_the_tiny_norm():
                                      n_components=10 ** 6), "n_components"),
     (lambda: CoefficientRegularizedClassifier(n_centers=2 ** 31 - 1), "n_centers"),
     (lambda: PairwiseLearner(pair_kernel="difference", buffer=10 ** 7), "buffer"),
-    (lambda: MultiKernelRegressor(budget=2 ** 31 - 1), "budget"),
+    (lambda: MultiKernelRegressor(learner="sgd", budget=2 ** 31 - 1), "budget"),
     (lambda: KernelRLSRegressor(budget=50_000), "budget"),         # 2 x 18.6 GiB of matrices
     (lambda: KernelRLSRegressor(approximation="fourier", n_components=50_000), "n_components"),
 ])

@@ -22,7 +22,7 @@ MODELS = {   # --model name: (estimator class name, fixed parameters)
     "classifier": ("OnlineKernelClassifier", {}),
     "coefreg": ("CoefficientRegularizedClassifier", {}),
     "pa": ("RegularizedPAClassifier", {}),
-    "auto": ("MultiKernelRegressor", {}),        # many widths, combined (docs/multikernel.md)
+    "auto": ("MultiKernelRegressor", {}),        # KRLS over widths, combined (docs/krls.md, 9)
     "auto-classifier": ("MultiKernelClassifier", {}),
 }
 CLASS_NAMES = sorted({cls for cls, _ in MODELS.values()})   # also accepted, with their defaults

@@ -14,6 +14,7 @@ MultiKernelRegressor
 The loops are `okl._core._multikernel` (twin `okl._numpy.multikernel`);
 docs/multikernel.md derives the rule, its bound and the defaults.
 """
+import inspect
 from numbers import Integral, Real
 
 import numpy as np
@@ -487,8 +488,23 @@ MIXTURES = {"cython": bayes_mixture, "numpy": numpy_bayes_mixture}
 #: SLEEP_AFTER + j WAKE_EVERY (the first once the learners' warm-up is done)
 WAKE_EVERY = 200
 SLEEP_AFTER = 100
+#: sleep="auto" with learner="krls": the weight floor, measured in docs/krls.md (section 10)
+AUTO_SLEEP = 0.01
 # a learner's warm-up state, which `KernelRLSRegressor._warm_pending` moves
 _WARM_STATE = ("_width_moments", "_warm_X", "_warm_y", "_warm_w")
+
+
+#: the first-order learners' parameters (learner="sgd"), which learner="krls" leaves at
+#: their defaults (loss and combination have their own message)
+_FIRST_ORDER = ("eta_scales", "forgetting", "lam", "eta", "eta_decay", "beta", "budget",
+                "budget_policy", "quantile", "epsilon")
+
+
+def _is_default(value, default):
+    """Whether a parameter's value is its default (a list equal to a default tuple is)."""
+    if isinstance(value, (str, type(None))) or isinstance(default, (str, type(None))):
+        return isinstance(value, type(default)) and value == default
+    return np.array_equal(value, default)
 
 
 def check_learner_params(params):
@@ -889,45 +905,48 @@ class MultiKernelClassifier(MultiKernelMixin, LabelsMixin, ClassifierMixin,
 @loadable
 @_with_params
 class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
-    """Kernel regression by many Gaussian kernel learners at once, combined by Hedge.
+    """Kernel regression by second-order learners over widths, by Bayesian model averaging.
 
-    Every (width, step scale) pair is a learner of `OnlineKernelRegressor`
-    (any residual loss) on one shared support set.  Learner k's weight is
-    multiplied by ``beta**(loss_k / S_t)``, S_t the largest loss of any
-    learner so far; the prediction is the weighted average ``sum_k q_k
-    f_k(x)`` (deterministic) or one learner drawn with probability q_k
-    (stochastic).  With one width and one step scale it is
-    `OnlineKernelRegressor` with the same parameters, iterate for iterate.
-
-    With ``learner="krls"`` the pool is `KernelRLSRegressor` learners instead, one per
+    By default (``learner="krls"``) the pool is `KernelRLSRegressor` learners, one per
     width (and a linear one), combined by Bayesian model averaging: every weight is
     multiplied by the learner's predictive density N(y; f_k, s_k^2) and mixed with the
-    fixed `share`; ``predict(X, return_std=True)`` gives the mixture's mean and standard
-    deviation (docs/krls.md, section 9).
+    fixed `share`, the learners below the weight floor `sleep` sleeping between wake
+    events; ``predict(X, return_std=True)`` gives the mixture's mean and standard
+    deviation (docs/krls.md, sections 9-10).
+
+    With ``learner="sgd"`` every (width, step scale) pair is a first-order learner of
+    `OnlineKernelRegressor` (any residual loss) on one shared support set, combined by
+    Hedge: learner k's weight is multiplied by ``beta**(loss_k / S_t)``, S_t the largest
+    loss of any learner so far; the prediction is the weighted average ``sum_k q_k
+    f_k(x)`` (deterministic) or one learner drawn with probability q_k (stochastic).
+    With one width and one step scale it is `OnlineKernelRegressor` with the same
+    parameters, iterate for iterate (docs/multikernel.md).
 
     Parameters
     ----------
-    learner : {"sgd", "krls"}, default="sgd"
-        "sgd": first-order (NORMA) learners on one shared support set, combined by Hedge
-        (everything below).  "krls": second-order learners, `KernelRLSRegressor` with its
-        own budget, noise and forgetting (`learner_params`), one per width of `gammas`
-        ("auto": `KRLS_FACTORS` times KernelRLSRegressor's scale rule,
-        each learner's warm-up choosing its noise) and, with `linear`, one of the linear
-        kernel <x, u> + 1 (Bayesian linear regression), combined by Bayesian model
-        averaging with `share`; eta_scales, forgetting, lam, eta, eta_decay, beta,
-        budget and budget_policy are the first-order learners' and unused.
+    learner : {"krls", "sgd"}, default="krls"
+        "krls": second-order learners, `KernelRLSRegressor` with its own budget, noise
+        and forgetting (`learner_params`), one per width of `gammas` ("auto":
+        `KRLS_FACTORS` times KernelRLSRegressor's scale rule, each learner's warm-up
+        choosing its noise) and, with `linear`, one of the linear kernel <x, u> + 1
+        (Bayesian linear regression), combined by Bayesian model averaging with `share`;
+        it takes `gammas`, `linear`, `share`, `learner_params`, `sleep` and `engine`, and
+        a first-order parameter set away from its default is an error.  "sgd":
+        first-order (NORMA) learners on one shared support set, combined by Hedge (the
+        parameters from `eta_scales` on); dense inputs only for both.
     learner_params : dict or None, default=None
         With learner="krls", parameters of every `KernelRLSRegressor` learner (e.g.
         ``{"budget": 100, "forgetting": 0.999}``); None: its defaults.
-    sleep : float in (0, 1) or None, default=None
+    sleep : "auto", float in (0, 1) or None, default="auto"
         With learner="krls", a weight floor: a learner whose weight is below it at a wake
         event (the event 100, then every 200th) sleeps until the next one: it neither
         predicts nor learns, its weight stays at the floor, and the mixture is the awake
         learners'.  At a wake event every learner learns the event and takes its density.
-        None: the exact Bayesian model average, every learner at every event (docs/krls.md,
+        "auto" is `AUTO_SLEEP` (learner="sgd": unused); None: the exact Bayesian model average,
+        every learner at every event (docs/krls.md,
         section 10).
     loss : {"squared", "absolute", "epsilon_insensitive", "pinball", "huber"}, default="squared"
-        The residual loss of every learner (and of Hedge).
+        learner="sgd": the residual loss of every learner (and of Hedge).
     quantile : float in (0, 1), default=0.5
         tau of the pinball loss.
     epsilon : float >= 0, default=0.0
@@ -976,17 +995,23 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
         "learner": [Options("sgd", "krls")],
         "learner_params": [NONE, Kind(lambda v: isinstance(v, dict),
                                       "a dict of KernelRLSRegressor's parameters")],
-        "sleep": [NONE, Interval(Real, 0, 1, closed="neither")],
+        "sleep": [NONE, Options("auto"), Interval(Real, 0, 1, closed="neither")],
         "quantile": [Interval(Real, 0, 1, closed="neither")],
         "epsilon": [Interval(Real, 0, None, closed="left")],
     }
-    expected_failed_checks = ONLINE_WEIGHT_CHECKS
+
+    @property
+    def expected_failed_checks(self):
+        """scikit-learn's checks that the learners fail by design (their sample_weight)."""
+        if self.learner == "krls":
+            return KernelRLSRegressor.expected_failed_checks
+        return ONLINE_WEIGHT_CHECKS
 
     def __init__(self, gammas="auto", eta_scales=(1.0,), linear=True, forgetting=0.998,
                  loss="squared", quantile=0.5, epsilon=0.0, lam=1e-3, eta="auto", eta_decay=0.6,
                  beta=0.3, share=1e-3, combination="deterministic", budget="auto",
                  budget_policy="merge", fit_intercept=True, random_state=None, verbose=False,
-                 engine="cython", learner="sgd", learner_params=None, sleep=None):
+                 engine="cython", learner="krls", learner_params=None, sleep="auto"):
         self.learner = learner
         self.learner_params = learner_params
         self.sleep = sleep
@@ -1022,18 +1047,31 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
                     "learner='krls' averages Gaussian posteriors (the squared loss, every "
                     f"learner's mean); got loss={self.loss!r}, combination="
                     f"{self.combination!r}. Use loss='squared', combination='deterministic', "
-                    "or learner='sgd'.")
+                    "or pass learner='sgd'.")
+            defaults = inspect.signature(type(self).__init__).parameters
+            first = [name for name in _FIRST_ORDER
+                     if not _is_default(getattr(self, name), defaults[name].default)]
+            if first:
+                raise InvalidParameterError(
+                    f"{', '.join(f'{n}={getattr(self, n)!r}' for n in first)}: first-order "
+                    "parameters, which learner='krls' (the default: KernelRLSRegressor "
+                    "learners, their parameters in learner_params) does not take; pass "
+                    "learner='sgd' for the first-order pool.")
             check_learner_params(self.learner_params)
             if self.fit_intercept is not True and "fit_intercept" not in (
                     self.learner_params or {}):
                 raise InvalidParameterError(
                     "learner='krls' takes fit_intercept from learner_params (KernelRLSRegressor's "
                     "running mean of the targets); pass learner_params={'fit_intercept': False}.")
-        elif self.learner_params is not None or self.sleep is not None:
+        elif self.learner_params is not None or self.sleep not in (None, "auto"):
             raise InvalidParameterError(
                 f"learner_params={self.learner_params!r} and sleep={self.sleep!r} are "
                 "learner='krls''s (its KernelRLSRegressor learners); with learner='sgd' leave "
-                "them None.")
+                "them at their defaults.")
+
+    def _floor(self):
+        """The weight floor of learner="krls" (`sleep`, "auto" resolved), or None."""
+        return AUTO_SLEEP if self.sleep == "auto" else self.sleep
 
     # -- learner="krls": the pool of KernelRLSRegressor learners (docs/krls.md, section 9) ----
 
@@ -1053,10 +1091,10 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
         gammas = self.gammas if isinstance(self.gammas, str) else [float(g) for g in self.gammas]
         self._members = _pool(gammas, self.linear, check_learner_params(self.learner_params),
                               self.engine)
-        K = len(self._members)
-        if self.sleep is not None and self.sleep * (K - 1) >= 1.0:
+        K, floor = len(self._members), self._floor()
+        if floor is not None and floor * (K - 1) >= 1.0:
             raise InvalidParameterError(
-                f"sleep={self.sleep} is a weight floor for {K} learners: it must be below "
+                f"sleep={floor} is a weight floor for {K} learners: it must be below "
                 f"1 / {K - 1} (the floors of the sleepers and the awake learner sum to 1); "
                 "try sleep=0.01, or None.")
         self._logw = np.full(K, -np.log(K))
@@ -1072,7 +1110,7 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
 
     def _models(self):
         if self._krls():
-            return (_PoolGuard(self._pool_engine(), None if self.sleep is None
+            return (_PoolGuard(self._pool_engine(), None if self._floor() is None
                                else self._learners_of),)
         return super()._models()
 
@@ -1088,15 +1126,16 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
         if not self._krls():
             return super()._learn(X, y, weight)
         asleep = self.__dict__.get("_asleep")      # (a pool pickled before sleep= has none)
-        if asleep is None or (self.sleep is None and asleep.any()):
+        floor = self._floor()
+        if asleep is None or (floor is None and asleep.any()):
             # sleep set back to None: every learner is awake again
             self._asleep = asleep = np.zeros(len(self._members), dtype=bool)
-        if self.sleep is None:
+        if floor is None:
             mean, std, self._logw, _, _ = _pool_learn(
                 self._pool_engine(), self._logw, self.share, X, y, weight, self.engine)
         else:
             mean, std, self._logw, self._asleep = _pool_sleep_learn(
-                self._pool_engine(), self._logw, asleep, self.share, float(self.sleep),
+                self._pool_engine(), self._logw, asleep, self.share, float(floor),
                 self.t_, X, y, weight, self.engine)
         self.t_ += int(len(y) if weight is None else np.count_nonzero(np.asarray(weight) > 0))
         self.n_support_ = int(sum(m.n_support_ for _, m in self._members))
@@ -1154,7 +1193,7 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
                                       if name in self.__dict__)
         events = cache[0] = KRLSPoolEvents(
             steps, [m for _, m in self._members], float(self.share),
-            0.0 if self.sleep is None else float(self.sleep), SLEEP_AFTER, WAKE_EVERY,
+            0.0 if self._floor() is None else float(self._floor()), SLEEP_AFTER, WAKE_EVERY,
             type(self).__name__, names, not warming)
         events.bind(self)
         return events
@@ -1261,7 +1300,7 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
             return super()._check_state(check)
         attrs, out = check.attrs, check.out
         check.keys(attrs, ("n_features_in_", "t_", "n_support_", "_members", "_logw"),
-                   "the attributes of learner='krls'", optional=("_asleep",))
+                   "the attributes of learner='krls'", optional=("_asleep", "_row_keys"))
         if self.learner != "krls":
             check.fail("a pool of KernelRLSRegressor learners belongs to learner='krls'")
         params = check_learner_params(self.learner_params)
@@ -1289,12 +1328,13 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
                                       *(2 * [sum(m.n_support_ for _, m in members)]))
         asleep = attrs.get("_asleep", np.zeros(len(want), dtype=bool))
         if not (isinstance(asleep, np.ndarray) and asleep.dtype == bool
-                and asleep.shape == (len(want),)) or (self.sleep is None and asleep.any()):
+                and asleep.shape == (len(want),)) or (self._floor() is None and asleep.any()):
             check.fail("_asleep must be one bool per learner (all False unless sleep is set)")
         if asleep.any() and (asleep.all() or not np.allclose(
-                np.exp(logw[asleep]), self.sleep, rtol=1e-9, atol=0.0)):
+                np.exp(logw[asleep]), self._floor(), rtol=1e-9, atol=0.0)):
             check.fail("the sleepers' weights must be the floor sleep, one learner awake")
         out["_members"], out["_logw"], out["_asleep"] = members, logw, asleep.copy()
+        check.row_keys()
         return {}
 
     def fit(self, X, y, sample_weight=None):

@@ -16,9 +16,10 @@ Every step is O(m^2) with m centres and allocates nothing.
 import numpy as np
 
 cimport numpy as cnp
-from libc.math cimport INFINITY, M_PI, NAN, exp, fabs, hypot, isfinite, log, log1p, sqrt
+from libc.math cimport INFINITY, NAN, exp, fabs, hypot, isfinite, log, log1p, sqrt
 from libc.string cimport memcmp, memcpy, memmove, memset
 
+from okl._core._bayes cimport limit_densities, log_density
 from okl._core._drift cimport (
     Drift, DriftState, cdrift_loss, cdrift_tuple, cread_drift, cwatch,
 )
@@ -1111,14 +1112,13 @@ cdef class KRLSPoolEvents(Events):
         """The Bayesian update of the weights exp(logw[:n]) of the learners ix[:n] by their
         predictive densities to the power w, then the fixed share (`bayes_mixture`)."""
         cdef Py_ssize_t j, k
-        cdef double top = -INFINITY, z = 0.0, r, s2, mix = self.share / n
+        cdef double top = -INFINITY, z = 0.0, mix = self.share / n
         for j in range(n):
             k = self.ix[j]
-            r = y - self.F[k]
-            s2 = self.S[k] * self.S[k]
-            self.work[j] = logw[j] - 0.5 * w * (log(2.0 * M_PI * s2) + r * r / s2)
+            self.work[j] = log_density(y - self.F[k], self.S[k] * self.S[k], w, logw[j])
             if self.work[j] > top:
                 top = self.work[j]
+        top = limit_densities(&self.work[0], logw, n, top)
         for j in range(n):
             self.work[j] = exp(self.work[j] - top)
             z += self.work[j]
@@ -1197,7 +1197,7 @@ cdef class KRLSPoolEvents(Events):
                     "posterior (the target or the kernel values are too large). Check the "
                     "targets' scale, or pass a larger noise in learner_params. The model is "
                     "left as it was.")
-            if not (isfinite(self.S[k]) and self.S[k] > 0.0):
+            if not (isfinite(self.S[k]) and self.S[k] >= 0.0):
                 raise FloatingPointError(
                     f"{self.name}'s learners gave no finite predictive density for this "
                     "event; scale the targets. The model is left as it was.")

@@ -25,10 +25,11 @@ twin is `okl._numpy.multikernel`.
 """
 import numpy as np
 
-from libc.math cimport INFINITY, M_PI, NAN, exp, isfinite, log, sqrt
+from libc.math cimport INFINITY, NAN, exp, isfinite, log, sqrt
 from libc.stdint cimport uint64_t
 from libc.string cimport memcmp, memcpy
 
+from okl._core._bayes cimport limit_densities, log_density
 from okl._core._kernels cimport cdot, okl_exp_scaled, okl_sqdists
 from okl._core._lazy cimport KEPT, RENORMALISED, Rescale, cshrink_lazy
 from okl._core._losses cimport LOGISTIC, LossSpec, cgradient, closs
@@ -983,14 +984,17 @@ def bayes_mixture(const double[:, ::1] F, const double[:, ::1] S, const double[:
     before the event (into `mean`, `std`); then every weight is multiplied by the
     predictive density N(y_i; F[i, k], S[i, k]^2) to the power weight[i] (0: the event
     is not learned), normalised and mixed with the fixed
-    share, ``w <- (1 - share) w + share / K``, and `logw` holds its logarithm.  Returns
-    the first event whose F, S or y is not finite or whose S is not > 0 (`logw` then
-    holds the weights before that event), or -1.  The NumPy twin is
+    share, ``w <- (1 - share) w + share / K``, and `logw` holds its logarithm.  A learner
+    certain of its prediction (S = 0) takes the limit of its density: the weight goes to
+    the learners that predicted y exactly, and none moves when every learner is certain
+    and wrong (`limit_densities`).  Returns the first event whose F, S or y is not finite
+    or whose S is < 0 (`logw` then holds the weights before that event), or -1.  The
+    NumPy twin is
     `okl._numpy.multikernel.bayes_mixture`.
     """
     cdef Py_ssize_t n = F.shape[0], K = F.shape[1], i, k, failed = -1
     cdef bint bad
-    cdef double f, second, top, z, r, s2, mix = 0.0
+    cdef double f, second, top, z, mix = 0.0
     cdef double[::1] work = np.empty(K)
     if S.shape[0] != n or S.shape[1] != K or y.shape[0] != n or weight.shape[0] != n \
             or logw.shape[0] != K or mean.shape[0] != n or std.shape[0] != n:
@@ -1002,7 +1006,7 @@ def bayes_mixture(const double[:, ::1] F, const double[:, ::1] S, const double[:
         for i in range(n):
             bad = not (isfinite(y[i]) and isfinite(weight[i]))
             for k in range(K):
-                if not (isfinite(F[i, k]) and isfinite(S[i, k]) and S[i, k] > 0.0):
+                if not (isfinite(F[i, k]) and isfinite(S[i, k]) and S[i, k] >= 0.0):
                     bad = True
             if bad:
                 failed = i
@@ -1014,11 +1018,10 @@ def bayes_mixture(const double[:, ::1] F, const double[:, ::1] S, const double[:
                 z = exp(logw[k])
                 f += z * F[i, k]
                 second += z * (S[i, k] * S[i, k] + F[i, k] * F[i, k])
-                r = y[i] - F[i, k]
-                s2 = S[i, k] * S[i, k]
-                work[k] = logw[k] - 0.5 * weight[i] * (log(2.0 * M_PI * s2) + r * r / s2)
+                work[k] = log_density(y[i] - F[i, k], S[i, k] * S[i, k], weight[i], logw[k])
                 if work[k] > top:
                     top = work[k]
+            top = limit_densities(&work[0], &logw[0], K, top)
             mean[i] = f
             second -= f * f
             std[i] = sqrt(second) if second > 0.0 else 0.0

@@ -450,28 +450,45 @@ class NumpyMultiKernel:
         return self
 
 
+def log_densities(r, s2, w, logw):
+    """logw plus w times the log of each N(r_k; 0, s2_k), the twin of
+    `okl._core._bayes.log_density` and `limit_densities`: a learner certain of its
+    prediction (s2 = 0) that is right takes the weight with the others so (the rest -inf),
+    and when every one is certain and wrong none moves (logw)."""
+    if w == 0.0:
+        return logw.copy()
+    certain = s2 == 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        work = np.where(certain, np.where(r == 0.0, np.inf, -np.inf),
+                        logw - 0.5 * w * (np.log(2.0 * np.pi * np.where(certain, 1.0, s2))
+                                          + r * r / np.where(certain, 1.0, s2)))
+    if work.max() == np.inf:
+        return np.where(work == np.inf, logw, -np.inf)
+    return logw.copy() if work.max() == -np.inf else work
+
+
 def bayes_mixture(F, S, y, weight, logw, share, mean, std):
     """Bayesian model averaging of K learners over n events, the twin of
     `okl._core._multikernel.bayes_mixture` (docs/krls.md, section 9): the mixture's mean and
     standard deviation before each event into `mean`, `std`, then the weights exp(logw)
     times each learner's predictive density N(y_i; F[i, k], S[i, k]^2) to the power
-    weight[i], normalised and mixed with the fixed share; `logw` is updated in place.
-    Returns the first event with a non-finite F, S, y or an S <= 0 (logw then as before it),
-    or -1."""
+    weight[i], normalised and mixed with the fixed share; `logw` is updated in place.  A
+    learner with S = 0 takes its density's limit (`log_densities`).  Returns the first event
+    with a non-finite F, S, y or an S < 0 (logw then as before it), or -1."""
     K = F.shape[1]
     mix = share / K if K else 0.0
     for i in range(F.shape[0]):
         f_k, s_k = F[i], S[i]
         if not (np.isfinite(y[i]) and np.isfinite(weight[i]) and np.all(np.isfinite(f_k))
-                and np.all(np.isfinite(s_k)) and np.all(s_k > 0.0)):
+                and np.all(np.isfinite(s_k)) and np.all(s_k >= 0.0)):
             return i
         w = np.exp(logw)
         f = float(w @ f_k)
         mean[i] = f
         second = float(w @ (s_k * s_k + f_k * f_k)) - f * f
         std[i] = np.sqrt(second) if second > 0.0 else 0.0
-        s2 = s_k * s_k
-        work = logw - 0.5 * weight[i] * (np.log(2.0 * np.pi * s2) + (y[i] - f_k) ** 2 / s2)
+        work = log_densities(y[i] - f_k, s_k * s_k, weight[i], logw)
         work = np.exp(work - work.max())
-        logw[:] = np.log((1.0 - share) * work / work.sum() + mix)
+        with np.errstate(divide="ignore"):      # share = 0: a weight may reach 0 (log -inf)
+            logw[:] = np.log((1.0 - share) * work / work.sum() + mix)
     return -1
