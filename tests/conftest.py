@@ -98,6 +98,18 @@ def client():
 
 
 @pytest.fixture
+def unstolen_client():
+    """Two workers whose scheduler never steals a task: a test of which results travel between
+    workers then counts okl's own sends. Stealing moves a loosely pinned task (okl pins each
+    model's rounds to a worker loosely, so that a lost worker's rounds can run elsewhere) to an
+    idle worker when another is busy, as on a loaded machine, and its inputs travel with it."""
+    dask = pytest.importorskip("dask", reason="okl.distributed needs Dask: pip install "
+                                              "\"okl[dask]\"")
+    with dask.config.set({"distributed.scheduler.work-stealing": False}):
+        yield from _two_workers()
+
+
+@pytest.fixture
 def own_client():
     """Two workers of the test's own, for a test that kills one: on a loaded machine a nanny's
     replacement worker may come late or not at all, which must not reach the other tests."""

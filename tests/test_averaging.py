@@ -200,7 +200,7 @@ def test_dynamic_with_a_large_threshold_syncs_only_at_the_end(client):
 
 
 @pytest.mark.parametrize("collection", [False, True])     # rounds waiting for k drifts, or not
-def test_models_that_agree_never_travel(client, collection):
+def test_models_that_agree_never_travel(unstolen_client, collection):
     # dynamic rounds without a synchronisation send the drift floats, not the models: no learn
     # task's result goes from one worker to another; a synchronisation sends them
     import dask.array as da
@@ -210,6 +210,7 @@ def test_models_that_agree_never_travel(client, collection):
     if collection:
         X, y = da.from_array(X, chunks=(25, 2)), da.from_array(y, chunks=25)
     moved = {}
+    client = unstolen_client
     for threshold in (1e9, 0.0):
         since = time.time()
         est = AveragedLearner(OnlineKernelRegressor(gamma=0.5), sync_every=50, sync="dynamic",

@@ -14,6 +14,7 @@ MultiKernelRegressor
 The loops are `okl._core._multikernel` (twin `okl._numpy.multikernel`);
 docs/multikernel.md derives the rule, its bound and the defaults.
 """
+import functools
 import inspect
 from numbers import Integral, Real
 
@@ -500,10 +501,19 @@ _FIRST_ORDER = ("eta_scales", "forgetting", "lam", "eta", "eta_decay", "beta", "
                 "budget_policy", "quantile", "epsilon")
 
 
+@functools.cache
+def _first_order_defaults(cls):
+    """{name: default} of the `_FIRST_ORDER` parameters of `cls` (read once)."""
+    params = inspect.signature(cls.__init__).parameters
+    return {name: params[name].default for name in _FIRST_ORDER}
+
+
 def _is_default(value, default):
     """Whether a parameter's value is its default (a list equal to a default tuple is)."""
     if isinstance(value, (str, type(None))) or isinstance(default, (str, type(None))):
         return isinstance(value, type(default)) and value == default
+    if isinstance(value, Real) and isinstance(default, Real):
+        return value == default
     return np.array_equal(value, default)
 
 
@@ -1048,9 +1058,9 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
                     f"learner's mean); got loss={self.loss!r}, combination="
                     f"{self.combination!r}. Use loss='squared', combination='deterministic', "
                     "or pass learner='sgd'.")
-            defaults = inspect.signature(type(self).__init__).parameters
+            defaults = _first_order_defaults(type(self))
             first = [name for name in _FIRST_ORDER
-                     if not _is_default(getattr(self, name), defaults[name].default)]
+                     if not _is_default(getattr(self, name), defaults[name])]
             if first:
                 raise InvalidParameterError(
                     f"{', '.join(f'{n}={getattr(self, n)!r}' for n in first)}: first-order "
