@@ -52,6 +52,16 @@ WIDTH_EVENTS = (1, 2, 4, 8, 16, 32, 64, WARMUP)
 AUTO_KERNELS = ("gaussian", "linear")
 
 
+def _appended(a, last):
+    """A copy of the array `a` with `last` after its rows (as np.concatenate, with less
+    overhead: the warm-up's bookkeeping takes it at every event)."""
+    n = len(a)
+    out = np.empty((n + 1, *a.shape[1:]))
+    out[:n] = a
+    out[n] = last
+    return out
+
+
 def _auto(given, value, default):
     """"auto" when the model's value is what "auto" resolves to (unchanged), else the value."""
     return "auto" if given == "auto" and value == default else value
@@ -785,8 +795,8 @@ default="gaussian"
             width.add(row)
             pending["_width_moments"] = width.state()
         if "_warm_X" in d:
-            pending.update(_warm_X=np.concatenate([d["_warm_X"], row[None, :]]),
-                           _warm_y=np.append(d["_warm_y"], y), _warm_w=np.append(d["_warm_w"], 1.0))
+            pending.update(_warm_X=_appended(d["_warm_X"], row),
+                           _warm_y=_appended(d["_warm_y"], y), _warm_w=_appended(d["_warm_w"], 1.0))
         self._check_size()
         return pending
 
