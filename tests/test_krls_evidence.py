@@ -9,6 +9,7 @@ from sklearn.datasets import load_diabetes
 
 import okl
 import okl.krls
+from okl._core import _evidence
 from okl._numpy.kernels import Kernel, gram_base, kernel_of, kernel_record, kernel_values
 from okl._numpy.krls import (
     NOISE_GRID, WIDTH_FACTORS, evidence_choice, linear_evidence, log_evidence, log_evidences)
@@ -134,13 +135,13 @@ def warmups(monkeypatch, make, X, y):
     """The arguments of every `evidence_choice` and `linear_evidence` a model's warm-up calls."""
     calls = {"choice": [], "linear": []}
 
-    def choice(*args):
+    def choice(*args, **kwargs):
         calls["choice"].append(args)
-        return evidence_choice(*args)
+        return evidence_choice(*args, **kwargs)
 
-    def linear(*args):
+    def linear(*args, **kwargs):
         calls["linear"].append(args)
-        return linear_evidence(*args)
+        return linear_evidence(*args, **kwargs)
 
     monkeypatch.setattr(okl.krls, "evidence_choice", choice)
     monkeypatch.setattr(okl.krls, "linear_evidence", linear)
@@ -173,3 +174,33 @@ def test_the_choice_is_the_cholesky_one_on_the_warm_ups_of_lorenz_and_diabetes(
             c0, linear0, evidence0 = cholesky_linear(*args)
             assert (c, linear) == (c0, linear0)
             assert close(evidence, evidence0, n)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("n", [1, 2, 3, 50, 99])
+def test_the_compiled_log_evidences_are_the_numpy_ones(seed, n):
+    """`okl._core._evidence.log_evidences`, the cython engine's, is the twin of the NumPy one:
+    the same values to 1e-10 (weighted or not, centred or not), -inf at the same noises."""
+    X, y, w = stream(seed, n=n)
+    for gamma in scale_gamma(X) * WIDTH_FACTORS[::3]:
+        K = row_gram(record(Kernel.GAUSSIAN, gamma=gamma), X)
+        for centred in (True, False) if n > 1 else (False,):
+            values = _evidence.log_evidences(K, y, w, NOISE_GRID, centred)
+            expected = log_evidences(K, y, w, NOISE_GRID, centred)
+            assert np.isfinite(expected).all()
+            np.testing.assert_allclose(values, expected, rtol=0.0, atol=1e-10)
+
+
+def test_the_compiled_log_evidences_fail_where_the_numpy_ones_do():
+    rng = np.random.default_rng(3)
+    V = np.linalg.qr(rng.normal(size=(6, 6)))[0]
+    K = (V * np.array([-0.5, -1e-3, 0.2, 1.0, 2.0, 3.0])) @ V.T
+    K = 0.5 * (K + K.T)
+    y, w = rng.normal(size=6), np.ones(6)
+    noises = np.array([1e-4, 0.1, 0.6, 1.0])
+    values = _evidence.log_evidences(K, y, w, noises, True)
+    expected = log_evidences(K, y, w, noises, True)
+    assert values[0] == values[1] == expected[0] == expected[1] == -np.inf
+    assert np.isfinite(values[2:]).all()
+    np.testing.assert_allclose(values[2:], expected[2:], rtol=0.0, atol=1e-10)
+

@@ -489,9 +489,9 @@ default="gaussian"
 
     def _end_warmup(self):
         """noise="auto": the noise (and with gamma="scale" the width, among multiples of the
-        scale) of the largest evidence of the warm-up's events, with kernel="auto" against the
-        linear kernel's, then a fresh model of those settings learns them again; random
-        Fourier features take the final width."""
+        scale) of the largest evidence of the warm-up's events (the engine's `log_evidences`),
+        with kernel="auto" against the linear kernel's, then a fresh model of those settings
+        learns them again; random Fourier features take the final width."""
         d = self.__dict__
         d.pop("_width_moments", None)
         if self.noise == "auto":
@@ -501,12 +501,15 @@ default="gaussian"
             gammas = (scale * np.asarray(getattr(self, "_width_grid", WIDTH_FACTORS))
                       if scale is not None
                       else np.array([float(self.gamma)]))
+            evidences = ENGINES[self.engine].log_evidences
             gamma, noise, value = evidence_choice(self._kernel_params(), X, y, w, gammas,
-                                                  NOISE_GRID, bool(self.fit_intercept))
+                                                  NOISE_GRID, bool(self.fit_intercept),
+                                                  evidences=evidences)
             record = None
             if self.kernel == "auto" and self.approximation != "fourier":
                 coef0, linear, evidence = linear_evidence(X, y, w, NOISE_GRID,
-                                                          bool(self.fit_intercept))
+                                                          bool(self.fit_intercept),
+                                                          evidences=evidences)
                 if evidence > value:
                     gamma, noise = scale, linear
                     record = self._kernel_params("linear", scale or self.gamma, coef0)

@@ -642,36 +642,37 @@ def log_evidences(K, y, w, noises, centred):
     return out
 
 
-def evidence_choice(kernel, X, y, w, gammas, noises, centred):
+def evidence_choice(kernel, X, y, w, gammas, noises, centred, evidences=log_evidences):
     """(gamma, noise, log evidence) of the largest `log_evidences` of the rows (X, y, w) over
-    the grids (the first of equal ones, gammas then noises in their order)."""
+    the grids (the first of equal ones, gammas then noises in their order); `evidences`: that
+    function or its compiled twin (`okl._core._evidence`)."""
     best, choice = -np.inf, (float(gammas[0]), float(noises[-1]))
     record = kernel_record(kernel)
     base = shared_gram_base(record["kernel"], X)
     for gamma in gammas:
         K = kernel_of(dict(record, gamma=float(gamma)), base)
-        values = log_evidences(0.5 * (K + K.T), y, w, noises, centred)
+        values = evidences(0.5 * (K + K.T), y, w, noises, centred)
         for noise, value in zip(noises, values):
             if value > best:
                 best, choice = float(value), (float(gamma), float(noise))
     return (*choice, best)
 
 
-def linear_evidence(X, y, w, noises, centred):
+def linear_evidence(X, y, w, noises, centred, evidences=log_evidences):
     """(coef0, noise, log evidence) of the linear kernel ``<x, u> + c`` on the rows (X, y, w),
     with c the mean of <x, x> (the constant carries the part of the offset the targets' mean
     does not, with the prior variance of an average row): its Gram matrix over its mean
     diagonal, 2 c, is scored at every noise of the grid (so that a noise means what it means
     for the Gaussian, whose k(x, x) is 1), the first of equal ones.  The noise returned is in
     the kernel's own units, the grid's times 2 c; (nan, nan, -inf) when c is not positive
-    (docs/krls.md, section 8)."""
+    (docs/krls.md, section 8); `evidences` as `evidence_choice`'s."""
     c = float(np.mean(np.einsum("ij,ij->i", X, X)))
     if not c > 0.0 or not math.isfinite(c):
         return math.nan, math.nan, -np.inf
     K = X @ X.T + c
     K = 0.5 * (K + K.T) / (2.0 * c)
     best, choice = -np.inf, math.nan
-    for noise, value in zip(noises, log_evidences(K, y, w, noises, centred)):
+    for noise, value in zip(noises, evidences(K, y, w, noises, centred)):
         if value > best:
             best, choice = float(value), float(noise) * 2.0 * c
     return c, choice, best
