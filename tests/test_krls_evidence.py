@@ -10,9 +10,11 @@ from sklearn.datasets import load_diabetes
 import okl
 import okl.krls
 from okl._core import _evidence
+from okl._engines import ENGINES
 from okl._numpy.kernels import Kernel, gram_base, kernel_of, kernel_record, kernel_values
 from okl._numpy.krls import (
-    NOISE_GRID, WIDTH_FACTORS, evidence_choice, linear_evidence, log_evidence, log_evidences)
+    EVIDENCE_EVENTS, NOISE_GRID, WIDTH_FACTORS, evidence_choice, linear_evidence, log_evidence,
+    log_evidences)
 from okl._gamma import scale_gamma
 from okl.synth import lorenz
 
@@ -204,3 +206,65 @@ def test_the_compiled_log_evidences_fail_where_the_numpy_ones_do():
     assert np.isfinite(values[2:]).all()
     np.testing.assert_allclose(values[2:], expected[2:], rtol=0.0, atol=1e-10)
 
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+def test_the_evidence_reads_the_last_events_of_positive_weight(monkeypatch, engine):
+    """The warm-up's evidence reads its last `EVIDENCE_EVENTS` events of positive weight (the
+    engine's `log_evidences`), and both engines choose the same width and noise."""
+    X, y = load_diabetes(return_X_y=True)
+    X = (X - X.mean(0)) / X.std(0)
+    w = np.ones(150)
+    w[[10, 70, 80]] = 0.0
+    calls = {"choice": []}
+
+    def choice(*args, **kwargs):
+        calls["choice"].append((args, kwargs))
+        return evidence_choice(*args, **kwargs)
+    monkeypatch.setattr(okl.krls, "evidence_choice", choice)
+    est = okl.KernelRLSRegressor(engine=engine).fit(X[:150], y[:150], sample_weight=w)
+    monkeypatch.undo()
+    (args, kwargs), = calls["choice"]
+    rows = np.flatnonzero(w[:103] > 0)[-EVIDENCE_EVENTS:]
+    np.testing.assert_array_equal(args[1], X[rows])
+    np.testing.assert_array_equal(args[2], y[rows])
+    assert kwargs["evidences"] is ENGINES[engine].log_evidences
+    other = okl.KernelRLSRegressor(engine="numpy" if engine == "cython" else "cython")
+    other.fit(X[:150], y[:150], sample_weight=w)
+    assert (est.gamma_, est.noise_) == (other.gamma_, other.noise_)
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("stride", [2, 3])
+def test_the_coarse_to_fine_choice_is_the_best_of_the_widths_it_tries(seed, stride):
+    """With a stride s, the choice is the best (the first of equal ones) over every s-th width
+    and the widths within s - 1 of the best of those; stride 1 is the search over every width."""
+    X, y, w = stream(seed, n=50)
+    gammas = scale_gamma(X) * WIDTH_FACTORS
+    table = [log_evidences(row_gram(record(Kernel.GAUSSIAN, gamma=g), X), y, w, NOISE_GRID,
+                           True) for g in gammas]
+
+    def first_best(widths):
+        best, at = -np.inf, None
+        for i in widths:
+            for j, value in enumerate(table[i]):
+                if value > best:
+                    best, at = value, (i, j)
+        return best, at
+    coarse = first_best(range(0, len(gammas), stride))[1][0]
+    tried = sorted(set(range(0, len(gammas), stride))
+                   | set(range(max(coarse - stride + 1, 0), min(coarse + stride, len(gammas)))))
+    value, (i, j) = first_best(tried)
+    scored = []
+
+    def evidences(K, *args):
+        scored.append(K)
+        return log_evidences(K, *args)
+    gamma, noise, found = evidence_choice(record(Kernel.GAUSSIAN), X, y, w, gammas, NOISE_GRID,
+                                          True, evidences=evidences, stride=stride)
+    assert len(scored) == len(tried) < len(gammas)
+    assert (gamma, noise) == (float(gammas[i]), float(NOISE_GRID[j]))
+    assert close(found, value, len(y))
+    full = evidence_choice(record(Kernel.GAUSSIAN), X, y, w, gammas, NOISE_GRID, True, stride=1)
+    assert full[:2] == evidence_choice(record(Kernel.GAUSSIAN), X, y, w, gammas, NOISE_GRID,
+                                       True)[:2]
+    assert full[2] >= found

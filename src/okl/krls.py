@@ -22,8 +22,8 @@ from okl._feature_maps import RandomFourierFeatures
 from okl._gamma import WARMUP, WidthMoments, check_width_moments, start_warmup, warn_spread
 from okl._numpy.codes import Prune
 from okl._numpy.krls import (
-    NOISE_GRID, WIDTH_FACTORS, NumpyKRLS, NumpyRLSFeatures, evidence_choice, linear_evidence,
-    rewidth, shared,
+    EVIDENCE_EVENTS, NOISE_GRID, WIDTH_FACTORS, WIDTH_STRIDE, NumpyKRLS, NumpyRLSFeatures,
+    evidence_choice, linear_evidence, rewidth, shared,
 )
 from okl._params import (
     BOOL, DRIFT_CONSTRAINTS, ENGINE_CONSTRAINTS, NONE, Interval, InvalidParameterError, Options, kernel_constraints,
@@ -489,13 +489,14 @@ default="gaussian"
 
     def _end_warmup(self):
         """noise="auto": the noise (and with gamma="scale" the width, among multiples of the
-        scale) of the largest evidence of the warm-up's events (the engine's `log_evidences`),
-        with kernel="auto" against the linear kernel's, then a fresh model of those settings
-        learns them again; random Fourier features take the final width."""
+        scale) of the largest evidence of the warm-up's last `EVIDENCE_EVENTS` events (the
+        engine's `log_evidences`), with kernel="auto" against the linear kernel's, then a fresh
+        model of those settings learns all of them again; random Fourier features take the
+        final width."""
         d = self.__dict__
         d.pop("_width_moments", None)
         if self.noise == "auto":
-            keep = d["_warm_w"] > 0
+            keep = np.flatnonzero(d["_warm_w"] > 0)[-EVIDENCE_EVENTS:]
             X, y, w = d["_warm_X"][keep], d["_warm_y"][keep], d["_warm_w"][keep]
             scale = d.get("gamma_")
             gammas = (scale * np.asarray(getattr(self, "_width_grid", WIDTH_FACTORS))
@@ -504,7 +505,7 @@ default="gaussian"
             evidences = ENGINES[self.engine].log_evidences
             gamma, noise, value = evidence_choice(self._kernel_params(), X, y, w, gammas,
                                                   NOISE_GRID, bool(self.fit_intercept),
-                                                  evidences=evidences)
+                                                  evidences=evidences, stride=WIDTH_STRIDE)
             record = None
             if self.kernel == "auto" and self.approximation != "fourier":
                 coef0, linear, evidence = linear_evidence(X, y, w, NOISE_GRID,

@@ -598,6 +598,12 @@ def shared_gram_base(kernel, X):
 NOISE_GRID = 10.0 ** np.arange(-6.0, 1.0)
 #: gamma="scale" with noise="auto": the widths, as multiples of the scale rule's
 WIDTH_FACTORS = 2.0 ** np.arange(-6.0, 4.0)
+#: gamma="scale" with noise="auto": the evidence tries every WIDTH_STRIDE-th width of the grid,
+#: then the neighbours of the best (1: every width, the rule before; docs/krls.md, section 8)
+WIDTH_STRIDE = 2
+#: noise="auto": the evidence reads the warm-up's last this many events (of positive weight;
+#: okl._gamma.WARMUP: all of them, the rule before; docs/krls.md, section 8)
+EVIDENCE_EVENTS = 50
 
 
 def log_evidence(K, y, w, noise, centred):
@@ -642,20 +648,37 @@ def log_evidences(K, y, w, noises, centred):
     return out
 
 
-def evidence_choice(kernel, X, y, w, gammas, noises, centred, evidences=log_evidences):
+def evidence_choice(kernel, X, y, w, gammas, noises, centred, evidences=log_evidences,
+                    stride=1):
     """(gamma, noise, log evidence) of the largest `log_evidences` of the rows (X, y, w) over
     the grids (the first of equal ones, gammas then noises in their order); `evidences`: that
-    function or its compiled twin (`okl._core._evidence`)."""
-    best, choice = -np.inf, (float(gammas[0]), float(noises[-1]))
+    function or its compiled twin (`okl._core._evidence`).  With `stride` s > 1, coarse to
+    fine: every s-th width from the first, then the widths within s - 1 of the best of those."""
     record = kernel_record(kernel)
     base = shared_gram_base(record["kernel"], X)
-    for gamma in gammas:
-        K = kernel_of(dict(record, gamma=float(gamma)), base)
-        values = evidences(0.5 * (K + K.T), y, w, noises, centred)
-        for noise, value in zip(noises, values):
-            if value > best:
-                best, choice = float(value), (float(gamma), float(noise))
-    return (*choice, best)
+    values = {}
+
+    def score(i):
+        K = kernel_of(dict(record, gamma=float(gammas[i])), base)
+        values[i] = evidences(0.5 * (K + K.T), y, w, noises, centred)
+
+    def best():
+        top = (-np.inf, 0, len(noises) - 1)
+        for i in sorted(values):
+            for j, value in enumerate(values[i]):
+                if value > top[0]:
+                    top = (float(value), i, j)
+        return top
+
+    for i in range(0, len(gammas), stride):
+        score(i)
+    if stride > 1:
+        top = best()[1]
+        for i in range(max(top - stride + 1, 0), min(top + stride, len(gammas))):
+            if i not in values:
+                score(i)
+    value, i, j = best()
+    return float(gammas[i]), float(noises[j]), value
 
 
 def linear_evidence(X, y, w, noises, centred, evidences=log_evidences):
