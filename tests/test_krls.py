@@ -12,6 +12,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import okl
 from okl import KernelRLSRegressor
+from okl._numpy.krls import EVIDENCE_EVENTS
 from okl.kernels import KERNELS, kernel_matrix
 from okl.river import to_river
 from okl.synth import lorenz, mackey_glass
@@ -473,8 +474,8 @@ def test_kernel_auto_takes_the_linear_kernel_on_a_linear_stream_only(engine):
     scores = est._progressive_scores(X, y, reset=True)
     assert est.kernel_ == "linear" and est.n_support_ == X.shape[1] + 1
     # the noise is in the linear kernel's units: a grid value times its mean k(x, x), 2 c
-    # its constant is the warm-up rows' mean <x, x>
-    c = np.mean(np.sum(X[:100] ** 2, axis=1))
+    # its constant is the mean <x, x> of the warm-up rows the evidence reads
+    c = np.mean(np.sum(X[100 - EVIDENCE_EVENTS:100] ** 2, axis=1))
     assert state(est)["coef0"] == pytest.approx(c, rel=1e-12)
     same = KernelRLSRegressor(kernel="linear", gamma=est.gamma_, noise=est.noise_,
                               coef0=state(est)["coef0"], engine=engine)

@@ -9,9 +9,12 @@ from sklearn.datasets import load_diabetes
 
 import okl
 import okl.krls
+from okl._core import _evidence
+from okl._engines import ENGINES
 from okl._numpy.kernels import Kernel, gram_base, kernel_of, kernel_record, kernel_values
 from okl._numpy.krls import (
-    NOISE_GRID, WIDTH_FACTORS, evidence_choice, linear_evidence, log_evidence, log_evidences)
+    EVIDENCE_EVENTS, NOISE_GRID, WIDTH_FACTORS, evidence_choice, linear_evidence, log_evidence,
+    log_evidences)
 from okl._gamma import scale_gamma
 from okl.synth import lorenz
 
@@ -134,13 +137,13 @@ def warmups(monkeypatch, make, X, y):
     """The arguments of every `evidence_choice` and `linear_evidence` a model's warm-up calls."""
     calls = {"choice": [], "linear": []}
 
-    def choice(*args):
+    def choice(*args, **kwargs):
         calls["choice"].append(args)
-        return evidence_choice(*args)
+        return evidence_choice(*args, **kwargs)
 
-    def linear(*args):
+    def linear(*args, **kwargs):
         calls["linear"].append(args)
-        return linear_evidence(*args)
+        return linear_evidence(*args, **kwargs)
 
     monkeypatch.setattr(okl.krls, "evidence_choice", choice)
     monkeypatch.setattr(okl.krls, "linear_evidence", linear)
@@ -173,3 +176,95 @@ def test_the_choice_is_the_cholesky_one_on_the_warm_ups_of_lorenz_and_diabetes(
             c0, linear0, evidence0 = cholesky_linear(*args)
             assert (c, linear) == (c0, linear0)
             assert close(evidence, evidence0, n)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("n", [1, 2, 3, 50, 99])
+def test_the_compiled_log_evidences_are_the_numpy_ones(seed, n):
+    """`okl._core._evidence.log_evidences`, the cython engine's, is the twin of the NumPy one:
+    the same values to 1e-10 (weighted or not, centred or not), -inf at the same noises."""
+    X, y, w = stream(seed, n=n)
+    for gamma in scale_gamma(X) * WIDTH_FACTORS[::3]:
+        K = row_gram(record(Kernel.GAUSSIAN, gamma=gamma), X)
+        for centred in (True, False) if n > 1 else (False,):
+            values = _evidence.log_evidences(K, y, w, NOISE_GRID, centred)
+            expected = log_evidences(K, y, w, NOISE_GRID, centred)
+            assert np.isfinite(expected).all()
+            np.testing.assert_allclose(values, expected, rtol=0.0, atol=1e-10)
+
+
+def test_the_compiled_log_evidences_fail_where_the_numpy_ones_do():
+    rng = np.random.default_rng(3)
+    V = np.linalg.qr(rng.normal(size=(6, 6)))[0]
+    K = (V * np.array([-0.5, -1e-3, 0.2, 1.0, 2.0, 3.0])) @ V.T
+    K = 0.5 * (K + K.T)
+    y, w = rng.normal(size=6), np.ones(6)
+    noises = np.array([1e-4, 0.1, 0.6, 1.0])
+    values = _evidence.log_evidences(K, y, w, noises, True)
+    expected = log_evidences(K, y, w, noises, True)
+    assert values[0] == values[1] == expected[0] == expected[1] == -np.inf
+    assert np.isfinite(values[2:]).all()
+    np.testing.assert_allclose(values[2:], expected[2:], rtol=0.0, atol=1e-10)
+
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+def test_the_evidence_reads_the_last_events_of_positive_weight(monkeypatch, engine):
+    """The warm-up's evidence reads its last `EVIDENCE_EVENTS` events of positive weight (the
+    engine's `log_evidences`), and both engines choose the same width and noise."""
+    X, y = load_diabetes(return_X_y=True)
+    X = (X - X.mean(0)) / X.std(0)
+    w = np.ones(150)
+    w[[10, 70, 80]] = 0.0
+    calls = {"choice": []}
+
+    def choice(*args, **kwargs):
+        calls["choice"].append((args, kwargs))
+        return evidence_choice(*args, **kwargs)
+    monkeypatch.setattr(okl.krls, "evidence_choice", choice)
+    est = okl.KernelRLSRegressor(engine=engine).fit(X[:150], y[:150], sample_weight=w)
+    monkeypatch.undo()
+    (args, kwargs), = calls["choice"]
+    rows = np.flatnonzero(w[:103] > 0)[-EVIDENCE_EVENTS:]
+    np.testing.assert_array_equal(args[1], X[rows])
+    np.testing.assert_array_equal(args[2], y[rows])
+    assert kwargs["evidences"] is ENGINES[engine].log_evidences
+    other = okl.KernelRLSRegressor(engine="numpy" if engine == "cython" else "cython")
+    other.fit(X[:150], y[:150], sample_weight=w)
+    assert (est.gamma_, est.noise_) == (other.gamma_, other.noise_)
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("stride", [2, 3])
+def test_the_coarse_to_fine_choice_is_the_best_of_the_widths_it_tries(seed, stride):
+    """With a stride s, the choice is the best (the first of equal ones) over every s-th width
+    and the widths within s - 1 of the best of those; stride 1 is the search over every width."""
+    X, y, w = stream(seed, n=50)
+    gammas = scale_gamma(X) * WIDTH_FACTORS
+    table = [log_evidences(row_gram(record(Kernel.GAUSSIAN, gamma=g), X), y, w, NOISE_GRID,
+                           True) for g in gammas]
+
+    def first_best(widths):
+        best, at = -np.inf, None
+        for i in widths:
+            for j, value in enumerate(table[i]):
+                if value > best:
+                    best, at = value, (i, j)
+        return best, at
+    coarse = first_best(range(0, len(gammas), stride))[1][0]
+    tried = sorted(set(range(0, len(gammas), stride))
+                   | set(range(max(coarse - stride + 1, 0), min(coarse + stride, len(gammas)))))
+    value, (i, j) = first_best(tried)
+    scored = []
+
+    def evidences(K, *args):
+        scored.append(K)
+        return log_evidences(K, *args)
+    gamma, noise, found = evidence_choice(record(Kernel.GAUSSIAN), X, y, w, gammas, NOISE_GRID,
+                                          True, evidences=evidences, stride=stride)
+    assert len(scored) == len(tried) < len(gammas)
+    assert (gamma, noise) == (float(gammas[i]), float(NOISE_GRID[j]))
+    assert close(found, value, len(y))
+    full = evidence_choice(record(Kernel.GAUSSIAN), X, y, w, gammas, NOISE_GRID, True, stride=1)
+    assert full[:2] == evidence_choice(record(Kernel.GAUSSIAN), X, y, w, gammas, NOISE_GRID,
+                                       True)[:2]
+    assert full[2] >= found

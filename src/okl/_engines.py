@@ -7,7 +7,7 @@ NumPy twins (`okl._numpy`) take the same arguments and give the same iterates
 """
 from types import SimpleNamespace
 
-from okl._core import _coefreg, _krls, _multiclass, _pa, _pairwise, _pointwise
+from okl._core import _coefreg, _evidence, _krls, _multiclass, _pa, _pairwise, _pointwise
 from okl._core._expansion import KernelExpansion
 from okl._core._linear import LinearModel, MultiLinearModel
 from okl._core._multiexpansion import MultiExpansion
@@ -31,6 +31,7 @@ ENGINES = {
                               multikernel=MultiKernel, prior_offsets=_pointwise.prior_offsets,
                               krls=_krls.KRLSModel, krls_chunk=_krls.fit_chunk,
                               rls_features=_krls.RLSFeatures,
+                              log_evidences=_evidence.log_evidences,
                               width=Width, kernel_mean=KernelMean),
     "numpy": SimpleNamespace(expansion=NumpyExpansion, linear=NumpyLinearModel,
                              pointwise=pointwise.fit_chunk, coefreg=coefreg.fit_chunk,
@@ -42,6 +43,7 @@ ENGINES = {
                              multikernel=NumpyMultiKernel, prior_offsets=pointwise.prior_offsets,
                              krls=krls.NumpyKRLS, krls_chunk=krls.fit_chunk,
                              rls_features=krls.NumpyRLSFeatures,
+                             log_evidences=krls.log_evidences,
                              width=NumpyWidth, kernel_mean=NumpyKernelMean),
 }
 

@@ -22,8 +22,8 @@ from okl._feature_maps import RandomFourierFeatures
 from okl._gamma import WARMUP, WidthMoments, check_width_moments, start_warmup, warn_spread
 from okl._numpy.codes import Prune
 from okl._numpy.krls import (
-    NOISE_GRID, WIDTH_FACTORS, NumpyKRLS, NumpyRLSFeatures, evidence_choice, linear_evidence,
-    rewidth, shared,
+    EVIDENCE_EVENTS, NOISE_GRID, WIDTH_FACTORS, WIDTH_STRIDE, NumpyKRLS, NumpyRLSFeatures,
+    evidence_choice, linear_evidence, rewidth, shared,
 )
 from okl._params import (
     BOOL, DRIFT_CONSTRAINTS, ENGINE_CONSTRAINTS, NONE, Interval, InvalidParameterError, Options, kernel_constraints,
@@ -50,6 +50,16 @@ _STD_ROWS = ContextVar("krls_std_rows", default=(None, None))
 WIDTH_EVENTS = (1, 2, 4, 8, 16, 32, 64, WARMUP)
 # kernel="auto": the kernels the warm-up's evidence may choose (docs/krls.md, section 8)
 AUTO_KERNELS = ("gaussian", "linear")
+
+
+def _appended(a, last):
+    """A copy of the array `a` with `last` after its rows (as np.concatenate, with less
+    overhead: the warm-up's bookkeeping takes it at every event)."""
+    n = len(a)
+    out = np.empty((n + 1, *a.shape[1:]))
+    out[:n] = a
+    out[n] = last
+    return out
 
 
 def _auto(given, value, default):
@@ -479,24 +489,28 @@ default="gaussian"
 
     def _end_warmup(self):
         """noise="auto": the noise (and with gamma="scale" the width, among multiples of the
-        scale) of the largest evidence of the warm-up's events, with kernel="auto" against the
-        linear kernel's, then a fresh model of those settings learns them again; random
-        Fourier features take the final width."""
+        scale) of the largest evidence of the warm-up's last `EVIDENCE_EVENTS` events (the
+        engine's `log_evidences`), with kernel="auto" against the linear kernel's, then a fresh
+        model of those settings learns all of them again; random Fourier features take the
+        final width."""
         d = self.__dict__
         d.pop("_width_moments", None)
         if self.noise == "auto":
-            keep = d["_warm_w"] > 0
+            keep = np.flatnonzero(d["_warm_w"] > 0)[-EVIDENCE_EVENTS:]
             X, y, w = d["_warm_X"][keep], d["_warm_y"][keep], d["_warm_w"][keep]
             scale = d.get("gamma_")
             gammas = (scale * np.asarray(getattr(self, "_width_grid", WIDTH_FACTORS))
                       if scale is not None
                       else np.array([float(self.gamma)]))
+            evidences = ENGINES[self.engine].log_evidences
             gamma, noise, value = evidence_choice(self._kernel_params(), X, y, w, gammas,
-                                                  NOISE_GRID, bool(self.fit_intercept))
+                                                  NOISE_GRID, bool(self.fit_intercept),
+                                                  evidences=evidences, stride=WIDTH_STRIDE)
             record = None
             if self.kernel == "auto" and self.approximation != "fourier":
                 coef0, linear, evidence = linear_evidence(X, y, w, NOISE_GRID,
-                                                          bool(self.fit_intercept))
+                                                          bool(self.fit_intercept),
+                                                          evidences=evidences)
                 if evidence > value:
                     gamma, noise = scale, linear
                     record = self._kernel_params("linear", scale or self.gamma, coef0)
@@ -785,8 +799,8 @@ default="gaussian"
             width.add(row)
             pending["_width_moments"] = width.state()
         if "_warm_X" in d:
-            pending.update(_warm_X=np.concatenate([d["_warm_X"], row[None, :]]),
-                           _warm_y=np.append(d["_warm_y"], y), _warm_w=np.append(d["_warm_w"], 1.0))
+            pending.update(_warm_X=_appended(d["_warm_X"], row),
+                           _warm_y=_appended(d["_warm_y"], y), _warm_w=_appended(d["_warm_w"], 1.0))
         self._check_size()
         return pending
 

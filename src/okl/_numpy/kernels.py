@@ -110,7 +110,22 @@ def kernel_of(k, base):
     raise ValueError(f"Unknown kernel code {kernel}.")
 
 
+#: gram_base's differences of rows are taken this many entries at a time at most
+GRAM_BLOCK = 1 << 17
+
+
 def gram_base(kernel, X):
     """`kernel_base` of the rows of X against each other, an (n, n) matrix: the kernel's Gram
-    matrix at any width is `kernel_of` of it, each entry as `kernel_values` gives it."""
-    return np.array([kernel_base(kernel, X, x) for x in X]).reshape(len(X), len(X))
+    matrix at any width is `kernel_of` of it, each entry as `kernel_values` gives it (the
+    distances of a block of rows at once, each summed as `sq_distances` sums it)."""
+    n = len(X)
+    if kernel not in (Kernel.GAUSSIAN, Kernel.MATERN, Kernel.LAPLACIAN):
+        return np.array([kernel_base(kernel, X, x) for x in X]).reshape(n, n)
+    out = np.empty((n, n))
+    step = max(1, GRAM_BLOCK // max(X.size, 1))
+    with np.errstate(over="ignore", invalid="ignore"):
+        for lo in range(0, n, step):
+            diff = X[lo:lo + step, None, :] - X[None, :, :]
+            (np.abs if kernel == Kernel.LAPLACIAN else np.square)(diff, out=diff)
+            out[lo:lo + step] = diff.sum(axis=2)
+    return out

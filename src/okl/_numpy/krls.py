@@ -598,6 +598,12 @@ def shared_gram_base(kernel, X):
 NOISE_GRID = 10.0 ** np.arange(-6.0, 1.0)
 #: gamma="scale" with noise="auto": the widths, as multiples of the scale rule's
 WIDTH_FACTORS = 2.0 ** np.arange(-6.0, 4.0)
+#: gamma="scale" with noise="auto": the evidence tries every WIDTH_STRIDE-th width of the grid,
+#: then the neighbours of the best (1: every width, the rule before; docs/krls.md, section 8)
+WIDTH_STRIDE = 2
+#: noise="auto": the evidence reads the warm-up's last this many events (of positive weight;
+#: okl._gamma.WARMUP: all of them, the rule before; docs/krls.md, section 8)
+EVIDENCE_EVENTS = 50
 
 
 def log_evidence(K, y, w, noise, centred):
@@ -642,36 +648,54 @@ def log_evidences(K, y, w, noises, centred):
     return out
 
 
-def evidence_choice(kernel, X, y, w, gammas, noises, centred):
+def evidence_choice(kernel, X, y, w, gammas, noises, centred, evidences=log_evidences,
+                    stride=1):
     """(gamma, noise, log evidence) of the largest `log_evidences` of the rows (X, y, w) over
-    the grids (the first of equal ones, gammas then noises in their order)."""
-    best, choice = -np.inf, (float(gammas[0]), float(noises[-1]))
+    the grids (the first of equal ones, gammas then noises in their order); `evidences`: that
+    function or its compiled twin (`okl._core._evidence`).  With `stride` s > 1, coarse to
+    fine: every s-th width from the first, then the widths within s - 1 of the best of those."""
     record = kernel_record(kernel)
     base = shared_gram_base(record["kernel"], X)
-    for gamma in gammas:
-        K = kernel_of(dict(record, gamma=float(gamma)), base)
-        values = log_evidences(0.5 * (K + K.T), y, w, noises, centred)
-        for noise, value in zip(noises, values):
-            if value > best:
-                best, choice = float(value), (float(gamma), float(noise))
-    return (*choice, best)
+    values = {}
+
+    def score(i):
+        K = kernel_of(dict(record, gamma=float(gammas[i])), base)
+        values[i] = evidences(0.5 * (K + K.T), y, w, noises, centred)
+
+    def best():
+        top = (-np.inf, 0, len(noises) - 1)
+        for i in sorted(values):
+            for j, value in enumerate(values[i]):
+                if value > top[0]:
+                    top = (float(value), i, j)
+        return top
+
+    for i in range(0, len(gammas), stride):
+        score(i)
+    if stride > 1:
+        top = best()[1]
+        for i in range(max(top - stride + 1, 0), min(top + stride, len(gammas))):
+            if i not in values:
+                score(i)
+    value, i, j = best()
+    return float(gammas[i]), float(noises[j]), value
 
 
-def linear_evidence(X, y, w, noises, centred):
+def linear_evidence(X, y, w, noises, centred, evidences=log_evidences):
     """(coef0, noise, log evidence) of the linear kernel ``<x, u> + c`` on the rows (X, y, w),
     with c the mean of <x, x> (the constant carries the part of the offset the targets' mean
     does not, with the prior variance of an average row): its Gram matrix over its mean
     diagonal, 2 c, is scored at every noise of the grid (so that a noise means what it means
     for the Gaussian, whose k(x, x) is 1), the first of equal ones.  The noise returned is in
     the kernel's own units, the grid's times 2 c; (nan, nan, -inf) when c is not positive
-    (docs/krls.md, section 8)."""
+    (docs/krls.md, section 8); `evidences` as `evidence_choice`'s."""
     c = float(np.mean(np.einsum("ij,ij->i", X, X)))
     if not c > 0.0 or not math.isfinite(c):
         return math.nan, math.nan, -np.inf
     K = X @ X.T + c
     K = 0.5 * (K + K.T) / (2.0 * c)
     best, choice = -np.inf, math.nan
-    for noise, value in zip(noises, log_evidences(K, y, w, noises, centred)):
+    for noise, value in zip(noises, evidences(K, y, w, noises, centred)):
         if value > best:
             best, choice = float(value), float(noise) * 2.0 * c
     return c, choice, best
