@@ -172,8 +172,7 @@ def main(argv=None):
         "okl KernelRLSRegressor(kernel='auto')": lambda: KernelRLSRegressor(kernel="auto"),
         "okl OnlineKernelRegressor()": lambda: OnlineKernelRegressor(),
         "okl MultiKernelRegressor()": lambda: MultiKernelRegressor(),
-        "okl MultiKernelRegressor(learner='krls', sleep=0.01)":
-            lambda: MultiKernelRegressor(learner="krls", sleep=0.01),
+        "okl MultiKernelRegressor(learner='sgd')": lambda: MultiKernelRegressor(learner="sgd"),
     }
     rivers = river_learners()
     warnings.simplefilter("ignore")
