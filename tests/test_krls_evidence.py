@@ -100,15 +100,20 @@ def test_a_few_rows_have_the_cholesky_evidence(n):
         np.testing.assert_allclose(values, expected, rtol=RTOL, atol=RTOL * n)
 
 
-def test_a_matrix_that_is_not_positive_definite_has_no_evidence():
-    """-inf where the matrix plus the noise is not positive definite, as the Cholesky factor's
-    failure was; the noises that make it positive definite keep their evidence."""
+def indefinite():
+    """(K, y, w, noises): a symmetric K with two negative eigenvalues (-0.5, -1e-3), so that
+    K + noise I is indefinite at the first two noises and positive definite at the others."""
     rng = np.random.default_rng(3)
     V = np.linalg.qr(rng.normal(size=(6, 6)))[0]
     K = (V * np.array([-0.5, -1e-3, 0.2, 1.0, 2.0, 3.0])) @ V.T
-    K = 0.5 * (K + K.T)
     y, w = rng.normal(size=6), np.ones(6)
-    noises = np.array([1e-4, 0.1, 0.6, 1.0])
+    return 0.5 * (K + K.T), y, w, np.array([1e-4, 0.1, 0.6, 1.0])
+
+
+def test_a_matrix_that_is_not_positive_definite_has_no_evidence():
+    """-inf where the matrix plus the noise is not positive definite, as the Cholesky factor's
+    failure was; the noises that make it positive definite keep their evidence."""
+    K, y, w, noises = indefinite()
     values = log_evidences(K, y, w, noises, True)
     expected = [log_evidence(K, y, w, float(noise), True) for noise in noises]
     assert values[0] == values[1] == expected[0] == expected[1] == -np.inf
@@ -194,12 +199,7 @@ def test_the_compiled_log_evidences_are_the_numpy_ones(seed, n):
 
 
 def test_the_compiled_log_evidences_fail_where_the_numpy_ones_do():
-    rng = np.random.default_rng(3)
-    V = np.linalg.qr(rng.normal(size=(6, 6)))[0]
-    K = (V * np.array([-0.5, -1e-3, 0.2, 1.0, 2.0, 3.0])) @ V.T
-    K = 0.5 * (K + K.T)
-    y, w = rng.normal(size=6), np.ones(6)
-    noises = np.array([1e-4, 0.1, 0.6, 1.0])
+    K, y, w, noises = indefinite()
     values = _evidence.log_evidences(K, y, w, noises, True)
     expected = log_evidences(K, y, w, noises, True)
     assert values[0] == values[1] == expected[0] == expected[1] == -np.inf
