@@ -145,7 +145,7 @@ def test_an_interrupted_warm_up_event_leaves_the_model(at, monkeypatch):
         est._krls = InterruptedRewidth.from_state(est._krls.get_state())
         est._krls.interrupts = 1
     else:
-        name = {50: "Width", 99: "evidence_choice"}[at]
+        name = {50: "moments_after", 99: "evidence_choice"}[at]
         monkeypatch.setattr(okl.krls, name, interrupted)
     with pytest.raises(KeyboardInterrupt):
         est.partial_fit(X[at:at + 1], y[at:at + 1])
@@ -229,13 +229,16 @@ def test_a_refused_or_interrupted_dict_event_mid_warm_up_leaves_the_model(params
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
-    for name in ("Width", "KRLSEvents") if "gamma" not in params else ("KRLSEvents",):
+    for name in (("moments_after", "KRLSEvents") if "gamma" not in params
+                 else ("KRLSEvents",)):
         monkeypatch.setattr(okl.krls, name, interrupted)
-        est.__dict__.pop("_one_event_state", None)      # (a step built anew)
+        if name == "KRLSEvents":
+            est.__dict__.pop("_one_event_state", None)      # (a step built anew)
         with pytest.raises(KeyboardInterrupt):
             est.learn_one(rows[40], y[40])
         monkeypatch.undo()
         assert fields(est) == before
+        assert name == "KRLSEvents" or pickle.dumps(est) == blob    # (byte for byte)
     for i in range(40, len(X)):
         est.learn_one(rows[i], y[i])
     np.testing.assert_array_equal(est.predict(Z), whole.predict(Z))
@@ -261,3 +264,69 @@ def test_the_kept_events_are_the_learners_own_rows():
     np.testing.assert_array_equal(other._warm_X, np.vstack([X[:40], X[60:70]]))
     np.testing.assert_array_equal(est._warm_y, y[:50])
     np.testing.assert_array_equal(other._warm_y, np.r_[y[:40], y[60:70]])
+
+
+def test_a_shallow_copy_and_the_original_learn_apart_through_the_warm_up():
+    """Two learners holding the same kept events (views of the same buffers, which grow in
+    place: as MultiKernelRegressor's learners hold them, or a copy sharing its original's
+    arrays) learning different events in turn, one at a time, through width events and the
+    warm-up's end: each gives the iterates of a learner of its own stream."""
+    X, y = stream(seed=16)
+    X2, y2 = stream(seed=17)
+    Z = stream(30, seed=18)[0]
+    est = KernelRLSRegressor()
+    for i in range(30):
+        est.learn_one(X[i], y[i])
+    other = copy.deepcopy(est)
+    other.__dict__.update({name: est.__dict__[name] for name in ("_warm_X", "_warm_y", "_warm_w")})
+    assert other._warm_X.base is est._warm_X.base is not None
+    for i in range(30, 130):
+        pair = [(est, X[i], y[i]), (other, X2[i], y2[i])]
+        for learner, row, target in pair if i % 2 else pair[::-1]:
+            learner.learn_one(row, target)
+        if i == 50:
+            np.testing.assert_array_equal(est._warm_X, X[:51])
+            np.testing.assert_array_equal(other._warm_X, np.vstack([X[:30], X2[30:51]]))
+            np.testing.assert_array_equal(other._warm_y, np.r_[y[:30], y2[30:51]])
+    alone = KernelRLSRegressor().fit(X[:130], y[:130])
+    apart = KernelRLSRegressor().fit(np.vstack([X[:30], X2[30:130]]), np.r_[y[:30], y2[30:130]])
+    np.testing.assert_array_equal(est.predict(Z), alone.predict(Z))
+    np.testing.assert_array_equal(other.predict(Z), apart.predict(Z))
+    assert (est.gamma_, est.noise_) == (alone.gamma_, alone.noise_)
+    assert (other.gamma_, other.noise_) == (apart.gamma_, apart.noise_)
+
+
+@pytest.mark.parametrize("at", [31, 63, 99])       # width events 32 and 64, the last event
+def test_a_refused_or_interrupted_dict_event_that_moves_the_width_leaves_the_model(
+        at, monkeypatch):
+    """An event that moves the width or ends the warm-up (the compiled step, then the width's
+    move under a checkpoint): a row or target the step refuses, a Ctrl-C after the step has
+    changed the model, leave the learner as it was, byte for byte, and the stream goes on
+    as if they had never come."""
+    X, y = stream(seed=19)
+    Z = stream(30, seed=20)[0]
+    whole = KernelRLSRegressor().fit(X, y)
+    rows = [{f"x{j}": v for j, v in enumerate(x)} for x in X.tolist()]
+    est = KernelRLSRegressor()
+    for i in range(at):
+        est.predict_one(rows[i])
+        est.learn_one(rows[i], y[i])
+    assert est._warming() and est._warm_moves()
+    before, blob = fields(est), pickle.dumps(est)
+    bad = dict(rows[at], x1=float("nan"))
+    for row, target in [(bad, y[at]), (rows[at], float("nan")), (X[at, :3].copy(), y[at])]:
+        with pytest.raises(ValueError):
+            est.learn_one(row, target)
+        assert fields(est) == before and pickle.dumps(est) == blob
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(okl.krls, "evidence_choice" if at == 99 else "shared", interrupted)
+    t = est._krls.t
+    with pytest.raises(KeyboardInterrupt):
+        est.learn_one(rows[at], y[at])
+    monkeypatch.undo()
+    assert est._krls.t == t and fields(est) == before and pickle.dumps(est) == blob
+    for i in range(at, len(X)):
+        est.learn_one(rows[i], y[i])
+    np.testing.assert_array_equal(est.predict(Z), whole.predict(Z))

@@ -15,6 +15,7 @@ import okl.river
 from okl import ConformalRegressor, KernelRLSRegressor, MultiKernelRegressor, _locks
 from okl._core._krls import KRLSPoolEvents
 from okl._core._multikernel import bayes_mixture
+from okl._engines import ENGINES
 from okl._numpy.multikernel import bayes_mixture as numpy_bayes_mixture
 from okl._params import InvalidParameterError
 from okl.krls import WARMUP, WIDTH_EVENTS
@@ -192,6 +193,9 @@ def test_the_shared_warm_up_gives_each_learner_its_standalone_iterates(engine, m
     monkeypatch.setattr(KernelRLSRegressor, "_moments_after",
                         lambda self, *a: calls.append(1) or after(self, *a))
     monkeypatch.setattr(okl._numpy.krls, "gram_base", lambda *a: grams.append(1) or gram_base(*a))
+    evidence_gram = ENGINES[engine].gram_base       # (the evidences': compiled on cython)
+    monkeypatch.setattr(ENGINES[engine], "gram_base",
+                        lambda *a: grams.append(1) or evidence_gram(*a))
     pool = learn(MultiKernelRegressor(learner="krls", sleep=None, engine=engine), X, y, mode)
     shared, shared_grams = len(calls), len(grams)
     for module in (okl.krls, okl._numpy.krls):      # the same pool, nothing shared

@@ -15,6 +15,7 @@ from okl._core._multikernel import MultiKernel
 from okl._core._warmup import KernelMean, Width
 from okl._numpy import coefreg, krls, multiclass, pa, pairwise, pointwise
 from okl._numpy.expansion import NumpyExpansion
+from okl._numpy.kernels import gram_base
 from okl._numpy.linear import NumpyLinearModel, NumpyMultiLinearModel
 from okl._numpy.multiexpansion import NumpyMultiExpansion
 from okl._numpy.multikernel import NumpyMultiKernel
@@ -32,6 +33,7 @@ ENGINES = {
                               krls=_krls.KRLSModel, krls_chunk=_krls.fit_chunk,
                               rls_features=_krls.RLSFeatures,
                               log_evidences=_evidence.log_evidences,
+                              gram_base=_evidence.gram_base,
                               width=Width, kernel_mean=KernelMean),
     "numpy": SimpleNamespace(expansion=NumpyExpansion, linear=NumpyLinearModel,
                              pointwise=pointwise.fit_chunk, coefreg=coefreg.fit_chunk,
@@ -43,7 +45,7 @@ ENGINES = {
                              multikernel=NumpyMultiKernel, prior_offsets=pointwise.prior_offsets,
                              krls=krls.NumpyKRLS, krls_chunk=krls.fit_chunk,
                              rls_features=krls.NumpyRLSFeatures,
-                             log_evidences=krls.log_evidences,
+                             log_evidences=krls.log_evidences, gram_base=gram_base,
                              width=NumpyWidth, kernel_mean=NumpyKernelMean),
 }
 

@@ -15,7 +15,7 @@ from okl._base import (
 from okl._blas import one_thread
 from okl._core import _pointwise
 from okl._core._krls import KRLSEvents, KRLSModel, RLSFeatures
-from okl._core._warmup import Width
+from okl._core._warmup import Width, moments_after
 from okl._docstrings import shared_params
 from okl._engines import ENGINES
 from okl._feature_maps import RandomFourierFeatures
@@ -52,14 +52,27 @@ WIDTH_EVENTS = (1, 2, 4, 8, 16, 32, 64, WARMUP)
 AUTO_KERNELS = ("gaussian", "linear")
 
 
-def _appended(a, last):
-    """A copy of the array `a` with `last` after its rows (as np.concatenate, with less
-    overhead: the warm-up's bookkeeping takes it at every event)."""
-    n = len(a)
-    out = np.empty((n + 1, *a.shape[1:]))
-    out[:n] = a
-    out[n] = last
-    return out
+def _kept(X, y, w, rows, targets, weights):
+    """The warm-up's kept events (X, y, w) followed by k more (rows (k, d) or one row (d,),
+    targets, weights), as views of buffers of `WARMUP` rows or more that grow in place:
+    written from row n = len(w) when the views are the first n rows of buffers whose row n
+    is free (its weight NaN), else views of new buffers.  Learners may hold the same views
+    (MultiKernelRegressor's do, docs/krls.md, section 9): rows are claimed (their weights
+    written) before they are filled, so the claimed rows are the first ones of a buffer,
+    and of two holders of n rows the second to learn copies; a holder's n rows never change
+    (pickling, a deep copy and okl.save store those n rows only).  Undoing an event is
+    putting the views back."""
+    n, k = len(w), len(rows) if rows.ndim == 2 else 1
+    bX, by, bw = X.base, y.base, w.base
+    if not (bw is not None and by is not None and bX is not None and n < len(bw) >= n + k
+            and bX.shape == (len(bw), X.shape[1]) and by.shape == bw.shape
+            and bw[n] != bw[n]):
+        size = max(WARMUP, n + k)
+        bX, by, bw = np.empty((size, X.shape[1])), np.empty(size), np.full(size, np.nan)
+        bX[:n], by[:n], bw[:n] = X, y, w
+    bw[n:n + k] = weights               # claimed (a weight is not NaN)
+    bX[n:n + k], by[n:n + k] = rows, targets
+    return bX[:n + k], by[:n + k], bw[:n + k]
 
 
 def _auto(given, value, default):
@@ -383,6 +396,8 @@ default="gaussian"
             d["_warm_X"] = np.empty((0, X.shape[1]))
             d["_warm_y"] = d["_warm_w"] = np.empty(0)
         self._krls = self._new_model(X.shape[1])
+        if self._warming():     # room for the warm-up's centres: no buffer grows during it
+            self._krls.reserve(WARMUP)
         if self.approximation == "fourier" and not self._warming():
             self._to_features()
         self.t_ = 0
@@ -450,10 +465,9 @@ default="gaussian"
         the model takes the width of the rows so far), the events kept for its end."""
         d = self.__dict__
         if "_warm_X" in d:
-            w = np.ones(len(X)) if weight is None else weight
-            d["_warm_X"] = np.concatenate([d["_warm_X"], X])
-            d["_warm_y"] = np.concatenate([d["_warm_y"], y])
-            d["_warm_w"] = np.concatenate([d["_warm_w"], w])
+            d["_warm_X"], d["_warm_y"], d["_warm_w"] = _kept(
+                d["_warm_X"], d["_warm_y"], d["_warm_w"], X, y,
+                1.0 if weight is None else weight)
         if "_width_moments" in d:
             key = ("moments", self.engine, tuple(d["_width_moments"]), X.shape, X.tobytes(),
                    None if weight is None else weight.tobytes())
@@ -505,7 +519,8 @@ default="gaussian"
             evidences = ENGINES[self.engine].log_evidences
             gamma, noise, value = evidence_choice(self._kernel_params(), X, y, w, gammas,
                                                   NOISE_GRID, bool(self.fit_intercept),
-                                                  evidences=evidences, stride=WIDTH_STRIDE)
+                                                  evidences=evidences, stride=WIDTH_STRIDE,
+                                                  gram=ENGINES[self.engine].gram_base)
             record = None
             if self.kernel == "auto" and self.approximation != "fourier":
                 coef0, linear, evidence = linear_evidence(X, y, w, NOISE_GRID,
@@ -789,18 +804,37 @@ default="gaussian"
                     pass
             raise
 
+    def _warm_move(self, events, row, y):
+        """A warm-up event of weight 1 that moves the width or ends the warm-up (docs/krls.md,
+        section 8): the compiled step, then `_follow_warmup` of the row (the iterates of the
+        one-row chunk), under a checkpoint: an exception leaves the learner as it was.  The
+        step, which reads the model's width from the model, serves the next events too.
+        (taken, f_t(x_t)); a step of the warm-up's end that would diverge is left to the
+        chunk path (not taken), which names the cause."""
+        try:
+            with transaction(self) as guarded:
+                model = self._krls
+                guarded.append((model, model.checkpoint(1)))
+                f = events.learn_into(self.__dict__, row, y, 1.0)
+                self._follow_warmup(row[None, :], np.array([y]), None)
+                self._check_size()
+        except Diverged:
+            return False, None      # undone
+        if self._warming():         # the same model, at its new width: the same step
+            events.bind(self)
+        return True, f
+
     def _warm_pending(self, row, y):
-        """`_warm_event`'s bookkeeping of a row of weight 1, not yet stored: the attributes
-        the warm-up holds after it (gamma="scale"'s moments, noise="auto"'s events)."""
+        """`_warm_event`'s bookkeeping of a row of weight 1, not yet stored on the learner:
+        the attributes the warm-up holds after it (gamma="scale"'s moments, noise="auto"'s
+        events, written into rows of their buffers that no learner holds, `_kept`)."""
         d = self.__dict__
         pending = {}
         if "_width_moments" in d:
-            width = Width(len(row), 1.0, d["_width_moments"])
-            width.add(row)
-            pending["_width_moments"] = width.state()
+            pending["_width_moments"] = moments_after(d["_width_moments"], row)
         if "_warm_X" in d:
-            pending.update(_warm_X=_appended(d["_warm_X"], row),
-                           _warm_y=_appended(d["_warm_y"], y), _warm_w=_appended(d["_warm_w"], 1.0))
+            pending["_warm_X"], pending["_warm_y"], pending["_warm_w"] = _kept(
+                d["_warm_X"], d["_warm_y"], d["_warm_w"], row, y, 1.0)
         self._check_size()
         return pending
 
@@ -853,12 +887,17 @@ default="gaussian"
 
     def _learn_event(self, events, row, y, weight=1.0):
         """One event through the compiled step; f_t(x_t).  During the warm-up an event of
-        weight 1 that neither moves the width nor ends the warm-up takes `_warm_event`, the
-        others the one-row chunk."""
+        weight 1 takes `_warm_event`, or `_warm_move` when it moves the width or ends the
+        warm-up; the others the one-row chunk."""
         if not self._warming():
             return events.learn_into(self.__dict__, row, y, weight)
-        if weight == 1.0 and not self._warm_moves() and len(row) == self.n_features_in_:
-            return self._warm_event(events, row, y)
+        if weight == 1.0 and len(row) == self.n_features_in_:
+            if not self._warm_moves():
+                return self._warm_event(events, row, y)
+            with _locks.locked(self):
+                taken, f = self._warm_move(events, row, y)
+            if taken:
+                return f
         return float(self._progressive_scores(
             row[None, :], np.array([y]),
             sample_weight=None if weight == 1.0 else np.array([weight]))[0])

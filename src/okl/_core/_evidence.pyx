@@ -1,5 +1,6 @@
 """noise="auto"'s evidence compiled: `log_evidences`, the twin of
-`okl._numpy.krls.log_evidences` (docs/krls.md, section 8).
+`okl._numpy.krls.log_evidences`, and `gram_base`, of `okl._numpy.kernels.gram_base`
+(docs/krls.md, section 8).
 
 The same LAPACK calls on the same numbers (the tridiagonal reduction dsytrd and the
 reflectors' dormqr unblocked, as scipy's wrappers call them; then at every noise dpttrf and
@@ -8,8 +9,12 @@ warm-up, before the model changes, and allocates its work arrays.
 """
 import numpy as np
 
-from libc.math cimport INFINITY, log, sqrt
+from libc.math cimport INFINITY, fabs, log, sqrt
 from scipy.linalg.cython_lapack cimport dormqr, dpttrf, dpttrs, dsytrd
+
+from okl._core._kernels cimport GAUSSIAN, LAPLACIAN, MATERN
+from okl._core._warmup cimport cpairwise_sum
+from okl._numpy import kernels
 
 # the smallest positive double (np.finfo(float).tiny): q's floor
 cdef double TINY = 2.2250738585072014e-308
@@ -67,4 +72,25 @@ def log_evidences(const double[:, ::1] K, const double[::1] y, const double[::1]
             logdet += log(dn[i])
         q = max(q, TINY)
         res[j] = -0.5 * dof * log(q / dof) - 0.5 * (logdet - log_w)
+    return out
+
+
+def gram_base(int kernel, const double[:, ::1] X):
+    """`okl._numpy.kernels.gram_base` of the rows X, bit for bit: for the Gaussian, Matern
+    and Laplacian kernels each entry the sum of the squared (absolute) differences of two
+    rows, summed in NumPy's order (`cpairwise_sum`); the other kernels' is the twin's."""
+    if kernel != GAUSSIAN and kernel != MATERN and kernel != LAPLACIAN:
+        return kernels.gram_base(kernel, np.asarray(X))
+    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], i, j, k
+    cdef bint l1 = kernel == LAPLACIAN
+    out = np.empty((n, n))
+    cdef double[:, ::1] res = out
+    cdef double[::1] work = np.empty(max(d, 1))
+    with nogil:
+        for i in range(n):
+            for j in range(i + 1):      # (x - u)^2 and |x - u| are (u - x)^2, |u - x|
+                for k in range(d):
+                    work[k] = (fabs(X[i, k] - X[j, k]) if l1
+                               else (X[i, k] - X[j, k]) * (X[i, k] - X[j, k]))
+                res[i, j] = res[j, i] = cpairwise_sum(&work[0], d)
     return out

@@ -17,6 +17,9 @@ cdef struct Moments:
     double shift
 
 
+cdef double cpairwise_sum(const double* a, Py_ssize_t n) noexcept nogil
+
+
 cdef class Width:
     cdef Moments moments
     cdef readonly Py_ssize_t n_features

@@ -178,6 +178,26 @@ cdef class Width:
         return [self.moments.rows, self.moments.mean, self.moments.m2, self.moments.shift]
 
 
+cdef double[::1] _row_work = np.empty(64)       # `moments_after`'s (grown on demand)
+
+
+def moments_after(moments, const double[::1] x):
+    """The learner's `_width_moments` [rows, mean, m2, shift] once the row x is taken, as a
+    new list: `Width`'s moments after ``add(x)``, without a Width (a warm-up event's
+    bookkeeping, docs/krls.md, section 8)."""
+    global _row_work
+    cdef Moments m
+    cdef Py_ssize_t d = x.shape[0]
+    if d == 0:
+        raise ValueError("x has no entries.")
+    if _row_work.shape[0] < d:
+        _row_work = np.empty(d)
+    m.rows, m.mean, m.m2 = moments[0], moments[1], moments[2]
+    m.shift = moments[3] if len(moments) > 3 else 0.0
+    cmoments_add(&m, &x[0], d, &_row_work[0])
+    return [m.rows, m.mean, m.m2, m.shift]
+
+
 cdef inline void cdistances(const KernelSpec* k, const double* x, const double* C,
                             Py_ssize_t n, Py_ssize_t d, double* out) noexcept nogil:
     """out[i] = the distance of C[i] and x the kernel's values are of (`ckernel_row`)."""

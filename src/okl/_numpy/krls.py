@@ -589,9 +589,11 @@ def shared(key, compute):
     return cache[key]
 
 
-def shared_gram_base(kernel, X):
-    """`gram_base` of the rows X, `shared` by the learners that see the same rows."""
-    return shared(("gram_base", int(kernel), X.shape, X.tobytes()), lambda: gram_base(kernel, X))
+def shared_gram_base(kernel, X, gram=None):
+    """`gram_base` of the rows X (or `gram`'s: its compiled twin), `shared` by the learners
+    that see the same rows."""
+    return shared(("gram_base", int(kernel), X.shape, X.tobytes()),
+                  lambda: (gram or gram_base)(kernel, X))
 
 
 #: noise="auto": the noises the warm-up's evidence chooses from (docs/krls.md, section 8)
@@ -649,13 +651,14 @@ def log_evidences(K, y, w, noises, centred):
 
 
 def evidence_choice(kernel, X, y, w, gammas, noises, centred, evidences=log_evidences,
-                    stride=1):
+                    stride=1, gram=None):
     """(gamma, noise, log evidence) of the largest `log_evidences` of the rows (X, y, w) over
-    the grids (the first of equal ones, gammas then noises in their order); `evidences`: that
-    function or its compiled twin (`okl._core._evidence`).  With `stride` s > 1, coarse to
-    fine: every s-th width from the first, then the widths within s - 1 of the best of those."""
+    the grids (the first of equal ones, gammas then noises in their order); `evidences` and
+    `gram` (None: `gram_base`): those functions or their compiled twins (`okl._core._evidence`).
+    With `stride` s > 1, coarse to fine: every s-th width from the first, then the widths
+    within s - 1 of the best of those."""
     record = kernel_record(kernel)
-    base = shared_gram_base(record["kernel"], X)
+    base = shared_gram_base(record["kernel"], X, gram)
     values = {}
 
     def score(i):
