@@ -43,7 +43,8 @@ HALF = 100
 def learners():
     """{label: (constructor, task)}: every kernel learner that has a warm-up, and the
     multi-kernel pools (whose widths follow running moments from the first event, or
-    with learner="krls" take KernelRLSRegressor's warm-up)."""
+    with learner="krls", MultiKernelRegressor's default, take KernelRLSRegressor's
+    warm-up)."""
     return {
         "OnlineKernelClassifier (no warm-up)": (
             lambda: okl.OnlineKernelClassifier(gamma=0.1, eta="auto"), "binary"),
@@ -73,7 +74,8 @@ def learners():
             lambda: okl.PairwiseLearner(pair_kernel="difference", reducer="difference",
                                         loss="squared", buffer=100), "regression"),
         "MultiKernelClassifier()": (lambda: okl.MultiKernelClassifier(), "binary"),
-        "MultiKernelRegressor()": (lambda: okl.MultiKernelRegressor(), "regression"),
+        'MultiKernelRegressor(learner="sgd")': (
+            lambda: okl.MultiKernelRegressor(learner="sgd"), "regression"),
         "KernelRLSRegressor()": (lambda: okl.KernelRLSRegressor(), "regression"),
         'MultiKernelRegressor(learner="krls")': (
             lambda: okl.MultiKernelRegressor(learner="krls"), "regression"),
