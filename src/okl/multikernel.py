@@ -988,6 +988,10 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
     .. [4] Y. Shen, T. Chen and G. B. Giannakis, "Random feature-based online
        multi-kernel learning in environments with unknown dynamics", JMLR
        20(22):1-36, 2019 (learners that forget).
+    .. [5] S. Van Vaerenbergh, M. Lazaro-Gredilla and I. Santamaria, "Kernel recursive
+       least-squares tracker for time-varying regression", IEEE Transactions on Neural
+       Networks and Learning Systems, 23(8):1313-1326, 2012 (the learners of
+       learner="krls").
 
     Examples
     --------
