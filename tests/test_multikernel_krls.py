@@ -621,14 +621,21 @@ def compiled(est):
     return events if isinstance(events, KRLSPoolEvents) else None
 
 
+def chunk_and_numpy(X, y, sleep):
+    """(pool, its progressive scores, NumPy twin, its scores): the stream learned in one chunk
+    by the pool with the weight floor `sleep` on each engine."""
+    out = []
+    for engine in ("cython", "numpy"):
+        est = MultiKernelRegressor(learner="krls", sleep=sleep, engine=engine)
+        out += [est, est._progressive_scores(X, y, reset=True)]
+    return tuple(out)
+
+
 @pytest.mark.parametrize("sleep", [None, 0.01])
 def test_one_compiled_call_per_event_gives_the_chunk_and_numpy_iterates(sleep):
     n = 1500
     X, y = stream(n, d=3, seed=3)
-    chunk = MultiKernelRegressor(learner="krls", sleep=sleep)
-    scores = chunk._progressive_scores(X, y, reset=True)
-    twin = MultiKernelRegressor(learner="krls", sleep=sleep, engine="numpy")
-    twin_scores = twin._progressive_scores(X, y, reset=True)
+    chunk, scores, twin, twin_scores = chunk_and_numpy(X, y, sleep)
     events = MultiKernelRegressor(learner="krls", sleep=sleep)
     one, ran, asleep = [], 0, [np.zeros(len(KRLS_FACTORS) + 1, dtype=bool)]
     for i in range(n):
@@ -659,10 +666,7 @@ def test_warm_up_events_take_the_compiled_step_with_the_chunk_and_numpy_iterates
     end (`WIDTH_EVENTS`) is the pool's compiled step after the learners' bookkeeping."""
     n = 160
     X, y = stream(n, d=3, seed=10)
-    chunk = MultiKernelRegressor(learner="krls", sleep=sleep)
-    scores = chunk._progressive_scores(X, y, reset=True)
-    twin = MultiKernelRegressor(learner="krls", sleep=sleep, engine="numpy")
-    twin_scores = twin._progressive_scores(X, y, reset=True)
+    chunk, scores, twin, twin_scores = chunk_and_numpy(X, y, sleep)
     warm, taken = MultiKernelRegressor._warm_event, []
     monkeypatch.setattr(MultiKernelRegressor, "_warm_event",
                         lambda self, *a: taken.append(self.t_) or warm(self, *a))
