@@ -19,6 +19,7 @@ kernel rows (`_kernels.pxd`).
 import numpy as np
 
 from libc.math cimport NAN, isfinite
+from libc.stdlib cimport free, malloc
 from libc.string cimport memcmp, memcpy
 
 from okl._core._kernels cimport (
@@ -178,23 +179,22 @@ cdef class Width:
         return [self.moments.rows, self.moments.mean, self.moments.m2, self.moments.shift]
 
 
-cdef double[::1] _row_work = np.empty(64)       # `moments_after`'s (grown on demand)
-
-
 def moments_after(moments, const double[::1] x):
     """The learner's `_width_moments` [rows, mean, m2, shift] once the row x is taken, as a
     new list: `Width`'s moments after ``add(x)``, without a Width (a warm-up event's
     bookkeeping, docs/krls.md, section 8)."""
-    global _row_work
     cdef Moments m
     cdef Py_ssize_t d = x.shape[0]
+    cdef double* work
     if d == 0:
         raise ValueError("x has no entries.")
-    if _row_work.shape[0] < d:
-        _row_work = np.empty(d)
     m.rows, m.mean, m.m2 = moments[0], moments[1], moments[2]
     m.shift = moments[3] if len(moments) > 3 else 0.0
-    cmoments_add(&m, &x[0], d, &_row_work[0])
+    work = <double*> malloc(d * sizeof(double))
+    if work == NULL:
+        raise MemoryError()
+    cmoments_add(&m, &x[0], d, work)
+    free(work)
     return [m.rows, m.mean, m.m2, m.shift]
 
 
