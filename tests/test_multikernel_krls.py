@@ -21,6 +21,7 @@ from okl._params import InvalidParameterError
 from okl.krls import WARMUP, WIDTH_EVENTS
 from okl.multikernel import (
     _FIRST_ORDER, _WARM_STATE, AUTO_SLEEP, KRLS_FACTORS, SLEEP_AFTER, WAKE_EVERY, _member,
+    _warm_groups,
 )
 
 
@@ -723,7 +724,7 @@ def test_a_warm_up_event_that_fails_leaves_the_pool_as_it_was(monkeypatch):
             assert all("_warm_X" in m.__dict__ and len(m._warm_X) == 41 for m in est.learners_)
             raise KeyboardInterrupt
 
-    warming = [m for m in est.learners_ if m._warming()]
+    warming, _ = _warm_groups(est._members)
     with pytest.raises(KeyboardInterrupt):
         est._warm_event(Interrupted(), warming, X[40], float(y[40]))
     assert pickle.dumps(est) == before
@@ -731,6 +732,76 @@ def test_a_warm_up_event_that_fails_leaves_the_pool_as_it_was(monkeypatch):
         est.learn_one(X[i], float(y[i]))
     ref = MultiKernelRegressor(learner="krls", sleep=0.01).fit(X, y)
     assert np.max(np.abs(est.predict(X) - ref.predict(X))) <= 1e-10
+
+
+def one_event_run(X, y):
+    """The default pool, one event at a time: (pool, the (mean, std) before each event but
+    the first, the weights after each)."""
+    est, before, weights = MultiKernelRegressor(), [], []
+    for i, (x, target) in enumerate(zip(X, y)):
+        if i:
+            before.append(est.predict_one(x, return_std=True))
+        est.learn_one(x, float(target))
+        weights.append(est.weights_)
+    return est, np.array(before), np.array(weights)
+
+
+def test_warm_up_moves_give_the_one_row_chunk_iterates_bit_for_bit(monkeypatch):
+    """The width moves and the end of the warm-up (`WIDTH_EVENTS`) one event at a time: the
+    pool's compiled step then the learners' moves (`_warm_move`) give the one-row chunk's
+    numbers bit for bit, and the chunk's; the NumPy engine's to 1e-10 over the warm-up and
+    the next 100 events."""
+    n = 300
+    X, y = stream(n, d=3, seed=12)
+    move, taken = MultiKernelRegressor._warm_move, []
+    monkeypatch.setattr(MultiKernelRegressor, "_warm_move",
+                        lambda self, *a: taken.append(self.t_) or move(self, *a))
+    est, before, weights = one_event_run(X, y)
+    assert taken == [e - 1 for e in WIDTH_EVENTS[1:]]
+    monkeypatch.setattr(MultiKernelRegressor, "_warm_move", lambda self, *a: (False, None))
+    chunk_path, chunk_before, chunk_weights = one_event_run(X, y)
+    assert np.array_equal(before, chunk_before) and np.array_equal(weights, chunk_weights)
+    assert pickle.dumps(est) == pickle.dumps(chunk_path)
+    chunk = MultiKernelRegressor()
+    assert np.array_equal(chunk._progressive_scores(X, y, reset=True)[1:], before[:, 0])
+    assert np.array_equal(chunk.weights_, weights[-1])
+    twin = MultiKernelRegressor(engine="numpy")
+    scores = twin._progressive_scores(X[:200], y[:200], reset=True)
+    assert np.max(np.abs(before[:199, 0] - scores[1:])) <= 1e-10
+    assert np.max(np.abs(twin.weights_ - weights[199])) <= 1e-10
+
+
+@pytest.mark.parametrize("event", [2, 32, 64, WARMUP])
+def test_a_warm_up_move_that_fails_leaves_the_pool_as_it_was(event, monkeypatch):
+    """A NaN target, or a Ctrl-C after any learner's move, at a width move or the end of the
+    warm-up: the pool is as it was, byte for byte, and learns on as if it had not been."""
+    X, y = stream(event + 20, d=3, seed=13)
+    est = MultiKernelRegressor()
+    for i in range(event - 1):
+        est.learn_one(X[i], float(y[i]))
+    before = pickle.dumps(est)
+    x, target = X[event - 1], float(y[event - 1])
+    with pytest.raises(ValueError):
+        est.learn_one(x, np.nan)
+    assert pickle.dumps(est) == before
+    follow = KernelRLSRegressor._follow_warmup
+    for k in (0, len(KRLS_FACTORS) // 2, len(KRLS_FACTORS)):
+        calls = []
+
+        def interrupt(self, *args):
+            follow(self, *args)
+            calls.append(self)
+            if len(calls) > k:
+                raise KeyboardInterrupt
+
+        monkeypatch.setattr(KernelRLSRegressor, "_follow_warmup", interrupt)
+        with pytest.raises(KeyboardInterrupt):
+            est.learn_one(x, target)
+        monkeypatch.undo()
+        assert calls[-1] is est.learners_[k] and pickle.dumps(est) == before
+    for i in range(event - 1, len(y)):
+        est.learn_one(X[i], float(y[i]))
+    assert same(est, one_event_run(X, y)[0])
 
 
 @pytest.mark.parametrize("sleep", [None, 0.01])

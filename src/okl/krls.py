@@ -75,6 +75,16 @@ def _kept(X, y, w, rows, targets, weights):
     return bX[:n + k], by[:n + k], bw[:n + k]
 
 
+def _shared_kept(d, rows, targets, weights):
+    """`_kept` of the views a learner holds (d: its ``__dict__``) and the rows, `shared` by
+    the learners that hold the same views (kept with the result: their ids name them while
+    it is kept)."""
+    views = d["_warm_X"], d["_warm_y"], d["_warm_w"]
+    key = ("kept", *map(id, views), rows.shape, rows.tobytes(), np.asarray(targets).tobytes(),
+           np.asarray(weights).tobytes())
+    return shared(key, lambda: (views, _kept(*views, rows, targets, weights)))[1]
+
+
 def _auto(given, value, default):
     """"auto" when the model's value is what "auto" resolves to (unchanged), else the value."""
     return "auto" if given == "auto" and value == default else value
@@ -465,9 +475,8 @@ default="gaussian"
         the model takes the width of the rows so far), the events kept for its end."""
         d = self.__dict__
         if "_warm_X" in d:
-            d["_warm_X"], d["_warm_y"], d["_warm_w"] = _kept(
-                d["_warm_X"], d["_warm_y"], d["_warm_w"], X, y,
-                1.0 if weight is None else weight)
+            d["_warm_X"], d["_warm_y"], d["_warm_w"] = _shared_kept(
+                d, X, y, 1.0 if weight is None else weight)
         if "_width_moments" in d:
             key = ("moments", self.engine, tuple(d["_width_moments"]), X.shape, X.tobytes(),
                    None if weight is None else weight.tobytes())
@@ -484,7 +493,8 @@ default="gaussian"
                         with one_thread():      # small LAPACK calls: threads only add waiting
                             state = rewidth(model.get_state(), gamma)
                         self._krls = type(model).from_state(state)
-                    self.n_support_ = int(self._krls.n_support)
+                    # (in the dict: a compiled step holds the model, which moved in place)
+                    d["n_support_"] = int(self._krls.n_support)
         if self._warm_events() >= WARMUP:
             with one_thread():      # the evidence's small LAPACK calls, the replay
                 self._end_warmup()
@@ -833,8 +843,8 @@ default="gaussian"
         if "_width_moments" in d:
             pending["_width_moments"] = moments_after(d["_width_moments"], row)
         if "_warm_X" in d:
-            pending["_warm_X"], pending["_warm_y"], pending["_warm_w"] = _kept(
-                d["_warm_X"], d["_warm_y"], d["_warm_w"], row, y, 1.0)
+            pending["_warm_X"], pending["_warm_y"], pending["_warm_w"] = _shared_kept(
+                d, row, y, 1.0)
         self._check_size()
         return pending
 

@@ -16,6 +16,7 @@ docs/multikernel.md derives the rule, its bound and the defaults.
 """
 import functools
 import inspect
+import operator
 from numbers import Integral, Real
 
 import numpy as np
@@ -25,7 +26,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from okl import _locks, _warnings
-from okl._base import Diverged, OnlineLearner, check_X, one_row, params_changed
+from okl._base import Diverged, OnlineLearner, check_X, one_row, params_changed, transaction
 from okl._labels import LabelsMixin
 from okl._core._krls import KRLSEvents, KRLSModel, KRLSPoolEvents
 from okl._core._multikernel import MultiKernel, MultiKernelEvents, bayes_mixture
@@ -691,6 +692,26 @@ class _PoolGuard:
             m.__dict__.update(state)
 
 
+def _warm_groups(members):
+    """The learners of a pool whose warm-up is under way, as (learner, whether it holds the
+    previous one's warm-up state `_WARM_STATE`: the same objects, else equal values) pairs,
+    and whether the next event moves a learner's width or ends its warm-up
+    (`KernelRLSRegressor._warm_moves`, asked once a state)."""
+    warming, last, moves = [], None, False
+    for _, m in members:
+        if not m._warming():
+            continue
+        state = tuple(map(m.__dict__.get, _WARM_STATE))
+        same = last is not None and (all(map(operator.is_, state, last)) or all(
+            a is b or (a is not None and b is not None and np.array_equal(a, b))
+            for a, b in zip(state, last)))
+        if not same:
+            last = state
+            moves = moves or m._warm_moves()
+        warming.append((m, same))
+    return warming, moves
+
+
 def _with_params(cls):
     """Class decorator: the shared parameter descriptions, with the class's defaults, in place
     of the docstring's %s."""
@@ -1214,40 +1235,43 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
 
     def _learn_event(self, events, row, y, weight=1.0):
         """learner="krls": one event through the pool's compiled step; during the learners'
-        warm-up an event of weight 1 at which none moves its width or ends its warm-up takes
-        `_warm_event`, the others the one-row chunk."""
+        warm-up an event of weight 1 takes `_warm_event`, or `_warm_move` when a learner
+        moves its width or ends its warm-up there; the others the one-row chunk."""
         if not self._krls():
             return super()._learn_event(events, row, y, weight)
         if events.learns:
             return events.learn_into(self.__dict__, row, y, weight)
-        warming = [m for _, m in self._members if m._warming()]
-        if (weight == 1.0 and len(row) == self.n_features_in_
-                and not any(m._warm_moves() for m in warming)):
-            return self._warm_event(events, warming, row, y)
+        if weight == 1.0 and len(row) == self.n_features_in_:
+            warming, moves = _warm_groups(self._members)
+            if not moves:
+                return self._warm_event(events, warming, row, y)
+            with _locks.locked(self):
+                taken, f = self._warm_move(events, [m for m, _ in warming], row, y)
+            if taken:
+                return f
         return float(self._progressive_scores(
             row[None, :], np.array([y]),
             sample_weight=None if weight == 1.0 else np.array([weight]))[0])
 
     def _warm_event(self, events, warming, row, y):
         """A warm-up event (docs/krls.md, section 10): the bookkeeping of every `warming`
-        learner (`KernelRLSRegressor._warm_pending`), then the pool's compiled step, last,
-        which learns the event whole (every learner, the weights) or refuses it before its
-        first write; a refused event (a bad row or target, a Ctrl-C) leaves the bookkeeping
-        undone.  The learners hold the same warm-up state (the same rows), so the bookkeeping
-        is computed once and its objects shared, as long as they hold the same values."""
-        pending, last = [], None
-        for m in warming:
-            d = m.__dict__
-            state = [d.get(name) for name in _WARM_STATE]
-            if last is not None and all(a is b or (a is not None and b is not None
-                                                   and np.array_equal(a, b))
-                                        for a, b in zip(state, last[0])):
-                m._check_size()
-                new = last[1]
-            else:
-                new = m._warm_pending(row, y)
-                last = state, new
-            pending.append((d, new))
+        learner (`_warm_groups`: (learner, whether it holds the previous one's warm-up state)
+        pairs; `KernelRLSRegressor._warm_pending`, computed once for the learners that hold
+        the same state, its objects shared), then the pool's compiled step, last, which
+        learns the event whole (every learner, the weights) or refuses it before its first
+        write; a refused event (a bad row or target, a Ctrl-C) leaves the bookkeeping
+        undone."""
+        pending, new = [], None
+        token = SHARED_WARMUP.set({})
+        try:
+            for m, same in warming:
+                if same:
+                    m._check_size()
+                else:
+                    new = m._warm_pending(row, y)
+                pending.append((m.__dict__, new))
+        finally:
+            SHARED_WARMUP.reset(token)
         saved = [(d, {name: d[name] for name in new}) for d, new in pending]
         attrs = self.__dict__
         t = attrs["t_"]
@@ -1264,6 +1288,37 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
                 except KeyboardInterrupt:
                     pass
             raise
+
+    def _warm_move(self, events, warming, row, y):
+        """A warm-up event of weight 1 at which a learner moves its width or ends its warm-up
+        (docs/krls.md, section 10): the pool's compiled step, then every `warming` learner's
+        `KernelRLSRegressor._follow_warmup` of the row, which share their common work
+        (`SHARED_WARMUP`): the iterates of the one-row chunk, under one checkpoint of the
+        learners and the weights: an exception leaves the pool as it was.  (taken, the
+        mixture's mean); an end of a warm-up that would diverge is left to the chunk path
+        (not taken), which names the cause."""
+        d = self.__dict__
+        # the step writes the weights into its own arrays: the transaction keeps copies
+        for name in ("_logw", "_asleep"):
+            if d.get(name) is not None:
+                d[name] = np.array(d[name])
+        X, target = row[None, :], np.array([y])
+        try:
+            with transaction(self) as guarded:
+                guard = _PoolGuard(self._members)
+                guarded.append((guard, guard.checkpoint(1)))
+                f = events.learn_into(d, row, y, 1.0)
+                token = SHARED_WARMUP.set({})
+                try:
+                    for m in warming:
+                        m._follow_warmup(X, target, None)
+                        m._check_size()
+                finally:
+                    SHARED_WARMUP.reset(token)
+                d["n_support_"] = int(sum(m.n_support_ for _, m in self._members))
+        except Diverged:
+            return False, None      # undone
+        return True, f
 
     def _check_size(self):
         if not self._krls():
