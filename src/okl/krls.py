@@ -75,14 +75,15 @@ def _kept(X, y, w, rows, targets, weights):
     return bX[:n + k], by[:n + k], bw[:n + k]
 
 
-def _shared_kept(d, rows, targets, weights):
-    """`_kept` of the views a learner holds (d: its ``__dict__``) and the rows, `shared` by
-    the learners that hold the same views (kept with the result: their ids name them while
-    it is kept)."""
+def _shared_kept(d, X, y, weight):
+    """`_kept` of the views a learner holds (d: its ``__dict__``) and the rows X (targets y,
+    weights `weight` or None), `shared` by the learners that hold the same views (kept with
+    the result: their ids name them while it is kept)."""
     views = d["_warm_X"], d["_warm_y"], d["_warm_w"]
-    key = ("kept", *map(id, views), rows.shape, rows.tobytes(), np.asarray(targets).tobytes(),
-           np.asarray(weights).tobytes())
-    return shared(key, lambda: (views, _kept(*views, rows, targets, weights)))[1]
+    key = ("kept", *map(id, views), X.shape, X.tobytes(), y.tobytes(),
+           None if weight is None else weight.tobytes())
+    return shared(key, lambda: (views, _kept(*views, X, y,
+                                             1.0 if weight is None else weight)))[1]
 
 
 def _auto(given, value, default):
@@ -475,8 +476,7 @@ default="gaussian"
         the model takes the width of the rows so far), the events kept for its end."""
         d = self.__dict__
         if "_warm_X" in d:
-            d["_warm_X"], d["_warm_y"], d["_warm_w"] = _shared_kept(
-                d, X, y, 1.0 if weight is None else weight)
+            d["_warm_X"], d["_warm_y"], d["_warm_w"] = _shared_kept(d, X, y, weight)
         if "_width_moments" in d:
             key = ("moments", self.engine, tuple(d["_width_moments"]), X.shape, X.tobytes(),
                    None if weight is None else weight.tobytes())
@@ -788,8 +788,12 @@ default="gaussian"
     def _warm_moves(self):
         """Whether the warm-up's next event may move gamma="scale"'s width (`WIDTH_EVENTS`)
         or end the warm-up: the model then changes beyond one step."""
-        seen = self._warm_events() + 1
-        return seen >= WARMUP or ("_width_moments" in self.__dict__ and seen in WIDTH_EVENTS)
+        d = self.__dict__
+        if "_width_moments" in d:
+            seen = int(d["_width_moments"][0]) + 1
+            return seen >= WARMUP or seen in WIDTH_EVENTS
+        # (the events kept bound those of positive weight: counted only near the end)
+        return len(d["_warm_w"]) + 1 >= WARMUP and self._warm_events() + 1 >= WARMUP
 
     def _warm_event(self, events, row, y):
         """A warm-up event of weight 1 that neither moves the width nor ends the warm-up
@@ -843,8 +847,8 @@ default="gaussian"
         if "_width_moments" in d:
             pending["_width_moments"] = moments_after(d["_width_moments"], row)
         if "_warm_X" in d:
-            pending["_warm_X"], pending["_warm_y"], pending["_warm_w"] = _shared_kept(
-                d, row, y, 1.0)
+            pending["_warm_X"], pending["_warm_y"], pending["_warm_w"] = _kept(
+                d["_warm_X"], d["_warm_y"], d["_warm_w"], row, y, 1.0)
         self._check_size()
         return pending
 

@@ -1261,18 +1261,15 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
         learns the event whole (every learner, the weights) or refuses it before its first
         write; a refused event (a bad row or target, a Ctrl-C) leaves the bookkeeping
         undone."""
-        pending, new = [], None
-        token = SHARED_WARMUP.set({})
-        try:
-            for m, same in warming:
-                if same:
-                    m._check_size()
-                else:
-                    new = m._warm_pending(row, y)
-                pending.append((m.__dict__, new))
-        finally:
-            SHARED_WARMUP.reset(token)
-        saved = [(d, {name: d[name] for name in new}) for d, new in pending]
+        pending, saved, new = [], [], None
+        for m, same in warming:
+            if same:
+                m._check_size()
+            else:
+                new = m._warm_pending(row, y)
+            d = m.__dict__
+            pending.append((d, new))
+            saved.append((d, {name: d[name] for name in new}))
         attrs = self.__dict__
         t = attrs["t_"]
         try:
