@@ -693,10 +693,11 @@ class _PoolGuard:
 
 
 def _warm_groups(members):
-    """The learners of a pool whose warm-up is under way, as (learner, whether it holds the
-    previous one's warm-up state `_WARM_STATE`: the same objects, else equal values) pairs,
-    and whether the next event moves a learner's width or ends its warm-up
-    (`KernelRLSRegressor._warm_moves`, asked once a state)."""
+    """The learners of a pool whose warm-up is under way, as (learner, its warm-up state
+    `_WARM_STATE` (None: an attribute it has not), whether that state is the previous one's:
+    the same objects, else equal values) triples, and whether the next event moves a
+    learner's width or ends its warm-up (`KernelRLSRegressor._warm_moves`, asked once a
+    state)."""
     warming, last, moves = [], None, False
     for _, m in members:
         if not m._warming():
@@ -708,7 +709,7 @@ def _warm_groups(members):
         if not same:
             last = state
             moves = moves or m._warm_moves()
-        warming.append((m, same))
+        warming.append((m, state, same))
     return warming, moves
 
 
@@ -1246,7 +1247,7 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
             if not moves:
                 return self._warm_event(events, warming, row, y)
             with _locks.locked(self):
-                taken, f = self._warm_move(events, [m for m, _ in warming], row, y)
+                taken, f = self._warm_move(events, [m for m, *_ in warming], row, y)
             if taken:
                 return f
         return float(self._progressive_scores(
@@ -1255,21 +1256,18 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
 
     def _warm_event(self, events, warming, row, y):
         """A warm-up event (docs/krls.md, section 10): the bookkeeping of every `warming`
-        learner (`_warm_groups`: (learner, whether it holds the previous one's warm-up state)
-        pairs; `KernelRLSRegressor._warm_pending`, computed once for the learners that hold
-        the same state, its objects shared), then the pool's compiled step, last, which
-        learns the event whole (every learner, the weights) or refuses it before its first
-        write; a refused event (a bad row or target, a Ctrl-C) leaves the bookkeeping
-        undone."""
-        pending, saved, new = [], [], None
-        for m, same in warming:
+        learner (`_warm_groups`' triples; `KernelRLSRegressor._warm_pending`, computed once
+        for the learners that hold the same state, its objects shared), then the pool's
+        compiled step, last, which learns the event whole (every learner, the weights) or
+        refuses it before its first write; a refused event (a bad row or target, a Ctrl-C)
+        leaves the bookkeeping undone: every learner holds its state again."""
+        pending, new = [], None
+        for m, _, same in warming:
             if same:
                 m._check_size()
             else:
                 new = m._warm_pending(row, y)
-            d = m.__dict__
-            pending.append((d, new))
-            saved.append((d, {name: d[name] for name in new}))
+            pending.append((m.__dict__, new))
         attrs = self.__dict__
         t = attrs["t_"]
         try:
@@ -1279,8 +1277,9 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
         except BaseException:
             while attrs["t_"] == t:     # refused: undo (again after a Ctrl-C in the undo)
                 try:
-                    for d, old in saved:
-                        d.update(old)
+                    for (d, new), (_, state, _) in zip(pending, warming):
+                        d.update((name, old) for name, old in zip(_WARM_STATE, state)
+                                 if name in new)
                     break
                 except KeyboardInterrupt:
                     pass
