@@ -12,7 +12,7 @@ from sklearn.base import clone
 
 import okl
 import okl.river
-from okl import ConformalRegressor, KernelRLSRegressor, MultiKernelRegressor, _locks
+from okl import ConformalRegressor, KernelRLSRegressor, MultiKernelRegressor, _blas, _locks
 from okl._core._krls import KRLSPoolEvents
 from okl._core._multikernel import bayes_mixture
 from okl._engines import ENGINES
@@ -802,6 +802,23 @@ def test_a_warm_up_move_that_fails_leaves_the_pool_as_it_was(event, monkeypatch)
     for i in range(event - 1, len(y)):
         est.learn_one(X[i], float(y[i]))
     assert same(est, one_event_run(X, y)[0])
+
+
+def test_the_end_of_the_warm_up_limits_blas_once(monkeypatch):
+    """The learners' ends of the warm-up, one event at a time, run under one
+    `okl._blas.one_thread` (a nested one leaves the limit to it): the limit is set once."""
+    X, y = stream(WARMUP, d=3, seed=14)
+    est = MultiKernelRegressor()
+    for i in range(WARMUP - 1):
+        est.learn_one(X[i], float(y[i]))
+    with _blas.one_thread():        # (the controller built)
+        pass
+    limits, limit = [], type(_blas._CONTROLLER[0]).limit
+    monkeypatch.setattr(type(_blas._CONTROLLER[0]), "limit",
+                        lambda self, **kwargs: limits.append(kwargs) or limit(self, **kwargs))
+    est.learn_one(X[-1], float(y[-1]))
+    assert not any(m._warming() for m in est.learners_)
+    assert limits == [dict(limits=1, user_api="blas")]
 
 
 @pytest.mark.parametrize("sleep", [None, 0.01])

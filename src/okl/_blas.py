@@ -1,9 +1,15 @@
 """BLAS on one thread for okl's small products (the library scan is done once per process)."""
+from contextlib import contextmanager
+from contextvars import ContextVar
+
 from threadpoolctl import ThreadpoolController
 
 _CONTROLLER = []
+#: True inside `one_thread`: a nested one leaves the limit to it
+_LIMITED = ContextVar("okl_one_thread", default=False)
 
 
+@contextmanager
 def one_thread():
     """A context with BLAS/LAPACK on one thread.
 
@@ -14,6 +20,14 @@ def one_thread():
     at m = 400: 7 ms on two threads, 17 us on one).  scikit-learn's KMeans does
     the same.
     """
+    if _LIMITED.get():      # (setting the limits again costs tens of us)
+        yield
+        return
     if not _CONTROLLER:
         _CONTROLLER.append(ThreadpoolController())
-    return _CONTROLLER[0].limit(limits=1, user_api="blas")
+    token = _LIMITED.set(True)
+    try:
+        with _CONTROLLER[0].limit(limits=1, user_api="blas"):
+            yield
+    finally:
+        _LIMITED.reset(token)

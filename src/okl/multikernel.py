@@ -27,6 +27,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from okl import _locks, _warnings
 from okl._base import Diverged, OnlineLearner, check_X, one_row, params_changed, transaction
+from okl._blas import one_thread
 from okl._labels import LabelsMixin
 from okl._core._krls import KRLSEvents, KRLSModel, KRLSPoolEvents
 from okl._core._multikernel import MultiKernel, MultiKernelEvents, bayes_mixture
@@ -1306,9 +1307,10 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
                 f = events.learn_into(d, row, y, 1.0)
                 token = SHARED_WARMUP.set({})
                 try:
-                    for m in warming:
-                        m._follow_warmup(X, target, None)
-                        m._check_size()
+                    with one_thread():      # once for every learner's end of the warm-up
+                        for m in warming:
+                            m._follow_warmup(X, target, None)
+                            m._check_size()
                 finally:
                     SHARED_WARMUP.reset(token)
                 d["n_support_"] = int(sum(m.n_support_ for _, m in self._members))
