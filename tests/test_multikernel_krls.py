@@ -773,17 +773,19 @@ def test_warm_up_moves_give_the_one_row_chunk_iterates_bit_for_bit(monkeypatch):
 
 @pytest.mark.parametrize("event", [2, 32, 64, WARMUP])
 def test_a_warm_up_move_that_fails_leaves_the_pool_as_it_was(event, monkeypatch):
-    """A NaN target, or a Ctrl-C after any learner's move, at a width move or the end of the
-    warm-up: the pool is as it was, byte for byte, and learns on as if it had not been."""
+    """A NaN target, a target the compiled call refuses, or a Ctrl-C after any learner's move,
+    at a width move or the end of the warm-up: the pool is as it was, byte for byte, and learns
+    on as if it had not been."""
     X, y = stream(event + 20, d=3, seed=13)
     est = MultiKernelRegressor()
     for i in range(event - 1):
         est.learn_one(X[i], float(y[i]))
     before = pickle.dumps(est)
     x, target = X[event - 1], float(y[event - 1])
-    with pytest.raises(ValueError):
-        est.learn_one(x, np.nan)
-    assert pickle.dumps(est) == before
+    for bad, error in ((np.nan, ValueError), (1e300, FloatingPointError)):
+        with pytest.raises(error):
+            est.learn_one(x, bad)
+        assert pickle.dumps(est) == before
     follow = KernelRLSRegressor._follow_warmup
     for k in (0, len(KRLS_FACTORS) // 2, len(KRLS_FACTORS)):
         calls = []
