@@ -63,6 +63,9 @@ CONFIGS = {
     "fourier": dict(gamma=0.5, approximation="fourier", n_components=30, random_state=0),
     "scale": dict(budget=30, forgetting=0.999),
     "fourier-scale": dict(approximation="fourier", n_components=30, random_state=1),
+    "inflate": dict(gamma=0.5, budget=40, forgetting=0.995, forgetting_mode="inflate"),
+    "fourier-inflate": dict(gamma=0.5, approximation="fourier", n_components=30, random_state=0,
+                            forgetting=0.99, forgetting_mode="inflate"),
 }
 
 
@@ -195,7 +198,7 @@ def test_with_a_budget_the_model_is_a_batch_solve_on_the_centres_it_kept(policy,
         assert np.array_equal(order, np.arange(order[-1] - 29, order[-1] + 1))
 
 
-@pytest.mark.parametrize("name", ["krlst", "fourier", "nystroem", "scale"])
+@pytest.mark.parametrize("name", ["krlst", "fourier", "nystroem", "scale", "inflate"])
 def test_chunks_events_and_one_row_calls_give_the_same_iterates(name):
     X, y = stream(500, seed=10)
     whole = KernelRLSRegressor(**CONFIGS[name])
@@ -221,7 +224,7 @@ def test_chunks_events_and_one_row_calls_give_the_same_iterates(name):
 
 
 @pytest.mark.parametrize("engine", ["cython", "numpy"])
-@pytest.mark.parametrize("name", ["krlst", "fourier"])
+@pytest.mark.parametrize("name", ["krlst", "fourier", "inflate"])
 def test_a_step_takes_the_prediction_of_its_row_only_while_nothing_changed(name, engine):
     """learn_one(x) after predict_one(x) reuses the evaluation of x; any other row, step or
     forgetting in between drops it: the same iterates as steps without predictions."""
@@ -279,9 +282,11 @@ def test_chunks_with_std_equal_predict_one_with_std_then_learn_one(name, engine)
 
 
 @pytest.mark.parametrize("engine", ["cython", "numpy"])
-def test_chunks_with_std_that_fail_or_are_interrupted_leave_the_model(engine, monkeypatch):
+@pytest.mark.parametrize("forgetting", [{}, dict(forgetting=0.99, forgetting_mode="inflate")])
+def test_chunks_with_std_that_fail_or_are_interrupted_leave_the_model(engine, forgetting,
+                                                                      monkeypatch):
     X, y = stream(300, seed=18)
-    est = KernelRLSRegressor(engine=engine, budget=30).fit(X[:150], y[:150])
+    est = KernelRLSRegressor(engine=engine, budget=30, **forgetting).fit(X[:150], y[:150])
 
     def snapshot():
         return pickle.dumps(est), state(est)
@@ -385,7 +390,8 @@ def test_predict_one_before_learning_is_the_prior():
     assert est.predict_one([0.0, 1.0], return_std=True) == (0.0, np.sqrt(1.25))
 
 
-@pytest.mark.parametrize("name", ["krlst", "fourier", "scale", "nystroem"])
+@pytest.mark.parametrize("name", ["krlst", "fourier", "scale", "nystroem", "inflate",
+                                  "fourier-inflate"])
 def test_save_load_and_pickle_give_the_same_model(name, tmp_path):
     X, y = stream(300, seed=11)
     est = KernelRLSRegressor(**CONFIGS[name]).fit(X[:200], y[:200])
@@ -425,9 +431,10 @@ def test_a_file_whose_centres_or_factor_were_edited_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("engine", ["cython", "numpy"])
-def test_bad_input_raises_and_leaves_the_model_as_it_was(engine):
+@pytest.mark.parametrize("forgetting", [{}, dict(forgetting=0.99, forgetting_mode="inflate")])
+def test_bad_input_raises_and_leaves_the_model_as_it_was(engine, forgetting):
     X, y = stream(200, seed=13)
-    est = KernelRLSRegressor(gamma=0.5, budget=20, engine=engine).fit(X, y)
+    est = KernelRLSRegressor(gamma=0.5, budget=20, engine=engine, **forgetting).fit(X, y)
     before = state(est)
     bad_X = X[:5].copy()
     bad_X[3, 1] = np.nan
@@ -446,13 +453,16 @@ def test_bad_input_raises_and_leaves_the_model_as_it_was(engine):
         KernelRLSRegressor(noise=0.0).fit(X, y)
     with pytest.raises(ValueError, match="forgetting"):
         KernelRLSRegressor(forgetting=1.5).fit(X, y)
+    with pytest.raises(ValueError, match="forgetting_mode"):
+        KernelRLSRegressor(forgetting_mode="window").fit(X, y)
 
 
 def test_a_parameter_the_model_was_built_with_cannot_change_between_partial_fits():
     X, y = stream(100, seed=14)
     est = KernelRLSRegressor(budget=20).fit(X, y)
     for name, value in (("noise", 0.5), ("budget", 30), ("nu", 0.1), ("forgetting", 0.9),
-                        ("budget_policy", "oldest"), ("approximation", "nystroem")):
+                        ("forgetting_mode", "inflate"), ("budget_policy", "oldest"),
+                        ("approximation", "nystroem")):
         est.set_params(**{name: value})
         with pytest.raises(ValueError, match="cannot change"):
             est.partial_fit(X, y)

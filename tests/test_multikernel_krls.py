@@ -107,8 +107,10 @@ def test_one_width_is_that_kernel_rls_regressor():
 def test_the_linear_learner_wins_on_a_linear_stream():
     X, y = linear_stream(400)
     est = MultiKernelRegressor(learner="krls", sleep=None).fit(X[:300], y[:300])
-    assert np.isnan(est.gammas_[-1]) and est.learners_[-1].kernel == "linear"
-    assert est.weights_[-1] > 0.9
+    # the two linear learners last (the second forgets by uncertainty injection)
+    assert np.isnan(est.gammas_[-2:]).all() and [m.kernel for m in est.learners_[-2:]] == [
+        "linear", "linear"] and est.learners_[-1].forgetting_mode == "inflate"
+    assert est.weights_[-2:].sum() > 0.9
     # the noise is 0.05: the mixture is as good as the linear learner, and close to it
     rmse = np.sqrt(np.mean((est.predict(X[300:]) - y[300:]) ** 2))
     assert rmse < 0.1
@@ -231,6 +233,27 @@ def test_save_load_pickle_clone(tmp_path, rows):
         assert same(back, twin)
     fresh = clone(est)
     assert fresh.get_params() == est.get_params() and "t_" not in fresh.__dict__
+
+
+def test_a_pool_saved_before_its_tracking_learner_loads_and_learns(tmp_path):
+    """A file written before the second linear learner (docs/krls.md, section 11): the ten
+    widths and one linear learner load as they were and go on learning."""
+    X, y = stream(260)
+    est = MultiKernelRegressor(learner="krls", sleep=None, learner_params={"budget": 30}).fit(
+        X[:200], y[:200])
+    assert [n for n, _ in est._members][-2:] == ["linear", "tracking"]
+    est._members, est._asleep = est._members[:-1], est._asleep[:-1]
+    est._logw = est._logw[:-1] - np.logaddexp.reduce(est._logw[:-1])
+    est.n_support_ = sum(m.n_support_ for m in est.learners_)
+    okl.save(est, tmp_path / "old.npz")
+    back = okl.load(tmp_path / "old.npz")
+    assert same(back, est) and [n for n, _ in back._members][-1] == "linear"
+    back.partial_fit(X[200:], y[200:])
+    assert same(back, est.partial_fit(X[200:], y[200:]))
+    est._members = est._members[:-1]            # one learner fewer still is not the pool
+    okl.save(est, tmp_path / "bad.npz")
+    with pytest.raises(okl.ModelFileError, match="_members"):
+        okl.load(tmp_path / "bad.npz")
 
 
 def test_load_refuses_a_changed_pool(tmp_path):
@@ -522,7 +545,7 @@ def test_load_refuses_sleepers_off_the_floor(tmp_path):
 
 @pytest.mark.parametrize("params, match", [
     ({"sleep": 0.0}, "sleep"),
-    ({"sleep": 0.2}, "1 / 10"),
+    ({"sleep": 0.2}, "1 / 11"),
     ({"learner": "sgd", "sleep": 0.01}, "learner='sgd'"),
 ])
 def test_bad_sleep_gets_a_clear_error(params, match):

@@ -43,8 +43,9 @@ FIRST_KERNEL_PARAMS = ("gamma", "degree", "coef0")
 LATER_PARAMS = ("kernel_params",) + tuple(name for name in NAMED_KERNEL_PARAMS
                                           if name not in FIRST_KERNEL_PARAMS)
 # ... and those whose absence means what the model did before them, not their default
-# (docs/drift.md: a file saved before them neither forgets nor detects)
-LATER_BEHAVIOUR = {"forgetting": 1.0, "drift_detector": None}
+# (docs/drift.md: a file saved before them neither forgets nor detects; docs/krls.md,
+# section 11: KRLS forgot back to the prior)
+LATER_BEHAVIOUR = {"forgetting": 1.0, "drift_detector": None, "forgetting_mode": "prior"}
 
 
 def later_kernel_params():

@@ -100,11 +100,12 @@ class KernelRLSRegressor(AdaptMixin, RegressorMixin, OnlineLearner):
     posterior over a dictionary of centres: the kernel recursive least-squares tracker,
     KRLS-T (Van Vaerenbergh, Lazaro-Gredilla and Santamaria), with Engel's approximate
     linear dependence test (a new centre joins when its residual passes `nu`), a bounded
-    dictionary (`budget`, `budget_policy`), forgetting back to the prior (`forgetting`),
-    and an offset b, the running mean of the targets.  ``forgetting=1, budget=None,
-    nu=0`` gives exactly the kernel ridge (Gaussian-process) solution on the data seen
-    (docs/krls.md).  Per event O(m^2) with m centres; the posterior is kept in
-    whitened coordinates of the dictionary, which keeps it symmetric positive definite.
+    dictionary (`budget`, `budget_policy`), forgetting back to the prior or by uncertainty
+    injection (`forgetting`, `forgetting_mode`), and an offset b, the running mean of the
+    targets.  ``forgetting=1, budget=None, nu=0`` gives exactly the kernel ridge
+    (Gaussian-process) solution on the data seen (docs/krls.md).  Per event O(m^2) with m
+    centres; the posterior is kept in whitened coordinates of the dictionary, which keeps it
+    symmetric positive definite.
 
     ``predict(X, return_std=True)`` and ``predict_one(x, return_std=True)`` give the
     posterior predictive standard deviation, noise included:
@@ -134,6 +135,14 @@ default="gaussian"
         KRLS-T's lambda: each event pulls the posterior back to the prior by this
         factor (``cov <- lambda cov + (1 - lambda) K``), so that old data fade and
         the model tracks a changing target; 1 keeps everything.
+    forgetting_mode : {{"prior", "inflate"}}, default="prior"
+        How `forgetting` < 1 forgets (KRLS-T's two modes [1]_): "prior" back to the
+        prior (covariance and mean); "inflate" by uncertainty injection, the covariance
+        divided by lambda and the mean kept: exponentially weighted least squares, the
+        data of t events ago weighted lambda^t, which follows a target that moves all
+        stream long (a running scaler's) without the pull of the mean toward 0
+        (section 11 of docs/krls.md).  The offset b and the drift detector's step at a
+        change are the same in both modes.
     drift_detector : None, "page_hinkley", okl.drift.PageHinkley or a detector, default="page_hinkley"
         A change detector on each event's residual ``|y - f|`` (before the update)
         over the targets' mean absolute deviation so far, a scale that does not
@@ -222,6 +231,7 @@ default="gaussian"
         "kernel": [Options("auto", *KERNELS)],
         "noise": [Interval(Real, 0, None, closed="neither"), Options("auto")],
         "forgetting": [Interval(Real, 0, 1, closed="right")],
+        "forgetting_mode": [Options("prior", "inflate")],
         "drift_detector": DRIFT_CONSTRAINTS["drift_detector"],
         "budget": [NONE, Interval(Integral, 1, None, closed="left"), Options("auto")],
         "budget_policy": [Options(*POLICIES)],
@@ -246,10 +256,10 @@ default="gaussian"
     }
 
     def __init__(self, kernel="gaussian", gamma="scale", degree=3, coef0=0.0,
-                 kernel_params=None, noise="auto", forgetting=1.0, drift_detector="page_hinkley",
-                 budget="auto", budget_policy="significance", nu="auto", approximation=None,
-                 n_components=100, random_state=None, fit_intercept=True, verbose=False,
-                 engine="cython"):
+                 kernel_params=None, noise="auto", forgetting=1.0, forgetting_mode="prior",
+                 drift_detector="page_hinkley", budget="auto", budget_policy="significance",
+                 nu="auto", approximation=None, n_components=100, random_state=None,
+                 fit_intercept=True, verbose=False, engine="cython"):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -257,6 +267,7 @@ default="gaussian"
         self.kernel_params = kernel_params
         self.noise = noise
         self.forgetting = forgetting
+        self.forgetting_mode = forgetting_mode
         self.drift_detector = drift_detector
         self.budget = budget
         self.budget_policy = budget_policy
@@ -345,6 +356,7 @@ default="gaussian"
         noise = "auto" if "noise_" in self.__dict__ else model.noise
         out = [("kernel", kernel), *fitted_params(self, record),
                ("noise", noise), ("forgetting", model.forgetting),
+               ("forgetting_mode", "inflate" if model.inflate else "prior"),
                ("fit_intercept", model.intercept)]
         if features or ("_warm_X" in self.__dict__ and self.approximation == "fourier"):
             # (during the warm-up the model is exact: it becomes features only at its end)
@@ -370,7 +382,7 @@ default="gaussian"
             budget, policy = int(self.n_components), Prune.FREEZE
         return engine.krls(n_features, record or self._kernel_params(), self._noise_value(),
                            float(self.forgetting), self._nu(), budget, int(policy),
-                           bool(self.fit_intercept))
+                           bool(self.fit_intercept), self.forgetting_mode == "inflate")
 
     def _engine_model(self):
         """The model, converted if `engine` was changed since it was built."""
@@ -426,7 +438,7 @@ default="gaussian"
                                      random_state=self.random_state).fit(self.n_features_in_)
         self._krls = ENGINES[self.engine].rls_features(
             fmap.get_state(), self._noise_value(), float(self.forgetting),
-            bool(self.fit_intercept))
+            bool(self.fit_intercept), self.forgetting_mode == "inflate")
         self._replay()
 
     def _replay(self):
@@ -661,6 +673,9 @@ default="gaussian"
                             ("intercept", self.fit_intercept)):
             check.equal(state.get(name), value if name == "intercept" else float(value),
                         f"_krls.{name}")
+        # a file written before forgetting_mode: the mode "prior"
+        check.equal(bool(state.get("inflate", False)), self.forgetting_mode == "inflate",
+                    "_krls.inflate")
         for name in ("t", "wsum", "nums", "dens"):
             check.float(state.get(name), f"_krls.{name}", 0.0)
         # the watched residual's scale; a file written before it starts it at 0 (the
@@ -682,7 +697,7 @@ default="gaussian"
         check.keys(state, ("n_features", "kernel", *KERNEL_PARAMS, "noise", "forgetting", "threshold",
                            "budget", "policy", "intercept", "next_order", "t", "b", "wsum",
                            "nums", "dens", "centers", "order", "R", "cov", "mean", "ones"),
-                   "the model '_krls'", optional=("dev", "devw"))
+                   "the model '_krls'", optional=("dev", "devw", "inflate"))
         check.equal(state["n_features"], d, "_krls.n_features")
         check.equal(state["kernel"], record["kernel"], "_krls.kernel")
         check.kernel_fields(state, "_krls", record)
@@ -728,7 +743,7 @@ default="gaussian"
         fmap = {k[4:]: v for k, v in state.items() if k.startswith("map_")}
         check.keys(state, ("noise", "forgetting", "intercept", "t", "b", "wsum", "nums",
                            "dens", "mean", "ones", "cov", *("map_" + k for k in fmap)),
-                   "the model '_krls'", optional=("dev", "devw"))
+                   "the model '_krls'", optional=("dev", "devw", "inflate"))
         check.keys(fmap, ("kind", "kernel", *KERNEL_PARAMS, "n_components", "n_features", "W",
                           "b"), "the feature map of '_krls'")
         check.equal(fmap["kind"], "fourier", "_krls.map_kind")

@@ -484,6 +484,9 @@ class MultiKernelMixin:
 KRLS_FACTORS = tuple(2.0 ** j for j in range(-6, 4))
 #: the constant c of the linear learner's kernel <x, u> + c (inputs on the scale of one)
 LINEAR_COEF0 = 1.0
+#: the lambda of the linear learner that forgets by uncertainty injection, which follows a
+#: target a running scaler keeps moving (section 11 of docs/krls.md)
+TRACKING_FORGETTING = 0.998
 # the parameters the pool sets on its learners (learner_params may not)
 _OWN = ("kernel", "gamma", "engine", "verbose")
 MIXTURES = {"cython": bayes_mixture, "numpy": numpy_bayes_mixture}
@@ -532,10 +535,13 @@ def check_learner_params(params):
     return params
 
 
-def _member(params, engine, gamma=None, factor=None, linear=False):
+def _member(params, engine, gamma=None, factor=None, linear=False, tracking=False):
     """One learner of the pool: the scale rule's width times `factor` (its warm-up's
-    evidence chooses only its noise), a given width, or the linear kernel."""
+    evidence chooses only its noise), a given width, or the linear kernel (`tracking`: the
+    one that forgets by uncertainty injection, `TRACKING_FORGETTING`)."""
     if linear:
+        if tracking:
+            params = dict(params, forgetting=TRACKING_FORGETTING, forgetting_mode="inflate")
         return KernelRLSRegressor(kernel="linear", gamma=1.0, coef0=LINEAR_COEF0, engine=engine,
                                   **params)
     if factor is None:
@@ -547,13 +553,15 @@ def _member(params, engine, gamma=None, factor=None, linear=False):
 
 def _pool(gammas, linear, params, engine):
     """The learners of learner="krls", as (name, learner) pairs: one per width (gammas "auto":
-    the factors `KRLS_FACTORS` of the scale rule), then the linear one."""
+    the factors `KRLS_FACTORS` of the scale rule), then the linear ones: one of
+    `learner_params`, one that tracks."""
     factors = isinstance(gammas, str)
     members = [(f"gamma{j}", _member(params, engine, factor=g) if factors
                 else _member(params, engine, g))
                for j, g in enumerate(KRLS_FACTORS if factors else gammas)]
     if linear:
-        members.append(("linear", _member(params, engine, linear=True)))
+        members += [("linear", _member(params, engine, linear=True)),
+                    ("tracking", _member(params, engine, linear=True, tracking=True))]
     return members
 
 
@@ -941,7 +949,7 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
     """Kernel regression by second-order learners over widths, by Bayesian model averaging.
 
     By default (``learner="krls"``) the pool is `KernelRLSRegressor` learners, one per
-    width (and a linear one), combined by Bayesian model averaging: every weight is
+    width (and two linear ones), combined by Bayesian model averaging: every weight is
     multiplied by the learner's predictive density N(y; f_k, s_k^2) and mixed with the
     fixed `share`, the learners below the weight floor `sleep` sleeping between wake
     events; ``predict(X, return_std=True)`` gives the mixture's mean and standard
@@ -961,10 +969,13 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
         "krls": second-order learners, `KernelRLSRegressor` with its own budget, noise
         and forgetting (`learner_params`), one per width of `gammas` ("auto":
         `KRLS_FACTORS` times KernelRLSRegressor's scale rule, each learner's warm-up
-        choosing its noise) and, with `linear`, one of the linear kernel <x, u> + 1
-        (Bayesian linear regression), combined by Bayesian model averaging with `share`;
-        it takes `gammas`, `linear`, `share`, `learner_params`, `sleep` and `engine`, and
-        a first-order parameter set away from its default is an error.  "sgd":
+        choosing its noise) and, with `linear`, two of the linear kernel <x, u> + 1
+        (Bayesian linear regression): one of `learner_params`, and one that forgets by
+        uncertainty injection, ``forgetting_mode="inflate"`` with `TRACKING_FORGETTING`
+        (it follows a target that a running scaler keeps moving, section 11 of
+        docs/krls.md); combined by Bayesian model averaging with `share`; it takes
+        `gammas`, `linear`, `share`, `learner_params`, `sleep` and `engine`, and a
+        first-order parameter set away from its default is an error.  "sgd":
         first-order (NORMA) learners on one shared support set, combined by Hedge (the
         parameters from `eta_scales` on); dense inputs only for both.
     learner_params : dict or None, default=None
@@ -1339,7 +1350,7 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
     @property
     def weights_(self):
         """The weights of the learners (summing to 1): Hedge's, or with learner="krls" the
-        posterior probabilities of the KRLS learners (widths in `gammas_`, the linear one
+        posterior probabilities of the KRLS learners (widths in `gammas_`, the linear ones
         last)."""
         check_is_fitted(self, "t_")
         if self._krls():
@@ -1374,6 +1385,9 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
         gammas = self.gammas if isinstance(self.gammas, str) else [float(g) for g in self.gammas]
         want = _pool(gammas, self.linear, params, self.engine)
         members = attrs["_members"]
+        if isinstance(members, list) and len(members) == len(want) - 1 and self.linear:
+            # a file written before the tracking learner (section 11 of docs/krls.md)
+            want = [(n, w) for n, w in want if n != "tracking"]
         if not (isinstance(members, list) and [n for n, _ in members] == [n for n, _ in want]):
             check.fail("_members must be the (name, learner) pairs of gammas and linear")
         for (name, m), (_, w) in zip(members, want):

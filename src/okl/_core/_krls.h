@@ -1,8 +1,8 @@
 /* The O(m^2) loops of a KRLS step (_krls.pyx): the posterior's rank-one update fused with
- * forgetting, and the Givens rotations that remove a centre.  Rows are contiguous (stride
- * cap), every loop runs along a row, and `restrict` lets the compiler vectorise them; like
- * _simd.h they are compiled at each SIMD level (OKL_LEVELS).  The NumPy twin
- * (okl/_numpy/krls.py) takes the same operations in the same order.
+ * forgetting (either mode), and the Givens rotations that remove a centre.  Rows are
+ * contiguous (stride cap), every loop runs along a row, and `restrict` lets the compiler
+ * vectorise them; like _simd.h they are compiled at each SIMD level (OKL_LEVELS).  The
+ * NumPy twin (okl/_numpy/krls.py) takes the same operations in the same order.
  */
 #ifndef OKL_KRLS_H
 #define OKL_KRLS_H
@@ -16,27 +16,29 @@
 #pragma GCC optimize("fp-contract=fast")
 #endif
 
-/* cov[:n, :n] <- lam (cov - c g g^T) + (1 - lam) I (lam = 1: cov - c g g^T), row by row;
+/* cov[:n, :n] <- a (cov - c g g^T) + shift I (a = 1: cov - c g g^T), row by row: forgetting
+ * back to the prior is a = lam, shift = 1 - lam, uncertainty injection a = 1 / lam, shift = 0;
  * (g_i g_j) c is formed the same way for (i, j) and (j, i), so a symmetric cov stays so. */
 OKL_INLINE void okl_krls_update_at(ptrdiff_t n, ptrdiff_t cap, double *restrict cov,
-                                   const double *restrict g, double c, double lam)
+                                   const double *restrict g, double c, double a, double shift)
 {
     for (ptrdiff_t i = 0; i < n; i++) {
         double *restrict row = cov + i * cap;
         const double gi = g[i];
-        if (lam == 1.0) {
+        if (a == 1.0) {
             for (ptrdiff_t j = 0; j < n; j++)
                 row[j] -= (gi * g[j]) * c;
         } else {
             for (ptrdiff_t j = 0; j < n; j++)
-                row[j] = (row[j] - (gi * g[j]) * c) * lam;
-            row[i] += 1.0 - lam;
+                row[j] = (row[j] - (gi * g[j]) * c) * a;
+            if (shift != 0.0)
+                row[i] += shift;
         }
     }
 }
 OKL_LEVELS_VOID(okl_krls_update, (ptrdiff_t n, ptrdiff_t cap, double *restrict cov,
-                                  const double *restrict g, double c, double lam),
-                (n, cap, cov, g, c, lam))
+                                  const double *restrict g, double c, double a, double shift),
+                (n, cap, cov, g, c, a, shift))
 
 /* y[:n] += a x[:n] */
 OKL_INLINE void okl_axpy_at(ptrdiff_t n, double a, const double *restrict x, double *restrict y)

@@ -3,7 +3,8 @@
 `KRLSModel` holds a Gaussian-process posterior over f in whitened coordinates of a
 dictionary of centres (R = L^-1, K_D = L L^T; f(x) = b + l(x)^T u, l(x) = R k_D(x)) and
 `cstep` is its one step: predict, one Kalman update (a new centre's coordinate enters when
-its residual gamma2 passes nu), forgetting back to the prior, the offset and signal scale,
+its residual gamma2 passes nu), forgetting (back to the prior, or with `inflate` by
+uncertainty injection), the offset and signal scale,
 and over budget one centre marginalised by Givens rotations; with a change detector
 (`set_drift`, docs/drift.md) the residual of each event over the targets' mean absolute
 deviation is watched before the update, and at a change the posterior forgets toward the
@@ -35,7 +36,7 @@ cnp.import_array()
 
 cdef extern from "_krls.h" nogil:
     void okl_krls_update(Py_ssize_t n, Py_ssize_t cap, double* cov, const double* g, double c,
-                         double lam)
+                         double a, double shift)
     void okl_axpy(Py_ssize_t n, double a, const double* x, double* y)
     void okl_rotate_rows(Py_ssize_t n, double* u, double* v, double c, double s)
     void okl_rotate_columns(Py_ssize_t n, Py_ssize_t cap, double* cov, Py_ssize_t r,
@@ -62,7 +63,7 @@ cdef class Posterior:
     signal scale, shared by `KRLSModel` and `RLSFeatures` (`okl._numpy.krls.Posterior`)."""
     cdef readonly Py_ssize_t n_features, n_support, capacity
     cdef readonly double noise, forgetting
-    cdef readonly bint intercept
+    cdef readonly bint intercept, inflate
     cdef public double t, b, wsum, nums, dens
     # dev / devw: the targets' mean absolute deviation from b (the watched residual's scale)
     cdef public double dev, devw
@@ -154,7 +155,7 @@ cdef class Posterior:
         """At a change: one step of forgetting toward the prior by `Drift.keep` (the
         posterior, the offset's and the signal scale's sums)."""
         cdef double keep = self.drift.keep
-        self.cforget(m, keep)
+        self.cforget(m, keep, False)
         self.wsum *= keep
         self.nums *= keep
         self.dens *= keep
@@ -194,12 +195,19 @@ cdef class Posterior:
             self.gv[i] = cdot(&self.cov[i, 0], &self.lv[0], m)
         return cdot(&self.lv[0], &self.gv[0], m)
 
-    cdef void cforget(self, Py_ssize_t m, double lam) noexcept nogil:
-        """Back to the prior: cov <- lam cov + (1 - lam) I, mean and ones times sqrt(lam)."""
+    cdef void cforget(self, Py_ssize_t m, double lam, bint inflate) noexcept nogil:
+        """Back to the prior: cov <- lam cov + (1 - lam) I, mean and ones times sqrt(lam);
+        with `inflate`, uncertainty injection: cov <- cov / lam, mean and ones kept."""
         cdef Py_ssize_t i, j, cap = self.cov.shape[1]
-        cdef double root
+        cdef double root, inv
         cdef double* cov = &self.cov[0, 0]
         if lam == 1.0:
+            return
+        if inflate:
+            inv = 1.0 / lam
+            for i in range(m):
+                for j in range(m):
+                    cov[i * cap + j] *= inv
             return
         root = sqrt(lam)
         for i in range(m):
@@ -217,8 +225,8 @@ cdef class Posterior:
         terms[1] = y - cdot(l, &self.mean[0], m)
         terms[2] = 1.0 - cdot(l, &self.ones[0], m)
         terms[3] = (y - f) * (y - f) / (self.noise / w + sf2)
-        return (isfinite(f) and isfinite(terms[1] / terms[0]) and isfinite(terms[2] / terms[0])
-                and isfinite(terms[3]) and terms[0] > 0.0)
+        return (isfinite(f) and isfinite(terms[0]) and isfinite(terms[1] / terms[0])
+                and isfinite(terms[2] / terms[0]) and isfinite(terms[3]) and terms[0] > 0.0)
 
     cdef void cabsorb(self, Py_ssize_t n, const double* terms, double y, double w) noexcept nogil:
         """The Kalman update along h = self.gv of n coordinates and the forgetting, in one
@@ -226,14 +234,18 @@ cdef class Posterior:
         offset's first event only fixes b)."""
         cdef Py_ssize_t i
         cdef double c = 1.0 / terms[0], lam = self.forgetting, root = sqrt(lam)
+        cdef bint shrink = lam != 1.0 and not self.inflate
         cdef const double* g = &self.gv[0]
         for i in range(n):
             self.mean[i] += g[i] * (terms[1] * c)
             self.ones[i] += g[i] * (terms[2] * c)
-            if lam != 1.0:
+            if shrink:
                 self.mean[i] *= root
                 self.ones[i] *= root
-        okl_krls_update(n, self.cov.shape[1], &self.cov[0, 0], g, c, lam)
+        if self.inflate:
+            okl_krls_update(n, self.cov.shape[1], &self.cov[0, 0], g, c, 1.0 / lam, 0.0)
+        else:
+            okl_krls_update(n, self.cov.shape[1], &self.cov[0, 0], g, c, lam, 1.0 - lam)
         if not self.intercept or self.wsum > 0.0:
             self.nums = lam * self.nums + terms[3]
             self.dens = lam * self.dens + 1.0
@@ -247,7 +259,7 @@ cdef class Posterior:
         """An event of weight 0: time passes (forgetting), nothing is learned."""
         if not isfinite(f):
             return False
-        self.cforget(m, self.forgetting)
+        self.cforget(m, self.forgetting, self.inflate)
         self.wsum *= self.forgetting
         return True
 
@@ -340,7 +352,7 @@ cdef class KRLSModel(Posterior):
 
     def __init__(self, Py_ssize_t n_features, kernel, double noise, double forgetting=1.0,
                  double threshold=0.0, Py_ssize_t budget=0, int policy=SIGNIFICANCE,
-                 bint intercept=True):
+                 bint intercept=True, bint inflate=False):
         if (n_features < 1 or not noise > 0.0 or not 0.0 < forgetting <= 1.0
                 or not threshold >= 0.0):
             raise ValueError("KRLSModel needs n_features >= 1, noise > 0, 0 < forgetting <= 1 "
@@ -349,6 +361,7 @@ cdef class KRLSModel(Posterior):
         self.kernel = kernel_spec(kernel)
         self.noise, self.forgetting, self.threshold = noise, forgetting, threshold
         self.budget, self.policy, self.intercept = budget, policy, intercept
+        self.inflate = inflate
         self.n_support = 0
         self.t = self.b = self.wsum = self.nums = self.dens = self.dev = self.devw = 0.0
         self.next_order = 0
@@ -424,8 +437,8 @@ cdef class KRLSModel(Posterior):
         """Scalars and arrays that rebuild this model exactly (okl.save writes them)."""
         return dict(n_features=self.n_features, **self.kernel_params, noise=self.noise,
                     forgetting=self.forgetting, threshold=self.threshold, budget=self.budget,
-                    policy=self.policy, intercept=self.intercept, next_order=self.next_order,
-                    **self._scalars(), **self.get_arrays())
+                    policy=self.policy, intercept=self.intercept, inflate=self.inflate,
+                    next_order=self.next_order, **self._scalars(), **self.get_arrays())
 
     @classmethod
     def from_state(cls, state):
@@ -433,7 +446,7 @@ cdef class KRLSModel(Posterior):
         cdef KRLSModel self = cls(int(state["n_features"]), kernel_record(state, complete=True),
                                   float(state["noise"]), float(state["forgetting"]),
                                   float(state["threshold"]), int(state["budget"]), int(state["policy"]),
-                                  bool(state["intercept"]))
+                                  bool(state["intercept"]), bool(state.get("inflate", False)))
         self._set_scalars(state)
         self.next_order = int(state["next_order"])
         self._alloc(len(state["mean"]))
@@ -705,7 +718,8 @@ cdef class RLSFeatures(Posterior):
     cdef FeatureRow rowmap
     cdef readonly dict fmap
 
-    def __init__(self, dict fmap, double noise, double forgetting=1.0, bint intercept=True):
+    def __init__(self, dict fmap, double noise, double forgetting=1.0, bint intercept=True,
+                 bint inflate=False):
         from okl._feature_maps import RandomFourierFeatures
         cdef Py_ssize_t D = int(fmap["n_components"])
         if not noise > 0.0 or not 0.0 < forgetting <= 1.0:
@@ -714,6 +728,7 @@ cdef class RLSFeatures(Posterior):
         self.rowmap = RandomFourierFeatures.from_state(self.fmap).row_map()
         self.n_features, self.n_components = self.rowmap.n_features, D
         self.noise, self.forgetting, self.intercept = noise, forgetting, intercept
+        self.inflate = inflate
         self.t = self.b = self.wsum = self.nums = self.dens = self.dev = self.devw = 0.0
         self.n_support = 0
         self.capacity = D
@@ -766,14 +781,14 @@ cdef class RLSFeatures(Posterior):
 
     def get_state(self):
         return dict(**{"map_" + k: v for k, v in self.fmap.items()}, noise=self.noise,
-                    forgetting=self.forgetting, intercept=self.intercept, **self._scalars(),
-                    **self.get_arrays())
+                    forgetting=self.forgetting, intercept=self.intercept, inflate=self.inflate,
+                    **self._scalars(), **self.get_arrays())
 
     @classmethod
     def from_state(cls, state):
         fmap = {k[4:]: v for k, v in state.items() if k.startswith("map_")}
         cdef RLSFeatures self = cls(fmap, float(state["noise"]), float(state["forgetting"]),
-                                    bool(state["intercept"]))
+                                    bool(state["intercept"]), bool(state.get("inflate", False)))
         self._set_scalars(state)
         self.mean = np.array(state["mean"], dtype=np.float64)
         self.ones = np.array(state["ones"], dtype=np.float64)

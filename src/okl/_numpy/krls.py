@@ -25,13 +25,15 @@ One step, from the model before it (docs/krls.md, section 2):
    loss costs the least squared error, KRLS-T's rule; OLDEST: the sliding window);
 4. forgetting lambda < 1 pulls the posterior back to the prior:
    ``cov <- lambda cov + (1 - lambda) I``, ``mean, ones <- sqrt(lambda) (mean, ones)``;
+   with `inflate`, it injects uncertainty instead: ``cov <- cov / lambda``, the means
+   kept (section 11 of docs/krls.md);
 5. with a change detector (`set_drift`, docs/drift.md), the event's residual over the
    targets' mean absolute deviation, ``|y - f| / (dev / devw)`` (a scale that does not
    narrow as the posterior does; 0 while devw is), taken before the update, is watched
    (`okl._numpy.drift.watch`); the sums take ``w |y - b|`` and w after the offset, with
    lambda.  At a change the posterior, once it has learned the event, takes one step of
-   forgetting by keep (`forget`, and the offset's, signal scale's and deviation's sums
-   times keep).
+   forgetting back to the prior by keep, in either mode (`forget`, and the offset's,
+   signal scale's and deviation's sums times keep).
 
 `cov` is kept exactly symmetric: every write computes the lower triangle's formula and
 mirrors it.  The compiled twin takes the same operations in the same order.
@@ -52,11 +54,15 @@ from okl._numpy.kernels import gram_base, kernel_of, kernel_record, kernel_value
 RESIDUAL_FLOOR = 1e-12
 
 
-def forget(cov, mean, ones, lam, m):
-    """Back to the prior by lam: cov <- lam cov + (1 - lam) I, mean and ones times sqrt(lam)."""
+def forget(cov, mean, ones, lam, m, inflate=False):
+    """Back to the prior by lam: cov <- lam cov + (1 - lam) I, mean and ones times sqrt(lam);
+    with `inflate`, uncertainty injection: cov <- cov / lam, mean and ones kept."""
     if lam == 1.0:
         return
     c = cov[:m, :m]
+    if inflate:
+        c *= 1.0 / lam
+        return
     c *= lam
     c[np.diag_indices(m)] += 1.0 - lam
     root = math.sqrt(lam)
@@ -128,8 +134,9 @@ class Posterior:
 
     SCALARS = ("t", "b", "wsum", "nums", "dens", "dev", "devw")
 
-    def _start(self, noise, forgetting, intercept):
+    def _start(self, noise, forgetting, intercept, inflate):
         self.noise, self.forgetting, self.intercept = float(noise), float(forgetting), bool(intercept)
+        self.inflate = bool(inflate)    # forgetting by uncertainty injection, not to the prior
         self.t = 0.0            # events of positive weight
         self.b = 0.0            # the offset
         self.wsum = 0.0         # the forgetting sum of weights behind b
@@ -210,8 +217,8 @@ class Posterior:
         s = self.noise / w + sf2
         innov, innov1 = y - float(l @ self.mean[:m]), 1.0 - float(l @ self.ones[:m])
         z2 = (y - f) ** 2 / (self.noise / w + sf2)
-        if not (math.isfinite(f) and math.isfinite(innov / s) and math.isfinite(innov1 / s)
-                and math.isfinite(z2) and s > 0.0):
+        if not (math.isfinite(f) and math.isfinite(s) and math.isfinite(innov / s)
+                and math.isfinite(innov1 / s) and math.isfinite(z2) and s > 0.0):
             return None
         return s, innov, innov1, z2
 
@@ -224,7 +231,7 @@ class Posterior:
         self.ones[:n] += h * (innov1 * c)
         self.cov[:n, :n] -= np.outer(h, h) * c
         lam = self.forgetting
-        forget(self.cov, self.mean, self.ones, lam, n)
+        forget(self.cov, self.mean, self.ones, lam, n, self.inflate)
         if not self.intercept or self.wsum > 0.0:
             self.nums = lam * self.nums + z2
             self.dens = lam * self.dens + 1.0
@@ -238,7 +245,7 @@ class Posterior:
         """An event of weight 0: time passes (forgetting), nothing is learned."""
         if not math.isfinite(f):
             return False
-        forget(self.cov, self.mean, self.ones, self.forgetting, m)
+        forget(self.cov, self.mean, self.ones, self.forgetting, m, self.inflate)
         self.wsum *= self.forgetting
         return True
 
@@ -278,6 +285,8 @@ class NumpyKRLS(Posterior):
     kernel : dict, the kernel's record (`okl.kernels.kernel_params`)
     noise : float > 0, the noise-to-signal variance ratio (KRLS-T's sn2)
     forgetting : float in (0, 1], lambda
+    inflate : bool, whether forgetting injects uncertainty (cov / lambda) rather than pulls
+        back to the prior
     threshold : float >= 0, the ALD threshold nu a new centre's residual must pass
     budget : int >= 0, the most centres kept (0: no bound)
     policy : a `Prune` code: which centre leaves a full dictionary
@@ -285,10 +294,10 @@ class NumpyKRLS(Posterior):
     """
 
     def __init__(self, n_features, kernel, noise, forgetting=1.0, threshold=0.0, budget=0,
-                 policy=Prune.SIGNIFICANCE, intercept=True):
+                 policy=Prune.SIGNIFICANCE, intercept=True, inflate=False):
         self.n_features = int(n_features)
         self.kernel_params = kernel_record(kernel)
-        self._start(noise, forgetting, intercept)
+        self._start(noise, forgetting, intercept, inflate)
         self.threshold, self.budget, self.policy = float(threshold), int(budget), int(policy)
         self.n_support = 0
         self.next_order = 0     # the order number of the next centre
@@ -419,14 +428,15 @@ class NumpyKRLS(Posterior):
         """Scalars and arrays that rebuild this model exactly (okl.save writes them)."""
         return dict(n_features=self.n_features, **self.kernel_params, noise=self.noise,
                     forgetting=self.forgetting, threshold=self.threshold, budget=self.budget,
-                    policy=self.policy, intercept=self.intercept, next_order=self.next_order,
-                    **self._scalars(), **self.get_arrays())
+                    policy=self.policy, intercept=self.intercept, inflate=self.inflate,
+                    next_order=self.next_order, **self._scalars(), **self.get_arrays())
 
     @classmethod
     def from_state(cls, state):
         self = cls(int(state["n_features"]), kernel_record(state, complete=True),
                    float(state["noise"]), float(state["forgetting"]), float(state["threshold"]),
-                   int(state["budget"]), int(state["policy"]), bool(state["intercept"]))
+                   int(state["budget"]), int(state["policy"]), bool(state["intercept"]),
+                   bool(state.get("inflate", False)))
         self._set_scalars(state)
         self.next_order = int(state["next_order"])
         m = len(state["mean"])
@@ -450,15 +460,15 @@ class NumpyRLSFeatures(Posterior):
     Parameters
     ----------
     fmap : dict, the state of a fitted `okl._feature_maps.RandomFourierFeatures`
-    noise, forgetting, intercept : as `NumpyKRLS`
+    noise, forgetting, intercept, inflate : as `NumpyKRLS`
     """
 
-    def __init__(self, fmap, noise, forgetting=1.0, intercept=True):
+    def __init__(self, fmap, noise, forgetting=1.0, intercept=True, inflate=False):
         self.fmap = {k: (np.ascontiguousarray(v, dtype=np.float64) if isinstance(v, np.ndarray)
                          else v) for k, v in fmap.items()}
         self.n_features = int(self.fmap["n_features"])
         self.n_components = D = int(self.fmap["n_components"])
-        self._start(noise, forgetting, intercept)
+        self._start(noise, forgetting, intercept, inflate)
         self.n_support = 0
         self.mean, self.ones = np.zeros(D), np.zeros(D)
         self.cov = np.eye(D)
@@ -507,14 +517,14 @@ class NumpyRLSFeatures(Posterior):
 
     def get_state(self):
         return dict(**{"map_" + k: v for k, v in self.fmap.items()}, noise=self.noise,
-                    forgetting=self.forgetting, intercept=self.intercept, **self._scalars(),
-                    **self.get_arrays())
+                    forgetting=self.forgetting, intercept=self.intercept, inflate=self.inflate,
+                    **self._scalars(), **self.get_arrays())
 
     @classmethod
     def from_state(cls, state):
         fmap = {k[4:]: v for k, v in state.items() if k.startswith("map_")}
         self = cls(fmap, float(state["noise"]), float(state["forgetting"]),
-                   bool(state["intercept"]))
+                   bool(state["intercept"]), bool(state.get("inflate", False)))
         self._set_scalars(state)
         for name in ("mean", "ones", "cov"):
             setattr(self, name, np.array(state[name], dtype=np.float64))

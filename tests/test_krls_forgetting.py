@@ -1,0 +1,144 @@
+"""KernelRLSRegressor's two forgetting modes: back to the prior and uncertainty injection
+(forgetting_mode="inflate"): the weighted-ridge equivalence, the covariance over a long
+stream, time passing without data, files (docs/krls.md, section 11)."""
+import json
+
+import numpy as np
+import pytest
+from scipy.linalg import cholesky
+
+import okl
+from okl import KernelRLSRegressor
+from okl._numpy.krls import NumpyKRLS, NumpyRLSFeatures
+from okl.kernels import kernel_matrix
+
+
+def stream(n, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    drift = np.linspace(0.0, 2.0, n)[:, None]       # a slope that moves along the stream
+    y = (X * (1.0 + drift)).sum(axis=1) + 0.2 * rng.standard_normal(n) + 3.0
+    return X, y
+
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_inflation_gives_the_exponentially_weighted_ridge_mean(engine, fit_intercept):
+    """Linear kernel <x, u> + c, feature map phi(x) = [x, sqrt(c)], no budget, nu = 0:
+    after T events the posterior mean is the ridge solution with weights lam^(T - i) on
+    event i and prior precision lam^(T - t_k) along the direction q_k that the k-th centre
+    (event t_k) added to the dictionary's span (Gram-Schmidt of the centres' features),
+    of the targets centred by the final offset b."""
+    lam, noise, c, d = 0.99, 0.1, 1.0, 3
+    X, y = stream(400, d=d, seed=1)
+    est = KernelRLSRegressor(kernel="linear", gamma=1.0, coef0=c, noise=noise, forgetting=lam,
+                             forgetting_mode="inflate", budget=None, nu=0.0,
+                             drift_detector=None, fit_intercept=fit_intercept, engine=engine)
+    est.fit(X, y)
+    T = len(y)
+    phi = np.column_stack([X, np.full(T, np.sqrt(c))])
+    centres = est.support_vectors_
+    assert len(centres) == d + 1                 # the whole span, from the first d + 1 events
+    entered = [int(np.flatnonzero((X == u).all(axis=1))[0]) + 1 for u in centres]
+    Q, _ = np.linalg.qr(np.column_stack([centres, np.full(d + 1, np.sqrt(c))]).T)
+    ages = T - np.arange(1, T + 1)
+    P = (phi.T * lam ** ages) @ phi / noise + (Q * lam ** (T - np.array(entered))) @ Q.T
+    b = est.intercept_
+    w = np.linalg.solve(P, (phi.T * lam ** ages) @ (y - b) / noise)
+    Xt = np.random.default_rng(2).normal(size=(30, d))
+    expected = b + np.column_stack([Xt, np.full(30, np.sqrt(c))]) @ w
+    # 400 recursive steps against one solve: agreement to 1e-9 of the targets' scale
+    np.testing.assert_allclose(est.predict(Xt), expected, rtol=0, atol=1e-9 * np.abs(y).max())
+    # and the mode matters: back to the prior, the same lambda gives another mean
+    prior = KernelRLSRegressor(**dict(est.get_params(), forgetting_mode="prior")).fit(X, y)
+    assert np.abs(prior.predict(Xt) - expected).max() > 1e-3 * np.abs(y).max()
+
+
+@pytest.mark.parametrize("policy", ["significance", "oldest"])
+def test_inflation_keeps_the_covariance_symmetric_positive_definite_on_a_long_stream(policy):
+    # a full dictionary all stream long: every event is new to it (additions and removals)
+    rng = np.random.default_rng(16)
+    n = 200_000
+    X = rng.uniform(-1.0, 1.0, size=(n, 4))
+    y = np.sin(3.0 * X).sum(axis=1) + 0.1 * rng.standard_normal(n)
+    est = KernelRLSRegressor(gamma=2.0, noise=1e-3, budget=50, budget_policy=policy,
+                             forgetting=0.99, forgetting_mode="inflate").fit(X, y)
+    model = est._krls.get_state()
+    assert model["next_order"] > n // 2 and len(model["mean"]) == 50
+    R, cov = model["R"], model["cov"]
+    assert np.all(np.isfinite(R)) and np.all(np.isfinite(cov))
+    assert np.array_equal(cov, cov.T)
+    eig = np.linalg.eigvalsh(cov)
+    assert eig[0] > 0 and eig[-1] < 1e6
+    L = cholesky(kernel_matrix(est.support_vectors_, gamma=2.0), lower=True)
+    np.testing.assert_allclose(R @ L, np.eye(len(R)), rtol=0, atol=1e-10)
+    # the model still learns: its error on more events is well below the targets' spread
+    pred = est._progressive_scores(X[:2000], y[:2000])
+    assert np.sqrt(np.mean((pred - y[:2000]) ** 2)) < 0.5 * y.std()
+
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+@pytest.mark.parametrize("approximation", [None, "fourier"])
+def test_without_data_inflation_keeps_the_mean_and_grows_the_variance(engine, approximation):
+    """Events of weight 0 let time pass: "inflate" divides the covariance by lambda each
+    time and keeps the mean (the prior mode pulls both back to the prior)."""
+    X, y = stream(300, seed=3)
+    est = KernelRLSRegressor(gamma=0.5, forgetting=0.98, forgetting_mode="inflate",
+                             approximation=approximation, n_components=30, random_state=0,
+                             engine=engine).fit(X, y)
+    mean0 = est._krls.get_state()["mean"]
+    cov0 = est._krls.get_state()["cov"]
+    f0 = est.predict(X[:20])
+    est.partial_fit(X[:25], y[:25], sample_weight=np.zeros(25))
+    state = est._krls.get_state()
+    np.testing.assert_array_equal(state["mean"], mean0)
+    np.testing.assert_allclose(state["cov"], cov0 / 0.98 ** 25, rtol=1e-12, atol=0)
+    np.testing.assert_array_equal(est.predict(X[:20]), f0)
+
+
+@pytest.mark.parametrize("approximation", [None, "fourier"])
+def test_a_file_saved_before_the_mode_loads_as_prior_and_a_mode_mismatch_is_refused(
+        approximation, tmp_path):
+    X, y = stream(300, seed=4)
+    params = dict(gamma=0.5, forgetting=0.99, approximation=approximation, n_components=30,
+                  random_state=0)
+    est = KernelRLSRegressor(**params).fit(X, y)
+    okl.save(est, tmp_path / "new.npz")
+    with np.load(tmp_path / "new.npz", allow_pickle=False) as data:
+        arrays = dict(data)
+    header = json.loads(arrays.pop("__header__").tobytes())
+    assert header["objects"]["_krls"]["scalars"].pop("inflate") is False
+    assert header["params"].pop("forgetting_mode") == "prior"
+    blob = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
+    with open(tmp_path / "old.npz", "wb") as file:
+        np.savez(file, __header__=blob, **arrays)
+    old = okl.load(tmp_path / "old.npz")
+    assert not old._krls.inflate and old.forgetting_mode == "prior"
+    np.testing.assert_array_equal(old.predict(X), est.predict(X))
+    state = {k: v for k, v in est._krls.get_state().items() if k != "inflate"}
+    engine = NumpyRLSFeatures if approximation else NumpyKRLS
+    assert not engine.from_state(state).inflate and not type(est._krls).from_state(state).inflate
+    # a model that injects uncertainty under an estimator of the prior mode: refused
+    header["objects"]["_krls"]["scalars"]["inflate"] = True
+    blob = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
+    with open(tmp_path / "edited.npz", "wb") as file:
+        np.savez(file, __header__=blob, **arrays)
+    with pytest.raises(okl.ModelFileError, match="inflate"):
+        okl.load(tmp_path / "edited.npz")
+
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+def test_a_covariance_inflated_past_the_floats_fails_the_step_and_leaves_the_model(engine):
+    """Windup: with no data, S grows as lambda^-a; once it is not finite, a step reports the
+    divergence (its variance is not finite) and changes nothing."""
+    X, y = stream(1200, seed=5)
+    est = KernelRLSRegressor(gamma=0.5, noise=0.1, forgetting=0.5, forgetting_mode="inflate",
+                             drift_detector=None, engine=engine).fit(X[:100], y[:100])
+    est.partial_fit(X[100:], y[100:], sample_weight=np.zeros(1100))
+    assert not np.isfinite(est._krls.get_state()["cov"]).all()
+    before = est._krls.get_state()
+    with pytest.raises(FloatingPointError):
+        est.partial_fit(X[:1], y[:1])
+    after = est._krls.get_state()
+    for key, value in before.items():
+        np.testing.assert_array_equal(after[key], value, err_msg=key)
