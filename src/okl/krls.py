@@ -140,9 +140,11 @@ default="gaussian"
         prior (covariance and mean); "inflate" by uncertainty injection, the covariance
         divided by lambda and the mean kept: exponentially weighted least squares, the
         data of t events ago weighted lambda^t, which follows a target that moves all
-        stream long (a running scaler's) without the pull of the mean toward 0
-        (section 11 of docs/krls.md).  The offset b and the drift detector's step at a
-        change are the same in both modes.
+        stream long (a running scaler's) without the pull of the mean toward 0.  Each
+        variance grows only up to the prior's (the covariance scaled on both sides by a
+        diagonal), so a direction no event excites stops at the prior instead of
+        growing as lambda^-t ("windup", section 11 of docs/krls.md).  The offset b and
+        the drift detector's step at a change are the same in both modes.
     drift_detector : None, "page_hinkley", okl.drift.PageHinkley or a detector, default="page_hinkley"
         A change detector on each event's residual ``|y - f|`` (before the update)
         over the targets' mean absolute deviation so far, a scale that does not

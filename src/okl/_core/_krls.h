@@ -7,6 +7,7 @@
 #ifndef OKL_KRLS_H
 #define OKL_KRLS_H
 
+#include <math.h>
 #include <stddef.h>
 
 #include "_simd.h"
@@ -17,7 +18,7 @@
 #endif
 
 /* cov[:n, :n] <- a (cov - c g g^T) + shift I (a = 1: cov - c g g^T), row by row: forgetting
- * back to the prior is a = lam, shift = 1 - lam, uncertainty injection a = 1 / lam, shift = 0;
+ * back to the prior is a = lam, shift = 1 - lam;
  * (g_i g_j) c is formed the same way for (i, j) and (j, i), so a symmetric cov stays so. */
 OKL_INLINE void okl_krls_update_at(ptrdiff_t n, ptrdiff_t cap, double *restrict cov,
                                    const double *restrict g, double c, double a, double shift)
@@ -39,6 +40,39 @@ OKL_INLINE void okl_krls_update_at(ptrdiff_t n, ptrdiff_t cap, double *restrict 
 OKL_LEVELS_VOID(okl_krls_update, (ptrdiff_t n, ptrdiff_t cap, double *restrict cov,
                                   const double *restrict g, double c, double a, double shift),
                 (n, cap, cov, g, c, a, shift))
+
+/* Uncertainty injection bounded by the prior (docs/krls.md, section 11), fused with the
+ * rank-one update: cov[:n, :n] <- D (cov - c g g^T) D (g NULL: D cov D), D = diag(d),
+ * d_i = 1 / sqrt(max(s_i, lam)) with s_i the diagonal of cov - c g g^T (written into d[:n]),
+ * so that a variance grows by 1 / lam up to the prior's, 1, and no further.  A congruence by
+ * a positive diagonal: a symmetric positive definite cov stays so, (d_i d_j) formed the same
+ * way for (i, j) and (j, i). */
+OKL_INLINE void okl_krls_inflate_at(ptrdiff_t n, ptrdiff_t cap, double *restrict cov,
+                                    const double *restrict g, double c, double lam,
+                                    double *restrict d)
+{
+    const double top = 1.0 / sqrt(lam);
+    for (ptrdiff_t i = 0; i < n; i++) {
+        const double s = g ? cov[i * cap + i] - (g[i] * g[i]) * c : cov[i * cap + i];
+        d[i] = s > lam ? 1.0 / sqrt(s) : top;      /* also a rounded s <= 0: by 1 / lam */
+    }
+    for (ptrdiff_t i = 0; i < n; i++) {
+        double *restrict row = cov + i * cap;
+        const double di = d[i];
+        if (g) {
+            const double gi = g[i];
+            for (ptrdiff_t j = 0; j < n; j++)
+                row[j] = (row[j] - (gi * g[j]) * c) * (di * d[j]);
+        } else {
+            for (ptrdiff_t j = 0; j < n; j++)
+                row[j] *= di * d[j];
+        }
+    }
+}
+OKL_LEVELS_VOID(okl_krls_inflate, (ptrdiff_t n, ptrdiff_t cap, double *restrict cov,
+                                   const double *restrict g, double c, double lam,
+                                   double *restrict d),
+                (n, cap, cov, g, c, lam, d))
 
 /* y[:n] += a x[:n] */
 OKL_INLINE void okl_axpy_at(ptrdiff_t n, double a, const double *restrict x, double *restrict y)

@@ -4,7 +4,7 @@
 dictionary of centres (R = L^-1, K_D = L L^T; f(x) = b + l(x)^T u, l(x) = R k_D(x)) and
 `cstep` is its one step: predict, one Kalman update (a new centre's coordinate enters when
 its residual gamma2 passes nu), forgetting (back to the prior, or with `inflate` by
-uncertainty injection), the offset and signal scale,
+uncertainty injection bounded by the prior), the offset and signal scale,
 and over budget one centre marginalised by Givens rotations; with a change detector
 (`set_drift`, docs/drift.md) the residual of each event over the targets' mean absolute
 deviation is watched before the update, and at a change the posterior forgets toward the
@@ -37,6 +37,8 @@ cnp.import_array()
 cdef extern from "_krls.h" nogil:
     void okl_krls_update(Py_ssize_t n, Py_ssize_t cap, double* cov, const double* g, double c,
                          double a, double shift)
+    void okl_krls_inflate(Py_ssize_t n, Py_ssize_t cap, double* cov, const double* g, double c,
+                          double lam, double* d)
     void okl_axpy(Py_ssize_t n, double a, const double* x, double* y)
     void okl_rotate_rows(Py_ssize_t n, double* u, double* v, double c, double s)
     void okl_rotate_columns(Py_ssize_t n, Py_ssize_t cap, double* cov, Py_ssize_t r,
@@ -197,17 +199,15 @@ cdef class Posterior:
 
     cdef void cforget(self, Py_ssize_t m, double lam, bint inflate) noexcept nogil:
         """Back to the prior: cov <- lam cov + (1 - lam) I, mean and ones times sqrt(lam);
-        with `inflate`, uncertainty injection: cov <- cov / lam, mean and ones kept."""
+        with `inflate`, uncertainty injection bounded by the prior: cov <- D cov D (the
+        scales into kb, `okl_krls_inflate`), mean and ones kept."""
         cdef Py_ssize_t i, j, cap = self.cov.shape[1]
-        cdef double root, inv
+        cdef double root
         cdef double* cov = &self.cov[0, 0]
         if lam == 1.0:
             return
         if inflate:
-            inv = 1.0 / lam
-            for i in range(m):
-                for j in range(m):
-                    cov[i * cap + j] *= inv
+            okl_krls_inflate(m, cap, cov, NULL, 0.0, lam, &self.kb[0])
             return
         root = sqrt(lam)
         for i in range(m):
@@ -230,8 +230,8 @@ cdef class Posterior:
 
     cdef void cabsorb(self, Py_ssize_t n, const double* terms, double y, double w) noexcept nogil:
         """The Kalman update along h = self.gv of n coordinates and the forgetting, in one
-        pass; then the signal scale, the offset and the deviation's sums take the event (the
-        offset's first event only fixes b)."""
+        pass (bounded inflation: its scales into kb); then the signal scale, the offset and
+        the deviation's sums take the event (the offset's first event only fixes b)."""
         cdef Py_ssize_t i
         cdef double c = 1.0 / terms[0], lam = self.forgetting, root = sqrt(lam)
         cdef bint shrink = lam != 1.0 and not self.inflate
@@ -242,8 +242,8 @@ cdef class Posterior:
             if shrink:
                 self.mean[i] *= root
                 self.ones[i] *= root
-        if self.inflate:
-            okl_krls_update(n, self.cov.shape[1], &self.cov[0, 0], g, c, 1.0 / lam, 0.0)
+        if self.inflate and lam != 1.0:
+            okl_krls_inflate(n, self.cov.shape[1], &self.cov[0, 0], g, c, lam, &self.kb[0])
         else:
             okl_krls_update(n, self.cov.shape[1], &self.cov[0, 0], g, c, lam, 1.0 - lam)
         if not self.intercept or self.wsum > 0.0:

@@ -25,8 +25,9 @@ One step, from the model before it (docs/krls.md, section 2):
    loss costs the least squared error, KRLS-T's rule; OLDEST: the sliding window);
 4. forgetting lambda < 1 pulls the posterior back to the prior:
    ``cov <- lambda cov + (1 - lambda) I``, ``mean, ones <- sqrt(lambda) (mean, ones)``;
-   with `inflate`, it injects uncertainty instead: ``cov <- cov / lambda``, the means
-   kept (section 11 of docs/krls.md);
+   with `inflate`, it injects uncertainty instead, bounded by the prior:
+   ``cov <- D cov D``, ``d_i = 1 / sqrt(max(cov_ii, lambda))`` (each variance grows by
+   1 / lambda up to the prior's, 1), the means kept (`inject`, section 11 of docs/krls.md);
 5. with a change detector (`set_drift`, docs/drift.md), the event's residual over the
    targets' mean absolute deviation, ``|y - f| / (dev / devw)`` (a scale that does not
    narrow as the posterior does; 0 while devw is), taken before the update, is watched
@@ -54,15 +55,27 @@ from okl._numpy.kernels import gram_base, kernel_of, kernel_record, kernel_value
 RESIDUAL_FLOOR = 1e-12
 
 
+def inject(cov, lam, m):
+    """Uncertainty injection bounded by the prior (docs/krls.md, section 11): cov <- D cov D,
+    d_i = 1 / sqrt(max(cov_ii, lam)), so that a variance below lam grows by 1 / lam and one
+    above it ends at the prior's, 1; a congruence, so cov stays symmetric positive definite.
+    (A rounded cov_ii <= 0, or NaN, takes 1 / lam.)"""
+    c = cov[:m, :m]
+    s = c.diagonal().copy()
+    d = 1.0 / np.sqrt(np.where(s > lam, s, lam))
+    c *= np.outer(d, d)
+
+
 def forget(cov, mean, ones, lam, m, inflate=False):
     """Back to the prior by lam: cov <- lam cov + (1 - lam) I, mean and ones times sqrt(lam);
-    with `inflate`, uncertainty injection: cov <- cov / lam, mean and ones kept."""
+    with `inflate`, uncertainty injection bounded by the prior (`inject`), mean and ones
+    kept."""
     if lam == 1.0:
         return
-    c = cov[:m, :m]
     if inflate:
-        c *= 1.0 / lam
+        inject(cov, lam, m)
         return
+    c = cov[:m, :m]
     c *= lam
     c[np.diag_indices(m)] += 1.0 - lam
     root = math.sqrt(lam)
