@@ -476,8 +476,9 @@ class MultiKernelMixin:
 # -- MultiKernelRegressor(learner="krls"): KernelRLSRegressor learners over widths ---------
 # Each learner is a full KernelRLSRegressor with its own rules (budget, noise by the evidence of
 # its warm-up, forgetting); the weights are the running posterior probabilities of the
-# learners, each multiplied at every event by its predictive density N(y; f_k, s_k^2) and mixed
-# with a fixed share (`bayes_mixture`).  docs/krls.md, section 9.
+# learners, each multiplied at every event by its predictive density N(y; f_k, s_k^2) (but at the
+# events of `_scale_unknown`) and mixed with a fixed share (`bayes_mixture`).  docs/krls.md,
+# section 9.
 
 #: gammas="auto" with learner="krls": the widths of the pool, as factors of KernelRLSRegressor's
 #: scale rule (docs/krls.md, section 9)
@@ -565,11 +566,22 @@ def _pool(gammas, linear, params, engine):
     return members
 
 
-def _pool_learn(members, logw, share, X, y, weight, engine):
+def _scale_unknown(t, weight, n, intercept):
+    """The rows (of a call of n rows, the pool at event t) at which the learners' signal scale
+    s02 has counted no standardised error (docs/krls.md, sections 3 and 9): those of positive
+    weight among the pool's first two events (the first sets the offset b), or its first
+    without the offset.  Their density is the same for every learner up to a constant (the
+    scale's prior integrates it out), so the weights take none of it."""
+    positive, before = _events_before(t, weight, n)
+    return positive & (before < 1 + bool(intercept))
+
+
+def _pool_learn(members, logw, share, t, X, y, weight, engine):
     """Every learner learns the rows in order (its compiled chunks), then the weights take
-    the rows (`bayes_mixture`): (mean, std of the mixture before each row, the new logw,
-    the learners' means and standard deviations F, S (rows, learners)).  Raises
-    FloatingPointError when a learner's predictive density is not finite."""
+    the rows (`bayes_mixture`) but those of `_scale_unknown` (the pool at event t): (mean,
+    std of the mixture before each row, the new logw, the learners' means and standard
+    deviations F, S (rows, learners)).  Raises FloatingPointError when a learner's
+    predictive density is not finite."""
     n, K = X.shape[0], len(members)
     F, S = np.empty((n, K)), np.empty((n, K))
     token = SHARED_WARMUP.set({})       # the learners' warm-ups share their common work
@@ -587,7 +599,8 @@ def _pool_learn(members, logw, share, X, y, weight, engine):
                     "pass a larger noise in learner_params. The model is left as it was.") from None
     finally:
         SHARED_WARMUP.reset(token)
-    w = np.ones(n) if weight is None else np.ascontiguousarray(weight, dtype=np.float64)
+    w = np.ones(n) if weight is None else np.array(weight, dtype=np.float64)
+    w[_scale_unknown(t, weight, n, members[0][1].fit_intercept)] = 0.0
     logw = np.array(logw, dtype=np.float64)
     mean, std = np.empty(n), np.empty(n)
     failed = MIXTURES[engine](F, S, np.ascontiguousarray(y, dtype=np.float64), w, logw,
@@ -599,11 +612,18 @@ def _pool_learn(members, logw, share, X, y, weight, engine):
     return mean, std, logw, F, S
 
 
+def _events_before(t, weight, n):
+    """For each row of a call of n rows, the pool at event t: whether its weight is positive
+    (an event), and the pool's events before it."""
+    positive = np.ones(n, dtype=bool) if weight is None else np.asarray(weight) > 0
+    return positive, t + np.cumsum(positive) - positive
+
+
 def _wake_rows(t, weight, n):
     """The rows (of a call of n rows, the pool at event t) at which every learner wakes:
     those of positive weight at the events t' = `SLEEP_AFTER` + j `WAKE_EVERY`, j >= 0."""
-    positive = np.ones(n, dtype=bool) if weight is None else np.asarray(weight) > 0
-    after = t + np.cumsum(positive) - positive - SLEEP_AFTER
+    positive, before = _events_before(t, weight, n)
+    after = before - SLEEP_AFTER
     return np.flatnonzero(positive & (after >= 0) & (after % WAKE_EVERY == 0))
 
 
@@ -615,26 +635,28 @@ def _pool_sleep_learn(members, logw, asleep, share, floor, t, X, y, weight, engi
     heaviest) fall asleep at the floor.  (mean, std, logw, asleep)."""
     n = X.shape[0]
     logw, asleep = np.array(logw, dtype=np.float64), np.array(asleep, dtype=bool)
+    events = _events_before(t, weight, n)[1]
     means, stds, lo = [], [], 0
     for i in [*_wake_rows(t, weight, n), n]:
         for a, b, wake in ((lo, i, False), (i, min(i + 1, n), True)):
             if a >= b:
                 continue
             part = None if weight is None else weight[a:b]
+            at = int(events[a])
             awake = np.flatnonzero(~asleep)
             mass = np.logaddexp.reduce(logw[awake])
             if not asleep.any():
-                mean, std, logw, _, _ = _pool_learn(members, logw, share, X[a:b], y[a:b],
-                                                    part, engine)
+                mean, std, logw, _, _ = _pool_learn(members, logw, share, at, X[a:b],
+                                                    y[a:b], part, engine)
             elif wake:      # everyone learns the row; its prediction is the awake ones' (predict)
                 before = logw[awake] - mass
-                _, _, logw, F, S = _pool_learn(members, logw, share, X[a:b], y[a:b], part,
-                                               engine)
+                _, _, logw, F, S = _pool_learn(members, logw, share, at, X[a:b], y[a:b],
+                                               part, engine)
                 mean, std = _mixture(F[:, awake], S[:, awake], before)
             else:
                 mean, std, sub, _, _ = _pool_learn([members[k] for k in awake],
-                                                   logw[awake] - mass, share, X[a:b], y[a:b],
-                                                   part, engine)
+                                                   logw[awake] - mass, share, at, X[a:b],
+                                                   y[a:b], part, engine)
                 logw[awake] = sub + mass
             means.append(mean)
             stds.append(std)
@@ -1180,7 +1202,8 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
             self._asleep = asleep = np.zeros(len(self._members), dtype=bool)
         if floor is None:
             mean, std, self._logw, _, _ = _pool_learn(
-                self._pool_engine(), self._logw, self.share, X, y, weight, self.engine)
+                self._pool_engine(), self._logw, self.share, self.t_, X, y, weight,
+                self.engine)
         else:
             mean, std, self._logw, self._asleep = _pool_sleep_learn(
                 self._pool_engine(), self._logw, asleep, self.share, float(floor),

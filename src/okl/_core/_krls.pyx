@@ -979,9 +979,10 @@ cdef class KRLSEvents(Events):
 cdef class KRLSPoolEvents(Events):
     """One-event predict and learn for `okl.MultiKernelRegressor(learner="krls")` (docs/krls.md,
     sections 9-10): every awake learner's step, the Bayesian mixture of their predictive
-    densities with the fixed share, and with ``sleep=`` the wake events' bookkeeping, in one
-    compiled call; the iterates of `okl.multikernel._pool_sleep_learn` / `_pool_learn` on
-    one row.  Every learner is checked (its prediction, its innovation, the mixture's
+    densities with the fixed share (none at the events before the learners' signal scale has
+    counted a standardised error, `okl.multikernel._scale_unknown`), and with ``sleep=`` the
+    wake events' bookkeeping, in one compiled call; the iterates of
+    `okl.multikernel._pool_sleep_learn` / `_pool_learn` on one row.  Every learner is checked (its prediction, its innovation, the mixture's
     density) before the first write: a call that raises leaves the pool as it was.
 
     Parameters
@@ -1178,7 +1179,7 @@ cdef class KRLSPoolEvents(Events):
         cdef Py_ssize_t j, k, n, sleeping
         cdef long long t
         cdef bint wake
-        cdef double f, sf2, s02, xx, mass, ok, terms[4]
+        cdef double f, sf2, s02, xx, mass, ok, u, terms[4]
         cdef KRLSEvents step
         cdef Posterior model
         if not isfinite(y):
@@ -1192,7 +1193,11 @@ cdef class KRLSPoolEvents(Events):
         wake = (self.floor > 0.0 and w > 0.0 and t >= self.after
                 and (t - self.after) % self.every == 0)
         n = self.cawake(wake or sleeping == 0)
-        xx = cdot(p, p, (<KRLSEvents>self.steps[0]).model.n_features)
+        model = (<KRLSEvents>self.steps[0]).model
+        xx = cdot(p, p, model.n_features)
+        # the density's power: 0 while the signal scale has counted no error (the pool's
+        # first two events, the first setting the offset; the first without it)
+        u = w if t >= 1 + model.intercept else 0.0
         craise_signals()                # a Ctrl-C so far: raised before the buffers move
         # every check before the first write
         for j in range(n):
@@ -1221,7 +1226,7 @@ cdef class KRLSPoolEvents(Events):
             for j in range(n):
                 self.sub[j] = self.lw[self.ix[j]]
             self.cmix(n, &self.sub[0], mean, std)
-            self.cupdate(n, &self.sub[0], y, w)
+            self.cupdate(n, &self.sub[0], y, u)
             for j in range(n):
                 self.lw[self.ix[j]] = self.sub[j]
         else:
@@ -1234,11 +1239,11 @@ cdef class KRLSPoolEvents(Events):
                 n = self.cawake(True)
                 for j in range(n):
                     self.sub[j] = self.lw[j]
-                self.cupdate(n, &self.sub[0], y, w)
+                self.cupdate(n, &self.sub[0], y, u)
                 for j in range(n):
                     self.lw[j] = self.sub[j]
             else:
-                self.cupdate(n, &self.sub[0], y, w)
+                self.cupdate(n, &self.sub[0], y, u)
                 for j in range(n):
                     self.lw[self.ix[j]] = self.sub[j] + mass
         n = self.cawake(wake or sleeping == 0)
