@@ -122,7 +122,7 @@ class InterruptedRewidth(KRLSModel):
             raise KeyboardInterrupt
 
 
-@pytest.mark.parametrize("at", [50, 63, 99, 20])   # plain, width and last event; after all
+@pytest.mark.parametrize("at", [50, 31, 99, 20])   # plain, width and last event; after all
 def test_an_interrupted_warm_up_event_leaves_the_model(at, monkeypatch):
     """Ctrl-C in the warm-up's bookkeeping of the one-row path (before the compiled step at
     a plain event, after the model's step at a width or the last event): the learner is as
@@ -141,7 +141,7 @@ def test_an_interrupted_warm_up_event_leaves_the_model(at, monkeypatch):
         raise KeyboardInterrupt
     if at == 20:        # the size check, after the event's whole warm-up work
         monkeypatch.setattr(KernelRLSRegressor, "_check_size", interrupted)
-    elif at == 63:      # just after the compiled rewidth has moved the model's arrays
+    elif at == 31:      # just after the compiled rewidth has moved the model's arrays
         est._krls = InterruptedRewidth.from_state(est._krls.get_state())
         est._krls.interrupts = 1
     else:
@@ -296,7 +296,7 @@ def test_a_shallow_copy_and_the_original_learn_apart_through_the_warm_up():
     assert (other.gamma_, other.noise_) == (apart.gamma_, apart.noise_)
 
 
-@pytest.mark.parametrize("at", [31, 63, 99])       # width events 32 and 64, the last event
+@pytest.mark.parametrize("at", [15, 31, 99])       # width events 16 and 32, the last event
 def test_a_refused_or_interrupted_dict_event_that_moves_the_width_leaves_the_model(
         at, monkeypatch):
     """An event that moves the width or ends the warm-up (the compiled step, then the width's

@@ -874,7 +874,7 @@ def test_warm_up_moves_give_the_one_row_chunk_iterates_bit_for_bit(monkeypatch):
     assert np.max(np.abs(twin.weights_ - weights[199])) <= 1e-10
 
 
-@pytest.mark.parametrize("event", [2, 32, 64, WARMUP])
+@pytest.mark.parametrize("event", [2, 16, 32, WARMUP])
 def test_a_warm_up_move_that_fails_leaves_the_pool_as_it_was(event, monkeypatch):
     """A NaN target, a target the compiled call refuses, or a Ctrl-C after any learner's move,
     at a width move or the end of the warm-up: the pool is as it was, byte for byte, and learns

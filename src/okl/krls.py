@@ -46,8 +46,9 @@ WARMUP_NOISE = 0.1
 POLICIES = {"significance": Prune.SIGNIFICANCE, "oldest": Prune.OLDEST}
 # (learner, list) while `_progressive_std` runs: the chunks' predictive standard deviations
 _STD_ROWS = ContextVar("krls_std_rows", default=(None, None))
-# the events after which gamma="scale" takes the width of the rows so far (docs/krls.md, 5)
-WIDTH_EVENTS = (1, 2, 4, 8, 16, 32, 64, WARMUP)
+# the events after which gamma="scale" takes the width of the rows so far (docs/krls.md, 5 and
+# 8: no move at 64, whose width served only events 65-100 before the end's evidence)
+WIDTH_EVENTS = (1, 2, 4, 8, 16, 32, WARMUP)
 # kernel="auto": the kernels the warm-up's evidence may choose (docs/krls.md, section 8)
 AUTO_KERNELS = ("gaussian", "linear")
 
