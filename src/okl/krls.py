@@ -135,8 +135,8 @@ default="gaussian"
         KRLS-T's lambda: each event forgets the past by this factor (`forgetting_mode`),
         so that old data fade and the model tracks a changing target; 1 keeps
         everything (KRLS-T's stationary posterior, the kernel ridge solution).  0.999:
-        the largest lambda that brings every stream of docs/krls.md, section 8, within
-        1.15x of a batch kernel ridge tuned in hindsight.
+        the largest lambda of 1, 0.9995, 0.999, 0.9985 that brings every stream of
+        docs/krls.md, section 8, within 1.15x of a batch kernel ridge tuned in hindsight.
     forgetting_mode : {{"prior", "inflate"}}, default="inflate"
         How `forgetting` < 1 forgets (KRLS-T's two modes [1]_): "prior" back to the
         prior (covariance and mean); "inflate" by uncertainty injection, the covariance
