@@ -89,9 +89,12 @@ def test_engines_give_the_same_iterates(name):
     # times max|R|^2 (the default's is ~6e6 here).  "unbounded" holds 367 centres at the
     # noise 1e-3 its evidence chooses; its predictions (up to 4.1) differ by up to 1.1e-10
     # under OpenBLAS's Nehalem and Sandybridge kernels, 6e-11 under Haswell's
-    # (uncertainty injection, the default, keeps the covariance within the prior's 1)
-    R = sa.get("R")
+    # uncertainty injection (the default) lets the covariance pass the prior's 1 (section 11
+    # of docs/krls.md), which scales the rounding as much: the default's reaches 3.3 here,
+    # its predictions 3.8e-10 apart
+    R, cov = sa.get("R"), sa.get("cov")
     cond = float(np.abs(R).max()) ** 2 if R is not None and R.size else 1.0
+    cond *= max(1.0, float(np.abs(cov).max())) if cov is not None and cov.size else 1.0
     atol = max(1e-10, 2e-15 * cond)
     for a, b in ((a1, b1), (a2, b2), (a3, b3)):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=atol)
