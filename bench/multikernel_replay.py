@@ -23,11 +23,12 @@ mixture. All with the fixed share 1e-3 and the 1.5x start of the learners
 that forget.
 
 ``soft`` runs `SOFT_RULES` instead: Hedge on the clipped hinge
-min(1, max(0, 1 - margin)), the weighted vote of the learners' margins (or
-of their tanh), the decreasing Hedge (eta sqrt(8 ln K / t) on the cumulative
-losses), beta rising from 0.5 to 0.8 by event 100 and Squint; then every
-learner's mistakes, clipped hinge loss and mean |margin| on digits 0-4 vs 5-9
-(first 200) and iris.
+min(1, max(0, 1 - margin)), the weighted vote of the learners' margins (of
+their tanh, or of the margins over each learner's mean |margin| so far),
+the decreasing Hedge (eta sqrt(8 ln K / t) on the cumulative losses), beta
+rising from 0.5 to 0.8 by event 100 and Squint; then every learner's
+mistakes, clipped hinge loss and mean |margin| on digits 0-4 vs 5-9 (first
+200) and iris.
 
     python bench/multikernel_replay.py [soft]
 """
@@ -95,12 +96,13 @@ def run(F, y, classes, forgets, loss="mistake", rate=0.8, predict="vote", c=1.0,
     a uniform prior over the rates 2^-1..2^-11); loss "mistake", "hinge" (clipped to [0, 2],
     halved), "clipped" (min(1, max(0, 1 - margin))) or "log" with c, or with h0 set a
     per-learner temperature fitted online (starting at c, Newton steps with curvature h0 plus
-    the observed ones); predict "vote" (of the learners' labels), "margin" or "tanh" (the
-    largest class of sum_k q_k s_k, s_k the learner's class scores or their tanh) or "mix"."""
+    the observed ones); predict "vote" (of the learners' labels), "margin", "tanh" or "scaled"
+    (the largest class of sum_k q_k s_k, s_k the learner's class scores, their tanh or the
+    scores over the learner's mean |margin| on the events before) or "mix"."""
     K = F.shape[1]
     q = np.where(forgets, START, 1.0)
     q /= q.sum()
-    start, total, R, V = np.log(q), np.zeros(K), np.zeros(K), np.zeros(K)
+    start, total, R, V, size = np.log(q), np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K)
     a, H, gap = np.full(K, c), np.full(K, h0 or 1.0), 0.0
     pred = np.empty_like(y)
     for t, f in enumerate(F):
@@ -117,8 +119,12 @@ def run(F, y, classes, forgets, loss="mistake", rate=0.8, predict="vote", c=1.0,
                 pred[t] = classes[int(votes[1] > votes[0])]
         elif predict in ("margin", "tanh"):
             pred[t] = classes[int(np.argmax(q @ (S if predict == "margin" else np.tanh(S))))]
+        elif predict == "scaled":       # each learner's scores over its mean |margin| so far
+            scale = np.maximum(size / max(t, 1), 1e-12)
+            pred[t] = classes[int(np.argmax(q @ (S / scale[:, None])))]
         else:
             pred[t] = classes[int(np.argmax(q @ P))]
+        size += np.abs(margin)
         if loss == "mistake":
             lk = wrong.astype(np.float64)
         elif loss == "hinge":
@@ -195,6 +201,7 @@ SOFT_RULES = {
     "decreasing Hedge, clipped hinge": dict(loss="clipped", rate="decreasing"),
     "beta 0.5 to 0.8 by event 100": dict(rate=lambda t: 0.5 + 0.3 * min(t / 100, 1.0)),
     "Squint": dict(rate="squint"),
+    "scaled margin vote": dict(predict="scaled"),
 }
 
 
