@@ -22,7 +22,15 @@ weighted vote ("vote") or the largest class of the mixture of probabilities
 mixture. All with the fixed share 1e-3 and the 1.5x start of the learners
 that forget.
 
-    python bench/multikernel_replay.py
+``soft`` runs `SOFT_RULES` instead: Hedge on the clipped hinge
+min(1, max(0, 1 - margin)), the weighted vote of the learners' margins (of
+their tanh, or of the margins over each learner's mean |margin| so far),
+the decreasing Hedge (eta sqrt(8 ln K / t) on the cumulative losses), beta
+rising from 0.5 to 0.8 by event 100 and Squint; then every learner's
+mistakes, clipped hinge loss and mean |margin| on digits 0-4 vs 5-9 (first
+200) and iris.
+
+    python bench/multikernel_replay.py [soft]
 """
 import os
 import sys
@@ -31,6 +39,7 @@ import numpy as np
 from scipy.special import log_softmax, logsumexp, softmax
 
 from okl import MultiKernelClassifier
+from okl.multikernel import AUTO_GAMMAS
 
 sys.path.insert(0, os.path.dirname(__file__))
 from multikernel_defaults import scaled_stream  # noqa: E402
@@ -47,6 +56,8 @@ SEEDS = range(5)
 SHARE, START = 1e-3, 1.5
 #: The learners that forget: width-major, (step scale 2, step scale 16, forgets) per width.
 FORGETS = np.arange(27) % 3 == 2
+#: Squint's rates (its prior: uniform over them).
+SQUINT_RATES = 0.5 ** np.arange(1, 12)
 
 
 def record(name, seed):
@@ -69,17 +80,34 @@ def scores(f):
     return np.stack([-0.5 * f, 0.5 * f], axis=1) if f.ndim == 1 else f
 
 
+def margins(f, j):
+    """(the learners' class scores, their margins, their mistakes) on an event of label index j:
+    the margin is y f_k with two classes, else s_k,y - max_{c != y} s_k,c."""
+    S = scores(f)
+    rival = np.max(np.where(np.arange(S.shape[1]) == j, -np.inf, S), axis=1)
+    wrong = (np.argmax(S, axis=1) != j) if f.ndim > 1 else ((f > 0) != (j == 1))
+    return S, S[:, j] - rival if f.ndim > 1 else f * (1.0 if j else -1.0), wrong
+
+
 def run(F, y, classes, forgets, loss="mistake", rate=0.8, predict="vote", c=1.0, h0=None):
-    """The progressive predictions of one rule. rate: beta (Hedge on `loss`), ("eta", eta) or
-    "ada" (AdaHedge); loss "log" with c, or with h0 set a per-learner temperature fitted online
-    (starting at c, Newton steps with curvature h0 plus the observed ones)."""
+    """The progressive predictions of one rule. rate: beta (Hedge on `loss`), a function of
+    the events seen giving beta, ("eta", eta), "ada" (AdaHedge), "decreasing" (Hedge of the
+    cumulative losses with eta sqrt(8 ln K / t) after t events, no share) or "squint" (Squint:
+    a uniform prior over the rates 2^-1..2^-11); loss "mistake", "hinge" (clipped to [0, 2],
+    halved), "clipped" (min(1, max(0, 1 - margin))) or "log" with c, or with h0 set a
+    per-learner temperature fitted online (starting at c, Newton steps with curvature h0 plus
+    the observed ones); predict "vote" (of the learners' labels), "margin", "tanh" or "scaled"
+    (the largest class of sum_k q_k s_k, s_k the learner's class scores, their tanh or the
+    scores over the learner's mean |margin| on the events before) or "mix"."""
     K = F.shape[1]
     q = np.where(forgets, START, 1.0)
     q /= q.sum()
+    start, total, R, V, size = np.log(q), np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K)
     a, H, gap = np.full(K, c), np.full(K, h0 or 1.0), 0.0
     pred = np.empty_like(y)
     for t, f in enumerate(F):
-        S, j = scores(f), int(np.searchsorted(classes, y[t]))
+        j = int(np.searchsorted(classes, y[t]))
+        S, margin, wrong = margins(f, j)
         P = softmax(a[:, None] * S, axis=1)
         if predict == "vote":
             votes = np.zeros(S.shape[1])
@@ -89,23 +117,38 @@ def run(F, y, classes, forgets, loss="mistake", rate=0.8, predict="vote", c=1.0,
             else:       # the sign of sum q_k sign(f_k): a tie goes to classes[0]
                 np.add.at(votes, (f > 0).astype(int), q)
                 pred[t] = classes[int(votes[1] > votes[0])]
+        elif predict in ("margin", "tanh"):
+            pred[t] = classes[int(np.argmax(q @ (S if predict == "margin" else np.tanh(S))))]
+        elif predict == "scaled":       # each learner's scores over its mean |margin| so far
+            scale = np.maximum(size / max(t, 1), 1e-12)
+            pred[t] = classes[int(np.argmax(q @ (S / scale[:, None])))]
         else:
             pred[t] = classes[int(np.argmax(q @ P))]
+        size += np.abs(margin)
         if loss == "mistake":
-            wrong = (np.argmax(S, axis=1) != j) if f.ndim > 1 else ((f > 0) != (j == 1))
             lk = wrong.astype(np.float64)
         elif loss == "hinge":
-            rival = np.max(np.where(np.arange(S.shape[1]) == j, -np.inf, S), axis=1)
-            margin = S[:, j] - rival if f.ndim > 1 else f * (1.0 if j else -1.0)
             lk = np.clip(1.0 - margin, 0.0, 2.0) / 2.0
+        elif loss == "clipped":
+            lk = np.clip(1.0 - margin, 0.0, 1.0)
         else:
             lk = -log_softmax(a[:, None] * S, axis=1)[:, j]
-        if rate == "ada" and gap == 0.0:        # eta = infinity: the leaders share the weight
+        if rate == "decreasing":
+            total += lk
+            lw = start - np.sqrt(8.0 * np.log(K) / (t + 1)) * total
+            q = np.exp(lw - logsumexp(lw))
+            continue
+        if rate == "squint":      # regrets against the mixture q, a prior over the rates
+            R += q @ lk - lk
+            V += (q @ lk - lk) ** 2
+            eta = SQUINT_RATES[:, None]
+            lw = start + logsumexp(np.log(eta) + eta * R - eta ** 2 * V, axis=0)
+        elif rate == "ada" and gap == 0.0:        # eta = infinity: the leaders share the weight
             lw = np.where(lk == lk.min(), np.log(q), -np.inf)
             gap = q @ lk - lk.min()
         else:
             eta = (rate[1] if isinstance(rate, tuple) else np.log(K) / gap if rate == "ada"
-                   else -np.log(rate))
+                   else -np.log(rate(t + 1) if callable(rate) else rate))
             lw = np.log(q) - eta * lk
             gap += max(q @ lk + logsumexp(lw) / eta, 0.0)
         q = (1.0 - SHARE) * np.exp(lw - logsumexp(lw)) + SHARE / K
@@ -147,8 +190,43 @@ RULES = {
     "meta": "meta",
 }
 
+#: ``soft``: bounded soft losses, the vote of margins and rates that need no tuning.
+SOFT_RULES = {
+    "Hedge beta 0.8 (default)": dict(),
+    "margin vote": dict(predict="margin"),
+    "tanh vote": dict(predict="tanh"),
+    "clipped hinge": dict(loss="clipped"),
+    "clipped hinge, margin vote": dict(loss="clipped", predict="margin"),
+    "decreasing Hedge": dict(rate="decreasing"),
+    "decreasing Hedge, clipped hinge": dict(loss="clipped", rate="decreasing"),
+    "beta 0.5 to 0.8 by event 100": dict(rate=lambda t: 0.5 + 0.3 * min(t / 100, 1.0)),
+    "Squint": dict(rate="squint"),
+    "scaled margin vote": dict(predict="scaled"),
+}
 
-def main():
+
+def ranks(recorded, streams=(("digits 0-4 vs 5-9, first 200", "digits_binary", 200),
+                             ("iris (150)", "iris", None))):
+    """Every learner's mistakes, clipped hinge loss and mean |margin| per shuffle."""
+    kinds = [f"2^{np.log2(g):g}" for g in AUTO_GAMMAS] + ["linear"]
+    sums = {}
+    for label, name, n in streams:
+        for seed in SEEDS:
+            F, y, classes, _ = recorded[name, seed]
+            for f, target in zip(F[:n], y[:n]):
+                _, margin, wrong = margins(f, int(np.searchsorted(classes, target)))
+                sums[label] = sums.get(label, 0.0) + np.stack(
+                    [wrong, np.clip(1.0 - margin, 0.0, 1.0), np.abs(margin) / len(F[:n])])
+    print("| learner | " + " | ".join(f"{label}: mistakes, clipped hinge, mean abs margin"
+                                        for label in sums) + " |")
+    print("|" + "---|" * (len(sums) + 1))
+    for k in range(len(FORGETS)):
+        print(f"| {kinds[k // 3]} {('x2', 'x16', 'forgets')[k % 3]} | " + " | ".join(
+            ", ".join(f"{v / len(SEEDS):.{p}f}" for v, p in zip(m[:, k], (1, 1, 2)))
+            for m in sums.values()) + " |")
+
+
+def main(rules):
     print(f"load average {os.getloadavg()[0]:.1f}")
     recorded = {}
     for name in dict.fromkeys(name for _, name, _ in ROWS):
@@ -157,11 +235,11 @@ def main():
             replayed = run(F, y, classes, FORGETS)
             print(f"{name} seed {seed}: the default replayed agrees with the built learner on "
                   f"{np.mean(replayed == built):.4f} of the events")
-    print("| stream | " + " | ".join(RULES) + " |")
-    print("|" + "---|" * (len(RULES) + 1))
+    print("| stream | " + " | ".join(rules) + " |")
+    print("|" + "---|" * (len(rules) + 1))
     for label, name, n in ROWS:
         cells = []
-        for rule in RULES.values():
+        for rule in rules.values():
             acc = []
             for seed in SEEDS:
                 F, y, classes, _ = recorded[name, seed]
@@ -171,7 +249,11 @@ def main():
                 acc.append(np.mean(pred == y))
             cells.append(np.mean(acc))
         print(f"| {label} | " + " | ".join(f"{c:.4f}" for c in cells) + " |", flush=True)
+    return recorded
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["soft"]:
+        ranks(main(SOFT_RULES))
+    else:
+        main(RULES)
