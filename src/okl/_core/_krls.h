@@ -43,8 +43,9 @@ OKL_LEVELS_VOID(okl_krls_update, (ptrdiff_t n, ptrdiff_t cap, double *restrict c
 
 /* Uncertainty injection bounded by the prior (docs/krls.md, section 11), fused with the
  * rank-one update: cov[:n, :n] <- D (cov - c g g^T) D (g NULL: D cov D), D = diag(d),
- * d_i = 1 / sqrt(max(s_i, lam)) with s_i the diagonal of cov - c g g^T (written into d[:n]),
- * so that a variance grows by 1 / lam up to the prior's, 1, and no further.  A congruence by
+ * d_i = 1 / sqrt(min(max(s_i, lam), 1)) with s_i the diagonal of cov - c g g^T (written into
+ * d[:n]), so that a variance grows by 1 / lam up to the prior's, 1, and no further, and one
+ * above 1 (a width move's, a removal's) is left as it is.  A congruence by
  * a positive diagonal: a symmetric positive definite cov stays so, (d_i d_j) formed the same
  * way for (i, j) and (j, i). */
 OKL_INLINE void okl_krls_inflate_at(ptrdiff_t n, ptrdiff_t cap, double *restrict cov,
@@ -54,7 +55,7 @@ OKL_INLINE void okl_krls_inflate_at(ptrdiff_t n, ptrdiff_t cap, double *restrict
     const double top = 1.0 / sqrt(lam);
     for (ptrdiff_t i = 0; i < n; i++) {
         const double s = g ? cov[i * cap + i] - (g[i] * g[i]) * c : cov[i * cap + i];
-        d[i] = s > lam ? 1.0 / sqrt(s) : top;      /* also a rounded s <= 0: by 1 / lam */
+        d[i] = s > lam ? 1.0 / sqrt(s < 1.0 ? s : 1.0) : top;  /* a rounded s <= 0: 1 / lam */
     }
     for (ptrdiff_t i = 0; i < n; i++) {
         double *restrict row = cov + i * cap;

@@ -26,8 +26,8 @@ One step, from the model before it (docs/krls.md, section 2):
 4. forgetting lambda < 1 pulls the posterior back to the prior:
    ``cov <- lambda cov + (1 - lambda) I``, ``mean, ones <- sqrt(lambda) (mean, ones)``;
    with `inflate`, it injects uncertainty instead, bounded by the prior:
-   ``cov <- D cov D``, ``d_i = 1 / sqrt(max(cov_ii, lambda))`` (each variance grows by
-   1 / lambda up to the prior's, 1), the means kept (`inject`, section 11 of docs/krls.md);
+   ``cov <- D cov D``, ``d_i = 1 / sqrt(min(max(cov_ii, lambda), 1))`` (each variance grows
+   by 1 / lambda up to the prior's, 1; one above 1 is left), the means kept (`inject`, section 11 of docs/krls.md);
 5. with a change detector (`set_drift`, docs/drift.md), the event's residual over the
    targets' mean absolute deviation, ``|y - f| / (dev / devw)`` (a scale that does not
    narrow as the posterior does; 0 while devw is), taken before the update, is watched
@@ -57,12 +57,13 @@ RESIDUAL_FLOOR = 1e-12
 
 def inject(cov, lam, m):
     """Uncertainty injection bounded by the prior (docs/krls.md, section 11): cov <- D cov D,
-    d_i = 1 / sqrt(max(cov_ii, lam)), so that a variance below lam grows by 1 / lam and one
-    above it ends at the prior's, 1; a congruence, so cov stays symmetric positive definite.
-    (A rounded cov_ii <= 0, or NaN, takes 1 / lam.)"""
+    d_i = 1 / sqrt(min(max(cov_ii, lam), 1)), so that a variance below lam grows by 1 / lam,
+    one between lam and 1 ends at the prior's, 1, and one above 1 (after a width move or a
+    removal) is left; a congruence, so cov stays symmetric positive definite.  (A rounded
+    cov_ii <= 0, or NaN, takes 1 / lam.)"""
     c = cov[:m, :m]
     s = c.diagonal().copy()
-    d = 1.0 / np.sqrt(np.where(s > lam, s, lam))
+    d = 1.0 / np.sqrt(np.where(s > lam, np.minimum(s, 1.0), lam))
     c *= np.outer(d, d)
 
 
