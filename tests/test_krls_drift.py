@@ -101,7 +101,7 @@ def test_the_deviation_is_the_targets_mean_absolute_deviation(engine):
     X, y = rng.normal(size=(80, 3)), rng.normal(3.0, 2.0, 80)
     w = rng.uniform(0.0, 2.0, 80)
     w[::7] = 0.0
-    est = okl.KernelRLSRegressor(engine=engine, gamma=0.5, noise=0.1, **WATCH)
+    est = okl.KernelRLSRegressor(engine=engine, gamma=0.5, noise=0.1, forgetting=1.0, **WATCH)
     est.fit(X, y, sample_weight=w)
     means = np.cumsum(w * y) / np.maximum(np.cumsum(w), 1e-300)
     dev = np.sum((w * np.abs(y - means))[w > 0])
@@ -139,7 +139,8 @@ def test_a_state_saved_before_the_deviation_starts_it_at_zero(approximation, tmp
     """A file (or a state) written before the deviation's sums: it loads, the sums start at
     0, and the scale is then the deviation of the events after the load."""
     X, y, _ = drifting_friedman(900, n_features=6, drifts=0, random_state=4)
-    params = dict(WATCH, approximation=approximation, n_components=30, random_state=0)
+    params = dict(WATCH, approximation=approximation, n_components=30, random_state=0,
+                  forgetting=1.0)
     est = okl.KernelRLSRegressor(**params).fit(X[:600], y[:600])
     okl.save(est, tmp_path / "new.npz")
     with np.load(tmp_path / "new.npz", allow_pickle=False) as data:

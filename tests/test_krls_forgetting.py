@@ -117,8 +117,8 @@ def test_without_data_inflation_keeps_the_mean_and_grows_the_variance_up_to_the_
 def test_a_file_saved_before_the_mode_loads_as_prior_and_a_mode_mismatch_is_refused(
         approximation, tmp_path):
     X, y = stream(300, seed=4)
-    params = dict(gamma=0.5, forgetting=0.99, approximation=approximation, n_components=30,
-                  random_state=0)
+    params = dict(gamma=0.5, forgetting=0.99, forgetting_mode="prior", approximation=approximation,
+                  n_components=30, random_state=0)
     est = KernelRLSRegressor(**params).fit(X, y)
     okl.save(est, tmp_path / "new.npz")
     with np.load(tmp_path / "new.npz", allow_pickle=False) as data:
@@ -219,3 +219,53 @@ def test_inflation_after_a_width_move_predicts_as_lambda_1_does(noise):
         rmse.append([np.sqrt(np.mean((pred[a:b] - y[a:b]) ** 2)) for a, b in ((50, 100),
                                                                              (100, 300))])
     np.testing.assert_array_less(rmse[1], 1.1 * np.array(rmse[0]))
+
+
+def test_the_default_forgets_by_inflation_at_lambda_0999_and_forgetting_1_is_the_paper():
+    params = KernelRLSRegressor().get_params()
+    assert (params["forgetting"], params["forgetting_mode"]) == (0.999, "inflate")
+    X, y = stream(400, seed=9)
+    fixed = dict(gamma=0.5, noise=0.01, budget=None, nu=0.0)
+    default = KernelRLSRegressor(**fixed).fit(X, y).predict(X[:50])
+    # one parameter away: lambda 1 of either mode is the posterior of every event kept
+    paper = KernelRLSRegressor(forgetting=1.0, **fixed).fit(X, y).predict(X[:50])
+    prior = KernelRLSRegressor(forgetting=1.0, forgetting_mode="prior", **fixed).fit(X, y)
+    np.testing.assert_array_equal(paper, prior.predict(X[:50]))
+    assert np.abs(default - paper).max() > 1e-3
+
+
+def test_the_pool_keeps_its_learners_at_lambda_1_but_the_tracking_one():
+    X, y = stream(120, seed=10)
+    pool = okl.MultiKernelRegressor().fit(X, y)
+    learners = dict(pool._members)
+    for name, m in learners.items():
+        want = (0.998, "inflate") if name == "tracking" else (1.0, "prior")
+        assert (m.forgetting, m.forgetting_mode) == want, name
+    pool.partial_fit(X, y)                  # the fitted learners are the parameters' ones
+    assert pool.t_ == 240
+    given = okl.MultiKernelRegressor(learner_params={"forgetting": 0.999}).fit(X, y)
+    assert dict(given._members)["gamma0"].forgetting == 0.999
+    given.partial_fit(X, y)
+    assert given.t_ == 240
+    given.set_params(learner_params=None)
+    with pytest.raises(ValueError, match="learner_params"):
+        given.partial_fit(X, y)
+
+
+def test_a_file_saved_before_forgetting_loads_without_it(tmp_path):
+    """A file that names neither parameter was written before they existed: it did not forget,
+    whatever the default is now."""
+    X, y = stream(200, seed=11)
+    est = KernelRLSRegressor(gamma=0.5, forgetting=1.0, forgetting_mode="prior").fit(X, y)
+    okl.save(est, tmp_path / "new.npz")
+    with np.load(tmp_path / "new.npz", allow_pickle=False) as data:
+        arrays = dict(data)
+    header = json.loads(arrays.pop("__header__").tobytes())
+    del header["params"]["forgetting"], header["params"]["forgetting_mode"]
+    del header["objects"]["_krls"]["scalars"]["inflate"]
+    blob = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
+    with open(tmp_path / "old.npz", "wb") as file:
+        np.savez(file, __header__=blob, **arrays)
+    old = okl.load(tmp_path / "old.npz")
+    assert (old.forgetting, old.forgetting_mode) == (1.0, "prior")
+    np.testing.assert_array_equal(old.predict(X), est.predict(X))

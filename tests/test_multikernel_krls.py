@@ -173,7 +173,7 @@ def test_the_first_events_of_a_scaled_stream_stay_near_a_single_learner(seed):
 def test_one_width_is_that_kernel_rls_regressor():
     X, y = stream(200)
     pool = MultiKernelRegressor(learner="krls", sleep=None, gammas=[0.7], linear=False).fit(X, y)
-    single = KernelRLSRegressor(gamma=0.7).fit(X, y)
+    single = KernelRLSRegressor(gamma=0.7, forgetting=1.0, forgetting_mode="prior").fit(X, y)
     Xt, _ = stream(30, seed=3)
     f, s = pool.predict(Xt, return_std=True)
     g, r = single.predict(Xt, return_std=True)

@@ -488,6 +488,9 @@ LINEAR_COEF0 = 1.0
 #: the lambda of the linear learner that forgets by uncertainty injection, which follows a
 #: target a running scaler keeps moving (section 11 of docs/krls.md)
 TRACKING_FORGETTING = 0.998
+#: the forgetting of the pool's other learners, where it differs from KernelRLSRegressor's
+#: default: none, the pool's tracking learner forgets for them (section 11 of docs/krls.md)
+MEMBER_FORGETTING = {"forgetting": 1.0, "forgetting_mode": "prior"}
 # the parameters the pool sets on its learners (learner_params may not)
 _OWN = ("kernel", "gamma", "engine", "verbose")
 MIXTURES = {"cython": bayes_mixture, "numpy": numpy_bayes_mixture}
@@ -539,7 +542,9 @@ def check_learner_params(params):
 def _member(params, engine, gamma=None, factor=None, linear=False, tracking=False):
     """One learner of the pool: the scale rule's width times `factor` (its warm-up's
     evidence chooses only its noise), a given width, or the linear kernel (`tracking`: the
-    one that forgets by uncertainty injection, `TRACKING_FORGETTING`)."""
+    one that forgets by uncertainty injection, `TRACKING_FORGETTING`); `MEMBER_FORGETTING`
+    unless `params` (learner_params) says."""
+    params = {**MEMBER_FORGETTING, **params}
     if linear:
         if tracking:
             params = dict(params, forgetting=TRACKING_FORGETTING, forgetting_mode="inflate")
@@ -1002,7 +1007,8 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
         parameters from `eta_scales` on); dense inputs only for both.
     learner_params : dict or None, default=None
         With learner="krls", parameters of every `KernelRLSRegressor` learner (e.g.
-        ``{"budget": 100, "forgetting": 0.999}``); None: its defaults.
+        ``{"budget": 100, "forgetting": 0.999}``); None: its defaults but its forgetting,
+        `MEMBER_FORGETTING` (lambda 1; section 11 of docs/krls.md).
     sleep : "auto", float in (0, 1) or None, default="auto"
         With learner="krls", a weight floor: a learner whose weight is below it at a wake
         event (the event 100, then every 200th) sleeps until the next one: it neither
@@ -1223,7 +1229,8 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
         gaussian = [m for m in members if m.kernel != "linear"]
         first = gaussian[0].get_params(deep=False)
         given = check_learner_params(self.learner_params)
-        fitted = {k: first[k] for k, v in KernelRLSRegressor().get_params().items()
+        defaults = {**KernelRLSRegressor().get_params(), **MEMBER_FORGETTING}
+        fitted = {k: first[k] for k, v in defaults.items()
                   if k not in _OWN and (k in given or not np.array_equal(first[k], v))}
         return [("learner", "krls"), ("linear", len(gaussian) < len(members)),
                 ("gammas", "auto" if factors else np.array([m.gamma for m in gaussian])),
