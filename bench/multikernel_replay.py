@@ -30,7 +30,15 @@ rising from 0.5 to 0.8 by event 100 and Squint; then every learner's
 mistakes, clipped hinge loss and mean |margin| on digits 0-4 vs 5-9 (first
 200) and iris.
 
-    python bench/multikernel_replay.py [soft]
+``members`` asks whether the pool lacks a learner on the short streams (wine, iris and the
+first 150 or 200 events; exact): the default vote beside the same rule with more learners
+recorded in the same pass: the two widths above the grid (2^4 and 2^5, every learner or only
+those that forget; the pool is recorded with AUTO_GAMMAS extended, so its other learners are
+the default's), the nearest neighbour of the events so far, and second-order least squares
+one-vs-rest (KernelRLSRegressor() or MultiKernelRegressor() on +-1 targets per class, their
+values as the learner's scores); the last column is MultiKernelRegressor() one-vs-rest alone.
+
+    python bench/multikernel_replay.py [soft | members]
 """
 import os
 import sys
@@ -38,7 +46,8 @@ import sys
 import numpy as np
 from scipy.special import log_softmax, logsumexp, softmax
 
-from okl import MultiKernelClassifier
+import okl.multikernel
+from okl import KernelRLSRegressor, MultiKernelClassifier, MultiKernelRegressor
 from okl.multikernel import AUTO_GAMMAS
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -60,19 +69,26 @@ FORGETS = np.arange(27) % 3 == 2
 SQUINT_RATES = 0.5 ** np.arange(1, 12)
 
 
+def learner_values(clf, Z, y, classes):
+    """The progressive values (events, K) or (events, K, C) of `clf`'s learners, one event at
+    a time (the first: 0, no centre yet)."""
+    F = []
+    for i in range(len(y)):
+        F.append(clf.learner_decisions(Z[i:i + 1])[0] if i else None)
+        clf.partial_fit(Z[i:i + 1], y[i:i + 1], classes=classes)
+    F[0] = np.zeros_like(F[1])
+    return np.array(F)
+
+
 def record(name, seed):
     """(F, y, classes, built): the learners' progressive values F (events, K) or (events, K,
     C), and the built default's progressive predictions."""
     Z, y = scaled_stream(name, None, seed)
     classes = np.unique(y)
-    clf, F = MultiKernelClassifier(), []
-    for i in range(len(y)):
-        F.append(clf.learner_decisions(Z[i:i + 1])[0] if i else None)
-        clf.partial_fit(Z[i:i + 1], y[i:i + 1], classes=classes)
-    F[0] = np.zeros_like(F[1])      # no centre yet: every value 0
+    F = learner_values(MultiKernelClassifier(), Z, y, classes)
     built = MultiKernelClassifier()
     built = built._predictions(built._progressive_scores(Z, y, classes=classes, reset=True))
-    return np.array(F), y, classes, built
+    return F, y, classes, built
 
 
 def scores(f):
@@ -252,8 +268,71 @@ def main(rules):
     return recorded
 
 
+#: ``members``: the relative widths recorded (the default's and two more).
+WIDER = tuple(AUTO_GAMMAS) + (2.0 ** 4, 2.0 ** 5)
+
+
+def extra_members(name, n, seed):
+    """(F, forgets, width_of, extra, y, classes) on the first n events: the pool recorded with
+    `WIDER`, and the extra learners' values by name (as the pool's: (events,) or (events, C))."""
+    Z, y = scaled_stream(name, n, seed)
+    classes = np.unique(y)
+    okl.multikernel.AUTO_GAMMAS = WIDER
+    try:
+        clf = MultiKernelClassifier()
+        F = learner_values(clf, Z, y, classes)
+    finally:
+        okl.multikernel.AUTO_GAMMAS = AUTO_GAMMAS
+    width_of = np.asarray(clf._model.get_state()["width_of"])
+    forgets = np.asarray(clf.forgetting_) > 0
+    signs = np.where(y[:, None] == classes, 1.0, -1.0)      # +-1 per class
+    extra = {"nearest neighbour": np.zeros(F.shape[:1] + F.shape[2:])}
+    for t in range(1, len(y)):
+        j = np.searchsorted(classes, y[np.argmin(((Z[:t] - Z[t]) ** 2).sum(axis=1))])
+        extra["nearest neighbour"][t] = (j - 0.5) * 2 if F.ndim == 2 else np.arange(
+            len(classes)) == j
+    for label, make in (("KernelRLSRegressor() one-vs-rest", KernelRLSRegressor),
+                        ("MultiKernelRegressor() one-vs-rest", MultiKernelRegressor)):
+        columns = [signs[:, 1]] if F.ndim == 2 else signs.T
+        f = [make()._progressive_scores(Z, c, reset=True) for c in columns]
+        extra[label] = f[0] if F.ndim == 2 else np.stack(f, axis=1)
+    return F, forgets, width_of, extra, y, classes
+
+
+def members():
+    """The default vote with more learners (`extra_members`), on the short streams."""
+    default = len(AUTO_GAMMAS)
+    columns = ["default", "+ 2^4, 2^5 that forget", "+ 2^4, 2^5", "+ nearest neighbour",
+               "+ KernelRLSRegressor() one-vs-rest", "+ MultiKernelRegressor() one-vs-rest",
+               "MultiKernelRegressor() one-vs-rest alone"]
+    print(f"load average {os.getloadavg()[0]:.1f}")
+    print("| stream | " + " | ".join(columns) + " |")
+    print("|" + "---|" * (len(columns) + 1))
+    for label, name, n in ROWS:
+        if n is None and name not in ("wine", "iris"):
+            continue
+        acc = np.zeros((len(SEEDS), len(columns)))
+        for i, seed in enumerate(SEEDS):
+            F, forgets, width_of, extra, y, classes = extra_members(name, n, seed)
+            ours = width_of < default          # the default's widths and the linear learners
+            pools = [ours, ours | ((width_of >= default) & forgets), np.ones_like(ours)]
+            runs = [(F[:, keep], forgets[keep]) for keep in pools]
+            for key in list(extra)[:3]:
+                runs.append((np.concatenate([F[:, ours], extra[key][:, None]], axis=1),
+                             np.append(forgets[ours], False)))
+            for j, (G, g) in enumerate(runs):
+                acc[i, j] = np.mean(run(G, y, classes, g) == y)
+            f = extra["MultiKernelRegressor() one-vs-rest"]
+            acc[i, -1] = np.mean(classes[(f > 0).astype(int) if f.ndim == 1
+                                         else np.argmax(f, axis=1)] == y)
+        print(f"| {label} | " + " | ".join(f"{c:.4f}" for c in acc.mean(axis=0)) + " |",
+              flush=True)
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["soft"]:
         ranks(main(SOFT_RULES))
+    elif sys.argv[1:] == ["members"]:
+        members()
     else:
         main(RULES)
