@@ -624,10 +624,11 @@ def _events_before(t, weight, n):
     return positive, t + np.cumsum(positive) - positive
 
 
-def _wake_rows(t, weight, n):
+def _wake_rows(t, weight, n, counted=None):
     """The rows (of a call of n rows, the pool at event t) at which every learner wakes:
-    those of positive weight at the events t' = `SLEEP_AFTER` + j `WAKE_EVERY`, j >= 0."""
-    positive, before = _events_before(t, weight, n)
+    those of positive weight at the events t' = `SLEEP_AFTER` + j `WAKE_EVERY`, j >= 0
+    (`counted`: `_events_before` of the call, when the caller has it)."""
+    positive, before = counted or _events_before(t, weight, n)
     after = before - SLEEP_AFTER
     return np.flatnonzero(positive & (after >= 0) & (after % WAKE_EVERY == 0))
 
@@ -640,9 +641,10 @@ def _pool_sleep_learn(members, logw, asleep, share, floor, t, X, y, weight, engi
     heaviest) fall asleep at the floor.  (mean, std, logw, asleep)."""
     n = X.shape[0]
     logw, asleep = np.array(logw, dtype=np.float64), np.array(asleep, dtype=bool)
-    events = _events_before(t, weight, n)[1]
+    counted = _events_before(t, weight, n)
+    events = counted[1]
     means, stds, lo = [], [], 0
-    for i in [*_wake_rows(t, weight, n), n]:
+    for i in [*_wake_rows(t, weight, n, counted), n]:
         for a, b, wake in ((lo, i, False), (i, min(i + 1, n), True)):
             if a >= b:
                 continue

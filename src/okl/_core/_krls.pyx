@@ -445,8 +445,9 @@ cdef class KRLSModel(Posterior):
         from okl._numpy.kernels import kernel_record
         cdef KRLSModel self = cls(int(state["n_features"]), kernel_record(state, complete=True),
                                   float(state["noise"]), float(state["forgetting"]),
-                                  float(state["threshold"]), int(state["budget"]), int(state["policy"]),
-                                  bool(state["intercept"]), bool(state.get("inflate", False)))
+                                  float(state["threshold"]), int(state["budget"]),
+                                  int(state["policy"]), bool(state["intercept"]),
+                                  bool(state.get("inflate", False)))
         self._set_scalars(state)
         self.next_order = int(state["next_order"])
         self._alloc(len(state["mean"]))
@@ -982,8 +983,9 @@ cdef class KRLSPoolEvents(Events):
     densities with the fixed share (none at the events before the learners' signal scale has
     counted a standardised error, `okl.multikernel._scale_unknown`), and with ``sleep=`` the
     wake events' bookkeeping, in one compiled call; the iterates of
-    `okl.multikernel._pool_sleep_learn` / `_pool_learn` on one row.  Every learner is checked (its prediction, its innovation, the mixture's
-    density) before the first write: a call that raises leaves the pool as it was.
+    `okl.multikernel._pool_sleep_learn` / `_pool_learn` on one row.  Every learner is checked
+    (its prediction, its innovation, the mixture's density) before the first write: a call
+    that raises leaves the pool as it was.
 
     Parameters
     ----------
