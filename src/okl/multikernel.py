@@ -624,11 +624,9 @@ def _events_before(t, weight, n):
     return positive, t + np.cumsum(positive) - positive
 
 
-def _wake_rows(t, weight, n, counted=None):
-    """The rows (of a call of n rows, the pool at event t) at which every learner wakes:
-    those of positive weight at the events t' = `SLEEP_AFTER` + j `WAKE_EVERY`, j >= 0
-    (`counted`: `_events_before` of the call, when the caller has it)."""
-    positive, before = counted or _events_before(t, weight, n)
+def _wake_rows(positive, before):
+    """The rows of a call (`_events_before`'s `positive`, `before`) at which every learner
+    wakes: those of positive weight at the events t' = `SLEEP_AFTER` + j `WAKE_EVERY`, j >= 0."""
     after = before - SLEEP_AFTER
     return np.flatnonzero(positive & (after >= 0) & (after % WAKE_EVERY == 0))
 
@@ -641,10 +639,9 @@ def _pool_sleep_learn(members, logw, asleep, share, floor, t, X, y, weight, engi
     heaviest) fall asleep at the floor.  (mean, std, logw, asleep)."""
     n = X.shape[0]
     logw, asleep = np.array(logw, dtype=np.float64), np.array(asleep, dtype=bool)
-    counted = _events_before(t, weight, n)
-    events = counted[1]
+    positive, events = _events_before(t, weight, n)
     means, stds, lo = [], [], 0
-    for i in [*_wake_rows(t, weight, n, counted), n]:
+    for i in [*_wake_rows(positive, events), n]:
         for a, b, wake in ((lo, i, False), (i, min(i + 1, n), True)):
             if a >= b:
                 continue
@@ -1196,7 +1193,7 @@ class MultiKernelRegressor(MultiKernelMixin, RegressorMixin, OnlineLearner):
         """sleep=: the learners the next n events may change: the awake ones, and all when
         a wake event may be among them."""
         asleep = self.__dict__.get("_asleep")
-        if asleep is None or len(_wake_rows(self.t_, None, n)):
+        if asleep is None or len(_wake_rows(*_events_before(self.t_, None, n))):
             return np.ones(len(self._members), dtype=bool)
         return ~asleep
 
