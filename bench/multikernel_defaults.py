@@ -11,7 +11,7 @@ gives the accuracy or the RMSE of:
 - "multi": MultiKernelClassifier() / MultiKernelRegressor(learner="sgd") (the first-order pool; the
   regressor's default is the second-order one, docs/krls.md), no other parameters;
 - "before": the previous defaults, the papers' pool without a budget
-  (``eta_scales=(1, 4, 16)`` for the classifier, ``linear=False,
+  (``eta="auto", eta_scales=(1, 4, 16)`` for the classifier, ``linear=False,
   forgetting=None, share=0.0, budget=None``);
 - "no adaptation": the defaults with ``forgetting=None, share=0.0`` (the
   stationary cost of the adaptation, docs/multikernel.md, section 9);
@@ -55,13 +55,19 @@ widths of the "tuned single" column in four ways: on each shuffle in hindsight (
 width best over all the shuffles in hindsight, the width best on the other four shuffles (tuned on
 held-out streams of the same data, leave one shuffle out) and the width best on the first 20% of
 the stream (the protocol of VW's columns, scored on the whole stream).
+``step`` sets the classifier's step over kbar (``eta="scaled"``, the default, docs/multikernel.md,
+section 4) beside the previous default step (``eta="auto", eta_scales=(2.0, 16.0)``) and other step
+scales, over 20 shuffles of the short streams, wine and iris and 5 of the full ones (mean and
+standard error), then ``tuning`` over the same 20 shuffles.
 
-    python bench/multikernel_defaults.py [budgets | policies | singles | short | tuning]
+    python bench/multikernel_defaults.py [budgets | policies | singles | short | tuning | step]
     python bench/multikernel_defaults.py params "beta=0.5" "linear=False" ...
     python bench/multikernel_defaults.py params "auto_gammas=[2.0 ** j for j in range(-2, 6)]"
     python bench/multikernel_defaults.py params "hedge_start=lambda e: np.where(e >= 2, 2.0, 1.0)"
 """
 import os
+import re
+import warnings
 
 import numpy as np
 
@@ -71,6 +77,7 @@ from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits, loa
 from okl import (  # noqa: F401 (the learners are named in LEARNERS)
     MultiKernelClassifier, MultiKernelRegressor, OnlineKernelClassifier, OnlineKernelRegressor,
 )
+from okl.kernels import KernelScaleWarning
 from okl.preprocessing import OnlineStandardScaler
 
 #: (row label, data set, events or None for all, shuffles)
@@ -90,7 +97,7 @@ STREAMS = [
 BEFORE = "linear=False, forgetting=None, share=0.0, budget=None"
 LEARNERS = {
     True: {"multi": "MultiKernelClassifier()",
-           "before": f"MultiKernelClassifier(eta_scales=(1.0, 4.0, 16.0), {BEFORE})",
+           "before": f"MultiKernelClassifier(eta='auto', eta_scales=(1.0, 4.0, 16.0), {BEFORE})",
            "no adaptation": "MultiKernelClassifier(forgetting=None, share=0.0)",
            "single": "OnlineKernelClassifier()"},
     False: {"multi": "MultiKernelRegressor(learner='sgd')",      # the first-order pool
@@ -238,9 +245,10 @@ def started(prior):
     return _start
 
 
-def grid(columns, short=False):
+def grid(columns, short=False, shuffles=None):
     """The defaults with the parameters of each column, on the full streams (and the short
-    ones with `short`)."""
+    ones with `short`); `shuffles` (full, others): so many shuffles of each stream, the cells
+    "mean ± standard error", the regressor's rows left out."""
     print(f"load average {os.getloadavg()[0]:.1f}")
     print("| stream | " + " | ".join(columns) + " |")
     print("|" + "---|" * (len(columns) + 1))
@@ -248,6 +256,12 @@ def grid(columns, short=False):
         if n is not None and not short:
             continue
         classify = name != "diabetes"
+        if shuffles:
+            if not classify:
+                continue
+            seeds = range(shuffles[n is not None or len(seeds) > 1])
+            label = (re.sub(r"\d+ shuffles", f"{len(seeds)} shuffles", label)
+                     if "shuffles" in label else f"{label[:-1]}, {len(seeds)} shuffles)")
         Multi = MultiKernelClassifier if classify else MultiKernelRegressor
         first_order = {} if classify else {"learner": "sgd"}     # the regressor's Hedge pool
         cells = []
@@ -262,14 +276,21 @@ def grid(columns, short=False):
             if start is not None:
                 Multi._start = started(start)
             try:
-                cells.append(np.mean([okl_quality(Multi(**params, **first_order),
-                                                  *scaled_stream(name, n, seed))
-                                      for seed in seeds]))
+                cells.append([okl_quality(Multi(**params, **first_order),
+                                          *scaled_stream(name, n, seed)) for seed in seeds])
             finally:
                 okl.multikernel.AUTO_GAMMAS = default
                 Multi._start = own_start
-        print(f"| {label} | " + " | ".join("" if c is None else f"{c:.4f}" if c < 10
-                                           else f"{c:.2f}" for c in cells) + " |", flush=True)
+        print(f"| {label} | " + " | ".join(_cell(c, shuffles) for c in cells) + " |", flush=True)
+
+
+def _cell(values, spread):
+    """The mean of a grid cell (blank for None), with its standard error when `spread`."""
+    if values is None:
+        return ""
+    mean = np.mean(values)
+    text = f"{mean:.4f}" if mean < 10 else f"{mean:.2f}"
+    return text + (f" ± {np.std(values) / np.sqrt(len(values)):.4f}" if spread else "")
 
 
 def singles():
@@ -364,8 +385,9 @@ def short():
                   + ", ".join(lead[i] for lead in leaders) + " |", flush=True)
 
 
-def tuning():
-    """The defaults beside OnlineKernelClassifier tuned four ways on the short streams."""
+def tuning(shuffles=None):
+    """The defaults beside OnlineKernelClassifier tuned four ways on the short streams (over
+    `shuffles` shuffles of each, or those of `STREAMS`)."""
     columns = ["multi", "tuned single (each shuffle, hindsight)", "best fixed width (hindsight)",
                "tuned on the other shuffles", "tuned on the first 20%"]
     print(f"load average {os.getloadavg()[0]:.1f}")
@@ -374,14 +396,19 @@ def tuning():
     for label, name, n, seeds in STREAMS:
         if name == "diabetes" or len(seeds) == 1:
             continue
+        if shuffles:
+            seeds = range(shuffles)
+            label = re.sub(r"\d+ shuffles", f"{shuffles} shuffles", label)
         whole, prefix, multi = [], [], []
         for seed in seeds:
             Z, y = scaled_stream(name, n, seed)
             d, cut = Z.shape[1], max(len(y) // 5, 10)
-            whole.append([okl_quality(OnlineKernelClassifier(gamma=2.0 ** j / d), Z, y)
-                          for j in range(-4, 6)])
-            prefix.append([okl_quality(OnlineKernelClassifier(gamma=2.0 ** j / d), Z[:cut], y[:cut])
-                           for j in range(-4, 6)])
+            with warnings.catch_warnings():     # the narrow widths warn of islands
+                warnings.simplefilter("ignore", KernelScaleWarning)
+                whole.append([okl_quality(OnlineKernelClassifier(gamma=2.0 ** j / d), Z, y)
+                              for j in range(-4, 6)])
+                prefix.append([okl_quality(OnlineKernelClassifier(gamma=2.0 ** j / d), Z[:cut],
+                                           y[:cut]) for j in range(-4, 6)])
             multi.append(okl_quality(MultiKernelClassifier(), Z, y))
         whole, prefix = np.array(whole), np.array(prefix)
         held_out = [whole[i, np.argmax(np.delete(whole, i, axis=0).mean(axis=0))]
@@ -415,6 +442,13 @@ if __name__ == "__main__":
         short()
     elif sys.argv[1:] == ["tuning"]:
         tuning()
+    elif sys.argv[1:] == ["step"]:
+        grid({"defaults": {}, "eta='auto', eta_scales=(2.0, 16.0) (before)":
+              dict(eta="auto", eta_scales=(2.0, 16.0)),
+              **{f"eta_scales={c}": dict(eta_scales=c)
+                 for c in ((0.125, 1.0), (0.25, 2.0), (0.5, 2.0), (0.5, 8.0))}},
+             short=True, shuffles=(5, 20))
+        tuning(20)
     elif sys.argv[1:] == ["policies"]:
         grid({f"{p} B={b}": dict(budget=b, budget_policy=p) for b in (50, 100)
               for p in ("merge", "smallest", "oldest")})

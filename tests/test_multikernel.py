@@ -89,7 +89,7 @@ def single_scores(X, y, gammas, classes=None):
     base parameters of the multi-kernel learner's defaults."""
     Single, Multi = ((OnlineKernelClassifier, MultiKernelClassifier) if classes is not None
                      else (OnlineKernelRegressor, MultiKernelRegressor))
-    multi = Multi()
+    multi = Multi(eta="auto")
     base = {name: getattr(multi, name)
             for name in ("loss", "lam", "eta", "eta_decay", "fit_intercept")}
     return np.column_stack([progressive(Single(gamma=g, budget=None, drift_detector=None, **base),
@@ -110,7 +110,7 @@ def test_deterministic_vote_is_weighted_majority_within_its_mistake_bound():
         q = q * beta ** m
         q /= q.sum()
     clf = MultiKernelClassifier(gammas=GAMMAS, eta_scales=[1.0], beta=beta, budget=None,
-                                **PAPERS)
+                                eta="auto", **PAPERS)
     f = progressive(clf, X, y, classes=[0, 1])
     np.testing.assert_allclose(f, votes, rtol=0, atol=1e-12)
     np.testing.assert_allclose(clf.weights_, q, rtol=1e-10, atol=1e-300)
@@ -127,7 +127,7 @@ def test_stochastic_vote_within_the_hedge_bound_in_expectation():
     signs, label = np.where(F > 0, 1.0, -1.0), np.where(y == 1, 1.0, -1.0)
     mistakes = (signs != label[:, None]).astype(float)
     clf = MultiKernelClassifier(gammas=GAMMAS, eta_scales=[1.0], beta=beta, budget=None,
-                                combination="stochastic", random_state=7, **PAPERS)
+                                combination="stochastic", random_state=7, eta="auto", **PAPERS)
     f = progressive(clf, X, y, classes=[0, 1])
     q, expected = np.full(K, 1.0 / K), 0.0
     for t, (s, m) in enumerate(zip(signs, mistakes)):
@@ -179,7 +179,7 @@ def test_fixed_share_vote_within_its_bound_against_a_switching_sequence():
         q = q * beta ** m
         q = (1.0 - share) * q / q.sum() + share / K
     clf = MultiKernelClassifier(gammas=GAMMAS, eta_scales=[1.0], beta=beta, budget=None,
-                                linear=False, forgetting=None, share=share)
+                                linear=False, forgetting=None, share=share, eta="auto")
     f = progressive(clf, X, y, classes=[0, 1])
     np.testing.assert_allclose(f, votes, rtol=0, atol=1e-12)
     np.testing.assert_allclose(clf.weights_, q, rtol=1e-10, atol=1e-300)
@@ -199,7 +199,7 @@ def test_a_forgetting_learner_is_the_single_learner_with_a_constant_step():
     factor `forgetting`: NORMA with that constant step and lam = (1 - forgetting) / eta_1."""
     X, y = xor_stream(800, seed=23)
     multi = MultiKernelClassifier(gammas=[0.7], eta_scales=[1.0], linear=False, forgetting=0.99,
-                                  share=0.0, budget=None, lam=1e-3).fit(X, y)
+                                  share=0.0, budget=None, lam=1e-3, eta="auto").fit(X, y)
     eta = 1.0 / (1e-3 + 1.0)                # the hinge loss: M = 1
     single = OnlineKernelClassifier(gamma=0.7, eta=eta, eta_decay=0.0, lam=0.01 / eta,
                                     fit_intercept=False, budget=None,
@@ -208,6 +208,97 @@ def test_a_forgetting_learner_is_the_single_learner_with_a_constant_step():
                                rtol=0, atol=1e-11)
     np.testing.assert_array_equal(multi.forgetting_, [np.nan, 0.99])
 
+
+def norma_over_kbar(X, y, gamma, lam, forgettings, warmup=100):
+    """NORMA hinge learners on one support set written out with eta="scaled"'s rule: the step
+    over kbar, the mean of K(x_s, centres before s) over the first `warmup` steps, counting
+    K(x, x) = 1 once; per learner the decaying step t^-1/2 / (lam + 1) (None) or the first step
+    and a shrink by its forgetting factor.  A centre joins when any learner's margin is below
+    1, with a zero coefficient for the others."""
+    centres, total, pairs, values = np.zeros((0, X.shape[1])), 0.0, 0, []
+    coef = np.zeros((len(forgettings), 0))
+    for t, (x, label) in enumerate(zip(X, np.where(y == 1, 1.0, -1.0)), start=1):
+        k = np.exp(-gamma * ((centres - x) ** 2).sum(axis=1))
+        f = coef @ k
+        values.append(f)
+        if t <= warmup:
+            total, pairs = total + k.sum(), pairs + len(k)
+        eta = np.array([1.0 if r else t ** -0.5 for r in forgettings]) / (lam + 1.0) * (
+            pairs + 1.0) / (total + 1.0)
+        coef = coef * np.array([r or 1.0 - lam * e for r, e in zip(forgettings, eta)])[:, None]
+        if np.any(label * f < 1.0):
+            centres = np.vstack([centres, x])
+            coef = np.column_stack([coef, np.where(label * f < 1.0, eta * label, 0.0)])
+    return np.array(values), centres, coef, total, pairs
+
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+@pytest.mark.parametrize("forgetting", [None, 0.99])
+def test_scaled_step_is_the_auto_step_over_the_widths_kernel_mean(engine, forgetting):
+    """eta="scaled" (docs/multikernel.md, section 4): a Gaussian learner's step is the auto step
+    over kbar of its width, measured on the first 100 steps, then fixed."""
+    X, y = xor_stream(400, seed=6)
+    multi = MultiKernelClassifier(gammas=[0.7], eta_scales=[1.0], linear=False, share=0.0,
+                                  forgetting=forgetting, budget=None, lam=1e-3, eta="scaled",
+                                  engine=engine)
+    f_multi = progressive(multi, X, y, classes=[0, 1])
+    learners = (None,) if forgetting is None else (None, forgetting)
+    values, centres, coef, total, pairs = norma_over_kbar(X, y, 0.7, 1e-3, learners)
+    if forgetting is None:          # one learner: the vote is its sign
+        np.testing.assert_array_equal(f_multi, np.where(values[:, 0] > 0, 1.0, -1.0))
+    np.testing.assert_allclose(multi.support_vectors_, centres, rtol=0, atol=0)
+    np.testing.assert_allclose(multi.dual_coef_, coef, rtol=1e-10, atol=1e-10)
+    state = multi._model.get_state()
+    assert state["kbar_pairs"] == pairs
+    assert state["kbar_sum"][0] == pytest.approx(total, rel=1e-12)
+    assert 0.0 < total < pairs <= 99 * 100 / 2         # kbar in (0, 1): the steps grew
+
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+def test_scaled_step_of_a_linear_learner_is_over_the_linear_kernels_mean(engine):
+    """eta="scaled": a linear learner steps over (||mean||^2 + r_t) / ((d + 1) r_t), the mean of
+    its kernel (<x, u> + r_t) / ((d + 1) r_t) between two inputs (the mean of the inputs before
+    the event; r_t the mean squared entry of the inputs so far and this one), written out."""
+    X, y = xor_stream(300, seed=8)
+    X = X + np.array([0.5, -1.0, 2.0])          # not centred: the mean matters
+    lam, d = 1e-3, X.shape[1]
+    multi = MultiKernelClassifier(gammas=[0.7], eta_scales=[1.0], forgetting=None, share=0.0,
+                                  budget=None, lam=lam, engine=engine).fit(X, y)
+    w, total, mean = np.zeros(d + 1), 0.0, np.zeros(d)
+    for t, (x, label) in enumerate(zip(X, np.where(y == 1, 1.0, -1.0)), start=1):
+        total += x @ x
+        r = total / (t * d)
+        nx = 1.0 / ((d + 1) * r)
+        eta = t ** -0.5 / (lam + 1.0) / ((mean @ mean + r) * nx)
+        f = w[:d] @ x + w[d]
+        w *= 1.0 - lam * eta
+        if label * f < 1.0:
+            w += eta * label * nx * np.append(x, r)
+        mean += (x - mean) / t
+    np.testing.assert_allclose(multi.learner_decisions(X)[:, -1], X @ w[:d] + w[d],
+                               rtol=1e-9, atol=1e-9)
+    logistic = [MultiKernelClassifier(loss="logistic", eta=eta, budget=None, engine=engine,
+                                      random_state=0).fit(X, y) for eta in ("scaled", "auto")]
+    np.testing.assert_array_equal(logistic[0].learner_decisions(X),     # "scaled" is the
+                                  logistic[1].learner_decisions(X))     # hinge's only
+
+
+def test_scaled_step_is_the_same_for_a_stream_in_chunks_and_after_save_and_load(tmp_path):
+    """kbar's sums are part of the model: chunks, one event at a time and a model saved and
+    loaded mid-warm-up take the same steps."""
+    X, y = xor_stream(250, seed=9)
+    whole = MultiKernelClassifier(random_state=0).fit(X, y)
+    events = MultiKernelClassifier(random_state=0, classes=[0, 1])
+    for i in range(60):             # one event at a time: the compiled one-event step
+        events.partial_fit(X[i:i + 1], y[i:i + 1])
+    okl.save(events, tmp_path / "pool.okl")
+    loaded = okl.load(tmp_path / "pool.okl")
+    loaded.partial_fit(X[60:130], y[60:130])
+    loaded.partial_fit(X[130:], y[130:])
+    np.testing.assert_allclose(loaded.learner_decisions(X), whole.learner_decisions(X),
+                               rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(loaded._model.get_state()["kbar_sum"],
+                                  whole._model.get_state()["kbar_sum"])
 
 def test_linear_data_is_learned_as_well_as_by_a_linear_learner():
     """On a linear concept the pool does as well as its best linear learner, and better than

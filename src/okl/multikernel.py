@@ -40,6 +40,7 @@ from okl._numpy.multikernel import bayes_mixture as numpy_bayes_mixture
 from okl._numpy.krls import SHARED_WARMUP
 from okl._numpy.codes import Offset
 from okl._numpy.pointwise import make_schedule
+from okl._numpy.warmup import WARMUP
 from okl._params import (
     BOOL, CLASSES_CONSTRAINTS, ENGINE_CONSTRAINTS, INTERCEPT_CONSTRAINTS, NONE,
     ONLINE_WEIGHT_CHECKS, Interval, InvalidParameterError, Kind, Options, validate_params,
@@ -107,9 +108,9 @@ _PARAMS_DOC = """\
         steps decay (docs/multikernel.md, section 9).
     lam : float >= 0, default=1e-3
         Regularization: every step shrinks each learner by ``1 - eta_t lam``.
-    eta : float > 0 or "auto", default="auto"
+    eta : float > 0 or "auto"ETA_SCALED, default=ETA
         Step size, as the single learner's: "auto" is ``1 / ((lam + M) t**eta_decay)``
-        (M the loss's Lipschitz constant; C_K^2 = 1), a float ``eta t**-eta_decay``.
+        (M the loss's Lipschitz constant; C_K^2 = 1), a float ``eta t**-eta_decay``.SCALED_DOC
     eta_decay : float >= 0
         Exponent of the step size.
     beta : float in (0, 1], default=BETA
@@ -193,9 +194,11 @@ class MultiKernelMixin:
 
     def _schedule(self):
         kind = StepSize.AUTO if isinstance(self.eta, str) else StepSize.POWER
-        return make_schedule(kind, 0.0 if kind == StepSize.AUTO else self.eta, self.eta_decay,
-                             self.lam, 0.0, self._auto_lipschitz() if kind == StepSize.AUTO
-                             else 1.0, self._offset())
+        if self.eta == "scaled" and self.loss == "hinge":   # over kbar (docs/multikernel.md, 4)
+            kind = StepSize.SCALED
+        auto = kind != StepSize.POWER
+        return make_schedule(kind, 0.0 if auto else self.eta, self.eta_decay, self.lam, 0.0,
+                             self._auto_lipschitz() if auto else 1.0, self._offset())
 
     def _offset(self):
         """How the offsets b learn, as for the single learners (docs/defaults.md, section 1):
@@ -419,7 +422,7 @@ class MultiKernelMixin:
         check.keys(state, ("n_features", "gammas", "width_of", "eta_scales", "forgetting",
                            "auto", "budget", "policy", "next_slot", "centers", "coef",
                            "linear_coef", "scale", "b", "q", "t", "ck2", "eta_t", "lam_t",
-                           "n_seen", "mean", "m2", "loss_scale"),
+                           "n_seen", "mean", "m2", "loss_scale", "kbar_sum", "kbar_pairs"),
                    "the model '_model'", optional=("n_outputs",))
         check.equal(state["n_features"], d, "_model.n_features")
         check.equal(state["auto"], auto, "_model.auto")
@@ -464,6 +467,13 @@ class MultiKernelMixin:
         check.float(state["ck2"], "_model.ck2", 0.0)
         check.float(state["n_seen"], "_model.n_seen", 0.0, float(t))
         check.float(state["loss_scale"], "_model.loss_scale", 0.0)
+        # kbar's pairs: each of the first WARMUP steps with the centres before it
+        pairs = check.float(state["kbar_pairs"], "_model.kbar_pairs", 0.0,
+                            WARMUP * (WARMUP - 1) / 2)
+        kbar_sum = check.array(state["kbar_sum"], "_model.kbar_sum", (W,))
+        if not (pairs.is_integer() and np.all((kbar_sum >= 0) & (kbar_sum <= pairs))):
+            check.fail("_model.kbar_sum must hold sums of kernel values in [0, 1] over "
+                       "_model.kbar_pairs (a whole number) pairs")
         for field in ("eta_t", "lam_t"):
             value = state[field]
             if not (isinstance(value, float) and (np.isnan(value) or value >= 0)):
@@ -748,15 +758,28 @@ def _warm_groups(members):
     return warming, moves
 
 
+_SCALED_DOC = """
+        "scaled" (with the hinge loss; else "auto") divides each learner's step
+        by its kernel's mean between two inputs: a width's over each of the first
+        100 events and the centres before it, the linear kernel's from the running
+        moments (docs/multikernel.md, section 4)."""
+
+
 def _with_params(cls):
     """Class decorator: the shared parameter descriptions, with the class's defaults, in place
     of the docstring's %s."""
     defaults = cls().get_params()
-    cls.__doc__ = cls.__doc__ % _PARAMS_DOC.replace(
-        "eta_decay : float >= 0", f"eta_decay : float >= 0, default={defaults['eta_decay']}"
-    ).replace("ETA_SCALES", str(defaults["eta_scales"])).replace("BETA", str(defaults["beta"])
-    ).replace("FIT_INTERCEPT", str(defaults["fit_intercept"])).replace(
-        "FORGETTING", str(defaults["forgetting"])).replace("SHARE", str(defaults["share"]))
+    scaled = defaults["eta"] == "scaled"
+    text = _PARAMS_DOC.replace(
+        "eta_decay : float >= 0", f"eta_decay : float >= 0, default={defaults['eta_decay']}")
+    for key, value in [("ETA_SCALES", defaults["eta_scales"]), ("BETA", defaults["beta"]),
+                       ("ETA_SCALED", ' or "scaled"' if scaled else ""),
+                       ("default=ETA\n", f"default={defaults['eta']!r}\n"),
+                       ("SCALED_DOC", _SCALED_DOC if scaled else ""),
+                       ("FIT_INTERCEPT", defaults["fit_intercept"]),
+                       ("FORGETTING", defaults["forgetting"]), ("SHARE", defaults["share"])]:
+        text = text.replace(key, str(value))
+    cls.__doc__ = cls.__doc__ % text
     return cls
 
 
@@ -839,12 +862,14 @@ class MultiKernelClassifier(MultiKernelMixin, LabelsMixin, ClassifierMixin,
     _task = CLASSIFY
     _multiclass = True
     _parameter_constraints = {**_CONSTRAINTS, "loss": [Options(*MARGIN_LOSSES)],
+                              "eta": [Interval(Real, 0, None, closed="neither"),
+                                      Options("auto", "scaled")],
                               "forgetting_start": [Interval(Real, 0, None, closed="neither")],
                               **CLASSES_CONSTRAINTS}
     expected_failed_checks = ONLINE_WEIGHT_CHECKS
 
-    def __init__(self, gammas="auto", eta_scales=(2.0, 16.0), linear=True,
-                 forgetting=0.998, forgetting_start=1.5, loss="hinge", lam=1e-3, eta="auto",
+    def __init__(self, gammas="auto", eta_scales=(0.25, 1.0), linear=True,
+                 forgetting=0.998, forgetting_start=1.5, loss="hinge", lam=1e-3, eta="scaled",
                  eta_decay=0.5, beta=0.8, share=1e-3, combination="deterministic",
                  budget="auto", budget_policy="merge", fit_intercept=False, classes=None,
                  random_state=None, verbose=False, engine="cython"):

@@ -12,7 +12,11 @@ the weights of the features and its intercept, block l of the
 (learners x outputs x (d + 1)) array, also lazily scaled.  Learner k steps
 ``eta_scales[k]`` times the schedule's eta_t (the papers' decaying step), or,
 when ``forgetting[k] > 0``, a constant step (eta_1 times its scale) and a shrink
-by the factor forgetting[k] at every step (docs/multikernel.md, section 9).
+by the factor forgetting[k] at every step (docs/multikernel.md, section 9); the
+SCALED schedule divides a Gaussian learner's step by kbar of its width, the mean
+kernel value between each of the first `C_WARMUP` events and the centres before
+it, and a linear learner's by the linear kernel's mean between two inputs,
+(||mean||^2 + r) / ((d + 1) r) (docs/multikernel.md, section 4).
 One output (binary classification, regression) is f_k(x) in R; n_outputs = C
 >= 3 are the scores of C classes (docs/multiclass.md), learner k a multiclass
 NORMA learner.  One event computes the squared distances to the centres once,
@@ -37,8 +41,11 @@ from okl._core._merge cimport cmerge_find, cmerge_point
 from okl._core._multiclass cimport HINGE as MC_HINGE, LOGISTIC as MC_LOGISTIC
 from okl._core._multiclass cimport cgradient as cmulti_gradient
 from okl._core._multiexpansion cimport cmulti_merge_find
-from okl._core._pointwise cimport AUTO, MEAN, POWER, STEP, Events, Schedule, cschedule
+from okl._core._pointwise cimport (
+    AUTO, MEAN, POWER, SCALED, STEP, Events, Schedule, cschedule,
+)
 from okl._core._signals cimport cinterrupted, craise_pending, craise_signals
+from okl._core._warmup cimport C_WARMUP
 from okl._numpy.multikernel import doublings
 
 
@@ -138,10 +145,10 @@ cdef class MultiKernel:
     cdef readonly Py_ssize_t budget, next_slot, version, kb_stamp
     cdef readonly int policy
     cdef readonly bint auto
-    cdef readonly double t, ck2, eta_t, lam_t, n_seen, loss_scale
+    cdef readonly double t, ck2, eta_t, lam_t, n_seen, loss_scale, kbar_pairs
     cdef object _doublings, _gammas, _width_of, _eta_scales, _forget, _scale, _b, _q, _mean
     cdef object _m2, _centers, _coef, _lin, _sq, _kb, _work, _z, _mwork, _az, _rn, _mblock
-    cdef object _wwork
+    cdef object _wwork, _kbar
     cdef double* gammas
     cdef Py_ssize_t* width_of
     cdef int* doublings            # (n_widths,) p > 0: gammas[j] = 2^p gammas[j - 1] exactly
@@ -172,6 +179,8 @@ cdef class MultiKernel:
     cdef double* az                # (C,)
     cdef double* em                # (n_widths,) the merge's K_j(x_m, z), K_j(x_n, z)
     cdef double* en
+    cdef double* kbar_sum          # (n_widths,) sum of K_j(x_s, centres before s), s <= C_WARMUP
+    cdef double* kbar_next         # (n_widths,) the step's sums, written once it is taken
 
     def __init__(self, Py_ssize_t n_features, gammas, width_of, eta_scales, bint auto=False,
                  Py_ssize_t budget=0, int policy=OLDEST, Py_ssize_t n_outputs=1,
@@ -211,6 +220,7 @@ cdef class MultiKernel:
         self._lin = np.zeros((max(self.n_linear, 1), C, n_features + 1))
         self._work = np.zeros((6, K * C))
         self._wwork = np.zeros((2, self.n_widths))
+        self._kbar = np.zeros((2, self.n_widths))
         self._z = np.zeros(n_features)
         self._az = np.zeros(C)
         cdef double[::1] zv = self._z, azv = self._az
@@ -223,7 +233,7 @@ cdef class MultiKernel:
         self._doublings = np.ascontiguousarray(doublings(gammas), dtype=np.intc)
         cdef int[::1] dv = self._doublings
         self.doublings = &dv[0]
-        cdef double[:, ::1] work = self._work, ww = self._wwork
+        cdef double[:, ::1] work = self._work, ww = self._wwork, kv = self._kbar
         cdef double[:, :, ::1] lv = self._lin
         self.gammas, self.width_of, self.eta_scales = &gv[0], &wv[0], &ev[0]
         self.forget, self.lin = &fv[0], &lv[0, 0, 0]
@@ -231,8 +241,9 @@ cdef class MultiKernel:
         self.f, self.g, self.a = &work[0, 0], &work[1, 0], &work[2, 0]
         self.bnext, self.factor, self.z = &work[3, 0], &work[4, 0], &work[5, 0]
         self.em, self.en = &ww[0, 0], &ww[1, 0]
+        self.kbar_sum, self.kbar_next = &kv[0, 0], &kv[1, 0]
         self.n_support = self.next_slot = self.capacity = self.version = self.kb_stamp = 0
-        self.t = self.ck2 = self.n_seen = self.loss_scale = 0.0
+        self.t = self.ck2 = self.n_seen = self.loss_scale = self.kbar_pairs = 0.0
         self.eta_t = self.lam_t = NAN
         self._allocate(16 if budget == 0 else min(16, self.room()))
 
@@ -288,18 +299,24 @@ cdef class MultiKernel:
 
     # -- the hot path (nogil, no allocation) -------------------------------------------
 
+    cdef double cspread(self) noexcept nogil:
+        """n_seen tr(Cov) of the inputs learned so far, 0 before any (finite) spread."""
+        cdef double total = 0.0
+        cdef Py_ssize_t j
+        for j in range(self.n_features):
+            total += self.m2[j]
+        if self.n_seen < 2.0 or not total > 0.0 or not isfinite(total):
+            return 0.0
+        return total
+
     cdef double cgamma_scale(self) noexcept nogil:
         """1 / tr(Cov) of the inputs learned so far (auto), 1 / n_features before any spread
         (and once it overflowed: a width of 0 made K = exp(0 inf) = NaN at a far centre)."""
-        cdef double total = 0.0
-        cdef Py_ssize_t j
+        cdef double total
         if not self.auto:
             return 1.0
-        for j in range(self.n_features):
-            total += self.m2[j]
-        if self.n_seen < 2.0 or not total > 0.0 or not isfinite(total):   # no (finite) spread
-            return 1.0 / self.n_features
-        return self.n_seen / total
+        total = self.cspread()
+        return self.n_seen / total if total > 0.0 else 1.0 / self.n_features
 
     cdef double clinear_offset(self, double xx) noexcept nogil:
         """r_t, the mean squared entry ||x_s||^2 / d of the inputs learned so far and this one
@@ -436,11 +453,13 @@ cdef class MultiKernel:
                    const LossSpec* loss, const Hedge* h) noexcept nogil:
         """Every learner's step and the Hedge update from f[:] = f_k(x): TAKEN, SKIPPED or
         DIVERGED (nothing changed).  With C classes y is the class index."""
-        cdef Py_ssize_t k, c, j, K = self.n_learners, KG = self.n_gauss, slot
+        cdef Py_ssize_t i, k, c, j, K = self.n_learners, KG = self.n_gauss, slot
         cdef Py_ssize_t d = self.n_features, cap = self.capacity
         cdef Py_ssize_t C = self.n_outputs, yi = <Py_ssize_t>y if self.n_outputs > 1 else 0
         cdef double t, ck2, kxx = 1.0, eta_t, lam_t, eta, scale_next
         cdef double eta_1, unused, total, new_scale, delta, coef, r = 1.0, nx = 1.0
+        cdef double pairs = self.kbar_pairs, kbar_linear = 1.0
+        cdef bint warm
         cdef bint add = False, all_reset = True, moves, linear
         cdef Rescale rescale
         cdef double* wrow
@@ -461,6 +480,18 @@ cdef class MultiKernel:
             kxx = (kxx + r + 1.0) * nx          # K(x_t, x_t) and more: bounds every |x_j| nx
             if not isfinite(kxx):               # ||x||^2 overflows: no linear learner moves
                 kxx, r, nx = 0.0, 0.0, 0.0
+            else:       # the linear kernel's mean between two inputs: 1 / (d + 1) if centred
+                kbar_linear = (cdot(self.mean, self.mean, d) + r) * nx
+        # kbar: the first C_WARMUP steps' kernel rows join the sums, at widths from the data
+        # (auto: once two inputs differ, so that a stream scaled by any factor steps the same)
+        warm = t <= C_WARMUP and KG and (not self.auto or self.cspread() > 0.0)
+        for j in range(self.n_widths):
+            self.kbar_next[j] = self.kbar_sum[j]
+            if warm:
+                for i in range(self.n_support):
+                    self.kbar_next[j] += self.kb[j * cap + i]
+        if warm:
+            pairs += self.n_support
         new_scale = self.loss_scale
         for k in range(K):
             linear = k >= KG
@@ -469,6 +500,11 @@ cdef class MultiKernel:
                 self.factor[k] = self.forget[k]
             else:
                 eta = eta_t * self.eta_scales[k]
+            if s.kind == SCALED and linear:         # over the kernel's mean
+                eta = eta / kbar_linear
+            elif s.kind == SCALED:
+                eta = eta * (pairs + 1.0) / (self.kbar_next[self.width_of[k]] + 1.0)
+            if self.forget[k] == 0.0:
                 self.factor[k] = 1.0 - lam_t * eta
             scale_next = self.scale[k] * self.factor[k]
             if self.factor[k] <= 0.0 or scale_next < 1e-9 or scale_next > 1e9:
@@ -571,6 +607,9 @@ cdef class MultiKernel:
                     else:
                         self.cmerge_vectors()
         self.t, self.ck2, self.eta_t, self.lam_t = t, ck2, eta_t, lam_t
+        self.kbar_pairs = pairs
+        for j in range(self.n_widths):
+            self.kbar_sum[j] = self.kbar_next[j]
         for k in range(K * C):
             self.b[k] = self.bnext[k]
         self.n_seen += 1.0              # Welford's running moments of the inputs
@@ -712,8 +751,8 @@ cdef class MultiKernel:
                 if not (0 <= y[i] < self.n_outputs and y[i] == <Py_ssize_t>y[i]):
                     raise ValueError(f"y[{i}] = {y[i]} is not a class index in "
                                      f"[0, {self.n_outputs}).")
-        if schedule.kind != AUTO and schedule.kind != POWER:
-            raise ValueError("A MultiKernel takes the AUTO or POWER step.")
+        if schedule.kind != AUTO and schedule.kind != POWER and schedule.kind != SCALED:
+            raise ValueError("A MultiKernel takes the AUTO, SCALED or POWER step.")
         self.reserve(n)
         with nogil:
             for i in range(n):
@@ -804,6 +843,7 @@ cdef class MultiKernel:
                     q=self._q.copy(), t=self.t, ck2=self.ck2,
                     eta_t=self.eta_t, lam_t=self.lam_t, n_seen=self.n_seen,
                     mean=self._mean.copy(), m2=self._m2.copy(), loss_scale=self.loss_scale,
+                    kbar_sum=self._kbar[0].copy(), kbar_pairs=self.kbar_pairs,
                     n_outputs=self.n_outputs)
 
     def _set_state(self, p):
@@ -831,6 +871,8 @@ cdef class MultiKernel:
         self.t, self.ck2 = float(p["t"]), float(p["ck2"])
         self.eta_t, self.lam_t = float(p["eta_t"]), float(p["lam_t"])
         self.n_seen, self.loss_scale = float(p["n_seen"]), float(p["loss_scale"])
+        self._kbar[0] = p["kbar_sum"]
+        self.kbar_pairs = float(p["kbar_pairs"])
         self.version += 1
 
     @classmethod
@@ -884,8 +926,8 @@ cdef class MultiKernelEvents(Events):
 
     def __init__(self, MultiKernel model, Schedule schedule, LossSpec loss, Hedge hedge,
                  str name, tuple names=(), bint learns=True):
-        if schedule.kind != AUTO and schedule.kind != POWER:
-            raise ValueError("A MultiKernel takes the AUTO or POWER step.")
+        if schedule.kind != AUTO and schedule.kind != POWER and schedule.kind != SCALED:
+            raise ValueError("A MultiKernel takes the AUTO, SCALED or POWER step.")
         self.model, self.schedule, self.loss, self.hedge = model, schedule, loss, hedge
         self.learns = learns
         self.name, self.names = name, names

@@ -11,6 +11,11 @@ weights ``linear_coef[l]`` of the features and its intercept (last).
 Learner k steps ``eta_scales[k]`` times the schedule's eta_t (the papers'
 decaying step), or, when ``forgetting[k] > 0``, a constant step (eta_1 times its
 scale) and a shrink by that factor at every step; it has its own offset b_k.
+The SCALED schedule divides a Gaussian learner's step by kbar of its width,
+(kbar_sum + 1) / (kbar_pairs + 1): the mean kernel value between each of the
+first `WARMUP` events and the centres before it, counting K(x, x) = 1 once; and
+a linear learner's by the linear kernel's mean between two inputs,
+(||mean||^2 + r) / ((d + 1) r).
 With ``n_outputs = C >= 3`` classes each learner is a multiclass learner
 (docs/multiclass.md): `coef` is (learners x centres x C), `b` (learners x C),
 y the class index, the step that of `okl._numpy.multiclass` and the merge
@@ -26,13 +31,13 @@ running maximum) and the seed of the stochastic draws.
 """
 import numpy as np
 
-from okl._numpy.codes import Offset
+from okl._numpy.codes import Loss, MulticlassLoss, Offset, StepSize
 from okl._numpy.losses import gradient, value
-from okl._numpy.codes import Loss, MulticlassLoss
 from okl._numpy.merge import merge_find
 from okl._numpy.multiclass import gradient as multi_gradient
 from okl._numpy.multiexpansion import multi_merge_find
 from okl._numpy.pointwise import DIVERGED, SKIPPED, TAKEN, schedule
+from okl._numpy.warmup import WARMUP
 
 OLDEST, SMALLEST, MERGE = 0, 1, 2
 DETERMINISTIC, STOCHASTIC = 0, 1
@@ -94,6 +99,7 @@ class NumpyMultiKernel:
         self.t, self.ck2, self.eta_t, self.lam_t = 0.0, 0.0, np.nan, np.nan
         self.n_seen, self.mean, self.m2 = 0.0, np.zeros(self.n_features), np.zeros(self.n_features)
         self.loss_scale = 0.0
+        self.kbar_sum, self.kbar_pairs = np.zeros(len(self.gammas)), 0.0
 
     @property
     def n_learners(self):
@@ -107,14 +113,19 @@ class NumpyMultiKernel:
     def n_gauss(self):
         return self.n_learners - self.n_linear
 
+    def spread(self):
+        """n_seen tr(Cov) of the inputs learned so far, 0 before any (finite) spread."""
+        total = float(np.sum(self.m2))
+        if self.n_seen < 2 or not total > 0.0 or not np.isfinite(total):
+            return 0.0
+        return total
+
     def gamma_scale(self):
         """1 / tr(Cov) of the inputs learned so far (auto), 1 / n_features before any spread."""
         if not self.auto:
             return 1.0
-        total = float(np.sum(self.m2))
-        if self.n_seen < 2 or not total > 0.0 or not np.isfinite(total):   # no (finite) spread
-            return 1.0 / self.n_features
-        return self.n_seen / total
+        total = self.spread()
+        return self.n_seen / total if total > 0.0 else 1.0 / self.n_features
 
     def linear_offset(self, xx):
         """r_t, the mean squared entry ||x_s||^2 / d of the inputs learned so far and this one
@@ -216,15 +227,28 @@ class NumpyMultiKernel:
         slot = int(np.argmin(norms))
         return -2 if float(np.sum(a.ravel() ** 2)) <= norms[slot] else slot
 
-    def _steps(self, x, s, t, ck2):
+    def _kbar(self, row, t):
+        """(kbar_sum, kbar_pairs) after step t, whose kernel rows are `row` (None: no centre):
+        the first `WARMUP` steps' rows at widths from the data (auto: once two inputs
+        differ, so that a stream scaled by any factor takes the same steps)."""
+        if (t > WARMUP or row is None or not self.n_gauss
+                or (self.auto and not self.spread() > 0.0)):
+            return self.kbar_sum, self.kbar_pairs
+        return self.kbar_sum + row[:, :self.n_support].sum(axis=1), \
+            self.kbar_pairs + self.n_support
+
+    def _steps(self, x, s, t, ck2, kbar):
         """(eta_k, factor_k, kxx_k, eta_t, lam_t, (r, nx)) of every learner at step t: the
         decaying step scaled, or (forgetting) the constant step eta_1 scaled and the forgetting
-        factor.  The linear learners' kernel is (<x, u> + r) nx, r = `linear_offset`, nx = 1 /
-        ((d + 1) r): its mean K(x, x) is 1, as the Gaussian kernel's."""
+        factor; with the SCALED schedule a Gaussian learner's step over kbar of its width
+        (`kbar`: the sums after this step), a linear learner's over the linear kernel's mean
+        between two inputs.  The linear learners' kernel is (<x, u> + r) nx, r =
+        `linear_offset`, nx = 1 / ((d + 1) r): its mean K(x, x) is 1, as the Gaussian
+        kernel's."""
         eta_t, lam_t = schedule(s, t, ck2)
         eta_1, _ = schedule(s, 1.0, ck2)
         kxx = np.ones(self.n_learners)
-        r = nx = 1.0
+        r = nx = kbar_linear = 1.0
         if self.n_linear:       # the kernel (<x, u> + r) nx, nx = 1 / ((d + 1) r): mean K(x, x) 1
             with np.errstate(over="ignore"):
                 xx = float(np.dot(x, x))
@@ -233,8 +257,15 @@ class NumpyMultiKernel:
             kxx[self.n_gauss:] = (xx + r + 1.0) * nx    # K(x_t, x_t) and more: bounds |x_j| nx
             if not np.isfinite(kxx[-1]):        # ||x||^2 overflows: no linear learner moves
                 kxx[self.n_gauss:], r, nx = 0.0, 0.0, 0.0
+            else:       # the linear kernel's mean between two inputs: 1 / (d + 1) if centred
+                kbar_linear = (float(np.dot(self.mean, self.mean)) + r) * nx
         forgets = self.forgetting > 0.0
         eta = np.where(forgets, eta_1, eta_t) * self.eta_scales
+        if s["kind"] == StepSize.SCALED:
+            total, pairs = kbar
+            KG = self.n_gauss
+            eta[:KG] = eta[:KG] * (pairs + 1.0) / (total[self.width_of[:KG]] + 1.0)
+            eta[KG:] = eta[KG:] / kbar_linear
         factor = np.where(forgets, self.forgetting, 1.0 - lam_t * eta)
         return eta, factor, kxx, eta_t, lam_t, (r, nx)
 
@@ -247,8 +278,9 @@ class NumpyMultiKernel:
             return SKIPPED
         t = self.t + 1.0
         ck2 = max(self.ck2, 1.0)
-        eta, factor, kxx, eta_t, lam_t, r = self._steps(x, s, t, ck2)
-        state = (t, ck2, eta_t, lam_t, r, rows[0] if rows else None)
+        kbar = self._kbar(rows[0] if rows else None, t)
+        eta, factor, kxx, eta_t, lam_t, r = self._steps(x, s, t, ck2, kbar)
+        state = (t, ck2, eta_t, lam_t, r, rows[0] if rows else None, kbar)
         if self.n_outputs > 1:
             return self._multi_step(x, int(y), w, f, s, loss, hedge, eta, factor, kxx, state)
         b_next = self.b.copy()        # a MEAN offset moves first (docs/defaults.md, section 1)
@@ -294,7 +326,7 @@ class NumpyMultiKernel:
 
     def _write(self, x, z, hedge, factor, a, add, b_next, state):
         """The writes of a step that passed its checks: Hedge, shrink, the new centre."""
-        t, ck2, eta_t, lam_t, r, row = state
+        t, ck2, eta_t, lam_t, r, row, (self.kbar_sum, self.kbar_pairs) = state
         K, KG = self.n_learners, self.n_gauss
         q = self.q * np.exp(z * np.log(hedge["beta"]))
         self.q = q / q.sum()
@@ -423,7 +455,9 @@ class NumpyMultiKernel:
                     scale=np.ones(self.n_learners), b=self.b.copy(), q=self.q.copy(),
                     t=self.t, ck2=self.ck2, eta_t=self.eta_t,
                     lam_t=self.lam_t, n_seen=self.n_seen, mean=self.mean.copy(),
-                    m2=self.m2.copy(), loss_scale=self.loss_scale, n_outputs=self.n_outputs)
+                    m2=self.m2.copy(), loss_scale=self.loss_scale,
+                    kbar_sum=self.kbar_sum.copy(), kbar_pairs=self.kbar_pairs,
+                    n_outputs=self.n_outputs)
 
     @classmethod
     def from_state(cls, p):
@@ -447,6 +481,8 @@ class NumpyMultiKernel:
         self.n_seen, self.loss_scale = float(p["n_seen"]), float(p["loss_scale"])
         self.mean = np.array(p["mean"], dtype=np.float64)
         self.m2 = np.array(p["m2"], dtype=np.float64)
+        self.kbar_sum = np.array(p["kbar_sum"], dtype=np.float64)
+        self.kbar_pairs = float(p["kbar_pairs"])
         return self
 
 
