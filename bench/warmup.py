@@ -42,8 +42,9 @@ HALF = 100
 
 def learners():
     """{label: (constructor, task)}: every kernel learner that has a warm-up, and the
-    multi-kernel pools (whose widths follow running moments from the first event, or
-    with learner="krls", MultiKernelRegressor's default, take KernelRLSRegressor's
+    multi-kernel pools (whose widths follow running moments from the first event; the
+    classifier's step over kbar sums the kernel rows of its first 100 steps; with
+    learner="krls", MultiKernelRegressor's default, they take KernelRLSRegressor's
     warm-up)."""
     return {
         "OnlineKernelClassifier (no warm-up)": (
