@@ -480,7 +480,7 @@ cdef class MultiKernel:
             kxx = (kxx + r + 1.0) * nx          # K(x_t, x_t) and more: bounds every |x_j| nx
             if not isfinite(kxx):               # ||x||^2 overflows: no linear learner moves
                 kxx, r, nx = 0.0, 0.0, 0.0
-            else:       # the linear kernel's mean between two inputs: 1 / (d + 1) if centred
+            elif s.kind == SCALED:  # the linear kernel's mean between two inputs: 1/(d+1) centred
                 kbar_linear = (cdot(self.mean, self.mean, d) + r) * nx
         # kbar: the first C_WARMUP steps' kernel rows join the sums, at widths from the data
         # (auto: once two inputs differ, so that a stream scaled by any factor steps the same)

@@ -257,7 +257,7 @@ class NumpyMultiKernel:
             kxx[self.n_gauss:] = (xx + r + 1.0) * nx    # K(x_t, x_t) and more: bounds |x_j| nx
             if not np.isfinite(kxx[-1]):        # ||x||^2 overflows: no linear learner moves
                 kxx[self.n_gauss:], r, nx = 0.0, 0.0, 0.0
-            else:       # the linear kernel's mean between two inputs: 1 / (d + 1) if centred
+            elif s["kind"] == StepSize.SCALED:  # the linear kernel's mean: 1/(d+1) centred
                 kbar_linear = (float(np.dot(self.mean, self.mean)) + r) * nx
         forgets = self.forgetting > 0.0
         eta = np.where(forgets, eta_1, eta_t) * self.eta_scales
