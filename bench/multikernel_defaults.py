@@ -59,8 +59,13 @@ the stream (the protocol of VW's columns, scored on the whole stream).
 section 4) beside the previous default step (``eta="auto", eta_scales=(2.0, 16.0)``) and other step
 scales, over 20 shuffles of the short streams, wine and iris and 5 of the full ones (mean and
 standard error), then ``tuning`` over the same 20 shuffles.
+``start`` sets the classifier's Hedge start over the widths (``width_start=True``, the default,
+docs/multikernel.md, section 6) beside ``width_start=False``, over 100 shuffles of the short streams,
+wine and iris and 5 of the full ones, then ``tuning`` over the same 100 shuffles, then both on
+`GENERATED` streams of scikit-learn's generators (3,000 events, 10 seeds each, the paired
+difference's mean and standard error).
 
-    python bench/multikernel_defaults.py [budgets | policies | singles | short | tuning | step]
+    python bench/multikernel_defaults.py [budgets | policies | singles | short | tuning | step | start]
     python bench/multikernel_defaults.py params "beta=0.5" "linear=False" ...
     python bench/multikernel_defaults.py params "auto_gammas=[2.0 ** j for j in range(-2, 6)]"
     python bench/multikernel_defaults.py params "hedge_start=lambda e: np.where(e >= 2, 2.0, 1.0)"
@@ -72,6 +77,7 @@ import warnings
 import numpy as np
 
 import okl.multikernel
+from sklearn import datasets
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits, load_iris, load_wine
 
 from okl import (  # noqa: F401 (the learners are named in LEARNERS)
@@ -97,7 +103,8 @@ STREAMS = [
 BEFORE = "linear=False, forgetting=None, share=0.0, budget=None"
 LEARNERS = {
     True: {"multi": "MultiKernelClassifier()",
-           "before": f"MultiKernelClassifier(eta='auto', eta_scales=(1.0, 4.0, 16.0), {BEFORE})",
+           "before": f"MultiKernelClassifier(eta='auto', eta_scales=(1.0, 4.0, 16.0), {BEFORE}, "
+                     "width_start=False)",
            "no adaptation": "MultiKernelClassifier(forgetting=None, share=0.0)",
            "single": "OnlineKernelClassifier()"},
     False: {"multi": "MultiKernelRegressor(learner='sgd')",      # the first-order pool
@@ -419,6 +426,45 @@ def tuning(shuffles=None):
         print(f"| {label} | " + " | ".join(f"{c:.4f}" for c in cells) + " |", flush=True)
 
 
+#: Streams of scikit-learn's generators (3,000 events; `seed` the generator's random_state).
+GENERATED = {
+    "make_hastie_10_2": lambda seed: datasets.make_hastie_10_2(3000, random_state=seed),
+    "make_classification (20 features, 5 informative, 5% flipped)": lambda seed:
+        datasets.make_classification(3000, 20, n_informative=5, flip_y=0.05, random_state=seed),
+    "make_classification (4 classes, 10 features)": lambda seed: datasets.make_classification(
+        3000, 10, n_informative=6, n_classes=4, n_clusters_per_class=1, random_state=seed),
+    "make_gaussian_quantiles (3 classes, 6 features)": lambda seed:
+        datasets.make_gaussian_quantiles(n_samples=3000, n_features=6, n_classes=3,
+                                         random_state=seed),
+    "make_moons (noise 0.3)": lambda seed: datasets.make_moons(3000, noise=0.3, random_state=seed),
+    "make_circles (noise 0.2)": lambda seed: datasets.make_circles(3000, noise=0.2, factor=0.5,
+                                                                   random_state=seed),
+}
+
+
+def generated(columns, seeds=range(10)):
+    """MultiKernelClassifier with the parameters of each column on the `GENERATED` streams,
+    scaled online: mean accuracy, and each later column's paired difference from the first."""
+    print(f"load average {os.getloadavg()[0]:.1f}")
+    print("| stream | " + " | ".join(columns) + " |")
+    print("|" + "---|" * (len(columns) + 1))
+    for label, make in GENERATED.items():
+        cells = []
+        for params in columns.values():
+            values = []
+            for seed in seeds:
+                X, y = make(seed)
+                scaler, Z = OnlineStandardScaler(), np.empty_like(X, dtype=np.float64)
+                for i, x in enumerate(X):
+                    Z[i] = scaler.partial_fit(x[None, :]).transform(x[None, :])[0]
+                values.append(okl_quality(MultiKernelClassifier(**params), Z, y))
+            cells.append(np.array(values))
+        text = [f"{cells[0].mean():.4f}"] + [
+            f"{c.mean():.4f} ({np.mean(c - cells[0]):+.4f} ± "
+            f"{np.std(c - cells[0]) / np.sqrt(len(c)):.4f})" for c in cells[1:]]
+        print(f"| {label} | " + " | ".join(text) + " |", flush=True)
+
+
 def main():
     columns = ["multi", "before", "no adaptation", "single", "tuned single", "river linear",
                "river KNN", "river ARF", "VW linear", "VW ksvm"]
@@ -449,6 +495,11 @@ if __name__ == "__main__":
                  for c in ((0.125, 1.0), (0.25, 2.0), (0.5, 2.0), (0.5, 8.0))}},
              short=True, shuffles=(5, 20))
         tuning(20)
+    elif sys.argv[1:] == ["start"]:
+        columns = {"defaults": {}, "width_start=False (before)": dict(width_start=False)}
+        grid(columns, short=True, shuffles=(5, 100))
+        tuning(100)
+        generated(columns)
     elif sys.argv[1:] == ["policies"]:
         grid({f"{p} B={b}": dict(budget=b, budget_policy=p) for b in (50, 100)
               for p in ("merge", "smallest", "oldest")})

@@ -338,20 +338,21 @@ def test_the_defaults_recover_after_a_switch():
 # -- the Hedge start (docs/multikernel.md, section 6) --------------------------------------------
 
 def test_the_hedge_start_weighs_the_learners_that_forget_more():
-    """Each learner that forgets starts with `forgetting_start` times the others' weight (1.0:
-    the uniform start); the learners do not depend on it, and the vote is weighted majority
-    with the fixed share from that start."""
+    """Each learner that forgets starts with `forgetting_start` times the others' weight (1.0
+    and width_start=False: the uniform start); the learners do not depend on it, and the vote
+    is weighted majority with the fixed share from that start."""
     X, y = xor_stream(600, seed=25)
-    frozen = MultiKernelClassifier(beta=1.0, share=0.0, classes=[0, 1]).fit(X[:1], y[:1])
+    frozen = MultiKernelClassifier(beta=1.0, share=0.0, width_start=False, classes=[0, 1]).fit(X[:1], y[:1])
     forgets = ~np.isnan(frozen.forgetting_)
     assert forgets.sum() == 9 and len(forgets) == 27
     np.testing.assert_allclose(frozen.weights_, np.where(forgets, 1.5, 1.0) / 31.5,
                                rtol=1e-15, atol=0)
     uniform = MultiKernelClassifier(beta=1.0, share=0.0, forgetting_start=1.0,
-                                    classes=[0, 1]).fit(X[:1], y[:1])
+                                    width_start=False, classes=[0, 1]).fit(X[:1], y[:1])
     np.testing.assert_allclose(uniform.weights_, np.full(27, 1.0 / 27), rtol=1e-15, atol=0)
     # the learners' own predictions, event by event (without a budget they ignore q)
-    plain = MultiKernelClassifier(budget=None, forgetting_start=1.0, classes=[0, 1])
+    plain = MultiKernelClassifier(budget=None, forgetting_start=1.0, width_start=False,
+                                   classes=[0, 1])
     signs = []
     for x, label in zip(X, y):
         signs.append(np.where(plain.learner_decisions(x[None])[0] > 0, 1.0, -1.0)
@@ -364,16 +365,44 @@ def test_the_hedge_start_weighs_the_learners_that_forget_more():
         votes.append(q @ s)
         q = q * 0.8 ** (s != target)
         q = 0.999 * q / q.sum() + 1e-3 / 27
-    clf = MultiKernelClassifier(budget=None, forgetting_start=3.0)
+    clf = MultiKernelClassifier(budget=None, forgetting_start=3.0, width_start=False)
     np.testing.assert_allclose(progressive(clf, X, y, [0, 1]), votes, rtol=0, atol=1e-12)
     np.testing.assert_allclose(clf.weights_, q, rtol=1e-10, atol=0)
     np.testing.assert_allclose(clf.learner_decisions(X), plain.learner_decisions(X),
                                rtol=0, atol=1e-12)
     # a pool without learners that forget starts uniform whatever the parameter
-    papers = MultiKernelClassifier(forgetting=None, forgetting_start=5.0).fit(X[:1], [1])
+    papers = MultiKernelClassifier(forgetting=None, forgetting_start=5.0,
+                                    width_start=False).fit(X[:1], [1])
     np.testing.assert_allclose(papers.weights_, np.full(18, 1.0 / 18), rtol=1e-15, atol=0)
     with pytest.raises(ValueError, match="forgetting_start"):
         MultiKernelClassifier(forgetting_start=0.0).fit(X[:5], y[:5])
+
+
+def test_the_hedge_start_weighs_the_wide_widths_less():
+    """With gammas="auto" a Gaussian learner of relative width g starts with weight times
+    1 - exp(-2 g) (the linear learners times 1), on top of `forgetting_start`, whatever the
+    path of the first event; with widths given, or width_start=False, the widths start alike;
+    the learners do not depend on the start."""
+    X, y = xor_stream(300, seed=26)
+    clf = MultiKernelClassifier(beta=1.0, share=0.0, forgetting_start=2.0)
+    start = clf.fit(X[:1], y[:1]).weights_
+    forgets = ~np.isnan(clf.forgetting_)
+    relative = np.array(AUTO_GAMMAS)[np.arange(27) // 3 % 8]
+    q = np.where(forgets, 2.0, 1.0) * np.where(np.arange(27) < 24, 1.0 - np.exp(-2.0 * relative),
+                                               1.0)
+    np.testing.assert_allclose(start, q / q.sum(), rtol=1e-14, atol=0)
+    assert start[0] < start[3] < start[6] < start[9] < start[21] < start[24]
+    one = MultiKernelClassifier(beta=1.0, share=0.0, forgetting_start=2.0, engine="numpy")
+    one.learn_one(dict(enumerate(X[0])), y[0])
+    np.testing.assert_array_equal(one.weights_, start)
+    given = MultiKernelClassifier(gammas=[0.1, 1.0], forgetting_start=1.0).fit(X[:1], y[:1])
+    np.testing.assert_array_equal(given.weights_, np.full(9, 1.0 / 9))
+    light = MultiKernelClassifier(budget=None).fit(X, y)
+    alike = MultiKernelClassifier(budget=None, width_start=False).fit(X, y)
+    np.testing.assert_array_equal(light.learner_decisions(X), alike.learner_decisions(X))
+    assert not np.allclose(light.weights_, alike.weights_)
+    with pytest.raises(ValueError, match="width_start"):
+        MultiKernelClassifier(width_start="yes").fit(X[:5], y[:5])
 
 
 @pytest.mark.parametrize("engine", ["cython", "numpy"])
@@ -381,10 +410,11 @@ def test_ctrl_c_during_the_start_leaves_the_model_as_it_was(engine, model_state,
     """A KeyboardInterrupt once the start has built the pool and its Hedge start (fit,
     partial_fit or learn_one of a fresh model) leaves the estimator as it was."""
     X, y = xor_stream(300, seed=26)
+    start = MultiKernelClassifier(beta=1.0, share=0.0).fit(X[:1], y[:1]).weights_
 
     def interrupted(self, *args, **kwargs):
         assert self.__dict__["_model"].t == 0
-        np.testing.assert_allclose(self.weights_.max(), 1.5 / 31.5, rtol=1e-15)
+        np.testing.assert_allclose(self.weights_, start, rtol=1e-15, atol=0)
         raise KeyboardInterrupt
     fresh = MultiKernelClassifier(engine=engine, budget=40, classes=[0, 1])
     fitted = MultiKernelClassifier(engine=engine, budget=40).fit(X[:100], y[:100])

@@ -132,12 +132,14 @@ def test_learn_one_takes_the_chunk_iterates():
     assert events.t_ == chunk.t_
 
 
-def test_vote_is_weighted_majority_within_its_mistake_bound():
-    """The vote's mistakes obey (ln K + M_k ln(1/beta)) / ln(2 / (1 + beta)) for every learner k
-    (docs/multikernel.md, section 2: the wrong learners hold at least half of the weight)."""
+@pytest.mark.parametrize("width_start", [False, True])
+def test_vote_is_weighted_majority_within_its_mistake_bound(width_start):
+    """The vote's mistakes obey (ln(1 / q_k,0) + M_k ln(1/beta)) / ln(2 / (1 + beta)) for every
+    learner k, q_k,0 its start weight (1 / K for the papers' uniform start; docs/multikernel.md,
+    section 2: the wrong learners hold at least half of the weight)."""
     X, y = rings_stream(3000, seed=6)
     beta = 0.8
-    papers = dict(linear=False, forgetting=None, share=0.0, budget=None)
+    papers = dict(linear=False, forgetting=None, share=0.0, budget=None, width_start=width_start)
     clf = MultiKernelClassifier(beta=beta, loss="hinge", classes=[0, 1, 2, 3], **papers)
     scores = clf._progressive_scores(X, y, reset=True)
     mistakes = int(np.sum(clf._predictions(scores) != y))
@@ -151,8 +153,10 @@ def test_vote_is_weighted_majority_within_its_mistake_bound():
         else:
             own += 0 != y[0]        # no centre yet: every score 0, the first class
         replay.partial_fit(X[lo:lo + 1], y[lo:lo + 1])
-    bound = (math.log(K) + own.min() * math.log(1 / beta)) / math.log(2 / (1 + beta))
-    assert mistakes <= bound
+    start = replay.weights_         # beta = 1, no share: the weights stay at the start
+    assert np.all(start == 1.0 / K) != width_start
+    bound = (-np.log(start) + own * math.log(1 / beta)) / math.log(2 / (1 + beta))
+    assert mistakes <= bound.min()
     assert mistakes < 0.5 * len(y)
 
 

@@ -796,9 +796,9 @@ class MultiKernelClassifier(MultiKernelMixin, LabelsMixin, ClassifierMixin,
     its mistakes; the prediction is the label of the weighted vote (with two
     classes the sign of ``sum_k q_k sign(f_k(x))``; with more, the class of
     largest ``sum_k q_k [argmax_c f_k(x)_c = class]``: the deterministic rule,
-    whose mistakes are at most ``(ln K + M_best ln(1/beta)) / ln(2 / (1 +
-    beta))``), or the label of one learner drawn with probability q_k (the
-    stochastic rule).  Labels are discovered on the stream as by
+    whose mistakes are at most ``(ln(1 / q_best) + M_best ln(1/beta)) / ln(2 /
+    (1 + beta))``, q_best the best learner's start weight), or the label of
+    one learner drawn with probability q_k (the stochastic rule).  Labels are discovered on the stream as by
     `OnlineKernelClassifier`: a third class turns every learner into a
     multiclass learner (a score per class, docs/multiclass.md) exactly.  With
     one width and one step scale it is `OnlineKernelClassifier` with the same
@@ -814,8 +814,15 @@ class MultiKernelClassifier(MultiKernelMixin, LabelsMixin, ClassifierMixin,
     forgetting_start : float > 0, default=1.5
         The Hedge start: each learner that forgets (`forgetting`) starts with
         this many times the weight of the others, since its large constant
-        step learns fastest on the first events; 1.0 is the papers' uniform
-        start 1 / K (docs/multikernel.md, section 6).
+        step learns fastest on the first events; 1.0 (with
+        ``width_start=False``) is the papers' uniform start 1 / K
+        (docs/multikernel.md, section 6).
+    width_start : bool, default=True
+        With ``gammas="auto"``, a Gaussian learner of relative width g (its
+        gamma times tr(Cov)) also starts with weight times ``1 - exp(-2 g)``,
+        the kernel distance between two typical inputs: a wide width, under
+        which all inputs look alike, starts light (docs/multikernel.md,
+        section 6).
     classes : array of labels or None, default=None
         Fixes `classes_` at the start of a stream.
 
@@ -865,14 +872,15 @@ class MultiKernelClassifier(MultiKernelMixin, LabelsMixin, ClassifierMixin,
                               "eta": [Interval(Real, 0, None, closed="neither"),
                                       Options("auto", "scaled")],
                               "forgetting_start": [Interval(Real, 0, None, closed="neither")],
+                              "width_start": [BOOL],
                               **CLASSES_CONSTRAINTS}
     expected_failed_checks = ONLINE_WEIGHT_CHECKS
 
     def __init__(self, gammas="auto", eta_scales=(0.25, 1.0), linear=True,
                  forgetting=0.998, forgetting_start=1.5, loss="hinge", lam=1e-3, eta="scaled",
                  eta_decay=0.5, beta=0.8, share=1e-3, combination="deterministic",
-                 budget="auto", budget_policy="merge", fit_intercept=False, classes=None,
-                 random_state=None, verbose=False, engine="cython"):
+                 budget="auto", budget_policy="merge", fit_intercept=False, width_start=True,
+                 classes=None, random_state=None, verbose=False, engine="cython"):
         self.gammas = gammas
         self.eta_scales = eta_scales
         self.linear = linear
@@ -888,6 +896,7 @@ class MultiKernelClassifier(MultiKernelMixin, LabelsMixin, ClassifierMixin,
         self.budget = budget
         self.budget_policy = budget_policy
         self.fit_intercept = fit_intercept
+        self.width_start = width_start
         self.classes = classes
         self.random_state = random_state
         self.verbose = verbose
@@ -907,13 +916,17 @@ class MultiKernelClassifier(MultiKernelMixin, LabelsMixin, ClassifierMixin,
         return loss_spec(self.loss)
 
     def _start(self, X, y):
-        """The pool, its Hedge start `forgetting_start` times heavier for the learners that
-        forget (docs/multikernel.md, section 6)."""
+        """The pool and its Hedge start (docs/multikernel.md, section 6): `forgetting_start`
+        times heavier for the learners that forget and, with `width_start` and
+        gammas="auto", times ``1 - exp(-2 g)`` for a Gaussian learner of relative width g."""
         super()._start(X, y)
         state = self._model.get_state()
-        forgets = np.asarray(state["forgetting"]) > 0.0
-        if self.forgetting_start != 1.0 and forgets.any():
-            q = np.where(forgets, float(self.forgetting_start), 1.0)
+        q = np.where(np.asarray(state["forgetting"]) > 0.0, float(self.forgetting_start), 1.0)
+        if self.width_start and state["auto"]:
+            width_of = np.asarray(state["width_of"])
+            g = np.asarray(state["gammas"])[np.maximum(width_of, 0)]
+            q *= np.where(width_of >= 0, -np.expm1(-2.0 * g), 1.0)
+        if np.any(q != q[0]):
             self._model = type(self._model).from_state(dict(state, q=q / q.sum()))
 
     def _auto_lipschitz(self):
