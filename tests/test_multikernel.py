@@ -255,32 +255,59 @@ def test_scaled_step_is_the_auto_step_over_the_widths_kernel_mean(engine, forget
 
 
 @pytest.mark.parametrize("engine", ["cython", "numpy"])
-def test_scaled_step_of_a_linear_learner_is_over_the_linear_kernels_mean(engine):
-    """eta="scaled": a linear learner steps over (||mean||^2 + r_t) / ((d + 1) r_t), the mean of
-    its kernel (<x, u> + r_t) / ((d + 1) r_t) between two inputs (the mean of the inputs before
-    the event; r_t the mean squared entry of the inputs so far and this one), written out."""
+def test_a_linear_learner_is_norma_on_centred_inputs_over_its_kernels_mean(engine):
+    """A linear learner is NORMA with the kernel (<x - m, u - m> + r_t) / ((d + 1) r_t) (m the
+    mean of the inputs before the event, the first event itself; r_t the mean squared entry of
+    the centred inputs so far and this one, 1 while they are all 0) and, with eta="scaled", its
+    step over that kernel's mean between two inputs, 1 / (d + 1): written out."""
     X, y = xor_stream(300, seed=8)
     X = X + np.array([0.5, -1.0, 2.0])          # not centred: the mean matters
     lam, d = 1e-3, X.shape[1]
     multi = MultiKernelClassifier(gammas=[0.7], eta_scales=[1.0], forgetting=None, share=0.0,
                                   budget=None, lam=lam, engine=engine).fit(X, y)
-    w, total, mean = np.zeros(d + 1), 0.0, np.zeros(d)
+    w, mean, spread = np.zeros(d + 1), np.zeros(d), 0.0
     for t, (x, label) in enumerate(zip(X, np.where(y == 1, 1.0, -1.0)), start=1):
-        total += x @ x
-        r = total / (t * d)
+        xc = x - mean if t > 1 else np.zeros(d)
+        r = (spread + xc @ xc) / (t * d) or 1.0
         nx = 1.0 / ((d + 1) * r)
-        eta = t ** -0.5 / (lam + 1.0) / ((mean @ mean + r) * nx)
-        f = w[:d] @ x + w[d]
+        eta = t ** -0.5 / (lam + 1.0) * (d + 1)
+        f = w[:d] @ xc + w[d]
         w *= 1.0 - lam * eta
         if label * f < 1.0:
-            w += eta * label * nx * np.append(x, r)
-        mean += (x - mean) / t
-    np.testing.assert_allclose(multi.learner_decisions(X)[:, -1], X @ w[:d] + w[d],
+            w += eta * label * nx * np.append(xc, r)
+        delta = x - mean
+        mean += delta / t
+        spread += delta @ (x - mean)            # Welford's sum of squared deviations
+    np.testing.assert_allclose(multi.learner_decisions(X)[:, -1], (X - mean) @ w[:d] + w[d],
                                rtol=1e-9, atol=1e-9)
     logistic = [MultiKernelClassifier(loss="logistic", eta=eta, budget=None, engine=engine,
                                       random_state=0).fit(X, y) for eta in ("scaled", "auto")]
     np.testing.assert_array_equal(logistic[0].learner_decisions(X),     # "scaled" is the
                                   logistic[1].learner_decisions(X))     # hinge's only
+
+
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+@pytest.mark.parametrize("cls", [MultiKernelClassifier, MultiKernelRegressor])
+def test_the_pool_does_not_see_a_shift_of_the_inputs(cls, engine):
+    """The Gaussian kernels see only differences of inputs, the widths and kbar only their
+    spread, and the linear learners centred inputs: a stream shifted by a constant vector is
+    learned as it is, to rounding, every learner and the vote."""
+    X, y = xor_stream(400, seed=27)
+    params = dict(learner="sgd") if cls is MultiKernelRegressor else dict(random_state=0)
+    target = y if cls is MultiKernelClassifier else y + X[:, 0]
+    shift = np.array([40.0, -25.0, 300.0])
+    plain = cls(engine=engine, **params).fit(X, target)
+    shifted = cls(engine=engine, **params).fit(X + shift, target)
+    np.testing.assert_allclose(shifted.learner_decisions(X + shift),
+                               plain.learner_decisions(X), rtol=0, atol=1e-7)
+    np.testing.assert_allclose(shifted.weights_, plain.weights_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(shifted.linear_coef_[:, :-1], plain.linear_coef_[:, :-1],
+                               rtol=0, atol=1e-7)
+    for est, Z in ((plain, X), (shifted, X + shift)):      # the raw form of the weights
+        w, L = est.linear_coef_, len(est.linear_coef_)
+        np.testing.assert_allclose(est.learner_decisions(Z)[:, -L:],
+                                   Z @ w[:, :-1].T + w[:, -1] + est.intercept_[-L:],
+                                   rtol=1e-10, atol=1e-9)
 
 
 def test_scaled_step_is_the_same_for_a_stream_in_chunks_and_after_save_and_load(tmp_path):
@@ -342,7 +369,8 @@ def test_the_hedge_start_weighs_the_learners_that_forget_more():
     and width_start=False: the uniform start); the learners do not depend on it, and the vote
     is weighted majority with the fixed share from that start."""
     X, y = xor_stream(600, seed=25)
-    frozen = MultiKernelClassifier(beta=1.0, share=0.0, width_start=False, classes=[0, 1]).fit(X[:1], y[:1])
+    frozen = MultiKernelClassifier(beta=1.0, share=0.0, width_start=False,
+                                   classes=[0, 1]).fit(X[:1], y[:1])
     forgets = ~np.isnan(frozen.forgetting_)
     assert forgets.sum() == 9 and len(forgets) == 27
     np.testing.assert_allclose(frozen.weights_, np.where(forgets, 1.5, 1.0) / 31.5,
@@ -518,7 +546,7 @@ def test_engine_twins(cls, params):
 @pytest.mark.filterwarnings("ignore:overflow:RuntimeWarning")     # the distances to that row
 @pytest.mark.parametrize("cls", [MultiKernelClassifier, MultiKernelRegressor])
 def test_a_row_whose_squared_norm_overflows_moves_no_linear_learner(cls):
-    """||x||^2 = inf: the linear kernel of that row is 0 (as exp(-inf) for the Gaussian
+    """||x - m||^2 = inf: the linear kernel of that row is 0 (as exp(-inf) for the Gaussian
     kernel), so the linear learners score their offsets and do not move, in both engines."""
     rng = np.random.default_rng(26)
     X = rng.normal(size=(60, 3))
@@ -528,12 +556,13 @@ def test_a_row_whose_squared_norm_overflows_moves_no_linear_learner(cls):
     for engine in ("cython", "numpy"):
         est = cls(gammas=[0.5, 2.0], budget=20, engine=engine, random_state=0,
                   **first_order(cls)).fit(X[:30], y[:30])
-        lin = est.linear_coef_
+        # the weights (the intercept column takes in the running mean, which that row moves)
+        lin = est.linear_coef_[:, :-1]
         scores = est.learner_decisions(X[30:31])[0]
         linear = np.isnan(est.gammas_)
         np.testing.assert_array_equal(scores[linear], est._model.get_state()["b"][linear])
         est.partial_fit(X[30:31], y[30:31])
-        before = est.linear_coef_
+        before = est.linear_coef_[:, :-1]
         forgets = ~np.isnan(est.forgetting_[linear])
         factor = np.where(forgets, est.forgetting_[linear], 0.0)
         assert np.all(np.isfinite(before))

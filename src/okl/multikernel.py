@@ -95,11 +95,11 @@ _PARAMS_DOC = """\
         Step multipliers: one learner per (width, scale), learner (j, s) steps
         ``eta_scales[s] eta_t`` (docs/multikernel.md, section 4).
     linear : bool, default=True
-        The pool also holds linear learners on the features as they are (the
-        kernel (<x, u> + r) / ((d + 1) r), r the mean squared entry of the
-        inputs: an intercept on the scale of one feature, and K(x, x) = 1 on
-        average as for the Gaussian kernel), one per step scale and one that
-        forgets (docs/multikernel.md, section 1).
+        The pool also holds linear learners on the features centred by their
+        running mean m (the kernel (<x - m, u - m> + r) / ((d + 1) r), r the
+        mean squared entry of the centred inputs: an intercept on the scale of
+        one feature, and K(x, x) = 1 on average as for the Gaussian kernel),
+        one per step scale and one that forgets (docs/multikernel.md, section 1).
     forgetting : float in (0, 1] or None, default=FORGETTING
         The pool also holds, for each width (and the linear kernel), a learner
         that forgets: a constant step (the first event's, eta_1) and its past
@@ -382,7 +382,8 @@ class MultiKernelMixin:
     @property
     def linear_coef_(self):
         """(linear learners, n_features + 1): f_k = linear_coef_[l, :-1] . x +
-        linear_coef_[l, -1] + intercept_[k] for the last learners (those without a width);
+        linear_coef_[l, -1] + intercept_[k] for the last learners (those without a width;
+        they learn on inputs centred by their running mean, which the last column takes in);
         (..., n_features + 1, classes) with 3 or more classes."""
         check_is_fitted(self, "t_")
         return self._model.linear_coef_
@@ -797,13 +798,14 @@ class MultiKernelClassifier(MultiKernelMixin, LabelsMixin, ClassifierMixin,
     classes the sign of ``sum_k q_k sign(f_k(x))``; with more, the class of
     largest ``sum_k q_k [argmax_c f_k(x)_c = class]``: the deterministic rule,
     whose mistakes are at most ``(ln(1 / q_best) + M_best ln(1/beta)) / ln(2 /
-    (1 + beta))``, q_best the best learner's start weight), or the label of
-    one learner drawn with probability q_k (the stochastic rule).  Labels are discovered on the stream as by
-    `OnlineKernelClassifier`: a third class turns every learner into a
-    multiclass learner (a score per class, docs/multiclass.md) exactly.  With
-    one width and one step scale it is `OnlineKernelClassifier` with the same
-    parameters, iterate for iterate.  One event at a time: `learn_one`,
-    `predict_one`, `decision_function_one` (same iterates as `partial_fit`).
+    (1 + beta))``, q_best the best learner's start weight), or the label of one
+    learner drawn with probability q_k (the stochastic rule). Labels are
+    discovered on the stream as by `OnlineKernelClassifier`: a third class
+    turns every learner into a multiclass learner (a score per class,
+    docs/multiclass.md) exactly. With one width and one step scale it is
+    `OnlineKernelClassifier` with the same parameters, iterate for iterate.
+    One event at a time: `learn_one`, `predict_one`, `decision_function_one`
+    (same iterates as `partial_fit`).
 
     Parameters
     ----------

@@ -1,22 +1,22 @@
 """Online multiple kernel learning: a pool of learners combined by Hedge (docs/multikernel.md).
 
 The pool holds `n_gauss` Gaussian learners on one shared support set, then
-`n_linear` linear learners (the kernel (<x, u> + r) / ((d + 1) r), r the mean squared
-entry of the inputs).  Gaussian learner k has the
-width ``gammas[width_of[k]]`` (times the running scale 1 / tr(Cov) of the
-inputs when `auto`), its coefficients are block k of the (learners x outputs x
-centres) array, each block with a lazy scale (`_lazy.pxd`): a score is one
-SIMD dot product of a coefficient row with the width's kernel row (the state
-and the NumPy twin hold (learners x centres x outputs)).  Linear learner l holds
-the weights of the features and its intercept, block l of the
+`n_linear` linear learners (the kernel (<x - m, u - m> + r) / ((d + 1) r) on the inputs
+centred by their running mean m, r the mean squared entry of the centred inputs).
+Gaussian learner k has the width ``gammas[width_of[k]]`` (times the running scale 1 /
+tr(Cov) of the inputs when `auto`), its coefficients are block k of the (learners x
+outputs x centres) array, each block with a lazy scale (`_lazy.pxd`): a score is one
+SIMD dot product of a coefficient row with the width's kernel row (the state and the
+NumPy twin hold (learners x centres x outputs)). Linear learner l holds the weights of
+the centred features and its intercept, block l of the
 (learners x outputs x (d + 1)) array, also lazily scaled.  Learner k steps
 ``eta_scales[k]`` times the schedule's eta_t (the papers' decaying step), or,
 when ``forgetting[k] > 0``, a constant step (eta_1 times its scale) and a shrink
 by the factor forgetting[k] at every step (docs/multikernel.md, section 9); the
 SCALED schedule divides a Gaussian learner's step by kbar of its width, the mean
 kernel value between each of the first `C_WARMUP` events and the centres before
-it, and a linear learner's by the linear kernel's mean between two inputs,
-(||mean||^2 + r) / ((d + 1) r) (docs/multikernel.md, section 4).
+it, and a linear learner's by the linear kernel's mean between two inputs, 1 / (d + 1)
+(docs/multikernel.md, section 4).
 One output (binary classification, regression) is f_k(x) in R; n_outputs = C
 >= 3 are the scores of C classes (docs/multiclass.md), learner k a multiclass
 NORMA learner.  One event computes the squared distances to the centres once,
@@ -148,7 +148,7 @@ cdef class MultiKernel:
     cdef readonly double t, ck2, eta_t, lam_t, n_seen, loss_scale, kbar_pairs
     cdef object _doublings, _gammas, _width_of, _eta_scales, _forget, _scale, _b, _q, _mean
     cdef object _m2, _centers, _coef, _lin, _sq, _kb, _work, _z, _mwork, _az, _rn, _mblock
-    cdef object _wwork, _kbar
+    cdef object _wwork, _kbar, _xc
     cdef double* gammas
     cdef Py_ssize_t* width_of
     cdef int* doublings            # (n_widths,) p > 0: gammas[j] = 2^p gammas[j - 1] exactly
@@ -172,6 +172,7 @@ cdef class MultiKernel:
     cdef double* factor            # (K,)
     cdef double* z                 # (K,) Hedge losses
     cdef double* zbuf              # (d,) the merged point
+    cdef double* xc                # (d,) the event centred by the running mean (linear learners)
     cdef double* rn                # (n_gauss, capacity) with C outputs: ||raw coef[k, i, :]||^2
     cdef double* mnorm             # (capacity,) merge work with C outputs: row norms, bounds, dots
     cdef double* mbound
@@ -221,10 +222,10 @@ cdef class MultiKernel:
         self._work = np.zeros((6, K * C))
         self._wwork = np.zeros((2, self.n_widths))
         self._kbar = np.zeros((2, self.n_widths))
-        self._z = np.zeros(n_features)
+        self._z, self._xc = np.zeros(n_features), np.zeros(n_features)
         self._az = np.zeros(C)
-        cdef double[::1] zv = self._z, azv = self._az
-        self.zbuf = &zv[0]
+        cdef double[::1] zv = self._z, azv = self._az, xcv = self._xc
+        self.zbuf, self.xc = &zv[0], &xcv[0]
         self.az = &azv[0]
         cdef double[::1] gv = self._gammas, ev = self._eta_scales, sv = self._scale
         cdef double[::1] fv = self._forget
@@ -318,22 +319,30 @@ cdef class MultiKernel:
         total = self.cspread()
         return self.n_seen / total if total > 0.0 else 1.0 / self.n_features
 
+    cdef double ccentred(self, const double* x) noexcept nogil:
+        """xc = x - m, m the running mean of the inputs learned so far (x itself before the
+        first, so that a shifted stream is centred alike): the linear learners' input; returns
+        ||xc||^2."""
+        cdef Py_ssize_t j
+        for j in range(self.n_features):
+            self.xc[j] = x[j] - self.mean[j] if self.n_seen else 0.0
+        return cdot(self.xc, self.xc, self.n_features)
+
     cdef double clinear_offset(self, double xx) noexcept nogil:
-        """r_t, the mean squared entry ||x_s||^2 / d of the inputs learned so far and this one
-        (xx = ||x_t||^2): the linear learners' kernel is (<x, u> + r_t) / ((d + 1) r_t), an
-        intercept on the scale of one feature, of mean K(x, x) = 1 (r_t = 1 while every input
-        is 0)."""
-        cdef double total = 0.0, norm = 0.0, r
+        """r_t, the mean squared entry of the centred inputs learned so far and this one
+        (xx = ||x_t - m||^2): the linear learners' kernel is (<x - m, u - m> + r_t) / ((d + 1)
+        r_t), an intercept on the scale of one feature, of mean K(x, x) = 1 (r_t = 1 while
+        every input is the same)."""
+        cdef double total = 0.0, r
         cdef Py_ssize_t j
         for j in range(self.n_features):
             total += self.m2[j]
-            norm += self.mean[j] * self.mean[j]
-        r = (total + self.n_seen * norm + xx) / ((self.n_seen + 1.0) * self.n_features)
+        r = (total + xx) / ((self.n_seen + 1.0) * self.n_features)
         return r if r > 0.0 else 1.0
 
     cdef void cdecisions(self, const double* x) noexcept nogil:
         """f[k, c] = f_k(x)_c: the distances once, one exponential per (centre, width), one dot
-        product per (Gaussian learner, class); x . w per (linear learner, class)."""
+        product per (Gaussian learner, class); (x - m) . w per (linear learner, class)."""
         cdef Py_ssize_t n = self.n_support, cap = self.capacity, i, j, k, c, d = self.n_features
         cdef Py_ssize_t C = self.n_outputs, KG = self.n_gauss
         cdef int p, r
@@ -367,12 +376,12 @@ cdef class MultiKernel:
                     self.f[k * C + c] = self.scale[k] * cdot(
                         self.coef + (k * C + c) * cap, self.kb + self.width_of[k] * cap, n
                     ) + self.b[k * C + c]
-        far = self.n_linear and not isfinite(cdot(x, x, d))
+        far = self.n_linear and not isfinite(self.ccentred(x))
         for k in range(KG, self.n_learners):
-            for c in range(C):      # ||x||^2 overflows: the linear kernel is 0, as exp(-inf)
+            for c in range(C):      # ||x - m||^2 overflows: the linear kernel is 0, as exp(-inf)
                 w = self.lin + ((k - KG) * C + c) * (d + 1)
                 self.f[k * C + c] = self.b[k * C + c] if far else \
-                    self.scale[k] * (cdot(w, x, d) + w[d]) + self.b[k * C + c]
+                    self.scale[k] * (cdot(w, self.xc, d) + w[d]) + self.b[k * C + c]
 
     cdef void cvote(self, const Hedge* h, double* out) noexcept nogil:
         """With C classes, out[c] = the Hedge weight of the learners whose scores f[k, :]
@@ -473,15 +482,15 @@ cdef class MultiKernel:
         ck2 = self.ck2 if self.ck2 > 1.0 else 1.0
         cschedule(s, t, ck2, NAN, &eta_t, &lam_t)
         cschedule(s, 1.0, ck2, NAN, &eta_1, &unused)      # the forgetting learners' step
-        if self.n_linear:       # the kernel (<x, u> + r) nx, nx = 1 / ((d + 1) r): mean K(x, x) 1
-            kxx = cdot(x, x, d)
+        if self.n_linear:       # the kernel (<x - m, u - m> + r) nx, nx = 1 / ((d + 1) r)
+            kxx = self.ccentred(x)
             r = self.clinear_offset(kxx)
             nx = 1.0 / ((d + 1.0) * r)
-            kxx = (kxx + r + 1.0) * nx          # K(x_t, x_t) and more: bounds every |x_j| nx
-            if not isfinite(kxx):               # ||x||^2 overflows: no linear learner moves
+            kxx = (kxx + r + 1.0) * nx          # K(x_t, x_t) and more: bounds every |xc_j| nx
+            if not isfinite(kxx):               # ||x - m||^2 overflows: no linear learner moves
                 kxx, r, nx = 0.0, 0.0, 0.0
-            elif s.kind == SCALED:  # the linear kernel's mean between two inputs: 1/(d+1) centred
-                kbar_linear = (cdot(self.mean, self.mean, d) + r) * nx
+            elif s.kind == SCALED:  # the linear kernel's mean between two inputs: 1 / (d + 1)
+                kbar_linear = r * nx
         # kbar: the first C_WARMUP steps' kernel rows join the sums, at widths from the data
         # (auto: once two inputs differ, so that a stream scaled by any factor steps the same)
         warm = t <= C_WARMUP and KG and (not self.auto or self.cspread() > 0.0)
@@ -564,14 +573,14 @@ cdef class MultiKernel:
             self.q[k] = self.q[k] / total
             if h.share > 0.0:       # fixed share (Herbster and Warmuth)
                 self.q[k] = (1.0 - h.share) * self.q[k] + h.share / K
-        for k in range(KG, K):      # the linear learners: w <- factor w + a nx (x, r)
+        for k in range(KG, K):      # the linear learners: w <- factor w + a nx (x - m, r)
             wrow = self.lin + (k - KG) * C * (d + 1)
             cshrink_lazy(wrow, C * (d + 1), &self.scale[k], self.factor[k])
             for c in range(C):
                 coef = self.a[k * C + c] / self.scale[k] * nx
                 if coef != 0.0:
                     for j in range(d):
-                        wrow[c * (d + 1) + j] += coef * x[j]
+                        wrow[c * (d + 1) + j] += coef * self.xc[j]
                     wrow[c * (d + 1) + d] += coef * r
         if all_reset and KG:
             self.n_support = 0
@@ -811,10 +820,13 @@ cdef class MultiKernel:
 
     @property
     def linear_coef_(self):
-        """(linear learners, d + 1) weights (the intercept last), (..., d + 1, C)
-        with C classes."""
-        L = self.n_linear
+        """(linear learners, d + 1) weights on the raw inputs (the intercept last: the
+        intercept learned on x - m less the weights' product with m), (..., d + 1, C) with C
+        classes."""
+        L, d = self.n_linear, self.n_features
         w = self._scale[self.n_gauss:, None, None] * self._lin[:L]
+        if self.n_seen:
+            w[:, :, d] -= w[:, :, :d] @ self._mean
         return w[:, 0] if self.n_outputs == 1 else w.transpose(0, 2, 1).copy()
 
     @property

@@ -5,17 +5,17 @@ See docs/multikernel.md.
 A pool of learners: Gaussian ones share one support set, learner k with the
 width ``gammas[width_of[k]]`` (times the running scale when `auto`) and its
 coefficients, row k of the (Gaussian learners x centres) matrix `coef`; then
-linear ones (``width_of[k] = -1``, the kernel (<x, u> + r) / ((d + 1) r), r the mean
-squared entry of the inputs), learner l with the
-weights ``linear_coef[l]`` of the features and its intercept (last).
+linear ones (``width_of[k] = -1``, the kernel (<x - m, u - m> + r) / ((d + 1) r) on the
+inputs centred by their running mean m, r the mean squared entry of the centred
+inputs), learner l with the weights ``linear_coef[l]`` of the centred features and
+its intercept (last).
 Learner k steps ``eta_scales[k]`` times the schedule's eta_t (the papers'
 decaying step), or, when ``forgetting[k] > 0``, a constant step (eta_1 times its
 scale) and a shrink by that factor at every step; it has its own offset b_k.
 The SCALED schedule divides a Gaussian learner's step by kbar of its width,
 (kbar_sum + 1) / (kbar_pairs + 1): the mean kernel value between each of the
 first `WARMUP` events and the centres before it, counting K(x, x) = 1 once; and
-a linear learner's by the linear kernel's mean between two inputs,
-(||mean||^2 + r) / ((d + 1) r).
+a linear learner's by the linear kernel's mean between two inputs, 1 / (d + 1).
 With ``n_outputs = C >= 3`` classes each learner is a multiclass learner
 (docs/multiclass.md): `coef` is (learners x centres x C), `b` (learners x C),
 y the class index, the step that of `okl._numpy.multiclass` and the merge
@@ -127,11 +127,19 @@ class NumpyMultiKernel:
         total = self.spread()
         return self.n_seen / total if total > 0.0 else 1.0 / self.n_features
 
+    def centred(self, x):
+        """(x - m, ||x - m||^2): x centred by the running mean m of the inputs learned so far
+        (x itself before the first, so that a shifted stream is centred alike), the linear
+        learners' input."""
+        xc = x - self.mean if self.n_seen else np.zeros_like(x)
+        with np.errstate(over="ignore"):
+            return xc, float(np.dot(xc, xc))
+
     def linear_offset(self, xx):
-        """r_t, the mean squared entry ||x_s||^2 / d of the inputs learned so far and this one
-        (xx = ||x_t||^2), the linear learners' intercept scale (1 while every input is 0)."""
-        total, norm = float(np.sum(self.m2)), float(np.sum(self.mean * self.mean))
-        r = (total + self.n_seen * norm + xx) / ((self.n_seen + 1.0) * self.n_features)
+        """r_t, the mean squared entry of the centred inputs learned so far and this one
+        (xx = ||x_t - m||^2), the linear learners' intercept scale (1 while every input is
+        the same)."""
+        r = (float(np.sum(self.m2)) + xx) / ((self.n_seen + 1.0) * self.n_features)
         return r if r > 0.0 else 1.0
 
     def reserve(self, n_new):
@@ -172,11 +180,10 @@ class NumpyMultiKernel:
                 f[:KG] += np.einsum("ki,ki->k", self._coef[:, :n], kb[self.width_of[:KG]])
             else:       # one dot product per (learner, class), as the compiled class-major loop
                 f[:KG] += np.einsum("ki,kic->kc", kb[self.width_of[:KG]], self._coef[:, :n])
-        with np.errstate(over="ignore"):
-            far = not np.isfinite(np.dot(x, x))
-        if self.n_linear and not far:       # else the linear kernel is 0 (as exp(-inf))
-            xe = np.append(x, 1.0)
-            f[KG:] += np.einsum("j,lj...->l...", xe, self.linear_coef)
+        if self.n_linear:
+            xc, xx = self.centred(x)
+            if np.isfinite(xx):             # else the linear kernel is 0 (as exp(-inf))
+                f[KG:] += np.einsum("j,lj...->l...", np.append(xc, 1.0), self.linear_coef)
         return f
 
     def combine(self, f, hedge, t):
@@ -242,23 +249,22 @@ class NumpyMultiKernel:
         decaying step scaled, or (forgetting) the constant step eta_1 scaled and the forgetting
         factor; with the SCALED schedule a Gaussian learner's step over kbar of its width
         (`kbar`: the sums after this step), a linear learner's over the linear kernel's mean
-        between two inputs.  The linear learners' kernel is (<x, u> + r) nx, r =
+        between two inputs.  The linear learners' kernel is (<x - m, u - m> + r) nx, r =
         `linear_offset`, nx = 1 / ((d + 1) r): its mean K(x, x) is 1, as the Gaussian
-        kernel's."""
+        kernel's, and its mean between two inputs r nx = 1 / (d + 1)."""
         eta_t, lam_t = schedule(s, t, ck2)
         eta_1, _ = schedule(s, 1.0, ck2)
         kxx = np.ones(self.n_learners)
         r = nx = kbar_linear = 1.0
-        if self.n_linear:       # the kernel (<x, u> + r) nx, nx = 1 / ((d + 1) r): mean K(x, x) 1
-            with np.errstate(over="ignore"):
-                xx = float(np.dot(x, x))
+        if self.n_linear:       # the kernel (<x - m, u - m> + r) nx, nx = 1 / ((d + 1) r)
+            xx = self.centred(x)[1]
             r = self.linear_offset(xx)
             nx = 1.0 / ((self.n_features + 1.0) * r)
-            kxx[self.n_gauss:] = (xx + r + 1.0) * nx    # K(x_t, x_t) and more: bounds |x_j| nx
-            if not np.isfinite(kxx[-1]):        # ||x||^2 overflows: no linear learner moves
+            kxx[self.n_gauss:] = (xx + r + 1.0) * nx    # K(x_t, x_t) and more: bounds |xc_j| nx
+            if not np.isfinite(kxx[-1]):        # ||x - m||^2 overflows: no linear learner moves
                 kxx[self.n_gauss:], r, nx = 0.0, 0.0, 0.0
-            elif s["kind"] == StepSize.SCALED:  # the linear kernel's mean: 1/(d+1) centred
-                kbar_linear = (float(np.dot(self.mean, self.mean)) + r) * nx
+            elif s["kind"] == StepSize.SCALED:  # the linear kernel's mean: 1 / (d + 1)
+                kbar_linear = r * nx
         forgets = self.forgetting > 0.0
         eta = np.where(forgets, eta_1, eta_t) * self.eta_scales
         if s["kind"] == StepSize.SCALED:
@@ -332,9 +338,9 @@ class NumpyMultiKernel:
         self.q = q / q.sum()
         if hedge["share"] > 0.0:        # fixed share (Herbster and Warmuth)
             self.q = (1.0 - hedge["share"]) * self.q + hedge["share"] / K
-        if self.n_linear:               # w <- factor w + a nx (x, r)
+        if self.n_linear:               # w <- factor w + a nx (x - m, r)
             (r, nx), shrink = r, np.maximum(factor[KG:], 0.0)
-            xe = np.append(x, r)
+            xe = np.append(self.centred(x)[0], r) if nx else np.zeros(self.n_features + 1)
             if self.n_outputs == 1:
                 self.linear_coef = shrink[:, None] * self.linear_coef + a[KG:, None] * nx * xe
             else:
@@ -439,7 +445,12 @@ class NumpyMultiKernel:
 
     @property
     def linear_coef_(self):
-        return self.linear_coef.copy()
+        """The linear learners' weights on the raw inputs: those learned on x - m, the
+        intercept (last) less their product with m."""
+        w = self.linear_coef.copy()
+        if self.n_seen:
+            w[:, -1] -= np.einsum("j,lj...->l...", self.mean, w[:, :-1])
+        return w
 
     @property
     def b_(self):
