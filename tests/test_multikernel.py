@@ -310,6 +310,40 @@ def test_the_pool_does_not_see_a_shift_of_the_inputs(cls, engine):
                                    rtol=1e-10, atol=1e-9)
 
 
+@pytest.mark.parametrize("engine", ["cython", "numpy"])
+def test_the_automatic_step_of_a_linear_learner_is_over_its_kernel_above_1(engine):
+    """With the automatic step a linear learner steps over max(1, K(x_t, x_t)) (normalised
+    LMS), written out for the squared loss; on correlated inputs far from their mean, where
+    K(x_t, x_t) reaches several times 1 and the step alone overshot and diverged, it stays on
+    the scale of the target."""
+    rng = np.random.default_rng(28)
+    z = np.cumsum(rng.normal(size=600)) * 0.3
+    X = 20.0 + z[:, None] + 0.05 * rng.normal(size=(600, 6))       # six near-copies
+    y = X[:, 0] - 20.0 + 0.1 * rng.normal(size=600)
+    lam, d = 1e-3, X.shape[1]
+    reg = MultiKernelRegressor(learner="sgd", gammas=[1.0], forgetting=None, lam=lam,
+                               fit_intercept=False, eta="auto", engine=engine)
+    f_pool = reg._progressive_scores(X, y, reset=True)
+    w, mean, spread, values, grown = np.zeros(d + 1), np.zeros(d), 0.0, [], 0
+    for t, (x, target) in enumerate(zip(X, y), start=1):
+        xc = x - mean if t > 1 else np.zeros(d)
+        r = (spread + xc @ xc) / (t * d) or 1.0
+        nx = 1.0 / ((d + 1) * r)
+        k = (xc @ xc + r) * nx
+        grown += k > 1.0
+        eta = t ** -0.6 / (lam + 1.0) / max(1.0, k)       # eta_decay 0.6, the default
+        f = w[:d] @ xc + w[d]
+        values.append(f)
+        w = (1.0 - lam * eta) * w - eta * (f - target) * nx * np.append(xc, r)
+        delta = x - mean
+        mean += delta / t
+        spread += delta @ (x - mean)
+    np.testing.assert_allclose(reg.learner_decisions(X)[:, -1], (X - mean) @ w[:d] + w[d],
+                               rtol=1e-9, atol=1e-9)
+    assert grown > 50 and np.max(np.abs(values)) < 10.0 * np.abs(y).max()
+    assert np.all(np.isfinite(f_pool)) and np.max(np.abs(f_pool)) < 10.0 * np.abs(y).max()
+
+
 def test_scaled_step_is_the_same_for_a_stream_in_chunks_and_after_save_and_load(tmp_path):
     """kbar's sums are part of the model: chunks, one event at a time and a model saved and
     loaded mid-warm-up take the same steps."""

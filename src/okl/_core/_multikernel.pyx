@@ -467,7 +467,7 @@ cdef class MultiKernel:
         cdef Py_ssize_t C = self.n_outputs, yi = <Py_ssize_t>y if self.n_outputs > 1 else 0
         cdef double t, ck2, kxx = 1.0, eta_t, lam_t, eta, scale_next
         cdef double eta_1, unused, total, new_scale, delta, coef, r = 1.0, nx = 1.0
-        cdef double pairs = self.kbar_pairs, kbar_linear = 1.0
+        cdef double pairs = self.kbar_pairs, k_linear = 1.0, xx  # the linear steps over k_linear
         cdef bint warm
         cdef bint add = False, all_reset = True, moves, linear
         cdef Rescale rescale
@@ -483,14 +483,16 @@ cdef class MultiKernel:
         cschedule(s, t, ck2, NAN, &eta_t, &lam_t)
         cschedule(s, 1.0, ck2, NAN, &eta_1, &unused)      # the forgetting learners' step
         if self.n_linear:       # the kernel (<x - m, u - m> + r) nx, nx = 1 / ((d + 1) r)
-            kxx = self.ccentred(x)
-            r = self.clinear_offset(kxx)
+            xx = self.ccentred(x)
+            r = self.clinear_offset(xx)
             nx = 1.0 / ((d + 1.0) * r)
-            kxx = (kxx + r + 1.0) * nx          # K(x_t, x_t) and more: bounds every |xc_j| nx
+            kxx = (xx + r + 1.0) * nx           # K(x_t, x_t) and more: bounds every |xc_j| nx
             if not isfinite(kxx):               # ||x - m||^2 overflows: no linear learner moves
                 kxx, r, nx = 0.0, 0.0, 0.0
             elif s.kind == SCALED:  # the linear kernel's mean between two inputs: 1 / (d + 1)
-                kbar_linear = r * nx
+                k_linear = r * nx
+            elif s.kind == AUTO:    # K(x_t, x_t), where it exceeds 1: normalised LMS
+                k_linear = max(1.0, (xx + r) * nx)
         # kbar: the first C_WARMUP steps' kernel rows join the sums, at widths from the data
         # (auto: once two inputs differ, so that a stream scaled by any factor steps the same)
         warm = t <= C_WARMUP and KG and (not self.auto or self.cspread() > 0.0)
@@ -509,9 +511,9 @@ cdef class MultiKernel:
                 self.factor[k] = self.forget[k]
             else:
                 eta = eta_t * self.eta_scales[k]
-            if s.kind == SCALED and linear:         # over the kernel's mean
-                eta = eta / kbar_linear
-            elif s.kind == SCALED:
+            if linear:
+                eta = eta / k_linear
+            elif s.kind == SCALED:                  # over the width's kernel mean
                 eta = eta * (pairs + 1.0) / (self.kbar_next[self.width_of[k]] + 1.0)
             if self.forget[k] == 0.0:
                 self.factor[k] = 1.0 - lam_t * eta

@@ -251,11 +251,13 @@ class NumpyMultiKernel:
         (`kbar`: the sums after this step), a linear learner's over the linear kernel's mean
         between two inputs.  The linear learners' kernel is (<x - m, u - m> + r) nx, r =
         `linear_offset`, nx = 1 / ((d + 1) r): its mean K(x, x) is 1, as the Gaussian
-        kernel's, and its mean between two inputs r nx = 1 / (d + 1)."""
+        kernel's, and its mean between two inputs r nx = 1 / (d + 1); with the automatic
+        step a linear learner's step is over its K(x_t, x_t) where that exceeds 1 (the step
+        of normalised LMS, which does not overshoot)."""
         eta_t, lam_t = schedule(s, t, ck2)
         eta_1, _ = schedule(s, 1.0, ck2)
         kxx = np.ones(self.n_learners)
-        r = nx = kbar_linear = 1.0
+        r = nx = k_linear = 1.0     # the linear learners' step is over k_linear
         if self.n_linear:       # the kernel (<x - m, u - m> + r) nx, nx = 1 / ((d + 1) r)
             xx = self.centred(x)[1]
             r = self.linear_offset(xx)
@@ -264,14 +266,16 @@ class NumpyMultiKernel:
             if not np.isfinite(kxx[-1]):        # ||x - m||^2 overflows: no linear learner moves
                 kxx[self.n_gauss:], r, nx = 0.0, 0.0, 0.0
             elif s["kind"] == StepSize.SCALED:  # the linear kernel's mean: 1 / (d + 1)
-                kbar_linear = r * nx
+                k_linear = r * nx
+            elif s["kind"] == StepSize.AUTO:    # K(x_t, x_t), where it exceeds 1
+                k_linear = max(1.0, (xx + r) * nx)
         forgets = self.forgetting > 0.0
         eta = np.where(forgets, eta_1, eta_t) * self.eta_scales
         if s["kind"] == StepSize.SCALED:
             total, pairs = kbar
             KG = self.n_gauss
             eta[:KG] = eta[:KG] * (pairs + 1.0) / (total[self.width_of[:KG]] + 1.0)
-            eta[KG:] = eta[KG:] / kbar_linear
+        eta[self.n_gauss:] = eta[self.n_gauss:] / k_linear
         factor = np.where(forgets, self.forgetting, 1.0 - lam_t * eta)
         return eta, factor, kxx, eta_t, lam_t, (r, nx)
 
