@@ -122,11 +122,16 @@ def scaled_stream(name, n=None, seed=0):
         y = (y >= 5).astype(int)
     order = np.random.default_rng(seed).permutation(len(X))[:n]
     X, y = X[order], y[order]
+    return online_scaled(X), y.astype(np.float64) if name == "diabetes" else y
+
+
+def online_scaled(X):
+    """X scaled online by OnlineStandardScaler, each row with the statistics that include it."""
     scaler, Z = OnlineStandardScaler(), np.empty_like(X, dtype=np.float64)
     for i, x in enumerate(X):
         scaler.partial_fit(x[None, :])
         Z[i] = scaler.transform(x[None, :])[0]
-    return Z, y.astype(np.float64) if name == "diabetes" else y
+    return Z
 
 
 def okl_quality(est, Z, y):
@@ -454,10 +459,7 @@ def generated(columns, seeds=range(10)):
             values = []
             for seed in seeds:
                 X, y = make(seed)
-                scaler, Z = OnlineStandardScaler(), np.empty_like(X, dtype=np.float64)
-                for i, x in enumerate(X):
-                    Z[i] = scaler.partial_fit(x[None, :]).transform(x[None, :])[0]
-                values.append(okl_quality(MultiKernelClassifier(**params), Z, y))
+                values.append(okl_quality(MultiKernelClassifier(**params), online_scaled(X), y))
             cells.append(np.array(values))
         text = [f"{cells[0].mean():.4f}"] + [
             f"{c.mean():.4f} ({np.mean(c - cells[0]):+.4f} ± "

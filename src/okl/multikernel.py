@@ -762,8 +762,8 @@ def _warm_groups(members):
 _SCALED_DOC = """
         "scaled" (with the hinge loss; else "auto") divides each learner's step
         by its kernel's mean between two inputs: a width's over each of the first
-        100 events and the centres before it, the linear kernel's from the running
-        moments (docs/multikernel.md, section 4)."""
+        100 events and the centres before it, the (centred) linear kernel's
+        1 / (d + 1) (docs/multikernel.md, section 4)."""
 
 
 def _with_params(cls):
